@@ -1,0 +1,228 @@
+package api
+
+// Well-known API versions and kinds.
+const (
+	CertManagerGroup = "cert-manager.io"
+	CertManagerV1    = "cert-manager.io/v1"
+	ACMEGroup        = "acme.cert-manager.io"
+	ACMEV1           = "acme.cert-manager.io/v1"
+
+	KindCertificate        = "Certificate"
+	KindCertificateRequest = "CertificateRequest"
+	KindIssuer             = "Issuer"
+	KindClusterIssuer      = "ClusterIssuer"
+)
+
+// Annotations and labels certfn reads and writes (cert-manager's names).
+const (
+	// AnnotationRevision is set on a CertificateRequest to the Certificate
+	// revision it was created for (seed 002).
+	AnnotationRevision = "cert-manager.io/certificate-revision"
+	// AnnotationCertificateName names the owning Certificate on requests and secrets.
+	AnnotationCertificateName = "cert-manager.io/certificate-name"
+	// AnnotationPrivateKeySecretName names the next-private-key secret on a request.
+	AnnotationPrivateKeySecretName = "cert-manager.io/private-key-secret-name"
+	// AnnotationIssuerName / Kind / Group record the issuer on secrets and requests.
+	AnnotationIssuerName  = "cert-manager.io/issuer-name"
+	AnnotationIssuerKind  = "cert-manager.io/issuer-kind"
+	AnnotationIssuerGroup = "cert-manager.io/issuer-group"
+	// AnnotationCommonName, AltNames, IPSANs, URISANs, EmailSANs describe the stored certificate.
+	AnnotationCommonName = "cert-manager.io/common-name"
+	AnnotationAltNames   = "cert-manager.io/alt-names"
+	AnnotationIPSANs     = "cert-manager.io/ip-sans"
+	AnnotationURISANs    = "cert-manager.io/uri-sans"
+	AnnotationEmailSANs  = "cert-manager.io/email-sans"
+	// LabelNextPrivateKey marks a next-private-key secret (seed 002).
+	LabelNextPrivateKey = "cert-manager.io/next-private-key"
+	// AnnotationMaxDuration is certfn's extension on an Issuer: the longest
+	// lifetime it signs (seed 003: honoured = min(requested, maximum)).
+	AnnotationMaxDuration = "certfn.io/max-duration"
+)
+
+// Certificate condition types and reasons.
+const (
+	CertificateConditionReady   = "Ready"
+	CertificateConditionIssuing = "Issuing"
+)
+
+// PrivateKeyAlgorithm is RSA, ECDSA or Ed25519.
+type PrivateKeyAlgorithm string
+
+// Private key algorithms, encodings and rotation policies.
+const (
+	RSAKeyAlgorithm     PrivateKeyAlgorithm = "RSA"
+	ECDSAKeyAlgorithm   PrivateKeyAlgorithm = "ECDSA"
+	Ed25519KeyAlgorithm PrivateKeyAlgorithm = "Ed25519"
+
+	PKCS1 PrivateKeyEncoding = "PKCS1"
+	PKCS8 PrivateKeyEncoding = "PKCS8"
+
+	RotationPolicyAlways PrivateKeyRotationPolicy = "Always"
+	RotationPolicyNever  PrivateKeyRotationPolicy = "Never"
+)
+
+// PrivateKeyEncoding is PKCS1 or PKCS8.
+type PrivateKeyEncoding string
+
+// PrivateKeyRotationPolicy is Always or Never.
+type PrivateKeyRotationPolicy string
+
+// KeyUsage is a cert-manager key usage name ("digital signature", "server auth", ...).
+type KeyUsage string
+
+// Certificate is cert-manager.io/v1 Certificate.
+type Certificate struct {
+	TypeMeta   `json:",inline"`
+	ObjectMeta `json:"metadata,omitempty"`
+	Spec       CertificateSpec   `json:"spec"`
+	Status     CertificateStatus `json:"status,omitempty"`
+}
+
+// CertificateSpec is cert-manager's CertificateSpec, field for field.
+type CertificateSpec struct {
+	Subject                 *X509Subject                        `json:"subject,omitempty"`
+	LiteralSubject          string                              `json:"literalSubject,omitempty"`
+	CommonName              string                              `json:"commonName,omitempty"`
+	Duration                *Duration                           `json:"duration,omitempty"`
+	RenewBefore             *Duration                           `json:"renewBefore,omitempty"`
+	RenewBeforePercentage   *int32                              `json:"renewBeforePercentage,omitempty"`
+	DNSNames                []string                            `json:"dnsNames,omitempty"`
+	IPAddresses             []string                            `json:"ipAddresses,omitempty"`
+	URIs                    []string                            `json:"uris,omitempty"`
+	OtherNames              []OtherName                         `json:"otherNames,omitempty"`
+	EmailAddresses          []string                            `json:"emailAddresses,omitempty"`
+	SecretName              string                              `json:"secretName"`
+	SecretTemplate          *CertificateSecretTemplate          `json:"secretTemplate,omitempty"`
+	Keystores               *CertificateKeystores               `json:"keystores,omitempty"`
+	IssuerRef               IssuerReference                     `json:"issuerRef"`
+	IsCA                    bool                                `json:"isCA,omitempty"`
+	Usages                  []KeyUsage                          `json:"usages,omitempty"`
+	PrivateKey              *CertificatePrivateKey              `json:"privateKey,omitempty"`
+	SignatureAlgorithm      string                              `json:"signatureAlgorithm,omitempty"`
+	EncodeUsagesInRequest   *bool                               `json:"encodeUsagesInRequest,omitempty"`
+	RevisionHistoryLimit    *int32                              `json:"revisionHistoryLimit,omitempty"`
+	AdditionalOutputFormats []CertificateAdditionalOutputFormat `json:"additionalOutputFormats,omitempty"`
+	NameConstraints         *NameConstraints                    `json:"nameConstraints,omitempty"`
+}
+
+// X509Subject is the subject of the certificate.
+type X509Subject struct {
+	Organizations       []string `json:"organizations,omitempty"`
+	Countries           []string `json:"countries,omitempty"`
+	OrganizationalUnits []string `json:"organizationalUnits,omitempty"`
+	Localities          []string `json:"localities,omitempty"`
+	Provinces           []string `json:"provinces,omitempty"`
+	StreetAddresses     []string `json:"streetAddresses,omitempty"`
+	PostalCodes         []string `json:"postalCodes,omitempty"`
+	SerialNumber        string   `json:"serialNumber,omitempty"`
+}
+
+// OtherName is an otherName SAN with a UTF-8 string value.
+type OtherName struct {
+	OID       string `json:"oid,omitempty"`
+	UTF8Value string `json:"utf8Value,omitempty"`
+}
+
+// CertificateSecretTemplate is copied onto the stored secret as metadata.
+type CertificateSecretTemplate struct {
+	Annotations map[string]string `json:"annotations,omitempty"`
+	Labels      map[string]string `json:"labels,omitempty"`
+}
+
+// CertificateKeystores asks for keystore files next to tls.crt/tls.key.
+type CertificateKeystores struct {
+	JKS    *JKSKeystore    `json:"jks,omitempty"`
+	PKCS12 *PKCS12Keystore `json:"pkcs12,omitempty"`
+}
+
+// JKSKeystore writes keystore.jks and truststore.jks.
+type JKSKeystore struct {
+	Create            bool              `json:"create"`
+	PasswordSecretRef SecretKeySelector `json:"passwordSecretRef,omitempty"`
+	Password          *string           `json:"password,omitempty"`
+	Alias             *string           `json:"alias,omitempty"`
+}
+
+// PKCS12Profile selects the PKCS#12 encryption profile.
+type PKCS12Profile string
+
+// PKCS#12 profiles.
+const (
+	LegacyRC2PKCS12Profile  PKCS12Profile = "LegacyRC2"
+	LegacyDESPKCS12Profile  PKCS12Profile = "LegacyDES"
+	Modern2023PKCS12Profile PKCS12Profile = "Modern2023"
+)
+
+// PKCS12Keystore writes keystore.p12 and truststore.p12.
+type PKCS12Keystore struct {
+	Create            bool              `json:"create"`
+	PasswordSecretRef SecretKeySelector `json:"passwordSecretRef,omitempty"`
+	Password          *string           `json:"password,omitempty"`
+	Profile           PKCS12Profile     `json:"profile,omitempty"`
+}
+
+// CertificatePrivateKey describes the key to generate.
+type CertificatePrivateKey struct {
+	RotationPolicy PrivateKeyRotationPolicy `json:"rotationPolicy,omitempty"`
+	Encoding       PrivateKeyEncoding       `json:"encoding,omitempty"`
+	Algorithm      PrivateKeyAlgorithm      `json:"algorithm,omitempty"`
+	Size           int                      `json:"size,omitempty"`
+}
+
+// CertificateOutputFormatType is DER or CombinedPEM.
+type CertificateOutputFormatType string
+
+// Additional output formats.
+const (
+	CertificateOutputFormatDER         CertificateOutputFormatType = "DER"
+	CertificateOutputFormatCombinedPEM CertificateOutputFormatType = "CombinedPEM"
+)
+
+// CertificateAdditionalOutputFormat adds key.der or tls-combined.pem.
+type CertificateAdditionalOutputFormat struct {
+	Type CertificateOutputFormatType `json:"type"`
+}
+
+// NameConstraints for CA certificates.
+type NameConstraints struct {
+	Critical  bool                `json:"critical,omitempty"`
+	Permitted *NameConstraintItem `json:"permitted,omitempty"`
+	Excluded  *NameConstraintItem `json:"excluded,omitempty"`
+}
+
+// NameConstraintItem lists constrained names.
+type NameConstraintItem struct {
+	DNSDomains     []string `json:"dnsDomains,omitempty"`
+	IPRanges       []string `json:"ipRanges,omitempty"`
+	EmailAddresses []string `json:"emailAddresses,omitempty"`
+	URIDomains     []string `json:"uriDomains,omitempty"`
+}
+
+// CertificateStatus is cert-manager's status plus certfn's additions
+// (ignoredFields, renewal information).
+type CertificateStatus struct {
+	Conditions               []Condition `json:"conditions,omitempty"`
+	LastFailureTime          *Time       `json:"lastFailureTime,omitempty"`
+	NotBefore                *Time       `json:"notBefore,omitempty"`
+	NotAfter                 *Time       `json:"notAfter,omitempty"`
+	RenewalTime              *Time       `json:"renewalTime,omitempty"`
+	Revision                 *int        `json:"revision,omitempty"`
+	NextPrivateKeySecretName *string     `json:"nextPrivateKeySecretName,omitempty"`
+	FailedIssuanceAttempts   *int        `json:"failedIssuanceAttempts,omitempty"`
+	// IgnoredFields lists cert-manager fields present in the spec that
+	// certfn accepts but does not act on (certfn extension).
+	IgnoredFields []string `json:"ignoredFields,omitempty"`
+	// ARI (RFC 9773) renewal window, when the issuer offers one (certfn extension).
+	RenewalInfo *RenewalInfo `json:"renewalInfo,omitempty"`
+}
+
+// RenewalInfo records the last ACME renewal information fetched.
+type RenewalInfo struct {
+	WindowStart    *Time  `json:"windowStart,omitempty"`
+	WindowEnd      *Time  `json:"windowEnd,omitempty"`
+	SelectedTime   *Time  `json:"selectedTime,omitempty"`
+	LastChecked    *Time  `json:"lastChecked,omitempty"`
+	NextCheck      *Time  `json:"nextCheck,omitempty"`
+	ExplanationURL string `json:"explanationURL,omitempty"`
+	CertificateID  string `json:"certificateID,omitempty"`
+}

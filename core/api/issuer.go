@@ -1,0 +1,167 @@
+package api
+
+import "encoding/json"
+
+// Issuer condition types.
+const (
+	IssuerConditionReady = "Ready"
+)
+
+// Issuer is cert-manager.io/v1 Issuer (namespaced).
+type Issuer struct {
+	TypeMeta   `json:",inline"`
+	ObjectMeta `json:"metadata,omitempty"`
+	Spec       IssuerSpec   `json:"spec"`
+	Status     IssuerStatus `json:"status,omitempty"`
+}
+
+// ClusterIssuer is cert-manager.io/v1 ClusterIssuer (cluster-scoped). Its CA
+// and account secrets are read from the cluster resource namespace
+// (certfn's default: "certfn").
+type ClusterIssuer struct {
+	TypeMeta   `json:",inline"`
+	ObjectMeta `json:"metadata,omitempty"`
+	Spec       IssuerSpec   `json:"spec"`
+	Status     IssuerStatus `json:"status,omitempty"`
+}
+
+// GenericIssuer is an Issuer or a ClusterIssuer.
+type GenericIssuer interface {
+	Object
+	GetSpec() *IssuerSpec
+	GetStatus() *IssuerStatus
+}
+
+// GetSpec implements GenericIssuer.
+func (i *Issuer) GetSpec() *IssuerSpec { return &i.Spec }
+
+// GetStatus implements GenericIssuer.
+func (i *Issuer) GetStatus() *IssuerStatus { return &i.Status }
+
+// GetSpec implements GenericIssuer.
+func (i *ClusterIssuer) GetSpec() *IssuerSpec { return &i.Spec }
+
+// GetStatus implements GenericIssuer.
+func (i *ClusterIssuer) GetStatus() *IssuerStatus { return &i.Status }
+
+// IssuerSpec is cert-manager's IssuerConfig: exactly one type is set.
+// Vault and Venafi are accepted so that existing manifests decode, and
+// reported as unsupported.
+type IssuerSpec struct {
+	ACME       *ACMEIssuer       `json:"acme,omitempty"`
+	CA         *CAIssuer         `json:"ca,omitempty"`
+	Vault      json.RawMessage   `json:"vault,omitempty"`
+	SelfSigned *SelfSignedIssuer `json:"selfSigned,omitempty"`
+	Venafi     json.RawMessage   `json:"venafi,omitempty"`
+}
+
+// CAIssuer signs with the key pair in secretName (tls.crt, tls.key).
+type CAIssuer struct {
+	SecretName             string   `json:"secretName"`
+	CRLDistributionPoints  []string `json:"crlDistributionPoints,omitempty"`
+	OCSPServers            []string `json:"ocspServers,omitempty"`
+	IssuingCertificateURLs []string `json:"issuingCertificateURLs,omitempty"`
+}
+
+// SelfSignedIssuer signs each request with its own key.
+type SelfSignedIssuer struct {
+	CRLDistributionPoints []string `json:"crlDistributionPoints,omitempty"`
+}
+
+// IssuerStatus holds conditions and ACME account state.
+type IssuerStatus struct {
+	Conditions []Condition       `json:"conditions,omitempty"`
+	ACME       *ACMEIssuerStatus `json:"acme,omitempty"`
+}
+
+// ACMEIssuerStatus records the registered account.
+type ACMEIssuerStatus struct {
+	URI                 string `json:"uri,omitempty"`
+	LastRegisteredEmail string `json:"lastRegisteredEmail,omitempty"`
+	LastPrivateKeyHash  string `json:"lastPrivateKeyHash,omitempty"`
+}
+
+// ACMEIssuer is cert-manager's ACMEIssuer.
+type ACMEIssuer struct {
+	Email                       string                      `json:"email,omitempty"`
+	Server                      string                      `json:"server"`
+	PreferredChain              string                      `json:"preferredChain,omitempty"`
+	CABundle                    []byte                      `json:"caBundle,omitempty"`
+	SkipTLSVerify               bool                        `json:"skipTLSVerify,omitempty"`
+	ExternalAccountBinding      *ACMEExternalAccountBinding `json:"externalAccountBinding,omitempty"`
+	PrivateKeySecretRef         SecretKeySelector           `json:"privateKeySecretRef"`
+	Solvers                     []ACMEChallengeSolver       `json:"solvers,omitempty"`
+	DisableAccountKeyGeneration bool                        `json:"disableAccountKeyGeneration,omitempty"`
+	EnableDurationFeature       bool                        `json:"enableDurationFeature,omitempty"`
+	Profile                     string                      `json:"profile,omitempty"`
+}
+
+// ACMEExternalAccountBinding is the EAB key id and HMAC secret.
+type ACMEExternalAccountBinding struct {
+	KeyID        string            `json:"keyID"`
+	Key          SecretKeySelector `json:"keySecretRef"`
+	KeyAlgorithm string            `json:"keyAlgorithm,omitempty"`
+}
+
+// ACMEChallengeSolver chooses how identifiers matching Selector are validated.
+type ACMEChallengeSolver struct {
+	Selector *CertificateDNSNameSelector `json:"selector,omitempty"`
+	HTTP01   *ACMEChallengeSolverHTTP01  `json:"http01,omitempty"`
+	DNS01    *ACMEChallengeSolverDNS01   `json:"dns01,omitempty"`
+}
+
+// CertificateDNSNameSelector selects solvers per identifier.
+type CertificateDNSNameSelector struct {
+	MatchLabels map[string]string `json:"matchLabels,omitempty"`
+	DNSNames    []string          `json:"dnsNames,omitempty"`
+	DNSZones    []string          `json:"dnsZones,omitempty"`
+}
+
+// ACMEChallengeSolverHTTP01 is accepted as cert-manager defines it; its
+// Kubernetes-only settings (ingress, gatewayHTTPRoute) are reported as
+// ignored: certfn serves HTTP-01 itself.
+type ACMEChallengeSolverHTTP01 struct {
+	Ingress          json.RawMessage `json:"ingress,omitempty"`
+	GatewayHTTPRoute json.RawMessage `json:"gatewayHTTPRoute,omitempty"`
+}
+
+// ACMEChallengeSolverDNS01 configures a DNS-01 provider.
+type ACMEChallengeSolverDNS01 struct {
+	CNAMEStrategy string                           `json:"cnameStrategy,omitempty"`
+	RFC2136       *ACMEIssuerDNS01ProviderRFC2136  `json:"rfc2136,omitempty"`
+	Route53       *ACMEIssuerDNS01ProviderRoute53  `json:"route53,omitempty"`
+	CloudDNS      *ACMEIssuerDNS01ProviderCloudDNS `json:"cloudDNS,omitempty"`
+	Akamai        json.RawMessage                  `json:"akamai,omitempty"`
+	AzureDNS      json.RawMessage                  `json:"azureDNS,omitempty"`
+	Cloudflare    json.RawMessage                  `json:"cloudflare,omitempty"`
+	DigitalOcean  json.RawMessage                  `json:"digitalocean,omitempty"`
+	AcmeDNS       json.RawMessage                  `json:"acmeDNS,omitempty"`
+	Webhook       json.RawMessage                  `json:"webhook,omitempty"`
+}
+
+// ACMEIssuerDNS01ProviderRFC2136 is cert-manager's rfc2136 solver.
+type ACMEIssuerDNS01ProviderRFC2136 struct {
+	Nameserver    string            `json:"nameserver"`
+	TSIGSecret    SecretKeySelector `json:"tsigSecretSecretRef,omitempty"`
+	TSIGKeyName   string            `json:"tsigKeyName,omitempty"`
+	TSIGAlgorithm string            `json:"tsigAlgorithm,omitempty"`
+	Protocol      string            `json:"protocol,omitempty"`
+}
+
+// ACMEIssuerDNS01ProviderRoute53 is cert-manager's route53 solver.
+type ACMEIssuerDNS01ProviderRoute53 struct {
+	Auth              json.RawMessage    `json:"auth,omitempty"`
+	AccessKeyID       string             `json:"accessKeyID,omitempty"`
+	SecretAccessKeyID *SecretKeySelector `json:"accessKeyIDSecretRef,omitempty"`
+	SecretAccessKey   SecretKeySelector  `json:"secretAccessKeySecretRef,omitempty"`
+	Role              string             `json:"role,omitempty"`
+	HostedZoneID      string             `json:"hostedZoneID,omitempty"`
+	Region            string             `json:"region,omitempty"`
+}
+
+// ACMEIssuerDNS01ProviderCloudDNS is cert-manager's cloudDNS solver.
+type ACMEIssuerDNS01ProviderCloudDNS struct {
+	ServiceAccount *SecretKeySelector `json:"serviceAccountSecretRef,omitempty"`
+	Project        string             `json:"project"`
+	HostedZoneName string             `json:"hostedZoneName,omitempty"`
+}

@@ -1,0 +1,268 @@
+// Package api holds certfn's resource types. They carry cert-manager's own
+// API groups and field names (cert-manager.io/v1, acme.cert-manager.io/v1,
+// policy.cert-manager.io/v1alpha1, rbac.authorization.k8s.io/v1) so that
+// existing cert-manager manifests decode unchanged. See ../shared/DESIGN.md §2.
+package api
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// TypeMeta is the apiVersion/kind pair every manifest carries.
+type TypeMeta struct {
+	APIVersion string `json:"apiVersion,omitempty"`
+	Kind       string `json:"kind,omitempty"`
+}
+
+// OwnerReference points at the resource that owns this one (a Certificate
+// owns its CertificateRequests, a CertificateRequest its Order, ...).
+type OwnerReference struct {
+	APIVersion         string `json:"apiVersion"`
+	Kind               string `json:"kind"`
+	Name               string `json:"name"`
+	UID                string `json:"uid"`
+	Controller         *bool  `json:"controller,omitempty"`
+	BlockOwnerDeletion *bool  `json:"blockOwnerDeletion,omitempty"`
+}
+
+// ObjectMeta keeps the Kubernetes metadata fields certfn honours.
+// Namespace is empty for cluster-scoped kinds.
+type ObjectMeta struct {
+	Name              string            `json:"name,omitempty"`
+	GenerateName      string            `json:"generateName,omitempty"`
+	Namespace         string            `json:"namespace,omitempty"`
+	UID               string            `json:"uid,omitempty"`
+	ResourceVersion   string            `json:"resourceVersion,omitempty"`
+	Generation        int64             `json:"generation,omitempty"`
+	CreationTimestamp *Time             `json:"creationTimestamp,omitempty"`
+	DeletionTimestamp *Time             `json:"deletionTimestamp,omitempty"`
+	Labels            map[string]string `json:"labels,omitempty"`
+	Annotations       map[string]string `json:"annotations,omitempty"`
+	OwnerReferences   []OwnerReference  `json:"ownerReferences,omitempty"`
+	Finalizers        []string          `json:"finalizers,omitempty"`
+	// ManagedFields is accepted (kubectl output carries it) and ignored.
+	ManagedFields []json.RawMessage `json:"managedFields,omitempty"`
+}
+
+// ControllerOf returns the owner reference marked as controller, if any.
+func (m *ObjectMeta) ControllerOf() *OwnerReference {
+	for i := range m.OwnerReferences {
+		if c := m.OwnerReferences[i].Controller; c != nil && *c {
+			return &m.OwnerReferences[i]
+		}
+	}
+	return nil
+}
+
+// Object is implemented by every resource type.
+type Object interface {
+	GetTypeMeta() *TypeMeta
+	GetObjectMeta() *ObjectMeta
+}
+
+// GetTypeMeta implements Object.
+func (t *TypeMeta) GetTypeMeta() *TypeMeta { return t }
+
+// GetObjectMeta implements Object.
+func (m *ObjectMeta) GetObjectMeta() *ObjectMeta { return m }
+
+// Key addresses a resource: kind/namespace/name, or kind/name for a
+// cluster-scoped kind. It is the body of every queue message.
+type Key struct {
+	Kind      string
+	Namespace string
+	Name      string
+}
+
+// KeyOf returns the key of obj.
+func KeyOf(obj Object) Key {
+	m := obj.GetObjectMeta()
+	return Key{Kind: obj.GetTypeMeta().Kind, Namespace: m.Namespace, Name: m.Name}
+}
+
+// String renders "Kind/namespace/name", or "Kind/name" when cluster-scoped.
+func (k Key) String() string {
+	if k.Namespace == "" {
+		return k.Kind + "/" + k.Name
+	}
+	return k.Kind + "/" + k.Namespace + "/" + k.Name
+}
+
+// IsZero reports whether k is the zero key.
+func (k Key) IsZero() bool { return k == Key{} }
+
+// ParseKey parses the String form. It checks the kind is known and that its
+// scope matches the number of parts; it never panics on arbitrary input.
+func ParseKey(s string) (Key, error) {
+	if len(s) > 512 {
+		return Key{}, fmt.Errorf("key: longer than 512 bytes")
+	}
+	parts := strings.Split(s, "/")
+	var k Key
+	switch len(parts) {
+	case 2:
+		k = Key{Kind: parts[0], Name: parts[1]}
+	case 3:
+		k = Key{Kind: parts[0], Namespace: parts[1], Name: parts[2]}
+	default:
+		return Key{}, fmt.Errorf("key %q: want Kind/namespace/name or Kind/name", s)
+	}
+	info, ok := KindInfoFor(k.Kind)
+	if !ok {
+		return Key{}, fmt.Errorf("key %q: unknown kind %q", s, k.Kind)
+	}
+	if info.Namespaced && k.Namespace == "" {
+		return Key{}, fmt.Errorf("key %q: kind %s is namespaced and needs a namespace", s, k.Kind)
+	}
+	if !info.Namespaced && k.Namespace != "" {
+		return Key{}, fmt.Errorf("key %q: kind %s is cluster-scoped and takes no namespace", s, k.Kind)
+	}
+	if k.Name == "" {
+		return Key{}, fmt.Errorf("key %q: empty name", s)
+	}
+	return k, nil
+}
+
+// Time is a timestamp that marshals as RFC 3339 (with nanoseconds when
+// present) and accepts plain RFC 3339 on input, as Kubernetes' metav1.Time.
+type Time struct{ time.Time }
+
+// NewTime wraps t (in UTC) for use in a status.
+func NewTime(t time.Time) *Time { return &Time{t.UTC()} }
+
+// MarshalJSON implements json.Marshaler.
+func (t Time) MarshalJSON() ([]byte, error) {
+	if t.IsZero() {
+		return []byte("null"), nil
+	}
+	return json.Marshal(t.UTC().Format(time.RFC3339Nano))
+}
+
+// UnmarshalJSON implements json.Unmarshaler.
+func (t *Time) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		*t = Time{}
+		return nil
+	}
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("want an RFC 3339 timestamp string")
+	}
+	p, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return fmt.Errorf("want an RFC 3339 timestamp, got %q", s)
+	}
+	t.Time = p.UTC()
+	return nil
+}
+
+// Duration is a Go duration string ("2160h", "90m") as metav1.Duration.
+type Duration struct{ time.Duration }
+
+// NewDuration wraps d.
+func NewDuration(d time.Duration) *Duration { return &Duration{d} }
+
+// MarshalJSON implements json.Marshaler.
+func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(d.Duration.String()) }
+
+// UnmarshalJSON implements json.Unmarshaler.
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("want a duration string such as \"2160h\"")
+	}
+	p, err := time.ParseDuration(s)
+	if err != nil {
+		return fmt.Errorf("want a duration such as \"2160h\" or \"90m\", got %q", s)
+	}
+	d.Duration = p
+	return nil
+}
+
+// ConditionStatus is True, False or Unknown.
+type ConditionStatus string
+
+// Condition statuses.
+const (
+	ConditionTrue    ConditionStatus = "True"
+	ConditionFalse   ConditionStatus = "False"
+	ConditionUnknown ConditionStatus = "Unknown"
+)
+
+// Condition is the condition shape shared by every kind.
+type Condition struct {
+	Type               string          `json:"type"`
+	Status             ConditionStatus `json:"status"`
+	LastTransitionTime *Time           `json:"lastTransitionTime,omitempty"`
+	Reason             string          `json:"reason,omitempty"`
+	Message            string          `json:"message,omitempty"`
+	ObservedGeneration int64           `json:"observedGeneration,omitempty"`
+}
+
+// FindCondition returns the condition of type t, or nil.
+func FindCondition(conds []Condition, t string) *Condition {
+	for i := range conds {
+		if conds[i].Type == t {
+			return &conds[i]
+		}
+	}
+	return nil
+}
+
+// IsTrue reports whether condition t is present with status True.
+func IsTrue(conds []Condition, t string) bool {
+	c := FindCondition(conds, t)
+	return c != nil && c.Status == ConditionTrue
+}
+
+// SetCondition sets condition c on conds. LastTransitionTime changes only
+// when the status changes (as Kubernetes does); reason and message are
+// always updated. It returns whether anything changed.
+func SetCondition(conds *[]Condition, c Condition, now time.Time) bool {
+	if old := FindCondition(*conds, c.Type); old != nil {
+		changed := old.Status != c.Status || old.Reason != c.Reason || old.Message != c.Message ||
+			old.ObservedGeneration != c.ObservedGeneration
+		if old.Status != c.Status {
+			old.LastTransitionTime = NewTime(now)
+		}
+		old.Status, old.Reason, old.Message, old.ObservedGeneration = c.Status, c.Reason, c.Message, c.ObservedGeneration
+		return changed
+	}
+	if c.LastTransitionTime == nil {
+		c.LastTransitionTime = NewTime(now)
+	}
+	*conds = append(*conds, c)
+	return true
+}
+
+// RemoveCondition deletes condition t; it returns whether it was present.
+func RemoveCondition(conds *[]Condition, t string) bool {
+	for i := range *conds {
+		if (*conds)[i].Type == t {
+			*conds = append((*conds)[:i], (*conds)[i+1:]...)
+			return true
+		}
+	}
+	return false
+}
+
+// LocalObjectReference names an object in the same namespace.
+type LocalObjectReference struct {
+	Name string `json:"name"`
+}
+
+// SecretKeySelector names one key of a secret in the same namespace.
+type SecretKeySelector struct {
+	LocalObjectReference `json:",inline"`
+	Key                  string `json:"key,omitempty"`
+}
+
+// IssuerReference is cert-manager's ObjectReference to an issuer.
+type IssuerReference struct {
+	Name  string `json:"name"`
+	Kind  string `json:"kind,omitempty"`
+	Group string `json:"group,omitempty"`
+}

@@ -1,0 +1,88 @@
+package api
+
+import "sort"
+
+// KindInfo describes one resource kind certfn stores.
+type KindInfo struct {
+	Kind       string
+	APIVersion string // group/version, e.g. cert-manager.io/v1
+	Namespaced bool
+	// Plural is the lower-case plural used by the CLI and the bindings
+	// ("certificates", "clusterissuers").
+	Plural string
+	// Short names accepted by the CLI (e.g. "cert", "cr").
+	Short []string
+	// New returns a zero value of the kind with TypeMeta filled in.
+	New func() Object
+}
+
+var kinds = map[string]KindInfo{}
+
+// Register adds a kind. It is called from this package's own table below
+// (no init() side effects elsewhere); other packages never register kinds.
+func register(k KindInfo) {
+	inner := k.New
+	k.New = func() Object {
+		o := inner()
+		*o.GetTypeMeta() = TypeMeta{APIVersion: k.APIVersion, Kind: k.Kind}
+		return o
+	}
+	kinds[k.Kind] = k
+}
+
+// KindInfoFor returns the kind's info.
+func KindInfoFor(kind string) (KindInfo, bool) {
+	k, ok := kinds[kind]
+	return k, ok
+}
+
+// Kinds returns every registered kind sorted by name.
+func Kinds() []KindInfo {
+	out := make([]KindInfo, 0, len(kinds))
+	for _, k := range kinds {
+		out = append(out, k)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Kind < out[j].Kind })
+	return out
+}
+
+// KindForName resolves a CLI name (kind, plural, singular or short name,
+// any case) to a kind.
+func KindForName(name string) (KindInfo, bool) {
+	ln := lower(name)
+	for _, k := range kinds {
+		if lower(k.Kind) == ln || k.Plural == ln {
+			return k, true
+		}
+		for _, s := range k.Short {
+			if s == ln {
+				return k, true
+			}
+		}
+	}
+	return KindInfo{}, false
+}
+
+func lower(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if 'A' <= c && c <= 'Z' {
+			b[i] = c + 32
+		}
+	}
+	return string(b)
+}
+
+func init() { registerAll() }
+
+// registerAll is the one table of kinds. Add new kinds here.
+func registerAll() {
+	register(KindInfo{Kind: KindCertificate, APIVersion: CertManagerV1, Namespaced: true, Plural: "certificates",
+		Short: []string{"cert", "certs"}, New: func() Object { return &Certificate{} }})
+	register(KindInfo{Kind: KindCertificateRequest, APIVersion: CertManagerV1, Namespaced: true, Plural: "certificaterequests",
+		Short: []string{"cr", "crs"}, New: func() Object { return &CertificateRequest{} }})
+	register(KindInfo{Kind: KindIssuer, APIVersion: CertManagerV1, Namespaced: true, Plural: "issuers",
+		New: func() Object { return &Issuer{} }})
+	register(KindInfo{Kind: KindClusterIssuer, APIVersion: CertManagerV1, Namespaced: false, Plural: "clusterissuers",
+		New: func() Object { return &ClusterIssuer{} }})
+}

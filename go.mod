@@ -1,0 +1,3 @@
+module github.com/certfn/certfn
+
+go 1.26.0
