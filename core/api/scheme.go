@@ -85,4 +85,17 @@ func registerAll() {
 		New: func() Object { return &Issuer{} }})
 	register(KindInfo{Kind: KindClusterIssuer, APIVersion: CertManagerV1, Namespaced: false, Plural: "clusterissuers",
 		New: func() Object { return &ClusterIssuer{} }})
+	register(KindInfo{Kind: KindCertificateRequestPolicy, APIVersion: PolicyV1alpha1, Namespaced: false,
+		Plural: "certificaterequestpolicies", Short: []string{"crp", "crps"},
+		New: func() Object { return &CertificateRequestPolicy{} }})
+	register(KindInfo{Kind: KindRole, APIVersion: RBACV1, Namespaced: true, Plural: "roles",
+		New: func() Object { return &Role{} }})
+	register(KindInfo{Kind: KindClusterRole, APIVersion: RBACV1, Namespaced: false, Plural: "clusterroles",
+		New: func() Object { return &ClusterRole{} }})
+	register(KindInfo{Kind: KindRoleBinding, APIVersion: RBACV1, Namespaced: true, Plural: "rolebindings",
+		New: func() Object { return &RoleBinding{} }})
+	register(KindInfo{Kind: KindClusterRoleBinding, APIVersion: RBACV1, Namespaced: false, Plural: "clusterrolebindings",
+		New: func() Object { return &ClusterRoleBinding{} }})
+	register(KindInfo{Kind: KindNamespace, APIVersion: CoreV1, Namespaced: false, Plural: "namespaces",
+		Short: []string{"ns"}, New: func() Object { return &Namespace{} }})
 }
