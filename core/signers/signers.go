@@ -1,0 +1,242 @@
+// Package signers holds the Signer interface and what the selfSigned and CA
+// signers share: the certificate template built from a CertificateRequest
+// (cert-manager's CertificateTemplateFromCertificateRequest) and seed 003's
+// lifetime rule (honoured = min(requested, the signer's maximum)). Each
+// signer's contract (seed 004) is in docs/signers.md.
+package signers
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/asn1"
+	"errors"
+	"fmt"
+	"math/big"
+	"time"
+
+	"github.com/certfn/certfn/core/api"
+	"github.com/certfn/certfn/core/errs"
+	"github.com/certfn/certfn/core/pki"
+)
+
+// Signer signs an approved CertificateRequest for one issuer type.
+//
+// Errors are classified by core/errs: a permanent error (errs.Permanent)
+// means the request can never be signed and should be marked Failed; any
+// other error leaves the request pending and is retried. Errors that wrap
+// ErrIssuerNotReady say the issuer's configuration or secret is missing or
+// unusable.
+type Signer interface {
+	Sign(ctx context.Context, req Request) (Result, error)
+}
+
+// Request is one signing job.
+type Request struct {
+	CR     *api.CertificateRequest
+	Issuer api.GenericIssuer
+	// SecretNamespace is where the issuer's secrets live: the Issuer's namespace, or the
+	// cluster resource namespace for a ClusterIssuer.
+	SecretNamespace string
+}
+
+// Result is the outcome of a successful Sign.
+type Result struct {
+	Certificate []byte        // PEM chain, leaf first
+	CA          []byte        // PEM of the issuing CA (self-signed: the certificate itself)
+	Requested   time.Duration // seed 003
+	Honoured    time.Duration
+}
+
+// ErrIssuerNotReady is wrapped by transient errors that say the issuer
+// cannot sign yet: its secret is missing or undecodable, its certificate is
+// not a CA or does not match its key, or its configuration is invalid. The
+// request stays pending until the issuer is fixed.
+var ErrIssuerNotReady = errors.New("issuer not ready")
+
+// NotReady wraps ErrIssuerNotReady with a reason (transient).
+func NotReady(format string, a ...any) error {
+	return fmt.Errorf("%w: %s", ErrIssuerNotReady, fmt.Sprintf(format, a...))
+}
+
+// serialLimit bounds serial numbers to 128 bits.
+var serialLimit = new(big.Int).Lsh(big.NewInt(1), 128)
+
+// TemplateFromRequest builds the certificate template for cr at now, as
+// cert-manager's CertificateTemplateFromCertificateRequest:
+//   - the CSR (spec.request) must parse and its signature verify;
+//   - serial: 128 random bits; notBefore = now; notAfter = now + the
+//     requested duration (pki.RequestedDuration: duration, expirationSeconds
+//     or 90 days); signers then shorten it to their limits;
+//   - subject (raw, as encoded in the CSR), public key and every SAN kind
+//     from the CSR (its subjectAltName extension is copied as is, so
+//     otherNames survive; critical when the subject is empty);
+//   - keyUsage / extKeyUsage from spec.usages (default digital signature +
+//     key encipherment, "cert sign" for isCA); when the CSR encodes usages
+//     they must equal these;
+//   - basicConstraints from spec.isCA (no path length); when the CSR encodes
+//     basicConstraints its CA bit must equal spec.isCA;
+//   - the CSR's nameConstraints extension, for a CA certificate only.
+//
+// Other CSR extensions are discarded. Every error is permanent
+// (errs.Permanent) except a failure of the random source.
+func TemplateFromRequest(cr *api.CertificateRequest, now time.Time) (*x509.Certificate, error) {
+	if cr == nil {
+		return nil, errs.Permanentf("no certificate request")
+	}
+	csr, err := pki.ParseCSRPEM(cr.Spec.Request)
+	if err != nil {
+		return nil, errs.Permanentf("spec.request: %w", err)
+	}
+	exts, err := pki.ParseCSRExtensions(csr)
+	if err != nil {
+		return nil, errs.Permanentf("spec.request: %w", err)
+	}
+	requested, err := pki.RequestedDuration(&cr.Spec)
+	if err != nil {
+		return nil, errs.Permanent(err)
+	}
+	ku, eku, err := pki.KeyUsages(cr.Spec.Usages, cr.Spec.IsCA)
+	if err != nil {
+		return nil, errs.Permanent(err)
+	}
+	if exts.KeyUsage != nil || exts.HasExtKeyUsage {
+		var have x509.KeyUsage
+		if exts.KeyUsage != nil {
+			have = *exts.KeyUsage
+		}
+		if have != ku {
+			return nil, errs.Permanentf("spec.request: the CSR's keyUsage (%#x) does not match spec.usages/spec.isCA (%#x)", int(have), int(ku))
+		}
+		if len(exts.UnknownExtKeyUsage) > 0 {
+			return nil, errs.Permanentf("spec.request: the CSR asks for extended key usages %v that spec.usages does not list", exts.UnknownExtKeyUsage)
+		}
+		if !sameEKUs(exts.ExtKeyUsage, eku) {
+			return nil, errs.Permanentf("spec.request: the CSR's extended key usages do not match spec.usages")
+		}
+	}
+	if exts.IsCA != nil && *exts.IsCA != cr.Spec.IsCA {
+		return nil, errs.Permanentf("spec.request: the CSR's basicConstraints CA=%t does not match spec.isCA=%t", *exts.IsCA, cr.Spec.IsCA)
+	}
+	serial, err := rand.Int(rand.Reader, serialLimit)
+	if err != nil {
+		return nil, fmt.Errorf("generate serial number: %w", err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber:          serial,
+		PublicKeyAlgorithm:    csr.PublicKeyAlgorithm,
+		PublicKey:             csr.PublicKey,
+		Subject:               csr.Subject,
+		RawSubject:            csr.RawSubject,
+		NotBefore:             now,
+		NotAfter:              now.Add(requested),
+		KeyUsage:              ku,
+		ExtKeyUsage:           eku,
+		BasicConstraintsValid: true,
+		IsCA:                  cr.Spec.IsCA,
+		DNSNames:              csr.DNSNames,
+		IPAddresses:           csr.IPAddresses,
+		EmailAddresses:        csr.EmailAddresses,
+		URIs:                  csr.URIs,
+	}
+	if exts.SubjectAltName != nil {
+		san := *exts.SubjectAltName
+		san.Critical = isEmptyRawSubject(csr.RawSubject)
+		tmpl.ExtraExtensions = append(tmpl.ExtraExtensions, san)
+	}
+	if exts.NameConstraints != nil && cr.Spec.IsCA {
+		tmpl.ExtraExtensions = append(tmpl.ExtraExtensions, *exts.NameConstraints)
+	}
+	return tmpl, nil
+}
+
+func isEmptyRawSubject(raw []byte) bool {
+	var seq pkix.RDNSequence
+	rest, err := asn1.Unmarshal(raw, &seq)
+	return err == nil && len(rest) == 0 && len(seq) == 0
+}
+
+func sameEKUs(a, b []x509.ExtKeyUsage) bool {
+	in := func(x x509.ExtKeyUsage, s []x509.ExtKeyUsage) bool {
+		for _, y := range s {
+			if x == y {
+				return true
+			}
+		}
+		return false
+	}
+	for _, x := range a {
+		if !in(x, b) {
+			return false
+		}
+	}
+	for _, x := range b {
+		if !in(x, a) {
+			return false
+		}
+	}
+	return true
+}
+
+// MaxDuration returns the issuer's maximum lifetime from the annotation
+// api.AnnotationMaxDuration (a Go duration such as "720h"), and whether one
+// is set. A value that does not parse or is not positive is an
+// ErrIssuerNotReady error.
+func MaxDuration(issuer api.GenericIssuer) (time.Duration, bool, error) {
+	if issuer == nil {
+		return 0, false, nil
+	}
+	v, ok := issuer.GetObjectMeta().Annotations[api.AnnotationMaxDuration]
+	if !ok {
+		return 0, false, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		return 0, false, NotReady("metadata.annotations[%q]: %q is not a positive duration such as \"720h\"", api.AnnotationMaxDuration, v)
+	}
+	return d, true, nil
+}
+
+// Lifetime applies seed 003 to a template built by TemplateFromRequest:
+// honoured = min(requested, the issuer's maximum), and notAfter never later
+// than notAfterLimit when that is not zero (a CA cannot sign beyond its own
+// expiry). It sets tmpl.NotAfter and returns the requested and honoured
+// durations.
+func Lifetime(tmpl *x509.Certificate, issuer api.GenericIssuer, notAfterLimit time.Time) (requested, honoured time.Duration, err error) {
+	requested = tmpl.NotAfter.Sub(tmpl.NotBefore)
+	honoured = requested
+	max, ok, err := MaxDuration(issuer)
+	if err != nil {
+		return 0, 0, err
+	}
+	if ok && max < honoured {
+		honoured = max
+	}
+	notAfter := tmpl.NotBefore.Add(honoured)
+	if !notAfterLimit.IsZero() && notAfter.After(notAfterLimit) {
+		notAfter = notAfterLimit
+		honoured = notAfter.Sub(tmpl.NotBefore)
+	}
+	tmpl.NotAfter = notAfter
+	return requested, honoured, nil
+}
+
+// IssuerLabel is the metrics label for an issuer: "Kind/namespace/name" or
+// "Kind/name" (api.KeyOf), with the kind taken from the Go type when the
+// object's TypeMeta is empty.
+func IssuerLabel(issuer api.GenericIssuer) string {
+	if issuer == nil {
+		return ""
+	}
+	k := api.KeyOf(issuer)
+	if k.Kind == "" {
+		switch issuer.(type) {
+		case *api.ClusterIssuer:
+			k.Kind = api.KindClusterIssuer
+		default:
+			k.Kind = api.KindIssuer
+		}
+	}
+	return k.String()
+}
