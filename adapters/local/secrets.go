@@ -1,0 +1,474 @@
+package local
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/gofrs/flock"
+
+	"github.com/certfn/certfn/core/errs"
+	"github.com/certfn/certfn/core/ports"
+)
+
+// File names inside a secret directory. User keys never start with "..",
+// so these cannot collide with them (the Kubernetes atomic-writer layout).
+const (
+	dataLink     = "..data"          // symlink to the current version directory
+	dataLinkTmp  = "..data_tmp"      // new ..data before the rename
+	prevLink     = "..previous"      // symlink to the version ..data pointed at before
+	prevLinkTmp  = "..previous_tmp"  // new ..previous before the rename
+	keyLinkTmp   = "..key_tmp"       // new <key> symlink before the rename
+	metadataFile = "..metadata.json" // labels and annotations, inside a version directory
+	lockFile     = "..lock"          // in the namespace directory: serialises writers
+	versionStamp = "2006_01_02_15_04_05."
+)
+
+// getAttempts bounds the retries of Get when two writes replace a secret
+// while it is being read (the version it resolved was removed).
+const getAttempts = 5
+
+// SecretStore keeps secrets as files for local mode:
+//
+//	<dir>/<namespace>/<name>/..2025_01_02_03_04_05.123/tls.crt   the data (0600)
+//	<dir>/<namespace>/<name>/..2025_01_02_03_04_05.123/..metadata.json
+//	<dir>/<namespace>/<name>/..data -> ..2025_01_02_03_04_05.123
+//	<dir>/<namespace>/<name>/..previous -> ..2025_01_01_00_00_00.456  (kept for Rollback)
+//	<dir>/<namespace>/<name>/tls.crt -> ..data/tls.crt
+//
+// so nginx or haproxy can point at <dir>/<namespace>/<name>/tls.crt. A write
+// creates a new version directory and swaps ..data with rename(2): a reader
+// that resolves ..data once sees the whole old or the whole new secret,
+// never a new tls.crt with an old tls.key. The previous version directory is
+// kept for rollback; older ones are removed. Directories are 0700, files 0600.
+// Writers in one namespace are serialised by a lock file (flock), which also
+// makes Create exclusive across processes.
+type SecretStore struct {
+	dir string
+}
+
+var _ ports.SecretStore = (*SecretStore)(nil)
+
+// NewSecretStore returns a store rooted at dir (created on first write).
+func NewSecretStore(dir string) *SecretStore { return &SecretStore{dir: dir} }
+
+// Dir returns the root directory.
+func (s *SecretStore) Dir() string { return s.dir }
+
+// SecretDir returns the directory of one secret (its files are
+// <SecretDir>/<key>), after validating namespace and name.
+func (s *SecretStore) SecretDir(namespace, name string) (string, error) {
+	if err := checkSecretRef(namespace, name); err != nil {
+		return "", err
+	}
+	return filepath.Join(s.dir, namespace, name), nil
+}
+
+// dnsSubdomain is Kubernetes' DNS-1123 subdomain: what a namespace and a
+// secret name may be. It excludes "", ".", "..", '/' and '\\'.
+var dnsSubdomain = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`)
+
+// secretKey is Kubernetes' rule for a secret data key.
+var secretKey = regexp.MustCompile(`^[-._a-zA-Z0-9]+$`)
+
+// checkName validates a namespace or secret name used as a path element.
+func checkName(field, v string) error {
+	if len(v) > 253 || !dnsSubdomain.MatchString(v) {
+		return errs.Permanentf("%s: %q is not a valid name: want a DNS subdomain (lower-case letters, digits, '-' and '.', "+
+			"at most 253 characters), which rules out path separators, \"..\" and \"\"", field, v)
+	}
+	return nil
+}
+
+// checkSecretRef validates the namespace and name of a secret.
+func checkSecretRef(namespace, name string) error {
+	if err := checkName("namespace", namespace); err != nil {
+		return fmt.Errorf("secret %s/%s: %w", namespace, name, err)
+	}
+	if err := checkName("name", name); err != nil {
+		return fmt.Errorf("secret %s/%s: %w", namespace, name, err)
+	}
+	return nil
+}
+
+// checkDataKey validates a data key used as a file name: Kubernetes' secret
+// key rule, and no leading ".." (reserved for the layout's own files).
+func checkDataKey(k string) error {
+	if len(k) > 253 || !secretKey.MatchString(k) || k == "." || strings.HasPrefix(k, "..") {
+		return errs.Permanentf("data[%q]: not a valid key: want letters, digits, '-', '_' and '.', "+
+			"not \".\" and not starting with \"..\", at most 253 characters", k)
+	}
+	return nil
+}
+
+// metadata is the content of metadataFile.
+type metadata struct {
+	Labels      map[string]string `json:"labels,omitempty"`
+	Annotations map[string]string `json:"annotations,omitempty"`
+}
+
+// Get returns the secret, or ports.ErrNotFound. It resolves ..data once and
+// reads every file from that version, so the result is one consistent
+// version even while a writer replaces the secret.
+func (s *SecretStore) Get(ctx context.Context, namespace, name string) (ports.Secret, error) {
+	dir, err := s.SecretDir(namespace, name)
+	if err != nil {
+		return ports.Secret{}, err
+	}
+	var lastErr error
+	for range getAttempts {
+		if err := ctx.Err(); err != nil {
+			return ports.Secret{}, fmt.Errorf("secret %s/%s: get: %w", namespace, name, err)
+		}
+		version, err := currentVersion(dir)
+		if errors.Is(err, fs.ErrNotExist) {
+			return ports.Secret{}, fmt.Errorf("secret %s/%s: %w", namespace, name, ports.ErrNotFound)
+		}
+		if err != nil {
+			return ports.Secret{}, fmt.Errorf("secret %s/%s: get: %w", namespace, name, err)
+		}
+		sec, err := readVersion(filepath.Join(dir, version))
+		if errors.Is(err, fs.ErrNotExist) {
+			lastErr = err // removed by two writes meanwhile: resolve again
+			continue
+		}
+		if err != nil {
+			return ports.Secret{}, fmt.Errorf("secret %s/%s: get: %w", namespace, name, err)
+		}
+		sec.Namespace, sec.Name = namespace, name
+		return sec, nil
+	}
+	return ports.Secret{}, fmt.Errorf("secret %s/%s: get: replaced faster than it could be read: %w", namespace, name, lastErr)
+}
+
+// currentVersion reads the ..data symlink of a secret directory.
+func currentVersion(dir string) (string, error) { return readVersionLink(dir, dataLink) }
+
+// readVersionLink reads a symlink that names a version directory.
+func readVersionLink(dir, link string) (string, error) {
+	target, err := os.Readlink(filepath.Join(dir, link))
+	if err != nil {
+		return "", err
+	}
+	if !strings.HasPrefix(target, "..") || strings.ContainsAny(target, `/\`) {
+		return "", fmt.Errorf("%s: unexpected target %q", filepath.Join(dir, link), target)
+	}
+	return target, nil
+}
+
+// readVersion reads the data and metadata of one version directory.
+func readVersion(vdir string) (ports.Secret, error) {
+	entries, err := os.ReadDir(vdir)
+	if err != nil {
+		return ports.Secret{}, err
+	}
+	sec := ports.Secret{Data: map[string][]byte{}}
+	for _, e := range entries {
+		if !e.Type().IsRegular() {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(vdir, e.Name()))
+		if err != nil {
+			return ports.Secret{}, err
+		}
+		if e.Name() == metadataFile {
+			var m metadata
+			if err := json.Unmarshal(b, &m); err != nil {
+				return ports.Secret{}, fmt.Errorf("%s: %w", filepath.Join(vdir, metadataFile), err)
+			}
+			sec.Labels, sec.Annotations = m.Labels, m.Annotations
+			continue
+		}
+		if strings.HasPrefix(e.Name(), "..") {
+			continue
+		}
+		sec.Data[e.Name()] = b
+	}
+	return sec, nil
+}
+
+// Create writes a new secret; ports.ErrAlreadyExists if it exists, even if
+// another process creates it at the same moment.
+func (s *SecretStore) Create(ctx context.Context, sec ports.Secret) error {
+	return s.write(ctx, sec, true)
+}
+
+// Put creates the secret or replaces it as a whole (data and metadata),
+// atomically for readers that resolve ..data once.
+func (s *SecretStore) Put(ctx context.Context, sec ports.Secret) error {
+	return s.write(ctx, sec, false)
+}
+
+// Delete removes the secret and all its versions; nil if it is missing.
+func (s *SecretStore) Delete(ctx context.Context, namespace, name string) error {
+	dir, err := s.SecretDir(namespace, name)
+	if err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("secret %s/%s: delete: %w", namespace, name, err)
+	}
+	if _, err := os.Lstat(dir); errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	unlock, err := s.lock(namespace)
+	if err != nil {
+		return fmt.Errorf("secret %s/%s: delete: %w", namespace, name, err)
+	}
+	defer unlock()
+	// Readers see "not found" from the first step on, never a partial secret.
+	if err := os.Remove(filepath.Join(dir, dataLink)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("secret %s/%s: delete: %w", namespace, name, err)
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		return fmt.Errorf("secret %s/%s: delete: %w", namespace, name, err)
+	}
+	return nil
+}
+
+// Rollback makes the kept previous version of a secret current again (and
+// the current one the previous: a second Rollback undoes the first). It
+// fails if the secret is missing or has no previous version.
+func (s *SecretStore) Rollback(ctx context.Context, namespace, name string) error {
+	dir, err := s.SecretDir(namespace, name)
+	if err != nil {
+		return err
+	}
+	fail := func(err error) error { return fmt.Errorf("secret %s/%s: rollback: %w", namespace, name, err) }
+	if err := ctx.Err(); err != nil {
+		return fail(err)
+	}
+	unlock, err := s.lock(namespace)
+	if err != nil {
+		return fail(err)
+	}
+	defer unlock()
+	current, err := currentVersion(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return fail(ports.ErrNotFound)
+	}
+	if err != nil {
+		return fail(err)
+	}
+	previous, err := readVersionLink(dir, prevLink)
+	if errors.Is(err, fs.ErrNotExist) {
+		return fail(errs.Permanentf("no previous version kept"))
+	}
+	if err != nil {
+		return fail(err)
+	}
+	old, err := readVersion(filepath.Join(dir, previous))
+	if err != nil {
+		return fail(err)
+	}
+	if err := swapLink(dir, dataLink, dataLinkTmp, previous); err != nil {
+		return fail(err)
+	}
+	if err := swapLink(dir, prevLink, prevLinkTmp, current); err != nil {
+		return fail(err)
+	}
+	if err := linkKeys(dir, old.Data); err != nil {
+		return fail(err)
+	}
+	return nil
+}
+
+// lock takes the namespace's writer lock (creating the directories).
+func (s *SecretStore) lock(namespace string) (func(), error) {
+	nsDir := filepath.Join(s.dir, namespace)
+	if err := os.MkdirAll(nsDir, 0o700); err != nil {
+		return nil, err
+	}
+	l := flock.New(filepath.Join(nsDir, lockFile), flock.SetPermissions(0o600))
+	if err := l.Lock(); err != nil {
+		return nil, fmt.Errorf("lock %s: %w", l.Path(), err)
+	}
+	return func() { _ = l.Unlock() }, nil
+}
+
+// write implements Create (exclusive) and Put.
+func (s *SecretStore) write(ctx context.Context, sec ports.Secret, exclusive bool) error {
+	op := "put"
+	if exclusive {
+		op = "create"
+	}
+	dir, err := s.SecretDir(sec.Namespace, sec.Name)
+	if err != nil {
+		return err
+	}
+	fail := func(err error) error { return fmt.Errorf("secret %s/%s: %s: %w", sec.Namespace, sec.Name, op, err) }
+	for k := range sec.Data {
+		if err := checkDataKey(k); err != nil {
+			return fail(err)
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return fail(err)
+	}
+	unlock, err := s.lock(sec.Namespace)
+	if err != nil {
+		return fail(err)
+	}
+	defer unlock()
+
+	previous, err := currentVersion(dir)
+	switch {
+	case err == nil && exclusive:
+		return fail(ports.ErrAlreadyExists)
+	case err != nil && !errors.Is(err, fs.ErrNotExist):
+		return fail(err)
+	}
+	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+		return fail(err)
+	}
+	vdir, err := os.MkdirTemp(dir, ".."+time.Now().UTC().Format(versionStamp))
+	if err != nil {
+		return fail(err)
+	}
+	if err := writeVersion(vdir, sec); err != nil {
+		_ = os.RemoveAll(vdir)
+		return fail(err)
+	}
+	version := filepath.Base(vdir)
+	if err := swapLink(dir, dataLink, dataLinkTmp, version); err != nil {
+		_ = os.RemoveAll(vdir)
+		return fail(err)
+	}
+	// From here on the new version is live; what follows tidies up.
+	if previous != "" {
+		err = swapLink(dir, prevLink, prevLinkTmp, previous)
+	} else if err = os.Remove(filepath.Join(dir, prevLink)); errors.Is(err, fs.ErrNotExist) {
+		err = nil // the usual case: a new secret has no previous version
+	}
+	if err != nil {
+		return fail(err)
+	}
+	if err := linkKeys(dir, sec.Data); err != nil {
+		return fail(err)
+	}
+	if err := prune(dir, version, previous); err != nil {
+		return fail(err)
+	}
+	return nil
+}
+
+// writeVersion writes the data files and metadata into vdir, synced.
+func writeVersion(vdir string, sec ports.Secret) error {
+	for k, v := range sec.Data {
+		if err := writeFileSync(filepath.Join(vdir, k), v); err != nil {
+			return err
+		}
+	}
+	meta, err := json.Marshal(metadata{Labels: sec.Labels, Annotations: sec.Annotations})
+	if err != nil {
+		return fmt.Errorf("metadata: %w", err)
+	}
+	if err := writeFileSync(filepath.Join(vdir, metadataFile), meta); err != nil {
+		return err
+	}
+	return syncDir(vdir)
+}
+
+// writeFileSync creates path (0600, exclusive) with b and syncs it. Errors
+// name the path, never the content.
+func writeFileSync(path string, b []byte) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(b); err != nil { // *fs.PathError: path and cause only
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// syncDir flushes a directory's entries (a rename or new file) to disk.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
+
+// swapLink points dir/name at target atomically: a symlink under tmp, then
+// rename(2) over name.
+func swapLink(dir, name, tmp, target string) error {
+	tmpPath := filepath.Join(dir, tmp)
+	if err := os.Remove(tmpPath); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	if err := os.Symlink(target, tmpPath); err != nil {
+		return err
+	}
+	if err := os.Rename(tmpPath, filepath.Join(dir, name)); err != nil {
+		_ = os.Remove(tmpPath)
+		return err
+	}
+	return syncDir(dir)
+}
+
+// linkKeys makes <key> -> ..data/<key> for every key in data and removes
+// the links of keys no longer present (other files are left alone).
+func linkKeys(dir string, data map[string][]byte) error {
+	for k := range data {
+		target := dataLink + "/" + k
+		if cur, err := os.Readlink(filepath.Join(dir, k)); err == nil && cur == target {
+			continue
+		}
+		if err := swapLink(dir, k, keyLinkTmp, target); err != nil {
+			return err
+		}
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		n := e.Name()
+		if strings.HasPrefix(n, "..") || e.Type()&fs.ModeSymlink == 0 {
+			continue
+		}
+		if _, keep := data[n]; keep {
+			continue
+		}
+		if cur, err := os.Readlink(filepath.Join(dir, n)); err == nil && strings.HasPrefix(cur, dataLink+"/") {
+			if err := os.Remove(filepath.Join(dir, n)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// prune removes version directories other than current and previous, and
+// leftovers of interrupted writes (temporary links, never-live versions).
+func prune(dir, current, previous string) error {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		n := e.Name()
+		if !strings.HasPrefix(n, "..") || n == dataLink || n == prevLink || n == current || n == previous {
+			continue
+		}
+		if err := os.RemoveAll(filepath.Join(dir, n)); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,380 @@
+package local
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"math"
+	"net/url"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/certfn/certfn/core/api"
+	"github.com/certfn/certfn/core/errs"
+	"github.com/certfn/certfn/core/ports"
+
+	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
+)
+
+// busyTimeout is how long a statement waits for another process's write
+// lock before failing with SQLITE_BUSY (a transient error).
+const busyTimeout = 10 * time.Second
+
+// schemaVersion is stored in PRAGMA user_version.
+const schemaVersion = 1
+
+// schema creates the tables and indexes; every statement is idempotent so
+// that several processes may open a new file at once.
+//
+//   - resources: one row per resource; owner is the owner's key string ("" if
+//     none); next_run_at is Unix nanoseconds, 0 meaning "not scheduled".
+//   - resources_due: partial and covering, so a sweep reads only due rows
+//     and never touches the table itself.
+//   - resources_owner: List by owner, already in List order.
+//   - inbox: wake-ups pushed by other processes (see Inbox).
+var schema = []string{
+	`CREATE TABLE IF NOT EXISTS resources (
+		kind        TEXT    NOT NULL,
+		namespace   TEXT    NOT NULL DEFAULT '',
+		name        TEXT    NOT NULL,
+		version     INTEGER NOT NULL,
+		owner       TEXT    NOT NULL DEFAULT '',
+		next_run_at INTEGER NOT NULL DEFAULT 0,
+		data        BLOB    NOT NULL,
+		PRIMARY KEY (kind, namespace, name)
+	)`,
+	`CREATE INDEX IF NOT EXISTS resources_due ON resources (next_run_at, kind, namespace, name) WHERE next_run_at > 0`,
+	`CREATE INDEX IF NOT EXISTS resources_owner ON resources (kind, owner, namespace, name)`,
+	`CREATE TABLE IF NOT EXISTS inbox (
+		id          INTEGER PRIMARY KEY,
+		key         TEXT    NOT NULL,
+		enqueued_at INTEGER NOT NULL
+	)`,
+	fmt.Sprintf(`PRAGMA user_version = %d`, schemaVersion),
+}
+
+// Statements used by more than one method.
+const (
+	dueQuery = `SELECT kind, namespace, name, next_run_at FROM resources
+		WHERE next_run_at > 0 AND next_run_at <= ?
+		ORDER BY next_run_at, kind, namespace, name LIMIT ?`
+	listColumns = `SELECT kind, namespace, name, version, owner, next_run_at, data FROM resources`
+)
+
+// Store is the ports.Store on one SQLite file. It is safe for concurrent
+// use, and several processes (the CLI and `certfn serve`) may open the same
+// file at once: the file runs in WAL mode, writes of other processes are
+// waited for (busy_timeout), and every conditional write is one statement.
+type Store struct {
+	db   *sql.DB
+	path string
+	// wmu serialises this process's writes, so that goroutines queue here
+	// instead of polling SQLite's busy handler; other processes are still
+	// arbitrated by SQLite's file locks.
+	wmu sync.Mutex
+}
+
+var _ ports.Store = (*Store)(nil)
+
+// OpenStore opens (creating if needed) the SQLite database at path and
+// applies the schema. The caller must Close it.
+func OpenStore(path string) (*Store, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("open store %s: %w", path, err)
+	}
+	q := url.Values{}
+	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busyTimeout.Milliseconds()))
+	q.Add("_pragma", "journal_mode(WAL)")
+	q.Add("_pragma", "synchronous(NORMAL)")
+	q.Set("_txlock", "immediate")
+	dsn := (&url.URL{Scheme: "file", Path: abs, RawQuery: q.Encode()}).String()
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("open store %s: %w", abs, err)
+	}
+	s := &Store{db: db, path: abs}
+	var version int
+	if err := db.QueryRow(`PRAGMA user_version`).Scan(&version); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open store %s: %w", abs, err)
+	}
+	if version > schemaVersion {
+		db.Close()
+		return nil, fmt.Errorf("open store %s: schema version %d is newer than this certfn's %d", abs, version, schemaVersion)
+	}
+	for _, stmt := range schema {
+		if _, err := db.Exec(stmt); err != nil {
+			db.Close()
+			return nil, fmt.Errorf("open store %s: schema: %w", abs, err)
+		}
+	}
+	return s, nil
+}
+
+// Path returns the absolute path of the database file.
+func (s *Store) Path() string { return s.path }
+
+// Close closes the database. Using the Store afterwards returns errors.
+func (s *Store) Close() error {
+	if err := s.db.Close(); err != nil {
+		return fmt.Errorf("close store %s: %w", s.path, err)
+	}
+	return nil
+}
+
+// toNanos converts t for the next_run_at column: 0 for the zero time, at
+// least 1 for any other time (a pre-1970 time is still "due"), and capped
+// at the largest int64 for times past 2262.
+func toNanos(t time.Time) int64 {
+	switch {
+	case t.IsZero():
+		return 0
+	case t.After(time.Unix(0, math.MaxInt64)):
+		return math.MaxInt64
+	case t.UnixNano() <= 0:
+		return 1
+	default:
+		return t.UnixNano()
+	}
+}
+
+// fromNanos is the inverse of toNanos (in UTC).
+func fromNanos(n int64) time.Time {
+	if n == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, n).UTC()
+}
+
+// checkRecord validates a record's key and owner before a write.
+func checkRecord(op string, rec ports.Record) error {
+	if err := checkKey("key", rec.Key); err != nil {
+		return fmt.Errorf("store: %s %s: %w", op, rec.Key, err)
+	}
+	if !rec.Owner.IsZero() {
+		if err := checkKey("owner", rec.Owner); err != nil {
+			return fmt.Errorf("store: %s %s: %w", op, rec.Key, err)
+		}
+	}
+	return nil
+}
+
+// nonNil returns b, or an empty slice for nil (the data column is NOT NULL).
+func nonNil(b []byte) []byte {
+	if b == nil {
+		return []byte{}
+	}
+	return b
+}
+
+// Get returns the record stored under key, or ports.ErrNotFound.
+func (s *Store) Get(ctx context.Context, key api.Key) (ports.Record, error) {
+	row := s.db.QueryRowContext(ctx, listColumns+` WHERE kind = ? AND namespace = ? AND name = ?`,
+		key.Kind, key.Namespace, key.Name)
+	rec, err := scanRecord(row)
+	if errors.Is(err, sql.ErrNoRows) {
+		return ports.Record{}, fmt.Errorf("store: get %s: %w", key, ports.ErrNotFound)
+	}
+	if err != nil {
+		return ports.Record{}, fmt.Errorf("store: get %s: %w", key, err)
+	}
+	return rec, nil
+}
+
+// scanner is *sql.Row or *sql.Rows.
+type scanner interface{ Scan(dest ...any) error }
+
+// scanRecord reads the listColumns of one row.
+func scanRecord(r scanner) (ports.Record, error) {
+	var (
+		rec   ports.Record
+		owner string
+		next  int64
+	)
+	if err := r.Scan(&rec.Key.Kind, &rec.Key.Namespace, &rec.Key.Name, &rec.Version, &owner, &next, &rec.Data); err != nil {
+		return ports.Record{}, err
+	}
+	o, err := decodeKey(owner)
+	if err != nil {
+		return ports.Record{}, fmt.Errorf("owner column: %w", err)
+	}
+	rec.Owner, rec.NextRunAt = o, fromNanos(next)
+	return rec, nil
+}
+
+// Create stores rec at version 1 (rec.Version is ignored) and returns the
+// stored record; ports.ErrAlreadyExists if the key exists.
+func (s *Store) Create(ctx context.Context, rec ports.Record) (ports.Record, error) {
+	if err := checkRecord("create", rec); err != nil {
+		return ports.Record{}, err
+	}
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	res, err := s.db.ExecContext(ctx, `INSERT INTO resources (kind, namespace, name, version, owner, next_run_at, data)
+		VALUES (?, ?, ?, 1, ?, ?, ?) ON CONFLICT DO NOTHING`,
+		rec.Key.Kind, rec.Key.Namespace, rec.Key.Name, encodeKey(rec.Owner), toNanos(rec.NextRunAt), nonNil(rec.Data))
+	if err != nil {
+		return ports.Record{}, fmt.Errorf("store: create %s: %w", rec.Key, err)
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return ports.Record{}, fmt.Errorf("store: create %s: %w", rec.Key, err)
+	} else if n == 0 {
+		return ports.Record{}, fmt.Errorf("store: create %s: %w", rec.Key, ports.ErrAlreadyExists)
+	}
+	rec.Version = 1
+	return rec, nil
+}
+
+// Update replaces the record if the stored version equals rec.Version, in
+// one statement, and returns it with the new version. ports.ErrConflict if
+// the stored version differs, ports.ErrNotFound if the key is missing.
+func (s *Store) Update(ctx context.Context, rec ports.Record) (ports.Record, error) {
+	if err := checkRecord("update", rec); err != nil {
+		return ports.Record{}, err
+	}
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	var version int64
+	err := s.db.QueryRowContext(ctx, `UPDATE resources SET version = version + 1, owner = ?, next_run_at = ?, data = ?
+		WHERE kind = ? AND namespace = ? AND name = ? AND version = ? RETURNING version`,
+		encodeKey(rec.Owner), toNanos(rec.NextRunAt), nonNil(rec.Data),
+		rec.Key.Kind, rec.Key.Namespace, rec.Key.Name, rec.Version).Scan(&version)
+	if errors.Is(err, sql.ErrNoRows) {
+		return ports.Record{}, s.missOrConflict(ctx, "update", rec.Key, rec.Version)
+	}
+	if err != nil {
+		return ports.Record{}, fmt.Errorf("store: update %s: %w", rec.Key, err)
+	}
+	rec.Version = version
+	return rec, nil
+}
+
+// missOrConflict explains a conditional write that matched no row.
+func (s *Store) missOrConflict(ctx context.Context, op string, key api.Key, want int64) error {
+	var stored int64
+	err := s.db.QueryRowContext(ctx, `SELECT version FROM resources WHERE kind = ? AND namespace = ? AND name = ?`,
+		key.Kind, key.Namespace, key.Name).Scan(&stored)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return fmt.Errorf("store: %s %s: %w", op, key, ports.ErrNotFound)
+	case err != nil:
+		return fmt.Errorf("store: %s %s: %w", op, key, err)
+	default:
+		return fmt.Errorf("store: %s %s at version %d (stored %d): %w", op, key, want, stored, ports.ErrConflict)
+	}
+}
+
+// Delete removes key. With version > 0 the delete is conditional
+// (ports.ErrConflict on mismatch); version 0 deletes unconditionally. A
+// missing key is ports.ErrNotFound; a negative version is a permanent error.
+func (s *Store) Delete(ctx context.Context, key api.Key, version int64) error {
+	if version < 0 {
+		return errs.Permanentf("store: delete %s: version: must be >= 0 (0 = unconditional), got %d", key, version)
+	}
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	q := `DELETE FROM resources WHERE kind = ? AND namespace = ? AND name = ?`
+	args := []any{key.Kind, key.Namespace, key.Name}
+	if version > 0 {
+		q += ` AND version = ?`
+		args = append(args, version)
+	}
+	res, err := s.db.ExecContext(ctx, q, args...)
+	if err != nil {
+		return fmt.Errorf("store: delete %s: %w", key, err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return fmt.Errorf("store: delete %s: %w", key, err)
+	}
+	if n == 0 {
+		if version == 0 {
+			return fmt.Errorf("store: delete %s: %w", key, ports.ErrNotFound)
+		}
+		return s.missOrConflict(ctx, "delete", key, version)
+	}
+	return nil
+}
+
+// List returns the records of opts.Kind (required), optionally restricted
+// to one namespace and to one owner, ordered by namespace and name.
+func (s *Store) List(ctx context.Context, opts ports.ListOptions) ([]ports.Record, error) {
+	if opts.Kind == "" {
+		return nil, errs.Permanentf("store: list: kind: must not be empty")
+	}
+	q := listColumns + ` WHERE kind = ?`
+	args := []any{opts.Kind}
+	if opts.Namespace != "" {
+		q += ` AND namespace = ?`
+		args = append(args, opts.Namespace)
+	}
+	if !opts.Owner.IsZero() {
+		q += ` AND owner = ?`
+		args = append(args, encodeKey(opts.Owner))
+	}
+	q += ` ORDER BY namespace, name`
+	rows, err := s.db.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("store: list %s: %w", opts.Kind, err)
+	}
+	defer rows.Close()
+	var out []ports.Record
+	for rows.Next() {
+		rec, err := scanRecord(rows)
+		if err != nil {
+			return nil, fmt.Errorf("store: list %s: %w", opts.Kind, err)
+		}
+		out = append(out, rec)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: list %s: %w", opts.Kind, err)
+	}
+	return out, nil
+}
+
+// Due returns up to limit (> 0) records whose NextRunAt is set and not
+// after now, oldest first (ties in key order). It reads only the partial
+// index resources_due, so its cost grows with the number of due records.
+func (s *Store) Due(ctx context.Context, now time.Time, limit int) ([]ports.DueItem, error) {
+	return s.due(ctx, s.db, now, limit)
+}
+
+// querier is *sql.DB or *sql.Conn (the benchmark reads page counters of one
+// connection).
+type querier interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
+func (s *Store) due(ctx context.Context, q querier, now time.Time, limit int) ([]ports.DueItem, error) {
+	if limit <= 0 {
+		return nil, errs.Permanentf("store: due: limit: must be > 0, got %d", limit)
+	}
+	cutoff := toNanos(now)
+	if cutoff == 0 {
+		return nil, nil
+	}
+	rows, err := q.QueryContext(ctx, dueQuery, cutoff, limit)
+	if err != nil {
+		return nil, fmt.Errorf("store: due: %w", err)
+	}
+	defer rows.Close()
+	var out []ports.DueItem
+	for rows.Next() {
+		var (
+			it   ports.DueItem
+			next int64
+		)
+		if err := rows.Scan(&it.Key.Kind, &it.Key.Namespace, &it.Key.Name, &next); err != nil {
+			return nil, fmt.Errorf("store: due: %w", err)
+		}
+		it.NextRunAt = fromNanos(next)
+		out = append(out, it)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: due: %w", err)
+	}
+	return out, nil
+}
