@@ -1,0 +1,64 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"os/user"
+
+	"github.com/certfn/certfn/core/api"
+	"github.com/certfn/certfn/core/engine"
+	"github.com/certfn/certfn/internal/localmode"
+)
+
+// globals are the flags and streams every command shares.
+type globals struct {
+	dataDir   string
+	clusterNS string
+	stdin     io.Reader
+	stdout    io.Writer
+	stderr    io.Writer
+
+	rt     *localmode.Runtime
+	closer func()
+}
+
+// runtime opens the local data directory for a one-shot command: the
+// engine's queue is the inbox, so a running `certfn serve` picks the work up.
+func (g *globals) runtime() (*localmode.Runtime, error) {
+	if g.rt != nil {
+		return g.rt, nil
+	}
+	rt, err := localmode.Open(localmode.Options{DataDir: g.dataDir, ClusterResourceNamespace: g.clusterNS, QueueToInbox: true})
+	if err != nil {
+		return nil, err
+	}
+	g.rt, g.closer = rt, func() { _ = rt.Close() }
+	return rt, nil
+}
+
+// caller is the local CLI user's identity: "local:<os user>", member of
+// system:authenticated and certfn:local (see docs/policy.md).
+func caller() engine.Caller {
+	name := os.Getenv("USER")
+	if u, err := user.Current(); err == nil && u.Username != "" {
+		name = u.Username
+	}
+	if name == "" {
+		name = "unknown"
+	}
+	return engine.Caller{Username: "local:" + name, Groups: []string{"system:authenticated", "certfn:local"}}
+}
+
+// resolveKey turns CLI arguments into a key, defaulting the namespace.
+func resolveKey(kindName, name, namespace string) (api.Key, api.KindInfo, error) {
+	info, ok := api.KindForName(kindName)
+	if !ok {
+		return api.Key{}, info, fmt.Errorf("unknown resource type %q (try certificates, certificaterequests, issuers, clusterissuers)", kindName)
+	}
+	k := api.Key{Kind: info.Kind, Name: name}
+	if info.Namespaced {
+		k.Namespace = namespace
+	}
+	return k, info, nil
+}

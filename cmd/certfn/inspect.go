@@ -1,0 +1,150 @@
+package main
+
+import (
+	"crypto/ecdsa"
+	"crypto/ed25519"
+	"crypto/rsa"
+	"crypto/sha1"
+	"crypto/sha256"
+	"crypto/x509"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/certfn/certfn/core/pki"
+	"github.com/spf13/cobra"
+)
+
+func newInspect(g *globals) *cobra.Command {
+	var ns string
+	c := &cobra.Command{
+		Use:   "inspect secret NAME",
+		Short: "Show what a stored secret holds: subject, SANs, issuer, validity, key, fingerprints, chain",
+		Args:  cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if args[0] != "secret" && args[0] != "secrets" {
+				return fmt.Errorf("inspect supports only: secret")
+			}
+			rt, err := g.runtime()
+			if err != nil {
+				return err
+			}
+			sec, err := rt.Secrets.Get(cmd.Context(), ns, args[1])
+			if err != nil {
+				return fmt.Errorf("secret %s/%s: %w", ns, args[1], err)
+			}
+			w := g.stdout
+			fmt.Fprintf(w, "Secret: %s/%s\n", ns, args[1])
+			keys := make([]string, 0, len(sec.Data))
+			for k := range sec.Data {
+				keys = append(keys, k)
+			}
+			sort.Strings(keys)
+			fmt.Fprintf(w, "Keys: %s\n", strings.Join(keys, ", "))
+			if len(sec.Annotations) > 0 {
+				an := make([]string, 0, len(sec.Annotations))
+				for k, v := range sec.Annotations {
+					an = append(an, k+"="+v)
+				}
+				sort.Strings(an)
+				fmt.Fprintf(w, "Annotations:\n  %s\n", strings.Join(an, "\n  "))
+			}
+			if k, err := pki.DecodePrivateKeyPEM(sec.Data["tls.key"]); err == nil {
+				fmt.Fprintf(w, "Private key: %s (tls.key, never printed)\n", keyDesc(k.Public()))
+			}
+			if len(sec.Data["tls.crt"]) > 0 {
+				printCertDetails(w, sec.Data["tls.crt"])
+			}
+			if ca := sec.Data["ca.crt"]; len(ca) > 0 {
+				if chain, err := pki.ParseChainPEM(ca); err == nil {
+					fmt.Fprintf(w, "CA (ca.crt): %s, not after %s\n", chain[0].Subject, chain[0].NotAfter.UTC().Format(time.RFC3339))
+				}
+			}
+			return nil
+		},
+	}
+	c.Flags().StringVarP(&ns, "namespace", "n", "default", "namespace")
+	return c
+}
+
+func keyDesc(pub any) string {
+	switch k := pub.(type) {
+	case *rsa.PublicKey:
+		return fmt.Sprintf("RSA %d", k.N.BitLen())
+	case *ecdsa.PublicKey:
+		return fmt.Sprintf("ECDSA %s", k.Curve.Params().Name)
+	case ed25519.PublicKey:
+		return "Ed25519"
+	}
+	return fmt.Sprintf("%T", pub)
+}
+
+func fingerprint(b []byte, sha string) string {
+	var sum []byte
+	if sha == "sha1" {
+		s := sha1.Sum(b)
+		sum = s[:]
+	} else {
+		s := sha256.Sum256(b)
+		sum = s[:]
+	}
+	parts := make([]string, len(sum))
+	for i, c := range sum {
+		parts[i] = fmt.Sprintf("%02X", c)
+	}
+	return strings.Join(parts, ":")
+}
+
+func sans(c *x509.Certificate) []string {
+	var out []string
+	out = append(out, c.DNSNames...)
+	for _, ip := range c.IPAddresses {
+		out = append(out, ip.String())
+	}
+	for _, u := range c.URIs {
+		out = append(out, u.String())
+	}
+	out = append(out, c.EmailAddresses...)
+	return out
+}
+
+func printCertSummary(w io.Writer, indent string, pemBytes []byte) {
+	chain, err := pki.ParseChainPEM(pemBytes)
+	if err != nil {
+		fmt.Fprintf(w, "%stls.crt: invalid: %v\n", indent, err)
+		return
+	}
+	l := chain[0]
+	fmt.Fprintf(w, "%sSubject: %s  Issuer: %s\n%sSANs: %s\n%sValid: %s → %s\n", indent, l.Subject, l.Issuer, indent,
+		strings.Join(sans(l), ", "), indent, l.NotBefore.UTC().Format(time.RFC3339), l.NotAfter.UTC().Format(time.RFC3339))
+}
+
+func printCertDetails(w io.Writer, pemBytes []byte) {
+	chain, err := pki.ParseChainPEM(pemBytes)
+	if err != nil {
+		fmt.Fprintf(w, "tls.crt: invalid: %v\n", err)
+		return
+	}
+	for i, c := range chain {
+		label := "Certificate (tls.crt, leaf)"
+		if i > 0 {
+			label = fmt.Sprintf("Chain certificate %d", i)
+		}
+		fmt.Fprintf(w, "%s:\n", label)
+		fmt.Fprintf(w, "  Subject:      %s\n", c.Subject)
+		if s := sans(c); len(s) > 0 {
+			fmt.Fprintf(w, "  SANs:         %s\n", strings.Join(s, ", "))
+		}
+		fmt.Fprintf(w, "  Issuer:       %s\n", c.Issuer)
+		fmt.Fprintf(w, "  Serial:       %s\n", c.SerialNumber.Text(16))
+		fmt.Fprintf(w, "  Not before:   %s\n", c.NotBefore.UTC().Format(time.RFC3339))
+		fmt.Fprintf(w, "  Not after:    %s\n", c.NotAfter.UTC().Format(time.RFC3339))
+		fmt.Fprintf(w, "  Public key:   %s\n", keyDesc(c.PublicKey))
+		fmt.Fprintf(w, "  Signature:    %s\n", c.SignatureAlgorithm)
+		fmt.Fprintf(w, "  CA:           %v\n", c.IsCA)
+		fmt.Fprintf(w, "  SHA-256:      %s\n", fingerprint(c.Raw, "sha256"))
+		fmt.Fprintf(w, "  SHA-1:        %s\n", fingerprint(c.Raw, "sha1"))
+	}
+}

@@ -1,0 +1,99 @@
+// Command certfn is certfn's CLI and local mode: it applies manifests,
+// shows and explains resources, and (`certfn serve`) runs the worker and
+// scheduler loops on an embedded SQLite state store and a file secret store
+// under --data.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// exitError carries a specific exit code.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e exitError) Error() string { return e.err.Error() }
+
+// run executes the CLI and returns the process exit code. Errors print one
+// line on stderr.
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	g := &globals{stdin: stdin, stdout: stdout, stderr: stderr}
+	root := newRoot(g)
+	root.SetArgs(args)
+	root.SetIn(stdin)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	err := root.ExecuteContext(ctx)
+	if g.closer != nil {
+		g.closer()
+	}
+	if err == nil {
+		return 0
+	}
+	fmt.Fprintln(stderr, "error: "+oneLine(err.Error()))
+	var ee exitError
+	if errors.As(err, &ee) {
+		return ee.code
+	}
+	return 1
+}
+
+func oneLine(s string) string {
+	out := make([]rune, 0, len(s))
+	for _, r := range s {
+		if r == '\n' {
+			r = ';'
+			out = append(out, r, ' ')
+			continue
+		}
+		out = append(out, r)
+	}
+	return string(out)
+}
+
+func newRoot(g *globals) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "certfn",
+		Short: "cert-manager's certificate lifecycle without Kubernetes",
+		Long: `certfn requests, approves, signs, stores and renews X.509 certificates declared as
+cert-manager manifests (Issuer, ClusterIssuer, Certificate, CertificateRequest).
+
+Local mode keeps state in <data>/state.db (SQLite) and keys and certificates in
+<data>/secrets/<namespace>/<secretName>/{tls.crt,tls.key,ca.crt,...} (files 0600).
+Run 'certfn serve' to process work; other commands may run from another terminal
+against the same --data directory.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.PersistentFlags().StringVar(&g.dataDir, "data", envOr("CERTFN_DATA", ".certfn"),
+		"local data directory (env CERTFN_DATA)")
+	root.PersistentFlags().StringVar(&g.clusterNS, "cluster-resource-namespace", envOr("CERTFN_CLUSTER_RESOURCE_NAMESPACE", "cert-manager"),
+		"namespace holding ClusterIssuer secrets (env CERTFN_CLUSTER_RESOURCE_NAMESPACE)")
+	root.AddCommand(newServe(g), newApply(g), newDelete(g), newGet(g), newStatus(g), newRenew(g),
+		newApprove(g, true), newApprove(g, false), newInspect(g), newWait(g))
+	return root
+}
+
+func envOr(k, def string) string {
+	if v := os.Getenv(k); v != "" {
+		return v
+	}
+	return def
+}

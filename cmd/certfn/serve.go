@@ -1,0 +1,49 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/certfn/certfn/internal/localmode"
+	"github.com/spf13/cobra"
+)
+
+func newServe(g *globals) *cobra.Command {
+	var o localmode.ServeOptions
+	var autoApprove string
+	c := &cobra.Command{
+		Use:   "serve",
+		Short: "Run the worker and scheduler loops on the local data directory",
+		Long: `Run certfn's worker and scheduler loops until interrupted: requests are approved,
+signed and stored, and certificates renewed on time. Commands run from another terminal
+against the same --data directory are picked up within a second.
+
+With --until-idle, process everything that is due and exit (for cron and CI).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			var signers []string
+			for _, s := range strings.Split(autoApprove, ",") {
+				if s = strings.TrimSpace(s); s != "" {
+					signers = append(signers, s)
+				}
+			}
+			rt, err := localmode.Open(localmode.Options{DataDir: g.dataDir, ClusterResourceNamespace: g.clusterNS, AutoApprove: signers})
+			if err != nil {
+				return err
+			}
+			g.rt, g.closer = rt, func() { _ = rt.Close() }
+			if !o.UntilIdle {
+				fmt.Fprintf(g.stderr, "certfn serving data directory %s (workers %d); Ctrl-C to stop\n", g.dataDir, o.Workers)
+			}
+			return rt.Serve(cmd.Context(), o)
+		},
+	}
+	c.Flags().BoolVar(&o.UntilIdle, "until-idle", false, "process everything due, then exit")
+	c.Flags().IntVar(&o.Workers, "workers", 4, "parallel workers")
+	c.Flags().DurationVar(&o.SweepInterval, "sweep-interval", 10*time.Second, "how often the scheduler looks for due work")
+	c.Flags().StringVar(&autoApprove, "auto-approve", os.Getenv("CERTFN_AUTO_APPROVE"),
+		"comma-separated signer names approved without a policy, e.g. 'issuers.cert-manager.io/*,clusterissuers.cert-manager.io/ca' (env CERTFN_AUTO_APPROVE)")
+	return c
+}

@@ -1,0 +1,117 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/certfn/certfn/core/api"
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+)
+
+func newWait(g *globals) *cobra.Command {
+	var ns, forCond string
+	var timeout time.Duration
+	c := &cobra.Command{
+		Use:   "wait certificate NAME --for=condition=Ready [--timeout 60s]",
+		Short: "Wait until a resource has a condition (exit 1 on timeout, with the last reason)",
+		Args:  cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cond, want, err := parseFor(forCond)
+			if err != nil {
+				return err
+			}
+			k, _, err := resolveKey(args[0], args[1], ns)
+			if err != nil {
+				return err
+			}
+			rt, err := g.runtime()
+			if err != nil {
+				return err
+			}
+			tty := isTTY(g.stdout)
+			deadline := time.Now().Add(timeout)
+			last := ""
+			for {
+				o, err := rt.Engine.Get(cmd.Context(), k)
+				line := "not found"
+				if err == nil {
+					conds := conditionsOf(o)
+					if c := api.FindCondition(conds, cond); c != nil {
+						if string(c.Status) == want {
+							if tty {
+								fmt.Fprint(g.stdout, "\r\033[K")
+							}
+							fmt.Fprintf(g.stdout, "%s condition met: %s=%s\n", displayKey(k), cond, want)
+							return nil
+						}
+						line = fmt.Sprintf("%s=%s (%s) %s", cond, c.Status, c.Reason, c.Message)
+					} else {
+						line = "no " + cond + " condition yet"
+					}
+					if c, ok := o.(*api.Certificate); ok && api.IsTrue(c.Status.Conditions, "Issuing") {
+						line += " | Issuing: " + condMessage(c.Status.Conditions, "Issuing")
+					}
+				}
+				if tty {
+					fmt.Fprintf(g.stdout, "\r\033[Kwaiting for %s: %s", displayKey(k), truncate(line, 120))
+				} else if line != last {
+					fmt.Fprintf(g.stdout, "waiting for %s: %s\n", displayKey(k), line)
+				}
+				last = line
+				if time.Now().After(deadline) {
+					if tty {
+						fmt.Fprintln(g.stdout)
+					}
+					return exitError{code: 1, err: fmt.Errorf("timed out after %s waiting for %s %s=%s; last: %s", timeout, displayKey(k), cond, want, last)}
+				}
+				select {
+				case <-cmd.Context().Done():
+					return cmd.Context().Err()
+				case <-time.After(200 * time.Millisecond):
+				}
+			}
+		},
+	}
+	c.Flags().StringVarP(&ns, "namespace", "n", "default", "namespace")
+	c.Flags().StringVar(&forCond, "for", "condition=Ready", "condition=TYPE[=STATUS] (STATUS defaults to True)")
+	c.Flags().DurationVar(&timeout, "timeout", 60*time.Second, "how long to wait")
+	return c
+}
+
+func parseFor(s string) (cond, status string, err error) {
+	parts := strings.Split(s, "=")
+	if len(parts) < 2 || len(parts) > 3 || parts[0] != "condition" || parts[1] == "" {
+		return "", "", fmt.Errorf("--for %q: want condition=TYPE or condition=TYPE=STATUS", s)
+	}
+	status = "True"
+	if len(parts) == 3 {
+		status = parts[2]
+	}
+	return parts[1], status, nil
+}
+
+func conditionsOf(o api.Object) []api.Condition {
+	switch v := o.(type) {
+	case *api.Certificate:
+		return v.Status.Conditions
+	case *api.CertificateRequest:
+		return v.Status.Conditions
+	case api.GenericIssuer:
+		return v.GetStatus().Conditions
+	}
+	return nil
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n-1] + "…"
+}
+
+func isTTY(w any) bool {
+	f, ok := w.(interface{ Fd() uintptr })
+	return ok && term.IsTerminal(int(f.Fd()))
+}

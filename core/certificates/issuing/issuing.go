@@ -1,0 +1,203 @@
+// Package issuing is seed 002's issuing controller: when the next
+// revision's CertificateRequest is final it either stores the key pair in
+// spec.secretName and completes the revision, or records the failure and
+// the backoff.
+package issuing
+
+import (
+	"context"
+	"crypto"
+	"fmt"
+
+	"github.com/certfn/certfn/core/api"
+	"github.com/certfn/certfn/core/certificates"
+	"github.com/certfn/certfn/core/certificates/readiness"
+	"github.com/certfn/certfn/core/pki"
+	"github.com/certfn/certfn/core/ports"
+)
+
+// Step runs one issuing step.
+func Step(ctx context.Context, env *certificates.Env, st *certificates.State) (certificates.Outcome, error) {
+	if !st.IsIssuing() {
+		return certificates.Outcome{}, nil
+	}
+	nk, err := st.NextKeySecret(ctx, env)
+	if err != nil || nk == nil {
+		return certificates.Outcome{}, err
+	}
+	cur := st.RequestsFor(st.NextRevision())
+	if len(cur) != 1 {
+		return certificates.Outcome{}, nil // requestmanager's job
+	}
+	r := cur[0]
+	if !r.CR.IsFinal() {
+		return certificates.Outcome{RequeueAt: st.Now.Add(env.WaitPoll)}, nil
+	}
+	if !r.CR.IsIssued() {
+		return failed(ctx, env, st, r, requestFailureMessage(r.CR))
+	}
+	key, err := pki.DecodePrivateKeyPEM(nk.Data["tls.key"])
+	if err != nil {
+		return certificates.Outcome{}, nil // keymanager regenerates; requestmanager replaces the request
+	}
+	csr, err := pki.ParseCSRPEM(r.CR.Spec.Request)
+	if err != nil || !pki.PublicKeysEqual(csr.PublicKey, key.Public()) {
+		return certificates.Outcome{}, nil
+	}
+	if bad, err := pki.RequestMatchesSpec(r.CR, &st.Cert.Spec); err != nil || len(bad) > 0 {
+		return certificates.Outcome{}, nil
+	}
+	chain, err := pki.ParseChainPEM(r.CR.Status.Certificate)
+	if err != nil {
+		return failed(ctx, env, st, r, "The CertificateRequest holds an invalid certificate: "+err.Error())
+	}
+	if !pki.PublicKeysEqual(chain[0].PublicKey, key.Public()) {
+		return failed(ctx, env, st, r, "The issued certificate does not match the private key")
+	}
+	sec, err := BuildSecret(ctx, env, st.Cert, key, r.CR.Status.Certificate, r.CR.Status.CA)
+	if err != nil {
+		return certificates.Outcome{}, err
+	}
+	if err := env.Secrets.Put(ctx, sec); err != nil {
+		return certificates.Outcome{}, fmt.Errorf("store secret %s/%s: %w", sec.Namespace, sec.Name, err)
+	}
+	rev := st.NextRevision()
+	s := &st.Cert.Status
+	s.Revision = &rev
+	s.LastFailureTime, s.FailedIssuanceAttempts, s.NextPrivateKeySecretName = nil, nil, nil
+	api.RemoveCondition(&s.Conditions, api.CertificateConditionIssuing)
+	st.Secret = &sec
+	readiness.Apply(st)
+	if err := env.Writer.UpdateCertificate(ctx, st, certificates.RenewalTime(st)); err != nil {
+		return certificates.Outcome{}, fmt.Errorf("complete revision %d: %w", rev, err)
+	}
+	if env.Metrics != nil {
+		env.Metrics.Inc("certfn_certificates_issued_total", "namespace", st.Cert.Namespace, "issuer", st.Cert.Spec.IssuerRef.Name)
+	}
+	// After the status no longer points at it, the next-key secret goes.
+	// A failure here leaves an unused key that the next issuance adopts.
+	if err := env.Secrets.Delete(ctx, nk.Namespace, nk.Name); err != nil && env.Metrics != nil {
+		env.Metrics.Inc("certfn_cleanup_errors_total", "what", "next_private_key")
+	}
+	if err := pruneHistory(ctx, env, st, rev); err != nil {
+		return certificates.Outcome{Wrote: true}, err
+	}
+	if err := env.Writer.SecretWritten(ctx, sec.Namespace, sec.Name); err != nil {
+		return certificates.Outcome{Wrote: true}, err
+	}
+	return certificates.Outcome{Wrote: true}, nil
+}
+
+func requestFailureMessage(cr *api.CertificateRequest) string {
+	for _, t := range []string{api.CertificateRequestConditionDenied, api.CertificateRequestConditionInvalidRequest, api.CertificateRequestConditionFailed, api.CertificateRequestConditionReady} {
+		if c := api.FindCondition(cr.Status.Conditions, t); c != nil && (c.Status == api.ConditionTrue || t == api.CertificateRequestConditionReady) && c.Message != "" {
+			return fmt.Sprintf("The certificate request %q has failed to complete and will be retried: %s", cr.Name, c.Message)
+		}
+	}
+	return fmt.Sprintf("The certificate request %q has failed to complete and will be retried", cr.Name)
+}
+
+// failed records a failed issuance: lastFailureTime, one more failed
+// attempt, Issuing=False with the retry time, Ready recomputed.
+func failed(ctx context.Context, env *certificates.Env, st *certificates.State, r certificates.Request, msg string) (certificates.Outcome, error) {
+	s := &st.Cert.Status
+	n := 1
+	if s.FailedIssuanceAttempts != nil {
+		n = *s.FailedIssuanceAttempts + 1
+	}
+	s.FailedIssuanceAttempts = &n
+	s.LastFailureTime = api.NewTime(st.Now)
+	retry := st.Now.Add(certificates.Backoff(n))
+	api.SetCondition(&s.Conditions, api.Condition{
+		Type: api.CertificateConditionIssuing, Status: api.ConditionFalse, Reason: "Failed",
+		Message:            fmt.Sprintf("%s (attempt %d; next attempt after %s)", msg, n, retry.UTC().Format("2006-01-02T15:04:05Z")),
+		ObservedGeneration: st.Cert.Generation,
+	}, st.Now)
+	readiness.Apply(st)
+	if err := env.Writer.UpdateCertificate(ctx, st, retry); err != nil {
+		return certificates.Outcome{}, fmt.Errorf("record failed issuance: %w", err)
+	}
+	if env.Metrics != nil {
+		env.Metrics.Inc("certfn_issuance_failures_total", "namespace", st.Cert.Namespace, "issuer", st.Cert.Spec.IssuerRef.Name)
+	}
+	return certificates.Outcome{Wrote: true}, nil
+}
+
+// pruneHistory deletes requests older than revisionHistoryLimit revisions.
+func pruneHistory(ctx context.Context, env *certificates.Env, st *certificates.State, rev int) error {
+	limit := int(st.Cert.Spec.RevisionHistoryLimitOrDefault())
+	for _, r := range st.Requests {
+		if rr := r.Revision(); rr > 0 && rr <= rev-limit {
+			if err := env.Writer.DeleteRequest(ctx, r); err != nil {
+				return fmt.Errorf("prune CertificateRequest %s/%s beyond the revision history limit: %w", r.CR.Namespace, r.CR.Name, err)
+			}
+		}
+	}
+	return nil
+}
+
+// BuildSecret encodes the key pair and every output the Certificate asks
+// for, with cert-manager's annotations and the secretTemplate metadata.
+func BuildSecret(ctx context.Context, env *certificates.Env, crt *api.Certificate, key crypto.Signer, certPEM, caPEM []byte) (ports.Secret, error) {
+	in := pki.OutputInput{Key: key, CertPEM: certPEM, CAPEM: caPEM, Spec: &crt.Spec}
+	if ks := crt.Spec.Keystores; ks != nil {
+		if ks.PKCS12 != nil && ks.PKCS12.Create {
+			p, err := password(ctx, env, crt.Namespace, ks.PKCS12.Password, ks.PKCS12.PasswordSecretRef, "spec.keystores.pkcs12")
+			if err != nil {
+				return ports.Secret{}, err
+			}
+			in.PKCS12Password = p
+		}
+		if ks.JKS != nil && ks.JKS.Create {
+			p, err := password(ctx, env, crt.Namespace, ks.JKS.Password, ks.JKS.PasswordSecretRef, "spec.keystores.jks")
+			if err != nil {
+				return ports.Secret{}, err
+			}
+			in.JKSPassword = p
+		}
+	}
+	data, err := pki.BuildSecretData(in)
+	if err != nil {
+		return ports.Secret{}, fmt.Errorf("encode secret %s/%s: %w", crt.Namespace, crt.Spec.SecretName, err)
+	}
+	chain, err := pki.ParseChainPEM(certPEM)
+	if err != nil {
+		return ports.Secret{}, fmt.Errorf("parse issued certificate: %w", err)
+	}
+	sec := ports.Secret{Namespace: crt.Namespace, Name: crt.Spec.SecretName, Data: data,
+		Labels: map[string]string{}, Annotations: map[string]string{}}
+	if t := crt.Spec.SecretTemplate; t != nil {
+		for k, v := range t.Labels {
+			sec.Labels[k] = v
+		}
+		for k, v := range t.Annotations {
+			sec.Annotations[k] = v
+		}
+	}
+	for k, v := range pki.SecretMetadata(crt, chain[0]) {
+		sec.Annotations[k] = v
+	}
+	return sec, nil
+}
+
+func password(ctx context.Context, env *certificates.Env, ns string, literal *string, ref api.SecretKeySelector, path string) ([]byte, error) {
+	if literal != nil {
+		return []byte(*literal), nil
+	}
+	if ref.Name == "" {
+		return nil, fmt.Errorf("%s: neither password nor passwordSecretRef is set", path)
+	}
+	sec, err := env.Secrets.Get(ctx, ns, ref.Name)
+	if err != nil {
+		return nil, fmt.Errorf("%s.passwordSecretRef: read secret %s/%s: %w", path, ns, ref.Name, err)
+	}
+	k := ref.Key
+	if k == "" {
+		k = "password"
+	}
+	p, ok := sec.Data[k]
+	if !ok {
+		return nil, fmt.Errorf("%s.passwordSecretRef: secret %s/%s has no key %q", path, ns, ref.Name, k)
+	}
+	return p, nil
+}

@@ -1,0 +1,88 @@
+package issuing
+
+import (
+	"context"
+	"encoding/pem"
+	"fmt"
+
+	"github.com/certfn/certfn/core/api"
+	"github.com/certfn/certfn/core/certificates"
+)
+
+// optionalOutputs maps each optional secret key to whether spec asks for it.
+func optionalOutputs(spec *api.CertificateSpec) map[string]bool {
+	want := map[string]bool{"key.der": false, "tls-combined.pem": false, "keystore.p12": false, "keystore.jks": false}
+	for _, f := range spec.AdditionalOutputFormats {
+		switch f.Type {
+		case api.CertificateOutputFormatDER:
+			want["key.der"] = true
+		case api.CertificateOutputFormatCombinedPEM:
+			want["tls-combined.pem"] = true
+		}
+	}
+	if ks := spec.Keystores; ks != nil {
+		want["keystore.p12"] = ks.PKCS12 != nil && ks.PKCS12.Create
+		want["keystore.jks"] = ks.JKS != nil && ks.JKS.Create
+	}
+	return want
+}
+
+// OutputsStale reports why a valid stored secret no longer has the shape
+// the spec asks for (additional output formats, keystores, key encoding,
+// secretTemplate metadata); empty when it has. Fixing that needs no new
+// certificate, only a rewrite of the secret.
+func OutputsStale(st *certificates.State) string {
+	sec := st.Secret
+	for k, want := range optionalOutputs(&st.Cert.Spec) {
+		if _, have := sec.Data[k]; have != want {
+			return fmt.Sprintf("output %s present=%v, wanted=%v", k, have, want)
+		}
+	}
+	if b, _ := pem.Decode(sec.Data["tls.key"]); b != nil {
+		pkcs8 := b.Type == "PRIVATE KEY"
+		wantPKCS8 := st.Cert.Spec.KeyEncodingOrDefault() == api.PKCS8 || st.Cert.Spec.KeyAlgorithmOrDefault() == api.Ed25519KeyAlgorithm
+		if pkcs8 != wantPKCS8 {
+			return "tls.key encoding differs from spec.privateKey.encoding"
+		}
+	}
+	if t := st.Cert.Spec.SecretTemplate; t != nil {
+		for k, v := range t.Labels {
+			if sec.Labels[k] != v {
+				return "label " + k + " differs from spec.secretTemplate"
+			}
+		}
+		for k, v := range t.Annotations {
+			if sec.Annotations[k] != v {
+				return "annotation " + k + " differs from spec.secretTemplate"
+			}
+		}
+	}
+	return ""
+}
+
+// OutputsStep rewrites a valid, current secret whose outputs are stale,
+// from the key and certificate it already holds (no new issuance).
+func OutputsStep(ctx context.Context, env *certificates.Env, st *certificates.State) (certificates.Outcome, error) {
+	if st.IsIssuing() || st.Secret == nil {
+		return certificates.Outcome{}, nil
+	}
+	issued, _ := st.Parse()
+	if issued == nil || OutputsStale(st) == "" {
+		return certificates.Outcome{}, nil
+	}
+	sec, err := BuildSecret(ctx, env, st.Cert, issued.Key, st.Secret.Data["tls.crt"], st.Secret.Data["ca.crt"])
+	if err != nil {
+		return certificates.Outcome{}, err
+	}
+	// Keep the issuer annotations of the stored certificate.
+	for _, k := range []string{api.AnnotationIssuerName, api.AnnotationIssuerKind, api.AnnotationIssuerGroup} {
+		if v, ok := st.Secret.Annotations[k]; ok {
+			sec.Annotations[k] = v
+		}
+	}
+	if err := env.Secrets.Put(ctx, sec); err != nil {
+		return certificates.Outcome{}, fmt.Errorf("rewrite secret %s/%s: %w", sec.Namespace, sec.Name, err)
+	}
+	st.Secret = &sec
+	return certificates.Outcome{Wrote: true}, env.Writer.Enqueue(ctx, st.Key(), 0)
+}

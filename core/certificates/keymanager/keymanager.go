@@ -1,0 +1,145 @@
+// Package keymanager is seed 002's keymanager: while Issuing is True it
+// makes sure status.nextPrivateKeySecretName names a secret holding a
+// PKCS#8 private key that matches spec.privateKey.
+//
+// certfn differs from cert-manager in one way: the next-key secret has a
+// deterministic name ("<certificate>-next-private-key"), so duplicate or
+// reordered messages cannot create two keys; Create is exclusive, and a
+// loser adopts the winner's key. With rotationPolicy Never the key of the
+// currently stored secret is reused when it still matches the spec.
+package keymanager
+
+import (
+	"context"
+	"crypto"
+	"errors"
+	"fmt"
+
+	"github.com/certfn/certfn/core/api"
+	"github.com/certfn/certfn/core/certificates"
+	"github.com/certfn/certfn/core/pki"
+	"github.com/certfn/certfn/core/ports"
+)
+
+// Step runs one keymanager step.
+func Step(ctx context.Context, env *certificates.Env, st *certificates.State) (certificates.Outcome, error) {
+	if !st.IsIssuing() {
+		// Cleanup of a next-key secret left behind happens in issuing, right
+		// after the status write that stops using it.
+		return certificates.Outcome{}, nil
+	}
+	crt := st.Cert
+	name := certificates.NextKeySecretName(crt.Name)
+	if n := crt.Status.NextPrivateKeySecretName; n != nil && *n != "" {
+		name = *n
+	}
+	sec, err := env.Secrets.Get(ctx, crt.Namespace, name)
+	switch {
+	case errors.Is(err, ports.ErrNotFound):
+		sec, err = create(ctx, env, st, name)
+		if err != nil {
+			return certificates.Outcome{}, err
+		}
+	case err != nil:
+		return certificates.Outcome{}, fmt.Errorf("read next private key secret %s/%s: %w", crt.Namespace, name, err)
+	default:
+		if !owned(&sec, crt) {
+			// Not ours: never overwrite it. Report and wait for a person.
+			return certificates.Outcome{RequeueAt: st.Now.Add(env.WaitPoll)}, nil
+		}
+		key, derr := pki.DecodePrivateKeyPEM(sec.Data["tls.key"])
+		if ok, _ := keyOK(key, derr, crt); !ok {
+			// spec.privateKey changed during the issuance (or the data is
+			// damaged): regenerate into the same secret (seed 002).
+			sec, err = generate(env, st, name)
+			if err != nil {
+				return certificates.Outcome{}, err
+			}
+			if err := env.Secrets.Put(ctx, sec); err != nil {
+				return certificates.Outcome{}, fmt.Errorf("replace next private key secret %s/%s: %w", crt.Namespace, name, err)
+			}
+		}
+	}
+	st.SetNextKeySecret(&sec)
+	if n := crt.Status.NextPrivateKeySecretName; n != nil && *n == name {
+		return certificates.Outcome{}, nil
+	}
+	crt.Status.NextPrivateKeySecretName = &name
+	if err := env.Writer.UpdateCertificate(ctx, st, st.Now.Add(certificates.FollowUpGrace)); err != nil {
+		return certificates.Outcome{}, fmt.Errorf("record next private key secret: %w", err)
+	}
+	return certificates.Outcome{Wrote: true}, nil
+}
+
+func keyOK(key crypto.Signer, err error, crt *api.Certificate) (bool, string) {
+	if err != nil {
+		return false, "undecodable"
+	}
+	return pki.KeyMatchesSpec(key, crt.Spec.PrivateKey)
+}
+
+func create(ctx context.Context, env *certificates.Env, st *certificates.State, name string) (ports.Secret, error) {
+	sec, err := generate(env, st, name)
+	if err != nil {
+		return ports.Secret{}, err
+	}
+	err = env.Secrets.Create(ctx, sec)
+	if errors.Is(err, ports.ErrAlreadyExists) {
+		// A concurrent invocation won: adopt its key.
+		got, gerr := env.Secrets.Get(ctx, sec.Namespace, name)
+		if gerr != nil {
+			return ports.Secret{}, fmt.Errorf("read next private key secret %s/%s after a concurrent create: %w", sec.Namespace, name, gerr)
+		}
+		return got, nil
+	}
+	if err != nil {
+		return ports.Secret{}, fmt.Errorf("create next private key secret %s/%s: %w", sec.Namespace, name, err)
+	}
+	return sec, nil
+}
+
+// generate builds the next-key secret: a fresh key, or with rotationPolicy
+// Never the currently stored key when it still matches spec.privateKey.
+func generate(env *certificates.Env, st *certificates.State, name string) (ports.Secret, error) {
+	crt := st.Cert
+	var keyPEM []byte
+	if crt.Spec.RotationPolicyOrDefault() == api.RotationPolicyNever {
+		if issued, _ := st.Parse(); issued != nil {
+			if ok, _ := pki.KeyMatchesSpec(issued.Key, crt.Spec.PrivateKey); ok {
+				b, err := pki.EncodePKCS8PEM(issued.Key)
+				if err != nil {
+					return ports.Secret{}, fmt.Errorf("re-encode the stored private key: %w", err)
+				}
+				keyPEM = b
+			}
+		}
+	}
+	if keyPEM == nil {
+		key, err := pki.GenerateKey(crt.Spec.PrivateKey)
+		if err != nil {
+			return ports.Secret{}, fmt.Errorf("generate private key: %w", err)
+		}
+		b, err := pki.EncodePKCS8PEM(key)
+		if err != nil {
+			return ports.Secret{}, fmt.Errorf("encode private key: %w", err)
+		}
+		keyPEM = b
+		if env.Metrics != nil {
+			env.Metrics.Inc("certfn_private_keys_generated_total", "namespace", crt.Namespace)
+		}
+	}
+	return ports.Secret{
+		Namespace: crt.Namespace,
+		Name:      name,
+		Data:      map[string][]byte{"tls.key": keyPEM},
+		Labels:    map[string]string{api.LabelNextPrivateKey: "true"},
+		Annotations: map[string]string{
+			api.AnnotationCertificateName: crt.Name,
+			api.LabelNextPrivateKey:       "true",
+		},
+	}, nil
+}
+
+func owned(sec *ports.Secret, crt *api.Certificate) bool {
+	return sec.Annotations[api.AnnotationCertificateName] == crt.Name && sec.Labels[api.LabelNextPrivateKey] == "true"
+}

@@ -1,0 +1,98 @@
+package certificates
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/certfn/certfn/core/api"
+	"github.com/certfn/certfn/core/pki"
+)
+
+// Reason is why an issuance is needed; empty when none is.
+type Reason struct {
+	Reason  string
+	Message string
+	// RenewAt is when the current certificate must be renewed (zero when
+	// an issuance is needed now or nothing is issued).
+	RenewAt time.Time
+}
+
+// Evaluate applies seed 002's triggers in cert-manager's order: missing or
+// undecodable secret, key and certificate mismatch, private key no longer
+// matching spec.privateKey, issuer changed, the current revision's request no
+// longer matching the spec (or, without one, the certificate itself not
+// matching it), and the renewal time reached.
+func Evaluate(st *State) Reason {
+	issued, problem := st.Parse()
+	if issued == nil {
+		return Reason{Reason: problem.Reason, Message: problem.Message}
+	}
+	spec := &st.Cert.Spec
+	if ok, why := pki.KeyMatchesSpec(issued.Key, spec.PrivateKey); !ok {
+		return Reason{Reason: "SecretMismatch", Message: "Issuing certificate as Secret's private key does not match spec.privateKey: " + why}
+	}
+	if msg := issuerMismatch(st); msg != "" {
+		return Reason{Reason: "IncorrectIssuer", Message: msg}
+	}
+	if cur := st.RequestsFor(st.CurrentRevision()); st.CurrentRevision() > 0 && len(cur) == 1 {
+		bad, err := pki.RequestMatchesSpec(cur[0].CR, spec)
+		if err != nil {
+			return Reason{Reason: "RequestChanged", Message: "Issuing certificate as the current CertificateRequest cannot be read: " + err.Error()}
+		}
+		if len(bad) > 0 {
+			return Reason{Reason: "RequestChanged", Message: fmt.Sprintf("Fields on existing CertificateRequest resource not up to date: %v", bad)}
+		}
+	} else if bad := pki.CertificateMatchesSpec(issued.Chain[0], spec); len(bad) > 0 {
+		return Reason{Reason: "SecretMismatch", Message: fmt.Sprintf("Issuing certificate as Secret was previously issued for different fields: %v", bad)}
+	}
+	leaf := issued.Chain[0]
+	renewAt := RenewalTime(st)
+	switch {
+	case !st.Now.Before(leaf.NotAfter):
+		return Reason{Reason: "Expired", Message: fmt.Sprintf("Certificate expired on %s", leaf.NotAfter.UTC().Format(time.RFC3339))}
+	case !st.Now.Before(renewAt):
+		return Reason{Reason: "Renewing", Message: fmt.Sprintf("Renewing certificate as renewal was scheduled at %s", renewAt.UTC().Format(time.RFC3339))}
+	}
+	return Reason{RenewAt: renewAt}
+}
+
+// RenewalTime is when the stored certificate is renewed: spec.renewBefore /
+// renewBeforePercentage, else 2/3 of its lifetime; an ACME renewal window
+// (status.renewalInfo.selectedTime) that is earlier wins. Zero when nothing
+// valid is stored.
+func RenewalTime(st *State) time.Time {
+	issued, _ := st.Parse()
+	if issued == nil {
+		return time.Time{}
+	}
+	leaf := issued.Chain[0]
+	t := pki.RenewalTime(leaf.NotBefore, leaf.NotAfter, st.Cert.Spec.RenewBefore, st.Cert.Spec.RenewBeforePercentage)
+	if ri := st.Cert.Status.RenewalInfo; ri != nil && ri.SelectedTime != nil && ri.SelectedTime.Before(t) {
+		t = ri.SelectedTime.Time
+	}
+	return t
+}
+
+func issuerMismatch(st *State) string {
+	ref := st.Cert.Spec.IssuerRef
+	a := st.Secret.Annotations
+	name, kind, group := a[api.AnnotationIssuerName], a[api.AnnotationIssuerKind], a[api.AnnotationIssuerGroup]
+	wantKind := ref.Kind
+	if wantKind == "" {
+		wantKind = api.KindIssuer
+	}
+	if kind == "" {
+		kind = api.KindIssuer
+	}
+	wantGroup, gotGroup := ref.Group, group
+	if wantGroup == "" {
+		wantGroup = api.CertManagerGroup
+	}
+	if gotGroup == "" {
+		gotGroup = api.CertManagerGroup
+	}
+	if name != ref.Name || kind != wantKind || gotGroup != wantGroup {
+		return fmt.Sprintf("Issuing certificate as Secret was previously issued by %s %q (group %s)", kind, name, gotGroup)
+	}
+	return ""
+}

@@ -1,0 +1,67 @@
+// Package readiness keeps a Certificate's Ready condition and its
+// notBefore/notAfter/renewalTime fields in line with what is stored
+// (cert-manager's readiness controller). Renewal being due does not make a
+// still-valid certificate not Ready.
+package readiness
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/certfn/certfn/core/api"
+	"github.com/certfn/certfn/core/certificates"
+)
+
+// Apply sets the Ready condition and the validity fields on st.Cert from
+// the stored secret; it returns whether anything changed.
+func Apply(st *certificates.State) bool {
+	s := &st.Cert.Status
+	cond := api.Condition{Type: api.CertificateConditionReady, ObservedGeneration: st.Cert.Generation}
+	changed := false
+	issued, _ := st.Parse()
+	r := certificates.Evaluate(st)
+	switch {
+	case r.Reason == "" || r.Reason == "Renewing":
+		cond.Status, cond.Reason, cond.Message = api.ConditionTrue, "Ready", "Certificate is up to date and has not expired"
+	default:
+		cond.Status, cond.Reason, cond.Message = api.ConditionFalse, r.Reason, r.Message
+	}
+	if issued != nil {
+		leaf := issued.Chain[0]
+		changed = setTime(&s.NotBefore, api.NewTime(leaf.NotBefore)) || changed
+		changed = setTime(&s.NotAfter, api.NewTime(leaf.NotAfter)) || changed
+		changed = setTime(&s.RenewalTime, api.NewTime(certificates.RenewalTime(st))) || changed
+	} else {
+		changed = setTime(&s.NotBefore, nil) || changed
+		changed = setTime(&s.NotAfter, nil) || changed
+		changed = setTime(&s.RenewalTime, nil) || changed
+	}
+	return api.SetCondition(&s.Conditions, cond, st.Now) || changed
+}
+
+func setTime(dst **api.Time, v *api.Time) bool {
+	switch {
+	case *dst == nil && v == nil:
+		return false
+	case *dst != nil && v != nil && (*dst).Equal(v.Time):
+		return false
+	}
+	*dst = v
+	return true
+}
+
+// Step writes the Certificate when Apply changed it (drift: a secret
+// deleted, replaced or expired since the last write).
+func Step(ctx context.Context, env *certificates.Env, st *certificates.State) (certificates.Outcome, error) {
+	if !Apply(st) {
+		return certificates.Outcome{}, nil
+	}
+	next := st.NextRunAt
+	if rt := certificates.RenewalTime(st); !rt.IsZero() && !st.IsIssuing() {
+		next = rt
+	}
+	if err := env.Writer.UpdateCertificate(ctx, st, next); err != nil {
+		return certificates.Outcome{}, fmt.Errorf("update Ready condition: %w", err)
+	}
+	return certificates.Outcome{Wrote: true}, nil
+}

@@ -1,0 +1,126 @@
+// Package requestmanager is seed 002's requestmanager: while Issuing is True
+// and a next private key exists, it makes sure exactly one
+// CertificateRequest exists for the next revision, signed by that key and
+// matching the spec; stale or mismatching requests are deleted, one per
+// invocation.
+package requestmanager
+
+import (
+	"context"
+	"crypto"
+	"fmt"
+	"strconv"
+
+	"github.com/certfn/certfn/core/api"
+	"github.com/certfn/certfn/core/certificates"
+	"github.com/certfn/certfn/core/pki"
+)
+
+// Step runs one requestmanager step.
+func Step(ctx context.Context, env *certificates.Env, st *certificates.State) (certificates.Outcome, error) {
+	if !st.IsIssuing() {
+		return certificates.Outcome{}, nil
+	}
+	nk, err := st.NextKeySecret(ctx, env)
+	if err != nil || nk == nil {
+		return certificates.Outcome{}, err
+	}
+	key, err := pki.DecodePrivateKeyPEM(nk.Data["tls.key"])
+	if err != nil {
+		// keymanager regenerates an undecodable key on its next step.
+		return certificates.Outcome{}, nil
+	}
+	next := st.NextRevision()
+	for _, r := range st.Requests {
+		if rev := r.Revision(); rev == 0 || rev > next {
+			return deleted(ctx, env, r, "it has no valid revision annotation or is ahead of the next revision")
+		}
+	}
+	cur := st.RequestsFor(next)
+	certificates.SortRequests(cur)
+	if len(cur) > 1 {
+		return deleted(ctx, env, cur[1], "more than one request exists for the same revision")
+	}
+	if len(cur) == 1 {
+		r := cur[0]
+		csr, err := pki.ParseCSRPEM(r.CR.Spec.Request)
+		if err != nil || !pki.PublicKeysEqual(csr.PublicKey, key.Public()) {
+			return deleted(ctx, env, r, "its public key does not match the next private key")
+		}
+		if bad, err := pki.RequestMatchesSpec(r.CR, &st.Cert.Spec); err != nil || len(bad) > 0 {
+			return deleted(ctx, env, r, fmt.Sprintf("it does not match the spec: %v", bad))
+		}
+		if failedBeforeTrigger(st, r.CR) {
+			return deleted(ctx, env, r, "it failed before the current issuance was triggered")
+		}
+		return certificates.Outcome{}, nil
+	}
+	cr, err := build(env, st, key, next, nk.Name)
+	if err != nil {
+		return certificates.Outcome{}, err
+	}
+	if err := env.Writer.CreateRequest(ctx, st, cr); err != nil {
+		return certificates.Outcome{}, fmt.Errorf("create CertificateRequest %s/%s: %w", cr.Namespace, cr.Name, err)
+	}
+	return certificates.Outcome{Wrote: true}, nil
+}
+
+func deleted(ctx context.Context, env *certificates.Env, r certificates.Request, why string) (certificates.Outcome, error) {
+	if err := env.Writer.DeleteRequest(ctx, r); err != nil {
+		return certificates.Outcome{}, fmt.Errorf("delete CertificateRequest %s/%s (%s): %w", r.CR.Namespace, r.CR.Name, why, err)
+	}
+	return certificates.Outcome{Wrote: true}, nil
+}
+
+// failedBeforeTrigger: a request that failed before Issuing last became
+// True belongs to an earlier attempt and is replaced (after the backoff).
+func failedBeforeTrigger(st *certificates.State, cr *api.CertificateRequest) bool {
+	if !cr.IsFinal() || cr.IsIssued() {
+		return false
+	}
+	issuing := api.FindCondition(st.Cert.Status.Conditions, api.CertificateConditionIssuing)
+	if issuing == nil || issuing.LastTransitionTime == nil {
+		return false
+	}
+	failed := cr.Status.FailureTime
+	if failed == nil {
+		if c := api.FindCondition(cr.Status.Conditions, api.CertificateRequestConditionReady); c != nil {
+			failed = c.LastTransitionTime
+		}
+	}
+	return failed != nil && failed.Before(issuing.LastTransitionTime.Time)
+}
+
+func build(env *certificates.Env, st *certificates.State, key crypto.Signer, rev int, keySecret string) (*api.CertificateRequest, error) {
+	crt := st.Cert
+	csrPEM, err := pki.GenerateCSR(crt, key)
+	if err != nil {
+		return nil, fmt.Errorf("build CSR: %w", err)
+	}
+	ctrl := true
+	return &api.CertificateRequest{
+		TypeMeta: api.TypeMeta{APIVersion: api.CertManagerV1, Kind: api.KindCertificateRequest},
+		ObjectMeta: api.ObjectMeta{
+			Name:      certificates.RequestName(crt.Name, rev),
+			Namespace: crt.Namespace,
+			Annotations: map[string]string{
+				api.AnnotationRevision:             strconv.Itoa(rev),
+				api.AnnotationCertificateName:      crt.Name,
+				api.AnnotationPrivateKeySecretName: keySecret,
+			},
+			OwnerReferences: []api.OwnerReference{{
+				APIVersion: api.CertManagerV1, Kind: api.KindCertificate, Name: crt.Name, UID: crt.UID, Controller: &ctrl,
+			}},
+		},
+		Spec: api.CertificateRequestSpec{
+			Duration:  crt.Spec.Duration,
+			IssuerRef: crt.Spec.IssuerRef,
+			Request:   csrPEM,
+			IsCA:      crt.Spec.IsCA,
+			Usages:    crt.Spec.Usages,
+			Username:  env.Username,
+			UID:       env.UID,
+			Groups:    append([]string(nil), env.Groups...),
+		},
+	}, nil
+}

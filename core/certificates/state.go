@@ -1,0 +1,247 @@
+// Package certificates holds what seed 002's Certificate controllers share:
+// the loaded State of one Certificate and the Env through which a step acts.
+// The steps themselves live in the sub-packages trigger, keymanager,
+// requestmanager, issuing and readiness; the engine runs them in that order
+// and stops after the first one that writes (one step per invocation).
+package certificates
+
+import (
+	"context"
+	"crypto"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/certfn/certfn/core/api"
+	"github.com/certfn/certfn/core/pki"
+	"github.com/certfn/certfn/core/ports"
+)
+
+// Request is an owned CertificateRequest with its stored version.
+type Request struct {
+	CR      *api.CertificateRequest
+	Version int64
+}
+
+// Revision returns the request's revision annotation, or 0 when absent or invalid.
+func (r Request) Revision() int {
+	n, err := strconv.Atoi(r.CR.Annotations[api.AnnotationRevision])
+	if err != nil || n < 1 {
+		return 0
+	}
+	return n
+}
+
+// Writer is how a step changes stored state. Every call is a conditional
+// write; a lost race returns ports.ErrConflict and the step returns it.
+// Successful writes enqueue the written key and its owner.
+type Writer interface {
+	// UpdateCertificate writes st.Cert (status and metadata) conditionally on
+	// st.Version, with nextRunAt as the record's due time (zero: none).
+	UpdateCertificate(ctx context.Context, st *State, nextRunAt time.Time) error
+	// CreateRequest stores a new CertificateRequest owned by the Certificate.
+	CreateRequest(ctx context.Context, st *State, cr *api.CertificateRequest) error
+	// DeleteRequest deletes an owned request conditionally on its version.
+	DeleteRequest(ctx context.Context, r Request) error
+	// SecretWritten tells the engine spec.secretName was (re)written, so
+	// issuers signing with that secret are checked again.
+	SecretWritten(ctx context.Context, namespace, name string) error
+	// Enqueue asks for a reconcile of key after delay.
+	Enqueue(ctx context.Context, key api.Key, delay time.Duration) error
+}
+
+// Env is what the steps get from the outside: no step calls time.Now or a
+// store directly.
+type Env struct {
+	Clock   ports.Clock
+	Secrets ports.SecretStore
+	Writer  Writer
+	Metrics ports.Metrics
+	// Identity is certfn's own requester identity, recorded on the
+	// CertificateRequests the steps create (seed 004).
+	Username string
+	UID      string
+	Groups   []string
+	// WaitPoll is how long a Certificate waiting on another resource waits
+	// before checking again on its own (the writes of that resource wake it earlier).
+	WaitPoll time.Duration
+}
+
+// State is everything one reconcile of a Certificate reads. The engine
+// loads it once per invocation; steps read it and act through Env.
+type State struct {
+	Cert      *api.Certificate
+	Version   int64
+	NextRunAt time.Time
+	Now       time.Time
+
+	// Secret is spec.secretName, nil when it does not exist.
+	Secret *ports.Secret
+	// Requests are the CertificateRequests this Certificate owns.
+	Requests []Request
+
+	nextKeyLoaded bool
+	nextKey       *ports.Secret
+}
+
+// Key returns the Certificate's key.
+func (s *State) Key() api.Key { return api.KeyOf(s.Cert) }
+
+// CurrentRevision is status.revision, 0 when never issued.
+func (s *State) CurrentRevision() int {
+	if s.Cert.Status.Revision == nil {
+		return 0
+	}
+	return *s.Cert.Status.Revision
+}
+
+// NextRevision is the revision a new request is created for (seed 002).
+func (s *State) NextRevision() int { return s.CurrentRevision() + 1 }
+
+// RequestsFor returns the owned requests annotated with revision rev.
+func (s *State) RequestsFor(rev int) []Request {
+	var out []Request
+	for _, r := range s.Requests {
+		if r.Revision() == rev {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// RequestName is the deterministic name of the request for revision rev:
+// "<certificate>-<rev>", so that duplicate messages can only ever create
+// one request per revision (the create is conditional on absence).
+func RequestName(certName string, rev int) string {
+	return fmt.Sprintf("%s-%d", certName, rev)
+}
+
+// NextKeySecretName is the deterministic name of the next-private-key secret.
+func NextKeySecretName(certName string) string { return certName + "-next-private-key" }
+
+// IsIssuing reports whether the Issuing condition is True.
+func (s *State) IsIssuing() bool {
+	return api.IsTrue(s.Cert.Status.Conditions, api.CertificateConditionIssuing)
+}
+
+// NextKeySecret loads (once) the secret named by
+// status.nextPrivateKeySecretName; nil when unset or missing.
+func (s *State) NextKeySecret(ctx context.Context, env *Env) (*ports.Secret, error) {
+	if s.nextKeyLoaded {
+		return s.nextKey, nil
+	}
+	name := s.Cert.Status.NextPrivateKeySecretName
+	if name == nil || *name == "" {
+		s.nextKeyLoaded = true
+		return nil, nil
+	}
+	sec, err := env.Secrets.Get(ctx, s.Cert.Namespace, *name)
+	if err != nil && !isNotFound(err) {
+		return nil, fmt.Errorf("read next private key secret %s/%s: %w", s.Cert.Namespace, *name, err)
+	}
+	s.nextKeyLoaded = true
+	if err == nil {
+		s.nextKey = &sec
+	}
+	return s.nextKey, nil
+}
+
+// SetNextKeySecret records a next-key secret the keymanager just wrote.
+func (s *State) SetNextKeySecret(sec *ports.Secret) {
+	s.nextKeyLoaded = true
+	s.nextKey = sec
+}
+
+// Issued is the parsed content of spec.secretName.
+type Issued struct {
+	Chain []*x509.Certificate
+	Key   crypto.Signer
+}
+
+// IssuedProblem is why the stored secret cannot be used, as a
+// (reason, message) pair a person understands; empty when it can.
+type IssuedProblem struct {
+	Reason  string
+	Message string
+}
+
+// Parse decodes spec.secretName. It returns a problem instead of an error
+// when the data is missing or invalid: those are trigger reasons, not failures.
+func (s *State) Parse() (*Issued, IssuedProblem) {
+	if s.Secret == nil {
+		return nil, IssuedProblem{"DoesNotExist", fmt.Sprintf("Issuing certificate as Secret %q does not exist", s.Cert.Spec.SecretName)}
+	}
+	crtPEM, keyPEM := s.Secret.Data["tls.crt"], s.Secret.Data["tls.key"]
+	if len(crtPEM) == 0 || len(keyPEM) == 0 {
+		return nil, IssuedProblem{"MissingData", "Issuing certificate as Secret does not contain a certificate and a private key"}
+	}
+	key, err := pki.DecodePrivateKeyPEM(keyPEM)
+	if err != nil {
+		return nil, IssuedProblem{"InvalidKeyPair", "Issuing certificate as Secret contains an invalid private key: " + err.Error()}
+	}
+	chain, err := pki.ParseChainPEM(crtPEM)
+	if err != nil {
+		return nil, IssuedProblem{"InvalidCertificate", "Issuing certificate as Secret contains an invalid certificate: " + err.Error()}
+	}
+	if !pki.PublicKeysEqual(key.Public(), chain[0].PublicKey) {
+		return nil, IssuedProblem{"InvalidKeyPair", "Issuing certificate as Secret contains a private key that does not match the certificate"}
+	}
+	return &Issued{Chain: chain, Key: key}, IssuedProblem{}
+}
+
+// SortRequests orders requests by revision, then name (deterministic).
+func SortRequests(rs []Request) {
+	sort.Slice(rs, func(i, j int) bool {
+		if ri, rj := rs[i].Revision(), rs[j].Revision(); ri != rj {
+			return ri < rj
+		}
+		return rs[i].CR.Name < rs[j].CR.Name
+	})
+}
+
+// Backoff is the wait after n consecutive failed issuances: 1 h doubling,
+// capped at 32 h (cert-manager's policy; seed 002 "back-off").
+func Backoff(failedAttempts int) time.Duration {
+	if failedAttempts < 1 {
+		return 0
+	}
+	d := time.Hour
+	for i := 1; i < failedAttempts && d < 32*time.Hour; i++ {
+		d *= 2
+	}
+	if d > 32*time.Hour {
+		d = 32 * time.Hour
+	}
+	return d
+}
+
+func isNotFound(err error) bool { return err != nil && errors.Is(err, ports.ErrNotFound) }
+
+// Outcome is what a step did. Wrote means it performed a write and the
+// invocation ends (one step per invocation). RequeueAt asks to run again at
+// that time when nothing else wakes the Certificate first (zero: no wish).
+type Outcome struct {
+	Wrote     bool
+	RequeueAt time.Time
+}
+
+// FollowUpGrace is the due time set on a write that expects a follow-up
+// step: the write also enqueues the key, so the due index only matters when
+// that message is lost (the scheduler's safety net, DESIGN.md §3.4).
+const FollowUpGrace = 2 * time.Minute
+
+// Earliest returns the earlier non-zero time.
+func Earliest(a, b time.Time) time.Time {
+	switch {
+	case a.IsZero():
+		return b
+	case b.IsZero():
+		return a
+	case b.Before(a):
+		return b
+	}
+	return a
+}

@@ -1,0 +1,65 @@
+// Package trigger is seed 002's trigger controller: it decides whether the
+// stored certificate must be (re-)issued and, if so, sets the Issuing
+// condition. It honours the per-Certificate failure backoff.
+package trigger
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/certfn/certfn/core/api"
+	"github.com/certfn/certfn/core/certificates"
+	"github.com/certfn/certfn/core/certificates/readiness"
+	"github.com/certfn/certfn/core/pki"
+)
+
+// BackoffRemaining is how long issuance must still wait after a failure:
+// 1 h doubling per consecutive failure up to 32 h, counted from
+// status.lastFailureTime, unless the spec changed since the failed request.
+func BackoffRemaining(st *certificates.State) time.Duration {
+	s := st.Cert.Status
+	if s.LastFailureTime == nil {
+		return 0
+	}
+	attempts := 1
+	if s.FailedIssuanceAttempts != nil && *s.FailedIssuanceAttempts > 0 {
+		attempts = *s.FailedIssuanceAttempts
+	}
+	if failed := st.RequestsFor(st.NextRevision()); len(failed) == 1 {
+		if bad, err := pki.RequestMatchesSpec(failed[0].CR, &st.Cert.Spec); err == nil && len(bad) > 0 {
+			return 0 // the spec changed after the failure: retry at once
+		}
+	}
+	until := s.LastFailureTime.Add(certificates.Backoff(attempts))
+	if st.Now.Before(until) {
+		return until.Sub(st.Now)
+	}
+	return 0
+}
+
+// Step sets Issuing=True when Evaluate finds a reason and no backoff applies.
+// It does nothing while Issuing is already True (a user may set it by hand
+// to force a renewal; the trigger never interferes).
+func Step(ctx context.Context, env *certificates.Env, st *certificates.State) (certificates.Outcome, error) {
+	if st.IsIssuing() {
+		return certificates.Outcome{}, nil
+	}
+	r := certificates.Evaluate(st)
+	if r.Reason == "" {
+		return certificates.Outcome{RequeueAt: r.RenewAt}, nil
+	}
+	if wait := BackoffRemaining(st); wait > 0 {
+		return certificates.Outcome{RequeueAt: st.Now.Add(wait)}, nil
+	}
+	now := st.Now
+	api.SetCondition(&st.Cert.Status.Conditions, api.Condition{
+		Type: api.CertificateConditionIssuing, Status: api.ConditionTrue, Reason: r.Reason, Message: r.Message,
+		ObservedGeneration: st.Cert.Generation,
+	}, now)
+	readiness.Apply(st)
+	if err := env.Writer.UpdateCertificate(ctx, st, now.Add(certificates.FollowUpGrace)); err != nil {
+		return certificates.Outcome{}, fmt.Errorf("set Issuing condition: %w", err)
+	}
+	return certificates.Outcome{Wrote: true}, nil
+}

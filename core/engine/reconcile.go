@@ -1,0 +1,260 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/certfn/certfn/core/api"
+	"github.com/certfn/certfn/core/certificates"
+	"github.com/certfn/certfn/core/certificates/issuing"
+	"github.com/certfn/certfn/core/certificates/keymanager"
+	"github.com/certfn/certfn/core/certificates/readiness"
+	"github.com/certfn/certfn/core/certificates/requestmanager"
+	"github.com/certfn/certfn/core/certificates/trigger"
+	"github.com/certfn/certfn/core/issuers"
+	"github.com/certfn/certfn/core/ports"
+	"github.com/certfn/certfn/core/requests"
+	"github.com/certfn/certfn/core/requests/approval"
+	"github.com/certfn/certfn/core/requests/signing"
+)
+
+type certStep func(context.Context, *certificates.Env, *certificates.State) (certificates.Outcome, error)
+
+// certSteps is seed 002's controller order; issuing's output refresh runs
+// last, on a certificate that needs no issuance.
+var certSteps = []certStep{trigger.Step, keymanager.Step, requestmanager.Step, issuing.Step, readiness.Step, issuing.OutputsStep}
+
+func (e *Engine) reconcileCertificate(ctx context.Context, rec ports.Record) error {
+	obj, err := decode(rec)
+	if err != nil {
+		return err
+	}
+	st := &certificates.State{Cert: obj.(*api.Certificate), Version: rec.Version, NextRunAt: rec.NextRunAt, Now: e.cfg.Clock.Now()}
+	sec, err := e.cfg.Secrets.Get(ctx, st.Cert.Namespace, st.Cert.Spec.SecretName)
+	switch {
+	case err == nil:
+		st.Secret = &sec
+	case !errors.Is(err, ports.ErrNotFound):
+		return fmt.Errorf("read secret %s/%s: %w", st.Cert.Namespace, st.Cert.Spec.SecretName, err)
+	}
+	reqs, err := e.cfg.Store.List(ctx, ports.ListOptions{Kind: api.KindCertificateRequest, Namespace: st.Cert.Namespace, Owner: rec.Key})
+	if err != nil {
+		return fmt.Errorf("list requests of %s: %w", rec.Key, err)
+	}
+	for _, r := range reqs {
+		o, err := decode(r)
+		if err != nil {
+			return err
+		}
+		st.Requests = append(st.Requests, certificates.Request{CR: o.(*api.CertificateRequest), Version: r.Version})
+	}
+	env := &certificates.Env{
+		Clock: e.cfg.Clock, Secrets: e.cfg.Secrets, Writer: &certWriter{e}, Metrics: e.cfg.Metrics,
+		Username: e.cfg.Identity.Username, UID: e.cfg.Identity.UID, Groups: e.cfg.Identity.Groups, WaitPoll: e.cfg.WaitPoll,
+	}
+	var want time.Time
+	for _, step := range certSteps {
+		out, err := step(ctx, env, st)
+		if err != nil {
+			return err
+		}
+		if out.Wrote {
+			return nil
+		}
+		want = certificates.Earliest(want, out.RequeueAt)
+	}
+	rec.Version = st.Version
+	if !st.IsIssuing() {
+		want = certificates.Earliest(want, st.Now.Add(e.cfg.ResyncInterval))
+	}
+	return e.settle(ctx, rec, want)
+}
+
+type certWriter struct{ e *Engine }
+
+func (w *certWriter) UpdateCertificate(ctx context.Context, st *certificates.State, next time.Time) error {
+	if !st.IsIssuing() {
+		// A settled certificate is looked at again within the resync interval.
+		next = certificates.Earliest(next, w.e.cfg.Clock.Now().Add(w.e.cfg.ResyncInterval))
+	}
+	v, err := w.e.update(ctx, st.Cert, st.Version, next)
+	if err != nil {
+		return err
+	}
+	st.Version, st.NextRunAt = v, next
+	return nil
+}
+
+func (w *certWriter) CreateRequest(ctx context.Context, st *certificates.State, cr *api.CertificateRequest) error {
+	now := w.e.cfg.Clock.Now()
+	cr.UID, cr.CreationTimestamp, cr.Generation = newUID(), api.NewTime(now), 1
+	_, err := w.e.create(ctx, cr, now.Add(requests.FollowUpGrace))
+	if err == nil {
+		w.e.cfg.Metrics.Inc("certfn_requests_created_total", "namespace", cr.Namespace)
+	}
+	return err
+}
+
+func (w *certWriter) DeleteRequest(ctx context.Context, r certificates.Request) error {
+	key := api.KeyOf(r.CR)
+	if err := w.e.deleteTree(ctx, key, r.Version); err != nil {
+		return err
+	}
+	return w.e.wake(ctx, ownerKey(r.CR))
+}
+
+func (w *certWriter) SecretWritten(ctx context.Context, namespace, name string) error {
+	return w.e.wakeIssuersUsing(ctx, namespace, name)
+}
+
+func (w *certWriter) Enqueue(ctx context.Context, key api.Key, delay time.Duration) error {
+	return w.e.enqueue(ctx, key, delay)
+}
+
+// wakeIssuersUsing enqueues the CA issuers whose key pair is namespace/name.
+func (e *Engine) wakeIssuersUsing(ctx context.Context, namespace, name string) error {
+	kinds := []ports.ListOptions{{Kind: api.KindIssuer, Namespace: namespace}}
+	if namespace == e.cfg.ClusterResourceNamespace {
+		kinds = append(kinds, ports.ListOptions{Kind: api.KindClusterIssuer})
+	}
+	for _, opts := range kinds {
+		recs, err := e.cfg.Store.List(ctx, opts)
+		if err != nil {
+			return fmt.Errorf("list %s: %w", opts.Kind, err)
+		}
+		for _, r := range recs {
+			o, err := decode(r)
+			if err != nil {
+				return err
+			}
+			if ca := o.(api.GenericIssuer).GetSpec().CA; ca != nil && ca.SecretName == name {
+				if err := e.enqueue(ctx, r.Key, 0); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+type reqStep func(context.Context, *requests.Env, *requests.State) (requests.Outcome, error)
+
+var reqSteps = []reqStep{approval.Step, signing.Step}
+
+func (e *Engine) reconcileRequest(ctx context.Context, rec ports.Record) error {
+	obj, err := decode(rec)
+	if err != nil {
+		return err
+	}
+	st := &requests.State{CR: obj.(*api.CertificateRequest), Version: rec.Version, NextRunAt: rec.NextRunAt, Now: e.cfg.Clock.Now()}
+	env := &requests.Env{Clock: e.cfg.Clock, Writer: &reqWriter{e}, Approver: e.cfg.Approver, Issuers: &issuerGetter{e},
+		Signers: e.cfg.Signers, Metrics: e.cfg.Metrics, WaitPoll: e.cfg.WaitPoll}
+	var want time.Time
+	for _, step := range reqSteps {
+		out, err := step(ctx, env, st)
+		if err != nil {
+			return err
+		}
+		if out.Wrote {
+			return nil
+		}
+		want = certificates.Earliest(want, out.RequeueAt)
+	}
+	rec.Version = st.Version
+	return e.settle(ctx, rec, want)
+}
+
+type reqWriter struct{ e *Engine }
+
+func (w *reqWriter) UpdateRequest(ctx context.Context, st *requests.State, next time.Time) error {
+	v, err := w.e.update(ctx, st.CR, st.Version, next)
+	if err != nil {
+		return err
+	}
+	st.Version, st.NextRunAt = v, next
+	return nil
+}
+
+type issuerGetter struct{ e *Engine }
+
+func (g *issuerGetter) Get(ctx context.Context, namespace string, ref api.IssuerReference) (api.GenericIssuer, string, bool, error) {
+	key := api.Key{Kind: api.KindIssuer, Namespace: namespace, Name: ref.Name}
+	if ref.Kind == api.KindClusterIssuer {
+		key = api.Key{Kind: api.KindClusterIssuer, Name: ref.Name}
+	} else if ref.Kind != "" && ref.Kind != api.KindIssuer {
+		return nil, "", false, nil
+	}
+	rec, err := g.e.cfg.Store.Get(ctx, key)
+	if errors.Is(err, ports.ErrNotFound) {
+		return nil, "", false, nil
+	}
+	if err != nil {
+		return nil, "", false, err
+	}
+	o, err := decode(rec)
+	if err != nil {
+		return nil, "", false, err
+	}
+	iss := o.(api.GenericIssuer)
+	return iss, g.e.issuerSecretNamespace(iss), true, nil
+}
+
+func (e *Engine) reconcileIssuer(ctx context.Context, rec ports.Record) error {
+	obj, err := decode(rec)
+	if err != nil {
+		return err
+	}
+	iss := obj.(api.GenericIssuer)
+	st := &issuers.State{Issuer: iss, Version: rec.Version, NextRunAt: rec.NextRunAt, Now: e.cfg.Clock.Now(),
+		SecretNamespace: e.issuerSecretNamespace(iss)}
+	w := &issuerWriter{e: e}
+	want, err := issuers.Step(ctx, &issuers.Env{Secrets: e.cfg.Secrets, Writer: w, WaitPoll: e.cfg.WaitPoll, ACMEReady: e.cfg.ACMEReady}, st)
+	if err != nil || w.wrote {
+		return err
+	}
+	rec.Version = st.Version
+	return e.settle(ctx, rec, want)
+}
+
+type issuerWriter struct {
+	e     *Engine
+	wrote bool
+}
+
+func (w *issuerWriter) UpdateIssuer(ctx context.Context, st *issuers.State, next time.Time) error {
+	v, err := w.e.update(ctx, st.Issuer, st.Version, next)
+	if err != nil {
+		return err
+	}
+	st.Version, st.NextRunAt, w.wrote = v, next, true
+	return nil
+}
+
+// IssuerReady wakes the requests that reference the issuer and are not final.
+func (w *issuerWriter) IssuerReady(ctx context.Context, st *issuers.State) error {
+	m := st.Issuer.GetObjectMeta()
+	kind := st.Issuer.GetTypeMeta().Kind
+	recs, err := w.e.cfg.Store.List(ctx, ports.ListOptions{Kind: api.KindCertificateRequest, Namespace: m.Namespace})
+	if err != nil {
+		return fmt.Errorf("list requests waiting for %s %s: %w", kind, m.Name, err)
+	}
+	for _, r := range recs {
+		o, err := decode(r)
+		if err != nil {
+			return err
+		}
+		cr := o.(*api.CertificateRequest)
+		refKind := cr.Spec.IssuerRef.Kind
+		if refKind == "" {
+			refKind = api.KindIssuer
+		}
+		if cr.Spec.IssuerRef.Name == m.Name && refKind == kind && !cr.IsFinal() {
+			if err := w.e.enqueue(ctx, r.Key, 0); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}

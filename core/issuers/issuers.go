@@ -1,0 +1,131 @@
+// Package issuers keeps the Ready condition of Issuers and ClusterIssuers.
+// selfSigned is always ready; ca is ready when its secret holds a valid,
+// unexpired CA certificate and the matching key (cert-manager's CA issuer
+// setup). Becoming Ready wakes the requests that wait for the issuer.
+package issuers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/certfn/certfn/core/api"
+	"github.com/certfn/certfn/core/pki"
+	"github.com/certfn/certfn/core/ports"
+)
+
+// State is one issuer as loaded for a reconcile.
+type State struct {
+	Issuer          api.GenericIssuer
+	Version         int64
+	NextRunAt       time.Time
+	Now             time.Time
+	SecretNamespace string
+}
+
+// Writer writes the issuer conditionally and, on a transition to Ready,
+// wakes the requests waiting for it.
+type Writer interface {
+	UpdateIssuer(ctx context.Context, st *State, nextRunAt time.Time) error
+	IssuerReady(ctx context.Context, st *State) error
+}
+
+// Env is what the issuer step needs.
+type Env struct {
+	Secrets  ports.SecretStore
+	Writer   Writer
+	WaitPoll time.Duration
+	// ACMEReady, when set, checks an ACME issuer (account registration);
+	// until the ACME issuer exists it is nil and ACME issuers are not Ready.
+	ACMEReady func(ctx context.Context, st *State) (ok bool, reason, msg string, err error)
+}
+
+// Step evaluates the issuer and writes its Ready condition when it changed.
+func Step(ctx context.Context, env *Env, st *State) (time.Time, error) {
+	spec := st.Issuer.GetSpec()
+	var (
+		ok          bool
+		reason, msg string
+		recheck     = st.Now.Add(env.WaitPoll)
+	)
+	switch {
+	case spec.SelfSigned != nil:
+		ok, reason, msg, recheck = true, "IsReady", "", time.Time{}
+	case spec.CA != nil:
+		notAfter, err := checkCA(ctx, env.Secrets, st.SecretNamespace, spec.CA.SecretName, st.Now)
+		switch {
+		case err == nil:
+			ok, reason, msg, recheck = true, "KeyPairVerified", "Signing CA verified", notAfter
+		case errors.Is(err, ports.ErrNotFound):
+			reason, msg = "ErrGetKeyPair", fmt.Sprintf("Error getting keypair for CA issuer: secret %s/%s does not exist", st.SecretNamespace, spec.CA.SecretName)
+		case errors.Is(err, errInvalid):
+			reason, msg = "ErrInvalidKeyPair", "Error getting keypair for CA issuer: "+err.Error()
+		default:
+			return time.Time{}, fmt.Errorf("check CA secret %s/%s: %w", st.SecretNamespace, spec.CA.SecretName, err)
+		}
+	case spec.ACME != nil && env.ACMEReady != nil:
+		var err error
+		ok, reason, msg, err = env.ACMEReady(ctx, st)
+		if err != nil {
+			return time.Time{}, err
+		}
+		if ok {
+			recheck = time.Time{}
+		}
+	case spec.ACME != nil:
+		reason, msg = "NotSupported", "The ACME issuer is not available in this build of certfn yet"
+		recheck = time.Time{}
+	default:
+		reason, msg = "UnsupportedIssuerType", "No issuer type certfn supports (selfSigned, ca, acme) is configured; vault and venafi are not supported"
+		recheck = time.Time{}
+	}
+	status := api.ConditionFalse
+	if ok {
+		status = api.ConditionTrue
+	}
+	wasReady := api.IsTrue(st.Issuer.GetStatus().Conditions, api.IssuerConditionReady)
+	changed := api.SetCondition(&st.Issuer.GetStatus().Conditions, api.Condition{Type: api.IssuerConditionReady, Status: status,
+		Reason: reason, Message: msg, ObservedGeneration: st.Issuer.GetObjectMeta().Generation}, st.Now)
+	if !changed {
+		return recheck, nil
+	}
+	if err := env.Writer.UpdateIssuer(ctx, st, recheck); err != nil {
+		return time.Time{}, fmt.Errorf("update issuer Ready condition: %w", err)
+	}
+	if ok && !wasReady {
+		if err := env.Writer.IssuerReady(ctx, st); err != nil {
+			return time.Time{}, err
+		}
+	}
+	return recheck, nil
+}
+
+var errInvalid = errors.New("invalid CA key pair")
+
+// checkCA returns the CA certificate's notAfter when the secret holds a
+// usable CA key pair.
+func checkCA(ctx context.Context, secrets ports.SecretStore, ns, name string, now time.Time) (time.Time, error) {
+	sec, err := secrets.Get(ctx, ns, name)
+	if err != nil {
+		return time.Time{}, err
+	}
+	chain, err := pki.ParseChainPEM(sec.Data["tls.crt"])
+	if err != nil {
+		return time.Time{}, fmt.Errorf("%w: tls.crt: %v", errInvalid, err)
+	}
+	key, err := pki.DecodePrivateKeyPEM(sec.Data["tls.key"])
+	if err != nil {
+		return time.Time{}, fmt.Errorf("%w: tls.key: %v", errInvalid, err)
+	}
+	ca := chain[0]
+	switch {
+	case !ca.IsCA:
+		return time.Time{}, fmt.Errorf("%w: the certificate in tls.crt is not a CA (isCA is false)", errInvalid)
+	case !pki.PublicKeysEqual(key.Public(), ca.PublicKey):
+		return time.Time{}, fmt.Errorf("%w: tls.key does not match tls.crt", errInvalid)
+	case !now.Before(ca.NotAfter):
+		return time.Time{}, fmt.Errorf("%w: the CA certificate expired at %s", errInvalid, ca.NotAfter.UTC().Format(time.RFC3339))
+	}
+	return ca.NotAfter, nil
+}

@@ -1,0 +1,55 @@
+// Package approval is the approver step for CertificateRequests (seed 004:
+// the approver is an actor separate from requester and signer). It asks the
+// configured Approver once and records Approved or Denied; both are
+// permanent and mutually exclusive. A request no policy applies to is left
+// untouched, with the reason visible on its Ready condition.
+package approval
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/certfn/certfn/core/api"
+	"github.com/certfn/certfn/core/requests"
+)
+
+// Step runs one approval step.
+func Step(ctx context.Context, env *requests.Env, st *requests.State) (requests.Outcome, error) {
+	conds := &st.CR.Status.Conditions
+	if api.FindCondition(*conds, api.CertificateRequestConditionApproved) != nil ||
+		api.FindCondition(*conds, api.CertificateRequestConditionDenied) != nil || st.CR.IsFinal() {
+		return requests.Outcome{}, nil
+	}
+	d, err := env.Approver.Decide(ctx, st.CR)
+	if err != nil {
+		return requests.Outcome{}, fmt.Errorf("approval of CertificateRequest %s/%s: %w", st.CR.Namespace, st.CR.Name, err)
+	}
+	status := "unmatched"
+	switch d.Result {
+	case requests.Approved:
+		status = "approved"
+		api.SetCondition(conds, api.Condition{Type: api.CertificateRequestConditionApproved, Status: api.ConditionTrue,
+			Reason: d.Reason, Message: d.Message}, st.Now)
+	case requests.Denied:
+		status = "denied"
+		api.SetCondition(conds, api.Condition{Type: api.CertificateRequestConditionDenied, Status: api.ConditionTrue,
+			Reason: d.Reason, Message: d.Message}, st.Now)
+	default:
+		changed := api.SetCondition(conds, api.Condition{Type: api.CertificateRequestConditionReady, Status: api.ConditionFalse,
+			Reason: api.CertificateRequestReasonPending, Message: d.Message}, st.Now)
+		if !changed {
+			return requests.Outcome{RequeueAt: st.Now.Add(env.WaitPoll)}, nil
+		}
+	}
+	if env.Metrics != nil {
+		env.Metrics.Inc("certfn_approval_total", "namespace", st.CR.Namespace, "status", status)
+	}
+	next := st.Now.Add(env.WaitPoll)
+	if d.Result != requests.Unmatched {
+		next = st.Now.Add(requests.FollowUpGrace) // the signing step follows at once (enqueued by the write)
+	}
+	if err := env.Writer.UpdateRequest(ctx, st, next); err != nil {
+		return requests.Outcome{}, fmt.Errorf("record approval decision: %w", err)
+	}
+	return requests.Outcome{Wrote: true}, nil
+}

@@ -1,0 +1,125 @@
+// Package signing is the signer step for CertificateRequests of the
+// selfSigned and ca issuers (seed 004's signer actor): it signs only
+// approved requests, records the chain (validated as seed 004 requires) and
+// the requested vs honoured lifetime (seed 003), marks terminal failures
+// Failed, and leaves requests pending while their issuer is missing or not
+// ready. A Denied request is marked final here, as cert-manager does.
+package signing
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/certfn/certfn/core/api"
+	"github.com/certfn/certfn/core/errs"
+	"github.com/certfn/certfn/core/pki"
+	"github.com/certfn/certfn/core/requests"
+	"github.com/certfn/certfn/core/signers"
+)
+
+// Step runs one signing step.
+func Step(ctx context.Context, env *requests.Env, st *requests.State) (requests.Outcome, error) {
+	cr := st.CR
+	conds := &cr.Status.Conditions
+	if cr.IsFinal() {
+		return requests.Outcome{}, nil
+	}
+	if d := api.FindCondition(*conds, api.CertificateRequestConditionDenied); d != nil && d.Status == api.ConditionTrue {
+		api.SetCondition(conds, api.Condition{Type: api.CertificateRequestConditionReady, Status: api.ConditionFalse,
+			Reason: api.CertificateRequestReasonDenied, Message: "The CertificateRequest was denied by an approval controller: " + d.Message}, st.Now)
+		cr.Status.FailureTime = api.NewTime(st.Now)
+		return write(ctx, env, st, "record denial")
+	}
+	if !api.IsTrue(*conds, api.CertificateRequestConditionApproved) {
+		return requests.Outcome{}, nil
+	}
+	if _, err := pki.ParseCSRPEM(cr.Spec.Request); err != nil {
+		api.SetCondition(conds, api.Condition{Type: api.CertificateRequestConditionInvalidRequest, Status: api.ConditionTrue,
+			Reason: "RequestParsingError", Message: "spec.request: " + err.Error()}, st.Now)
+		return fail(ctx, env, st, "spec.request: "+err.Error())
+	}
+	iss, secretNS, ok, err := env.Issuers.Get(ctx, cr.Namespace, cr.Spec.IssuerRef)
+	if err != nil {
+		return requests.Outcome{}, fmt.Errorf("read issuer %s: %w", cr.Spec.IssuerRef.Name, err)
+	}
+	if !ok {
+		kind := cr.Spec.IssuerRef.Kind
+		if kind == "" {
+			kind = api.KindIssuer
+		}
+		return pending(ctx, env, st, fmt.Sprintf("Referenced %q not found: %s %q does not exist", kind, kind, cr.Spec.IssuerRef.Name))
+	}
+	if g := cr.Spec.IssuerRef.Group; g != "" && g != api.CertManagerGroup {
+		return pending(ctx, env, st, fmt.Sprintf("issuerRef.group %q is an external issuer, which certfn does not support", g))
+	}
+	typ := requests.IssuerType(iss.GetSpec())
+	signer, ok := env.Signers[typ]
+	if !ok {
+		// acme requests are handled by the ACME issuer's own steps.
+		return requests.Outcome{}, nil
+	}
+	if !api.IsTrue(iss.GetStatus().Conditions, api.IssuerConditionReady) {
+		return pending(ctx, env, st, fmt.Sprintf("Referenced issuer %q does not have a Ready status condition", iss.GetObjectMeta().Name))
+	}
+	res, err := signer.Sign(ctx, signers.Request{CR: cr, Issuer: iss, SecretNamespace: secretNS})
+	switch {
+	case err == nil:
+	case errors.Is(err, signers.ErrIssuerNotReady):
+		return pending(ctx, env, st, "Issuer is not ready: "+err.Error())
+	case errs.IsPermanent(err):
+		return fail(ctx, env, st, err.Error())
+	default:
+		return requests.Outcome{}, fmt.Errorf("sign CertificateRequest %s/%s: %w", cr.Namespace, cr.Name, err)
+	}
+	if _, err := pki.ParseChainPEM(res.Certificate); err != nil {
+		return fail(ctx, env, st, "the signer returned an invalid status.certificate: "+err.Error())
+	}
+	cr.Status.Certificate, cr.Status.CA = res.Certificate, res.CA
+	if res.Requested > 0 {
+		cr.Status.RequestedDuration = api.NewDuration(res.Requested)
+	}
+	if res.Honoured > 0 {
+		cr.Status.HonouredDuration = api.NewDuration(res.Honoured)
+	}
+	api.SetCondition(conds, api.Condition{Type: api.CertificateRequestConditionReady, Status: api.ConditionTrue,
+		Reason: api.CertificateRequestReasonIssued, Message: "Certificate fetched from issuer successfully"}, st.Now)
+	if env.Metrics != nil {
+		env.Metrics.Inc("certfn_requests_signed_total", "namespace", cr.Namespace, "issuer_type", typ)
+	}
+	return write(ctx, env, st, "store signed certificate")
+}
+
+// pending records why the request waits; it writes only when the message
+// changed, and asks to be checked again after WaitPoll.
+func pending(ctx context.Context, env *requests.Env, st *requests.State, msg string) (requests.Outcome, error) {
+	changed := api.SetCondition(&st.CR.Status.Conditions, api.Condition{Type: api.CertificateRequestConditionReady,
+		Status: api.ConditionFalse, Reason: api.CertificateRequestReasonPending, Message: msg}, st.Now)
+	if !changed {
+		return requests.Outcome{RequeueAt: st.Now.Add(env.WaitPoll)}, nil
+	}
+	if err := env.Writer.UpdateRequest(ctx, st, st.Now.Add(env.WaitPoll)); err != nil {
+		return requests.Outcome{}, fmt.Errorf("record pending reason: %w", err)
+	}
+	return requests.Outcome{Wrote: true}, nil
+}
+
+// fail marks the request terminally failed (Ready=False/Failed, Failed=True, failureTime).
+func fail(ctx context.Context, env *requests.Env, st *requests.State, msg string) (requests.Outcome, error) {
+	conds := &st.CR.Status.Conditions
+	api.SetCondition(conds, api.Condition{Type: api.CertificateRequestConditionFailed, Status: api.ConditionTrue,
+		Reason: "SigningError", Message: msg}, st.Now)
+	api.SetCondition(conds, api.Condition{Type: api.CertificateRequestConditionReady, Status: api.ConditionFalse,
+		Reason: api.CertificateRequestReasonFailed, Message: "Signing failed: " + msg}, st.Now)
+	st.CR.Status.FailureTime = api.NewTime(st.Now)
+	return write(ctx, env, st, "record signing failure")
+}
+
+func write(ctx context.Context, env *requests.Env, st *requests.State, what string) (requests.Outcome, error) {
+	// A final request leaves the due index.
+	if err := env.Writer.UpdateRequest(ctx, st, time.Time{}); err != nil {
+		return requests.Outcome{}, fmt.Errorf("%s: %w", what, err)
+	}
+	return requests.Outcome{Wrote: true}, nil
+}

@@ -1,0 +1,91 @@
+// Package requests holds what the CertificateRequest steps share: the
+// loaded State and the Env. The steps are approval (the approver actor of
+// seed 004) and signing (the signer actor); the engine runs them in that
+// order, one write per invocation.
+package requests
+
+import (
+	"context"
+	"time"
+
+	"github.com/certfn/certfn/core/api"
+	"github.com/certfn/certfn/core/ports"
+	"github.com/certfn/certfn/core/signers"
+)
+
+// State is one CertificateRequest as loaded for a reconcile.
+type State struct {
+	CR        *api.CertificateRequest
+	Version   int64
+	NextRunAt time.Time
+	Now       time.Time
+}
+
+// Outcome is what a step did; see certificates.Outcome.
+type Outcome struct {
+	Wrote     bool
+	RequeueAt time.Time
+}
+
+// Result of an approval decision.
+type Result int
+
+// Decision results.
+const (
+	Unmatched Result = iota
+	Approved
+	Denied
+)
+
+// Decision is an approver's verdict. Unmatched leaves the request
+// untouched, with Message shown as the reason it waits.
+type Decision struct {
+	Result  Result
+	Reason  string
+	Message string
+}
+
+// Approver decides on a request (auto-approval list, policies).
+type Approver interface {
+	Decide(ctx context.Context, cr *api.CertificateRequest) (Decision, error)
+}
+
+// Issuers resolves a request's issuerRef; ok is false when it does not exist.
+// SecretNamespace is where that issuer's secrets live.
+type Issuers interface {
+	Get(ctx context.Context, namespace string, ref api.IssuerReference) (iss api.GenericIssuer, secretNamespace string, ok bool, err error)
+}
+
+// Writer writes a request conditionally on st.Version (see certificates.Writer).
+type Writer interface {
+	UpdateRequest(ctx context.Context, st *State, nextRunAt time.Time) error
+}
+
+// Env is what the request steps get from outside.
+type Env struct {
+	Clock    ports.Clock
+	Writer   Writer
+	Approver Approver
+	Issuers  Issuers
+	// Signers by issuer type: "selfSigned", "ca" (and later "acme").
+	Signers  map[string]signers.Signer
+	Metrics  ports.Metrics
+	WaitPoll time.Duration
+}
+
+// IssuerType names the configured type of an issuer spec, "" when none is
+// supported.
+func IssuerType(spec *api.IssuerSpec) string {
+	switch {
+	case spec.SelfSigned != nil:
+		return "selfSigned"
+	case spec.CA != nil:
+		return "ca"
+	case spec.ACME != nil:
+		return "acme"
+	}
+	return ""
+}
+
+// FollowUpGrace: see certificates.FollowUpGrace.
+const FollowUpGrace = 2 * time.Minute

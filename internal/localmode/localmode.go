@@ -1,0 +1,199 @@
+// Package localmode assembles certfn's local mode: the SQLite state store,
+// the file secret store, the in-process queue fed by the cross-process
+// inbox, the engine with the selfSigned and CA signers, and the loops that
+// drive them (`certfn serve`). Tests use the same Runtime with a fake clock
+// and RunUntilIdle.
+package localmode
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/certfn/certfn/adapters/local"
+	"github.com/certfn/certfn/core/api"
+	"github.com/certfn/certfn/core/clock"
+	"github.com/certfn/certfn/core/engine"
+	"github.com/certfn/certfn/core/ports"
+	"github.com/certfn/certfn/core/requests"
+	"github.com/certfn/certfn/core/signers"
+	"github.com/certfn/certfn/core/signers/ca"
+	"github.com/certfn/certfn/core/signers/selfsigned"
+)
+
+// Options configure a Runtime.
+type Options struct {
+	// DataDir holds state.db and secrets/.
+	DataDir string
+	// Clock defaults to the wall clock.
+	Clock ports.Clock
+	// ClusterResourceNamespace holds ClusterIssuer secrets (default cert-manager).
+	ClusterResourceNamespace string
+	// AutoApprove lists signer names approved without a policy
+	// ("issuers.cert-manager.io/<ns>.<name>", "clusterissuers.cert-manager.io/<name>", "*" forms).
+	AutoApprove []string
+	// Approver decides requests not auto-approved (the policy approver);
+	// nil leaves them pending until `certfn approve`.
+	Approver requests.Approver
+	// QueueToInbox makes the engine's enqueues go to the inbox, for one-shot
+	// CLI commands: a running `certfn serve` picks them up.
+	QueueToInbox bool
+	// Logger for handler errors (default: text to stderr).
+	Logger *slog.Logger
+	// WaitPoll overrides the engine's WaitPoll.
+	WaitPoll time.Duration
+	// WrapSigners, when set, may wrap or replace the signers (tests inject failures).
+	WrapSigners func(map[string]signers.Signer) map[string]signers.Signer
+	// Queue, when set, replaces the engine's queue (tests deliver duplicates).
+	Queue ports.Queue
+}
+
+// Runtime is one opened data directory.
+type Runtime struct {
+	Opts    Options
+	Store   *local.Store
+	Secrets ports.SecretStore
+	Queue   *local.MemQueue
+	Inbox   *local.Inbox
+	Metrics *local.Counters
+	Engine  *engine.Engine
+	Log     *slog.Logger
+}
+
+type inboxQueue struct{ in *local.Inbox }
+
+// Enqueue pushes key to the inbox; delays are carried by nextRunAt.
+func (q inboxQueue) Enqueue(ctx context.Context, key api.Key, _ time.Duration) error {
+	return q.in.Push(ctx, key)
+}
+
+// Open opens (creating if needed) the data directory.
+func Open(opts Options) (*Runtime, error) {
+	if opts.DataDir == "" {
+		return nil, errors.New("localmode: a data directory is required (--data or CERTFN_DATA)")
+	}
+	if opts.Clock == nil {
+		opts.Clock = clock.Real{}
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	}
+	if err := os.MkdirAll(opts.DataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("create data directory %s: %w", opts.DataDir, err)
+	}
+	store, err := local.OpenStore(filepath.Join(opts.DataDir, "state.db"))
+	if err != nil {
+		return nil, err
+	}
+	secrets := local.NewSecretStore(filepath.Join(opts.DataDir, "secrets"))
+	rt := &Runtime{Opts: opts, Store: store, Secrets: secrets, Inbox: store.Inbox(opts.Clock),
+		Queue: local.NewMemQueue(opts.Clock, 5*time.Minute), Metrics: local.NewCounters(), Log: opts.Logger}
+	var q ports.Queue = rt.Queue
+	switch {
+	case opts.Queue != nil:
+		q = opts.Queue
+	case opts.QueueToInbox:
+		q = inboxQueue{rt.Inbox}
+	}
+	sig := map[string]signers.Signer{
+		"selfSigned": selfsigned.New(secrets, opts.Clock),
+		"ca":         ca.New(secrets, opts.Clock, rt.Metrics),
+	}
+	if opts.WrapSigners != nil {
+		sig = opts.WrapSigners(sig)
+	}
+	eng, err := engine.New(engine.Config{
+		Store: store, Secrets: secrets, Queue: q, Clock: opts.Clock, Metrics: rt.Metrics,
+		Approver:                 &engine.AutoApprover{Signers: opts.AutoApprove, Next: opts.Approver},
+		Signers:                  sig,
+		ClusterResourceNamespace: opts.ClusterResourceNamespace,
+		WaitPoll:                 opts.WaitPoll,
+		ResyncInterval:           time.Hour,
+	})
+	if err != nil {
+		_ = store.Close()
+		return nil, err
+	}
+	rt.Engine = eng
+	return rt, nil
+}
+
+// Close releases the store.
+func (r *Runtime) Close() error { return r.Store.Close() }
+
+// Approve records an approval or denial by caller. (Permission checks for
+// the approve verb come with the bindings; see docs/policy.md.)
+func (r *Runtime) Approve(ctx context.Context, key api.Key, approve bool, reason, message string, caller engine.Caller) error {
+	return r.Engine.SetApproval(ctx, key, approve, reason, message)
+}
+
+// handle runs one delivery and acknowledges or re-queues it.
+func (r *Runtime) handle(ctx context.Context, d local.Delivery) {
+	disp := r.Engine.Handle(ctx, d.Key.String(), d.Attempt)
+	if disp.Err != nil {
+		r.Log.Warn("reconcile", "key", d.Key.String(), "attempt", d.Attempt, "retry", !disp.Ack, "err", disp.Err)
+	}
+	var err error
+	if disp.Ack {
+		err = r.Queue.Ack(ctx, d)
+	} else {
+		err = r.Queue.Nack(ctx, d, disp.RetryAfter)
+	}
+	if err != nil && !errors.Is(err, local.ErrLeaseLost) {
+		r.Log.Warn("queue", "key", d.Key.String(), "err", err)
+	}
+}
+
+// ProcessVisible handles every message visible now, with up to workers in
+// parallel, until none is visible. It returns how many it handled.
+func (r *Runtime) ProcessVisible(ctx context.Context, workers int) (int, error) {
+	if workers < 1 {
+		workers = 1
+	}
+	total := 0
+	for {
+		ds, err := r.Queue.Receive(ctx, 256)
+		if err != nil {
+			return total, err
+		}
+		if len(ds) == 0 {
+			return total, nil
+		}
+		total += len(ds)
+		var wg sync.WaitGroup
+		ch := make(chan local.Delivery)
+		for i := 0; i < workers && i < len(ds); i++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for d := range ch {
+					r.handle(ctx, d)
+				}
+			}()
+		}
+		for _, d := range ds {
+			ch <- d
+		}
+		close(ch)
+		wg.Wait()
+	}
+}
+
+// RunUntilIdle forwards the inbox, sweeps the due index and processes
+// every visible message until nothing is visible. It never advances or
+// waits for the clock: delayed work stays queued (tests advance a fake
+// clock and call it again).
+func (r *Runtime) RunUntilIdle(ctx context.Context, workers int) (int, error) {
+	if _, err := r.Inbox.Forward(ctx, r.Queue); err != nil {
+		return 0, err
+	}
+	if _, err := r.Engine.Sweep(ctx, 10000); err != nil {
+		return 0, err
+	}
+	return r.ProcessVisible(ctx, workers)
+}

@@ -1,0 +1,109 @@
+package localmode
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+)
+
+// ServeOptions configure the real-time loops of `certfn serve`.
+type ServeOptions struct {
+	Workers       int
+	SweepInterval time.Duration // scheduler (default 10 s)
+	InboxInterval time.Duration // cross-process wake-ups (default 200 ms)
+	// UntilIdle: process everything due, then return once nothing is
+	// visible and nothing is due within IdleHorizon (default 5 s).
+	UntilIdle   bool
+	IdleHorizon time.Duration
+}
+
+// Serve runs the worker, scheduler and inbox loops until ctx ends (or,
+// with UntilIdle, until idle). It returns nil on a clean stop.
+func (r *Runtime) Serve(ctx context.Context, o ServeOptions) error {
+	if o.Workers < 1 {
+		o.Workers = 4
+	}
+	if o.SweepInterval <= 0 {
+		o.SweepInterval = 10 * time.Second
+	}
+	if o.InboxInterval <= 0 {
+		o.InboxInterval = 200 * time.Millisecond
+	}
+	if o.IdleHorizon <= 0 {
+		o.IdleHorizon = 5 * time.Second
+	}
+	if o.UntilIdle {
+		return r.serveUntilIdle(ctx, o)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	loop := func(every time.Duration, fn func() error) {
+		defer wg.Done()
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			if err := fn(); err != nil && ctx.Err() == nil {
+				r.Log.Warn("loop", "err", err)
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+		}
+	}
+	wg.Add(2)
+	go loop(o.InboxInterval, func() error { _, err := r.Inbox.Forward(ctx, r.Queue); return err })
+	go loop(o.SweepInterval, func() error { _, err := r.Engine.Sweep(ctx, 10000); return err })
+	for i := 0; i < o.Workers; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				if err := r.Queue.Wait(ctx); err != nil {
+					return
+				}
+				ds, err := r.Queue.Receive(ctx, 1)
+				if err != nil {
+					return
+				}
+				for _, d := range ds {
+					r.handle(ctx, d)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if errors.Is(ctx.Err(), context.Canceled) {
+		return nil
+	}
+	return ctx.Err()
+}
+
+func (r *Runtime) serveUntilIdle(ctx context.Context, o ServeOptions) error {
+	for {
+		if _, err := r.RunUntilIdle(ctx, o.Workers); err != nil {
+			return err
+		}
+		next, ok := r.Queue.NextDue()
+		if due, err := r.Store.Due(ctx, r.Opts.Clock.Now().Add(o.IdleHorizon), 1); err == nil && len(due) > 0 {
+			if !ok || due[0].NextRunAt.Before(next) {
+				next, ok = due[0].NextRunAt, true
+			}
+		}
+		if !ok || next.Sub(r.Opts.Clock.Now()) > o.IdleHorizon {
+			return nil
+		}
+		wait := time.Until(next)
+		if wait < 10*time.Millisecond {
+			wait = 10 * time.Millisecond
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(wait):
+		}
+	}
+}
