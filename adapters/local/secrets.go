@@ -277,6 +277,9 @@ func (s *SecretStore) Rollback(ctx context.Context, namespace, name string) erro
 	if err := linkKeys(dir, old.Data); err != nil {
 		return fail(err)
 	}
+	if err := syncDir(dir); err != nil {
+		return fail(err)
+	}
 	return nil
 }
 
@@ -339,6 +342,11 @@ func (s *SecretStore) write(ctx context.Context, sec ports.Secret, exclusive boo
 	version := filepath.Base(vdir)
 	if err := swapLink(dir, dataLink, dataLinkTmp, version); err != nil {
 		_ = os.RemoveAll(vdir)
+		return fail(err)
+	}
+	// Make the swap durable before pruning: after a crash ..data points at
+	// the new version or at the previous one, which is still kept.
+	if err := syncDir(dir); err != nil {
 		return fail(err)
 	}
 	// From here on the new version is live; what follows tidies up.
@@ -405,7 +413,7 @@ func syncDir(dir string) error {
 }
 
 // swapLink points dir/name at target atomically: a symlink under tmp, then
-// rename(2) over name.
+// rename(2) over name. The caller syncs dir.
 func swapLink(dir, name, tmp, target string) error {
 	tmpPath := filepath.Join(dir, tmp)
 	if err := os.Remove(tmpPath); err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -418,7 +426,7 @@ func swapLink(dir, name, tmp, target string) error {
 		_ = os.Remove(tmpPath)
 		return err
 	}
-	return syncDir(dir)
+	return nil
 }
 
 // linkKeys makes <key> -> ..data/<key> for every key in data and removes

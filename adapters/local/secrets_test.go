@@ -1,0 +1,428 @@
+package local
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/certfn/certfn/core/errs"
+	"github.com/certfn/certfn/core/ports"
+	"github.com/certfn/certfn/core/ports/porttest"
+)
+
+func TestSecretContract(t *testing.T) {
+	porttest.SecretSuite(t, func(t *testing.T) ports.SecretStore { return NewSecretStore(t.TempDir()) })
+}
+
+// tlsSecret builds default/web-tls whose values name gen.
+func tlsSecret(gen string, extra ...string) ports.Secret {
+	s := ports.Secret{Namespace: "default", Name: "web-tls", Data: map[string][]byte{
+		"tls.crt": []byte("crt " + gen),
+		"tls.key": []byte("key " + gen),
+	}}
+	for _, k := range extra {
+		s.Data[k] = []byte(k + " " + gen)
+	}
+	return s
+}
+
+// mustPut puts sec and fails the test on error.
+func mustPut(t *testing.T, s *SecretStore, sec ports.Secret) {
+	t.Helper()
+	if err := s.Put(context.Background(), sec); err != nil {
+		t.Fatalf("Put: %v", err)
+	}
+}
+
+// listDir lists a directory's entry names, sorted.
+func listDir(t *testing.T, dir string) []string {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range entries {
+		out = append(out, e.Name())
+	}
+	sort.Strings(out)
+	return out
+}
+
+// versionDirs lists the version directories of a secret directory.
+func versionDirs(t *testing.T, dir string) []string {
+	t.Helper()
+	var out []string
+	for _, n := range listDir(t, dir) {
+		if fi, err := os.Lstat(filepath.Join(dir, n)); err == nil && fi.IsDir() && strings.HasPrefix(n, "..") {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// The layout nginx reads: <dir>/<ns>/<name>/<key> through ..data, with
+// 0700 directories and 0600 files.
+func TestSecretLayoutAndPermissions(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "secrets")
+	s := NewSecretStore(root)
+	mustPut(t, s, tlsSecret("1", "ca.crt"))
+	dir := filepath.Join(root, "default", "web-tls")
+
+	// Reading the plain path gives the data.
+	for k, want := range tlsSecret("1", "ca.crt").Data {
+		got, err := os.ReadFile(filepath.Join(dir, k))
+		if err != nil || !bytes.Equal(got, want) {
+			t.Errorf("%s: read %q, %v; want %q", k, got, err, want)
+		}
+		if target, err := os.Readlink(filepath.Join(dir, k)); err != nil || target != "..data/"+k {
+			t.Errorf("%s: link target %q, %v; want ..data/%s", k, target, err, k)
+		}
+	}
+	version, err := os.Readlink(filepath.Join(dir, "..data"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(version, "..") {
+		t.Errorf("..data -> %q, want a hidden version directory", version)
+	}
+	perms := []struct {
+		path string
+		want fs.FileMode
+	}{
+		{root, 0o700 | fs.ModeDir},
+		{filepath.Join(root, "default"), 0o700 | fs.ModeDir},
+		{dir, 0o700 | fs.ModeDir},
+		{filepath.Join(dir, version), 0o700 | fs.ModeDir},
+		{filepath.Join(dir, version, "tls.crt"), 0o600},
+		{filepath.Join(dir, version, "tls.key"), 0o600},
+		{filepath.Join(dir, version, "ca.crt"), 0o600},
+		{filepath.Join(dir, version, metadataFile), 0o600},
+		{filepath.Join(root, "default", lockFile), 0o600},
+	}
+	for _, p := range perms {
+		fi, err := os.Lstat(p.path)
+		if err != nil {
+			t.Errorf("%s: %v", p.path, err)
+			continue
+		}
+		if got := fi.Mode() & (fs.ModePerm | fs.ModeDir); got != p.want {
+			t.Errorf("%s: mode %v, want %v", p.path, got, p.want)
+		}
+	}
+	wantTop := []string{"..data", version, "ca.crt", "tls.crt", "tls.key"}
+	sort.Strings(wantTop)
+	if got := listDir(t, dir); strings.Join(got, " ") != strings.Join(wantTop, " ") {
+		t.Errorf("secret directory holds %v, want %v", got, wantTop)
+	}
+}
+
+// Each write keeps exactly one previous version; Rollback swaps back to it.
+func TestSecretVersionsAndRollback(t *testing.T) {
+	ctx := context.Background()
+	s := NewSecretStore(t.TempDir())
+	dir, err := s.SecretDir("default", "web-tls")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustPut(t, s, tlsSecret("1"))
+	err = s.Rollback(ctx, "default", "web-tls")
+	if err == nil || !errs.IsPermanent(err) || !strings.Contains(err.Error(), "no previous version") {
+		t.Errorf("Rollback with one version: %v, want a permanent 'no previous version' error", err)
+	}
+	mustPut(t, s, tlsSecret("2", "ca.crt"))
+	mustPut(t, s, tlsSecret("3"))
+	if got := versionDirs(t, dir); len(got) != 2 {
+		t.Fatalf("version directories after 3 writes: %v, want 2 (current and previous)", got)
+	}
+	steps := []struct {
+		name string
+		op   func() error
+		want ports.Secret
+	}{
+		{"rollback to 2", func() error { return s.Rollback(ctx, "default", "web-tls") }, tlsSecret("2", "ca.crt")},
+		{"rollback again undoes it", func() error { return s.Rollback(ctx, "default", "web-tls") }, tlsSecret("3")},
+		{"rollback to 2 then write 4", func() error {
+			if err := s.Rollback(ctx, "default", "web-tls"); err != nil {
+				return err
+			}
+			return s.Put(ctx, tlsSecret("4"))
+		}, tlsSecret("4")},
+		{"previous of 4 is 2", func() error { return s.Rollback(ctx, "default", "web-tls") }, tlsSecret("2", "ca.crt")},
+	}
+	for _, st := range steps {
+		if err := st.op(); err != nil {
+			t.Fatalf("%s: %v", st.name, err)
+		}
+		got, err := s.Get(ctx, "default", "web-tls")
+		if err != nil {
+			t.Fatalf("%s: Get: %v", st.name, err)
+		}
+		if fmt.Sprint(got.Data) != fmt.Sprint(st.want.Data) {
+			t.Errorf("%s: data %q, want %q", st.name, got.Data, st.want.Data)
+		}
+		// The plain files follow, including keys that come and go.
+		for k, v := range st.want.Data {
+			if b, err := os.ReadFile(filepath.Join(dir, k)); err != nil || !bytes.Equal(b, v) {
+				t.Errorf("%s: file %s = %q, %v; want %q", st.name, k, b, err, v)
+			}
+		}
+		if _, ok := st.want.Data["ca.crt"]; !ok {
+			if _, err := os.Lstat(filepath.Join(dir, "ca.crt")); !errors.Is(err, fs.ErrNotExist) {
+				t.Errorf("%s: ca.crt link still present (%v)", st.name, err)
+			}
+		}
+	}
+	if err := s.Rollback(ctx, "default", "nope"); !errors.Is(err, ports.ErrNotFound) {
+		t.Errorf("Rollback of a missing secret: %v, want ErrNotFound", err)
+	}
+}
+
+// Leftovers of an interrupted write are invisible to readers and removed by
+// the next write; a half-created secret (no ..data) does not block Create.
+func TestSecretInterruptedWrite(t *testing.T) {
+	ctx := context.Background()
+	s := NewSecretStore(t.TempDir())
+	dir, _ := s.SecretDir("default", "web-tls")
+	stale := filepath.Join(dir, "..2020_01_01_00_00_00.1")
+	if err := os.MkdirAll(stale, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(stale, "tls.crt"), []byte("half"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("..2020_01_01_00_00_00.1", filepath.Join(dir, "..data_tmp")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Get(ctx, "default", "web-tls"); !errors.Is(err, ports.ErrNotFound) {
+		t.Fatalf("Get of a half-written secret: %v, want ErrNotFound", err)
+	}
+	if err := s.Create(ctx, tlsSecret("1")); err != nil {
+		t.Fatalf("Create over leftovers: %v", err)
+	}
+	got := listDir(t, dir)
+	for _, n := range got {
+		if n == "..data_tmp" || n == "..2020_01_01_00_00_00.1" {
+			t.Errorf("leftover %s not removed (directory: %v)", n, got)
+		}
+	}
+	if len(versionDirs(t, dir)) != 1 {
+		t.Errorf("version directories: %v, want 1", versionDirs(t, dir))
+	}
+}
+
+// Namespaces, names and keys are path elements: anything that could leave
+// the store's directory is rejected with a permanent error naming the field.
+func TestSecretPathTraversal(t *testing.T) {
+	ctx := context.Background()
+	parent := t.TempDir()
+	root := filepath.Join(parent, "secrets")
+	s := NewSecretStore(root)
+	withKey := func(k string) ports.Secret {
+		sec := tlsSecret("1")
+		sec.Data[k] = []byte("S3CRET-VALUE")
+		return sec
+	}
+	ref := func(ns, name string) ports.Secret {
+		sec := tlsSecret("1")
+		sec.Namespace, sec.Name = ns, name
+		return sec
+	}
+	tests := []struct {
+		name   string
+		secret ports.Secret
+		want   string
+	}{
+		{"dot-dot namespace", ref("..", "web-tls"), `namespace: ".." is not a valid name`},
+		{"escaping namespace", ref("../etc", "web-tls"), `namespace: "../etc" is not a valid name`},
+		{"empty namespace", ref("", "web-tls"), `namespace: "" is not a valid name`},
+		{"slash in name", ref("default", "a/b"), `name: "a/b" is not a valid name`},
+		{"dot-dot name", ref("default", ".."), `name: ".." is not a valid name`},
+		{"dot name", ref("default", "."), `name: "." is not a valid name`},
+		{"backslash name", ref("default", `a\b`), `name: "a\\b" is not a valid name`},
+		{"absolute name", ref("default", "/etc"), `name: "/etc" is not a valid name`},
+		{"upper-case name", ref("default", "Web"), `name: "Web" is not a valid name`},
+		{"escaping key", withKey("../../x"), `data["../../x"]: not a valid key`},
+		{"slash in key", withKey("a/b"), `data["a/b"]: not a valid key`},
+		{"dot-dot key", withKey(".."), `data[".."]: not a valid key`},
+		{"dot key", withKey("."), `data["."]: not a valid key`},
+		{"reserved key", withKey("..data"), `data["..data"]: not a valid key`},
+		{"empty key", withKey(""), `data[""]: not a valid key`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			for op, call := range map[string]func() error{
+				"Create": func() error { return s.Create(ctx, tc.secret) },
+				"Put":    func() error { return s.Put(ctx, tc.secret) },
+			} {
+				err := call()
+				if err == nil || !strings.Contains(err.Error(), tc.want) {
+					t.Fatalf("%s: error %v, want it to contain %s", op, err, tc.want)
+				}
+				if !errs.IsPermanent(err) {
+					t.Errorf("%s: error %v is not permanent", op, err)
+				}
+				if strings.Contains(err.Error(), "S3CRET") || strings.Contains(err.Error(), "key 1") {
+					t.Errorf("%s: error contains secret data: %v", op, err)
+				}
+			}
+			if tc.secret.Namespace != "default" || tc.secret.Name != "web-tls" {
+				if _, err := s.Get(ctx, tc.secret.Namespace, tc.secret.Name); err == nil || errors.Is(err, ports.ErrNotFound) {
+					t.Errorf("Get: %v, want a validation error", err)
+				}
+				if err := s.Delete(ctx, tc.secret.Namespace, tc.secret.Name); err == nil {
+					t.Errorf("Delete: want a validation error")
+				}
+			}
+		})
+	}
+	// Nothing was written anywhere.
+	if got := listDir(t, parent); len(got) != 0 {
+		t.Errorf("rejected writes left %v in %s", got, parent)
+	}
+}
+
+// A reader that resolves ..data once (Get does; so can nginx's reload
+// script) sees tls.crt and tls.key of the same write while the secret is
+// replaced again and again.
+func TestSecretConsistentPairUnderReplacement(t *testing.T) {
+	ctx := context.Background()
+	s := NewSecretStore(t.TempDir())
+	dir, _ := s.SecretDir("default", "web-tls")
+	mustPut(t, s, tlsSecret("0"))
+	const writes = 40
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		defer close(done)
+		for i := 1; i <= writes; i++ {
+			if err := s.Put(ctx, tlsSecret(strconv.Itoa(i))); err != nil {
+				t.Errorf("Put %d: %v", i, err)
+				return
+			}
+		}
+	}()
+	readers := map[string]func() (crt, key []byte, err error){
+		"Get": func() ([]byte, []byte, error) {
+			sec, err := s.Get(ctx, "default", "web-tls")
+			return sec.Data["tls.crt"], sec.Data["tls.key"], err
+		},
+		"files through ..data": func() ([]byte, []byte, error) {
+			version, err := os.Readlink(filepath.Join(dir, "..data"))
+			if err != nil {
+				return nil, nil, err
+			}
+			crt, err := os.ReadFile(filepath.Join(dir, version, "tls.crt"))
+			if err != nil {
+				return nil, nil, err
+			}
+			key, err := os.ReadFile(filepath.Join(dir, version, "tls.key"))
+			return crt, key, err
+		},
+	}
+	for name, read := range readers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			reads, retries := 0, 0
+			for {
+				select {
+				case <-done:
+					if reads == 0 {
+						t.Errorf("%s: no successful read", name)
+					}
+					t.Logf("%s: %d consistent reads, %d retries after a version was pruned", name, reads, retries)
+					return
+				default:
+				}
+				runtime.Gosched() // leave the writer some CPU on small machines
+				crt, key, err := read()
+				if errors.Is(err, fs.ErrNotExist) {
+					retries++ // two writes pruned the version between readlink and read
+					continue
+				}
+				if err != nil {
+					t.Errorf("%s: %v", name, err)
+					return
+				}
+				c, k := strings.TrimPrefix(string(crt), "crt "), strings.TrimPrefix(string(key), "key ")
+				if c != k {
+					t.Errorf("%s: tls.crt of write %s with tls.key of write %s", name, c, k)
+					return
+				}
+				reads++
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// Create is exclusive across processes: of several processes creating the
+// same secret at once, exactly one wins.
+func TestSecretCreateExclusiveAcrossProcesses(t *testing.T) {
+	root := t.TempDir()
+	const procs = 4
+	var ps []*helperProc
+	for i := 0; i < procs; i++ {
+		ps = append(ps, startHelper(t, "create-secret", root, strconv.Itoa(i)))
+	}
+	winner, existed := -1, 0
+	for i, p := range ps {
+		switch code := p.wait(t); code {
+		case exitOK:
+			if winner >= 0 {
+				t.Errorf("processes %d and %d both created the secret", winner, i)
+			}
+			winner = i
+		case exitExisted:
+			existed++
+		default:
+			t.Errorf("process %d exited with %d", i, code)
+		}
+	}
+	if winner < 0 || existed != procs-1 {
+		t.Fatalf("winner %d, %d saw ErrAlreadyExists; want one winner and %d losers", winner, existed, procs-1)
+	}
+	got, err := NewSecretStore(root).Get(context.Background(), "default", "web-tls")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "crt " + strconv.Itoa(winner); string(got.Data["tls.crt"]) != want {
+		t.Errorf("stored tls.crt %q, want the winner's %q", got.Data["tls.crt"], want)
+	}
+}
+
+// Files the user put next to the links are left alone by writes.
+func TestSecretForeignFilesKept(t *testing.T) {
+	s := NewSecretStore(t.TempDir())
+	dir, _ := s.SecretDir("default", "web-tls")
+	mustPut(t, s, tlsSecret("1", "ca.crt"))
+	if err := os.WriteFile(filepath.Join(dir, "README"), []byte("managed by certfn"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("/etc/hostname", filepath.Join(dir, "hostname")); err != nil {
+		t.Fatal(err)
+	}
+	mustPut(t, s, tlsSecret("2"))
+	got := strings.Join(listDir(t, dir), " ")
+	for _, want := range []string{"README", "hostname", "tls.crt", "tls.key"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("%s missing after Put: %s", want, got)
+		}
+	}
+	if strings.Contains(got, "ca.crt") {
+		t.Errorf("ca.crt link kept after it left the data: %s", got)
+	}
+}
