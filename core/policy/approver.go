@@ -1,0 +1,54 @@
+package policy
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/certfn/certfn/core/rbac"
+)
+
+// Approver is certfn's approver step logic: an explicit opt-in list of
+// signers whose requests are approved without policy (cert-manager's
+// --approve-signer-names), consulted first, then the policies.
+type Approver struct {
+	evaluator *Evaluator
+	auto      map[string]bool
+}
+
+// NewApprover returns an Approver. approveSignerNames are signer resource
+// names as rbac.SignerResourceNames renders them, e.g.
+// "clusterissuers.cert-manager.io/selfsigned" (one issuer),
+// "issuers.cert-manager.io/team-a.ca" (one namespaced issuer) or
+// "issuers.cert-manager.io/*" (every namespaced Issuer). The list is empty
+// by default: nothing is approved without a policy.
+func NewApprover(ev *Evaluator, approveSignerNames []string) (*Approver, error) {
+	if ev == nil {
+		return nil, fmt.Errorf("approver: no evaluator")
+	}
+	a := &Approver{evaluator: ev, auto: map[string]bool{}}
+	for i, n := range approveSignerNames {
+		typ, name, ok := strings.Cut(n, "/")
+		if !ok || name == "" || !strings.Contains(typ, ".") || strings.Contains(name, "/") {
+			return nil, fmt.Errorf("approveSignerNames[%d]: %q: want <type>.<group>/<name>, <type>.<group>/<namespace>.<name> or <type>.<group>/*, e.g. clusterissuers.cert-manager.io/ca", i, n)
+		}
+		a.auto[n] = true
+	}
+	return a, nil
+}
+
+// Decide returns Approved when the request's signer is in the opt-in list,
+// else the Evaluator's decision for in. Both are counted in
+// MetricApprovalOutcomes.
+func (a *Approver) Decide(ctx context.Context, in Input) Decision {
+	if cr := in.Request; cr != nil && len(a.auto) > 0 {
+		for _, n := range rbac.SignerResourceNames(cr.Spec.IssuerRef, cr.Namespace) {
+			if a.auto[n] {
+				d := Decision{Result: Approved, Message: fmt.Sprintf("auto-approved: signer %q is in certfn's approveSignerNames list", n)}
+				a.evaluator.count(cr, d.Result)
+				return d
+			}
+		}
+	}
+	return a.evaluator.Evaluate(ctx, in)
+}
