@@ -19,8 +19,9 @@ import (
 
 func newInspect(g *globals) *cobra.Command {
 	var ns string
+	var verify bool
 	c := &cobra.Command{
-		Use:   "inspect secret NAME",
+		Use:   "inspect secret NAME [--verify]",
 		Short: "Show what a stored secret holds: subject, SANs, issuer, validity, key, fingerprints, chain",
 		Args:  cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -62,11 +63,44 @@ func newInspect(g *globals) *cobra.Command {
 					fmt.Fprintf(w, "CA (ca.crt): %s, not after %s\n", chain[0].Subject, chain[0].NotAfter.UTC().Format(time.RFC3339))
 				}
 			}
+			if verify {
+				if err := verifyChain(sec.Data["tls.crt"], sec.Data["tls.key"], sec.Data["ca.crt"]); err != nil {
+					return fmt.Errorf("verify %s/%s: %w", ns, args[1], err)
+				}
+				fmt.Fprintln(w, "Verified: tls.crt chains to ca.crt (Go x509 verifier), private key matches")
+			}
 			return nil
 		},
 	}
 	c.Flags().StringVarP(&ns, "namespace", "n", "default", "namespace")
+	c.Flags().BoolVar(&verify, "verify", false, "verify tls.crt against ca.crt with Go's x509 verifier (exit 1 if it fails)")
 	return c
+}
+
+// verifyChain checks that tls.key matches the leaf and that the leaf chains to a root in caPEM (intermediates
+// from the rest of tls.crt) for any usage, at the current time.
+func verifyChain(crtPEM, keyPEM, caPEM []byte) error {
+	chain, err := pki.ParseChainPEM(crtPEM)
+	if err != nil {
+		return fmt.Errorf("tls.crt: %w", err)
+	}
+	key, err := pki.DecodePrivateKeyPEM(keyPEM)
+	if err != nil {
+		return fmt.Errorf("tls.key: %w", err)
+	}
+	if !pki.PublicKeysEqual(key.Public(), chain[0].PublicKey) {
+		return fmt.Errorf("tls.key does not match the certificate in tls.crt")
+	}
+	roots := x509.NewCertPool()
+	if len(caPEM) == 0 || !roots.AppendCertsFromPEM(caPEM) {
+		return fmt.Errorf("ca.crt holds no CA certificate")
+	}
+	inter := x509.NewCertPool()
+	for _, c := range chain[1:] {
+		inter.AddCert(c)
+	}
+	_, err = chain[0].Verify(x509.VerifyOptions{Roots: roots, Intermediates: inter, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageAny}})
+	return err
 }
 
 func keyDesc(pub any) string {
