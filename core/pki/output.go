@@ -57,8 +57,8 @@ type OutputInput struct {
 //   - keystores.jks (create): keystore.jks with one private key entry (alias
 //     spec.keystores.jks.alias, default "certificate"; the chain of tls.crt)
 //     plus ca.crt as trusted entries "ca", "ca-1", ...; truststore.jks with
-//     ca.crt when known. Entry creation times are the leaf's notBefore, so
-//     the same input encodes to the same JKS bytes.
+//     ca.crt when known. Entry creation times are the leaf's notBefore (core
+//     reads no clock).
 //
 // The key must match the leaf certificate. Errors name the field or secret
 // key at fault and never carry key material or passwords.
