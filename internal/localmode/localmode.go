@@ -51,6 +51,8 @@ type Options struct {
 	WrapSigners func(map[string]signers.Signer) map[string]signers.Signer
 	// Queue, when set, replaces the engine's queue (tests deliver duplicates).
 	Queue ports.Queue
+	// WrapSecrets, when set, wraps the secret store (benchmarks count calls).
+	WrapSecrets func(ports.SecretStore) ports.SecretStore
 }
 
 // Runtime is one opened data directory.
@@ -90,7 +92,10 @@ func Open(opts Options) (*Runtime, error) {
 	if err != nil {
 		return nil, err
 	}
-	secrets := local.NewSecretStore(filepath.Join(opts.DataDir, "secrets"))
+	var secrets ports.SecretStore = local.NewSecretStore(filepath.Join(opts.DataDir, "secrets"))
+	if opts.WrapSecrets != nil {
+		secrets = opts.WrapSecrets(secrets)
+	}
 	rt := &Runtime{Opts: opts, Store: store, Secrets: secrets, Inbox: store.Inbox(opts.Clock),
 		Queue: local.NewMemQueue(opts.Clock, 5*time.Minute), Metrics: local.NewCounters(), Log: opts.Logger}
 	var q ports.Queue = rt.Queue
