@@ -239,7 +239,7 @@ selector: {issuerRef: {}}
 			extraSubject(asn1.ObjectIdentifier{1, 2, 840, 113549, 1, 9, 1}, "a@example.com"))), want: Denied,
 			msg: []string{"spec.allowed.subject: the CSR subject carries attribute 1.2.840.113549.1.9.1, which no policy field allows"}},
 		{name: "otherName SAN is not allowed by any field", cr: newCR(t, csr(extension(otherName))), want: Denied,
-			msg: []string{"spec.allowed: the CSR carries a otherName subjectAltName, which no policy field allows"}},
+			msg: []string{"spec.allowed: the CSR carries an otherName subjectAltName, which no policy field allows"}},
 	})
 	runEvalCases(t, ev, []*api.CertificateRequestPolicy{onlyCN}, bindAll(), []evalCase{
 		{name: "single common name", cr: newCR(t, csr(cn("good.example.com"))), want: Approved},

@@ -170,7 +170,8 @@ func unsupportedSANs(csr *x509.CertificateRequest) []string {
 				out = append(out, "spec.allowed: the CSR's subjectAltName extension is malformed")
 			case gn.Tag == 1 || gn.Tag == 2 || gn.Tag == 6 || gn.Tag == 7: // email, DNS, URI, IP
 			default:
-				out = append(out, fmt.Sprintf("spec.allowed: the CSR carries a %s subjectAltName, which no policy field allows", sanTagName(gn.Tag)))
+				n := sanTagName(gn.Tag)
+				out = append(out, fmt.Sprintf("spec.allowed: the CSR carries %s %s subjectAltName, which no policy field allows", article(n), n))
 			}
 		}
 	}
