@@ -67,7 +67,39 @@ type Snapshot struct {
 // grant is the rules one binding gives its subjects.
 type grant struct {
 	source string // e.g. `ClusterRoleBinding "b" (ClusterRole "r")`
-	rules  []api.PolicyRule
+	rules  []indexedRule
+}
+
+// indexedRule is a PolicyRule with its resourceNames indexed when there are many
+// (a role naming every policy).
+type indexedRule struct {
+	api.PolicyRule
+	names map[string]struct{}
+}
+
+const indexNamesAbove = 8
+
+func compileRules(rs []api.PolicyRule) []indexedRule {
+	out := make([]indexedRule, len(rs))
+	for i, r := range rs {
+		out[i].PolicyRule = r
+		if len(r.ResourceNames) > indexNamesAbove {
+			out[i].names = make(map[string]struct{}, len(r.ResourceNames))
+			for _, n := range r.ResourceNames {
+				out[i].names[n] = struct{}{}
+			}
+		}
+	}
+	return out
+}
+
+// hasName reports whether the rule names n (it has resourceNames).
+func (r *indexedRule) hasName(n string) bool {
+	if r.names != nil {
+		_, ok := r.names[n]
+		return ok
+	}
+	return hasString(r.ResourceNames, n)
 }
 
 // subjectIndex finds the grants of a user or group.
@@ -115,15 +147,15 @@ type Authorizer struct {
 // grant nothing and are reported by Warnings.
 func NewAuthorizer(s Snapshot) *Authorizer {
 	a := &Authorizer{cluster: newSubjectIndex(), namespaced: map[string]*subjectIndex{}}
-	roles := map[string]*api.Role{}
+	roles := map[string][]indexedRule{}
 	for i := range s.Roles {
 		r := &s.Roles[i]
-		roles[r.Namespace+"/"+r.Name] = r
+		roles[r.Namespace+"/"+r.Name] = compileRules(r.Rules)
 	}
-	clusterRoles := map[string]*api.ClusterRole{}
+	clusterRoles := map[string][]indexedRule{}
 	for i := range s.ClusterRoles {
 		r := &s.ClusterRoles[i]
-		clusterRoles[r.Name] = r
+		clusterRoles[r.Name] = compileRules(r.Rules)
 		if r.AggregationRule != nil {
 			a.warn("ClusterRole %q: aggregationRule is not supported; only its own rules are used", r.Name)
 		}
@@ -140,7 +172,7 @@ func NewAuthorizer(s Snapshot) *Authorizer {
 			a.warn("%s: roleRef: ClusterRole %q does not exist; it grants nothing", what, b.RoleRef.Name)
 			continue
 		}
-		g := &grant{source: fmt.Sprintf("%s (ClusterRole %q)", what, r.Name), rules: r.Rules}
+		g := &grant{source: fmt.Sprintf("%s (ClusterRole %q)", what, b.RoleRef.Name), rules: r}
 		for j, sub := range b.Subjects {
 			if err := a.cluster.add(sub, "", g); err != nil {
 				a.warn("%s: subjects[%d]: %v; ignored", what, j, err)
@@ -158,14 +190,14 @@ func NewAuthorizer(s Snapshot) *Authorizer {
 				a.warn("%s: roleRef: Role %q does not exist in namespace %q; it grants nothing", what, b.RoleRef.Name, b.Namespace)
 				continue
 			}
-			g = &grant{source: fmt.Sprintf("%s (Role %q)", what, r.Name), rules: r.Rules}
+			g = &grant{source: fmt.Sprintf("%s (Role %q)", what, b.RoleRef.Name), rules: r}
 		case api.KindClusterRole:
 			r, ok := clusterRoles[b.RoleRef.Name]
 			if !ok {
 				a.warn("%s: roleRef: ClusterRole %q does not exist; it grants nothing", what, b.RoleRef.Name)
 				continue
 			}
-			g = &grant{source: fmt.Sprintf("%s (ClusterRole %q)", what, r.Name), rules: r.Rules}
+			g = &grant{source: fmt.Sprintf("%s (ClusterRole %q)", what, b.RoleRef.Name), rules: r}
 		default:
 			a.warn("%s: roleRef.kind %q is not Role or ClusterRole; it grants nothing", what, b.RoleRef.Kind)
 			continue
@@ -278,25 +310,23 @@ func (a *Authorizer) eachGrant(id Identity, idx *subjectIndex, fn func(*grant) b
 // NameSet is the set of resource names a permission covers; see AllowedNames.
 type NameSet struct {
 	all   bool
-	lists [][]string
+	rules []*indexedRule
 }
 
 // All reports whether every name is covered.
 func (s NameSet) All() bool { return s.all }
 
 // Empty reports whether no name is covered.
-func (s NameSet) Empty() bool { return !s.all && len(s.lists) == 0 }
+func (s NameSet) Empty() bool { return !s.all && len(s.rules) == 0 }
 
 // Has reports whether name is covered.
 func (s NameSet) Has(name string) bool {
 	if s.all {
 		return true
 	}
-	for _, l := range s.lists {
-		for _, n := range l {
-			if n == name {
-				return true
-			}
+	for _, r := range s.rules {
+		if r.hasName(name) {
+			return true
 		}
 	}
 	return false
@@ -319,10 +349,10 @@ func (a *Authorizer) AllowedNames(id Identity, attrs Attributes) NameSet {
 			}
 			if len(r.ResourceNames) == 0 {
 				s.all = true
-				s.lists = nil
+				s.rules = nil
 				return false
 			}
-			s.lists = append(s.lists, r.ResourceNames)
+			s.rules = append(s.rules, r)
 		}
 		return true
 	}
@@ -336,17 +366,17 @@ func (a *Authorizer) AllowedNames(id Identity, attrs Attributes) NameSet {
 }
 
 // ruleAllows is Kubernetes' RuleAllows for resource requests.
-func ruleAllows(r *api.PolicyRule, attrs Attributes) bool {
+func ruleAllows(r *indexedRule, attrs Attributes) bool {
 	if !ruleMatchesExceptName(r, attrs) {
 		return false
 	}
 	if len(r.ResourceNames) == 0 {
 		return true
 	}
-	return attrs.Name != "" && hasString(r.ResourceNames, attrs.Name)
+	return attrs.Name != "" && r.hasName(attrs.Name)
 }
 
-func ruleMatchesExceptName(r *api.PolicyRule, attrs Attributes) bool {
+func ruleMatchesExceptName(r *indexedRule, attrs Attributes) bool {
 	return matchesOrStar(r.Verbs, attrs.Verb) &&
 		matchesOrStar(r.APIGroups, attrs.APIGroup) &&
 		matchesOrStar(r.Resources, attrs.Resource)

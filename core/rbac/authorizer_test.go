@@ -1,6 +1,7 @@
 package rbac
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -405,5 +406,27 @@ func TestValidate(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func TestManyResourceNames(t *testing.T) {
+	var names []string
+	for i := range 20 {
+		names = append(names, fmt.Sprintf("policy-%d", i))
+	}
+	a := NewAuthorizer(Snapshot{
+		ClusterRoles:        []api.ClusterRole{clusterRole("many", rule(l("use"), l(api.PolicyGroup), l("certificaterequestpolicies"), names...))},
+		ClusterRoleBindings: []api.ClusterRoleBinding{crb("many", "many", group(GroupAuthenticated))},
+	})
+	id := Identity{Username: "u"}
+	set := a.AllowedNames(id, useAttrs("ns", ""))
+	for _, tc := range []struct {
+		name string
+		want bool
+	}{{"policy-0", true}, {"policy-19", true}, {"policy-20", false}, {"", false}} {
+		ok, _ := a.Allowed(id, useAttrs("ns", tc.name))
+		if ok != tc.want || set.Has(tc.name) != tc.want {
+			t.Errorf("%q: Allowed=%v Has=%v, want %v", tc.name, ok, set.Has(tc.name), tc.want)
+		}
 	}
 }
