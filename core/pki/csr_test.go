@@ -297,3 +297,25 @@ func TestSANsRoundTrip(t *testing.T) {
 		t.Error("truncated SAN: want an error")
 	}
 }
+
+func TestSameUsages(t *testing.T) {
+	tests := []struct {
+		name string
+		a, b []api.KeyUsage
+		want bool
+	}{
+		{"empty is the default", nil, []api.KeyUsage{"key encipherment", "digital signature"}, true},
+		{"signing is digital signature", []api.KeyUsage{"signing"}, []api.KeyUsage{"digital signature"}, true},
+		{"order and duplicates do not matter", []api.KeyUsage{"server auth", "client auth", "server auth"}, []api.KeyUsage{"client auth", "server auth"}, true},
+		{"different", []api.KeyUsage{"server auth"}, []api.KeyUsage{"client auth"}, false},
+		{"unknown names compare by name", []api.KeyUsage{"x", "y"}, []api.KeyUsage{"y", "x"}, true},
+		{"unknown against known", []api.KeyUsage{"x"}, []api.KeyUsage{"server auth"}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := SameUsages(tt.a, tt.b); got != tt.want {
+				t.Errorf("SameUsages(%v, %v) = %v, want %v", tt.a, tt.b, got, tt.want)
+			}
+		})
+	}
+}

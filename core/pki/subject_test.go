@@ -48,6 +48,8 @@ func TestParseLiteralSubject(t *testing.T) {
 		{name: "dotted OID type", in: "1.2.3.4=x,DC=example", want: [][]atv{{{dc, "example"}}, {{"1.2.3.4", "x"}}}},
 		{name: "hex DER value", in: "CN=#0c03616263", want: [][]atv{{{cn, "raw:abc"}}}},
 		{name: "empty value", in: "CN=", want: [][]atv{{{cn, ""}}}},
+		{name: "hex DER value then more RDNs", in: "CN=#0c0161 ,O=b;C=GB", want: [][]atv{{{c, "GB"}}, {{o, "b"}}, {{cn, "raw:a"}}}},
+		{name: "hex DER value in a multi-valued RDN", in: "CN=#0c0161+O=b", want: [][]atv{{{cn, "raw:a"}, {o, "b"}}}},
 		{name: "missing =", in: "CN", wantErr: "want type=value"},
 		{name: "empty RDN", in: "CN=a,,O=b", wantErr: "unknown attribute type"},
 		{name: "unknown type", in: "FOO=bar", wantErr: `unknown attribute type "FOO"`},
