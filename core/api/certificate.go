@@ -70,6 +70,53 @@ type PrivateKeyRotationPolicy string
 // KeyUsage is a cert-manager key usage name ("digital signature", "server auth", ...).
 type KeyUsage string
 
+// Key usages, as cert-manager names them.
+const (
+	UsageSigning           KeyUsage = "signing"
+	UsageDigitalSignature  KeyUsage = "digital signature"
+	UsageContentCommitment KeyUsage = "content commitment"
+	UsageKeyEncipherment   KeyUsage = "key encipherment"
+	UsageKeyAgreement      KeyUsage = "key agreement"
+	UsageDataEncipherment  KeyUsage = "data encipherment"
+	UsageCertSign          KeyUsage = "cert sign"
+	UsageCRLSign           KeyUsage = "crl sign"
+	UsageEncipherOnly      KeyUsage = "encipher only"
+	UsageDecipherOnly      KeyUsage = "decipher only"
+	UsageAny               KeyUsage = "any"
+	UsageServerAuth        KeyUsage = "server auth"
+	UsageClientAuth        KeyUsage = "client auth"
+	UsageCodeSigning       KeyUsage = "code signing"
+	UsageEmailProtection   KeyUsage = "email protection"
+	UsageSMIME             KeyUsage = "s/mime"
+	UsageIPsecEndSystem    KeyUsage = "ipsec end system"
+	UsageIPsecTunnel       KeyUsage = "ipsec tunnel"
+	UsageIPsecUser         KeyUsage = "ipsec user"
+	UsageTimestamping      KeyUsage = "timestamping"
+	UsageOCSPSigning       KeyUsage = "ocsp signing"
+	UsageMicrosoftSGC      KeyUsage = "microsoft sgc"
+	UsageNetscapeSGC       KeyUsage = "netscape sgc"
+)
+
+// KnownKeyUsages lists every usage cert-manager accepts, in its order.
+var KnownKeyUsages = []KeyUsage{
+	UsageSigning, UsageDigitalSignature, UsageContentCommitment, UsageKeyEncipherment,
+	UsageKeyAgreement, UsageDataEncipherment, UsageCertSign, UsageCRLSign, UsageEncipherOnly,
+	UsageDecipherOnly, UsageAny, UsageServerAuth, UsageClientAuth, UsageCodeSigning,
+	UsageEmailProtection, UsageSMIME, UsageIPsecEndSystem, UsageIPsecTunnel, UsageIPsecUser,
+	UsageTimestamping, UsageOCSPSigning, UsageMicrosoftSGC, UsageNetscapeSGC,
+}
+
+// Signature algorithms accepted in spec.signatureAlgorithm (cert-manager's names).
+const (
+	SignatureSHA256WithRSA   = "SHA256WithRSA"
+	SignatureSHA384WithRSA   = "SHA384WithRSA"
+	SignatureSHA512WithRSA   = "SHA512WithRSA"
+	SignatureECDSAWithSHA256 = "ECDSAWithSHA256"
+	SignatureECDSAWithSHA384 = "ECDSAWithSHA384"
+	SignatureECDSAWithSHA512 = "ECDSAWithSHA512"
+	SignaturePureEd25519     = "PureEd25519"
+)
+
 // Certificate is cert-manager.io/v1 Certificate.
 type Certificate struct {
 	TypeMeta   `json:",inline"`
