@@ -55,7 +55,7 @@ func isEmptySubject(der []byte) bool {
 //     from spec.subject plus spec.commonName;
 //   - every SAN kind (DNS, email, IP, URI, otherName) in one subjectAltName
 //     extension, critical when the subject is empty (RFC 5280 4.2.1.6);
-//   - keyUsage (critical) and extKeyUsage from spec.usages (default digital
+//   - keyUsage (critical, when any bit is set) and extKeyUsage from spec.usages (default digital
 //     signature + key encipherment; "cert sign" added for isCA) unless
 //     spec.encodeUsagesInRequest is false;
 //   - basicConstraints CA:true (critical) when spec.isCA, and
@@ -107,11 +107,13 @@ func GenerateCSR(crt *api.Certificate, key crypto.Signer) ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		v, err := marshalKeyUsage(ku)
-		if err != nil {
-			return nil, fmt.Errorf("spec.usages: encode keyUsage: %w", err)
+		if ku != 0 {
+			v, err := marshalKeyUsage(ku)
+			if err != nil {
+				return nil, fmt.Errorf("spec.usages: encode keyUsage: %w", err)
+			}
+			exts = append(exts, pkix.Extension{Id: OIDExtensionKeyUsage, Critical: true, Value: v})
 		}
-		exts = append(exts, pkix.Extension{Id: OIDExtensionKeyUsage, Critical: true, Value: v})
 		if len(eku) > 0 {
 			v, err := marshalExtKeyUsage(eku)
 			if err != nil {

@@ -175,6 +175,15 @@ func TestGenerateCSRVariants(t *testing.T) {
 			},
 		},
 		{
+			name: "extended usages only: no empty keyUsage extension",
+			spec: func(s *api.CertificateSpec) { s.Usages = []api.KeyUsage{"client auth"} },
+			check: func(t *testing.T, _ *x509.CertificateRequest, e CSRExtensions) {
+				if e.KeyUsage != nil || !e.HasExtKeyUsage || !slices.Equal(e.ExtKeyUsage, []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}) {
+					t.Errorf("keyUsage %v, extKeyUsage %v", e.KeyUsage, e.ExtKeyUsage)
+				}
+			},
+		},
+		{
 			name: "explicit signature algorithm",
 			spec: func(s *api.CertificateSpec) { s.SignatureAlgorithm = "ECDSAWithSHA512" },
 			check: func(t *testing.T, csr *x509.CertificateRequest, _ CSRExtensions) {

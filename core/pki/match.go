@@ -188,7 +188,7 @@ func RequestMatchesSpec(cr *api.CertificateRequest, spec *api.CertificateSpec) (
 		}
 	}
 	add(usagesOK, "spec.usages")
-	add(encode == (exts.KeyUsage != nil), "spec.encodeUsagesInRequest")
+	add(encode == (exts.KeyUsage != nil || exts.HasExtKeyUsage), "spec.encodeUsagesInRequest")
 
 	reqDur, err := RequestedDuration(&cr.Spec)
 	add(err == nil && reqDur == SpecDuration(spec), "spec.duration")

@@ -93,6 +93,8 @@ func TestRequestMatchesSpec(t *testing.T) {
 		{name: "isCA on the spec also changes the encoded usages", base: fullSpec, change: func(s *api.CertificateSpec, _ *api.CertificateRequest) { s.IsCA = true }, want: []string{"spec.isCA", "spec.usages"}},
 		{name: "usages", base: fullSpec, change: func(s *api.CertificateSpec, _ *api.CertificateRequest) { s.Usages = append(s.Usages, "client auth") }, want: []string{"spec.usages"}},
 		{name: "usages on the request only", base: fullSpec, change: func(_ *api.CertificateSpec, cr *api.CertificateRequest) { cr.Spec.Usages = nil }, want: []string{"spec.usages"}},
+		{name: "extended usages only match", base: func(s *api.CertificateSpec) { fullSpec(s); s.Usages = []api.KeyUsage{"client auth"} },
+			change: func(*api.CertificateSpec, *api.CertificateRequest) {}},
 		{name: "encodeUsagesInRequest", base: fullSpec, change: func(s *api.CertificateSpec, _ *api.CertificateRequest) { s.EncodeUsagesInRequest = boolPtr(false) }, want: []string{"spec.encodeUsagesInRequest"}},
 		{name: "duration", base: fullSpec, change: func(s *api.CertificateSpec, _ *api.CertificateRequest) { s.Duration = dur(time.Hour) }, want: []string{"spec.duration"}},
 		{name: "duration via expirationSeconds", base: fullSpec, change: func(_ *api.CertificateSpec, cr *api.CertificateRequest) {

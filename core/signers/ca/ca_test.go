@@ -91,7 +91,7 @@ func (m *fakeMetrics) Observe(name string, v float64, labels ...string) {
 
 var now = time.Date(2025, 6, 1, 8, 30, 0, 0, time.UTC)
 
-func ecKey(t *testing.T) crypto.Signer {
+func ecKey(t testing.TB) crypto.Signer {
 	t.Helper()
 	k, err := pki.GenerateKey(&api.CertificatePrivateKey{Algorithm: api.ECDSAKeyAlgorithm})
 	if err != nil {
@@ -103,7 +103,7 @@ func ecKey(t *testing.T) crypto.Signer {
 type caOpt func(*x509.Certificate)
 
 // newCA issues a CA certificate for key, signed by parent (nil: self-signed).
-func newCA(t *testing.T, cn string, key crypto.Signer, parent *x509.Certificate, parentKey crypto.Signer, opts ...caOpt) *x509.Certificate {
+func newCA(t testing.TB, cn string, key crypto.Signer, parent *x509.Certificate, parentKey crypto.Signer, opts ...caOpt) *x509.Certificate {
 	t.Helper()
 	tmpl := &x509.Certificate{
 		SerialNumber:          big.NewInt(time.Now().UnixNano()),
@@ -131,7 +131,7 @@ func newCA(t *testing.T, cn string, key crypto.Signer, parent *x509.Certificate,
 	return c
 }
 
-func caSecret(t *testing.T, ns string, key crypto.Signer, certs ...*x509.Certificate) ports.Secret {
+func caSecret(t testing.TB, ns string, key crypto.Signer, certs ...*x509.Certificate) ports.Secret {
 	t.Helper()
 	keyPEM, err := pki.EncodePKCS8PEM(key)
 	if err != nil {
@@ -160,7 +160,7 @@ func withMax(d string) func(*api.Issuer) {
 }
 
 // csrRequest builds a CertificateRequest for the Certificate spec crtSpec adjusts.
-func csrRequest(t *testing.T, key crypto.Signer, crtSpec func(*api.CertificateSpec), reqSpec func(*api.CertificateRequestSpec)) *api.CertificateRequest {
+func csrRequest(t testing.TB, key crypto.Signer, crtSpec func(*api.CertificateSpec), reqSpec func(*api.CertificateRequestSpec)) *api.CertificateRequest {
 	t.Helper()
 	crt := &api.Certificate{Spec: api.CertificateSpec{CommonName: "web.example.com", DNSNames: []string{"web.example.com"}}}
 	if crtSpec != nil {
@@ -187,7 +187,7 @@ type fixture struct {
 	root, inter       *x509.Certificate
 }
 
-func newFixture(t *testing.T) fixture {
+func newFixture(t testing.TB) fixture {
 	var f fixture
 	f.rootKey, f.interKey = ecKey(t), ecKey(t)
 	f.root = newCA(t, "root", f.rootKey, nil, nil)
@@ -448,5 +448,19 @@ func TestSignErrors(t *testing.T) {
 				t.Errorf("metrics recorded for a failed signing: %+v", metrics.obs)
 			}
 		})
+	}
+}
+
+// BenchmarkSign measures one CA signing (ECDSA P-256 CA and leaf), secret
+// read from the in-memory test double included.
+func BenchmarkSign(b *testing.B) {
+	f := newFixture(b)
+	s := New(newSecrets(caSecret(b, "team-a", f.rootKey, f.root)), clock.NewFake(now), &fakeMetrics{})
+	req := signers.Request{CR: csrRequest(b, ecKey(b), nil, nil), Issuer: caIssuer(), SecretNamespace: "team-a"}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := s.Sign(context.Background(), req); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
