@@ -32,7 +32,11 @@ func TestMain(m *testing.M) {
 	if h := os.Getenv(helperEnv); h != "" {
 		os.Exit(runHelper(h))
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	for _, dir := range sweepCleanup {
+		os.RemoveAll(dir)
+	}
+	os.Exit(code)
 }
 
 // counterKey is the record the increment helpers share.
