@@ -85,6 +85,11 @@ type State struct {
 
 	nextKeyLoaded bool
 	nextKey       *ports.Secret
+
+	// parsed memoizes Parse for parsedFor (the Secret it was computed from).
+	parsedFor     *ports.Secret
+	parsed        *Issued
+	parsedProblem IssuedProblem
 }
 
 // Key returns the Certificate's key.
@@ -171,6 +176,15 @@ type IssuedProblem struct {
 // Parse decodes spec.secretName. It returns a problem instead of an error
 // when the data is missing or invalid: those are trigger reasons, not failures.
 func (s *State) Parse() (*Issued, IssuedProblem) {
+	if s.parsedFor != nil && s.parsedFor == s.Secret {
+		return s.parsed, s.parsedProblem
+	}
+	s.parsed, s.parsedProblem = s.parse()
+	s.parsedFor = s.Secret
+	return s.parsed, s.parsedProblem
+}
+
+func (s *State) parse() (*Issued, IssuedProblem) {
 	if s.Secret == nil {
 		return nil, IssuedProblem{"DoesNotExist", fmt.Sprintf("Issuing certificate as Secret %q does not exist", s.Cert.Spec.SecretName)}
 	}

@@ -183,7 +183,21 @@ func (e *Engine) update(ctx context.Context, obj api.Object, version int64, next
 	}
 	obj.GetObjectMeta().ResourceVersion = strconv.FormatInt(out.Version, 10)
 	e.cfg.Metrics.Inc("certfn_state_writes_total", "kind", key.Kind)
+	if !ownerCares(obj) {
+		owner = api.Key{}
+	}
 	return out.Version, e.wake(ctx, key, owner)
+}
+
+// ownerCares reports whether the owner has anything to do after obj was
+// written: a Certificate only acts on its request once the request is final
+// (issued, failed, denied), so earlier request writes do not wake it. The
+// owner's own due time covers a lost message.
+func ownerCares(obj api.Object) bool {
+	if cr, ok := obj.(*api.CertificateRequest); ok {
+		return cr.IsFinal()
+	}
+	return true
 }
 
 // create stores a new object and enqueues it and its owner.
@@ -199,6 +213,9 @@ func (e *Engine) create(ctx context.Context, obj api.Object, next time.Time) (in
 	}
 	obj.GetObjectMeta().ResourceVersion = strconv.FormatInt(out.Version, 10)
 	e.cfg.Metrics.Inc("certfn_state_writes_total", "kind", key.Kind)
+	if !ownerCares(obj) {
+		owner = api.Key{}
+	}
 	return out.Version, e.wake(ctx, key, owner)
 }
 

@@ -4,11 +4,24 @@
 package pki
 
 import (
+	"crypto/sha256"
 	"crypto/x509"
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"sync"
 )
+
+// verifiedCSRs caches CSRs whose signature verified, by the SHA-256 of
+// their PEM: a request's CSR is immutable and is checked by several steps
+// per reconcile (requestmanager, issuing, trigger, signing), and an ECDSA
+// or RSA verification costs far more than a hash. Bounded: cleared when full.
+var verifiedCSRs = struct {
+	sync.RWMutex
+	m map[[32]byte]*x509.CertificateRequest
+}{m: map[[32]byte]*x509.CertificateRequest{}}
+
+const maxVerifiedCSRs = 4096
 
 // MaxPEMSize bounds any PEM input certfn parses (a CSR or a chain).
 const MaxPEMSize = 256 << 10
@@ -16,7 +29,29 @@ const MaxPEMSize = 256 << 10
 // ParseCSRPEM decodes exactly one PEM "CERTIFICATE REQUEST" block (also
 // accepting the legacy "NEW CERTIFICATE REQUEST" label) and verifies its
 // self-signature. Errors name the rule broken and never echo the input.
+// The returned request may be shared between callers: do not modify it.
 func ParseCSRPEM(b []byte) (*x509.CertificateRequest, error) {
+	sum := sha256.Sum256(b)
+	verifiedCSRs.RLock()
+	csr, ok := verifiedCSRs.m[sum]
+	verifiedCSRs.RUnlock()
+	if ok {
+		return csr, nil
+	}
+	csr, err := parseCSRPEM(b)
+	if err != nil {
+		return nil, err
+	}
+	verifiedCSRs.Lock()
+	if len(verifiedCSRs.m) >= maxVerifiedCSRs {
+		verifiedCSRs.m = map[[32]byte]*x509.CertificateRequest{}
+	}
+	verifiedCSRs.m[sum] = csr
+	verifiedCSRs.Unlock()
+	return csr, nil
+}
+
+func parseCSRPEM(b []byte) (*x509.CertificateRequest, error) {
 	if len(b) == 0 {
 		return nil, errors.New("empty: want a PEM-encoded CERTIFICATE REQUEST")
 	}
