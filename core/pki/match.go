@@ -12,18 +12,16 @@ import (
 	"github.com/certfn/certfn/core/api"
 )
 
-// DefaultCertificateDuration is the lifetime asked for when neither a
-// Certificate's duration nor a request's duration/expirationSeconds is set
-// (cert-manager's default, 90 days).
-const DefaultCertificateDuration = 90 * 24 * time.Hour
+// DefaultCertificateDuration is api.DefaultCertificateDuration (90 days).
+const DefaultCertificateDuration = api.DefaultCertificateDuration
 
 // SpecDuration returns spec.duration, or DefaultCertificateDuration when it
 // is unset or not positive.
 func SpecDuration(spec *api.CertificateSpec) time.Duration {
 	if spec == nil || spec.Duration == nil || spec.Duration.Duration <= 0 {
-		return DefaultCertificateDuration
+		return api.DefaultCertificateDuration
 	}
-	return spec.Duration.Duration
+	return spec.DurationOrDefault()
 }
 
 // RequestedDuration returns the lifetime a CertificateRequest asks for
@@ -34,19 +32,16 @@ func RequestedDuration(spec *api.CertificateRequestSpec) (time.Duration, error) 
 	if spec == nil {
 		return 0, errors.New("no request spec")
 	}
-	if spec.Duration != nil {
-		if spec.Duration.Duration <= 0 {
-			return 0, fmt.Errorf("spec.duration: %s is not positive", spec.Duration.Duration)
-		}
-		return spec.Duration.Duration, nil
+	d, ok := spec.RequestedDuration()
+	switch {
+	case !ok:
+		return api.DefaultCertificateDuration, nil
+	case d <= 0 && spec.Duration != nil:
+		return 0, fmt.Errorf("spec.duration: %s is not positive", d)
+	case d <= 0:
+		return 0, fmt.Errorf("spec.expirationSeconds: %s is not positive", d)
 	}
-	if spec.ExpirationSeconds != nil {
-		if *spec.ExpirationSeconds <= 0 {
-			return 0, fmt.Errorf("spec.expirationSeconds: %d is not positive", *spec.ExpirationSeconds)
-		}
-		return time.Duration(*spec.ExpirationSeconds) * time.Second, nil
-	}
-	return DefaultCertificateDuration, nil
+	return d, nil
 }
 
 // sameStrings compares two string lists as multisets (order ignored).
