@@ -290,7 +290,7 @@ func TestMemQueueRunUntilIdle(t *testing.T) {
 	}
 	// Each key needs this many more runs, 90 s apart.
 	runsLeft := map[string]int{"a": 2, "b": 0, "c": 1}
-	for k := range runsLeft {
+	for _, k := range []string{"a", "b", "c"} {
 		if err := q.Enqueue(ctx, key(k), 0); err != nil {
 			t.Fatal(err)
 		}
