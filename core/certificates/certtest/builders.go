@@ -330,9 +330,9 @@ func (ca *CA) Issue(t testing.TB, crt *api.Certificate, key crypto.Signer, l Lea
 
 // IssuedSecret is what IssueSecret returns: the stored secret and its parts.
 type IssuedSecret struct {
-	Secret ports.Secret
-	Key    crypto.Signer
-	Leaf   *x509.Certificate
+	Secret  ports.Secret
+	Key     crypto.Signer
+	Leaf    *x509.Certificate
 	CertPEM []byte
 }
 
