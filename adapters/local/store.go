@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"net/url"
+	"os"
 	"path/filepath"
 	"sync"
 	"time"
@@ -78,12 +79,23 @@ type Store struct {
 
 var _ ports.Store = (*Store)(nil)
 
-// OpenStore opens (creating if needed) the SQLite database at path and
-// applies the schema. The caller must Close it.
+// OpenStore opens the SQLite database at path, creating it (mode 0600, and
+// its directory 0700) if needed, and applies the schema. The caller must
+// Close it.
 func OpenStore(path string) (*Store, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return nil, fmt.Errorf("open store %s: %w", path, err)
+	}
+	// The file holds no key material, but it is the whole state: create it
+	// owner-only (SQLite gives the -wal and -shm files the same mode).
+	if err := os.MkdirAll(filepath.Dir(abs), 0o700); err != nil {
+		return nil, fmt.Errorf("open store %s: %w", abs, err)
+	}
+	if f, err := os.OpenFile(abs, os.O_RDONLY|os.O_CREATE, 0o600); err != nil {
+		return nil, fmt.Errorf("open store %s: %w", abs, err)
+	} else {
+		f.Close()
 	}
 	q := url.Values{}
 	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busyTimeout.Milliseconds()))

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -288,6 +289,15 @@ func TestStoreFileLayout(t *testing.T) {
 	}
 	if mode != "wal" || sync != 1 || timeout != int(busyTimeout.Milliseconds()) {
 		t.Errorf("journal_mode=%s synchronous=%d busy_timeout=%d, want wal, 1 (NORMAL), %d", mode, sync, timeout, busyTimeout.Milliseconds())
+	}
+	for _, suffix := range []string{"", "-wal", "-shm"} {
+		fi, err := os.Stat(s.Path() + suffix)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fi.Mode().Perm() != 0o600 {
+			t.Errorf("%s: mode %v, want 0600", s.Path()+suffix, fi.Mode().Perm())
+		}
 	}
 	var (
 		typ      string
