@@ -5,7 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 
@@ -73,37 +74,17 @@ func noLeak(t *testing.T, what string, err error) {
 	}
 }
 
-// mapsEqual compares string maps, treating nil and empty alike.
-func mapsEqual(a, b map[string]string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if w, ok := b[k]; !ok || w != v {
-			return false
-		}
-	}
-	return true
-}
-
 // dataKeys lists d's keys sorted.
-func dataKeys(d map[string][]byte) []string {
-	out := make([]string, 0, len(d))
-	for k := range d {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}
+func dataKeys(d map[string][]byte) []string { return slices.Sorted(maps.Keys(d)) }
 
-// checkSecret compares got with want (nil and empty maps alike). Values are
+// checkSecret compares got with want (maps.Equal treats nil and empty alike). Values are
 // never printed: only key names and lengths.
 func checkSecret(t *testing.T, what string, got, want ports.Secret) {
 	t.Helper()
 	if got.Namespace != want.Namespace || got.Name != want.Name {
 		t.Errorf("%s: secret %s/%s, want %s/%s", what, got.Namespace, got.Name, want.Namespace, want.Name)
 	}
-	if g, w := dataKeys(got.Data), dataKeys(want.Data); !equalStrings(g, w) {
+	if g, w := dataKeys(got.Data), dataKeys(want.Data); !slices.Equal(g, w) {
 		t.Errorf("%s: data keys %v, want %v", what, g, w)
 	}
 	for k, w := range want.Data {
@@ -111,10 +92,10 @@ func checkSecret(t *testing.T, what string, got, want ports.Secret) {
 			t.Errorf("%s: data[%s] differs (%d bytes, want %d)", what, k, len(g), len(w))
 		}
 	}
-	if !mapsEqual(got.Labels, want.Labels) {
+	if !maps.Equal(got.Labels, want.Labels) {
 		t.Errorf("%s: labels %v, want %v", what, got.Labels, want.Labels)
 	}
-	if !mapsEqual(got.Annotations, want.Annotations) {
+	if !maps.Equal(got.Annotations, want.Annotations) {
 		t.Errorf("%s: annotations %v, want %v", what, got.Annotations, want.Annotations)
 	}
 }

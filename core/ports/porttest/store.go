@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"sync"
@@ -448,18 +449,6 @@ func sortedStrings(keys ...api.Key) []string {
 	return out
 }
 
-func equalStrings(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
-
 func storeList(t *testing.T, s ports.Store) {
 	ctx := context.Background()
 	webA, apiA, webB := certKey("a", "web"), certKey("a", "api"), certKey("b", "web")
@@ -498,7 +487,7 @@ func storeList(t *testing.T, s ports.Store) {
 			if err != nil {
 				t.Fatalf("List(%+v): %v", tc.opts, err)
 			}
-			if g, w := keysOf(got), sortedStrings(tc.want...); !equalStrings(g, w) {
+			if g, w := keysOf(got), sortedStrings(tc.want...); !slices.Equal(g, w) {
 				t.Fatalf("List(%+v) = %v, want %v", tc.opts, g, w)
 			}
 			for _, r := range got {
@@ -568,7 +557,7 @@ func storeDue(t *testing.T, s ports.Store) {
 			if err != nil {
 				t.Fatalf("Due: %v", err)
 			}
-			if g := dueKeys(got); !equalStrings(g, tc.want) {
+			if g := dueKeys(got); !slices.Equal(g, tc.want) {
 				t.Errorf("Due(t0%+v, %d) = %v, want %v", tc.now, tc.limit, g, tc.want)
 			}
 		})
@@ -617,7 +606,7 @@ func storeDueMaintenance(t *testing.T, s ports.Store) {
 		if err != nil {
 			t.Fatalf("%s: Due: %v", st.name, err)
 		}
-		if g := dueKeys(got); !equalStrings(g, st.want) {
+		if g := dueKeys(got); !slices.Equal(g, st.want) {
 			t.Errorf("%s: Due = %v, want %v", st.name, g, st.want)
 		}
 	}
