@@ -8,22 +8,134 @@ import (
 
 	"github.com/google/cel-go/cel"
 	"github.com/google/cel-go/common/types"
+	"github.com/google/cel-go/common/types/ref"
 	"github.com/google/cel-go/ext"
 	"github.com/google/cel-go/interpreter"
 )
 
-// CELRequest is the `cr` variable of a validation rule: the request's
-// name and namespace and the requester identity recorded on it (seed 001
-// documents namespace and name; certfn adds the identity, seed 004).
-// In CEL: cr.namespace, cr.name, cr.username, cr.uid, cr.groups (list of
-// strings) and cr.extra (map of string to list of strings).
-type CELRequest struct {
-	Namespace string              `cel:"namespace"`
-	Name      string              `cel:"name"`
-	Username  string              `cel:"username"`
-	UID       string              `cel:"uid"`
-	Groups    []string            `cel:"groups"`
-	Extra     map[string][]string `cel:"extra"`
+// The `cr` variable of a validation rule is an object of this CEL type,
+// with the request's name and namespace and the requester identity recorded
+// on it (seed 001 documents namespace and name; certfn adds the identity,
+// seed 004):
+//
+//	cr.namespace, cr.name, cr.username, cr.uid  string
+//	cr.groups                                   list(string)
+//	cr.extra                                    map(string, list(string))
+//
+// `self` is the value being checked (a string). Rules are type-checked when
+// the policy compiles, so a misspelt field is a compile error.
+const celRequestTypeName = "certfn.CertificateRequest"
+
+var celRequestType = types.NewObjectType(celRequestTypeName)
+
+// crValue is the runtime value of `cr`: its fields are converted to CEL
+// values once per evaluation, so field access in a rule allocates nothing.
+type crValue struct {
+	namespace, name, username, uid ref.Val
+	groups, extra                  ref.Val
+}
+
+func newCRValue(adapter types.Adapter, namespace, name string, id identityFields) *crValue {
+	extra := make(map[ref.Val]ref.Val, len(id.extra))
+	for k, v := range id.extra {
+		extra[types.String(k)] = types.NewStringList(adapter, v)
+	}
+	groups := id.groups
+	if groups == nil {
+		groups = []string{}
+	}
+	return &crValue{
+		namespace: types.String(namespace),
+		name:      types.String(name),
+		username:  types.String(id.username),
+		uid:       types.String(id.uid),
+		groups:    types.NewStringList(adapter, groups),
+		extra:     types.NewRefValMap(adapter, extra),
+	}
+}
+
+type identityFields struct {
+	username, uid string
+	groups        []string
+	extra         map[string][]string
+}
+
+// ConvertToNative implements ref.Val; cr has no native form.
+func (v *crValue) ConvertToNative(t reflect.Type) (any, error) {
+	return nil, fmt.Errorf("cr cannot be converted to %v", t)
+}
+
+// ConvertToType implements ref.Val.
+func (v *crValue) ConvertToType(t ref.Type) ref.Val {
+	if t == types.TypeType {
+		return celRequestType
+	}
+	return types.NewErr("cr cannot be converted to %s", t.TypeName())
+}
+
+// Equal implements ref.Val: cr equals only itself.
+func (v *crValue) Equal(o ref.Val) ref.Val { return types.Bool(v == o) }
+
+// Type implements ref.Val.
+func (v *crValue) Type() ref.Type { return celRequestType }
+
+// Value implements ref.Val.
+func (v *crValue) Value() any { return v }
+
+func crField(get func(*crValue) ref.Val, t *types.Type) *types.FieldType {
+	return &types.FieldType{
+		Type:  t,
+		IsSet: func(any) bool { return true },
+		GetFrom: func(o any) (any, error) {
+			v, ok := o.(*crValue)
+			if !ok {
+				return nil, fmt.Errorf("cr: unexpected value %T", o)
+			}
+			return get(v), nil
+		},
+	}
+}
+
+var crFields = map[string]*types.FieldType{
+	"namespace": crField(func(v *crValue) ref.Val { return v.namespace }, types.StringType),
+	"name":      crField(func(v *crValue) ref.Val { return v.name }, types.StringType),
+	"username":  crField(func(v *crValue) ref.Val { return v.username }, types.StringType),
+	"uid":       crField(func(v *crValue) ref.Val { return v.uid }, types.StringType),
+	"groups":    crField(func(v *crValue) ref.Val { return v.groups }, types.NewListType(types.StringType)),
+	"extra": crField(func(v *crValue) ref.Val { return v.extra },
+		types.NewMapType(types.StringType, types.NewListType(types.StringType))),
+}
+
+// crProvider adds the cr object type to the standard type provider.
+type crProvider struct{ types.Provider }
+
+func (p crProvider) FindStructType(name string) (*types.Type, bool) {
+	if name == celRequestTypeName {
+		return types.NewTypeTypeWithParam(celRequestType), true
+	}
+	return p.Provider.FindStructType(name)
+}
+
+func (p crProvider) FindStructFieldNames(name string) ([]string, bool) {
+	if name == celRequestTypeName {
+		return sortedKeys(crFields), true
+	}
+	return p.Provider.FindStructFieldNames(name)
+}
+
+func (p crProvider) FindStructFieldType(name, field string) (*types.FieldType, bool) {
+	if name == celRequestTypeName {
+		f, ok := crFields[field]
+		return f, ok
+	}
+	return p.Provider.FindStructFieldType(name, field)
+}
+
+func (p crProvider) NewValue(name string, fields map[string]ref.Val) ref.Val {
+	if name == celRequestTypeName {
+		return types.NewErr("%s cannot be constructed in a rule", name)
+	}
+	return p.Provider.NewValue(name, fields)
 }
 
 var (
@@ -33,13 +145,20 @@ var (
 )
 
 // celEnv is the one environment rules compile in: `self` (string), `cr`
-// (CELRequest) and the standard library plus cel-go's string extensions.
+// (certfn.CertificateRequest), the standard library and cel-go's string
+// extensions.
 func celEnv() (*cel.Env, error) {
 	celEnvOnce.Do(func() {
+		reg, err := types.NewRegistry()
+		if err != nil {
+			celEnvErr = err
+			return
+		}
 		celEnvVal, celEnvErr = cel.NewEnv(
-			ext.NativeTypes(ext.ParseStructTags(true), reflect.TypeFor[CELRequest]()),
+			cel.CustomTypeAdapter(reg),
+			cel.CustomTypeProvider(crProvider{reg}),
 			cel.Variable("self", cel.StringType),
-			cel.Variable("cr", cel.ObjectType("policy.CELRequest")),
+			cel.Variable("cr", celRequestType),
 			ext.Strings(),
 		)
 	})
@@ -78,8 +197,8 @@ func compileRule(rule string) (cel.Program, error) {
 
 // activation binds self and cr without building a map per evaluation.
 type activation struct {
-	self types.String
-	cr   any
+	self ref.Val
+	cr   ref.Val
 }
 
 func (a *activation) ResolveName(name string) (any, bool) {
@@ -94,10 +213,11 @@ func (a *activation) ResolveName(name string) (any, bool) {
 
 func (a *activation) Parent() interpreter.Activation { return nil }
 
-// eval runs the rule on value. An evaluation error counts as a failure
-// (fail closed) and is returned for the message.
-func (r *celRule) eval(act *activation, value string) (bool, error) {
-	act.self = types.String(value)
+// eval runs the rule with self bound to value (a types.String). An
+// evaluation error counts as a failure (fail closed) and is returned for
+// the message.
+func (r *celRule) eval(act *activation, value ref.Val) (bool, error) {
+	act.self = value
 	out, _, err := r.prg.Eval(act)
 	if err != nil {
 		return false, err

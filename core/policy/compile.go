@@ -25,12 +25,17 @@ type Compiled struct {
 	Generation      int64
 	ResourceVersion string
 
-	selector    selector
-	fields      []*stringField // allowed string and list attributes, in spec order
-	isCA        bool           // allowed.isCA
-	usages      *patterns      // allowed.usages; nil forbids every usage
-	constraints constraints
-	plugins     []compiledPlugin
+	selector selector
+	fields   []*stringField // allowed string and list attributes, in spec order
+	// Precomputed for the short (approval) path: bit a set when attribute
+	// a may carry values / must carry values; the fields with patterns and
+	// the fields with CEL rules.
+	allowedMask, requiredMask attrMask
+	valueFields, ruleFields   []*stringField
+	isCA                      bool      // allowed.isCA
+	usages                    *patterns // allowed.usages; nil forbids every usage
+	constraints               constraints
+	plugins                   []compiledPlugin
 }
 
 // stringField is one compiled allowed.<attr>: commonName, dnsNames, ...
@@ -46,6 +51,9 @@ type stringField struct {
 
 // attr names a request attribute a stringField reads.
 type attr int
+
+// attrMask is a set of attrs.
+type attrMask uint16
 
 const (
 	attrCommonName attr = iota
@@ -81,7 +89,7 @@ type issuerSelector struct {
 
 type namespaceSelector struct {
 	names  patterns // empty matches every name
-	labels map[string]string
+	labels [][2]string
 }
 
 type compiledPlugin struct {
@@ -175,7 +183,7 @@ func (c *compiler) compileSelector(s *api.CertificateRequestPolicySelector, out 
 		}
 	}
 	if ns := s.Namespace; ns != nil {
-		out.namespace = &namespaceSelector{labels: ns.MatchLabels}
+		out.namespace = &namespaceSelector{}
 		for i, n := range ns.MatchNames {
 			if pt := c.pattern(fmt.Sprintf("%s.namespace.matchNames[%d]", path, i), n); pt != nil {
 				out.namespace.names = append(out.namespace.names, *pt)
@@ -185,6 +193,7 @@ func (c *compiler) compileSelector(s *api.CertificateRequestPolicySelector, out 
 			if k == "" {
 				c.fail(path+".namespace.matchLabels", "empty label key")
 			}
+			out.namespace.labels = append(out.namespace.labels, [2]string{k, ns.MatchLabels[k]})
 		}
 	}
 }
@@ -212,6 +221,20 @@ func (c *compiler) compileAllowed(a *api.CertificateRequestPolicyAllowed, out *C
 		c.allowedSlice(path+".subject.streetAddresses", "street address", attrStreetAddresses, sub.StreetAddresses),
 		c.allowedSlice(path+".subject.postalCodes", "postal code", attrPostalCodes, sub.PostalCodes),
 		c.allowedString(path+".subject.serialNumber", "subject serial number", attrSerialNumber, sub.SerialNumber),
+	}
+	for _, f := range out.fields {
+		if f.set && (f.values != nil || len(f.rules) > 0) {
+			out.allowedMask |= 1 << f.attr
+		}
+		if f.required {
+			out.requiredMask |= 1 << f.attr
+		}
+		if f.values != nil {
+			out.valueFields = append(out.valueFields, f)
+		}
+		if len(f.rules) > 0 {
+			out.ruleFields = append(out.ruleFields, f)
+		}
 	}
 	if a.IsCA != nil {
 		out.isCA = a.IsCA.Value

@@ -14,6 +14,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/certfn/certfn/core/api"
 	"github.com/certfn/certfn/core/pki"
@@ -81,11 +82,18 @@ type Evaluator struct {
 	plugins []Plugin
 	metrics ports.Metrics
 
-	mu    sync.RWMutex
-	cache map[string]*cacheEntry
+	// cache maps a policy name to its last compiled version. Readers load
+	// the map without locking; writers (serialised by mu) replace it with a
+	// modified copy, which happens only when a policy changes.
+	cache atomic.Pointer[map[string]*cacheEntry]
+	mu    sync.Mutex
+	// hint is the entry list of the last policy list evaluated, reused
+	// while the list is unchanged (same names and versions, same order).
+	hint atomic.Pointer[[]*cacheEntry]
 }
 
 type cacheEntry struct {
+	name            string
 	generation      int64
 	resourceVersion string
 	spec            string // JSON of the spec, for unversioned policies only
@@ -104,40 +112,96 @@ func NewEvaluator(opts Options) (*Evaluator, error) {
 		}
 		seen[n] = true
 	}
-	return &Evaluator{plugins: opts.Plugins, metrics: opts.Metrics, cache: map[string]*cacheEntry{}}, nil
+	e := &Evaluator{plugins: opts.Plugins, metrics: opts.Metrics}
+	e.cache.Store(&map[string]*cacheEntry{})
+	return e, nil
 }
 
 // Compile returns p compiled with the evaluator's plugins, from the cache
 // when this version of p was compiled before. The error is an ErrorList.
 func (e *Evaluator) Compile(p *api.CertificateRequestPolicy) (*Compiled, error) {
-	unversioned := p.Generation == 0 && p.ResourceVersion == ""
+	ce := e.entry(p)
+	return ce.compiled, ce.err
+}
+
+// entry returns p's cache entry, compiling p when this version is new.
+func (e *Evaluator) entry(p *api.CertificateRequestPolicy) *cacheEntry {
 	var spec string
-	if unversioned {
+	if unversioned(p) {
 		b, err := json.Marshal(p.Spec)
 		if err != nil {
-			return nil, fmt.Errorf("policy %q: encode spec: %w", p.Name, err)
+			return &cacheEntry{name: p.Name, err: fmt.Errorf("policy %q: encode spec: %w", p.Name, err)}
 		}
 		spec = string(b)
 	}
-	e.mu.RLock()
-	ce := e.cache[p.Name]
-	e.mu.RUnlock()
-	if ce != nil && ce.generation == p.Generation && ce.resourceVersion == p.ResourceVersion && ce.spec == spec {
-		return ce.compiled, ce.err
+	if ce := (*e.cache.Load())[p.Name]; ce != nil && ce.generation == p.Generation &&
+		ce.resourceVersion == p.ResourceVersion && ce.spec == spec {
+		return ce
 	}
 	c, err := Compile(p, e.plugins...)
+	ce := &cacheEntry{name: p.Name, generation: p.Generation, resourceVersion: p.ResourceVersion, spec: spec, compiled: c, err: err}
+	e.update(func(m map[string]*cacheEntry) { m[p.Name] = ce })
+	return ce
+}
+
+// unversioned reports a policy with neither generation nor resourceVersion,
+// whose cache entry is then keyed by its spec.
+func unversioned(p *api.CertificateRequestPolicy) bool {
+	return p.Generation == 0 && p.ResourceVersion == ""
+}
+
+// entries returns the cache entries of ps, in order (nil for a nil
+// policy): the previous list when ps names the same versions in the same
+// order (the usual case: policies change rarely), else a new list, which
+// becomes the hint for the next call.
+func (e *Evaluator) entries(ps []*api.CertificateRequestPolicy) []*cacheEntry {
+	if h := e.hint.Load(); h != nil && len(*h) == len(ps) {
+		same := true
+		for i, p := range ps {
+			ce := (*h)[i]
+			if p == nil || ce == nil {
+				if p != nil || ce != nil {
+					same = false
+					break
+				}
+				continue
+			}
+			if unversioned(p) || ce.name != p.Name || ce.generation != p.Generation || ce.resourceVersion != p.ResourceVersion {
+				same = false
+				break
+			}
+		}
+		if same {
+			return *h
+		}
+	}
+	list := make([]*cacheEntry, len(ps))
+	for i, p := range ps {
+		if p != nil {
+			list[i] = e.entry(p)
+		}
+	}
+	e.hint.Store(&list)
+	return list
+}
+
+// update replaces the cache with a copy changed by fn.
+func (e *Evaluator) update(fn func(map[string]*cacheEntry)) {
 	e.mu.Lock()
-	e.cache[p.Name] = &cacheEntry{generation: p.Generation, resourceVersion: p.ResourceVersion, spec: spec, compiled: c, err: err}
-	e.mu.Unlock()
-	return c, err
+	defer e.mu.Unlock()
+	old := *e.cache.Load()
+	m := make(map[string]*cacheEntry, len(old)+1)
+	for k, v := range old {
+		m[k] = v
+	}
+	fn(m)
+	e.cache.Store(&m)
 }
 
 // Forget drops the cached compilation of the named policy (e.g. when it is
 // deleted). It is never needed for correctness.
 func (e *Evaluator) Forget(name string) {
-	e.mu.Lock()
-	delete(e.cache, name)
-	e.mu.Unlock()
+	e.update(func(m map[string]*cacheEntry) { delete(m, name) })
 }
 
 // ReadyCondition returns the Ready condition p should carry: True when p
@@ -208,47 +272,21 @@ func (e *Evaluator) evaluate(ctx context.Context, in Input) Decision {
 	if cr == nil {
 		return Decision{Result: Unmatched, Message: "no CertificateRequest to evaluate"}
 	}
-	id := identityOf(cr)
-	var (
-		bound       rbac.NameSet
-		boundDone   bool
-		req         *Request
-		failed      []*Compiled
-		notReady    int
-		notSelected int
-		notBound    int
-	)
-	for _, p := range in.Policies {
-		if p == nil {
+	sc := scan{in: &in, id: identityOf(cr), sel: newSelectorInput(cr, in.NamespaceLabels)}
+	entries := e.entries(in.Policies)
+	var req *Request
+	applicable := 0
+	for i, p := range in.Policies {
+		c := sc.applies(p, entries[i])
+		if c == nil {
 			continue
 		}
-		if notReadyByStatus(p) {
-			notReady++
-			continue
-		}
-		c, err := e.Compile(p)
-		if err != nil {
-			notReady++
-			continue
-		}
-		if !c.selector.matches(cr, in.NamespaceLabels) {
-			notSelected++
-			continue
-		}
-		if !boundDone {
-			bound = in.Authorizer.AllowedNames(id, rbac.Attributes{Verb: rbac.VerbUse, APIGroup: api.PolicyGroup,
-				Resource: rbac.ResourceCertificateRequestPolicies, Namespace: cr.Namespace})
-			boundDone = true
-		}
-		if !bound.Has(p.Name) {
-			notBound++
-			continue
-		}
+		applicable++
 		if req == nil {
 			csr := in.CSR
 			if csr == nil {
-				csr, err = pki.ParseCSRPEM(cr.Spec.Request)
-				if err != nil {
+				var err error
+				if csr, err = pki.ParseCSRPEM(cr.Spec.Request); err != nil {
 					return Decision{Result: Denied, Message: fmt.Sprintf("spec.request: %v", err)}
 				}
 			}
@@ -260,12 +298,18 @@ func (e *Evaluator) evaluate(ctx context.Context, in Input) Decision {
 			return Decision{Result: Approved, Policy: c.Name,
 				Message: fmt.Sprintf("approved by CertificateRequestPolicy %q", c.Name)}
 		}
-		failed = append(failed, c)
 	}
-	if len(failed) == 0 {
-		return Decision{Result: Unmatched, Message: unmatchedMessage(cr, len(in.Policies), notReady, notSelected, notBound)}
+	if applicable == 0 {
+		return Decision{Result: Unmatched, Message: unmatchedMessage(cr, len(in.Policies), sc.notReady, sc.notSelected, sc.notBound)}
 	}
-	// Denied: run the failed policies again, collecting every violation.
+	// Denied (the slow path): run every applicable policy again, collecting
+	// all its violations.
+	var failed []*Compiled
+	for i, p := range in.Policies {
+		if c := sc.applies(p, entries[i]); c != nil {
+			failed = append(failed, c)
+		}
+	}
 	sort.Slice(failed, func(i, j int) bool { return failed[i].Name < failed[j].Name })
 	var b strings.Builder
 	b.WriteString("no applicable CertificateRequestPolicy allows this request: ")
@@ -278,6 +322,46 @@ func (e *Evaluator) evaluate(ctx context.Context, in Input) Decision {
 		fmt.Fprintf(&b, "[policy %q: %s]", c.Name, strings.Join(ch.out, "; "))
 	}
 	return Decision{Result: Denied, Message: b.String()}
+}
+
+// scan decides which policies apply to one request and counts why the
+// others do not.
+type scan struct {
+	in        *Input
+	id        rbac.Identity
+	sel       selectorInput
+	bound     rbac.NameSet
+	boundDone bool
+
+	notReady, notSelected, notBound int
+}
+
+// applies returns p compiled (from its cache entry ce) when it applies to
+// the request: Ready, selecting it, and bound to the requester with `use`
+// (checked in the request's namespace, so RoleBindings there count); else nil.
+func (s *scan) applies(p *api.CertificateRequestPolicy, ce *cacheEntry) *Compiled {
+	if p == nil {
+		return nil
+	}
+	if notReadyByStatus(p) || ce.err != nil {
+		s.notReady++
+		return nil
+	}
+	c := ce.compiled
+	if !c.selector.matches(&s.sel) {
+		s.notSelected++
+		return nil
+	}
+	if !s.boundDone {
+		s.bound = s.in.Authorizer.AllowedNames(s.id, rbac.Attributes{Verb: rbac.VerbUse, APIGroup: api.PolicyGroup,
+			Resource: rbac.ResourceCertificateRequestPolicies, Namespace: s.sel.namespace})
+		s.boundDone = true
+	}
+	if !s.bound.Has(p.Name) {
+		s.notBound++
+		return nil
+	}
+	return c
 }
 
 func unmatchedMessage(cr *api.CertificateRequest, total, notReady, notSelected, notBound int) string {
@@ -307,31 +391,43 @@ func unmatchedMessage(cr *api.CertificateRequest, total, notReady, notSelected, 
 	return fmt.Sprintf("%s: of %d policies, %s", msg, total, strings.Join(why, ", "))
 }
 
-// matches reports whether the selector selects cr (every selector set must
-// match). The request's issuer kind defaults to Issuer and group to
-// cert-manager.io, as cert-manager does.
-func (s *selector) matches(cr *api.CertificateRequest, nsLabels map[string]string) bool {
+// selectorInput is what selectors look at, computed once per evaluation:
+// the issuer reference with cert-manager's defaults (kind Issuer, group
+// cert-manager.io) and the namespace with its labels.
+type selectorInput struct {
+	name, kind, group string
+	namespace         string
+	labels            map[string]string
+}
+
+func newSelectorInput(cr *api.CertificateRequest, labels map[string]string) selectorInput {
+	ref := cr.Spec.IssuerRef
+	in := selectorInput{name: ref.Name, kind: ref.Kind, group: ref.Group, namespace: cr.Namespace, labels: labels}
+	if in.kind == "" {
+		in.kind = api.KindIssuer
+	}
+	if in.group == "" {
+		in.group = api.CertManagerGroup
+	}
+	return in
+}
+
+// matches reports whether the selector selects the request (every selector
+// set must match).
+func (s *selector) matches(in *selectorInput) bool {
 	if is := s.issuer; is != nil {
-		ref := cr.Spec.IssuerRef
-		kind, group := ref.Kind, ref.Group
-		if kind == "" {
-			kind = api.KindIssuer
-		}
-		if group == "" {
-			group = api.CertManagerGroup
-		}
-		if (is.name != nil && !is.name.match(ref.Name)) ||
-			(is.kind != nil && !is.kind.match(kind)) ||
-			(is.group != nil && !is.group.match(group)) {
+		if (is.name != nil && !is.name.match(in.name)) ||
+			(is.kind != nil && !is.kind.match(in.kind)) ||
+			(is.group != nil && !is.group.match(in.group)) {
 			return false
 		}
 	}
 	if ns := s.namespace; ns != nil {
-		if len(ns.names) > 0 && !ns.names.matchAny(cr.Namespace) {
+		if len(ns.names) > 0 && !ns.names.matchAny(in.namespace) {
 			return false
 		}
-		for k, v := range ns.labels {
-			if got, ok := nsLabels[k]; !ok || got != v {
+		for _, kv := range ns.labels {
+			if got, ok := in.labels[kv[0]]; !ok || got != kv[1] {
 				return false
 			}
 		}
@@ -347,118 +443,160 @@ type checker struct {
 	out    []string
 }
 
-func (ch *checker) violate(format string, args ...any) {
+// fail records a violation and reports whether its message is wanted
+// (full mode). Callers build messages only then, so short mode allocates
+// nothing for failures.
+func (ch *checker) fail() bool {
 	ch.failed = true
-	if ch.full {
-		ch.out = append(ch.out, fmt.Sprintf(format, args...))
-	}
+	return ch.full
+}
+
+// addf adds a violation message.
+func (ch *checker) addf(format string, args ...any) {
+	ch.out = append(ch.out, fmt.Sprintf(format, args...))
 }
 
 // stop reports whether a short-mode check may return now.
 func (ch *checker) stop() bool { return ch.failed && !ch.full }
 
-// check runs every check of c on r.
+// check runs every check of c on r: the cheap ones (patterns, flags,
+// constraints) first, then CEL rules, then plugins, so that in short mode a
+// policy failing on a name never runs its rules.
 func (c *Compiled) check(ctx context.Context, r *Request, ch *checker) {
 	for _, u := range r.unsupported {
-		ch.violate("%s", u)
-		if ch.stop() {
-			return
-		}
-	}
-	for _, f := range c.fields {
-		f.check(r, ch)
-		if ch.stop() {
-			return
-		}
-	}
-	if r.CR.Spec.IsCA && !c.isCA {
-		ch.violate("spec.allowed.isCA: the request asks for a CA certificate, which the policy does not allow")
-		if ch.stop() {
-			return
-		}
-	}
-	if len(r.usages) > 0 {
-		if c.usages == nil {
-			ch.violate("spec.allowed.usages: %s not allowed: the policy allows no key usages", quoteList(r.usages))
+		if ch.fail() {
+			ch.addf("%s", u)
 		} else {
-			for _, u := range r.usages {
-				if !c.usages.matchAny(u) {
-					ch.violate("spec.allowed.usages: %q is not allowed (allowed: %s)", u, c.usages)
-					if ch.stop() {
-						return
-					}
-				}
-			}
-		}
-		if ch.stop() {
 			return
 		}
 	}
-	c.constraints.check(r, ch)
-	if ch.stop() {
-		return
-	}
-	for _, p := range c.plugins {
-		for _, v := range p.check.Check(ctx, r) {
-			ch.violate("spec.plugins.%s: %s", p.name, v)
-			if ch.stop() {
-				return
-			}
+	if ch.full {
+		for _, f := range c.fields {
+			f.checkValues(r, ch)
 		}
-	}
-}
-
-// check applies one allowed field (seed 001): an absent attribute passes
-// unless required; a present one needs the field to allow values; each
-// value must match a pattern (if values are set) and pass every rule.
-func (f *stringField) check(r *Request, ch *checker) {
-	vals := r.attrs[f.attr]
-	if len(vals) == 0 {
-		if f.required {
-			ch.violate("%s.required: the request must carry %s %s", f.path, article(f.what), f.what)
+	} else {
+		// Short path: presence by bit masks, then only the patterns of
+		// attributes the request carries.
+		if r.present&^c.allowedMask != 0 || c.requiredMask&^r.present != 0 {
+			ch.fail()
+			return
 		}
-		return
-	}
-	if !f.set || (f.values == nil && len(f.rules) == 0) {
-		ch.violate("%s: %s not allowed: the policy allows no %s", f.path, quoteList(vals), plural(f.what))
-		return
-	}
-	if f.values != nil {
-		for _, v := range vals {
-			if !f.values.matchAny(v) {
-				if len(*f.values) == 0 {
-					ch.violate("%s: %q is not allowed: the policy allows no %s", f.path, v, plural(f.what))
-				} else {
-					ch.violate("%s: %q is not allowed (allowed: %s)", f.path, v, f.values)
-				}
+		for _, f := range c.valueFields {
+			if r.present&(1<<f.attr) != 0 {
+				f.checkValues(r, ch)
 				if ch.stop() {
 					return
 				}
 			}
 		}
 	}
-	if len(f.rules) == 0 {
+	if r.CR.Spec.IsCA && !c.isCA {
+		if !ch.fail() {
+			return
+		}
+		ch.addf("spec.allowed.isCA: the request asks for a CA certificate, which the policy does not allow")
+	}
+	if len(r.usages) > 0 {
+		if c.usages == nil {
+			if !ch.fail() {
+				return
+			}
+			ch.addf("spec.allowed.usages: %s not allowed: the policy allows no key usages", quoteList(r.usages))
+		} else {
+			for _, u := range r.usages {
+				if !c.usages.matchAny(u) {
+					if !ch.fail() {
+						return
+					}
+					ch.addf("spec.allowed.usages: %q is not allowed (allowed: %s)", u, c.usages)
+				}
+			}
+		}
+	}
+	c.constraints.check(r, ch)
+	if ch.stop() {
+		return
+	}
+	for _, f := range c.ruleFields {
+		f.checkRules(r, ch)
+		if ch.stop() {
+			return
+		}
+	}
+	for _, p := range c.plugins {
+		for _, v := range p.check.Check(ctx, r) {
+			if !ch.fail() {
+				return
+			}
+			ch.addf("spec.plugins.%s: %s", p.name, v)
+		}
+	}
+}
+
+// checkValues applies one allowed field's presence and patterns (seed
+// 001): an absent attribute passes unless required; a present one needs
+// the field to allow values; each value must match a pattern, if values
+// are set.
+func (f *stringField) checkValues(r *Request, ch *checker) {
+	vals := r.attrs[f.attr]
+	if len(vals) == 0 {
+		if f.required && ch.fail() {
+			ch.addf("%s.required: the request must carry %s %s", f.path, article(f.what), f.what)
+		}
+		return
+	}
+	if !f.set || (f.values == nil && len(f.rules) == 0) {
+		if ch.fail() {
+			ch.addf("%s: %s not allowed: the policy allows no %s", f.path, quoteList(vals), plural(f.what))
+		}
+		return
+	}
+	if f.values == nil {
+		return
+	}
+	for _, v := range vals {
+		if f.values.matchAny(v) {
+			continue
+		}
+		if !ch.fail() {
+			return
+		}
+		if len(*f.values) == 0 {
+			ch.addf("%s: %q is not allowed: the policy allows no %s", f.path, v, plural(f.what))
+		} else {
+			ch.addf("%s: %q is not allowed (allowed: %s)", f.path, v, f.values)
+		}
+	}
+}
+
+// checkRules runs the field's CEL rules once per value.
+func (f *stringField) checkRules(r *Request, ch *checker) {
+	vals := r.attrs[f.attr]
+	if len(vals) == 0 || len(f.rules) == 0 {
 		return
 	}
 	act, err := r.celActivation()
 	if err != nil {
-		ch.violate("%s.validations: %v", f.path, err)
+		if ch.fail() {
+			ch.addf("%s.validations: %v", f.path, err)
+		}
 		return
 	}
+	celVals := r.celValues(f.attr)
 	for i := range f.rules {
 		rule := &f.rules[i]
-		for _, v := range vals {
-			ok, err := rule.eval(act, v)
-			switch {
-			case err != nil:
-				ch.violate("%s.validations[%d]: %q: %s (rule error: %s)", f.path, i, v, rule.message, oneLine(err.Error()))
-			case !ok:
-				ch.violate("%s.validations[%d]: %q: %s", f.path, i, v, rule.message)
-			default:
+		for j, v := range vals {
+			ok, err := rule.eval(act, celVals[j])
+			if ok {
 				continue
 			}
-			if ch.stop() {
+			if !ch.fail() {
 				return
+			}
+			if err != nil {
+				ch.addf("%s.validations[%d]: %q: %s (rule error: %s)", f.path, i, v, rule.message, oneLine(err.Error()))
+			} else {
+				ch.addf("%s.validations[%d]: %q: %s", f.path, i, v, rule.message)
 			}
 		}
 	}
@@ -473,13 +611,19 @@ func (k *constraints) check(r *Request, ch *checker) {
 			if k.maxDuration == nil {
 				which = "minDuration"
 			}
-			ch.violate("%s.%s: the request carries no duration (spec.duration or spec.expirationSeconds)", path, which)
+			if ch.fail() {
+				ch.addf("%s.%s: the request carries no duration (spec.duration or spec.expirationSeconds)", path, which)
+			}
 		default:
 			if k.maxDuration != nil && *d > *k.maxDuration {
-				ch.violate("%s.maxDuration: requested duration %s is longer than %s", path, *d, *k.maxDuration)
+				if ch.fail() {
+					ch.addf("%s.maxDuration: requested duration %s is longer than %s", path, *d, *k.maxDuration)
+				}
 			}
 			if k.minDuration != nil && *d < *k.minDuration {
-				ch.violate("%s.minDuration: requested duration %s is shorter than %s", path, *d, *k.minDuration)
+				if ch.fail() {
+					ch.addf("%s.minDuration: requested duration %s is shorter than %s", path, *d, *k.minDuration)
+				}
 			}
 		}
 		if ch.stop() {
@@ -487,13 +631,19 @@ func (k *constraints) check(r *Request, ch *checker) {
 		}
 	}
 	if k.algorithm != "" && r.KeyAlgorithm != k.algorithm {
-		ch.violate("%s.privateKey.algorithm: the request's key is %s, the policy requires %s", path, keyAlg(r.KeyAlgorithm), k.algorithm)
+		if ch.fail() {
+			ch.addf("%s.privateKey.algorithm: the request's key is %s, the policy requires %s", path, keyAlg(r.KeyAlgorithm), k.algorithm)
+		}
 	}
 	if k.minSize != nil && r.KeySize < *k.minSize {
-		ch.violate("%s.privateKey.minSize: the request's %s key has size %d, the policy requires at least %d", path, keyAlg(r.KeyAlgorithm), r.KeySize, *k.minSize)
+		if ch.fail() {
+			ch.addf("%s.privateKey.minSize: the request's %s key has size %d, the policy requires at least %d", path, keyAlg(r.KeyAlgorithm), r.KeySize, *k.minSize)
+		}
 	}
 	if k.maxSize != nil && r.KeySize > *k.maxSize {
-		ch.violate("%s.privateKey.maxSize: the request's %s key has size %d, the policy allows at most %d", path, keyAlg(r.KeyAlgorithm), r.KeySize, *k.maxSize)
+		if ch.fail() {
+			ch.addf("%s.privateKey.maxSize: the request's %s key has size %d, the policy allows at most %d", path, keyAlg(r.KeyAlgorithm), r.KeySize, *k.maxSize)
+		}
 	}
 }
 

@@ -336,9 +336,7 @@ selector: {issuerRef: {}}
 		t.Fatal("bad policy compiled")
 	}
 	ev.Forget("bad")
-	ev.mu.RLock()
-	_, still := ev.cache["bad"]
-	ev.mu.RUnlock()
+	_, still := (*ev.cache.Load())["bad"]
 	if still {
 		t.Errorf("Forget kept the entry")
 	}
@@ -514,4 +512,84 @@ selector: {issuerRef: {}}
 	runEvalCases(t, newEvaluator(t), []*api.CertificateRequestPolicy{p}, bindAll(), []evalCase{
 		{name: "unregistered plugin", cr: newCR(t, csr(dns("ok.example.com"))), want: Unmatched, msg: []string{"1 not Ready"}},
 	})
+}
+
+// TestShortAndFullModesAgree checks that the fast approval path (bit masks,
+// patterns before rules, stop at the first violation) fails exactly the
+// requests the full, message-collecting path fails.
+func TestShortAndFullModesAgree(t *testing.T) {
+	keys(t)
+	policies := []*api.CertificateRequestPolicy{
+		policyYAML(t, "all", seedAllAllowed),
+		policyYAML(t, "cn-required", "allowed:\n  commonName: {value: \"*.com\", required: true}\nselector: {issuerRef: {}}"),
+		policyYAML(t, "rules-only", `
+allowed:
+  dnsNames:
+    validations: [{rule: "self.endsWith('.example.com')"}]
+  uris:
+    required: true
+    validations: [{rule: "self.startsWith('spiffe://')"}]
+selector: {issuerRef: {}}
+`),
+		policyYAML(t, "empty", "selector: {issuerRef: {}}"),
+		policyYAML(t, "constraints", "allowed:\n  dnsNames: {values: [\"*\"]}\n  isCA: true\nconstraints: {maxDuration: 1h, privateKey: {algorithm: RSA}}\nselector: {issuerRef: {}}"),
+	}
+	requests := []*api.CertificateRequest{
+		newCR(t, csr()),
+		newCR(t, csr(cn("example.com"))),
+		newCR(t, csr(cn("x.com"), dns("a.example.com"))),
+		newCR(t, csr(dns("a.example.com"), uris("spiffe://x/y"))),
+		newCR(t, csr(dns("a.example.org"), uris("https://x/y"))),
+		newCR(t, csr(emails("a@example.com"), orgs("hello-world"), ips("10.0.1.2")), usages("server auth")),
+		newCR(t, csr(emails("a@example.com")), isCA()),
+		newCR(t, csr(withKey(rsaKey2048), dns("a")), duration(30*time.Minute), isCA()),
+		newCR(t, csr(dns("a")), duration(2*time.Hour)),
+	}
+	for _, p := range policies {
+		c, err := Compile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, cr := range requests {
+			parsed, err := pkiParse(cr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			short, full := checker{}, checker{full: true}
+			c.check(context.Background(), newRequest(cr, parsed, nil), &short)
+			c.check(context.Background(), newRequest(cr, parsed, nil), &full)
+			if short.failed != full.failed || full.failed != (len(full.out) > 0) {
+				t.Errorf("policy %s, request %d: short failed=%v, full failed=%v %q", p.Name, i, short.failed, full.failed, full.out)
+			}
+		}
+	}
+}
+
+func TestPolicyListChanges(t *testing.T) {
+	// The evaluator reuses the previous list's entries only while names and
+	// versions are unchanged.
+	ev := newEvaluator(t)
+	v1 := policyYAML(t, "p", "allowed:\n  dnsNames: {values: [\"a.test\"]}\nselector: {issuerRef: {}}")
+	v2 := policyYAML(t, "p", "allowed:\n  dnsNames: {values: [\"b.test\"]}\nselector: {issuerRef: {}}")
+	v2.Generation = 2
+	other := policyYAML(t, "q", "allowed:\n  dnsNames: {values: [\"b.test\"]}\nselector: {issuerRef: {}}")
+	cr := newCR(t, csr(dns("b.test")))
+	steps := []struct {
+		policies []*api.CertificateRequestPolicy
+		want     Result
+	}{
+		{[]*api.CertificateRequestPolicy{v1}, Denied},
+		{[]*api.CertificateRequestPolicy{v1}, Denied},
+		{[]*api.CertificateRequestPolicy{v2}, Approved},
+		{[]*api.CertificateRequestPolicy{v1}, Denied},
+		{[]*api.CertificateRequestPolicy{v1, other}, Approved},
+		{[]*api.CertificateRequestPolicy{other, v1}, Approved},
+		{[]*api.CertificateRequestPolicy{nil, v1}, Denied},
+		{nil, Unmatched},
+	}
+	for i, s := range steps {
+		if d := ev.Evaluate(context.Background(), Input{Request: cr, Policies: s.policies, Authorizer: bindAll()}); d.Result != s.want {
+			t.Errorf("step %d: %s (%s), want %s", i, d.Result, d.Message, s.want)
+		}
+	}
 }

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/certfn/certfn/core/api"
+	"github.com/certfn/certfn/core/pki"
 	"github.com/certfn/certfn/core/rbac"
 )
 
@@ -280,4 +281,8 @@ func runEvalCases(t *testing.T, ev *Evaluator, policies []*api.CertificateReques
 			}
 		})
 	}
+}
+
+func pkiParse(cr *api.CertificateRequest) (*x509.CertificateRequest, error) {
+	return pki.ParseCSRPEM(cr.Spec.Request)
 }

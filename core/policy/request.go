@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/google/cel-go/common/types"
 	"github.com/google/cel-go/common/types/ref"
 
 	"github.com/certfn/certfn/core/api"
@@ -44,9 +45,10 @@ type Request struct {
 	KeySize      int
 
 	attrs       [numAttrs][]string
+	present     attrMask // attributes with at least one value
 	usages      []string
 	unsupported []string // request contents no policy can allow
-	celCR       ref.Val
+	celVals     [numAttrs][]ref.Val
 	act         activation
 }
 
@@ -113,6 +115,11 @@ func newRequest(cr *api.CertificateRequest, csr *x509.CertificateRequest, nsLabe
 	r.attrs[attrIPAddresses] = r.IPAddresses
 	r.attrs[attrURIs] = r.URIs
 	r.attrs[attrEmailAddresses] = r.EmailAddresses
+	for a := range r.attrs {
+		if len(r.attrs[a]) > 0 {
+			r.present |= 1 << a
+		}
+	}
 	r.unsupported = append(r.unsupported, unsupportedSANs(csr)...)
 	for _, u := range cr.Spec.Usages {
 		r.usages = append(r.usages, string(u))
@@ -201,34 +208,27 @@ func identityOf(cr *api.CertificateRequest) rbac.Identity {
 // celActivation returns the activation for validation rules, building the
 // `cr` value on first use.
 func (r *Request) celActivation() (*activation, error) {
-	if r.celCR == nil {
+	if r.act.cr == nil {
 		env, err := celEnv()
 		if err != nil {
 			return nil, err
 		}
-		r.celCR = env.CELTypeAdapter().NativeToValue(&CELRequest{
-			Namespace: r.CR.Namespace,
-			Name:      r.CR.Name,
-			Username:  r.Identity.Username,
-			UID:       r.Identity.UID,
-			Groups:    nonNil(r.Identity.Groups),
-			Extra:     nonNilMap(r.Identity.Extra),
-		})
-		r.act.cr = r.celCR
+		r.act.cr = newCRValue(env.CELTypeAdapter(), r.CR.Namespace, r.CR.Name, identityFields{
+			username: r.Identity.Username, uid: r.Identity.UID, groups: r.Identity.Groups, extra: r.Identity.Extra})
 	}
 	return &r.act, nil
 }
 
-func nonNil(s []string) []string {
-	if s == nil {
-		return []string{}
+// celValues returns the values of attribute a as CEL strings, converted
+// once per evaluation.
+func (r *Request) celValues(a attr) []ref.Val {
+	if r.celVals[a] == nil {
+		vals := r.attrs[a]
+		out := make([]ref.Val, len(vals))
+		for i, v := range vals {
+			out[i] = types.String(v)
+		}
+		r.celVals[a] = out
 	}
-	return s
-}
-
-func nonNilMap(m map[string][]string) map[string][]string {
-	if m == nil {
-		return map[string][]string{}
-	}
-	return m
+	return r.celVals[a]
 }

@@ -14,8 +14,20 @@ import (
 // "*.example.com" matches "a.b.example.com".
 type pattern struct {
 	raw   string
+	kind  patternKind
 	parts []string // raw split at '*'; len 1 when there is no '*'
 }
+
+// patternKind selects a fast path for the common shapes.
+type patternKind uint8
+
+const (
+	patExact  patternKind = iota // no '*'
+	patAny                       // "*"
+	patPrefix                    // "foo*"
+	patSuffix                    // "*foo"
+	patGlob                      // anything else
+)
 
 // compilePattern checks and compiles raw. A pattern is malformed when it is
 // not valid UTF-8, contains control characters, has leading or trailing
@@ -32,17 +44,37 @@ func compilePattern(raw string) (pattern, error) {
 	case strings.Contains(raw, "**"):
 		return pattern{}, fmt.Errorf("malformed wildcard %q: adjacent \"**\"; a single \"*\" already matches any run of characters", raw)
 	}
-	return pattern{raw: raw, parts: strings.Split(raw, "*")}, nil
+	p := pattern{raw: raw, parts: strings.Split(raw, "*")}
+	switch {
+	case len(p.parts) == 1:
+		p.kind = patExact
+	case raw == "*":
+		p.kind = patAny
+	case len(p.parts) == 2 && p.parts[1] == "":
+		p.kind = patPrefix
+	case len(p.parts) == 2 && p.parts[0] == "":
+		p.kind = patSuffix
+	default:
+		p.kind = patGlob
+	}
+	return p, nil
 }
 
 // match reports whether s matches the pattern. It runs in time linear in
 // len(s) times the number of stars (greedy leftmost search is exact for
 // patterns whose only metacharacter is "*").
 func (p *pattern) match(s string) bool {
-	parts := p.parts
-	if len(parts) == 1 {
+	switch p.kind {
+	case patExact:
 		return s == p.raw
+	case patAny:
+		return true
+	case patPrefix:
+		return strings.HasPrefix(s, p.parts[0])
+	case patSuffix:
+		return strings.HasSuffix(s, p.parts[1])
 	}
+	parts := p.parts
 	first, last := parts[0], parts[len(parts)-1]
 	if len(s) < len(first)+len(last) || !strings.HasPrefix(s, first) || !strings.HasSuffix(s, last) {
 		return false
