@@ -27,6 +27,11 @@ const (
 	// GroupAWSAccountPrefix starts the group aws:account:<account-id> given
 	// to every AWS principal of that account.
 	GroupAWSAccountPrefix = "aws:account:"
+	// LocalUserPrefix starts the username of a local-mode user, local:<name>.
+	LocalUserPrefix = "local:"
+	// GroupLocal: every local-mode user is a member.
+	GroupLocal = "certfn:local"
+
 	// GroupGCPProjectPrefix starts the group gcp:project:<project-id> given
 	// to every Google service account of that project.
 	GroupGCPProjectPrefix = "gcp:project:"
@@ -130,13 +135,19 @@ func ForServiceAccount(namespace, name string) Identity {
 // on the CertificateRequests they create.
 func Controller() Identity { return ForServiceAccount(ControllerNamespace, ControllerName) }
 
-// Local returns the identity of a local-mode user: the name as given, the
-// configured groups, and system:authenticated.
+// Local returns the identity of a local-mode user (the CLI on the machine
+// running certfn): username local:<name>, groups as given plus certfn:local
+// and system:authenticated.
 func Local(name string, groups ...string) (Identity, error) {
-	if strings.TrimSpace(name) == "" {
+	name = strings.TrimPrefix(strings.TrimSpace(name), LocalUserPrefix)
+	if name == "" {
 		return Identity{}, fmt.Errorf("local user: empty name")
 	}
-	return Identity{Username: name, Groups: slices.Clone(groups)}.WithImplicitGroups(), nil
+	gs := slices.Clone(groups)
+	if !slices.Contains(gs, GroupLocal) {
+		gs = append(gs, GroupLocal)
+	}
+	return Identity{Username: LocalUserPrefix + name, Groups: gs}.WithImplicitGroups(), nil
 }
 
 // FromAWSARN maps an authenticated AWS caller ARN (as returned by

@@ -86,8 +86,11 @@ func TestFromGoogleEmail(t *testing.T) {
 
 func TestLocalAndServiceAccountIdentities(t *testing.T) {
 	id, err := Local("alice", "ops")
-	if err != nil || id.Username != "alice" || !reflect.DeepEqual(id.Groups, []string{"ops", GroupAuthenticated}) {
+	if err != nil || id.Username != "local:alice" || !reflect.DeepEqual(id.Groups, []string{"ops", GroupLocal, GroupAuthenticated}) {
 		t.Errorf("Local = %+v, %v", id, err)
+	}
+	if again, _ := Local("local:alice", GroupLocal); again.Username != "local:alice" || !reflect.DeepEqual(again.Groups, []string{GroupLocal, GroupAuthenticated}) {
+		t.Errorf("Local(local:alice) = %+v", again)
 	}
 	if _, err := Local("  "); err == nil {
 		t.Errorf("Local with empty name: want error")
