@@ -85,6 +85,10 @@ func Object(obj api.Object) ErrorList {
 		return Issuer(o)
 	case *api.ClusterIssuer:
 		return ClusterIssuer(o)
+	case *api.Role, *api.RoleBinding:
+		return rbacMetadata(obj.GetObjectMeta(), true)
+	case *api.ClusterRole, *api.ClusterRoleBinding:
+		return rbacMetadata(obj.GetObjectMeta(), false)
 	}
 	namespaced := true
 	if info, ok := api.KindInfoFor(obj.GetTypeMeta().Kind); ok {
