@@ -23,14 +23,21 @@ import (
 func Step(ctx context.Context, env *requests.Env, st *requests.State) (requests.Outcome, error) {
 	cr := st.CR
 	conds := &cr.Status.Conditions
-	if cr.IsFinal() {
-		return requests.Outcome{}, nil
-	}
+	// A denial is recorded before the final check: Denied=True alone already
+	// makes the request final, and without Ready=False/Denied and
+	// failureTime the Certificate could never tell that the denial happened
+	// before its next issuance attempt (and would never replace the request).
 	if d := api.FindCondition(*conds, api.CertificateRequestConditionDenied); d != nil && d.Status == api.ConditionTrue {
+		if r := api.FindCondition(*conds, api.CertificateRequestConditionReady); r != nil && r.Reason == api.CertificateRequestReasonDenied {
+			return requests.Outcome{}, nil
+		}
 		api.SetCondition(conds, api.Condition{Type: api.CertificateRequestConditionReady, Status: api.ConditionFalse,
 			Reason: api.CertificateRequestReasonDenied, Message: "The CertificateRequest was denied by an approval controller: " + d.Message}, st.Now)
 		cr.Status.FailureTime = api.NewTime(st.Now)
 		return write(ctx, env, st, "record denial")
+	}
+	if cr.IsFinal() {
+		return requests.Outcome{}, nil
 	}
 	if !api.IsTrue(*conds, api.CertificateRequestConditionApproved) {
 		return requests.Outcome{}, nil

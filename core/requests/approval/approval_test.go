@@ -1,0 +1,172 @@
+package approval_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/certfn/certfn/core/api"
+	ct "github.com/certfn/certfn/core/certificates/certtest"
+	"github.com/certfn/certfn/core/clock"
+	"github.com/certfn/certfn/core/ports"
+	"github.com/certfn/certfn/core/requests"
+	"github.com/certfn/certfn/core/requests/approval"
+)
+
+// fakeApprover is a test double returning a fixed decision and counting calls.
+type fakeApprover struct {
+	d     requests.Decision
+	err   error
+	calls int
+}
+
+func (a *fakeApprover) Decide(context.Context, *api.CertificateRequest) (requests.Decision, error) {
+	a.calls++
+	return a.d, a.err
+}
+
+const waitPoll = 10 * time.Minute
+
+func setup(t *testing.T, d requests.Decision, opts ...func(*api.CertificateRequest)) (*requests.Env, *requests.State, *fakeApprover, *ct.Writer, *ct.Metrics) {
+	t.Helper()
+	crt := ct.Cert()
+	cr := ct.Request(t, crt, ct.Key(t, nil), 1, opts...)
+	a := &fakeApprover{d: d}
+	w := &ct.Writer{}
+	m := ct.NewMetrics()
+	env := &requests.Env{Clock: clock.NewFake(ct.T0), Writer: w, Approver: a, Metrics: m, WaitPoll: waitPoll}
+	return env, &requests.State{CR: cr, Version: 3, Now: ct.T0}, a, w, m
+}
+
+func TestStepRecordsTheDecision(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		d        requests.Decision
+		wantType string
+		wantNext time.Time
+		metric   string
+	}{
+		{"approve", requests.Decision{Result: requests.Approved, Reason: "policy.cert-manager.io", Message: "Approved by CertificateRequestPolicy: \"web\""},
+			api.CertificateRequestConditionApproved, ct.T0.Add(requests.FollowUpGrace), "certfn_approval_total{namespace=default,status=approved}"},
+		{"deny", requests.Decision{Result: requests.Denied, Reason: "policy.cert-manager.io", Message: "No policy approved this request: [web: spec.dnsNames: not allowed]"},
+			api.CertificateRequestConditionDenied, ct.T0.Add(requests.FollowUpGrace), "certfn_approval_total{namespace=default,status=denied}"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			env, st, a, w, m := setup(t, tc.d)
+			out, err := approval.Step(context.Background(), env, st)
+			if err != nil || !out.Wrote {
+				t.Fatalf("Step = %+v, %v", out, err)
+			}
+			if a.calls != 1 || strings.Join(w.Ops(), ",") != "UpdateRequest" {
+				t.Fatalf("approver calls %d, writer %v", a.calls, w.Ops())
+			}
+			up := w.Calls[0]
+			if !up.NextRunAt.Equal(tc.wantNext) {
+				t.Errorf("nextRunAt = %s, want %s", up.NextRunAt, tc.wantNext)
+			}
+			c := api.FindCondition(up.Request.Status.Conditions, tc.wantType)
+			if c == nil || c.Status != api.ConditionTrue || c.Reason != tc.d.Reason || c.Message != tc.d.Message {
+				t.Fatalf("%s = %+v, want True/%s/%s", tc.wantType, c, tc.d.Reason, tc.d.Message)
+			}
+			other := api.CertificateRequestConditionDenied
+			if tc.wantType == other {
+				other = api.CertificateRequestConditionApproved
+			}
+			if api.FindCondition(up.Request.Status.Conditions, other) != nil {
+				t.Errorf("both Approved and Denied set: %+v", up.Request.Status.Conditions)
+			}
+			if m.Get(tc.metric) != 1 {
+				t.Errorf("metric %s = %v, want 1 (%v)", tc.metric, m.Get(tc.metric), m.Counts)
+			}
+			if st.Version != 4 {
+				t.Errorf("state version = %d, want 4 after the write", st.Version)
+			}
+		})
+	}
+}
+
+func TestStepUnmatchedWritesOnceWhileTheMessageIsUnchanged(t *testing.T) {
+	d := requests.Decision{Result: requests.Unmatched, Message: "Waiting for approval: no policy applies"}
+	env, st, a, w, m := setup(t, d)
+	out, err := approval.Step(context.Background(), env, st)
+	if err != nil || !out.Wrote || len(w.Calls) != 1 {
+		t.Fatalf("first: %+v %v %v", out, err, w.Ops())
+	}
+	if !w.Calls[0].NextRunAt.Equal(ct.T0.Add(waitPoll)) {
+		t.Errorf("nextRunAt = %s, want now+WaitPoll", w.Calls[0].NextRunAt)
+	}
+	c := api.FindCondition(st.CR.Status.Conditions, api.CertificateRequestConditionReady)
+	if c == nil || c.Status != api.ConditionFalse || c.Reason != api.CertificateRequestReasonPending || c.Message != d.Message {
+		t.Fatalf("Ready = %+v, want False/Pending with the approver's message", c)
+	}
+	if api.FindCondition(st.CR.Status.Conditions, api.CertificateRequestConditionApproved) != nil ||
+		api.FindCondition(st.CR.Status.Conditions, api.CertificateRequestConditionDenied) != nil {
+		t.Fatal("an unmatched request was decided")
+	}
+	for i := 0; i < 3; i++ {
+		st.Now = ct.T0.Add(time.Duration(i+1) * time.Minute)
+		out, err = approval.Step(context.Background(), env, st)
+		if err != nil || out.Wrote || len(w.Calls) != 1 {
+			t.Fatalf("repeat %d: %+v %v %v; want no write", i, out, err, w.Ops())
+		}
+		if !out.RequeueAt.Equal(st.Now.Add(waitPoll)) {
+			t.Fatalf("RequeueAt = %s, want now+WaitPoll", out.RequeueAt)
+		}
+	}
+	if a.calls != 4 {
+		t.Errorf("approver asked %d times, want each run (4)", a.calls)
+	}
+	if got := m.Get("certfn_approval_total{namespace=default,status=unmatched}"); got != 1 {
+		t.Errorf("unmatched counted %v times, want once", got)
+	}
+	// A new reason is written.
+	a.d.Message = "Waiting for approval: a policy was added but does not apply"
+	if out, _ := approval.Step(context.Background(), env, st); !out.Wrote || len(w.Calls) != 2 {
+		t.Fatalf("changed message not written: %v", w.Ops())
+	}
+}
+
+func TestStepAlreadyDecidedIsANoOp(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		opt  func(*api.CertificateRequest)
+	}{
+		{"approved", ct.Approved(ct.T0)},
+		{"denied", ct.Denied("no", ct.T0)},
+		{"Approved=False still counts as decided", func(cr *api.CertificateRequest) {
+			api.SetCondition(&cr.Status.Conditions, api.Condition{Type: api.CertificateRequestConditionApproved, Status: api.ConditionFalse}, ct.T0)
+		}},
+		{"issued", ct.Issued([]byte("x"), nil, ct.T0)},
+		{"invalid request", func(cr *api.CertificateRequest) {
+			api.SetCondition(&cr.Status.Conditions, api.Condition{Type: api.CertificateRequestConditionInvalidRequest, Status: api.ConditionTrue}, ct.T0)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			env, st, a, w, m := setup(t, requests.Decision{Result: requests.Approved}, tc.opt)
+			out, err := approval.Step(context.Background(), env, st)
+			if err != nil || out.Wrote || !out.RequeueAt.IsZero() || a.calls != 0 || len(w.Calls) != 0 || len(m.Counts) != 0 {
+				t.Fatalf("outcome %+v err %v approver %d writer %v metrics %v; want nothing", out, err, a.calls, w.Ops(), m.Counts)
+			}
+		})
+	}
+}
+
+func TestStepErrors(t *testing.T) {
+	boom := errors.New("policy store unavailable")
+	env, st, a, w, _ := setup(t, requests.Decision{})
+	a.err = boom
+	if _, err := approval.Step(context.Background(), env, st); !errors.Is(err, boom) || !strings.Contains(err.Error(), "approval of CertificateRequest default/web-1") {
+		t.Fatalf("approver error = %v", err)
+	}
+	if len(w.Calls) != 0 {
+		t.Fatal("wrote after an approver error")
+	}
+	env, st, _, w, _ = setup(t, requests.Decision{Result: requests.Approved})
+	w.Err = ports.ErrConflict
+	out, err := approval.Step(context.Background(), env, st)
+	if !errors.Is(err, ports.ErrConflict) || !strings.Contains(err.Error(), "record approval decision") || out.Wrote {
+		t.Fatalf("write error = %+v, %v", out, err)
+	}
+}
