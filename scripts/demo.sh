@@ -3,7 +3,9 @@
 # A fresh data directory; `certfn serve` in the background; the examples
 # applied (self-signed ClusterIssuer → CA Certificate → CA ClusterIssuer →
 # leaf Certificate with DNS names, an IP, a PKCS#12 keystore); wait until
-# Ready; show them; verify the leaf against the CA; exit 0.
+# Ready; show them; verify the leaf against the CA; exit 0. Only the
+# self-signed bootstrap issuer is auto-approved: the leaf is approved by the
+# CertificateRequestPolicy in examples/04-policy.yaml.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=${BIN:-bin/certfn}
@@ -11,7 +13,7 @@ BIN=${BIN:-bin/certfn}
 export CERTFN_DATA=${CERTFN_DATA:-$(mktemp -d -t certfn-demo.XXXXXX)}
 echo "== data directory: $CERTFN_DATA"
 
-"$BIN" serve --auto-approve 'clusterissuers.cert-manager.io/*' 2>"$CERTFN_DATA/serve.log" &
+"$BIN" serve --auto-approve 'clusterissuers.cert-manager.io/selfsigned' 2>"$CERTFN_DATA/serve.log" &
 SERVE=$!
 trap 'kill $SERVE 2>/dev/null || true; wait $SERVE 2>/dev/null || true' EXIT
 

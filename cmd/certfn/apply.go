@@ -98,7 +98,16 @@ accepted and listed as ignored.`,
 				return err
 			}
 			for _, o := range objs {
-				res, err := rt.Engine.Apply(cmd.Context(), o, caller())
+				verb := "create"
+				if _, err := rt.Engine.Get(cmd.Context(), api.KeyOf(o)); err == nil {
+					verb = "update"
+				}
+				if err := rt.Engine.Authorize(cmd.Context(), g.caller(), verb, api.KeyOf(o)); err != nil {
+					return err
+				}
+			}
+			for _, o := range objs {
+				res, err := rt.Engine.Apply(cmd.Context(), o, g.caller())
 				if err != nil {
 					return err
 				}
@@ -174,6 +183,9 @@ func newDelete(g *globals) *cobra.Command {
 			for _, k := range keys {
 				if _, err := rt.Engine.Get(cmd.Context(), k); err != nil {
 					return fmt.Errorf("%s not found", displayKey(k))
+				}
+				if err := rt.Engine.Authorize(cmd.Context(), g.caller(), "delete", k); err != nil {
+					return err
 				}
 				if err := rt.Engine.Delete(cmd.Context(), k); err != nil {
 					return err

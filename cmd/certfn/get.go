@@ -42,6 +42,9 @@ certificaterequestpolicies, roles, rolebindings, clusterroles, clusterrolebindin
 			var objs []api.Object
 			if len(args) == 2 {
 				k, _, _ := resolveKey(args[0], args[1], ns)
+				if err := rt.Engine.Authorize(cmd.Context(), g.caller(), "get", k); err != nil {
+					return err
+				}
 				o, err := rt.Engine.Get(cmd.Context(), k)
 				if err != nil {
 					return fmt.Errorf("%s not found", displayKey(k))
@@ -51,6 +54,9 @@ certificaterequestpolicies, roles, rolebindings, clusterroles, clusterrolebindin
 				listNS := ns
 				if all || !info.Namespaced {
 					listNS = ""
+				}
+				if err := rt.Engine.Authorize(cmd.Context(), g.caller(), "list", api.Key{Kind: info.Kind, Namespace: listNS}); err != nil {
+					return err
 				}
 				objs, err = rt.Engine.List(cmd.Context(), info.Kind, listNS)
 				if err != nil {

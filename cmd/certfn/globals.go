@@ -15,6 +15,8 @@ import (
 type globals struct {
 	dataDir   string
 	clusterNS string
+	as        string
+	asGroups  []string
 	stdin     io.Reader
 	stdout    io.Writer
 	stderr    io.Writer
@@ -37,9 +39,15 @@ func (g *globals) runtime() (*localmode.Runtime, error) {
 	return rt, nil
 }
 
-// caller is the local CLI user's identity: "local:<os user>", member of
-// system:authenticated and certfn:local (see docs/policy.md).
-func caller() engine.Caller {
+// caller is the identity of this CLI call. The local user — whoever can
+// open the data directory — is "local:<os user>" in the groups
+// system:authenticated and system:masters (allowed everything, like a
+// cluster admin). --as/--as-group act as another identity, which gets only
+// what the bindings grant it (see docs/policy.md).
+func (g *globals) caller() engine.Caller {
+	if g.as != "" {
+		return engine.Caller{Username: g.as, Groups: append([]string{"system:authenticated"}, g.asGroups...)}
+	}
 	name := os.Getenv("USER")
 	if u, err := user.Current(); err == nil && u.Username != "" {
 		name = u.Username
@@ -47,7 +55,7 @@ func caller() engine.Caller {
 	if name == "" {
 		name = "unknown"
 	}
-	return engine.Caller{Username: "local:" + name, Groups: []string{"system:authenticated", "certfn:local"}}
+	return engine.Caller{Username: "local:" + name, Groups: []string{"system:authenticated", engine.SuperuserGroup}}
 }
 
 // resolveKey turns CLI arguments into a key, defaulting the namespace.

@@ -38,6 +38,9 @@ func newRenew(g *globals) *cobra.Command {
 				keys = []api.Key{{Kind: api.KindCertificate, Namespace: ns, Name: args[0]}}
 			}
 			for _, k := range keys {
+				if err := rt.Engine.Authorize(cmd.Context(), g.caller(), "update", k); err != nil {
+					return err
+				}
 				if err := rt.Engine.Renew(cmd.Context(), k); err != nil {
 					return err
 				}
@@ -69,9 +72,9 @@ func newApprove(g *globals, approve bool) *cobra.Command {
 			}
 			k := api.Key{Kind: api.KindCertificateRequest, Namespace: ns, Name: args[0]}
 			if message == "" {
-				message = fmt.Sprintf("manually %sd by %s", verb, caller().Username)
+				message = fmt.Sprintf("manually %sd by %s", verb, g.caller().Username)
 			}
-			if err := rt.Approve(cmd.Context(), k, approve, reason, message, caller()); err != nil {
+			if err := rt.Approve(cmd.Context(), k, approve, reason, message, g.caller()); err != nil {
 				return err
 			}
 			fmt.Fprintf(g.stdout, "%s %sd\n", displayKey(k), verb)

@@ -12,6 +12,7 @@ import (
 	"github.com/certfn/certfn/core/certificates"
 	"github.com/certfn/certfn/core/errs"
 	"github.com/certfn/certfn/core/ports"
+	"github.com/certfn/certfn/core/rbac"
 	"github.com/certfn/certfn/core/validation"
 )
 
@@ -47,8 +48,8 @@ func (e *Engine) Apply(ctx context.Context, obj api.Object, caller Caller) (Appl
 	if cr, ok := obj.(*api.CertificateRequest); ok {
 		cr.Spec.Username, cr.Spec.UID, cr.Spec.Groups, cr.Spec.Extra = caller.Username, caller.UID, caller.Groups, caller.Extra
 	}
-	if errl := validation.Object(obj); len(errl) > 0 {
-		return ApplyResult{Key: key}, errs.Permanent(fmt.Errorf("%s is invalid: %w", key, errl.Err()))
+	if err := e.validate(obj); err != nil {
+		return ApplyResult{Key: key}, err
 	}
 	res := ApplyResult{Key: key, Ignored: api.IgnoredFields(obj)}
 	if c, ok := obj.(*api.Certificate); ok {
@@ -336,12 +337,32 @@ func (e *Engine) Version(ctx context.Context, key api.Key) (int64, error) {
 func (e *Engine) ValidateAll(objs []api.Object) error {
 	var msgs []string
 	for _, o := range objs {
-		if errl := validation.Object(o); len(errl) > 0 {
-			msgs = append(msgs, fmt.Sprintf("%s: %s", api.KeyOf(o), errl.Error()))
+		if err := e.validate(o); err != nil {
+			msgs = append(msgs, err.Error())
 		}
 	}
 	if len(msgs) > 0 {
 		return errs.Permanent(errors.New(strings.Join(msgs, "; ")))
+	}
+	return nil
+}
+
+// validate runs the webhook-equivalent validation of obj: field rules for
+// every kind, policy compilation (CEL, wildcards, plugins) and RBAC rules.
+func (e *Engine) validate(obj api.Object) error {
+	key := api.KeyOf(obj)
+	if errl := validation.Object(obj); len(errl) > 0 {
+		return errs.Permanent(fmt.Errorf("%s is invalid: %w", key, errl.Err()))
+	}
+	switch o := obj.(type) {
+	case *api.CertificateRequestPolicy:
+		if _, err := e.cfg.Evaluator.Compile(o); err != nil {
+			return errs.Permanent(fmt.Errorf("%s is invalid: %w", key, err))
+		}
+	case *api.Role, *api.ClusterRole, *api.RoleBinding, *api.ClusterRoleBinding:
+		if err := rbac.Validate(obj); err != nil {
+			return errs.Permanent(fmt.Errorf("%s is invalid: %w", key, err))
+		}
 	}
 	return nil
 }

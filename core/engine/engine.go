@@ -19,7 +19,9 @@ import (
 	"github.com/certfn/certfn/core/api"
 	"github.com/certfn/certfn/core/certificates"
 	"github.com/certfn/certfn/core/issuers"
+	"github.com/certfn/certfn/core/policy"
 	"github.com/certfn/certfn/core/ports"
+	"github.com/certfn/certfn/core/rbac"
 	"github.com/certfn/certfn/core/requests"
 	"github.com/certfn/certfn/core/signers"
 )
@@ -32,17 +34,31 @@ type Identity struct {
 	Groups   []string
 }
 
-// DefaultIdentity is the identity the certificate steps use unless configured.
-var DefaultIdentity = Identity{Username: "system:certfn", Groups: []string{"system:certfn", "system:authenticated"}}
+// DefaultIdentity is the identity the certificate steps use unless
+// configured: system:serviceaccount:cert-manager:cert-manager, as
+// cert-manager's controller, so policies written for cert-manager apply.
+var DefaultIdentity = func() Identity {
+	id := rbac.Controller()
+	return Identity{Username: id.Username, UID: id.UID, Groups: id.Groups}
+}()
 
 // Config wires the engine.
 type Config struct {
-	Store    ports.Store
-	Secrets  ports.SecretStore
-	Queue    ports.Queue
-	Clock    ports.Clock
-	Metrics  ports.Metrics
+	Store   ports.Store
+	Secrets ports.SecretStore
+	Queue   ports.Queue
+	Clock   ports.Clock
+	Metrics ports.Metrics
+	// Approver overrides the default approver (tests). When nil, requests
+	// are decided by AutoApprove, then CertificateRequestPolicies (seed 001).
 	Approver requests.Approver
+	// AutoApprove lists signer names approved without a policy, as
+	// cert-manager's approveSignerNames ("clusterissuers.cert-manager.io/ca",
+	// "issuers.cert-manager.io/<ns>.<name>", "issuers.cert-manager.io/*").
+	AutoApprove []string
+	// Evaluator evaluates policies (its plugins are registered by the
+	// caller); nil builds one without plugins.
+	Evaluator *policy.Evaluator
 	// Signers by issuer type ("selfSigned", "ca"). A deployment whose
 	// worker must not read CA keys leaves "ca" out and runs a signer role.
 	Signers map[string]signers.Signer
@@ -82,11 +98,24 @@ func New(cfg Config) (*Engine, error) {
 		return nil, errors.New("engine: Queue is required")
 	case cfg.Clock == nil:
 		return nil, errors.New("engine: Clock is required")
-	case cfg.Approver == nil:
-		return nil, errors.New("engine: Approver is required")
 	}
 	if cfg.Metrics == nil {
 		cfg.Metrics = nopMetrics{}
+	}
+	if cfg.Evaluator == nil {
+		ev, err := policy.NewEvaluator(policy.Options{Metrics: cfg.Metrics})
+		if err != nil {
+			return nil, err
+		}
+		cfg.Evaluator = ev
+	}
+	e := &Engine{}
+	if cfg.Approver == nil {
+		ap, err := policy.NewApprover(cfg.Evaluator, cfg.AutoApprove)
+		if err != nil {
+			return nil, fmt.Errorf("engine: auto-approve list: %w", err)
+		}
+		cfg.Approver = &policyApprover{e: e, ap: ap}
 	}
 	if cfg.ClusterResourceNamespace == "" {
 		cfg.ClusterResourceNamespace = "cert-manager"
@@ -103,7 +132,8 @@ func New(cfg Config) (*Engine, error) {
 	if cfg.MaxQueueDelay <= 0 {
 		cfg.MaxQueueDelay = 15 * time.Minute
 	}
-	return &Engine{cfg: cfg}, nil
+	e.cfg = cfg
+	return e, nil
 }
 
 // Config returns the effective configuration.
@@ -132,8 +162,16 @@ func (e *Engine) Reconcile(ctx context.Context, key api.Key) error {
 		return e.reconcileRequest(ctx, rec)
 	case api.KindIssuer, api.KindClusterIssuer:
 		return e.reconcileIssuer(ctx, rec)
+	case api.KindCertificateRequestPolicy:
+		return e.reconcilePolicy(ctx, rec)
+	case api.KindRole, api.KindClusterRole, api.KindRoleBinding, api.KindClusterRoleBinding, api.KindNamespace:
+		// Who may use which policy (or a namespace's labels) changed:
+		// pending requests are decided again.
+		if err := e.wakePendingRequests(ctx); err != nil {
+			return err
+		}
+		return e.settle(ctx, rec, time.Time{})
 	default:
-		// Kinds without steps (policies, bindings, namespaces) leave the index.
 		return e.settle(ctx, rec, time.Time{})
 	}
 }

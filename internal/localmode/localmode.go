@@ -19,6 +19,8 @@ import (
 	"github.com/certfn/certfn/core/api"
 	"github.com/certfn/certfn/core/clock"
 	"github.com/certfn/certfn/core/engine"
+	"github.com/certfn/certfn/core/policy"
+	"github.com/certfn/certfn/core/policy/plugins/denydomains"
 	"github.com/certfn/certfn/core/ports"
 	"github.com/certfn/certfn/core/requests"
 	"github.com/certfn/certfn/core/signers"
@@ -35,10 +37,11 @@ type Options struct {
 	// ClusterResourceNamespace holds ClusterIssuer secrets (default cert-manager).
 	ClusterResourceNamespace string
 	// AutoApprove lists signer names approved without a policy
-	// ("issuers.cert-manager.io/<ns>.<name>", "clusterissuers.cert-manager.io/<name>", "*" forms).
+	// ("issuers.cert-manager.io/<ns>.<name>", "clusterissuers.cert-manager.io/<name>",
+	// "issuers.cert-manager.io/*", "clusterissuers.cert-manager.io/*", or "*" for both).
 	AutoApprove []string
-	// Approver decides requests not auto-approved (the policy approver);
-	// nil leaves them pending until `certfn approve`.
+	// Approver replaces the default approver (auto-approve list, then
+	// CertificateRequestPolicies); tests only.
 	Approver requests.Approver
 	// QueueToInbox makes the engine's enqueues go to the inbox, for one-shot
 	// CLI commands: a running `certfn serve` picks them up.
@@ -112,9 +115,23 @@ func Open(opts Options) (*Runtime, error) {
 	if opts.WrapSigners != nil {
 		sig = opts.WrapSigners(sig)
 	}
+	// Policy plugins compiled into certfn are registered here, explicitly.
+	ev, err := policy.NewEvaluator(policy.Options{Plugins: []policy.Plugin{denydomains.New()}, Metrics: rt.Metrics})
+	if err != nil {
+		_ = store.Close()
+		return nil, err
+	}
+	var auto []string
+	for _, a := range opts.AutoApprove {
+		if a == "*" { // every cert-manager signer
+			auto = append(auto, "issuers.cert-manager.io/*", "clusterissuers.cert-manager.io/*")
+			continue
+		}
+		auto = append(auto, a)
+	}
 	eng, err := engine.New(engine.Config{
 		Store: store, Secrets: secrets, Queue: q, Clock: opts.Clock, Metrics: rt.Metrics,
-		Approver:                 &engine.AutoApprover{Signers: opts.AutoApprove, Next: opts.Approver},
+		Approver: opts.Approver, AutoApprove: auto, Evaluator: ev,
 		Signers:                  sig,
 		ClusterResourceNamespace: opts.ClusterResourceNamespace,
 		WaitPoll:                 opts.WaitPoll,
@@ -131,9 +148,16 @@ func Open(opts Options) (*Runtime, error) {
 // Close releases the store.
 func (r *Runtime) Close() error { return r.Store.Close() }
 
-// Approve records an approval or denial by caller. (Permission checks for
-// the approve verb come with the bindings; see docs/policy.md.)
+// Approve records an approval or denial by caller, who needs the approve
+// permission on the request's signer (seed 004; see docs/policy.md).
 func (r *Runtime) Approve(ctx context.Context, key api.Key, approve bool, reason, message string, caller engine.Caller) error {
+	o, err := r.Engine.Get(ctx, key)
+	if err != nil {
+		return err
+	}
+	if err := r.Engine.AuthorizeApproval(ctx, caller, o.(*api.CertificateRequest)); err != nil {
+		return err
+	}
 	return r.Engine.SetApproval(ctx, key, approve, reason, message)
 }
 

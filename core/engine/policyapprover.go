@@ -1,0 +1,140 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/certfn/certfn/core/api"
+	"github.com/certfn/certfn/core/policy"
+	"github.com/certfn/certfn/core/ports"
+	"github.com/certfn/certfn/core/rbac"
+	"github.com/certfn/certfn/core/requests"
+)
+
+// policyApprover adapts policy.Approver (the opt-in auto-approve list, then
+// CertificateRequestPolicies, seed 001) to the approval step: it loads the
+// policies, the request's Namespace labels and the RBAC bindings from the
+// store for each decision.
+type policyApprover struct {
+	e  *Engine
+	ap *policy.Approver
+}
+
+// Reason recorded on Approved/Denied conditions decided by policy, as approver-policy does.
+const policyReason = "policy.cert-manager.io"
+
+func (p *policyApprover) Decide(ctx context.Context, cr *api.CertificateRequest) (requests.Decision, error) {
+	in := policy.Input{Request: cr}
+	pols, err := p.e.List(ctx, api.KindCertificateRequestPolicy, "")
+	if err != nil {
+		return requests.Decision{}, err
+	}
+	for _, o := range pols {
+		in.Policies = append(in.Policies, o.(*api.CertificateRequestPolicy))
+	}
+	if in.Authorizer, err = p.e.Authorizer(ctx); err != nil {
+		return requests.Decision{}, err
+	}
+	nsObj, err := p.e.cfg.Store.Get(ctx, api.Key{Kind: api.KindNamespace, Name: cr.Namespace})
+	switch {
+	case err == nil:
+		o, err := decode(nsObj)
+		if err != nil {
+			return requests.Decision{}, err
+		}
+		in.NamespaceLabels = o.GetObjectMeta().Labels
+	case !errors.Is(err, ports.ErrNotFound):
+		return requests.Decision{}, fmt.Errorf("read Namespace %s: %w", cr.Namespace, err)
+	}
+	d := p.ap.Decide(ctx, in)
+	switch d.Result {
+	case policy.Approved:
+		return requests.Decision{Result: requests.Approved, Reason: policyReason, Message: d.Message}, nil
+	case policy.Denied:
+		return requests.Decision{Result: requests.Denied, Reason: policyReason, Message: d.Message}, nil
+	}
+	return requests.Decision{Result: requests.Unmatched, Message: d.Message}, nil
+}
+
+// Authorizer builds an RBAC authorizer from the stored Roles, ClusterRoles,
+// RoleBindings and ClusterRoleBindings.
+func (e *Engine) Authorizer(ctx context.Context) (*rbac.Authorizer, error) {
+	var s rbac.Snapshot
+	for _, kind := range []string{api.KindRole, api.KindClusterRole, api.KindRoleBinding, api.KindClusterRoleBinding} {
+		objs, err := e.List(ctx, kind, "")
+		if err != nil {
+			return nil, err
+		}
+		for _, o := range objs {
+			switch v := o.(type) {
+			case *api.Role:
+				s.Roles = append(s.Roles, *v)
+			case *api.ClusterRole:
+				s.ClusterRoles = append(s.ClusterRoles, *v)
+			case *api.RoleBinding:
+				s.RoleBindings = append(s.RoleBindings, *v)
+			case *api.ClusterRoleBinding:
+				s.ClusterRoleBindings = append(s.ClusterRoleBindings, *v)
+			}
+		}
+	}
+	return rbac.NewAuthorizer(s), nil
+}
+
+// Authorize checks that caller may perform verb on key (create, get, list,
+// update, delete, or approve on a request's signer). Members of
+// system:masters are allowed everything, as in Kubernetes.
+func (e *Engine) Authorize(ctx context.Context, caller Caller, verb string, key api.Key) error {
+	id := callerIdentity(caller)
+	for _, g := range id.Groups {
+		if g == SuperuserGroup {
+			return nil
+		}
+	}
+	az, err := e.Authorizer(ctx)
+	if err != nil {
+		return err
+	}
+	attrs, err := rbac.AttributesFor(verb, key)
+	if err != nil {
+		return err
+	}
+	if ok, why := az.Allowed(id, attrs); !ok {
+		return errs403(fmt.Errorf("%s may not %s %s: %s", id.Username, verb, key, why))
+	}
+	return nil
+}
+
+// AuthorizeApproval checks the `approve` permission on the signer of the
+// request at key (seed 004: approving is separate from signing).
+func (e *Engine) AuthorizeApproval(ctx context.Context, caller Caller, cr *api.CertificateRequest) error {
+	id := callerIdentity(caller)
+	for _, g := range id.Groups {
+		if g == SuperuserGroup {
+			return nil
+		}
+	}
+	az, err := e.Authorizer(ctx)
+	if err != nil {
+		return err
+	}
+	if ok, why := az.CanApprove(id, cr.Spec.IssuerRef, cr.Namespace); !ok {
+		return errs403(fmt.Errorf("%s may not approve or deny requests for signer %v: %s", id.Username,
+			rbac.SignerResourceNames(cr.Spec.IssuerRef, cr.Namespace)[0], why))
+	}
+	return nil
+}
+
+// SuperuserGroup bypasses authorization, as Kubernetes' system:masters.
+// The local CLI user is a member unless it impersonates another identity.
+const SuperuserGroup = "system:masters"
+
+// ErrForbidden marks an authorization failure (the API answers 403).
+var ErrForbidden = errors.New("forbidden")
+
+func errs403(err error) error { return fmt.Errorf("%w: %w", ErrForbidden, err) }
+
+func callerIdentity(c Caller) rbac.Identity {
+	return rbac.Identity{Username: c.Username, UID: c.UID, Groups: c.Groups, Extra: c.Extra}.WithImplicitGroups()
+}
