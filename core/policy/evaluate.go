@@ -75,9 +75,9 @@ type Options struct {
 }
 
 // Evaluator evaluates requests against policies, caching each policy's
-// compiled form per version (name, metadata.generation, resourceVersion;
-// for a policy with neither generation nor resourceVersion, its spec). It
-// is safe for concurrent use.
+// compiled form per version (name, uid, metadata.generation,
+// resourceVersion; for a policy with neither generation nor
+// resourceVersion, its spec). It is safe for concurrent use.
 type Evaluator struct {
 	plugins []Plugin
 	metrics ports.Metrics
@@ -94,6 +94,7 @@ type Evaluator struct {
 
 type cacheEntry struct {
 	name            string
+	uid             string
 	generation      int64
 	resourceVersion string
 	spec            string // JSON of the spec, for unversioned policies only
@@ -134,14 +135,21 @@ func (e *Evaluator) entry(p *api.CertificateRequestPolicy) *cacheEntry {
 		}
 		spec = string(b)
 	}
-	if ce := (*e.cache.Load())[p.Name]; ce != nil && ce.generation == p.Generation &&
-		ce.resourceVersion == p.ResourceVersion && ce.spec == spec {
+	if ce := (*e.cache.Load())[p.Name]; ce != nil && ce.sameVersion(p) && ce.spec == spec {
 		return ce
 	}
 	c, err := Compile(p, e.plugins...)
-	ce := &cacheEntry{name: p.Name, generation: p.Generation, resourceVersion: p.ResourceVersion, spec: spec, compiled: c, err: err}
+	ce := &cacheEntry{name: p.Name, uid: p.UID, generation: p.Generation, resourceVersion: p.ResourceVersion,
+		spec: spec, compiled: c, err: err}
 	e.update(func(m map[string]*cacheEntry) { m[p.Name] = ce })
 	return ce
+}
+
+// sameVersion reports whether the entry was compiled from this version of
+// p: same name, UID (a policy deleted and created again is new), generation
+// and resourceVersion.
+func (ce *cacheEntry) sameVersion(p *api.CertificateRequestPolicy) bool {
+	return ce.name == p.Name && ce.uid == p.UID && ce.generation == p.Generation && ce.resourceVersion == p.ResourceVersion
 }
 
 // unversioned reports a policy with neither generation nor resourceVersion,
@@ -166,7 +174,7 @@ func (e *Evaluator) entries(ps []*api.CertificateRequestPolicy) []*cacheEntry {
 				}
 				continue
 			}
-			if unversioned(p) || ce.name != p.Name || ce.generation != p.Generation || ce.resourceVersion != p.ResourceVersion {
+			if unversioned(p) || !ce.sameVersion(p) {
 				same = false
 				break
 			}

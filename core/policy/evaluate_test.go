@@ -313,8 +313,15 @@ selector: {issuerRef: {}}
 	}
 	// resourceVersion counts too.
 	q.ResourceVersion = "7"
-	if c4, _ := ev.Compile(q); c4 == c3 {
+	c4, _ := ev.Compile(q)
+	if c4 == c3 {
 		t.Errorf("new resourceVersion served from cache")
+	}
+	// A policy deleted and created again (new UID) with the same name,
+	// generation and resourceVersion is recompiled.
+	q.UID = "recreated"
+	if c5, _ := ev.Compile(q); c5 == c4 || c5 == nil {
+		t.Errorf("recreated policy served from cache")
 	}
 	// Unversioned policies are cached by their spec.
 	u := policyYAML(t, "u", `
