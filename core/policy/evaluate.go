@@ -396,6 +396,9 @@ func unmatchedMessage(cr *api.CertificateRequest, total, notReady, notSelected, 
 	if notBound > 0 {
 		why = append(why, fmt.Sprintf("%d selecting it but not bound to the requester with %q", notBound, rbac.VerbUse))
 	}
+	if len(why) == 0 {
+		return msg
+	}
 	return fmt.Sprintf("%s: of %d policies, %s", msg, total, strings.Join(why, ", "))
 }
 
