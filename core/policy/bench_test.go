@@ -74,7 +74,9 @@ func benchRequest(b *testing.B, team string) *api.CertificateRequest {
 //   - pem: Evaluate parses spec.request itself, including the CSR
 //     signature check (ECDSA P-256), once per evaluation;
 //   - denied: no policy allows the request, so every applicable policy is
-//     run again to list its violations (the slow path).
+//     run again to list its violations (the slow path);
+//   - team-bound: as parsed, but each team is bound to its own policy only
+//     (the usual set-up), so one policy applies.
 func BenchmarkEvaluate100Policies(b *testing.B) {
 	ps, authz := benchPolicies(b)
 	approve := benchRequest(b, "team-99")
@@ -101,4 +103,26 @@ func BenchmarkEvaluate100Policies(b *testing.B) {
 	b.Run("denied", func(b *testing.B) {
 		run(b, Input{Request: deny, Policies: ps, Authorizer: authz}, Denied)
 	})
+	// team-bound: the usual deployment, where each team's group is bound
+	// (RoleBinding in the team's namespace) to its own policy only, so the
+	// other 99 policies are skipped by the `use` check.
+	teamAuthz := teamBindings(ps)
+	teamReq := benchRequest(b, "team-99")
+	teamReq.Spec.Groups = append(teamReq.Spec.Groups, "team-99")
+	b.Run("team-bound", func(b *testing.B) {
+		run(b, Input{Request: teamReq, CSR: parsed, Policies: ps, Authorizer: teamAuthz}, Approved)
+	})
+}
+
+// teamBindings binds group team-NN, in namespace team-NN, to policy team-NN.
+func teamBindings(ps []*api.CertificateRequestPolicy) *rbac.Authorizer {
+	var s rbac.Snapshot
+	for _, p := range ps {
+		s.ClusterRoles = append(s.ClusterRoles, api.ClusterRole{ObjectMeta: api.ObjectMeta{Name: "use-" + p.Name}, Rules: []api.PolicyRule{{
+			Verbs: []string{"use"}, APIGroups: []string{api.PolicyGroup}, Resources: []string{"certificaterequestpolicies"}, ResourceNames: []string{p.Name}}}})
+		s.RoleBindings = append(s.RoleBindings, api.RoleBinding{ObjectMeta: api.ObjectMeta{Namespace: p.Name, Name: "use-" + p.Name},
+			Subjects: []api.Subject{{Kind: api.SubjectKindGroup, Name: p.Name}},
+			RoleRef:  api.RoleRef{APIGroup: api.RBACGroup, Kind: api.KindClusterRole, Name: "use-" + p.Name}})
+	}
+	return rbac.NewAuthorizer(s)
 }

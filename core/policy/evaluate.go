@@ -308,7 +308,7 @@ func (e *Evaluator) evaluate(ctx context.Context, in Input) Decision {
 		}
 	}
 	if applicable == 0 {
-		return Decision{Result: Unmatched, Message: unmatchedMessage(cr, len(in.Policies), sc.notReady, sc.notSelected, sc.notBound)}
+		return Decision{Result: Unmatched, Message: sc.unmatched(in.Policies, entries)}
 	}
 	// Denied (the slow path): run every applicable policy again, collecting
 	// all its violations.
@@ -332,33 +332,44 @@ func (e *Evaluator) evaluate(ctx context.Context, in Input) Decision {
 	return Decision{Result: Denied, Message: b.String()}
 }
 
-// scan decides which policies apply to one request and counts why the
-// others do not.
+// scan decides which policies apply to one request.
 type scan struct {
 	in        *Input
 	id        rbac.Identity
 	sel       selectorInput
 	bound     rbac.NameSet
 	boundDone bool
-
-	notReady, notSelected, notBound int
 }
 
+// Reasons a policy does not apply.
+const (
+	reasonApplies = iota
+	reasonNotReady
+	reasonNotSelected
+	reasonNotBound
+)
+
 // applies returns p compiled (from its cache entry ce) when it applies to
-// the request: Ready, selecting it, and bound to the requester with `use`
-// (checked in the request's namespace, so RoleBindings there count); else nil.
+// the request: Ready, bound to the requester with `use` (checked in the
+// request's namespace, so RoleBindings there count) and selecting it; else
+// nil. The `use` check comes before the selector: it is the cheaper one
+// when, as usual, each requester is bound to few policies.
 func (s *scan) applies(p *api.CertificateRequestPolicy, ce *cacheEntry) *Compiled {
-	if p == nil {
+	if s.why(p, ce, false) != reasonApplies {
 		return nil
 	}
-	if notReadyByStatus(p) || ce.err != nil {
-		s.notReady++
-		return nil
+	return ce.compiled
+}
+
+// why classifies p. With selectorFirst the selector is checked before the
+// binding, so that a policy that neither selects the request nor is bound
+// counts as not selecting it (as the Unmatched message reports).
+func (s *scan) why(p *api.CertificateRequestPolicy, ce *cacheEntry, selectorFirst bool) int {
+	if p == nil || notReadyByStatus(p) || ce.err != nil {
+		return reasonNotReady
 	}
-	c := ce.compiled
-	if !c.selector.matches(&s.sel) {
-		s.notSelected++
-		return nil
+	if selectorFirst && !ce.compiled.selector.matches(&s.sel) {
+		return reasonNotSelected
 	}
 	if !s.boundDone {
 		s.bound = s.in.Authorizer.AllowedNames(s.id, rbac.Attributes{Verb: rbac.VerbUse, APIGroup: api.PolicyGroup,
@@ -366,10 +377,26 @@ func (s *scan) applies(p *api.CertificateRequestPolicy, ce *cacheEntry) *Compile
 		s.boundDone = true
 	}
 	if !s.bound.Has(p.Name) {
-		s.notBound++
-		return nil
+		return reasonNotBound
 	}
-	return c
+	if !selectorFirst && !ce.compiled.selector.matches(&s.sel) {
+		return reasonNotSelected
+	}
+	return reasonApplies
+}
+
+// unmatched explains why no policy applies.
+func (s *scan) unmatched(ps []*api.CertificateRequestPolicy, entries []*cacheEntry) string {
+	var counts [4]int
+	total := 0
+	for i, p := range ps {
+		if p == nil {
+			continue
+		}
+		total++
+		counts[s.why(p, entries[i], true)]++
+	}
+	return unmatchedMessage(s.in.Request, total, counts[reasonNotReady], counts[reasonNotSelected], counts[reasonNotBound])
 }
 
 func unmatchedMessage(cr *api.CertificateRequest, total, notReady, notSelected, notBound int) string {
