@@ -27,7 +27,7 @@ const (
 	prevLinkTmp  = "..previous_tmp"  // new ..previous before the rename
 	keyLinkTmp   = "..key_tmp"       // new <key> symlink before the rename
 	metadataFile = "..metadata.json" // labels and annotations, inside a version directory
-	lockFile     = "..lock"          // in the namespace directory: serialises writers
+	lockPrefix   = "..lock."         // "..lock.<name>" in the namespace directory: serialises writers of one secret
 	versionStamp = "2006_01_02_15_04_05."
 )
 
@@ -48,8 +48,9 @@ const getAttempts = 5
 // that resolves ..data once sees the whole old or the whole new secret,
 // never a new tls.crt with an old tls.key. The previous version directory is
 // kept for rollback; older ones are removed. Directories are 0700, files 0600.
-// Writers in one namespace are serialised by a lock file (flock), which also
-// makes Create exclusive across processes.
+// Writers of one secret are serialised by a lock file (flock on
+// <namespace>/..lock.<name>), which also makes Create exclusive across
+// processes; writers of different secrets run in parallel.
 type SecretStore struct {
 	dir string
 }
@@ -218,7 +219,7 @@ func (s *SecretStore) Delete(ctx context.Context, namespace, name string) error 
 	if _, err := os.Lstat(dir); errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
-	unlock, err := s.lock(namespace)
+	unlock, err := s.lock(namespace, name)
 	if err != nil {
 		return fmt.Errorf("secret %s/%s: delete: %w", namespace, name, err)
 	}
@@ -245,7 +246,7 @@ func (s *SecretStore) Rollback(ctx context.Context, namespace, name string) erro
 	if err := ctx.Err(); err != nil {
 		return fail(err)
 	}
-	unlock, err := s.lock(namespace)
+	unlock, err := s.lock(namespace, name)
 	if err != nil {
 		return fail(err)
 	}
@@ -283,13 +284,16 @@ func (s *SecretStore) Rollback(ctx context.Context, namespace, name string) erro
 	return nil
 }
 
-// lock takes the namespace's writer lock (creating the directories).
-func (s *SecretStore) lock(namespace string) (func(), error) {
+// lock takes one secret's writer lock (creating the directories). Writers
+// of different secrets never wait for each other. The lock file stays when
+// the secret is deleted: removing a lock file that another process may hold
+// would let two writers in at once.
+func (s *SecretStore) lock(namespace, name string) (func(), error) {
 	nsDir := filepath.Join(s.dir, namespace)
 	if err := os.MkdirAll(nsDir, 0o700); err != nil {
 		return nil, err
 	}
-	l := flock.New(filepath.Join(nsDir, lockFile), flock.SetPermissions(0o600))
+	l := flock.New(filepath.Join(nsDir, lockPrefix+name), flock.SetPermissions(0o600))
 	if err := l.Lock(); err != nil {
 		return nil, fmt.Errorf("lock %s: %w", l.Path(), err)
 	}
@@ -315,7 +319,7 @@ func (s *SecretStore) write(ctx context.Context, sec ports.Secret, exclusive boo
 	if err := ctx.Err(); err != nil {
 		return fail(err)
 	}
-	unlock, err := s.lock(sec.Namespace)
+	unlock, err := s.lock(sec.Namespace, sec.Name)
 	if err != nil {
 		return fail(err)
 	}

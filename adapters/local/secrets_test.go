@@ -108,7 +108,7 @@ func TestSecretLayoutAndPermissions(t *testing.T) {
 		{filepath.Join(dir, version, "tls.key"), 0o600},
 		{filepath.Join(dir, version, "ca.crt"), 0o600},
 		{filepath.Join(dir, version, metadataFile), 0o600},
-		{filepath.Join(root, "default", lockFile), 0o600},
+		{filepath.Join(root, "default", lockPrefix+"web-tls"), 0o600},
 	}
 	for _, p := range perms {
 		fi, err := os.Lstat(p.path)

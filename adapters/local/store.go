@@ -23,6 +23,10 @@ import (
 // lock before failing with SQLITE_BUSY (a transient error).
 const busyTimeout = 10 * time.Second
 
+// maxConns bounds this process's SQLite connections (readers run in
+// parallel in WAL mode; writers are serialised by wmu anyway).
+const maxConns = 16
+
 // schemaVersion is stored in PRAGMA user_version.
 const schemaVersion = 1
 
@@ -107,6 +111,11 @@ func OpenStore(path string) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open store %s: %w", abs, err)
 	}
+	// Keep connections open: database/sql keeps only 2 idle by default, and
+	// reopening a SQLite connection (pragmas, WAL index mapping) under
+	// concurrent workers costs more than the queries.
+	db.SetMaxOpenConns(maxConns)
+	db.SetMaxIdleConns(maxConns)
 	s := &Store{db: db, path: abs}
 	var version int
 	if err := db.QueryRow(`PRAGMA user_version`).Scan(&version); err != nil {
