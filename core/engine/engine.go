@@ -76,6 +76,8 @@ type Config struct {
 	// its next run is min(renewal time, now + ResyncInterval), so a deleted
 	// or altered secret is noticed (default 24 h; local mode uses 1 h).
 	ResyncInterval time.Duration
+	// Handlers reconcile further kinds (the ACME issuer's Order and Challenge).
+	Handlers map[string]Handler
 	// ACMEReady is passed to the issuer step (see issuers.Env).
 	ACMEReady func(ctx context.Context, st *issuers.State) (bool, string, string, error)
 }
@@ -164,6 +166,11 @@ func (e *Engine) Reconcile(ctx context.Context, key api.Key) error {
 		return e.reconcileIssuer(ctx, rec)
 	case api.KindCertificateRequestPolicy:
 		return e.reconcilePolicy(ctx, rec)
+	}
+	if h, ok := e.cfg.Handlers[key.Kind]; ok {
+		return h.Reconcile(ctx, e, rec)
+	}
+	switch key.Kind {
 	case api.KindRole, api.KindClusterRole, api.KindRoleBinding, api.KindClusterRoleBinding, api.KindNamespace:
 		// Who may use which policy (or a namespace's labels) changed:
 		// pending requests are decided again.
@@ -232,8 +239,8 @@ func (e *Engine) update(ctx context.Context, obj api.Object, version int64, next
 // (issued, failed, denied), so earlier request writes do not wake it. The
 // owner's own due time covers a lost message.
 func ownerCares(obj api.Object) bool {
-	if cr, ok := obj.(*api.CertificateRequest); ok {
-		return cr.IsFinal()
+	if f, ok := obj.(Finalizer); ok {
+		return f.IsFinal()
 	}
 	return true
 }
