@@ -26,6 +26,9 @@ func readManifests(path string, stdin io.Reader) ([]api.Object, error) {
 		if err != nil {
 			return nil, fmt.Errorf("stdin: %w", err)
 		}
+		if len(objs) == 0 {
+			return nil, fmt.Errorf("stdin: no resources found")
+		}
 		return objs, nil
 	}
 	fi, err := os.Stat(path)

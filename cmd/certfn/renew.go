@@ -57,9 +57,9 @@ func newRenew(g *globals) *cobra.Command {
 
 func newApprove(g *globals, approve bool) *cobra.Command {
 	var ns, reason, message string
-	verb, short := "deny", "Deny a CertificateRequest (permanent)"
+	verb, done, short := "deny", "denied", "Deny a CertificateRequest (permanent)"
 	if approve {
-		verb, short = "approve", "Approve a CertificateRequest (permanent)"
+		verb, done, short = "approve", "approved", "Approve a CertificateRequest (permanent)"
 	}
 	c := &cobra.Command{
 		Use:   verb + " NAME",
@@ -72,12 +72,12 @@ func newApprove(g *globals, approve bool) *cobra.Command {
 			}
 			k := api.Key{Kind: api.KindCertificateRequest, Namespace: ns, Name: args[0]}
 			if message == "" {
-				message = fmt.Sprintf("manually %sd by %s", verb, g.caller().Username)
+				message = fmt.Sprintf("manually %s by %s", done, g.caller().Username)
 			}
 			if err := rt.Approve(cmd.Context(), k, approve, reason, message, g.caller()); err != nil {
 				return err
 			}
-			fmt.Fprintf(g.stdout, "%s %sd\n", displayKey(k), verb)
+			fmt.Fprintf(g.stdout, "%s %s\n", displayKey(k), done)
 			return nil
 		},
 	}
