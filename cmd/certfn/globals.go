@@ -41,7 +41,7 @@ func (g *globals) runtime() (*localmode.Runtime, error) {
 
 // caller is the identity of this CLI call. The local user — whoever can
 // open the data directory — is "local:<os user>" in the groups
-// system:authenticated and system:masters (allowed everything, like a
+// system:authenticated, certfn:local and system:masters (allowed everything, like a
 // cluster admin). --as/--as-group act as another identity, which gets only
 // what the bindings grant it (see docs/policy.md).
 func (g *globals) caller() engine.Caller {
@@ -55,7 +55,7 @@ func (g *globals) caller() engine.Caller {
 	if name == "" {
 		name = "unknown"
 	}
-	return engine.Caller{Username: "local:" + name, Groups: []string{"system:authenticated", engine.SuperuserGroup}}
+	return engine.Caller{Username: "local:" + name, Groups: []string{"system:authenticated", "certfn:local", engine.SuperuserGroup}}
 }
 
 // resolveKey turns CLI arguments into a key, defaulting the namespace.
