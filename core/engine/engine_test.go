@@ -690,3 +690,87 @@ func mustDecode(t *testing.T, manifest string) api.Object {
 }
 
 func b64(b []byte) string { return base64.StdEncoding.EncodeToString(b) }
+
+func TestNewRequiresItsPorts(t *testing.T) {
+	r := newRig(t)
+	full := engine.Config{Store: r.store, Secrets: r.secrets, Queue: r.q, Clock: r.clk}
+	for _, tc := range []struct {
+		name string
+		drop func(*engine.Config)
+		want string
+	}{
+		{"store", func(c *engine.Config) { c.Store = nil }, "Store is required"},
+		{"secrets", func(c *engine.Config) { c.Secrets = nil }, "Secrets is required"},
+		{"queue", func(c *engine.Config) { c.Queue = nil }, "Queue is required"},
+		{"clock", func(c *engine.Config) { c.Clock = nil }, "Clock is required"},
+	} {
+		cfg := full
+		tc.drop(&cfg)
+		if _, err := engine.New(cfg); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s missing: err = %v", tc.name, err)
+		}
+	}
+	e, err := engine.New(full)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := e.Config()
+	if c.WaitPoll != 10*time.Minute || c.ResyncInterval != 24*time.Hour || c.MaxQueueDelay != 15*time.Minute ||
+		c.ClusterResourceNamespace != "cert-manager" || c.Identity.Username == "" || c.Approver == nil || c.Metrics == nil {
+		t.Fatalf("defaults not applied: %+v", c)
+	}
+}
+
+func TestValidateAllReportsEveryInvalidObject(t *testing.T) {
+	r := newRig(t)
+	objs, err := api.Decode([]byte(strings.Replace(certYAML, "[web.example.com]", "[a..b]", 1) + "---\n" +
+		selfSignedYAML + "---\n" + strings.Replace(strings.Replace(certYAML, "name: web,", "name: two,", 1), "size: 256", "size: 100", 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = r.eng.ValidateAll(objs)
+	if !errs.IsPermanent(err) {
+		t.Fatalf("ValidateAll = %v, want a permanent error", err)
+	}
+	for _, want := range []string{"Certificate/default/web", "spec.dnsNames[0]", "Certificate/default/two", "spec.privateKey.size"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("%q lacks %q", err, want)
+		}
+	}
+	if strings.Contains(err.Error(), "selfsigned") {
+		t.Errorf("the valid object is reported: %v", err)
+	}
+	if err := r.eng.ValidateAll(objs[1:2]); err != nil {
+		t.Fatalf("valid object refused: %v", err)
+	}
+}
+
+// A request waiting for a CA issuer is woken when the issuer becomes
+// Ready (the CA secret appears), not only by its own poll.
+func TestIssuerReadyWakesWaitingRequests(t *testing.T) {
+	r := newRig(t)
+	r.apply(caIssuerYAML)
+	crt := ct.Cert() // issuerRef: Issuer "ca"
+	csr := ct.CSR(t, crt, ct.Key(t, nil))
+	r.apply(fmt.Sprintf("apiVersion: cert-manager.io/v1\nkind: CertificateRequest\nmetadata: {name: req, namespace: default}\nspec: {issuerRef: {name: ca}, request: %s}\n", b64(csr)))
+	r.drain()
+	reqKey := api.Key{Kind: api.KindCertificateRequest, Namespace: "default", Name: "req"}
+	cr := r.get(reqKey).(*api.CertificateRequest)
+	if c := api.FindCondition(cr.Status.Conditions, "Ready"); c == nil || c.Reason != "Pending" || !strings.Contains(c.Message, `issuer "ca" does not have a Ready status condition`) {
+		t.Fatalf("request not waiting for the issuer: %+v", cr.Status.Conditions)
+	}
+	// The CA secret appears; only the issuer is reconciled.
+	ca := ct.NewCA(t)
+	if err := r.secrets.Put(r.ctx, ca.Secret(t, "default", "ca-key-pair")); err != nil {
+		t.Fatal(err)
+	}
+	r.clearQueue()
+	r.reconcile(caKey)
+	if got := r.visible(); !strings.Contains(strings.Join(got, ","), reqKey.String()) {
+		t.Fatalf("the waiting request was not woken: queue %v", got)
+	}
+	r.drain()
+	if cr := r.get(reqKey).(*api.CertificateRequest); !cr.IsIssued() {
+		t.Fatalf("request not issued after the issuer became ready: %+v", cr.Status.Conditions)
+	}
+}
