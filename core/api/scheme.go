@@ -98,4 +98,8 @@ func registerAll() {
 		New: func() Object { return &ClusterRoleBinding{} }})
 	register(KindInfo{Kind: KindNamespace, APIVersion: CoreV1, Namespaced: false, Plural: "namespaces",
 		Short: []string{"ns"}, New: func() Object { return &Namespace{} }})
+	register(KindInfo{Kind: KindOrder, APIVersion: ACMEV1, Namespaced: true, Plural: "orders",
+		New: func() Object { return &Order{} }})
+	register(KindInfo{Kind: KindChallenge, APIVersion: ACMEV1, Namespaced: true, Plural: "challenges",
+		Short: []string{"ch"}, New: func() Object { return &Challenge{} }})
 }

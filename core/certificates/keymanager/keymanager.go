@@ -24,9 +24,7 @@ import (
 // Step runs one keymanager step.
 func Step(ctx context.Context, env *certificates.Env, st *certificates.State) (certificates.Outcome, error) {
 	if !st.IsIssuing() {
-		// Cleanup of a next-key secret left behind happens in issuing, right
-		// after the status write that stops using it.
-		return certificates.Outcome{}, nil
+		return cleanup(ctx, env, st)
 	}
 	crt := st.Cert
 	name := certificates.NextKeySecretName(crt.Name)
@@ -142,4 +140,30 @@ func generate(env *certificates.Env, st *certificates.State, name string) (ports
 
 func owned(sec *ports.Secret, crt *api.Certificate) bool {
 	return sec.Annotations[api.AnnotationCertificateName] == crt.Name && sec.Labels[api.LabelNextPrivateKey] == "true"
+}
+
+// cleanup is seed 002's "Issuing is False or not set" branch: the owned
+// next-private-key secret is deleted and status.nextPrivateKeySecretName
+// unset (after a failed issuance; a successful one already did both). A
+// secret the Certificate does not own is never deleted.
+func cleanup(ctx context.Context, env *certificates.Env, st *certificates.State) (certificates.Outcome, error) {
+	n := st.Cert.Status.NextPrivateKeySecretName
+	if n == nil || *n == "" {
+		return certificates.Outcome{}, nil
+	}
+	sec, err := env.Secrets.Get(ctx, st.Cert.Namespace, *n)
+	switch {
+	case err == nil && owned(&sec, st.Cert):
+		if err := env.Secrets.Delete(ctx, st.Cert.Namespace, *n); err != nil {
+			return certificates.Outcome{}, fmt.Errorf("delete next private key secret %s/%s: %w", st.Cert.Namespace, *n, err)
+		}
+	case err != nil && !errors.Is(err, ports.ErrNotFound):
+		return certificates.Outcome{}, fmt.Errorf("read next private key secret %s/%s: %w", st.Cert.Namespace, *n, err)
+	}
+	st.Cert.Status.NextPrivateKeySecretName = nil
+	st.SetNextKeySecret(nil)
+	if err := env.Writer.UpdateCertificate(ctx, st, st.NextRunAt); err != nil {
+		return certificates.Outcome{}, fmt.Errorf("unset next private key secret: %w", err)
+	}
+	return certificates.Outcome{Wrote: true}, nil
 }

@@ -350,3 +350,50 @@ func TestStepErrors(t *testing.T) {
 		})
 	}
 }
+
+// Seed 002: when Issuing is False (a failed issuance), the owned next-key
+// secret is deleted and status.nextPrivateKeySecretName unset; a secret the
+// Certificate does not own is left alone (the field is still unset).
+func TestStepCleansUpTheNextKeyWhenNotIssuing(t *testing.T) {
+	failed := func(c *api.Certificate) {
+		api.SetCondition(&c.Status.Conditions, api.Condition{Type: api.CertificateConditionIssuing, Status: api.ConditionFalse, Reason: "Failed"}, ct.T0)
+	}
+	for _, tc := range []struct {
+		name        string
+		owned       bool
+		wantDeleted bool
+	}{
+		{"owned secret deleted", true, true},
+		{"foreign secret kept", false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			crt := ct.Cert(failed, ct.WithNextKey(nextKeyName))
+			secrets := ct.NewMemSecrets()
+			sec := ct.NextKeySecret(t, crt, ct.Key(t, nil))
+			if !tc.owned {
+				sec.Annotations[api.AnnotationCertificateName] = "someone-else"
+			}
+			if err := secrets.Put(context.Background(), sec); err != nil {
+				t.Fatal(err)
+			}
+			w := &ct.Writer{}
+			env, _, _ := ct.Env(secrets, w)
+			st := ct.State(crt, nil)
+			st.NextRunAt = ct.T0.Add(time.Hour)
+			out, err := keymanager.Step(context.Background(), env, st)
+			if err != nil || !out.Wrote {
+				t.Fatalf("outcome %+v err %v, want a write", out, err)
+			}
+			if _, ok := secrets.Lookup(ct.Namespace, nextKeyName); ok == tc.wantDeleted {
+				t.Fatalf("secret exists = %v, want deleted = %v", ok, tc.wantDeleted)
+			}
+			got := w.LastCert()
+			if got == nil || got.Status.NextPrivateKeySecretName != nil {
+				t.Fatalf("status.nextPrivateKeySecretName not unset: %+v", got)
+			}
+			if c := w.Only("UpdateCertificate"); len(c) != 1 || !c[0].NextRunAt.Equal(ct.T0.Add(time.Hour)) {
+				t.Fatalf("the backoff due time was not kept: %+v", c)
+			}
+		})
+	}
+}
