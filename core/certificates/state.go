@@ -18,6 +18,7 @@ import (
 	"github.com/certfn/certfn/core/api"
 	"github.com/certfn/certfn/core/pki"
 	"github.com/certfn/certfn/core/ports"
+	"github.com/certfn/certfn/core/step"
 )
 
 // Request is an owned CertificateRequest with its stored version.
@@ -234,13 +235,8 @@ func Backoff(failedAttempts int) time.Duration {
 
 func isNotFound(err error) bool { return err != nil && errors.Is(err, ports.ErrNotFound) }
 
-// Outcome is what a step did. Wrote means it performed a write and the
-// invocation ends (one step per invocation). RequeueAt asks to run again at
-// that time when nothing else wakes the Certificate first (zero: no wish).
-type Outcome struct {
-	Wrote     bool
-	RequeueAt time.Time
-}
+// Outcome is what a step did (see step.Outcome).
+type Outcome = step.Outcome
 
 // FollowUpGrace is the due time set on a write that expects a follow-up
 // step: the write also enqueues the key, so the due index only matters when
@@ -248,14 +244,4 @@ type Outcome struct {
 const FollowUpGrace = 2 * time.Minute
 
 // Earliest returns the earlier non-zero time.
-func Earliest(a, b time.Time) time.Time {
-	switch {
-	case a.IsZero():
-		return b
-	case b.IsZero():
-		return a
-	case b.Before(a):
-		return b
-	}
-	return a
-}
+func Earliest(a, b time.Time) time.Time { return step.Earliest(a, b) }

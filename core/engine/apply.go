@@ -248,9 +248,9 @@ var ownedKinds = map[string][]string{
 	"Order":                    {"Challenge"},
 }
 
-// mutateCertificate loads a Certificate, applies fn and writes it
-// conditionally, retrying lost races.
-func (e *Engine) mutateCertificate(ctx context.Context, key api.Key, fn func(c *api.Certificate) error) error {
+// mutate loads key, applies fn and writes the object conditionally,
+// retrying lost races (fn runs again on the fresh object).
+func (e *Engine) mutate(ctx context.Context, key api.Key, fn func(o api.Object) error) error {
 	for attempt := 0; ; attempt++ {
 		rec, err := e.cfg.Store.Get(ctx, key)
 		if err != nil {
@@ -260,11 +260,10 @@ func (e *Engine) mutateCertificate(ctx context.Context, key api.Key, fn func(c *
 		if err != nil {
 			return err
 		}
-		c := o.(*api.Certificate)
-		if err := fn(c); err != nil {
+		if err := fn(o); err != nil {
 			return err
 		}
-		_, err = e.update(ctx, c, rec.Version, e.cfg.Clock.Now().Add(certificates.FollowUpGrace))
+		_, err = e.update(ctx, o, rec.Version, e.cfg.Clock.Now().Add(certificates.FollowUpGrace))
 		if errors.Is(err, ports.ErrConflict) && attempt < maxConflictRetries {
 			continue
 		}
@@ -275,7 +274,8 @@ func (e *Engine) mutateCertificate(ctx context.Context, key api.Key, fn func(c *
 // Renew forces a re-issuance by setting Issuing=True (as `cmctl renew`).
 // It refuses while an issuance is already in progress.
 func (e *Engine) Renew(ctx context.Context, key api.Key) error {
-	return e.mutateCertificate(ctx, key, func(c *api.Certificate) error {
+	return e.mutate(ctx, key, func(o api.Object) error {
+		c := o.(*api.Certificate)
 		if api.IsTrue(c.Status.Conditions, api.CertificateConditionIssuing) {
 			return errs.Permanentf("%s is already being issued", key)
 		}
@@ -292,15 +292,7 @@ func (e *Engine) SetApproval(ctx context.Context, key api.Key, approve bool, rea
 	if reason == "" {
 		reason = "certfn"
 	}
-	for attempt := 0; ; attempt++ {
-		rec, err := e.cfg.Store.Get(ctx, key)
-		if err != nil {
-			return fmt.Errorf("get %s: %w", key, err)
-		}
-		o, err := decode(rec)
-		if err != nil {
-			return err
-		}
+	return e.mutate(ctx, key, func(o api.Object) error {
 		cr := o.(*api.CertificateRequest)
 		for _, t := range []string{api.CertificateRequestConditionApproved, api.CertificateRequestConditionDenied} {
 			if c := api.FindCondition(cr.Status.Conditions, t); c != nil {
@@ -315,12 +307,8 @@ func (e *Engine) SetApproval(ctx context.Context, key api.Key, approve bool, rea
 			t = api.CertificateRequestConditionApproved
 		}
 		api.SetCondition(&cr.Status.Conditions, api.Condition{Type: t, Status: api.ConditionTrue, Reason: reason, Message: message}, e.cfg.Clock.Now())
-		_, err = e.update(ctx, cr, rec.Version, e.cfg.Clock.Now().Add(certificates.FollowUpGrace))
-		if errors.Is(err, ports.ErrConflict) && attempt < maxConflictRetries {
-			continue
-		}
-		return err
-	}
+		return nil
+	})
 }
 
 // Version returns the stored version of key (for tests and the CLI).

@@ -18,13 +18,14 @@ import (
 	"github.com/certfn/certfn/core/requests"
 	"github.com/certfn/certfn/core/requests/approval"
 	"github.com/certfn/certfn/core/requests/signing"
+	"github.com/certfn/certfn/core/step"
 )
-
-type certStep func(context.Context, *certificates.Env, *certificates.State) (certificates.Outcome, error)
 
 // certSteps is seed 002's controller order; issuing's output refresh runs
 // last, on a certificate that needs no issuance.
-var certSteps = []certStep{trigger.Step, keymanager.Step, requestmanager.Step, issuing.Step, readiness.Step, issuing.OutputsStep}
+var certSteps = []step.Func[*certificates.Env, *certificates.State]{
+	trigger.Step, keymanager.Step, requestmanager.Step, issuing.Step, readiness.Step, issuing.OutputsStep,
+}
 
 func (e *Engine) reconcileCertificate(ctx context.Context, rec ports.Record) error {
 	obj, err := decode(rec)
@@ -54,16 +55,9 @@ func (e *Engine) reconcileCertificate(ctx context.Context, rec ports.Record) err
 		Clock: e.cfg.Clock, Secrets: e.cfg.Secrets, Writer: &certWriter{e}, Metrics: e.cfg.Metrics,
 		Username: e.cfg.Identity.Username, UID: e.cfg.Identity.UID, Groups: e.cfg.Identity.Groups, WaitPoll: e.cfg.WaitPoll,
 	}
-	var want time.Time
-	for _, step := range certSteps {
-		out, err := step(ctx, env, st)
-		if err != nil {
-			return err
-		}
-		if out.Wrote {
-			return nil
-		}
-		want = certificates.Earliest(want, out.RequeueAt)
+	wrote, want, err := step.Run(ctx, env, st, certSteps)
+	if err != nil || wrote {
+		return err
 	}
 	rec.Version = st.Version
 	if !st.IsIssuing() {
@@ -139,9 +133,7 @@ func (e *Engine) wakeIssuersUsing(ctx context.Context, namespace, name string) e
 	return nil
 }
 
-type reqStep func(context.Context, *requests.Env, *requests.State) (requests.Outcome, error)
-
-var reqSteps = []reqStep{approval.Step, signing.Step}
+var reqSteps = []step.Func[*requests.Env, *requests.State]{approval.Step, signing.Step}
 
 func (e *Engine) reconcileRequest(ctx context.Context, rec ports.Record) error {
 	obj, err := decode(rec)
@@ -151,16 +143,9 @@ func (e *Engine) reconcileRequest(ctx context.Context, rec ports.Record) error {
 	st := &requests.State{CR: obj.(*api.CertificateRequest), Version: rec.Version, NextRunAt: rec.NextRunAt, Now: e.cfg.Clock.Now()}
 	env := &requests.Env{Clock: e.cfg.Clock, Writer: &reqWriter{e}, Approver: e.cfg.Approver, Issuers: &issuerGetter{e},
 		Signers: e.cfg.Signers, Metrics: e.cfg.Metrics, WaitPoll: e.cfg.WaitPoll}
-	var want time.Time
-	for _, step := range reqSteps {
-		out, err := step(ctx, env, st)
-		if err != nil {
-			return err
-		}
-		if out.Wrote {
-			return nil
-		}
-		want = certificates.Earliest(want, out.RequeueAt)
+	wrote, want, err := step.Run(ctx, env, st, reqSteps)
+	if err != nil || wrote {
+		return err
 	}
 	rec.Version = st.Version
 	return e.settle(ctx, rec, want)

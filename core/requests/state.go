@@ -11,6 +11,7 @@ import (
 	"github.com/certfn/certfn/core/api"
 	"github.com/certfn/certfn/core/ports"
 	"github.com/certfn/certfn/core/signers"
+	"github.com/certfn/certfn/core/step"
 )
 
 // State is one CertificateRequest as loaded for a reconcile.
@@ -21,11 +22,8 @@ type State struct {
 	Now       time.Time
 }
 
-// Outcome is what a step did; see certificates.Outcome.
-type Outcome struct {
-	Wrote     bool
-	RequeueAt time.Time
-}
+// Outcome is what a step did (see step.Outcome).
+type Outcome = step.Outcome
 
 // Result of an approval decision.
 type Result int
