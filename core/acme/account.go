@@ -1,0 +1,252 @@
+package acme
+
+import (
+	"context"
+	"crypto"
+	"crypto/sha256"
+	"crypto/x509"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"sync"
+
+	"github.com/certfn/certfn/core/api"
+	"github.com/certfn/certfn/core/errs"
+	"github.com/certfn/certfn/core/issuers"
+	"github.com/certfn/certfn/core/pki"
+	"github.com/certfn/certfn/core/ports"
+)
+
+// Issuer Ready reasons set by Accounts.Ready.
+const (
+	ReasonAccountRegistered = "ACMEAccountRegistered"
+	ReasonAccountKey        = "ErrInvalidAccountKey"
+	ReasonRegister          = "ErrRegisterACMEAccount"
+	ReasonEAB               = "ErrGetEABKey"
+)
+
+// ErrAccountNotReady is wrapped by the (transient) error Accounts.Get
+// returns while the issuer has no registered account.
+var ErrAccountNotReady = errors.New("the ACME account is not registered yet")
+
+// KeyThumbprinter computes the JWK thumbprint of an account key (RFC 7638).
+type KeyThumbprinter interface {
+	Thumbprint(key crypto.Signer) (string, error)
+}
+
+// Accounts registers ACME accounts (issuer readiness) and hands the
+// registered account to the Order and Challenge steps. It caches each
+// issuer's account in memory, keyed by the issuer's UID, account URI and
+// key hash, so steps neither re-read the key nor re-register. Safe for
+// concurrent use.
+type Accounts struct {
+	secrets ports.SecretStore
+	dialer  Dialer
+	thumb   KeyThumbprinter
+
+	mu    sync.Mutex
+	cache map[string]Account
+}
+
+// NewAccounts returns an account manager.
+func NewAccounts(secrets ports.SecretStore, dialer Dialer) *Accounts {
+	return &Accounts{secrets: secrets, dialer: dialer, thumb: dialer, cache: map[string]Account{}}
+}
+
+// Dialer returns the configured dialer.
+func (a *Accounts) Dialer() Dialer { return a.dialer }
+
+func cacheKey(iss api.GenericIssuer, uri, hash string) string {
+	return api.KeyOf(iss).String() + "|" + iss.GetObjectMeta().UID + "|" + uri + "|" + hash
+}
+
+func keyRef(spec *api.ACMEIssuer) (name, key string) {
+	name, key = spec.PrivateKeySecretRef.Name, spec.PrivateKeySecretRef.Key
+	if key == "" {
+		key = "tls.key"
+	}
+	return name, key
+}
+
+// KeyHash is the hex SHA-256 of the DER public key (recorded as
+// status.acme.lastPrivateKeyHash; it reveals nothing about the private key).
+func KeyHash(key crypto.Signer) (string, error) {
+	der, err := x509.MarshalPKIXPublicKey(key.Public())
+	if err != nil {
+		return "", fmt.Errorf("encode account public key: %w", err)
+	}
+	s := sha256.Sum256(der)
+	return hex.EncodeToString(s[:]), nil
+}
+
+// loadKey reads the account key; create generates and stores one when it
+// is missing. A problem the user must fix is returned as reason/msg.
+func (a *Accounts) loadKey(ctx context.Context, spec *api.ACMEIssuer, ns string, create bool) (key crypto.Signer, reason, msg string, err error) {
+	name, k := keyRef(spec)
+	sec, err := a.secrets.Get(ctx, ns, name)
+	if errors.Is(err, ports.ErrNotFound) {
+		if !create || spec.DisableAccountKeyGeneration {
+			return nil, ReasonAccountKey, fmt.Sprintf("spec.acme.privateKeySecretRef: secret %s/%s does not exist and account key generation is disabled", ns, name), nil
+		}
+		key, err := pki.GenerateKey(&api.CertificatePrivateKey{Algorithm: api.ECDSAKeyAlgorithm, Size: 256})
+		if err != nil {
+			return nil, "", "", fmt.Errorf("generate ACME account key: %w", err)
+		}
+		pemKey, err := pki.EncodePKCS8PEM(key)
+		if err != nil {
+			return nil, "", "", fmt.Errorf("encode ACME account key: %w", err)
+		}
+		err = a.secrets.Create(ctx, ports.Secret{Namespace: ns, Name: name, Data: map[string][]byte{k: pemKey},
+			Labels: map[string]string{"certfn.io/acme-account-key": "true"}})
+		if errors.Is(err, ports.ErrAlreadyExists) {
+			return a.loadKey(ctx, spec, ns, false) // another worker created it
+		}
+		if err != nil {
+			return nil, "", "", fmt.Errorf("store ACME account key in secret %s/%s: %w", ns, name, err)
+		}
+		return key, "", "", nil
+	}
+	if err != nil {
+		return nil, "", "", fmt.Errorf("read ACME account key secret %s/%s: %w", ns, name, err)
+	}
+	pemKey, ok := sec.Data[k]
+	if !ok {
+		return nil, ReasonAccountKey, fmt.Sprintf("spec.acme.privateKeySecretRef.key: secret %s/%s has no key %q", ns, name, k), nil
+	}
+	key, err = pki.DecodePrivateKeyPEM(pemKey)
+	if err != nil {
+		return nil, ReasonAccountKey, fmt.Sprintf("spec.acme.privateKeySecretRef: secret %s/%s key %q does not hold a usable private key", ns, name, k), nil
+	}
+	return key, "", "", nil
+}
+
+// Ready is issuers.Env.ACMEReady: it makes sure the account key exists
+// (generated unless disableAccountKeyGeneration), registers the account
+// once (with the external account binding when set), and records
+// status.acme.uri, lastRegisteredEmail and lastPrivateKeyHash. An issuer
+// whose recorded account matches its key, email and server is Ready
+// without any ACME request. Problems the user must fix, and failures to
+// reach the server, make the issuer not Ready with a reason (rechecked
+// after the issuer's wait poll); only secret-store failures are errors.
+func (a *Accounts) Ready(ctx context.Context, st *issuers.State) (bool, string, string, error) {
+	spec := st.Issuer.GetSpec().ACME
+	key, reason, msg, err := a.loadKey(ctx, spec, st.SecretNamespace, true)
+	if err != nil || reason != "" {
+		return false, reason, msg, err
+	}
+	hash, err := KeyHash(key)
+	if err != nil {
+		return false, ReasonAccountKey, err.Error(), nil
+	}
+	status := st.Issuer.GetStatus()
+	if s := status.ACME; s != nil && s.URI != "" && s.LastRegisteredEmail == spec.Email && s.LastPrivateKeyHash == hash && sameServer(s.URI, spec.Server) {
+		if _, err := a.remember(st.Issuer, s.URI, hash, key); err != nil {
+			return false, ReasonAccountKey, err.Error(), nil
+		}
+		return true, ReasonAccountRegistered, registeredMsg(s.URI), nil
+	}
+	req := RegisterRequest{Key: key, Email: spec.Email}
+	if eab := spec.ExternalAccountBinding; eab != nil {
+		name := eab.Key.Name
+		k := eab.Key.Key
+		if k == "" {
+			k = "secret"
+		}
+		sec, err := a.secrets.Get(ctx, st.SecretNamespace, name)
+		switch {
+		case errors.Is(err, ports.ErrNotFound):
+			return false, ReasonEAB, fmt.Sprintf("spec.acme.externalAccountBinding.keySecretRef: secret %s/%s does not exist", st.SecretNamespace, name), nil
+		case err != nil:
+			return false, "", "", fmt.Errorf("read EAB secret %s/%s: %w", st.SecretNamespace, name, err)
+		}
+		mac := strings.TrimSpace(string(sec.Data[k]))
+		if mac == "" {
+			return false, ReasonEAB, fmt.Sprintf("spec.acme.externalAccountBinding.keySecretRef.key: secret %s/%s has no key %q", st.SecretNamespace, name, k), nil
+		}
+		req.EAB = &EAB{KeyID: eab.KeyID, MACKey: mac}
+	}
+	client, err := a.dialer.Client(ServerConfigFor(spec))
+	if err != nil {
+		return false, ReasonRegister, "Failed to register ACME account: " + err.Error(), nil
+	}
+	acct, err := client.Register(ctx, req)
+	if err != nil {
+		if errs.Classify(err) == errs.Conflict {
+			return false, "", "", err
+		}
+		return false, ReasonRegister, "Failed to register ACME account: " + err.Error(), nil
+	}
+	status.ACME = &api.ACMEIssuerStatus{URI: acct.URL, LastRegisteredEmail: spec.Email, LastPrivateKeyHash: hash}
+	if _, err := a.remember(st.Issuer, acct.URL, hash, key); err != nil {
+		return false, ReasonAccountKey, err.Error(), nil
+	}
+	return true, ReasonAccountRegistered, registeredMsg(acct.URL), nil
+}
+
+func registeredMsg(uri string) string {
+	return "The ACME account was registered with the ACME server: " + uri
+}
+
+func (a *Accounts) remember(iss api.GenericIssuer, uri, hash string, key crypto.Signer) (Account, error) {
+	tp, err := a.thumb.Thumbprint(key)
+	if err != nil {
+		return Account{}, fmt.Errorf("account key thumbprint: %w", err)
+	}
+	acct := Account{URL: uri, Key: key, Thumbprint: tp}
+	a.mu.Lock()
+	a.cache[cacheKey(iss, uri, hash)] = acct
+	a.mu.Unlock()
+	return acct, nil
+}
+
+// Get returns the issuer's registered account and a client for its
+// server. The issuer must carry status.acme.uri (set by Ready); otherwise
+// the error wraps ErrAccountNotReady (transient: the issuer's own steps
+// register it). A key that no longer matches the recorded hash is also
+// ErrAccountNotReady.
+func (a *Accounts) Get(ctx context.Context, iss api.GenericIssuer, secretNS string) (Account, Client, error) {
+	spec := iss.GetSpec().ACME
+	if spec == nil {
+		return Account{}, nil, errs.Permanentf("issuer %s is not an ACME issuer", iss.GetObjectMeta().Name)
+	}
+	client, err := a.dialer.Client(ServerConfigFor(spec))
+	if err != nil {
+		return Account{}, nil, err
+	}
+	s := iss.GetStatus().ACME
+	if s == nil || s.URI == "" || !api.IsTrue(iss.GetStatus().Conditions, api.IssuerConditionReady) {
+		return Account{}, nil, fmt.Errorf("%w: issuer %s", ErrAccountNotReady, iss.GetObjectMeta().Name)
+	}
+	a.mu.Lock()
+	acct, ok := a.cache[cacheKey(iss, s.URI, s.LastPrivateKeyHash)]
+	a.mu.Unlock()
+	if ok {
+		return acct, client, nil
+	}
+	key, reason, msg, err := a.loadKey(ctx, spec, secretNS, false)
+	if err != nil {
+		return Account{}, nil, err
+	}
+	if reason != "" {
+		return Account{}, nil, fmt.Errorf("%w: %s", ErrAccountNotReady, msg)
+	}
+	hash, err := KeyHash(key)
+	if err != nil {
+		return Account{}, nil, err
+	}
+	if hash != s.LastPrivateKeyHash {
+		return Account{}, nil, fmt.Errorf("%w: the account key in %s/%s changed since the account was registered", ErrAccountNotReady, secretNS, spec.PrivateKeySecretRef.Name)
+	}
+	acct, err = a.remember(iss, s.URI, hash, key)
+	return acct, client, err
+}
+
+// sameServer reports whether the account URI is on the directory's host
+// (cert-manager re-registers when the server changed).
+func sameServer(accountURI, directory string) bool {
+	a, err1 := url.Parse(accountURI)
+	d, err2 := url.Parse(directory)
+	return err1 == nil && err2 == nil && strings.EqualFold(a.Host, d.Host)
+}
