@@ -3,15 +3,33 @@
 GO ?= go
 BIN := bin/certfn
 
-.PHONY: build test bench demo lint fuzz clean
+.PHONY: build deps test bench demo lint fuzz clean emulators
 
 build:
 	$(GO) build -o $(BIN) ./cmd/certfn
 
+# System packages the tests need: bind9's named (the RFC2136 DNS-01 tests start
+# it on a loopback port). Installed only when missing; needs root (or sudo).
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+deps:
+	@if command -v named >/dev/null 2>&1 || [ -x /usr/sbin/named ]; then \
+		echo "deps: named present"; \
+	else \
+		$(SUDO) apt-get update && \
+		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y --no-install-recommends bind9 bind9-utils; \
+	fi
+
 # The whole test suite (what CI runs).
-test:
+test: emulators
 	$(GO) vet ./...
 	$(GO) test -count=1 -timeout 15m ./...
+
+# The AWS emulators the adapter tests start (dynalite, local-aws-sqs), pinned
+# by tests/emulators/package-lock.json; reinstalled when the lockfile changes.
+emulators: tests/emulators/node_modules/.certfn-installed
+tests/emulators/node_modules/.certfn-installed: tests/emulators/package.json tests/emulators/package-lock.json
+	cd tests/emulators && npm ci --no-audit --no-fund
+	touch $@
 
 # Benchmarks behind the figures in README.md.
 bench:
