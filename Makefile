@@ -20,7 +20,7 @@ deps:
 	fi
 
 # The whole test suite (what CI runs).
-test: emulators
+test: deps emulators
 	$(GO) vet ./...
 	$(GO) test -count=1 -timeout 15m ./...
 
