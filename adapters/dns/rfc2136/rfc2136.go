@@ -14,7 +14,6 @@ import (
 	"crypto/sha512"
 	"encoding/base64"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"hash"
 	"strings"
@@ -200,25 +199,38 @@ func (p *Provider) send(ctx context.Context, m *dns.Msg) error {
 		c.TsigProvider = tsigKey{secret: p.Secret}
 	}
 	resp, _, err := c.ExchangeContext(ctx, m, p.Nameserver)
+	// miekg/dns returns the reply with ErrAuth for a NOTAUTH reply that
+	// carries a TSIG record: classify by the reply, not by that error.
+	if resp != nil && (resp.Rcode != dns.RcodeSuccess || tsigError(resp) != 0) {
+		return p.classify(m, resp)
+	}
 	if err != nil {
-		if resp != nil && resp.Rcode == dns.RcodeNotAuth || errors.Is(err, dns.ErrSig) || errors.Is(err, dns.ErrAuth) {
-			return p.tsigRejected(resp, err)
-		}
 		return fmt.Errorf("%s: update %s via %s/%s: %w", p.path(), zoneOf(m), p.Nameserver, c.Net, err)
 	}
-	return p.classify(m, resp)
+	return nil
+}
+
+// tsigError is the TSIG error of a reply (BADSIG, BADKEY, BADTIME), or 0.
+func tsigError(resp *dns.Msg) int {
+	if t := resp.IsTsig(); t != nil {
+		return int(t.Error)
+	}
+	return 0
 }
 
 // classify turns a non-NOERROR reply into an error.
 func (p *Provider) classify(m *dns.Msg, resp *dns.Msg) error {
-	if t := resp.IsTsig(); t != nil && t.Error != dns.RcodeSuccess {
+	if tsigError(resp) != 0 {
 		return p.tsigRejected(resp, nil)
 	}
 	switch resp.Rcode {
 	case dns.RcodeSuccess:
 		return nil
 	case dns.RcodeNotAuth:
-		return p.tsigRejected(resp, nil)
+		// RFC 2136 §2.2/RFC 8945 §5.3: NOTAUTH without a TSIG error means the
+		// server is not authoritative for the zone.
+		return errs.Permanentf("%s: the server %s rejected the update of zone %s: NOTAUTH (it is not authoritative for the zone)",
+			p.path(), p.Nameserver, zoneOf(m))
 	case dns.RcodeRefused:
 		return errs.Permanentf("%s: the server %s refused the update of zone %s (REFUSED): check that its allow-update/update-policy admits the key %s",
 			p.path(), p.Nameserver, zoneOf(m), p.keyLabel())
