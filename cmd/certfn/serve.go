@@ -6,13 +6,15 @@ import (
 	"strings"
 	"time"
 
+	"github.com/certfn/certfn/core/engine"
 	"github.com/certfn/certfn/internal/localmode"
 	"github.com/spf13/cobra"
 )
 
 func newServe(g *globals) *cobra.Command {
 	var o localmode.ServeOptions
-	var autoApprove string
+	var autoApprove, ctrlUser string
+	var ctrlGroups []string
 	c := &cobra.Command{
 		Use:   "serve",
 		Short: "Run the worker and scheduler loops on the local data directory",
@@ -29,7 +31,11 @@ With --until-idle, process everything that is due and exit (for cron and CI).`,
 					signers = append(signers, s)
 				}
 			}
-			rt, err := localmode.Open(localmode.Options{DataDir: g.dataDir, ClusterResourceNamespace: g.clusterNS, AutoApprove: signers})
+			opts := localmode.Options{DataDir: g.dataDir, ClusterResourceNamespace: g.clusterNS, AutoApprove: signers}
+			if ctrlUser != "" {
+				opts.Identity = engine.Identity{Username: ctrlUser, Groups: append([]string{"system:authenticated"}, ctrlGroups...)}
+			}
+			rt, err := localmode.Open(opts)
 			if err != nil {
 				return err
 			}
@@ -45,5 +51,7 @@ With --until-idle, process everything that is due and exit (for cron and CI).`,
 	c.Flags().DurationVar(&o.SweepInterval, "sweep-interval", 10*time.Second, "how often the scheduler looks for due work")
 	c.Flags().StringVar(&autoApprove, "auto-approve", os.Getenv("CERTFN_AUTO_APPROVE"),
 		"comma-separated signer names approved without a policy, e.g. 'issuers.cert-manager.io/*,clusterissuers.cert-manager.io/ca' (env CERTFN_AUTO_APPROVE)")
+	c.Flags().StringVar(&ctrlUser, "controller-user", "", "requester identity recorded on the requests certfn creates for Certificates (default system:serviceaccount:cert-manager:cert-manager, as cert-manager); policies must be bound to it")
+	c.Flags().StringSliceVar(&ctrlGroups, "controller-group", nil, "with --controller-user: its groups (repeatable)")
 	return c
 }

@@ -54,6 +54,9 @@ type Options struct {
 	WrapSigners func(map[string]signers.Signer) map[string]signers.Signer
 	// Queue, when set, replaces the engine's queue (tests deliver duplicates).
 	Queue ports.Queue
+	// Identity is certfn's own requester identity on the requests its
+	// Certificate steps create (default system:serviceaccount:cert-manager:cert-manager).
+	Identity engine.Identity
 	// WrapSecrets, when set, wraps the secret store (benchmarks count calls).
 	WrapSecrets func(ports.SecretStore) ports.SecretStore
 }
@@ -136,6 +139,7 @@ func Open(opts Options) (*Runtime, error) {
 		ClusterResourceNamespace: opts.ClusterResourceNamespace,
 		WaitPoll:                 opts.WaitPoll,
 		ResyncInterval:           time.Hour,
+		Identity:                 opts.Identity,
 	})
 	if err != nil {
 		_ = store.Close()
