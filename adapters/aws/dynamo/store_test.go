@@ -96,7 +96,9 @@ func TestStoreContractShards(t *testing.T) {
 
 var tt0 = time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
 
-func cert(ns, name string) api.Key { return api.Key{Kind: api.KindCertificate, Namespace: ns, Name: name} }
+func cert(ns, name string) api.Key {
+	return api.Key{Kind: api.KindCertificate, Namespace: ns, Name: name}
+}
 func req(ns, name string) api.Key {
 	return api.Key{Kind: api.KindCertificateRequest, Namespace: ns, Name: name}
 }
