@@ -10,6 +10,7 @@ import (
 
 	"github.com/mholt/acmez/v3/acme"
 
+	core "github.com/certfn/certfn/core/acme"
 	"github.com/certfn/certfn/core/errs"
 )
 
@@ -111,6 +112,8 @@ func (c *Client) mapError(op string, err error, m *meta) error {
 				ra = defaultUnavailableDelay
 			}
 			return errs.RetryAfter(pe, ra)
+		case p.Type == ProblemAlreadyReplaced:
+			return errs.Permanent(fmt.Errorf("%w: %w", core.ErrAlreadyReplaced, pe))
 		case permanentProblems[p.Type]:
 			return errs.Permanent(pe)
 		case p.Status >= 500 || p.Type == acme.ProblemTypeBadNonce || p.Type == acme.ProblemTypeServerInternal:

@@ -153,6 +153,10 @@ var ErrARIUnsupported = fmt.Errorf("the ACME server does not support renewal inf
 // server says the order is not ready to be finalized (RFC 8555 §7.4).
 var ErrOrderNotReady = fmt.Errorf("the ACME order is not ready to be finalized")
 
+// ErrAlreadyReplaced is wrapped by NewOrder's (permanent) error when the
+// certificate named by "replaces" already has a replacement (RFC 9773).
+var ErrAlreadyReplaced = fmt.Errorf("the certificate named in replaces was already replaced")
+
 // ServerConfig selects a server and how to reach it (the issuer's
 // server, caBundle and skipTLSVerify).
 type ServerConfig struct {

@@ -100,6 +100,10 @@ type OrderStatus struct {
 	// NextPollAt is when the server asked to be polled again (Retry-After);
 	// certfn extension.
 	NextPollAt *Time `json:"nextPollAt,omitempty"`
+	// RenewalInfo is the ACME renewal information (RFC 9773) of the issued
+	// certificate, copied to the Certificate while it is the current
+	// revision (certfn extension).
+	RenewalInfo *RenewalInfo `json:"renewalInfo,omitempty"`
 }
 
 // ACMEAuthorization is one authorization of an Order.

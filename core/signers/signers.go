@@ -60,6 +60,21 @@ func NotReady(format string, a ...any) error {
 	return fmt.Errorf("%w: %s", ErrIssuerNotReady, fmt.Sprintf(format, a...))
 }
 
+// ErrPending is matched (errors.Is) by the transient error a signer
+// returns while it works on the request asynchronously (the ACME issuer
+// waiting on its Order): the request stays Ready=False/Pending with the
+// error's message, written once, and is woken when the work is done.
+var ErrPending = errors.New("signing pending")
+
+type pendingError struct{ msg string }
+
+func (p pendingError) Error() string        { return p.msg }
+func (p pendingError) Is(target error) bool { return target == ErrPending }
+
+// Pending returns an ErrPending error whose message is shown on the
+// request, e.g. Pending("Waiting on Order %s", name).
+func Pending(format string, a ...any) error { return pendingError{fmt.Sprintf(format, a...)} }
+
 // serialLimit bounds serial numbers to 128 bits.
 var serialLimit = new(big.Int).Lsh(big.NewInt(1), 128)
 

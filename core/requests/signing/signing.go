@@ -75,6 +75,8 @@ func Step(ctx context.Context, env *requests.Env, st *requests.State) (requests.
 	case err == nil:
 	case errors.Is(err, signers.ErrIssuerNotReady):
 		return pending(ctx, env, st, "Issuer is not ready: "+err.Error())
+	case errors.Is(err, signers.ErrPending):
+		return pending(ctx, env, st, err.Error())
 	case errs.IsPermanent(err):
 		return fail(ctx, env, st, err.Error())
 	default:

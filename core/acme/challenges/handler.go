@@ -1,0 +1,205 @@
+// Package challenges is seed 000's challenge controller as
+// one-step-per-invocation steps for kind Challenge (an engine.Handler):
+//
+//  1. schedule: oldest first, at most MaxInFlight processing at once, never
+//     two for the same DNS name and type at the same time; a Challenge
+//     that may not start yet looks again after SchedulePoll (schedule.go);
+//  2. present: HTTP-01 is marked presented (the http01 responder then
+//     serves its key authorization); DNS-01 goes to the DNS01 solver,
+//     whose record is kept on status.dns01 (present.go);
+//  3. self-check: one check per invocation; not passing means looking
+//     again after CheckInterval (present.go);
+//  4. accept: tell the server to validate (present.go);
+//  5. poll the authorization no earlier than the server's Retry-After and
+//     record the final state (poll.go).
+//
+// Clean-up always happens: before a Challenge records a final state, and
+// for a Challenge deleted by its Order (the Order calls Handler.CleanUp
+// first). A Challenge deleted together with its CertificateRequest while
+// still presented is cleaned up only for HTTP-01 (its token stops being
+// served once the record is gone); see docs/acme.md.
+package challenges
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/certfn/certfn/core/acme"
+	"github.com/certfn/certfn/core/api"
+	"github.com/certfn/certfn/core/engine"
+	"github.com/certfn/certfn/core/ports"
+)
+
+// DNS01Solver presents, checks and cleans up DNS-01 records (implemented
+// over core/acme/dns01). No call blocks on propagation.
+type DNS01Solver interface {
+	Present(ctx context.Context, ch *api.Challenge) (api.ChallengeDNS01Status, error)
+	// Check is one propagation query round.
+	Check(ctx context.Context, ch *api.Challenge) (ok bool, why string, err error)
+	CleanUp(ctx context.Context, ch *api.Challenge) error
+}
+
+// SelfChecker checks once that a presented HTTP-01 challenge is served.
+type SelfChecker interface {
+	Check(ctx context.Context, ch *api.Challenge) (ok bool, why string, err error)
+}
+
+// Config configures the Challenge handler.
+type Config struct {
+	Accounts *acme.Accounts
+	// HTTP01 self-checks HTTP-01 challenges; nil skips the self-check.
+	HTTP01 SelfChecker
+	// DNS01 solves DNS-01 challenges; nil makes them fail with a reason.
+	DNS01 DNS01Solver
+	// MaxInFlight bounds the Challenges processing at once (default 60).
+	MaxInFlight int
+	// SchedulePoll is how long a Challenge that may not start waits (default 5 s).
+	SchedulePoll time.Duration
+	// CheckInterval is the wait after a failing self-check (default 5 s).
+	CheckInterval time.Duration
+	// PollInterval is the wait between authorization polls when the server
+	// gave no Retry-After (default 2 s).
+	PollInterval time.Duration
+	// WaitPoll is the safety-net wait for a Challenge whose issuer or
+	// account is not ready (default 10 minutes).
+	WaitPoll time.Duration
+}
+
+// Handler reconciles Challenges. Safe for concurrent use.
+type Handler struct{ cfg Config }
+
+// New returns the Challenge handler.
+func New(cfg Config) *Handler {
+	if cfg.MaxInFlight <= 0 {
+		cfg.MaxInFlight = 60
+	}
+	if cfg.SchedulePoll <= 0 {
+		cfg.SchedulePoll = 5 * time.Second
+	}
+	if cfg.CheckInterval <= 0 {
+		cfg.CheckInterval = 5 * time.Second
+	}
+	if cfg.PollInterval <= 0 {
+		cfg.PollInterval = 2 * time.Second
+	}
+	if cfg.WaitPoll <= 0 {
+		cfg.WaitPoll = 10 * time.Minute
+	}
+	return &Handler{cfg: cfg}
+}
+
+var _ engine.Handler = (*Handler)(nil)
+
+type run struct {
+	h   *Handler
+	e   *engine.Engine
+	rec ports.Record
+	c   *api.Challenge
+	now time.Time
+}
+
+// Reconcile implements engine.Handler: one step per call.
+func (h *Handler) Reconcile(ctx context.Context, e *engine.Engine, rec ports.Record) error {
+	obj, err := e.Decode(rec)
+	if err != nil {
+		return err
+	}
+	c, ok := obj.(*api.Challenge)
+	if !ok {
+		return fmt.Errorf("record %s is not a Challenge", rec.Key)
+	}
+	r := &run{h: h, e: e, rec: rec, c: c, now: e.Now()}
+	return r.step(ctx)
+}
+
+func (r *run) step(ctx context.Context) error {
+	c := r.c
+	switch {
+	case c.IsFinal():
+		if c.Status.Presented || c.Status.Processing {
+			// Interrupted clean-up of a final Challenge.
+			if err := r.h.CleanUp(ctx, r.e, c); err != nil {
+				return err
+			}
+			c.Status.Presented, c.Status.Processing = false, false
+			return r.write(ctx, time.Time{}, "record clean-up")
+		}
+		return r.e.Settle(ctx, r.rec, time.Time{})
+	case acme.SpecChanged(&c.ObjectMeta, c.Spec):
+		return r.finish(ctx, api.StateErrored, "spec was changed after the Challenge was created; Challenge specs are immutable")
+	case !c.Status.Processing:
+		return r.schedule(ctx)
+	case !c.Status.Presented:
+		return r.present(ctx)
+	case !c.Status.Accepted:
+		return r.checkAndAccept(ctx)
+	}
+	return r.poll(ctx)
+}
+
+func (r *run) write(ctx context.Context, next time.Time, what string) error {
+	if _, err := r.e.UpdateObject(ctx, r.c, r.rec.Version, next); err != nil {
+		return fmt.Errorf("challenge %s: %s: %w", r.rec.Key, what, err)
+	}
+	return nil
+}
+
+// finish cleans up and records a final state; the write wakes the Order,
+// and Challenges waiting for a slot are woken.
+func (r *run) finish(ctx context.Context, state api.State, reason string) error {
+	c := r.c
+	if c.Status.Presented {
+		if err := r.h.CleanUp(ctx, r.e, c); err != nil {
+			return err
+		}
+	}
+	c.Status.State, c.Status.Reason = state, reason
+	c.Status.Presented, c.Status.Processing, c.Status.NextPollAt = false, false, nil
+	if err := r.write(ctx, time.Time{}, "record final state"); err != nil {
+		return err
+	}
+	r.e.Metrics().Inc("certfn_acme_challenges_total", "state", string(state), "type", string(c.Spec.Type))
+	return r.wakeWaiting(ctx)
+}
+
+// CleanUp removes what ch presented: the DNS-01 record (HTTP-01 needs
+// nothing: its token is served only while the Challenge is presented and
+// not final). Idempotent.
+func (h *Handler) CleanUp(ctx context.Context, _ *engine.Engine, ch *api.Challenge) error {
+	if ch.Spec.Type != api.ACMEChallengeTypeDNS01 || h.cfg.DNS01 == nil {
+		return nil
+	}
+	if err := h.cfg.DNS01.CleanUp(ctx, ch); err != nil {
+		return fmt.Errorf("clean up DNS-01 record of challenge %s/%s: %w", ch.Namespace, ch.Name, err)
+	}
+	return nil
+}
+
+// account returns the Challenge issuer's account and client; ok is false
+// when the step should wait.
+func (r *run) account(ctx context.Context) (acme.Account, acme.Client, bool, error) {
+	ref := r.c.Spec.IssuerRef
+	key := api.Key{Kind: api.KindIssuer, Namespace: r.c.Namespace, Name: ref.Name}
+	ns := r.c.Namespace
+	if ref.Kind == api.KindClusterIssuer {
+		key, ns = api.Key{Kind: api.KindClusterIssuer, Name: ref.Name}, r.e.Config().ClusterResourceNamespace
+	}
+	obj, err := r.e.Get(ctx, key)
+	if errors.Is(err, ports.ErrNotFound) {
+		return acme.Account{}, nil, false, r.e.Settle(ctx, r.rec, r.now.Add(r.h.cfg.WaitPoll))
+	}
+	if err != nil {
+		return acme.Account{}, nil, false, err
+	}
+	iss, ok := obj.(api.GenericIssuer)
+	if !ok || iss.GetSpec().ACME == nil {
+		return acme.Account{}, nil, false, r.finish(ctx, api.StateErrored, fmt.Sprintf("issuer %q is not an ACME issuer", ref.Name))
+	}
+	acct, client, err := r.h.cfg.Accounts.Get(ctx, iss, ns)
+	if err != nil {
+		return acme.Account{}, nil, false, err
+	}
+	return acct, client, true, nil
+}

@@ -1,0 +1,106 @@
+package challenges
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/certfn/certfn/core/acme"
+	"github.com/certfn/certfn/core/api"
+	"github.com/certfn/certfn/core/errs"
+)
+
+// present makes the challenge answerable: HTTP-01 only needs
+// status.presented (the http01 responder serves presented, non-final
+// HTTP-01 Challenges); DNS-01 asks the DNS01 solver to add the TXT record
+// and keeps what it added on status.dns01 for the clean-up.
+func (r *run) present(ctx context.Context) error {
+	c := r.c
+	switch c.Spec.Type {
+	case api.ACMEChallengeTypeHTTP01:
+	case api.ACMEChallengeTypeDNS01:
+		if r.h.cfg.DNS01 == nil {
+			return r.finish(ctx, api.StateErrored, "DNS-01 is not available in this deployment of certfn (no DNS-01 solver configured)")
+		}
+		got, err := r.h.cfg.DNS01.Present(ctx, c)
+		if errs.IsPermanent(err) {
+			return r.finish(ctx, api.StateErrored, "Failed to present the DNS-01 record: "+err.Error())
+		}
+		if err != nil {
+			return fmt.Errorf("challenge %s: present DNS-01 record: %w", r.rec.Key, err)
+		}
+		c.Status.DNS01 = &got
+	default:
+		return r.finish(ctx, api.StateErrored, fmt.Sprintf("spec.type: %q is not a challenge type certfn solves (HTTP-01, DNS-01)", c.Spec.Type))
+	}
+	c.Status.Presented, c.Status.PresentedAt = true, api.NewTime(r.now)
+	c.Status.Reason = "Presented; waiting for the self-check"
+	return r.write(ctx, r.now, "record presented")
+}
+
+// checkAndAccept runs one self-check; when it passes the challenge is
+// accepted (the server starts validating). A failing self-check records
+// why and looks again after CheckInterval.
+func (r *run) checkAndAccept(ctx context.Context) error {
+	c := r.c
+	var (
+		ok  = true
+		why string
+		err error
+	)
+	switch {
+	case c.Spec.Type == api.ACMEChallengeTypeDNS01 && r.h.cfg.DNS01 != nil:
+		ok, why, err = r.h.cfg.DNS01.Check(ctx, c)
+	case c.Spec.Type == api.ACMEChallengeTypeHTTP01 && r.h.cfg.HTTP01 != nil:
+		ok, why, err = r.h.cfg.HTTP01.Check(ctx, c)
+	}
+	if errs.IsPermanent(err) {
+		return r.finish(ctx, api.StateErrored, "Self-check failed: "+err.Error())
+	}
+	if err != nil {
+		ok, why = false, err.Error()
+	}
+	if !ok {
+		reason := fmt.Sprintf("Waiting for %s challenge propagation: %s", c.Spec.Type, why)
+		next := r.now.Add(r.h.cfg.CheckInterval)
+		if c.Status.Reason == reason {
+			return r.e.Settle(ctx, r.rec, next)
+		}
+		c.Status.Reason = reason
+		return r.write(ctx, next, "record self-check result")
+	}
+	acct, client, ready, err := r.account(ctx)
+	if !ready || err != nil {
+		return err
+	}
+	got, err := client.AcceptChallenge(ctx, acct, c.Spec.URL)
+	r.e.Metrics().Inc("certfn_acme_requests_total", "op", "accept_challenge")
+	if errs.IsPermanent(err) {
+		// Possibly accepted before a crash: the authorization says.
+		az, aerr := client.GetAuthorization(ctx, acct, c.Spec.AuthorizationURL)
+		r.e.Metrics().Inc("certfn_acme_requests_total", "op", "get_authorization")
+		if aerr != nil || az.Status == acme.StatusPending && challengeStatus(az, c.Spec.URL) == acme.StatusPending {
+			return r.finish(ctx, api.StateErrored, "Failed to accept the challenge: "+err.Error())
+		}
+		return r.observe(ctx, az)
+	}
+	if err != nil {
+		return fmt.Errorf("challenge %s: %w", r.rec.Key, err)
+	}
+	c.Status.Accepted = true
+	if got.Status == acme.StatusInvalid {
+		return r.finish(ctx, api.StateInvalid, "The ACME server rejected the challenge: "+got.Problem)
+	}
+	c.Status.State = api.StateProcessing
+	c.Status.Reason = "Accepted; waiting for the ACME server to validate"
+	c.Status.NextPollAt = api.NewTime(r.pollAt(0))
+	return r.write(ctx, c.Status.NextPollAt.Time, "record accepted")
+}
+
+func challengeStatus(az acme.Authorization, url string) string {
+	for _, ch := range az.Challenges {
+		if ch.URL == url {
+			return ch.Status
+		}
+	}
+	return ""
+}

@@ -1,0 +1,208 @@
+// Package orders is seed 000's order controller as one-step-per-invocation
+// steps for kind Order (an engine.Handler):
+//
+//  1. create the ACME order once, only while status.url is empty, and copy
+//     its URL, finalize URL and authorization URLs (create.go);
+//  2. fetch each authorization once and copy identifier, wildcard, initial
+//     state and offered challenges (create.go);
+//  3. for each pending authorization choose a solver and make sure exactly
+//     one Challenge exists (challenges.go); a failed Challenge fails the
+//     Order without any ACME request;
+//  4. when every Challenge is valid, finalize with spec.request — the
+//     server answers orderNotReady when it does not agree, and only then
+//     is the order re-read (finalize.go);
+//  5. poll a processing order no earlier than its Retry-After, download
+//     the chain (preferredChain honoured) and mark the Order valid;
+//  6. once valid: clean up and delete the Challenges, then keep the
+//     certificate's ACME renewal information fresh and copied to the
+//     Certificate (ari.go).
+//
+// No ACME request is made once the Order is invalid, expired or errored;
+// failed Orders keep their Challenges for debugging.
+package orders
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/certfn/certfn/core/acme"
+	"github.com/certfn/certfn/core/api"
+	"github.com/certfn/certfn/core/engine"
+	"github.com/certfn/certfn/core/ports"
+)
+
+// ChallengeCleaner removes what a Challenge presented (the Challenge
+// handler's CleanUp); the Order calls it before deleting a Challenge.
+type ChallengeCleaner interface {
+	CleanUp(ctx context.Context, e *engine.Engine, ch *api.Challenge) error
+}
+
+// Config configures the Order handler.
+type Config struct {
+	Accounts *acme.Accounts
+	// Challenges cleans up Challenges before they are deleted.
+	Challenges ChallengeCleaner
+	// PollInterval is the wait before polling a processing order when the
+	// server gave no Retry-After (default 2 s).
+	PollInterval time.Duration
+	// WaitPoll is how long an Order waiting on its Challenges or issuer
+	// waits before looking again by itself (default 10 minutes).
+	WaitPoll time.Duration
+	// ARIInterval is how often renewal information is fetched when the
+	// server gives no Retry-After (default 12 h: at least twice a day).
+	ARIInterval time.Duration
+}
+
+// Handler reconciles Orders. Safe for concurrent use.
+type Handler struct{ cfg Config }
+
+// New returns the Order handler.
+func New(cfg Config) *Handler {
+	if cfg.PollInterval <= 0 {
+		cfg.PollInterval = 2 * time.Second
+	}
+	if cfg.WaitPoll <= 0 {
+		cfg.WaitPoll = 10 * time.Minute
+	}
+	if cfg.ARIInterval <= 0 {
+		cfg.ARIInterval = 12 * time.Hour
+	}
+	return &Handler{cfg: cfg}
+}
+
+var _ engine.Handler = (*Handler)(nil)
+
+// run is one reconcile of one Order.
+type run struct {
+	h   *Handler
+	e   *engine.Engine
+	rec ports.Record
+	o   *api.Order
+	now time.Time
+}
+
+// Reconcile implements engine.Handler: one step per call.
+func (h *Handler) Reconcile(ctx context.Context, e *engine.Engine, rec ports.Record) error {
+	obj, err := e.Decode(rec)
+	if err != nil {
+		return err
+	}
+	o, ok := obj.(*api.Order)
+	if !ok {
+		return fmt.Errorf("record %s is not an Order", rec.Key)
+	}
+	r := &run{h: h, e: e, rec: rec, o: o, now: e.Now()}
+	return r.step(ctx)
+}
+
+func (r *run) step(ctx context.Context) error {
+	o := r.o
+	switch {
+	case o.Status.State == api.StateValid:
+		return r.afterValid(ctx)
+	case o.Status.State.IsFinal():
+		// Seed 000: a failed Order makes no further ACME request and keeps
+		// its Challenges for debugging.
+		return r.e.Settle(ctx, r.rec, time.Time{})
+	case acme.SpecChanged(&o.ObjectMeta, o.Spec):
+		return r.fail(ctx, api.StateErrored, "spec was changed after the Order was created; Order specs are immutable")
+	}
+	iss, secretNS, err := r.issuer(ctx)
+	if err != nil {
+		return err
+	}
+	if iss == nil {
+		return r.wait(ctx, r.now.Add(r.h.cfg.WaitPoll))
+	}
+	if iss.GetSpec().ACME == nil {
+		return r.fail(ctx, api.StateErrored, fmt.Sprintf("issuer %q is not an ACME issuer", o.Spec.IssuerRef.Name))
+	}
+	acct, client, err := r.h.cfg.Accounts.Get(ctx, iss, secretNS)
+	if errors.Is(err, acme.ErrAccountNotReady) {
+		return r.wait(ctx, r.now.Add(r.h.cfg.WaitPoll))
+	}
+	if err != nil {
+		return fmt.Errorf("order %s: %w", r.rec.Key, err)
+	}
+	a := &acmeCtx{iss: iss, acct: acct, client: client}
+	switch {
+	case o.Status.URL == "":
+		return r.create(ctx, a)
+	case needsAuthorizations(o):
+		return r.fetchAuthorizations(ctx, a)
+	case o.Status.State == api.StateProcessing:
+		return r.poll(ctx, a)
+	}
+	return r.challenges(ctx, a)
+}
+
+type acmeCtx struct {
+	iss    api.GenericIssuer
+	acct   acme.Account
+	client acme.Client
+}
+
+// issuer loads the Order's issuer; nil when it does not exist.
+func (r *run) issuer(ctx context.Context) (api.GenericIssuer, string, error) {
+	ref := r.o.Spec.IssuerRef
+	key := api.Key{Kind: api.KindIssuer, Namespace: r.o.Namespace, Name: ref.Name}
+	if ref.Kind == api.KindClusterIssuer {
+		key = api.Key{Kind: api.KindClusterIssuer, Name: ref.Name}
+	}
+	rec, err := r.e.Store().Get(ctx, key)
+	if errors.Is(err, ports.ErrNotFound) {
+		return nil, "", nil
+	}
+	if err != nil {
+		return nil, "", fmt.Errorf("read issuer %s: %w", key, err)
+	}
+	obj, err := r.e.Decode(rec)
+	if err != nil {
+		return nil, "", err
+	}
+	iss := obj.(api.GenericIssuer)
+	ns := r.o.Namespace
+	if key.Kind == api.KindClusterIssuer {
+		ns = r.e.Config().ClusterResourceNamespace
+	}
+	return iss, ns, nil
+}
+
+// write stores the Order, due at next.
+func (r *run) write(ctx context.Context, next time.Time, what string) error {
+	if _, err := r.e.UpdateObject(ctx, r.o, r.rec.Version, next); err != nil {
+		return fmt.Errorf("order %s: %s: %w", r.rec.Key, what, err)
+	}
+	return nil
+}
+
+// wait records that the Order wants to run again at t.
+func (r *run) wait(ctx context.Context, t time.Time) error { return r.e.Settle(ctx, r.rec, t) }
+
+// fail records a final failure (state invalid, expired or errored) with
+// its reason; the CertificateRequest is woken by the write.
+func (r *run) fail(ctx context.Context, state api.State, reason string) error {
+	s := &r.o.Status
+	s.State, s.Reason, s.FailureTime, s.NextPollAt = state, reason, api.NewTime(r.now), nil
+	r.e.Metrics().Inc("certfn_acme_orders_failed_total", "namespace", r.o.Namespace)
+	return r.write(ctx, time.Time{}, "record failure")
+}
+
+func needsAuthorizations(o *api.Order) bool {
+	for _, a := range o.Status.Authorizations {
+		if a.InitialState == api.StateUnknown {
+			return true
+		}
+	}
+	return false
+}
+
+// pollAt is now + the server's Retry-After, or the default interval.
+func (r *run) pollAt(ra time.Duration) time.Time {
+	if ra <= 0 {
+		ra = r.h.cfg.PollInterval
+	}
+	return r.now.Add(ra)
+}

@@ -1,0 +1,155 @@
+// Package signer is the ACME issuer for CertificateRequests (seed 000's
+// "ACME Issuer"): it manages one Order per request instead of talking to
+// the ACME server itself.
+//
+//   - no Order yet: create it (deterministic name acme.OrderName, owned by
+//     the request, spec taken from the CSR) and report ErrPending;
+//   - Order valid: return its certificate;
+//   - Order invalid, expired or errored: a permanent error with the Order's
+//     reason (the Certificate backs off; its retry creates a new request and
+//     so a new Order, and the old Order goes with the old request);
+//   - otherwise: ErrPending ("Waiting on Order <name>").
+package signer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+
+	"github.com/certfn/certfn/core/acme"
+	"github.com/certfn/certfn/core/api"
+	"github.com/certfn/certfn/core/engine"
+	"github.com/certfn/certfn/core/errs"
+	"github.com/certfn/certfn/core/pki"
+	"github.com/certfn/certfn/core/ports"
+	"github.com/certfn/certfn/core/signers"
+)
+
+// Signer implements signers.Signer for issuer type "acme".
+type Signer struct {
+	mu sync.RWMutex
+	e  *engine.Engine
+}
+
+// New returns a Signer. It needs the engine, which is built after the
+// signers (the engine's config holds them): call SetEngine once the engine
+// exists, before the first Sign.
+func New() *Signer { return &Signer{} }
+
+// SetEngine binds the engine (late binding; see New).
+func (s *Signer) SetEngine(e *engine.Engine) {
+	s.mu.Lock()
+	s.e = e
+	s.mu.Unlock()
+}
+
+var _ signers.Signer = (*Signer)(nil)
+
+// Sign implements signers.Signer.
+func (s *Signer) Sign(ctx context.Context, req signers.Request) (signers.Result, error) {
+	s.mu.RLock()
+	e := s.e
+	s.mu.RUnlock()
+	if e == nil {
+		return signers.Result{}, errors.New("acme signer: SetEngine was not called")
+	}
+	cr := req.CR
+	name := acme.OrderName(cr)
+	key := api.Key{Kind: api.KindOrder, Namespace: cr.Namespace, Name: name}
+	obj, err := e.Get(ctx, key)
+	if errors.Is(err, ports.ErrNotFound) {
+		o, err := buildOrder(ctx, e, req, name)
+		if err != nil {
+			return signers.Result{}, err
+		}
+		if _, err := e.CreateObject(ctx, o, e.Now()); err != nil && !errors.Is(err, ports.ErrAlreadyExists) {
+			return signers.Result{}, fmt.Errorf("create Order %s: %w", name, err)
+		}
+		e.Metrics().Inc("certfn_acme_orders_created_total", "namespace", cr.Namespace)
+		return signers.Result{}, signers.Pending("Waiting on Order %s", name)
+	}
+	if err != nil {
+		return signers.Result{}, err
+	}
+	o := obj.(*api.Order)
+	switch {
+	case o.Status.State == api.StateValid && len(o.Status.Certificate) > 0:
+		chain, err := pki.ParseChainPEM(o.Status.Certificate)
+		if err != nil {
+			return signers.Result{}, errs.Permanentf("Order %s holds an invalid certificate: %v", name, err)
+		}
+		res := signers.Result{Certificate: o.Status.Certificate, Honoured: chain[0].NotAfter.Sub(chain[0].NotBefore)}
+		if d, ok := cr.Spec.RequestedDuration(); ok {
+			res.Requested = d
+		}
+		return res, nil
+	case o.Status.State.IsFinal():
+		return signers.Result{}, errs.Permanentf("Order %s failed (%s): %s", name, o.Status.State, o.Status.Reason)
+	}
+	return signers.Result{}, signers.Pending("Waiting on Order %s", name)
+}
+
+// buildOrder is the Order for req: identifiers from the CSR, duration
+// from the request, the issuer's profile, the owning Certificate's labels
+// (for solver selectors) and, for a renewal, the ARI identifier of the
+// certificate it replaces.
+func buildOrder(ctx context.Context, e *engine.Engine, req signers.Request, name string) (*api.Order, error) {
+	cr := req.CR
+	csr, err := pki.ParseCSRPEM(cr.Spec.Request)
+	if err != nil {
+		return nil, errs.Permanentf("spec.request: %v", err)
+	}
+	if len(csr.EmailAddresses) > 0 || len(csr.URIs) > 0 {
+		return nil, errs.Permanentf("spec.request: ACME certificates cannot carry email or URI SANs")
+	}
+	spec := api.OrderSpec{Request: cr.Spec.Request, IssuerRef: cr.Spec.IssuerRef, CommonName: csr.Subject.CommonName,
+		DNSNames: csr.DNSNames, Duration: cr.Spec.Duration, Profile: req.Issuer.GetSpec().ACME.Profile}
+	for _, ip := range csr.IPAddresses {
+		spec.IPAddresses = append(spec.IPAddresses, ip.String())
+	}
+	if cn := spec.CommonName; cn != "" && net.ParseIP(cn) == nil && !containsFold(spec.DNSNames, cn) {
+		spec.DNSNames = append([]string{cn}, spec.DNSNames...)
+	}
+	o := &api.Order{
+		TypeMeta: api.TypeMeta{APIVersion: api.ACMEV1, Kind: api.KindOrder},
+		ObjectMeta: api.ObjectMeta{Name: name, Namespace: cr.Namespace,
+			Annotations:     map[string]string{},
+			OwnerReferences: []api.OwnerReference{acme.ControllerRef(cr)}},
+		Spec: spec,
+	}
+	for _, k := range []string{api.AnnotationRevision, api.AnnotationCertificateName} {
+		if v, ok := cr.Annotations[k]; ok {
+			o.Annotations[k] = v
+		}
+	}
+	if ref := cr.ControllerOf(); ref != nil && ref.Kind == api.KindCertificate {
+		obj, err := e.Get(ctx, api.Key{Kind: api.KindCertificate, Namespace: cr.Namespace, Name: ref.Name})
+		if err != nil && !errors.Is(err, ports.ErrNotFound) {
+			return nil, err
+		}
+		if cert, ok := obj.(*api.Certificate); ok {
+			o.Labels = cert.Labels
+			if ri := cert.Status.RenewalInfo; ri != nil && ri.CertificateID != "" && sameIssuer(cert, cr) {
+				o.Spec.Replaces = ri.CertificateID
+			}
+		}
+	}
+	acme.StampSpec(&o.ObjectMeta, o.Spec)
+	return o, nil
+}
+
+func sameIssuer(cert *api.Certificate, cr *api.CertificateRequest) bool {
+	a, b := cert.Spec.IssuerRef, cr.Spec.IssuerRef
+	return a.Name == b.Name && a.KindOrDefault() == b.KindOrDefault()
+}
+
+func containsFold(list []string, v string) bool {
+	for _, x := range list {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
