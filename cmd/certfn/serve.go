@@ -47,6 +47,8 @@ With --until-idle, process everything that is due and exit (for cron and CI).`,
 		},
 	}
 	c.Flags().BoolVar(&o.UntilIdle, "until-idle", false, "process everything due, then exit")
+	c.Flags().StringVar(&o.HTTP01Listen, "http01-listen", os.Getenv("CERTFN_HTTP01_LISTEN"),
+		"serve ACME HTTP-01 challenges (GET /.well-known/acme-challenge/{token}) on this address, e.g. ':80' (env CERTFN_HTTP01_LISTEN)")
 	c.Flags().IntVar(&o.Workers, "workers", 4, "parallel workers")
 	c.Flags().DurationVar(&o.SweepInterval, "sweep-interval", 10*time.Second, "how often the scheduler looks for due work")
 	c.Flags().StringVar(&autoApprove, "auto-approve", os.Getenv("CERTFN_AUTO_APPROVE"),

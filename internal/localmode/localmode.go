@@ -10,12 +10,21 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"os"
 	"path/filepath"
 	"sync"
 	"time"
 
+	acmeadapter "github.com/certfn/certfn/adapters/acme"
+	"github.com/certfn/certfn/adapters/dns/rfc2136"
 	"github.com/certfn/certfn/adapters/local"
+	"github.com/certfn/certfn/core/acme"
+	"github.com/certfn/certfn/core/acme/challenges"
+	"github.com/certfn/certfn/core/acme/dns01"
+	"github.com/certfn/certfn/core/acme/http01"
+	"github.com/certfn/certfn/core/acme/orders"
+	acmesigner "github.com/certfn/certfn/core/acme/signer"
 	"github.com/certfn/certfn/core/api"
 	"github.com/certfn/certfn/core/clock"
 	"github.com/certfn/certfn/core/engine"
@@ -59,6 +68,35 @@ type Options struct {
 	Identity engine.Identity
 	// WrapSecrets, when set, wraps the secret store (benchmarks count calls).
 	WrapSecrets func(ports.SecretStore) ports.SecretStore
+	// WrapStore, when set, wraps the state store the engine writes through
+	// (tests inject crashes after writes).
+	WrapStore func(ports.Store) ports.Store
+
+	// ACME holds the ACME issuer's settings.
+	ACME ACMEOptions
+}
+
+// ACMEOptions configure the ACME issuer in local mode.
+type ACMEOptions struct {
+	// WrapTransport wraps the ACME client's HTTP transport (tests count
+	// requests, trust a test CA's TLS certificate or inject failures).
+	WrapTransport func(http.RoundTripper) http.RoundTripper
+	// HTTP01SelfCheckAddr, when set, is dialled by the HTTP-01 self-check
+	// instead of <dnsName>:80 (a responder on another port).
+	HTTP01SelfCheckAddr string
+	// DisableHTTP01SelfCheck skips the HTTP-01 self-check.
+	DisableHTTP01SelfCheck bool
+	// DNS01Providers are added to the DNS-01 providers (rfc2136 is built
+	// in), keyed as in core/acme/dns01.Deps.Providers.
+	DNS01Providers map[string]dns01.ProviderFactory
+	// DNS01Resolver says which DNS servers DNS-01 checks ask.
+	DNS01Resolver dns01.Resolver
+	// DNS01AllowInternalNames accepts internal names (private ACME servers).
+	DNS01AllowInternalNames bool
+	// MaxChallengesInFlight bounds the Challenges processing at once (default 60).
+	MaxChallengesInFlight int
+	// PollInterval is the ACME polling interval without Retry-After (default 2 s).
+	PollInterval time.Duration
 }
 
 // Runtime is one opened data directory.
@@ -71,6 +109,14 @@ type Runtime struct {
 	Metrics *local.Counters
 	Engine  *engine.Engine
 	Log     *slog.Logger
+	// ACME is the ACME issuer's plumbing: the client dialer, the account
+	// manager and the HTTP-01 responder (served by `certfn serve
+	// --http01-listen`).
+	ACME struct {
+		Dialer   *acmeadapter.Dialer
+		Accounts *acme.Accounts
+		HTTP01   http.Handler
+	}
 }
 
 type inboxQueue struct{ in *local.Inbox }
@@ -111,9 +157,31 @@ func Open(opts Options) (*Runtime, error) {
 	case opts.QueueToInbox:
 		q = inboxQueue{rt.Inbox}
 	}
+	// The ACME issuer: accounts (issuer readiness), the signer that
+	// manages Orders, and the Order and Challenge handlers.
+	dialer := acmeadapter.NewDialer(acmeadapter.Options{Wrap: opts.ACME.WrapTransport})
+	accounts := acme.NewAccounts(secrets, dialer)
+	acmeSigner := acmesigner.New()
+	providers := map[string]dns01.ProviderFactory{dns01.KeyRFC2136: rfc2136.Factory}
+	for k, f := range opts.ACME.DNS01Providers {
+		providers[k] = f
+	}
+	dnsSolver := dns01.NewSolver(dns01.Deps{Secrets: secrets, Clock: opts.Clock, ClusterResourceNamespace: opts.ClusterResourceNamespace,
+		Providers: providers, Resolver: opts.ACME.DNS01Resolver, AllowInternalNames: opts.ACME.DNS01AllowInternalNames})
+	chCfg := challenges.Config{Accounts: accounts, DNS01: challenges.FromDNS01(dnsSolver),
+		MaxInFlight: opts.ACME.MaxChallengesInFlight, PollInterval: opts.ACME.PollInterval, WaitPoll: opts.WaitPoll}
+	if !opts.ACME.DisableHTTP01SelfCheck {
+		chCfg.HTTP01 = &http01.SelfCheck{Addr: opts.ACME.HTTP01SelfCheckAddr}
+	}
+	chHandler := challenges.New(chCfg)
+	orderHandler := orders.New(orders.Config{Accounts: accounts, Challenges: chHandler, PollInterval: opts.ACME.PollInterval, WaitPoll: opts.WaitPoll})
+	rt.ACME.Dialer, rt.ACME.Accounts = dialer, accounts
+	rt.ACME.HTTP01 = http01.Handler{Tokens: &http01.StoreTokens{Store: store, Clock: clock.Real{}}}
+
 	sig := map[string]signers.Signer{
 		"selfSigned": selfsigned.New(secrets, opts.Clock),
 		"ca":         ca.New(secrets, opts.Clock, rt.Metrics),
+		"acme":       acmeSigner,
 	}
 	if opts.WrapSigners != nil {
 		sig = opts.WrapSigners(sig)
@@ -132,20 +200,27 @@ func Open(opts Options) (*Runtime, error) {
 		}
 		auto = append(auto, a)
 	}
+	var engStore ports.Store = store
+	if opts.WrapStore != nil {
+		engStore = opts.WrapStore(store)
+	}
 	eng, err := engine.New(engine.Config{
-		Store: store, Secrets: secrets, Queue: q, Clock: opts.Clock, Metrics: rt.Metrics,
+		Store: engStore, Secrets: secrets, Queue: q, Clock: opts.Clock, Metrics: rt.Metrics,
 		Approver: opts.Approver, AutoApprove: auto, Evaluator: ev,
 		Signers:                  sig,
 		ClusterResourceNamespace: opts.ClusterResourceNamespace,
 		WaitPoll:                 opts.WaitPoll,
 		ResyncInterval:           time.Hour,
 		Identity:                 opts.Identity,
+		Handlers:                 map[string]engine.Handler{api.KindOrder: orderHandler, api.KindChallenge: chHandler},
+		ACMEReady:                accounts.Ready,
 	})
 	if err != nil {
 		_ = store.Close()
 		return nil, err
 	}
 	rt.Engine = eng
+	acmeSigner.SetEngine(eng)
 	return rt, nil
 }
 

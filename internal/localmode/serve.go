@@ -3,6 +3,9 @@ package localmode
 import (
 	"context"
 	"errors"
+	"fmt"
+	"net"
+	"net/http"
 	"sync"
 	"time"
 )
@@ -16,6 +19,30 @@ type ServeOptions struct {
 	// visible and nothing is due within IdleHorizon (default 5 s).
 	UntilIdle   bool
 	IdleHorizon time.Duration
+	// HTTP01Listen, when set, serves ACME HTTP-01 challenges on this
+	// address (e.g. ":80") while serving.
+	HTTP01Listen string
+}
+
+// ListenHTTP01 starts the HTTP-01 responder on addr and returns the bound
+// address and a function that stops it.
+func (r *Runtime) ListenHTTP01(addr string) (string, func(), error) {
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return "", nil, fmt.Errorf("--http01-listen %s: %w", addr, err)
+	}
+	srv := &http.Server{Handler: r.ACME.HTTP01, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second,
+		WriteTimeout: 10 * time.Second, MaxHeaderBytes: 8 << 10}
+	go func() {
+		if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			r.Log.Warn("http01", "err", err)
+		}
+	}()
+	return l.Addr().String(), func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+	}, nil
 }
 
 // Serve runs the worker, scheduler and inbox loops until ctx ends (or,
@@ -32,6 +59,13 @@ func (r *Runtime) Serve(ctx context.Context, o ServeOptions) error {
 	}
 	if o.IdleHorizon <= 0 {
 		o.IdleHorizon = 5 * time.Second
+	}
+	if o.HTTP01Listen != "" {
+		_, stop, err := r.ListenHTTP01(o.HTTP01Listen)
+		if err != nil {
+			return err
+		}
+		defer stop()
 	}
 	if o.UntilIdle {
 		return r.serveUntilIdle(ctx, o)
