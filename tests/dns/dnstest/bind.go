@@ -188,8 +188,9 @@ zone %[5]q { type primary; file "delegate.db"; allow-update { %[6]s }; };
 	files := map[string]string{
 		"named.conf": conf,
 		"root.db": `$TTL 60
-@ IN SOA ns.root.test. hostmaster.root.test. 1 3600 600 86400 60
-@ IN NS ns.root.test.
+@ IN SOA ns.root-servers.invalid. hostmaster.root-servers.invalid. 1 3600 600 86400 60
+@ IN NS ns.root-servers.invalid.
+ns.root-servers.invalid. IN A 127.0.0.1
 `,
 		"example.db": `$TTL 60
 @ IN SOA ns1.example.test. hostmaster.example.test. 1 3600 600 86400 60
@@ -210,8 +211,8 @@ www IN A 127.0.0.1
 	}
 }
 
-// start runs named in the foreground and waits until it answers a SOA
-// query for ZoneExample (at most 15 s).
+// start runs named in the foreground and waits until it serves every
+// zone (at most 15 s).
 func (b *BIND) start(named string) error {
 	b.stderr.Reset()
 	cmd := exec.Command(named, "-g", "-c", filepath.Join(b.Dir, "named.conf"), "-p", fmt.Sprint(b.Port), "-n", "1")
@@ -230,10 +231,7 @@ func (b *BIND) start(named string) error {
 			return fmt.Errorf("named exited: %v", err)
 		default:
 		}
-		m := new(dns.Msg)
-		m.SetQuestion(ZoneExample, dns.TypeSOA)
-		c := &dns.Client{Net: "udp", Timeout: 200 * time.Millisecond}
-		if in, _, err := c.Exchange(m, b.Addr); err == nil && in.Rcode == dns.RcodeSuccess && len(in.Answer) > 0 {
+		if b.serves(ZoneExample, ZoneDelegate, ".") {
 			b.cmd = cmd
 			go func() { <-done }()
 			return nil
@@ -242,7 +240,22 @@ func (b *BIND) start(named string) error {
 	}
 	_ = cmd.Process.Kill()
 	<-done
-	return fmt.Errorf("named did not answer on %s within 15s", b.Addr)
+	return fmt.Errorf("named did not serve every zone on %s within 15s", b.Addr)
+}
+
+// serves reports whether BIND answers the SOA of every zone (a zone file
+// BIND refuses to load answers SERVFAIL).
+func (b *BIND) serves(zones ...string) bool {
+	for _, z := range zones {
+		m := new(dns.Msg)
+		m.SetQuestion(z, dns.TypeSOA)
+		c := &dns.Client{Net: "udp", Timeout: 200 * time.Millisecond}
+		in, _, err := c.Exchange(m, b.Addr)
+		if err != nil || in.Rcode != dns.RcodeSuccess || len(in.Answer) == 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // stop ends named (SIGTERM, then SIGKILL after 5 s).
