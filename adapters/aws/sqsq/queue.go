@@ -170,8 +170,8 @@ func (q *Queue) EnqueueBatch(ctx context.Context, keys []api.Key, delay time.Dur
 		}
 	}
 	var (
-		failed   []string
-		causes   []error
+		failed    []string
+		causes    []error
 		transient bool
 	)
 	for start := 0; start < len(keys); start += MaxBatch {

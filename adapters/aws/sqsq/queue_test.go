@@ -102,7 +102,9 @@ func TestQueueContract(t *testing.T) {
 	})
 }
 
-func cert(ns, name string) api.Key { return api.Key{Kind: api.KindCertificate, Namespace: ns, Name: name} }
+func cert(ns, name string) api.Key {
+	return api.Key{Kind: api.KindCertificate, Namespace: ns, Name: name}
+}
 
 // receiveAll receives until n messages arrived or patience ran out.
 func receiveAll(t *testing.T, q *Queue, n int, patience time.Duration) []Message {
