@@ -1,0 +1,375 @@
+# One IAM role per function, each with one inline policy holding only what
+# DESIGN.md §4 gives that function:
+#
+#   api       resources in the table; enqueue on the worker queue. No secret
+#             value at all (explicit deny).
+#   worker    resources; its queue; enqueue on both queues; secrets tagged
+#             certfn-role = private-key | certificate | acme-account (read and
+#             write) and solver-credentials (read); Route53 TXT records under
+#             _acme-challenge in the listed zones; ACM import when enabled.
+#             Never a CA key (explicit deny on certfn-role = ca, and
+#             issued-ca unless worker_manages_ca_certificates).
+#   signer    CertificateRequest / Issuer / ClusterIssuer items only; its
+#             queue; enqueue on the worker queue; reads secrets tagged ca,
+#             issued-ca (CA key pairs) and private-key (a selfSigned request's
+#             key). It cannot write or approve anything else.
+#   scheduler the due index and the worker queue, nothing else.
+#   http01    Challenge items, read only.
+#
+# The secret naming and tagging scheme is in docs/deploy-aws.md. No managed
+# policy is attached anywhere: tests/terraform evaluates these documents.
+
+locals {
+  secret_role_tag = "certfn-role"
+
+  # Tag values of certfn-role (docs/deploy-aws.md, "Secrets").
+  worker_secret_rw    = concat(["private-key", "certificate", "acme-account"], var.worker_manages_ca_certificates ? ["issued-ca"] : [])
+  worker_secret_ro    = ["solver-credentials"]
+  worker_denied_roles = concat(["ca"], var.worker_manages_ca_certificates ? [] : ["issued-ca"])
+  signer_secret_ro    = ["ca", "issued-ca", "private-key"]
+
+  # Secrets Manager actions that touch a secret's value, its versions or its
+  # tags: denied to the worker on CA keys whatever else is allowed.
+  secret_value_actions = [
+    "secretsmanager:GetSecretValue",
+    "secretsmanager:PutSecretValue",
+    "secretsmanager:UpdateSecret",
+    "secretsmanager:UpdateSecretVersionStage",
+    "secretsmanager:DeleteSecret",
+    "secretsmanager:RestoreSecret",
+    "secretsmanager:RotateSecret",
+    "secretsmanager:CancelRotateSecret",
+    "secretsmanager:TagResource",
+    "secretsmanager:UntagResource",
+    "secretsmanager:PutResourcePolicy",
+    "secretsmanager:DeleteResourcePolicy",
+    "secretsmanager:ReplicateSecretToRegions",
+  ]
+
+  # KMS: the deployment's key only, and only through the services that use
+  # it (kms:ViaService). A created key is matched by its alias so the ARN is
+  # known at plan time.
+  kms_resource = local.create_kms_key ? local.arn.kms_keys : var.kms_key_arn
+  kms_key_condition = local.create_kms_key ? {
+    "ForAnyValue:StringEquals" = { "kms:ResourceAliases" = [local.kms_alias] }
+  } : {}
+  via = {
+    sqs      = "sqs.${local.region}.amazonaws.com"
+    dynamodb = "dynamodb.${local.region}.amazonaws.com"
+    secrets  = "secretsmanager.${local.region}.amazonaws.com"
+  }
+
+  # Statements shared by several functions.
+  st_logs = {
+    for fn in local.all_function_names : fn => {
+      Sid      = "OwnLogGroup"
+      Effect   = "Allow"
+      Action   = ["logs:CreateLogStream", "logs:PutLogEvents"]
+      Resource = ["${local.log_group_arn[fn]}:*"]
+    }
+  }
+  st_no_secret_values = {
+    Sid      = "NoSecretValues"
+    Effect   = "Deny"
+    Action   = ["secretsmanager:GetSecretValue", "secretsmanager:BatchGetSecretValue"]
+    Resource = ["*"]
+  }
+  st_consume = {
+    for q in keys(local.queues) : q => {
+      Sid      = "Consume${title(q)}Queue"
+      Effect   = "Allow"
+      Action   = ["sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:ChangeMessageVisibility", "sqs:GetQueueAttributes"]
+      Resource = [local.arn["${q}_queue"]]
+    }
+  }
+  table_rw_actions = ["dynamodb:GetItem", "dynamodb:BatchGetItem", "dynamodb:Query", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"]
+
+  kms_statement = {
+    for name, spec in {
+      # worker: secrets (read and write), queues (send and receive), table.
+      worker = { actions = ["kms:Decrypt", "kms:GenerateDataKey"], via = ["secrets", "sqs", "dynamodb"] }
+      # signer: reads secrets, sends and receives messages, uses the table.
+      signer = { actions = ["kms:Decrypt", "kms:GenerateDataKey"], via = ["secrets", "sqs", "dynamodb"] }
+      # api and scheduler: send messages, use the table. Never via Secrets Manager.
+      api       = { actions = ["kms:Decrypt", "kms:GenerateDataKey"], via = ["sqs", "dynamodb"] }
+      scheduler = { actions = ["kms:Decrypt", "kms:GenerateDataKey"], via = ["sqs", "dynamodb"] }
+      # http01: reads the table only.
+      http01 = { actions = ["kms:Decrypt"], via = ["dynamodb"] }
+      } : name => {
+      Sid      = "DeploymentKeyViaServices"
+      Effect   = "Allow"
+      Action   = spec.actions
+      Resource = [local.kms_resource]
+      Condition = merge(
+        { "StringEquals" = { "kms:ViaService" = [for s in spec.via : local.via[s]] } },
+        local.kms_key_condition,
+      )
+    }
+  }
+
+  policy_statements = {
+    api = [
+      local.st_logs["api"],
+      {
+        Sid      = "Resources"
+        Effect   = "Allow"
+        Action   = local.table_rw_actions
+        Resource = [local.arn.table, local.arn.index_kind_ns, local.arn.index_owner]
+      },
+      {
+        Sid      = "EnqueueReconcileKeys"
+        Effect   = "Allow"
+        Action   = ["sqs:SendMessage"]
+        Resource = [local.arn.worker_queue]
+      },
+      local.kms_statement["api"],
+      local.st_no_secret_values,
+    ]
+
+    worker = concat([
+      local.st_logs["worker"],
+      {
+        Sid      = "Resources"
+        Effect   = "Allow"
+        Action   = local.table_rw_actions
+        Resource = [local.arn.table, local.arn.index_kind_ns, local.arn.index_owner]
+      },
+      local.st_consume["worker"],
+      {
+        Sid      = "Enqueue"
+        Effect   = "Allow"
+        Action   = ["sqs:SendMessage"]
+        Resource = [local.arn.worker_queue, local.arn.signer_queue]
+      },
+      {
+        Sid    = "WorkerSecrets"
+        Effect = "Allow"
+        Action = [
+          "secretsmanager:GetSecretValue",
+          "secretsmanager:DescribeSecret",
+          "secretsmanager:PutSecretValue",
+          "secretsmanager:UpdateSecret",
+          "secretsmanager:DeleteSecret",
+          "secretsmanager:RestoreSecret",
+        ]
+        Resource  = [local.arn.secrets]
+        Condition = { "StringEquals" = { "secretsmanager:ResourceTag/${local.secret_role_tag}" = local.worker_secret_rw } }
+      },
+      {
+        Sid       = "SolverCredentials"
+        Effect    = "Allow"
+        Action    = ["secretsmanager:GetSecretValue", "secretsmanager:DescribeSecret"]
+        Resource  = [local.arn.secrets]
+        Condition = { "StringEquals" = { "secretsmanager:ResourceTag/${local.secret_role_tag}" = local.worker_secret_ro } }
+      },
+      {
+        # A new secret must carry a worker role tag; TagResource is what
+        # CreateSecret's tags are authorized with. Re-tagging a secret of
+        # another role is refused by the IfExists resource-tag condition.
+        Sid      = "CreateWorkerSecrets"
+        Effect   = "Allow"
+        Action   = ["secretsmanager:CreateSecret", "secretsmanager:TagResource"]
+        Resource = [local.arn.secrets]
+        Condition = {
+          "StringEquals"         = { "aws:RequestTag/${local.secret_role_tag}" = local.worker_secret_rw }
+          "StringEqualsIfExists" = { "secretsmanager:ResourceTag/${local.secret_role_tag}" = local.worker_secret_rw }
+        }
+      },
+      {
+        Sid       = "NeverCAKeys"
+        Effect    = "Deny"
+        Action    = local.secret_value_actions
+        Resource  = [local.arn.any_secret]
+        Condition = { "StringEquals" = { "secretsmanager:ResourceTag/${local.secret_role_tag}" = local.worker_denied_roles } }
+      },
+      {
+        Sid       = "NeverCreateCAKeys"
+        Effect    = "Deny"
+        Action    = ["secretsmanager:CreateSecret", "secretsmanager:TagResource"]
+        Resource  = ["*"]
+        Condition = { "StringEquals" = { "aws:RequestTag/${local.secret_role_tag}" = local.worker_denied_roles } }
+      },
+      local.kms_statement["worker"],
+      ],
+      # (for ... if: a conditional cannot choose between tuples of different lengths)
+      [for s in [
+        {
+          Sid      = "Dns01Records"
+          Effect   = "Allow"
+          Action   = ["route53:ChangeResourceRecordSets"]
+          Resource = local.zone_arns
+          Condition = {
+            "ForAllValues:StringEquals" = { "route53:ChangeResourceRecordSetsRecordTypes" = ["TXT"] }
+            "ForAllValues:StringLike"   = { "route53:ChangeResourceRecordSetsNormalizedRecordNames" = var.route53_record_name_patterns }
+          }
+        },
+        {
+          Sid      = "Dns01ReadZones"
+          Effect   = "Allow"
+          Action   = ["route53:ListResourceRecordSets", "route53:GetHostedZone"]
+          Resource = local.zone_arns
+        },
+        {
+          Sid      = "Dns01Propagation"
+          Effect   = "Allow"
+          Action   = ["route53:GetChange"]
+          Resource = [local.arn.route53_change]
+        },
+        {
+          # Finding the zone of a name; Route53 has no resource-level
+          # permission for this list call.
+          Sid      = "Dns01FindZone"
+          Effect   = "Allow"
+          Action   = ["route53:ListHostedZonesByName"]
+          Resource = ["*"]
+        },
+      ] : s if length(local.zone_arns) > 0],
+      [for s in [
+        {
+          Sid       = "AcmImportNew"
+          Effect    = "Allow"
+          Action    = ["acm:ImportCertificate", "acm:AddTagsToCertificate"]
+          Resource  = [local.arn.acm_certs]
+          Condition = { "StringEquals" = { "aws:RequestTag/certfn-deployment" = local.prefix } }
+        },
+        {
+          Sid       = "AcmReimportOwn"
+          Effect    = "Allow"
+          Action    = ["acm:ImportCertificate", "acm:DescribeCertificate", "acm:ListTagsForCertificate"]
+          Resource  = [local.arn.acm_certs]
+          Condition = { "StringEquals" = { "aws:ResourceTag/certfn-deployment" = local.prefix } }
+        },
+        {
+          # Finding a previous import; ACM has no resource-level permission
+          # for this list call.
+          Sid      = "AcmFindOwn"
+          Effect   = "Allow"
+          Action   = ["acm:ListCertificates"]
+          Resource = ["*"]
+        },
+      ] : s if var.enable_acm_import],
+    )
+
+    signer = [
+      local.st_logs["signer"],
+      {
+        # The request it signs, the issuer it signs for (CA issuers' readiness
+        # is checked here, as it needs the CA key pair).
+        Sid       = "RequestsAndIssuers"
+        Effect    = "Allow"
+        Action    = ["dynamodb:GetItem", "dynamodb:BatchGetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"]
+        Resource  = [local.arn.table]
+        Condition = { "ForAllValues:StringLike" = { "dynamodb:LeadingKeys" = ["CertificateRequest/*", "Issuer/*", "ClusterIssuer/*"] } }
+      },
+      local.st_consume["signer"],
+      {
+        Sid      = "WakeOwners"
+        Effect   = "Allow"
+        Action   = ["sqs:SendMessage"]
+        Resource = [local.arn.worker_queue]
+      },
+      {
+        Sid       = "SigningKeys"
+        Effect    = "Allow"
+        Action    = ["secretsmanager:GetSecretValue", "secretsmanager:DescribeSecret"]
+        Resource  = [local.arn.secrets]
+        Condition = { "StringEquals" = { "secretsmanager:ResourceTag/${local.secret_role_tag}" = local.signer_secret_ro } }
+      },
+      local.kms_statement["signer"],
+    ]
+
+    scheduler = [
+      local.st_logs["scheduler"],
+      {
+        Sid      = "DueIndex"
+        Effect   = "Allow"
+        Action   = ["dynamodb:Query"]
+        Resource = [local.arn.index_due]
+      },
+      {
+        Sid      = "EnqueueDueKeys"
+        Effect   = "Allow"
+        Action   = ["sqs:SendMessage"]
+        Resource = [local.arn.worker_queue]
+      },
+      local.kms_statement["scheduler"],
+      local.st_no_secret_values,
+    ]
+
+    http01 = [
+      local.st_logs["http01"],
+      {
+        Sid       = "ActiveChallenges"
+        Effect    = "Allow"
+        Action    = ["dynamodb:GetItem", "dynamodb:BatchGetItem", "dynamodb:Query"]
+        Resource  = [local.arn.table, local.arn.index_kind_ns]
+        Condition = { "ForAllValues:StringLike" = { "dynamodb:LeadingKeys" = ["Challenge/*", "Challenge"] } }
+      },
+      local.kms_statement["http01"],
+      local.st_no_secret_values,
+    ]
+  }
+
+  # The documents attached below (one per deployed function).
+  policy_documents = {
+    for fn in local.function_names : fn => {
+      Version   = "2012-10-17"
+      Statement = local.policy_statements[fn]
+    }
+  }
+}
+
+resource "aws_iam_role" "fn" {
+  for_each = local.functions
+
+  name        = each.value.name
+  description = "certfn ${each.key} function (DESIGN.md section 4)"
+  assume_role_policy = jsonencode({
+    Version = "2012-10-17"
+    Statement = [{
+      Effect    = "Allow"
+      Principal = { Service = "lambda.amazonaws.com" }
+      Action    = "sts:AssumeRole"
+      Condition = { "StringEquals" = { "aws:SourceAccount" = local.account } }
+    }]
+  })
+  tags = local.tags
+}
+
+resource "aws_iam_role_policy" "fn" {
+  for_each = local.functions
+
+  name   = "${each.value.name}-least-privilege"
+  role   = aws_iam_role.fn[each.key].name
+  policy = jsonencode(local.policy_documents[each.key])
+}
+
+# The role EventBridge Scheduler assumes to start the scheduler function.
+resource "aws_iam_role" "schedule" {
+  name        = "${local.prefix}-schedule"
+  description = "certfn: EventBridge Scheduler invokes the scheduler function"
+  assume_role_policy = jsonencode({
+    Version = "2012-10-17"
+    Statement = [{
+      Effect    = "Allow"
+      Principal = { Service = "scheduler.amazonaws.com" }
+      Action    = "sts:AssumeRole"
+      Condition = { "StringEquals" = { "aws:SourceAccount" = local.account } }
+    }]
+  })
+  tags = local.tags
+}
+
+resource "aws_iam_role_policy" "schedule" {
+  name = "${local.prefix}-schedule-invoke"
+  role = aws_iam_role.schedule.name
+  policy = jsonencode({
+    Version = "2012-10-17"
+    Statement = [{
+      Sid      = "InvokeScheduler"
+      Effect   = "Allow"
+      Action   = ["lambda:InvokeFunction"]
+      Resource = [local.function_arn["scheduler"], "${local.function_arn["scheduler"]}:*"]
+    }]
+  })
+}

@@ -1,0 +1,238 @@
+# Inputs of the certfn AWS module. docs/deploy-aws.md describes each group
+# and the IAM model they feed (DESIGN.md §4).
+
+variable "name_prefix" {
+  description = "Prefix of every resource name (functions, roles, queues, table, log groups, alarms, KMS alias)."
+  type        = string
+  default     = "certfn"
+
+  validation {
+    condition     = can(regex("^[a-z][a-z0-9-]{0,27}[a-z0-9]$", var.name_prefix))
+    error_message = "name_prefix: must be 2-29 characters of a-z, 0-9 and '-', start with a letter and not end with '-'."
+  }
+}
+
+variable "secret_prefix" {
+  description = "Prefix of the Secrets Manager names: secrets are <secret_prefix>/<namespace>/<secretName>. Empty means name_prefix."
+  type        = string
+  default     = ""
+
+  validation {
+    condition     = var.secret_prefix == "" || can(regex("^[A-Za-z0-9_+=.@-]+(/[A-Za-z0-9_+=.@-]+)*$", var.secret_prefix))
+    error_message = "secret_prefix: must be path segments of A-Z a-z 0-9 _+=.@- separated by '/', with no leading or trailing '/'."
+  }
+}
+
+variable "kms_key_arn" {
+  description = "ARN of an existing KMS key that encrypts the secrets, the queues and the table. Empty: the module creates a key (with rotation) and the alias alias/<name_prefix>."
+  type        = string
+  default     = ""
+
+  validation {
+    condition     = var.kms_key_arn == "" || can(regex("^arn:aws[a-z-]*:kms:[a-z0-9-]+:[0-9]{12}:key/[A-Za-z0-9-]+$", var.kms_key_arn))
+    error_message = "kms_key_arn: must be empty or a KMS key ARN (arn:aws:kms:<region>:<account>:key/<id>); an alias ARN is not accepted."
+  }
+}
+
+variable "account_id" {
+  description = "AWS account ID used to build resource ARNs in the IAM policies. Empty: read from the caller identity (sts:GetCallerIdentity)."
+  type        = string
+  default     = ""
+
+  validation {
+    condition     = var.account_id == "" || can(regex("^[0-9]{12}$", var.account_id))
+    error_message = "account_id: must be empty or 12 digits."
+  }
+}
+
+variable "schedule_rate" {
+  description = "EventBridge Scheduler expression of the scheduler function (the due-index sweep)."
+  type        = string
+  default     = "rate(1 minute)"
+
+  validation {
+    condition     = can(regex("^(rate\\([1-9][0-9]* (minute|minutes|hour|hours|day|days)\\)|cron\\(.+\\))$", var.schedule_rate))
+    error_message = "schedule_rate: must be rate(<n> minute|minutes|hour|hours|day|days) or cron(...)."
+  }
+}
+
+variable "reserved_concurrency" {
+  description = "Reserved concurrent executions per function; -1 leaves the function unreserved. worker and signer also cap their SQS pollers at this value (when >= 2), which keeps ACME calls and CA signing bounded."
+  type = object({
+    worker    = optional(number, 10)
+    signer    = optional(number, 2)
+    scheduler = optional(number, 1)
+    api       = optional(number, -1)
+    http01    = optional(number, -1)
+  })
+  default = {}
+
+  validation {
+    condition     = alltrue([for v in values(var.reserved_concurrency) : v == -1 || v >= 0])
+    error_message = "reserved_concurrency: each value must be -1 (unreserved) or >= 0."
+  }
+}
+
+variable "log_retention_days" {
+  description = "Retention of the functions' CloudWatch log groups, in days."
+  type        = number
+  default     = 30
+
+  validation {
+    condition     = contains([1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922, 3288, 3653], var.log_retention_days)
+    error_message = "log_retention_days: must be one of the values CloudWatch Logs accepts (1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922, 3288, 3653)."
+  }
+}
+
+variable "enable_http01" {
+  description = "Deploy the http01 function behind a public Function URL (auth NONE) that serves /.well-known/acme-challenge/{token}."
+  type        = bool
+  default     = true
+}
+
+variable "route53_zone_ids" {
+  description = "Route53 hosted zone IDs in which the worker may write DNS-01 records. Empty: no Route53 permission at all."
+  type        = list(string)
+  default     = []
+
+  validation {
+    condition     = alltrue([for z in var.route53_zone_ids : can(regex("^(/hostedzone/)?Z[A-Z0-9]{1,32}$", z))])
+    error_message = "route53_zone_ids: each entry must be a hosted zone ID such as Z0123456789ABCDEFGHIJ (optionally prefixed with /hostedzone/)."
+  }
+}
+
+variable "route53_record_name_patterns" {
+  description = "Record names (normalized: lower case, no trailing dot; IAM wildcards allowed) the worker may change in route53_zone_ids. The default allows ACME challenge TXT records only."
+  type        = list(string)
+  default     = ["_acme-challenge.*"]
+
+  validation {
+    condition     = length(var.route53_record_name_patterns) > 0 && alltrue([for p in var.route53_record_name_patterns : p != "*" && p != ""])
+    error_message = "route53_record_name_patterns: must hold at least one pattern, and \"*\" or \"\" is not allowed."
+  }
+}
+
+variable "enable_acm_import" {
+  description = "Let the worker import issued certificates into ACM (and re-import them on renewal), limited to certificates it tagged itself."
+  type        = bool
+  default     = false
+}
+
+variable "worker_manages_ca_certificates" {
+  description = "Let the worker read and write secrets tagged certfn-role=issued-ca: the key pairs of Certificates with isCA: true that certfn issues and renews itself (examples/02-ca.yaml). Off (the default), the worker cannot read any CA key; CA key pairs are installed by an operator with the tag certfn-role=ca. See docs/deploy-aws.md."
+  type        = bool
+  default     = false
+}
+
+variable "tags" {
+  description = "Tags applied to every resource that takes tags."
+  type        = map(string)
+  default     = {}
+}
+
+variable "lambda_zip_dir" {
+  description = "Directory holding <function>.zip (a bootstrap binary each, as `make lambda` writes them). Empty: dist/lambda at the repository root."
+  type        = string
+  default     = ""
+}
+
+variable "lambda_architecture" {
+  description = "Instruction set of the functions: arm64 (the default, what `make lambda` builds) or x86_64."
+  type        = string
+  default     = "arm64"
+
+  validation {
+    condition     = contains(["arm64", "x86_64"], var.lambda_architecture)
+    error_message = "lambda_architecture: must be arm64 or x86_64."
+  }
+}
+
+variable "lambda_memory_mb" {
+  description = "Memory of each function, in MB."
+  type        = number
+  default     = 256
+
+  validation {
+    condition     = var.lambda_memory_mb >= 128 && var.lambda_memory_mb <= 10240
+    error_message = "lambda_memory_mb: must be between 128 and 10240."
+  }
+}
+
+variable "lambda_timeout_seconds" {
+  description = "Timeout of each function, in seconds. The queues' visibility timeout is six times the consumer's timeout (the AWS recommendation for SQS triggers)."
+  type = object({
+    worker    = optional(number, 120)
+    signer    = optional(number, 60)
+    scheduler = optional(number, 60)
+    api       = optional(number, 30)
+    http01    = optional(number, 10)
+  })
+  default = {}
+
+  validation {
+    condition     = alltrue([for v in values(var.lambda_timeout_seconds) : v >= 1 && v <= 900])
+    error_message = "lambda_timeout_seconds: each value must be between 1 and 900."
+  }
+}
+
+variable "max_receive_count" {
+  description = "Receives of a message before SQS moves it to the dead-letter queue (redrive policy of both queues)."
+  type        = number
+  default     = 5
+
+  validation {
+    condition     = var.max_receive_count >= 1 && var.max_receive_count <= 1000
+    error_message = "max_receive_count: must be between 1 and 1000."
+  }
+}
+
+variable "dlq_retention_seconds" {
+  description = "How long the dead-letter queues keep messages (the maximum, 14 days, by default)."
+  type        = number
+  default     = 1209600
+
+  validation {
+    condition     = var.dlq_retention_seconds >= 60 && var.dlq_retention_seconds <= 1209600
+    error_message = "dlq_retention_seconds: must be between 60 and 1209600."
+  }
+}
+
+variable "alarm_actions" {
+  description = "ARNs notified when a dead-letter queue alarm fires or clears (for example an SNS topic)."
+  type        = list(string)
+  default     = []
+}
+
+variable "cluster_resource_namespace" {
+  description = "Namespace that holds ClusterIssuer secrets (CA key pairs, ACME account keys), as cert-manager's --cluster-resource-namespace."
+  type        = string
+  default     = "cert-manager"
+
+  validation {
+    condition     = can(regex("^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", var.cluster_resource_namespace)) && length(var.cluster_resource_namespace) <= 63
+    error_message = "cluster_resource_namespace: must be a DNS label (lower-case alphanumerics and '-', at most 63 characters)."
+  }
+}
+
+variable "due_shards" {
+  description = "Number of shards of the table's due index. Fixed for the life of a table: every function must use the same value."
+  type        = number
+  default     = 16
+
+  validation {
+    condition     = var.due_shards >= 1 && var.due_shards <= 256
+    error_message = "due_shards: must be between 1 and 256."
+  }
+}
+
+variable "auto_approve_signers" {
+  description = "Signer names whose CertificateRequests are approved without a CertificateRequestPolicy (CERTFN_AUTO_APPROVE), e.g. clusterissuers.cert-manager.io/selfsigned. Empty: every request needs a policy."
+  type        = list(string)
+  default     = []
+}
+
+variable "api_invoker_arns" {
+  description = "IAM principal ARNs (roles, users) or account IDs granted lambda:InvokeFunctionUrl on the api Function URL by resource policy. Principals of the same account can instead be granted it by their own IAM policy."
+  type        = list(string)
+  default     = []
+}
