@@ -428,3 +428,12 @@ func (e *env) verify(secretName string, names ...string) *x509.Certificate {
 	}
 	return chain[0]
 }
+
+func parseChain(t testing.TB, b []byte) []*x509.Certificate {
+	t.Helper()
+	c, err := pki.ParseChainPEM(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
