@@ -72,22 +72,26 @@ func TestRejectedUpdates(t *testing.T) {
 	wrongSecret := good
 	wrongSecret.Secret = b.Keys["hmac-sha512"].Secret
 	unknown := dnstest.Key{Name: "nobody.", Algorithm: "hmac-sha256", Secret: good.Secret}
+	txt := libdns.TXT{Name: "_acme-challenge.x", Text: "v"}
 	cases := []struct {
 		name string
 		key  dnstest.Key
 		zone string
+		rec  libdns.Record
 		want string
 	}{
-		{"wrong secret", wrongSecret, dnstest.ZoneExample, "tsigSecretSecretRef: the server " + b.Addr + " rejected the TSIG signature of key certfn-hmac-sha256."},
-		{"unknown key name", unknown, dnstest.ZoneExample, "tsigSecretSecretRef: the server " + b.Addr + " rejected the TSIG signature of key nobody."},
-		{"key without update rights", b.Outsider, dnstest.ZoneExample, "refused the update of zone example.test. (REFUSED)"},
-		{"zone not served", good, "elsewhere.test.", "rejected the update of zone elsewhere.test.: NOTAUTH"},
+		{"wrong secret", wrongSecret, dnstest.ZoneExample, txt, "tsigSecretSecretRef: the server " + b.Addr + " rejected the TSIG signature of key certfn-hmac-sha256."},
+		{"unknown key name", unknown, dnstest.ZoneExample, txt, "tsigSecretSecretRef: the server " + b.Addr + " rejected the TSIG signature of key nobody."},
+		{"key without update rights", b.Outsider, dnstest.ZoneExample, txt, "refused the update of zone example.test. (REFUSED)"},
+		{"A record where update-policy grants only TXT", good, dnstest.ZoneDelegate,
+			libdns.RR{Name: "www", Type: "A", Data: "127.0.0.1"}, "refused the update of zone acme-delegate.test. (REFUSED)"},
+		{"zone not served", good, "elsewhere.test.", txt, "rejected the update of zone elsewhere.test.: NOTAUTH"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			p := provider(b, tc.key, "tcp")
 			p.Path = "spec.solver.dns01.rfc2136"
-			_, err := p.AppendRecords(context.Background(), tc.zone, []libdns.Record{libdns.TXT{Name: "_acme-challenge.x", Text: "v"}})
+			_, err := p.AppendRecords(context.Background(), tc.zone, []libdns.Record{tc.rec})
 			if err == nil {
 				t.Fatal("AppendRecords succeeded, want an error")
 			}

@@ -24,8 +24,10 @@ import (
 	"github.com/miekg/dns"
 )
 
-// Zones the BIND harness serves. ZoneExample and ZoneDelegate accept
-// updates signed by any key of Keys; "." is served too (SOA and NS only),
+// Zones the BIND harness serves. ZoneExample accepts any update signed by
+// a key of Keys (allow-update), ZoneDelegate only TXT updates
+// (update-policy zonesub TXT, as docs/dns01.md suggests); "." is served
+// too (SOA and NS only),
 // so names outside both zones get NXDOMAIN all the way up: "zone not found".
 const (
 	ZoneExample  = "example.test."
@@ -146,7 +148,7 @@ func freePort(t testing.TB) int {
 
 func (b *BIND) writeConfig(t testing.TB) {
 	t.Helper()
-	var keys, allow []string
+	var keys, allow, grants []string
 	algs := make([]string, 0, len(b.Keys))
 	for a := range b.Keys {
 		algs = append(algs, a)
@@ -156,6 +158,7 @@ func (b *BIND) writeConfig(t testing.TB) {
 		k := b.Keys[a]
 		keys = append(keys, fmt.Sprintf("key %q { algorithm %s; secret %q; };", k.Name, k.Algorithm, k.Secret))
 		allow = append(allow, fmt.Sprintf("key %q;", k.Name))
+		grants = append(grants, fmt.Sprintf("grant %s zonesub TXT;", k.Name))
 	}
 	keys = append(keys, fmt.Sprintf("key %q { algorithm %s; secret %q; };", b.Outsider.Name, b.Outsider.Algorithm, b.Outsider.Secret))
 	conf := fmt.Sprintf(`options {
@@ -182,9 +185,9 @@ logging {
 %[3]s
 zone "." { type primary; file "root.db"; };
 zone %[4]q { type primary; file "example.db"; allow-update { %[6]s }; };
-zone %[5]q { type primary; file "delegate.db"; allow-update { %[6]s }; };
+zone %[5]q { type primary; file "delegate.db"; update-policy { %[9]s }; };
 `, b.Dir, b.Port, strings.Join(keys, "\n"), strings.TrimSuffix(ZoneExample, "."), strings.TrimSuffix(ZoneDelegate, "."), strings.Join(allow, " "),
-		filepath.Join(b.Dir, "named.pid"), filepath.Join(b.Dir, "session.key"))
+		filepath.Join(b.Dir, "named.pid"), filepath.Join(b.Dir, "session.key"), strings.Join(grants, " "))
 	files := map[string]string{
 		"named.conf": conf,
 		"root.db": `$TTL 60
