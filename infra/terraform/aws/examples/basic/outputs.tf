@@ -1,0 +1,35 @@
+output "api_url" {
+  description = "The api Function URL (AWS_IAM auth)."
+  value       = module.certfn.api_url
+}
+
+output "http01_url" {
+  description = "The public http01 Function URL."
+  value       = module.certfn.http01_url
+}
+
+output "table_name" {
+  value = module.certfn.table_name
+}
+
+output "queue_name" {
+  value = module.certfn.queue_name
+}
+
+output "dead_letter_queue_name" {
+  value = module.certfn.dead_letter_queue_name
+}
+
+output "secret_prefix" {
+  value = module.certfn.secret_prefix
+}
+
+output "manifests" {
+  description = "The example's certfn manifests (multi-document YAML), to send to the api after apply."
+  value       = local.manifests
+}
+
+output "certificates" {
+  description = "namespace/name of the Certificates the manifests declare (what to wait for)."
+  value       = concat(["default/web"], local.acme_enabled ? ["default/acme-web"] : [])
+}
