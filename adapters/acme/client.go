@@ -252,6 +252,11 @@ func (c *Client) Finalize(ctx context.Context, acct core.Account, orderURL, fina
 		return core.Order{}, fmt.Errorf("finalize order: %w: %s", core.ErrOrderNotReady, p.Detail)
 	case errors.As(err, &p):
 		return core.Order{}, c.mapError("finalize order", err, m)
+	case got.Status == "" && err != nil && strings.Contains(err.Error(), "unrecognized order status"):
+		// acmez swallows an orderNotReady problem and then fails on the
+		// empty status of the order we passed in: the server did not
+		// finalize (already processing or valid, or not ready yet).
+		return core.Order{}, fmt.Errorf("finalize order: %w", core.ErrOrderNotReady)
 	case got.Status == "":
 		if err == nil {
 			err = errors.New("empty response")

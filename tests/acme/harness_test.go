@@ -220,6 +220,8 @@ type env struct {
 	rec  *recorder
 	h01  string // the HTTP-01 responder's address
 	opts envOpts
+	lo   localmode.Options
+	mu   sync.Mutex // guards rt for the HTTP-01 responder
 }
 
 type envOpts struct {
@@ -230,7 +232,13 @@ type envOpts struct {
 	local          func(*localmode.Options)
 }
 
-func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+// quiet discards the runtime's log unless CERTFN_TEST_LOG is set.
+func quiet() *slog.Logger {
+	if os.Getenv("CERTFN_TEST_LOG") != "" {
+		return slog.New(slog.NewTextHandler(os.Stderr, nil))
+	}
+	return slog.New(slog.NewTextHandler(io.Discard, nil))
+}
 
 // newEnv starts certfn's HTTP-01 responder on a loopback port, Pebble with
 // its VA pointed at that port, and a local-mode runtime.
@@ -248,11 +256,12 @@ func newEnv(t testing.TB, o envOpts) *env {
 	if o.local != nil {
 		o.local(&lo)
 	}
+	e.lo = lo
 	rt, err := localmode.Open(lo)
 	if err != nil {
 		t.Fatalf("open runtime: %v", err)
 	}
-	t.Cleanup(func() { _ = rt.Close() })
+	t.Cleanup(func() { _ = e.rt.Close() })
 	e.rt = rt
 	if o.wrongResponder {
 		srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -265,14 +274,39 @@ func newEnv(t testing.TB, o envOpts) *env {
 		go srv.Serve(l)
 		t.Cleanup(func() { srv.Close() })
 	} else {
-		_, stop, err := rt.ListenHTTP01(e.h01)
+		// A stable responder that always asks the current runtime, so a
+		// simulated restart of the worker leaves HTTP-01 answering (in a
+		// cloud deployment the http01 function is separate from the worker).
+		srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			e.mu.Lock()
+			h := e.rt.ACME.HTTP01
+			e.mu.Unlock()
+			h.ServeHTTP(w, r)
+		})}
+		l, err := net.Listen("tcp", e.h01)
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(stop)
+		go srv.Serve(l)
+		t.Cleanup(func() { srv.Close() })
 	}
 	e.peb = startPebble(t, port, o.pebble)
 	return e
+}
+
+// restart simulates a crash and restart of the worker: the runtime is
+// closed (its in-memory queue is lost) and opened again on the same data
+// directory.
+func (e *env) restart() {
+	e.t.Helper()
+	_ = e.rt.Close()
+	rt, err := localmode.Open(e.lo)
+	if err != nil {
+		e.t.Fatalf("reopen runtime: %v", err)
+	}
+	e.mu.Lock()
+	e.rt = rt
+	e.mu.Unlock()
 }
 
 // issuerYAML is a ClusterIssuer "pebble" for this Pebble with extra
