@@ -1,6 +1,9 @@
 package certificates
 
 import (
+	"crypto/x509"
+	"encoding/asn1"
+	"encoding/base64"
 	"fmt"
 	"time"
 
@@ -67,10 +70,30 @@ func RenewalTime(st *State) time.Time {
 	}
 	leaf := issued.Chain[0]
 	t := pki.RenewalTime(leaf.NotBefore, leaf.NotAfter, st.Cert.Spec.RenewBefore, st.Cert.Spec.RenewBeforePercentage)
-	if ri := st.Cert.Status.RenewalInfo; ri != nil && ri.SelectedTime != nil && ri.SelectedTime.Before(t) {
+	if ri := st.Cert.Status.RenewalInfo; ri != nil && ri.SelectedTime != nil && ri.SelectedTime.Before(t) &&
+		(ri.CertificateID == "" || ri.CertificateID == ARICertificateID(leaf)) {
 		t = ri.SelectedTime.Time
 	}
 	return t
+}
+
+// ARICertificateID is the certificate's ACME renewal information
+// identifier (RFC 9773 §4.1): base64url(authority key id) "."
+// base64url(serial number's DER content). Renewal information recorded
+// for another certificate (an earlier revision) is ignored.
+func ARICertificateID(leaf *x509.Certificate) string {
+	if leaf.SerialNumber == nil {
+		return ""
+	}
+	der, err := asn1.Marshal(leaf.SerialNumber)
+	var rv asn1.RawValue
+	if err != nil {
+		return ""
+	}
+	if _, err := asn1.Unmarshal(der, &rv); err != nil {
+		return ""
+	}
+	return base64.RawURLEncoding.EncodeToString(leaf.AuthorityKeyId) + "." + base64.RawURLEncoding.EncodeToString(rv.Bytes)
 }
 
 func issuerMismatch(st *State) string {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/certfn/certfn/core/api"
+	"github.com/certfn/certfn/core/certificates"
 	"github.com/certfn/certfn/core/ports"
 	"github.com/certfn/certfn/internal/localmode"
 )
@@ -40,6 +41,9 @@ func TestARIRenewalCarriesReplaces(t *testing.T) {
 	}
 	if ri.SelectedTime.Before(ri.WindowStart.Time) || !ri.SelectedTime.Before(ri.WindowEnd.Time) {
 		t.Fatalf("selectedTime %s outside the window %s..%s", ri.SelectedTime, ri.WindowStart, ri.WindowEnd)
+	}
+	if id := certificates.ARICertificateID(first); id != ri.CertificateID {
+		t.Fatalf("ARICertificateID = %q, the server's identifier is %q", id, ri.CertificateID)
 	}
 	if !ri.SelectedTime.Before(first.NotAfter.Add(-24 * time.Hour)) {
 		t.Fatalf("the window (%s) is not earlier than renewBefore's time", ri.SelectedTime)
