@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/smithy-go"
 )
 
 func TestRetryBounds(t *testing.T) {
@@ -29,7 +30,7 @@ func TestRetryBounds(t *testing.T) {
 				limit = DefaultMaxBackoff
 			}
 			for attempt := 1; attempt <= 10; attempt++ {
-				d, err := r.RetryDelay(attempt, &throttle{})
+				d, err := r.RetryDelay(attempt, throttled)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -37,20 +38,15 @@ func TestRetryBounds(t *testing.T) {
 					t.Errorf("attempt %d: delay %v outside [0, %v]", attempt, d, limit)
 				}
 			}
-			if !r.IsErrorRetryable(&throttle{}) {
+			if !r.IsErrorRetryable(throttled) {
 				t.Errorf("ThrottlingException not retryable")
 			}
 		})
 	}
 }
 
-// throttle is an API error with the ThrottlingException code.
-type throttle struct{}
-
-func (*throttle) Error() string                            { return "ThrottlingException: Rate exceeded" }
-func (*throttle) ErrorCode() string                        { return "ThrottlingException" }
-func (*throttle) ErrorMessage() string                     { return "Rate exceeded" }
-func (*throttle) ErrorFault() interface{ String() string } { return nil }
+// throttled is the API error a throttled call returns.
+var throttled = &smithy.GenericAPIError{Code: "ThrottlingException", Message: "Rate exceeded"}
 
 func TestForEndpoint(t *testing.T) {
 	t.Setenv("AWS_REGION", "")
