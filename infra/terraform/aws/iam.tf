@@ -84,31 +84,38 @@ locals {
   }
   table_rw_actions = ["dynamodb:GetItem", "dynamodb:BatchGetItem", "dynamodb:Query", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"]
 
-  kms_statement = {
-    for name, spec in {
-      # worker: secrets (read and write), queues (send and receive), table.
-      worker = { actions = ["kms:Decrypt", "kms:GenerateDataKey"], via = ["secrets", "sqs", "dynamodb"] }
-      # signer: reads secrets, sends and receives messages, uses the table.
-      signer = { actions = ["kms:Decrypt", "kms:GenerateDataKey"], via = ["secrets", "sqs", "dynamodb"] }
-      # api and scheduler: send messages, use the table. Never via Secrets Manager.
-      api       = { actions = ["kms:Decrypt", "kms:GenerateDataKey"], via = ["sqs", "dynamodb"] }
-      scheduler = { actions = ["kms:Decrypt", "kms:GenerateDataKey"], via = ["sqs", "dynamodb"] }
-      # http01: reads the table only.
-      http01 = { actions = ["kms:Decrypt"], via = ["dynamodb"] }
-      } : name => {
-      Sid      = "DeploymentKeyViaServices"
-      Effect   = "Allow"
-      Action   = spec.actions
-      Resource = [local.kms_resource]
-      Condition = merge(
-        { "StringEquals" = { "kms:ViaService" = [for s in spec.via : local.via[s]] } },
-        local.kms_key_condition,
-      )
-    }
+  # KMS statements per function: which operations, through which services.
+  kms_specs = {
+    # worker: secrets (read and write), queues (send and receive), table.
+    worker = [{ actions = ["kms:Decrypt", "kms:GenerateDataKey"], via = ["secrets", "sqs", "dynamodb"] }]
+    # signer: reads secrets (never writes one), sends and receives messages.
+    signer = [
+      { actions = ["kms:Decrypt"], via = ["secrets", "sqs", "dynamodb"] },
+      { actions = ["kms:GenerateDataKey"], via = ["sqs", "dynamodb"] },
+    ]
+    # api and scheduler: send messages, use the table. Never via Secrets Manager.
+    api       = [{ actions = ["kms:Decrypt", "kms:GenerateDataKey"], via = ["sqs", "dynamodb"] }]
+    scheduler = [{ actions = ["kms:Decrypt", "kms:GenerateDataKey"], via = ["sqs", "dynamodb"] }]
+    # http01: reads the table only.
+    http01 = [{ actions = ["kms:Decrypt"], via = ["dynamodb"] }]
+  }
+  kms_statements = {
+    for name, specs in local.kms_specs : name => [
+      for i, spec in specs : {
+        Sid      = "DeploymentKeyViaServices${i}"
+        Effect   = "Allow"
+        Action   = spec.actions
+        Resource = [local.kms_resource]
+        Condition = merge(
+          { "StringEquals" = { "kms:ViaService" = [for s in spec.via : local.via[s]] } },
+          local.kms_key_condition,
+        )
+      }
+    ]
   }
 
   policy_statements = {
-    api = [
+    api = concat([
       local.st_logs["api"],
       {
         Sid      = "Resources"
@@ -122,9 +129,8 @@ locals {
         Action   = ["sqs:SendMessage"]
         Resource = [local.arn.worker_queue]
       },
-      local.kms_statement["api"],
       local.st_no_secret_values,
-    ]
+    ], local.kms_statements["api"])
 
     worker = concat([
       local.st_logs["worker"],
@@ -189,8 +195,8 @@ locals {
         Resource  = ["*"]
         Condition = { "StringEquals" = { "aws:RequestTag/${local.secret_role_tag}" = local.worker_denied_roles } }
       },
-      local.kms_statement["worker"],
       ],
+      local.kms_statements["worker"],
       # (for ... if: a conditional cannot choose between tuples of different lengths)
       [for s in [
         {
@@ -250,7 +256,7 @@ locals {
       ] : s if var.enable_acm_import],
     )
 
-    signer = [
+    signer = concat([
       local.st_logs["signer"],
       {
         # The request it signs, the issuer it signs for (CA issuers' readiness
@@ -275,10 +281,9 @@ locals {
         Resource  = [local.arn.secrets]
         Condition = { "StringEquals" = { "secretsmanager:ResourceTag/${local.secret_role_tag}" = local.signer_secret_ro } }
       },
-      local.kms_statement["signer"],
-    ]
+    ], local.kms_statements["signer"])
 
-    scheduler = [
+    scheduler = concat([
       local.st_logs["scheduler"],
       {
         Sid      = "DueIndex"
@@ -292,11 +297,10 @@ locals {
         Action   = ["sqs:SendMessage"]
         Resource = [local.arn.worker_queue]
       },
-      local.kms_statement["scheduler"],
       local.st_no_secret_values,
-    ]
+    ], local.kms_statements["scheduler"])
 
-    http01 = [
+    http01 = concat([
       local.st_logs["http01"],
       {
         Sid       = "ActiveChallenges"
@@ -305,9 +309,8 @@ locals {
         Resource  = [local.arn.table, local.arn.index_kind_ns]
         Condition = { "ForAllValues:StringLike" = { "dynamodb:LeadingKeys" = ["Challenge/*", "Challenge"] } }
       },
-      local.kms_statement["http01"],
       local.st_no_secret_values,
-    ]
+    ], local.kms_statements["http01"])
   }
 
   # The documents attached below (one per deployed function).

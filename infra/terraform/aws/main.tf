@@ -57,6 +57,8 @@ locals {
     index_owner    = "arn:${local.partition}:dynamodb:${local.region}:${local.account}:table/${local.table_name}/index/owner"
     worker_queue   = "arn:${local.partition}:sqs:${local.region}:${local.account}:${local.queues.worker.name}"
     signer_queue   = "arn:${local.partition}:sqs:${local.region}:${local.account}:${local.queues.signer.name}"
+    worker_dlq     = "arn:${local.partition}:sqs:${local.region}:${local.account}:${local.queues.worker.dlq}"
+    signer_dlq     = "arn:${local.partition}:sqs:${local.region}:${local.account}:${local.queues.signer.dlq}"
     secrets        = "arn:${local.partition}:secretsmanager:${local.region}:${local.account}:secret:${local.secret_prefix}/*"
     any_secret     = "arn:${local.partition}:secretsmanager:${local.region}:${local.account}:secret:*"
     kms_keys       = "arn:${local.partition}:kms:${local.region}:${local.account}:key/*"

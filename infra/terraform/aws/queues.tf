@@ -25,12 +25,16 @@ resource "aws_sqs_queue" "work" {
   kms_master_key_id                 = local.kms_key_arn
   kms_data_key_reuse_period_seconds = 300
 
+  # The DLQ's ARN is built from its name (known at plan time, like the ARNs
+  # in iam.tf), hence the explicit dependency.
   redrive_policy = jsonencode({
-    deadLetterTargetArn = aws_sqs_queue.dlq[each.key].arn
+    deadLetterTargetArn = local.arn["${each.key}_dlq"]
     maxReceiveCount     = var.max_receive_count
   })
 
   tags = local.tags
+
+  depends_on = [aws_sqs_queue.dlq]
 }
 
 # Only the work queue of the same pair may redrive into a DLQ.
