@@ -1,0 +1,338 @@
+// Package explain builds the explanation of a Certificate that `certfn
+// status` prints and that the HTTP API's status route returns: the whole
+// chain (Certificate → CertificateRequest → issuer → secret) with a one-line
+// summary of why the certificate is, or is not, ready. The CLI (local and
+// remote) and the API share this one implementation: a Report is plain data
+// (it round-trips through JSON) and Render prints it.
+//
+// A Report never holds key material: the secret section is built from the
+// secret's tls.crt only, and only when the caller supplies a SecretReader
+// (local mode). The API supplies none: it never reads the secret store
+// (DESIGN.md §4).
+package explain
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/certfn/certfn/core/api"
+	"github.com/certfn/certfn/core/certificates"
+	"github.com/certfn/certfn/core/engine"
+	"github.com/certfn/certfn/core/pki"
+	"github.com/certfn/certfn/core/ports"
+)
+
+// Lookup returns one stored object. It returns an error wrapping
+// ports.ErrNotFound for a missing object and one wrapping
+// engine.ErrForbidden for an object the caller may not read (that part of
+// the chain is then reported as hidden).
+type Lookup func(ctx context.Context, key api.Key) (api.Object, error)
+
+// SecretReader returns the PEM tls.crt of the secret namespace/name, or an
+// error wrapping ports.ErrNotFound when the secret does not exist. It must
+// not return anything but the certificate chain.
+type SecretReader func(ctx context.Context, namespace, name string) (tlsCrt []byte, err error)
+
+// States of the issuer and secret sections.
+const (
+	// StateFound: the object exists and is shown.
+	StateFound = "Found"
+	// StateMissing: the object does not exist.
+	StateMissing = "Missing"
+	// StateHidden: the caller may not read the object.
+	StateHidden = "Hidden"
+	// StateNotRead: the secret store was not consulted (the API never reads it).
+	StateNotRead = "NotRead"
+)
+
+// Report explains one Certificate.
+type Report struct {
+	// Summary is the first line: "Ready: ...", "Issuing: ..." or "Not ready: ...".
+	Summary     string           `json:"summary"`
+	Certificate *api.Certificate `json:"certificate"`
+	Issuer      IssuerInfo       `json:"issuer"`
+	Secret      SecretInfo       `json:"secret"`
+	// Request is the CertificateRequest of the revision in flight, else of
+	// the current revision; nil when there is none (or it is hidden).
+	Request       *api.CertificateRequest `json:"request,omitempty"`
+	RequestHidden bool                    `json:"requestHidden,omitempty"`
+}
+
+// IssuerInfo is the issuer the Certificate refers to.
+type IssuerInfo struct {
+	Kind       string          `json:"kind"`
+	Name       string          `json:"name"`
+	State      string          `json:"state"`
+	Conditions []api.Condition `json:"conditions,omitempty"`
+}
+
+// SecretInfo describes the Certificate's secret from its tls.crt leaf.
+type SecretInfo struct {
+	Namespace string    `json:"namespace"`
+	Name      string    `json:"name"`
+	State     string    `json:"state"`
+	Subject   string    `json:"subject,omitempty"`
+	Issuer    string    `json:"issuer,omitempty"`
+	SANs      []string  `json:"sans,omitempty"`
+	NotBefore time.Time `json:"notBefore,omitzero"`
+	NotAfter  time.Time `json:"notAfter,omitzero"`
+	// Invalid says why tls.crt could not be parsed.
+	Invalid string `json:"invalid,omitempty"`
+}
+
+// Certificate builds the report of the Certificate at key. It returns the
+// lookup's error (not found, forbidden) for the Certificate itself; the
+// request and issuer are reported as hidden when the lookup forbids them.
+// secrets may be nil: the secret section is then StateNotRead.
+func Certificate(ctx context.Context, lookup Lookup, secrets SecretReader, key api.Key) (*Report, error) {
+	o, err := lookup(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	c, ok := o.(*api.Certificate)
+	if !ok {
+		return nil, fmt.Errorf("%s is a %T, not a Certificate", key, o)
+	}
+	r := &Report{Certificate: c}
+
+	// The request of the revision in flight, else of the current one.
+	st := &certificates.State{Cert: c}
+	for _, rev := range []int{st.NextRevision(), st.CurrentRevision()} {
+		if rev < 1 {
+			continue
+		}
+		ro, err := lookup(ctx, api.Key{Kind: api.KindCertificateRequest, Namespace: c.Namespace, Name: certificates.RequestName(c.Name, rev)})
+		if errors.Is(err, engine.ErrForbidden) {
+			r.RequestHidden = true
+			break
+		}
+		if err == nil {
+			if cr, ok := ro.(*api.CertificateRequest); ok {
+				r.Request = cr
+				break
+			}
+		}
+	}
+
+	ref := c.Spec.IssuerRef
+	ik := api.Key{Kind: api.KindIssuer, Namespace: c.Namespace, Name: ref.Name}
+	if ref.Kind == api.KindClusterIssuer {
+		ik = api.Key{Kind: api.KindClusterIssuer, Name: ref.Name}
+	}
+	r.Issuer = IssuerInfo{Kind: ik.Kind, Name: ref.Name, State: StateMissing}
+	switch io, err := lookup(ctx, ik); {
+	case err == nil:
+		if iss, ok := io.(api.GenericIssuer); ok {
+			r.Issuer.State, r.Issuer.Conditions = StateFound, iss.GetStatus().Conditions
+		}
+	case errors.Is(err, engine.ErrForbidden):
+		r.Issuer.State = StateHidden
+	case !errors.Is(err, ports.ErrNotFound):
+		return nil, fmt.Errorf("explain %s: read %s: %w", key, ik, err)
+	}
+
+	r.Secret = SecretInfo{Namespace: c.Namespace, Name: c.Spec.SecretName, State: StateNotRead}
+	if secrets != nil {
+		crt, err := secrets(ctx, c.Namespace, c.Spec.SecretName)
+		switch {
+		case errors.Is(err, ports.ErrNotFound):
+			r.Secret.State = StateMissing
+		case err != nil:
+			return nil, fmt.Errorf("explain %s: read secret %s/%s: %w", key, c.Namespace, c.Spec.SecretName, err)
+		default:
+			r.Secret.State = StateFound
+			fillSecret(&r.Secret, crt)
+		}
+	}
+	r.Summary = summary(r)
+	return r, nil
+}
+
+func fillSecret(s *SecretInfo, crt []byte) {
+	chain, err := pki.ParseChainPEM(crt)
+	if err != nil {
+		s.Invalid = err.Error()
+		return
+	}
+	l := chain[0]
+	s.Subject, s.Issuer, s.SANs = l.Subject.String(), l.Issuer.String(), SANs(l.DNSNames, l.IPAddresses, l.URIs, l.EmailAddresses)
+	s.NotBefore, s.NotAfter = l.NotBefore.UTC(), l.NotAfter.UTC()
+}
+
+// SANs renders a certificate's subject alternative names in the order DNS
+// names, IP addresses, URIs, e-mail addresses.
+func SANs[IP, URI fmt.Stringer](dns []string, ips []IP, uris []URI, emails []string) []string {
+	var out []string
+	out = append(out, dns...)
+	for _, ip := range ips {
+		out = append(out, ip.String())
+	}
+	for _, u := range uris {
+		out = append(out, u.String())
+	}
+	return append(out, emails...)
+}
+
+// summary returns the one-line reason a certificate is (not) ready, built
+// from the whole chain.
+func summary(r *Report) string {
+	c, cr := r.Certificate, r.Request
+	conds := c.Status.Conditions
+	if api.IsTrue(conds, api.CertificateConditionReady) && !api.IsTrue(conds, api.CertificateConditionIssuing) {
+		return "Ready: " + condMessage(conds, api.CertificateConditionReady)
+	}
+	switch r.Issuer.State {
+	case StateMissing:
+		return fmt.Sprintf("Not ready: %s %q does not exist", r.Issuer.Kind, r.Issuer.Name)
+	case StateFound:
+		if !api.IsTrue(r.Issuer.Conditions, "Ready") {
+			return fmt.Sprintf("Not ready: issuer %q is not ready: %s", r.Issuer.Name, condMessage(r.Issuer.Conditions, "Ready"))
+		}
+	}
+	if ic := api.FindCondition(conds, api.CertificateConditionIssuing); ic != nil && ic.Status == api.ConditionFalse && ic.Reason == "Failed" {
+		return "Not ready: " + ic.Message
+	}
+	if cr != nil {
+		if d := api.FindCondition(cr.Status.Conditions, api.CertificateRequestConditionDenied); d != nil {
+			return fmt.Sprintf("Not ready: request %s denied: %s", cr.Name, d.Message)
+		}
+		if m := condMessage(cr.Status.Conditions, "Ready"); m != "" && !api.IsTrue(cr.Status.Conditions, "Ready") {
+			return fmt.Sprintf("Not ready: request %s: %s", cr.Name, m)
+		}
+	}
+	if api.IsTrue(conds, api.CertificateConditionIssuing) {
+		return "Issuing: " + condMessage(conds, api.CertificateConditionIssuing)
+	}
+	return "Not ready: " + condMessage(conds, api.CertificateConditionReady)
+}
+
+// Render prints the report as `certfn status` does: the summary, a blank
+// line, then the Certificate, issuer, secret and request sections.
+func (r *Report) Render(w io.Writer) error {
+	ew := &errWriter{w: w}
+	c := r.Certificate
+	if c == nil {
+		return errors.New("explain: report without a certificate")
+	}
+	ew.printf("%s\n\n", r.Summary)
+	ew.printf("Certificate: %s/%s (generation %d, revision %s)\n", c.Namespace, c.Name, c.Generation, intPtr(c.Status.Revision))
+	ew.printf("  Names: %s\n", strings.Join(Identities(c), ", "))
+	printConds(ew, "  ", c.Status.Conditions)
+	if c.Status.NotAfter != nil {
+		ew.printf("  Not before: %s  Not after: %s  Renewal: %s\n", ts(c.Status.NotBefore), ts(c.Status.NotAfter), ts(c.Status.RenewalTime))
+	}
+	if c.Status.FailedIssuanceAttempts != nil {
+		ew.printf("  Failed issuance attempts: %d (last failure %s)\n", *c.Status.FailedIssuanceAttempts, ts(c.Status.LastFailureTime))
+	}
+	if len(c.Status.IgnoredFields) > 0 {
+		ew.printf("  Ignored fields: %s\n", strings.Join(c.Status.IgnoredFields, ", "))
+	}
+
+	ew.printf("Issuer: %s %q", r.Issuer.Kind, r.Issuer.Name)
+	switch r.Issuer.State {
+	case StateMissing:
+		ew.printf(" — does not exist\n")
+	case StateHidden:
+		ew.printf(" — not shown (the caller may not get it)\n")
+	default:
+		ew.printf("\n")
+		printConds(ew, "  ", r.Issuer.Conditions)
+	}
+
+	s := r.Secret
+	switch s.State {
+	case StateFound:
+		ew.printf("Secret: %s/%s\n", s.Namespace, s.Name)
+		if s.Invalid != "" {
+			ew.printf("  tls.crt: invalid: %s\n", s.Invalid)
+		} else {
+			ew.printf("  Subject: %s  Issuer: %s\n  SANs: %s\n  Valid: %s → %s\n", s.Subject, s.Issuer,
+				strings.Join(s.SANs, ", "), s.NotBefore.Format(time.RFC3339), s.NotAfter.Format(time.RFC3339))
+		}
+	case StateMissing:
+		ew.printf("Secret: %s/%s — does not exist\n", s.Namespace, s.Name)
+	default:
+		ew.printf("Secret: %s/%s — not read (the API never reads the secret store; see status.notAfter above)\n", s.Namespace, s.Name)
+	}
+
+	cr := r.Request
+	switch {
+	case r.RequestHidden:
+		ew.printf("CertificateRequest: not shown (the caller may not get it)\n")
+	case cr == nil:
+		ew.printf("CertificateRequest: none\n")
+	default:
+		ew.printf("CertificateRequest: %s/%s (revision %s, requester %s)\n", cr.Namespace, cr.Name, cr.Annotations[api.AnnotationRevision], cr.Spec.Username)
+		printConds(ew, "  ", cr.Status.Conditions)
+		if cr.Status.RequestedDuration != nil || cr.Status.HonouredDuration != nil {
+			ew.printf("  Duration requested: %s  honoured: %s\n", durStr(cr.Status.RequestedDuration), durStr(cr.Status.HonouredDuration))
+		}
+	}
+	return ew.err
+}
+
+// Identities lists what a Certificate asks for: CN=..., DNS names, IP
+// addresses, URIs, e-mail addresses and the literal subject.
+func Identities(c *api.Certificate) []string {
+	var out []string
+	if c.Spec.CommonName != "" {
+		out = append(out, "CN="+c.Spec.CommonName)
+	}
+	out = append(out, c.Spec.DNSNames...)
+	out = append(out, c.Spec.IPAddresses...)
+	out = append(out, c.Spec.URIs...)
+	out = append(out, c.Spec.EmailAddresses...)
+	if c.Spec.LiteralSubject != "" {
+		out = append(out, c.Spec.LiteralSubject)
+	}
+	return out
+}
+
+type errWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (e *errWriter) printf(format string, a ...any) {
+	if e.err == nil {
+		_, e.err = fmt.Fprintf(e.w, format, a...)
+	}
+}
+
+func printConds(w *errWriter, indent string, conds []api.Condition) {
+	for _, c := range conds {
+		w.printf("%s%s=%s (%s) %s\n", indent, c.Type, c.Status, c.Reason, c.Message)
+	}
+}
+
+func condMessage(conds []api.Condition, t string) string {
+	if c := api.FindCondition(conds, t); c != nil {
+		return c.Message
+	}
+	return ""
+}
+
+func ts(t *api.Time) string {
+	if t == nil {
+		return ""
+	}
+	return t.UTC().Format(time.RFC3339)
+}
+
+func durStr(d *api.Duration) string {
+	if d == nil {
+		return "-"
+	}
+	return d.Duration.String()
+}
+
+func intPtr(p *int) string {
+	if p == nil {
+		return "none"
+	}
+	return fmt.Sprint(*p)
+}
