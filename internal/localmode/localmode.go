@@ -168,15 +168,17 @@ func Open(opts Options) (*Runtime, error) {
 	}
 	dnsSolver := dns01.NewSolver(dns01.Deps{Secrets: secrets, Clock: opts.Clock, ClusterResourceNamespace: opts.ClusterResourceNamespace,
 		Providers: providers, Resolver: opts.ACME.DNS01Resolver, AllowInternalNames: opts.ACME.DNS01AllowInternalNames})
+	tokens := &http01.StoreTokens{Store: store, Clock: clock.Real{}}
 	chCfg := challenges.Config{Accounts: accounts, DNS01: challenges.FromDNS01(dnsSolver),
-		MaxInFlight: opts.ACME.MaxChallengesInFlight, PollInterval: opts.ACME.PollInterval, WaitPoll: opts.WaitPoll}
+		MaxInFlight: opts.ACME.MaxChallengesInFlight, PollInterval: opts.ACME.PollInterval, WaitPoll: opts.WaitPoll,
+		AfterPresent: func(*api.Challenge) { tokens.Invalidate() }}
 	if !opts.ACME.DisableHTTP01SelfCheck {
 		chCfg.HTTP01 = &http01.SelfCheck{Addr: opts.ACME.HTTP01SelfCheckAddr}
 	}
 	chHandler := challenges.New(chCfg)
 	orderHandler := orders.New(orders.Config{Accounts: accounts, Challenges: chHandler, PollInterval: opts.ACME.PollInterval, WaitPoll: opts.WaitPoll})
 	rt.ACME.Dialer, rt.ACME.Accounts = dialer, accounts
-	rt.ACME.HTTP01 = http01.Handler{Tokens: &http01.StoreTokens{Store: store, Clock: clock.Real{}}}
+	rt.ACME.HTTP01 = http01.Handler{Tokens: tokens}
 
 	sig := map[string]signers.Signer{
 		"selfSigned": selfsigned.New(secrets, opts.Clock),

@@ -36,6 +36,7 @@ import (
 	"github.com/certfn/certfn/core/clock"
 	"github.com/certfn/certfn/core/engine"
 	"github.com/certfn/certfn/core/pki"
+	"github.com/certfn/certfn/core/ports"
 	"github.com/certfn/certfn/internal/localmode"
 )
 
@@ -174,7 +175,7 @@ type timedRequest struct {
 // recorder wraps the ACME transport: it counts and timestamps requests and
 // can inject failures.
 type recorder struct {
-	clk  *clock.Fake
+	clk  ports.Clock
 	next http.RoundTripper
 
 	mu   sync.Mutex
@@ -230,6 +231,8 @@ type envOpts struct {
 	// instead of certfn's responder (self-check disabled).
 	wrongResponder bool
 	local          func(*localmode.Options)
+	// realClock runs the engine on the wall clock (benchmarks with Serve).
+	realClock bool
 }
 
 // quiet discards the runtime's log unless CERTFN_TEST_LOG is set.
@@ -247,9 +250,15 @@ func newEnv(t testing.TB, o envOpts) *env {
 	clk := clock.NewFake(time.Now().UTC().Truncate(time.Second))
 	e := &env{t: t, ctx: context.Background(), clk: clk, opts: o}
 	e.rec = &recorder{clk: clk}
+	if o.realClock {
+		e.rec.clk = clock.Real{}
+	}
 	port := freePort(t)
 	e.h01 = fmt.Sprintf("127.0.0.1:%d", port)
 	lo := localmode.Options{DataDir: t.TempDir(), Clock: clk, AutoApprove: []string{"*"}, Logger: quiet()}
+	if o.realClock {
+		lo.Clock = clock.Real{}
+	}
 	lo.ACME.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { e.rec.next = rt; return e.rec }
 	lo.ACME.HTTP01SelfCheckAddr = e.h01
 	lo.ACME.DisableHTTP01SelfCheck = o.wrongResponder

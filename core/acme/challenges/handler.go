@@ -65,6 +65,9 @@ type Config struct {
 	// WaitPoll is the safety-net wait for a Challenge whose issuer or
 	// account is not ready (default 10 minutes).
 	WaitPoll time.Duration
+	// AfterPresent, when set, is called once a Challenge's presented state
+	// is stored (local mode drops the in-process HTTP-01 responder's cache).
+	AfterPresent func(ch *api.Challenge)
 }
 
 // Handler reconciles Challenges. Safe for concurrent use.

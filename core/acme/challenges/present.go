@@ -34,7 +34,13 @@ func (r *run) present(ctx context.Context) error {
 	}
 	c.Status.Presented, c.Status.PresentedAt = true, api.NewTime(r.now)
 	c.Status.Reason = "Presented; waiting for the self-check"
-	return r.write(ctx, r.now, "record presented")
+	if err := r.write(ctx, r.now, "record presented"); err != nil {
+		return err
+	}
+	if r.h.cfg.AfterPresent != nil {
+		r.h.cfg.AfterPresent(c)
+	}
+	return nil
 }
 
 // checkAndAccept runs one self-check; when it passes the challenge is

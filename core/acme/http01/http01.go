@@ -126,6 +126,15 @@ func (s *StoreTokens) KeyAuthorization(ctx context.Context, token string) (strin
 	return ka, ok, nil
 }
 
+// Invalidate drops the cache: the next lookup reads the store. The
+// Challenge steps call it after presenting an HTTP-01 challenge when the
+// responder runs in the same process.
+func (s *StoreTokens) Invalidate() {
+	s.mu.Lock()
+	s.tokens = nil
+	s.mu.Unlock()
+}
+
 func (s *StoreTokens) load(ctx context.Context) (map[string]string, error) {
 	recs, err := s.Store.List(ctx, ports.ListOptions{Kind: api.KindChallenge})
 	if err != nil {
