@@ -79,8 +79,12 @@ type State struct {
 	NextRunAt time.Time
 	Now       time.Time
 
-	// Secret is spec.secretName, nil when it does not exist.
-	Secret *ports.Secret
+	// Secret is spec.secretName, nil when it does not exist. When
+	// SecretLoader is set the secret has not been read yet: steps that look
+	// at it call LoadSecret first (an issuance in progress never needs it,
+	// which saves a secret-store read per step).
+	Secret       *ports.Secret
+	SecretLoader func(context.Context) (*ports.Secret, error)
 	// Requests are the CertificateRequests this Certificate owns.
 	Requests []Request
 
@@ -92,6 +96,22 @@ type State struct {
 	parsed        *Issued
 	parsedProblem IssuedProblem
 }
+
+// LoadSecret reads spec.secretName if it has not been read yet.
+func (s *State) LoadSecret(ctx context.Context) error {
+	if s.SecretLoader == nil {
+		return nil
+	}
+	sec, err := s.SecretLoader(ctx)
+	if err != nil {
+		return err
+	}
+	s.Secret, s.SecretLoader = sec, nil
+	return nil
+}
+
+// SetSecret records a secret a step just wrote.
+func (s *State) SetSecret(sec *ports.Secret) { s.Secret, s.SecretLoader = sec, nil }
 
 // Key returns the Certificate's key.
 func (s *State) Key() api.Key { return api.KeyOf(s.Cert) }
@@ -177,7 +197,7 @@ type IssuedProblem struct {
 // Parse decodes spec.secretName. It returns a problem instead of an error
 // when the data is missing or invalid: those are trigger reasons, not failures.
 func (s *State) Parse() (*Issued, IssuedProblem) {
-	if s.parsedFor != nil && s.parsedFor == s.Secret {
+	if s.parsedFor != nil && s.parsedFor == s.Secret && s.SecretLoader == nil {
 		return s.parsed, s.parsedProblem
 	}
 	s.parsed, s.parsedProblem = s.parse()
@@ -186,6 +206,10 @@ func (s *State) Parse() (*Issued, IssuedProblem) {
 }
 
 func (s *State) parse() (*Issued, IssuedProblem) {
+	if s.SecretLoader != nil {
+		// A caller forgot LoadSecret: never mistake "not read" for "missing".
+		return nil, IssuedProblem{"Unknown", "the secret has not been read yet"}
+	}
 	if s.Secret == nil {
 		return nil, IssuedProblem{"DoesNotExist", fmt.Sprintf("Issuing certificate as Secret %q does not exist", s.Cert.Spec.SecretName)}
 	}

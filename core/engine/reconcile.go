@@ -33,12 +33,15 @@ func (e *Engine) reconcileCertificate(ctx context.Context, rec ports.Record) err
 		return err
 	}
 	st := &certificates.State{Cert: obj.(*api.Certificate), Version: rec.Version, NextRunAt: rec.NextRunAt, Now: e.cfg.Clock.Now()}
-	sec, err := e.cfg.Secrets.Get(ctx, st.Cert.Namespace, st.Cert.Spec.SecretName)
-	switch {
-	case err == nil:
-		st.Secret = &sec
-	case !errors.Is(err, ports.ErrNotFound):
-		return fmt.Errorf("read secret %s/%s: %w", st.Cert.Namespace, st.Cert.Spec.SecretName, err)
+	st.SecretLoader = func(ctx context.Context) (*ports.Secret, error) {
+		sec, err := e.cfg.Secrets.Get(ctx, st.Cert.Namespace, st.Cert.Spec.SecretName)
+		switch {
+		case err == nil:
+			return &sec, nil
+		case errors.Is(err, ports.ErrNotFound):
+			return nil, nil
+		}
+		return nil, fmt.Errorf("read secret %s/%s: %w", st.Cert.Namespace, st.Cert.Spec.SecretName, err)
 	}
 	reqs, err := e.cfg.Store.List(ctx, ports.ListOptions{Kind: api.KindCertificateRequest, Namespace: st.Cert.Namespace, Owner: rec.Key})
 	if err != nil {
@@ -61,6 +64,7 @@ func (e *Engine) reconcileCertificate(ctx context.Context, rec ports.Record) err
 	}
 	rec.Version = st.Version
 	if !st.IsIssuing() {
+		// Nothing wrote; readiness has read the secret, so the certificate is settled.
 		want = certificates.Earliest(want, st.Now.Add(e.cfg.ResyncInterval))
 	}
 	return e.settle(ctx, rec, want)

@@ -66,7 +66,7 @@ func Step(ctx context.Context, env *certificates.Env, st *certificates.State) (c
 	s.Revision = &rev
 	s.LastFailureTime, s.FailedIssuanceAttempts, s.NextPrivateKeySecretName = nil, nil, nil
 	api.RemoveCondition(&s.Conditions, api.CertificateConditionIssuing)
-	st.Secret = &sec
+	st.SetSecret(&sec)
 	readiness.Apply(st)
 	if err := env.Writer.UpdateCertificate(ctx, st, certificates.RenewalTime(st)); err != nil {
 		return certificates.Outcome{}, fmt.Errorf("complete revision %d: %w", rev, err)
@@ -108,6 +108,9 @@ func failed(ctx context.Context, env *certificates.Env, st *certificates.State, 
 	s.FailedIssuanceAttempts = &n
 	s.LastFailureTime = api.NewTime(st.Now)
 	retry := st.Now.Add(certificates.Backoff(n))
+	if err := st.LoadSecret(ctx); err != nil {
+		return certificates.Outcome{}, err
+	}
 	api.SetCondition(&s.Conditions, api.Condition{
 		Type: api.CertificateConditionIssuing, Status: api.ConditionFalse, Reason: "Failed",
 		Message:            fmt.Sprintf("%s (attempt %d; next attempt after %s)", msg, n, retry.UTC().Format("2006-01-02T15:04:05Z")),

@@ -63,8 +63,11 @@ func OutputsStale(st *certificates.State) string {
 // OutputsStep rewrites a valid, current secret whose outputs are stale,
 // from the key and certificate it already holds (no new issuance).
 func OutputsStep(ctx context.Context, env *certificates.Env, st *certificates.State) (certificates.Outcome, error) {
-	if st.IsIssuing() || st.Secret == nil {
+	if st.IsIssuing() {
 		return certificates.Outcome{}, nil
+	}
+	if err := st.LoadSecret(ctx); err != nil || st.Secret == nil {
+		return certificates.Outcome{}, err
 	}
 	issued, _ := st.Parse()
 	if issued == nil || OutputsStale(st) == "" {
@@ -83,6 +86,6 @@ func OutputsStep(ctx context.Context, env *certificates.Env, st *certificates.St
 	if err := env.Secrets.Put(ctx, sec); err != nil {
 		return certificates.Outcome{}, fmt.Errorf("rewrite secret %s/%s: %w", sec.Namespace, sec.Name, err)
 	}
-	st.Secret = &sec
+	st.SetSecret(&sec)
 	return certificates.Outcome{Wrote: true}, env.Writer.Enqueue(ctx, st.Key(), 0)
 }

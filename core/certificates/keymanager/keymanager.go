@@ -31,6 +31,11 @@ func Step(ctx context.Context, env *certificates.Env, st *certificates.State) (c
 	if n := crt.Status.NextPrivateKeySecretName; n != nil && *n != "" {
 		name = *n
 	}
+	if crt.Spec.RotationPolicyOrDefault() == api.RotationPolicyNever {
+		if err := st.LoadSecret(ctx); err != nil { // the stored key may be reused
+			return certificates.Outcome{}, err
+		}
+	}
 	sec, err := env.Secrets.Get(ctx, crt.Namespace, name)
 	switch {
 	case errors.Is(err, ports.ErrNotFound):

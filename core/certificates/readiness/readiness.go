@@ -53,6 +53,9 @@ func setTime(dst **api.Time, v *api.Time) bool {
 // Step writes the Certificate when Apply changed it (drift: a secret
 // deleted, replaced or expired since the last write).
 func Step(ctx context.Context, env *certificates.Env, st *certificates.State) (certificates.Outcome, error) {
+	if err := st.LoadSecret(ctx); err != nil {
+		return certificates.Outcome{}, err
+	}
 	if !Apply(st) {
 		return certificates.Outcome{}, nil
 	}

@@ -45,6 +45,9 @@ func Step(ctx context.Context, env *certificates.Env, st *certificates.State) (c
 	if st.IsIssuing() {
 		return certificates.Outcome{}, nil
 	}
+	if err := st.LoadSecret(ctx); err != nil {
+		return certificates.Outcome{}, err
+	}
 	r := certificates.Evaluate(st)
 	if r.Reason == "" {
 		return certificates.Outcome{RequeueAt: r.RenewAt}, nil

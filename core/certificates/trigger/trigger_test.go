@@ -272,3 +272,21 @@ func TestStepReturnsWriteErrors(t *testing.T) {
 }
 
 func isConflict(err error) bool { return errors.Is(err, ports.ErrConflict) }
+
+// A secret store that cannot be read is an error to retry, never a reason
+// to issue ("does not exist"): the secret is read lazily, and a failed
+// read must surface.
+func TestStepSecretReadErrorIsNotATrigger(t *testing.T) {
+	st := ct.State(ct.Cert(), nil)
+	boom := errors.New("secret store unavailable")
+	st.SecretLoader = func(context.Context) (*ports.Secret, error) { return nil, boom }
+	w := &ct.Writer{}
+	env, _, _ := ct.Env(ct.NewMemSecrets(), w)
+	out, err := trigger.Step(context.Background(), env, st)
+	if !errors.Is(err, boom) || out.Wrote || len(w.Calls) != 0 {
+		t.Fatalf("outcome %+v err %v writes %v; want the read error and no write", out, err, w.Ops())
+	}
+	if _, p := st.Parse(); p.Reason == "DoesNotExist" {
+		t.Fatal("an unread secret was reported as missing")
+	}
+}
