@@ -1,0 +1,264 @@
+// Package acmetest holds TEST DOUBLES and builders for the ACME steps: a
+// scripted ACME client that records every call, and a rig (engine on the
+// local adapters, a fake clock, a registered ClusterIssuer) on which the
+// Order and Challenge handlers run one reconcile at a time.
+package acmetest
+
+import (
+	"context"
+	"crypto"
+	"crypto/x509"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/certfn/certfn/adapters/local"
+	"github.com/certfn/certfn/core/acme"
+	"github.com/certfn/certfn/core/acme/challenges"
+	"github.com/certfn/certfn/core/acme/orders"
+	"github.com/certfn/certfn/core/api"
+	"github.com/certfn/certfn/core/certificates/certtest"
+	"github.com/certfn/certfn/core/clock"
+	"github.com/certfn/certfn/core/engine"
+	"github.com/certfn/certfn/core/issuers"
+	"github.com/certfn/certfn/core/ports"
+)
+
+// Client is a scripted acme.Client TEST DOUBLE. Each method runs its
+// function field when set, else answers a plausible default; every call
+// is recorded as "Method arg".
+type Client struct {
+	mu    sync.Mutex
+	calls []string
+
+	NewOrderFn         func(req acme.NewOrderRequest) (acme.Order, error)
+	GetOrderFn         func(url string) (acme.Order, error)
+	GetAuthorizationFn func(url string) (acme.Authorization, error)
+	AcceptFn           func(url string) (acme.Challenge, error)
+	FinalizeFn         func(orderURL string) (acme.Order, error)
+	ChainsFn           func(certURL string) ([]acme.Chain, error)
+}
+
+var _ acme.Client = (*Client)(nil)
+
+func (c *Client) record(s string) {
+	c.mu.Lock()
+	c.calls = append(c.calls, s)
+	c.mu.Unlock()
+}
+
+// Calls returns the recorded calls.
+func (c *Client) Calls() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]string(nil), c.calls...)
+}
+
+// Register implements acme.Client.
+func (c *Client) Register(_ context.Context, req acme.RegisterRequest) (acme.Account, error) {
+	c.record("Register")
+	return acme.Account{URL: "https://acme.test/acct/1", Key: req.Key, Thumbprint: "thumb"}, nil
+}
+
+// NewOrder implements acme.Client; default: a pending order with one
+// authorization per DNS name.
+func (c *Client) NewOrder(_ context.Context, _ acme.Account, req acme.NewOrderRequest) (acme.Order, error) {
+	c.record("NewOrder " + req.Replaces)
+	if c.NewOrderFn != nil {
+		return c.NewOrderFn(req)
+	}
+	o := acme.Order{URL: "https://acme.test/order/1", Status: acme.StatusPending, FinalizeURL: "https://acme.test/finalize/1"}
+	for _, d := range req.DNSNames {
+		o.Authorizations = append(o.Authorizations, "https://acme.test/authz/"+d)
+	}
+	return o, nil
+}
+
+// GetOrder implements acme.Client.
+func (c *Client) GetOrder(_ context.Context, _ acme.Account, url string) (acme.Order, error) {
+	c.record("GetOrder " + url)
+	if c.GetOrderFn != nil {
+		return c.GetOrderFn(url)
+	}
+	return acme.Order{URL: url, Status: acme.StatusValid, CertificateURL: "https://acme.test/cert/1"}, nil
+}
+
+// GetAuthorization implements acme.Client; default: a pending
+// authorization for the name at the end of the URL, offering http-01
+// and dns-01.
+func (c *Client) GetAuthorization(_ context.Context, _ acme.Account, url string) (acme.Authorization, error) {
+	c.record("GetAuthorization " + url)
+	if c.GetAuthorizationFn != nil {
+		return c.GetAuthorizationFn(url)
+	}
+	name := url[len("https://acme.test/authz/"):]
+	return acme.Authorization{URL: url, Status: acme.StatusPending, Identifier: name, Challenges: []acme.Challenge{
+		{URL: "https://acme.test/chall/http/" + name, Type: "http-01", Token: "tok-http-" + name, Status: acme.StatusPending},
+		{URL: "https://acme.test/chall/dns/" + name, Type: "dns-01", Token: "tok-dns-" + name, Status: acme.StatusPending},
+	}}, nil
+}
+
+// AcceptChallenge implements acme.Client.
+func (c *Client) AcceptChallenge(_ context.Context, _ acme.Account, url string) (acme.Challenge, error) {
+	c.record("AcceptChallenge " + url)
+	if c.AcceptFn != nil {
+		return c.AcceptFn(url)
+	}
+	return acme.Challenge{URL: url, Status: acme.StatusProcessing}, nil
+}
+
+// Finalize implements acme.Client.
+func (c *Client) Finalize(_ context.Context, _ acme.Account, orderURL, _ string, _ []byte) (acme.Order, error) {
+	c.record("Finalize " + orderURL)
+	if c.FinalizeFn != nil {
+		return c.FinalizeFn(orderURL)
+	}
+	return acme.Order{URL: orderURL, Status: acme.StatusProcessing}, nil
+}
+
+// Chains implements acme.Client.
+func (c *Client) Chains(_ context.Context, _ acme.Account, certURL string) ([]acme.Chain, error) {
+	c.record("Chains " + certURL)
+	if c.ChainsFn != nil {
+		return c.ChainsFn(certURL)
+	}
+	return nil, fmt.Errorf("acmetest: no ChainsFn")
+}
+
+// RenewalInfo implements acme.Client: unsupported.
+func (c *Client) RenewalInfo(context.Context, *x509.Certificate) (acme.RenewalInfo, error) {
+	c.record("RenewalInfo")
+	return acme.RenewalInfo{}, acme.ErrARIUnsupported
+}
+
+// Dialer hands out one Client.
+type Dialer struct{ C *Client }
+
+// Client implements acme.Dialer.
+func (d Dialer) Client(acme.ServerConfig) (acme.Client, error) { return d.C, nil }
+
+// Thumbprint implements acme.Dialer.
+func (d Dialer) Thumbprint(crypto.Signer) (string, error) { return "thumb", nil }
+
+// Rig is an engine on the local SQLite store and in-process queue, a fake
+// clock, in-memory secrets, the scripted client and a registered
+// ClusterIssuer "le" with the given solvers.
+type Rig struct {
+	T        *testing.T
+	Ctx      context.Context
+	Clock    *clock.Fake
+	Store    *local.Store
+	Secrets  *certtest.MemSecrets
+	Client   *Client
+	Accounts *acme.Accounts
+	Engine   *engine.Engine
+	Orders   *orders.Handler
+	Chals    *challenges.Handler
+}
+
+// T0 is the rig's start time.
+var T0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+
+// NewRig builds a rig; chCfg configures the Challenge handler (Accounts is filled in).
+func NewRig(t *testing.T, solvers []api.ACMEChallengeSolver, chCfg challenges.Config) *Rig {
+	t.Helper()
+	clk := clock.NewFake(T0)
+	store, err := local.OpenStore(filepath.Join(t.TempDir(), "state.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = store.Close() })
+	r := &Rig{T: t, Ctx: context.Background(), Clock: clk, Store: store, Secrets: certtest.NewMemSecrets(), Client: &Client{}}
+	r.Accounts = acme.NewAccounts(r.Secrets, Dialer{r.Client})
+	chCfg.Accounts = r.Accounts
+	r.Chals = challenges.New(chCfg)
+	r.Orders = orders.New(orders.Config{Accounts: r.Accounts, Challenges: r.Chals})
+	r.Engine, err = engine.New(engine.Config{Store: store, Secrets: r.Secrets, Queue: local.NewMemQueue(clk, time.Minute), Clock: clk,
+		Handlers: map[string]engine.Handler{api.KindOrder: r.Orders, api.KindChallenge: r.Chals}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	iss := &api.ClusterIssuer{TypeMeta: api.TypeMeta{APIVersion: api.CertManagerV1, Kind: api.KindClusterIssuer},
+		ObjectMeta: api.ObjectMeta{Name: "le", UID: "issuer-uid"},
+		Spec: api.IssuerSpec{ACME: &api.ACMEIssuer{Server: "https://acme.test/dir", Email: "a@example.com",
+			PrivateKeySecretRef: api.SecretKeySelector{LocalObjectReference: api.LocalObjectReference{Name: "acct"}}, Solvers: solvers}}}
+	ok, reason, msg, err := r.Accounts.Ready(r.Ctx, &issuers.State{Issuer: iss, Now: T0, SecretNamespace: "cert-manager"})
+	if err != nil || !ok {
+		t.Fatalf("register: %v %s %s", err, reason, msg)
+	}
+	api.SetCondition(&iss.Status.Conditions, api.Condition{Type: "Ready", Status: api.ConditionTrue, Reason: reason}, T0)
+	if _, err := r.Engine.CreateObject(r.Ctx, iss, time.Time{}); err != nil {
+		t.Fatal(err)
+	}
+	r.Client.calls = nil
+	return r
+}
+
+// IssuerRef names the rig's issuer.
+var IssuerRef = api.IssuerReference{Name: "le", Kind: api.KindClusterIssuer}
+
+// Create stores obj.
+func (r *Rig) Create(obj api.Object) {
+	r.T.Helper()
+	if _, err := r.Engine.CreateObject(r.Ctx, obj, r.Clock.Now()); err != nil {
+		r.T.Fatalf("create %s: %v", api.KeyOf(obj), err)
+	}
+}
+
+// Reconcile runs one step for key and returns the handler's error.
+func (r *Rig) Reconcile(key api.Key) error { return r.Engine.Reconcile(r.Ctx, key) }
+
+// MustReconcile runs one step and fails the test on an error.
+func (r *Rig) MustReconcile(key api.Key) {
+	r.T.Helper()
+	if err := r.Reconcile(key); err != nil {
+		r.T.Fatalf("reconcile %s: %v", key, err)
+	}
+}
+
+// Get loads key (nil when missing).
+func (r *Rig) Get(key api.Key) api.Object {
+	r.T.Helper()
+	rec, err := r.Store.Get(r.Ctx, key)
+	if err != nil {
+		return nil
+	}
+	o, err := r.Engine.Decode(rec)
+	if err != nil {
+		r.T.Fatal(err)
+	}
+	return o
+}
+
+// Record loads key's stored record.
+func (r *Rig) Record(key api.Key) ports.Record {
+	r.T.Helper()
+	rec, err := r.Store.Get(r.Ctx, key)
+	if err != nil {
+		r.T.Fatal(err)
+	}
+	return rec
+}
+
+// Mutate loads key, applies fn and writes it back.
+func (r *Rig) Mutate(key api.Key, fn func(api.Object)) {
+	r.T.Helper()
+	rec := r.Record(key)
+	o, _ := r.Engine.Decode(rec)
+	fn(o)
+	if _, err := r.Engine.UpdateObject(r.Ctx, o, rec.Version, rec.NextRunAt); err != nil {
+		r.T.Fatal(err)
+	}
+}
+
+// List returns the stored objects of kind.
+func (r *Rig) List(kind string) []api.Object {
+	r.T.Helper()
+	objs, err := r.Engine.List(r.Ctx, kind, "")
+	if err != nil {
+		r.T.Fatal(err)
+	}
+	return objs
+}
