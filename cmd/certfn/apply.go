@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -8,7 +9,9 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/certfn/certfn/adapters/httpapi"
 	"github.com/certfn/certfn/core/api"
+	"github.com/certfn/certfn/core/ports"
 	"github.com/spf13/cobra"
 )
 
@@ -86,7 +89,7 @@ accepted and listed as ignored.`,
 			if err != nil {
 				return err
 			}
-			rt, err := g.runtime()
+			cl, err := g.client(cmd.Context())
 			if err != nil {
 				return err
 			}
@@ -97,41 +100,29 @@ accepted and listed as ignored.`,
 					}
 				}
 			}
-			if err := rt.Engine.ValidateAll(objs); err != nil {
-				return err
-			}
-			for _, o := range objs {
-				verb := "create"
-				if _, err := rt.Engine.Get(cmd.Context(), api.KeyOf(o)); err == nil {
-					verb = "update"
-				}
-				if err := rt.Engine.Authorize(cmd.Context(), g.caller(), verb, api.KeyOf(o)); err != nil {
-					return err
-				}
-			}
-			for _, o := range objs {
-				res, err := rt.Engine.Apply(cmd.Context(), o, g.caller())
-				if err != nil {
-					return err
-				}
-				verb := "unchanged"
-				switch {
-				case res.Created:
-					verb = "created"
-				case res.Changed:
-					verb = "configured"
-				}
-				fmt.Fprintf(g.stdout, "%s %s\n", displayKey(res.Key), verb)
+			// On a failure part-way (a lost race, a store error) what was
+			// applied before it is still reported.
+			results, err := cl.Apply(cmd.Context(), objs)
+			for _, res := range results {
+				fmt.Fprintf(g.stdout, "%s %s\n", displayKey(res.Key), httpapi.Action(res))
 				if len(res.Ignored) > 0 {
 					fmt.Fprintf(g.stdout, "  ignored (accepted, not acted on by certfn): %s\n", strings.Join(res.Ignored, ", "))
 				}
 			}
-			return nil
+			return err
 		},
 	}
 	c.Flags().StringVarP(&file, "filename", "f", "", "file, directory or - (stdin)")
 	c.Flags().StringVarP(&ns, "namespace", "n", "", "override the namespace of namespaced resources")
 	return c
+}
+
+// notFound rewrites a not-found error as "<kind>/<name> (<ns>) not found".
+func notFound(k api.Key, err error) error {
+	if errors.Is(err, ports.ErrNotFound) {
+		return fmt.Errorf("%s not found", displayKey(k))
+	}
+	return err
 }
 
 // displayKey renders a key kubectl-style: certificate.cert-manager.io/web (ns).
@@ -160,10 +151,6 @@ func newDelete(g *globals) *cobra.Command {
 		Use:   "delete (KIND NAME | -f FILE)",
 		Short: "Delete resources (and what they own); issued secrets are kept",
 		RunE: func(cmd *cobra.Command, args []string) error {
-			rt, err := g.runtime()
-			if err != nil {
-				return err
-			}
 			var keys []api.Key
 			switch {
 			case file != "":
@@ -183,15 +170,13 @@ func newDelete(g *globals) *cobra.Command {
 			default:
 				return fmt.Errorf("want KIND NAME or -f FILE")
 			}
+			cl, err := g.client(cmd.Context())
+			if err != nil {
+				return err
+			}
 			for _, k := range keys {
-				if _, err := rt.Engine.Get(cmd.Context(), k); err != nil {
-					return fmt.Errorf("%s not found", displayKey(k))
-				}
-				if err := rt.Engine.Authorize(cmd.Context(), g.caller(), "delete", k); err != nil {
-					return err
-				}
-				if err := rt.Engine.Delete(cmd.Context(), k); err != nil {
-					return err
+				if err := cl.Delete(cmd.Context(), k); err != nil {
+					return notFound(k, err)
 				}
 				fmt.Fprintf(g.stdout, "%s deleted\n", displayKey(k))
 			}

@@ -31,23 +31,20 @@ certificaterequestpolicies, roles, rolebindings, clusterroles, clusterrolebindin
 			default:
 				return fmt.Errorf("-o %q: want wide, yaml or json", output)
 			}
-			rt, err := g.runtime()
-			if err != nil {
-				return err
-			}
 			info, ok := api.KindForName(args[0])
 			if !ok {
 				return fmt.Errorf("unknown resource type %q", args[0])
 			}
+			cl, err := g.client(cmd.Context())
+			if err != nil {
+				return err
+			}
 			var objs []api.Object
 			if len(args) == 2 {
 				k, _, _ := resolveKey(args[0], args[1], ns)
-				if err := rt.Engine.Authorize(cmd.Context(), g.caller(), "get", k); err != nil {
-					return err
-				}
-				o, err := rt.Engine.Get(cmd.Context(), k)
+				o, err := cl.Get(cmd.Context(), k)
 				if err != nil {
-					return fmt.Errorf("%s not found", displayKey(k))
+					return notFound(k, err)
 				}
 				objs = []api.Object{o}
 			} else {
@@ -55,11 +52,7 @@ certificaterequestpolicies, roles, rolebindings, clusterroles, clusterrolebindin
 				if all || !info.Namespaced {
 					listNS = ""
 				}
-				if err := rt.Engine.Authorize(cmd.Context(), g.caller(), "list", api.Key{Kind: info.Kind, Namespace: listNS}); err != nil {
-					return err
-				}
-				objs, err = rt.Engine.List(cmd.Context(), info.Kind, listNS)
-				if err != nil {
+				if objs, err = cl.List(cmd.Context(), info.Kind, listNS); err != nil {
 					return err
 				}
 			}

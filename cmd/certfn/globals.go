@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/user"
 
@@ -17,11 +18,16 @@ type globals struct {
 	clusterNS string
 	as        string
 	asGroups  []string
+	server    string
+	region    string
 	stdin     io.Reader
 	stdout    io.Writer
 	stderr    io.Writer
+	// httpClient, when set, is the remote client's HTTP client (tests).
+	httpClient *http.Client
 
 	rt     *localmode.Runtime
+	cl     client
 	closer func()
 }
 

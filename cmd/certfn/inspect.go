@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/certfn/certfn/core/pki"
+	"github.com/certfn/certfn/internal/explain"
 	"github.com/spf13/cobra"
 )
 
@@ -23,10 +24,17 @@ func newInspect(g *globals) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "inspect secret NAME [--verify]",
 		Short: "Show what a stored secret holds: subject, SANs, issuer, validity, key, fingerprints, chain",
-		Args:  cobra.ExactArgs(2),
+		Long: `Show what a stored secret holds: subject, SANs, issuer, validity, key, fingerprints, chain.
+Local only: it reads the --data directory's secret store. With --server it is
+refused: the HTTP API never reads secrets; on a cloud deployment the workloads
+read their key pairs from the cloud secret store (e.g. Secrets Manager) directly.`,
+		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if args[0] != "secret" && args[0] != "secrets" {
 				return fmt.Errorf("inspect supports only: secret")
+			}
+			if err := g.localOnly("inspect secret", "secrets are read from the cloud secret store by the workloads, not through the API"); err != nil {
+				return err
 			}
 			rt, err := g.runtime()
 			if err != nil {
@@ -132,27 +140,7 @@ func fingerprint(b []byte, sha string) string {
 }
 
 func sans(c *x509.Certificate) []string {
-	var out []string
-	out = append(out, c.DNSNames...)
-	for _, ip := range c.IPAddresses {
-		out = append(out, ip.String())
-	}
-	for _, u := range c.URIs {
-		out = append(out, u.String())
-	}
-	out = append(out, c.EmailAddresses...)
-	return out
-}
-
-func printCertSummary(w io.Writer, indent string, pemBytes []byte) {
-	chain, err := pki.ParseChainPEM(pemBytes)
-	if err != nil {
-		fmt.Fprintf(w, "%stls.crt: invalid: %v\n", indent, err)
-		return
-	}
-	l := chain[0]
-	fmt.Fprintf(w, "%sSubject: %s  Issuer: %s\n%sSANs: %s\n%sValid: %s → %s\n", indent, l.Subject, l.Issuer, indent,
-		strings.Join(sans(l), ", "), indent, l.NotBefore.UTC().Format(time.RFC3339), l.NotAfter.UTC().Format(time.RFC3339))
+	return explain.SANs(c.DNSNames, c.IPAddresses, c.URIs, c.EmailAddresses)
 }
 
 func printCertDetails(w io.Writer, pemBytes []byte) {

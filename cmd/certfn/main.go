@@ -78,7 +78,12 @@ cert-manager manifests (Issuer, ClusterIssuer, Certificate, CertificateRequest).
 Local mode keeps state in <data>/state.db (SQLite) and keys and certificates in
 <data>/secrets/<namespace>/<secretName>/{tls.crt,tls.key,ca.crt,...} (files 0600).
 Run 'certfn serve' to process work; other commands may run from another terminal
-against the same --data directory.`,
+against the same --data directory.
+
+Remote mode: with --server URL (or CERTFN_SERVER) every verb but serve and
+inspect works the same on certfn's HTTP API (the api function's Lambda Function
+URL), each request signed with SigV4 using the AWS SDK's default credentials;
+your AWS principal is your identity for the bindings. See docs/api.md.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
@@ -88,6 +93,10 @@ against the same --data directory.`,
 		"namespace holding ClusterIssuer secrets (env CERTFN_CLUSTER_RESOURCE_NAMESPACE)")
 	root.PersistentFlags().StringVar(&g.as, "as", "", "act as this identity (a user name, an IAM ARN, system:serviceaccount:NS:NAME); permissions then come from the bindings")
 	root.PersistentFlags().StringSliceVar(&g.asGroups, "as-group", nil, "with --as: groups of that identity (repeatable)")
+	root.PersistentFlags().StringVar(&g.server, "server", os.Getenv("CERTFN_SERVER"),
+		"remote mode: certfn's HTTP API base URL, e.g. https://<url-id>.lambda-url.<region>.on.aws (env CERTFN_SERVER); requests are signed with SigV4 using the AWS SDK's default credentials")
+	root.PersistentFlags().StringVar(&g.region, "region", "",
+		"with --server: AWS region to sign for (default: the Function URL's region, else AWS_REGION or the profile's)")
 	root.AddCommand(newServe(g), newApply(g), newDelete(g), newGet(g), newStatus(g), newRenew(g),
 		newApprove(g, true), newApprove(g, false), newInspect(g), newWait(g))
 	return root

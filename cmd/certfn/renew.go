@@ -17,7 +17,7 @@ func newRenew(g *globals) *cobra.Command {
 			if all == (len(args) == 1) || len(args) > 1 {
 				return fmt.Errorf("give one certificate NAME or --all")
 			}
-			rt, err := g.runtime()
+			cl, err := g.client(cmd.Context())
 			if err != nil {
 				return err
 			}
@@ -27,7 +27,7 @@ func newRenew(g *globals) *cobra.Command {
 				if allNS {
 					listNS = ""
 				}
-				objs, err := rt.Engine.List(cmd.Context(), api.KindCertificate, listNS)
+				objs, err := cl.List(cmd.Context(), api.KindCertificate, listNS)
 				if err != nil {
 					return err
 				}
@@ -38,10 +38,7 @@ func newRenew(g *globals) *cobra.Command {
 				keys = []api.Key{{Kind: api.KindCertificate, Namespace: ns, Name: args[0]}}
 			}
 			for _, k := range keys {
-				if err := rt.Engine.Authorize(cmd.Context(), g.caller(), "update", k); err != nil {
-					return err
-				}
-				if err := rt.Engine.Renew(cmd.Context(), k); err != nil {
+				if err := cl.Renew(cmd.Context(), k); err != nil {
 					return err
 				}
 				fmt.Fprintf(g.stdout, "Manually triggered issuance of %s\n", displayKey(k))
@@ -66,15 +63,12 @@ func newApprove(g *globals, approve bool) *cobra.Command {
 		Short: short,
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			rt, err := g.runtime()
+			cl, err := g.client(cmd.Context())
 			if err != nil {
 				return err
 			}
 			k := api.Key{Kind: api.KindCertificateRequest, Namespace: ns, Name: args[0]}
-			if message == "" {
-				message = fmt.Sprintf("manually %s by %s", done, g.caller().Username)
-			}
-			if err := rt.Approve(cmd.Context(), k, approve, reason, message, g.caller()); err != nil {
+			if err := cl.Approve(cmd.Context(), k, approve, reason, message); err != nil {
 				return err
 			}
 			fmt.Fprintf(g.stdout, "%s %s\n", displayKey(k), done)
@@ -83,6 +77,6 @@ func newApprove(g *globals, approve bool) *cobra.Command {
 	}
 	c.Flags().StringVarP(&ns, "namespace", "n", "default", "namespace")
 	c.Flags().StringVar(&reason, "reason", "KubectlCertManager", "reason recorded on the condition")
-	c.Flags().StringVar(&message, "message", "", "message recorded on the condition")
+	c.Flags().StringVar(&message, "message", "", "message recorded on the condition (default \"manually "+done+" by <your identity>\")")
 	return c
 }

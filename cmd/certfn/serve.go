@@ -22,9 +22,14 @@ func newServe(g *globals) *cobra.Command {
 signed and stored, and certificates renewed on time. Commands run from another terminal
 against the same --data directory are picked up within a second.
 
-With --until-idle, process everything that is due and exit (for cron and CI).`,
+With --until-idle, process everything that is due and exit (for cron and CI).
+Local only: on a cloud deployment the worker, signer and scheduler functions do
+this work, so --server is refused.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := g.localOnly("serve", "on a cloud deployment the worker, signer and scheduler functions process the work"); err != nil {
+				return err
+			}
 			var signers []string
 			for _, s := range strings.Split(autoApprove, ",") {
 				if s = strings.TrimSpace(s); s != "" {

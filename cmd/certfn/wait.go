@@ -1,11 +1,14 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"time"
 
 	"github.com/certfn/certfn/core/api"
+	"github.com/certfn/certfn/core/engine"
+	"github.com/certfn/certfn/core/ports"
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 )
@@ -26,16 +29,27 @@ func newWait(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			rt, err := g.runtime()
+			cl, err := g.client(cmd.Context())
 			if err != nil {
 				return err
 			}
 			tty := isTTY(g.stdout)
+			interval := 200 * time.Millisecond
+			if g.server != "" {
+				interval = 2 * time.Second // each poll is a signed API request
+			}
 			deadline := time.Now().Add(timeout)
 			last := ""
 			for {
-				o, err := rt.Engine.Get(cmd.Context(), k)
+				o, err := cl.Get(cmd.Context(), k)
 				line := "not found"
+				switch {
+				case err == nil, errors.Is(err, ports.ErrNotFound):
+				case errors.Is(err, engine.ErrForbidden), isUnauthenticated(err):
+					return err // waiting cannot help
+				default:
+					line = "error: " + err.Error() // e.g. the network: try again
+				}
 				if err == nil {
 					conds := conditionsOf(o)
 					if c := api.FindCondition(conds, cond); c != nil {
@@ -69,7 +83,7 @@ func newWait(g *globals) *cobra.Command {
 				select {
 				case <-cmd.Context().Done():
 					return cmd.Context().Err()
-				case <-time.After(200 * time.Millisecond):
+				case <-time.After(interval):
 				}
 			}
 		},

@@ -1,0 +1,114 @@
+package main
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/certfn/certfn/adapters/httpapi"
+	"github.com/certfn/certfn/core/api"
+	"github.com/certfn/certfn/core/engine"
+	"github.com/certfn/certfn/internal/explain"
+	"github.com/certfn/certfn/internal/localmode"
+)
+
+// client is what the verbs need from certfn. Every method acts for the
+// CLI's caller and is refused (engine.ErrForbidden) when the bindings do
+// not allow it; a missing object is an error wrapping ports.ErrNotFound.
+// `wait` polls Get. Two implementations: localClient on the --data
+// directory and remoteClient on the HTTP API at --server.
+type client interface {
+	// Apply validates every object and applies them only if all are valid
+	// and allowed.
+	Apply(ctx context.Context, objs []api.Object) ([]engine.ApplyResult, error)
+	Get(ctx context.Context, key api.Key) (api.Object, error)
+	// List lists kind in namespace ("" = every namespace).
+	List(ctx context.Context, kind, namespace string) ([]api.Object, error)
+	Delete(ctx context.Context, key api.Key) error
+	// Status explains a Certificate (the report `certfn status` prints).
+	Status(ctx context.Context, key api.Key) (*explain.Report, error)
+	Renew(ctx context.Context, key api.Key) error
+	// Approve approves (approve=true) or denies a CertificateRequest; an
+	// empty message becomes "manually approved by <caller>".
+	Approve(ctx context.Context, key api.Key, approve bool, reason, message string) error
+}
+
+// localClient runs the verbs on the local runtime through the same
+// httpapi.Service the HTTP API uses, so both check the same permissions.
+type localClient struct {
+	svc    *httpapi.Service
+	caller engine.Caller
+}
+
+func newLocalClient(rt *localmode.Runtime, caller engine.Caller) *localClient {
+	secrets := func(ctx context.Context, ns, name string) ([]byte, error) {
+		s, err := rt.Secrets.Get(ctx, ns, name)
+		if err != nil {
+			return nil, err
+		}
+		return s.Data["tls.crt"], nil
+	}
+	return &localClient{svc: &httpapi.Service{Engine: rt.Engine, Secrets: secrets}, caller: caller}
+}
+
+func (c *localClient) Apply(ctx context.Context, objs []api.Object) ([]engine.ApplyResult, error) {
+	return c.svc.Apply(ctx, c.caller, objs)
+}
+
+func (c *localClient) Get(ctx context.Context, key api.Key) (api.Object, error) {
+	return c.svc.Get(ctx, c.caller, key)
+}
+
+func (c *localClient) List(ctx context.Context, kind, namespace string) ([]api.Object, error) {
+	return c.svc.List(ctx, c.caller, kind, namespace)
+}
+
+func (c *localClient) Delete(ctx context.Context, key api.Key) error {
+	return c.svc.Delete(ctx, c.caller, key)
+}
+
+func (c *localClient) Status(ctx context.Context, key api.Key) (*explain.Report, error) {
+	return c.svc.Status(ctx, c.caller, key)
+}
+
+func (c *localClient) Renew(ctx context.Context, key api.Key) error {
+	_, err := c.svc.Renew(ctx, c.caller, key)
+	return err
+}
+
+func (c *localClient) Approve(ctx context.Context, key api.Key, approve bool, reason, message string) error {
+	_, err := c.svc.Approve(ctx, c.caller, key, approve, reason, message)
+	return err
+}
+
+// client returns the client of this invocation: remote when --server (or
+// CERTFN_SERVER) is set, else local on --data.
+func (g *globals) client(ctx context.Context) (client, error) {
+	if g.cl != nil {
+		return g.cl, nil
+	}
+	if g.server != "" {
+		if g.as != "" || len(g.asGroups) > 0 {
+			return nil, fmt.Errorf("--as and --as-group are local-only: with --server your identity is the AWS principal of your credentials")
+		}
+		rc, err := newRemoteClient(ctx, remoteOptions{Server: g.server, Region: g.region, HTTPClient: g.httpClient})
+		if err != nil {
+			return nil, err
+		}
+		g.cl = rc
+		return rc, nil
+	}
+	rt, err := g.runtime()
+	if err != nil {
+		return nil, err
+	}
+	g.cl = newLocalClient(rt, g.caller())
+	return g.cl, nil
+}
+
+// localOnly refuses a command that has no API counterpart in remote mode.
+func (g *globals) localOnly(what, why string) error {
+	if g.server != "" {
+		return fmt.Errorf("%s is local-only (not available with --server): %s", what, why)
+	}
+	return nil
+}
