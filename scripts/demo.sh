@@ -6,6 +6,10 @@
 # Ready; show them; verify the leaf against the CA; exit 0. Only the
 # self-signed bootstrap issuer is auto-approved: the leaf is approved by the
 # CertificateRequestPolicy in examples/04-policy.yaml.
+# ACME part: Pebble (Let's Encrypt's test CA, tests/cmd/pebble) runs in the
+# background; the ClusterIssuer in examples/acme/ registers an account and
+# a Certificate is issued over HTTP-01, answered by `certfn serve
+# --http01-listen`; the chain is verified against Pebble's root.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=${BIN:-bin/certfn}
@@ -13,9 +17,19 @@ BIN=${BIN:-bin/certfn}
 export CERTFN_DATA=${CERTFN_DATA:-$(mktemp -d -t certfn-demo.XXXXXX)}
 echo "== data directory: $CERTFN_DATA"
 
-"$BIN" serve --auto-approve 'clusterissuers.cert-manager.io/selfsigned' 2>"$CERTFN_DATA/serve.log" &
+PEBBLE_BIN=${PEBBLE_BIN:-bin/pebble-dev}
+[ -x "$PEBBLE_BIN" ] || go build -o "$PEBBLE_BIN" ./tests/cmd/pebble
+ACME_LISTEN=${ACME_LISTEN:-127.0.0.1:14000}
+HTTP01_PORT=${HTTP01_PORT:-5002}
+ACME_DNS=${ACME_DNS:-127.0.0.1:8053}
+"$PEBBLE_BIN" -listen "$ACME_LISTEN" -http01-port "$HTTP01_PORT" -dns "$ACME_DNS" \
+  -tls-cert-out "$CERTFN_DATA/pebble-tls.pem" -roots-out "$CERTFN_DATA/pebble-roots.pem" >"$CERTFN_DATA/pebble.log" 2>&1 &
+PEBBLE=$!
+
+"$BIN" serve --auto-approve 'clusterissuers.cert-manager.io/selfsigned,clusterissuers.cert-manager.io/pebble' \
+  --http01-listen "127.0.0.1:$HTTP01_PORT" --http01-self-check-addr "127.0.0.1:$HTTP01_PORT" 2>"$CERTFN_DATA/serve.log" &
 SERVE=$!
-trap 'kill $SERVE 2>/dev/null || true; wait $SERVE 2>/dev/null || true' EXIT
+trap 'kill $SERVE $PEBBLE 2>/dev/null || true; wait $SERVE $PEBBLE 2>/dev/null || true' EXIT
 
 echo "== certfn apply -f examples/"
 "$BIN" apply -f examples/
@@ -33,5 +47,22 @@ ls -l "$CERTFN_DATA/secrets/default/web-tls/"
 if command -v openssl >/dev/null 2>&1; then
   echo "== openssl verify"
   openssl verify -CAfile "$CERTFN_DATA/secrets/default/web-tls/ca.crt" "$CERTFN_DATA/secrets/default/web-tls/tls.crt"
+fi
+
+echo "== ACME: Pebble at https://$ACME_LISTEN/dir; HTTP-01 answered by certfn on 127.0.0.1:$HTTP01_PORT"
+for _ in $(seq 50); do [ -s "$CERTFN_DATA/pebble-roots.pem" ] && break; sleep 0.1; done
+sed "s#https://127.0.0.1:14000/dir#https://$ACME_LISTEN/dir#" examples/acme/01-pebble-clusterissuer.yaml | "$BIN" apply -f -
+"$BIN" apply -f examples/acme/02-certificate.yaml
+"$BIN" wait clusterissuer pebble --for=condition=Ready --timeout 60s
+"$BIN" wait certificate acme-demo --for=condition=Ready --timeout 60s
+echo "== certfn get orders,challenges (the Challenges are deleted once the Order is valid)"
+"$BIN" get orders -A
+"$BIN" get challenges -A
+echo "== certfn status certificate acme-demo"
+"$BIN" status certificate acme-demo
+if command -v openssl >/dev/null 2>&1; then
+  echo "== openssl verify (against Pebble's root)"
+  openssl verify -CAfile "$CERTFN_DATA/pebble-roots.pem" -untrusted "$CERTFN_DATA/secrets/default/acme-demo-tls/tls.crt" \
+    "$CERTFN_DATA/secrets/default/acme-demo-tls/tls.crt"
 fi
 echo "== demo OK"

@@ -13,7 +13,7 @@ import (
 
 func newServe(g *globals) *cobra.Command {
 	var o localmode.ServeOptions
-	var autoApprove, ctrlUser string
+	var autoApprove, ctrlUser, selfCheckAddr string
 	var ctrlGroups []string
 	c := &cobra.Command{
 		Use:   "serve",
@@ -40,6 +40,7 @@ this work, so --server is refused.`,
 			if ctrlUser != "" {
 				opts.Identity = engine.Identity{Username: ctrlUser, Groups: append([]string{"system:authenticated"}, ctrlGroups...)}
 			}
+			opts.ACME.HTTP01SelfCheckAddr = selfCheckAddr
 			rt, err := localmode.Open(opts)
 			if err != nil {
 				return err
@@ -54,6 +55,8 @@ this work, so --server is refused.`,
 	c.Flags().BoolVar(&o.UntilIdle, "until-idle", false, "process everything due, then exit")
 	c.Flags().StringVar(&o.HTTP01Listen, "http01-listen", os.Getenv("CERTFN_HTTP01_LISTEN"),
 		"serve ACME HTTP-01 challenges (GET /.well-known/acme-challenge/{token}) on this address, e.g. ':80' (env CERTFN_HTTP01_LISTEN)")
+	c.Flags().StringVar(&selfCheckAddr, "http01-self-check-addr", os.Getenv("CERTFN_HTTP01_SELF_CHECK_ADDR"),
+		"address the HTTP-01 self-check connects to instead of <name>:80 (e.g. when --http01-listen is not reachable on port 80 of the name) (env CERTFN_HTTP01_SELF_CHECK_ADDR)")
 	c.Flags().IntVar(&o.Workers, "workers", 4, "parallel workers")
 	c.Flags().DurationVar(&o.SweepInterval, "sweep-interval", 10*time.Second, "how often the scheduler looks for due work")
 	c.Flags().StringVar(&autoApprove, "auto-approve", os.Getenv("CERTFN_AUTO_APPROVE"),
