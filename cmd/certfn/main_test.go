@@ -70,6 +70,7 @@ func setupEnv(t *testing.T) string {
 	t.Setenv("CERTFN_AUTO_APPROVE", "")
 	t.Setenv("CERTFN_DATA", "")
 	t.Setenv("CERTFN_CLUSTER_RESOURCE_NAMESPACE", "")
+	t.Setenv("CERTFN_SERVER", "")
 	return t.TempDir()
 }
 

@@ -173,6 +173,9 @@ func (c *remoteClient) do(ctx context.Context, method, path string, body []byte,
 		if json.Unmarshal(b, &ae.body) != nil || ae.body.Error == "" {
 			// Not certfn's answer (a Function URL's own refusal, a proxy).
 			ae.body.Error = fmt.Sprintf("server %s answered %s: %s", c.base.Redacted(), resp.Status, truncate(strings.TrimSpace(string(b)), 200))
+			if resp.StatusCode == http.StatusForbidden {
+				ae.body.Error += " (the Function URL refused the request: check the signature's region and that your principal may lambda:InvokeFunctionUrl)"
+			}
 		}
 		return ae
 	}
