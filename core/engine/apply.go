@@ -230,6 +230,15 @@ func (e *Engine) deleteTree(ctx context.Context, key api.Key, version int64) err
 			}
 		}
 	}
+	if d, ok := e.cfg.Handlers[key.Kind].(Deleter); ok {
+		rec, err := e.cfg.Store.Get(ctx, key)
+		if err == nil {
+			err = d.BeforeDelete(ctx, e, rec)
+		}
+		if err != nil && !errors.Is(err, ports.ErrNotFound) {
+			return fmt.Errorf("before deleting %s: %w", key, err)
+		}
+	}
 	err := e.cfg.Store.Delete(ctx, key, version)
 	if errors.Is(err, ports.ErrNotFound) {
 		return nil

@@ -16,6 +16,15 @@ type Handler interface {
 	Reconcile(ctx context.Context, e *Engine, rec ports.Record) error
 }
 
+// Deleter is implemented by handlers whose resources hold something
+// outside the store (a Challenge's DNS-01 record): BeforeDelete runs
+// before every deletion of a record of the handler's kind, including
+// cascaded ones (a CertificateRequest taking its Order and Challenges
+// along). An error stops the deletion; it is retried.
+type Deleter interface {
+	BeforeDelete(ctx context.Context, e *Engine, rec ports.Record) error
+}
+
 // Finalizer is implemented by kinds whose owner only needs waking once they
 // reach a final state (CertificateRequest, Order, Challenge).
 type Finalizer interface {

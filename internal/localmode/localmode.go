@@ -176,7 +176,7 @@ func Open(opts Options) (*Runtime, error) {
 		chCfg.HTTP01 = &http01.SelfCheck{Addr: opts.ACME.HTTP01SelfCheckAddr}
 	}
 	chHandler := challenges.New(chCfg)
-	orderHandler := orders.New(orders.Config{Accounts: accounts, Challenges: chHandler, PollInterval: opts.ACME.PollInterval, WaitPoll: opts.WaitPoll})
+	orderHandler := orders.New(orders.Config{Accounts: accounts, PollInterval: opts.ACME.PollInterval, WaitPoll: opts.WaitPoll})
 	rt.ACME.Dialer, rt.ACME.Accounts = dialer, accounts
 	rt.ACME.HTTP01 = http01.Handler{Tokens: tokens}
 

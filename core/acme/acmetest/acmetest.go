@@ -174,7 +174,7 @@ func NewRig(t *testing.T, solvers []api.ACMEChallengeSolver, chCfg challenges.Co
 	r.Accounts = acme.NewAccounts(r.Secrets, Dialer{r.Client})
 	chCfg.Accounts = r.Accounts
 	r.Chals = challenges.New(chCfg)
-	r.Orders = orders.New(orders.Config{Accounts: r.Accounts, Challenges: r.Chals})
+	r.Orders = orders.New(orders.Config{Accounts: r.Accounts})
 	r.Engine, err = engine.New(engine.Config{Store: store, Secrets: r.Secrets, Queue: local.NewMemQueue(clk, time.Minute), Clock: clk,
 		Handlers: map[string]engine.Handler{api.KindOrder: r.Orders, api.KindChallenge: r.Chals}})
 	if err != nil {

@@ -196,3 +196,30 @@ func TestDNS01WithoutSolverFails(t *testing.T) {
 		t.Fatalf("status %+v", c.Status)
 	}
 }
+
+// A presented DNS-01 Challenge deleted with its Order (as when its
+// CertificateRequest is deleted) is cleaned up first (engine.Deleter).
+func TestDeletedWithOwnerIsCleanedUp(t *testing.T) {
+	d := &dnsSolver{}
+	r := acmetest.NewRig(t, nil, challenges.Config{DNS01: d})
+	o := &api.Order{TypeMeta: api.TypeMeta{APIVersion: api.ACMEV1, Kind: api.KindOrder},
+		ObjectMeta: api.ObjectMeta{Name: "o1", Namespace: "ns", UID: "order-uid"}}
+	r.Create(o)
+	c := challenge("d", "x.example.com", api.ACMEChallengeTypeDNS01, 0)
+	c.OwnerReferences = []api.OwnerReference{acme.ControllerRef(o)}
+	r.Create(c)
+	r.MustReconcile(key("d")) // schedule
+	r.MustReconcile(key("d")) // present
+	if !get(r, "d").Status.Presented {
+		t.Fatal("not presented")
+	}
+	if err := r.Engine.Delete(r.Ctx, api.KeyOf(o)); err != nil {
+		t.Fatal(err)
+	}
+	if r.Get(key("d")) != nil {
+		t.Fatal("the Challenge was not deleted with its Order")
+	}
+	if fmt.Sprint(d.cleaned) != "[d]" {
+		t.Fatalf("clean-ups %v, want [d]", d.cleaned)
+	}
+}

@@ -14,10 +14,10 @@
 //     record the final state (poll.go).
 //
 // Clean-up always happens: before a Challenge records a final state, and
-// for a Challenge deleted by its Order (the Order calls Handler.CleanUp
-// first). A Challenge deleted together with its CertificateRequest while
-// still presented is cleaned up only for HTTP-01 (its token stops being
-// served once the record is gone); see docs/acme.md.
+// before a presented Challenge is deleted — by its Order after success or
+// along with its CertificateRequest — through engine.Deleter
+// (Handler.BeforeDelete). HTTP-01 needs nothing: a token is served only
+// while its Challenge is stored, presented and not final.
 package challenges
 
 import (
@@ -166,6 +166,23 @@ func (r *run) finish(ctx context.Context, state api.State, reason string) error 
 	r.e.Metrics().Inc("certfn_acme_challenges_total", "state", string(state), "type", string(c.Spec.Type))
 	return r.wakeWaiting(ctx)
 }
+
+// BeforeDelete implements engine.Deleter: a Challenge deleted while its
+// record is presented (its Order succeeded, or its CertificateRequest was
+// deleted) is cleaned up first.
+func (h *Handler) BeforeDelete(ctx context.Context, e *engine.Engine, rec ports.Record) error {
+	obj, err := e.Decode(rec)
+	if err != nil {
+		return err
+	}
+	ch, ok := obj.(*api.Challenge)
+	if !ok || !ch.Status.Presented {
+		return nil
+	}
+	return h.CleanUp(ctx, e, ch)
+}
+
+var _ engine.Deleter = (*Handler)(nil)
 
 // CleanUp removes what ch presented: the DNS-01 record (HTTP-01 needs
 // nothing: its token is served only while the Challenge is presented and

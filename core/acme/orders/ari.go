@@ -32,11 +32,8 @@ func (r *run) afterValid(ctx context.Context) error {
 		return err
 	}
 	for _, ch := range chs {
-		if ch.Status.Presented && r.h.cfg.Challenges != nil {
-			if err := r.h.cfg.Challenges.CleanUp(ctx, r.e, ch); err != nil {
-				return fmt.Errorf("order %s: clean up challenge %s: %w", r.rec.Key, ch.Name, err)
-			}
-		}
+		// A presented Challenge is cleaned up by its handler's
+		// BeforeDelete (engine.Deleter) before the record goes.
 		if err := r.e.DeleteObject(ctx, api.KeyOf(ch), 0, api.Key{}); err != nil {
 			return fmt.Errorf("order %s: delete challenge %s: %w", r.rec.Key, ch.Name, err)
 		}

@@ -33,17 +33,9 @@ import (
 	"github.com/certfn/certfn/core/ports"
 )
 
-// ChallengeCleaner removes what a Challenge presented (the Challenge
-// handler's CleanUp); the Order calls it before deleting a Challenge.
-type ChallengeCleaner interface {
-	CleanUp(ctx context.Context, e *engine.Engine, ch *api.Challenge) error
-}
-
 // Config configures the Order handler.
 type Config struct {
 	Accounts *acme.Accounts
-	// Challenges cleans up Challenges before they are deleted.
-	Challenges ChallengeCleaner
 	// PollInterval is the wait before polling a processing order when the
 	// server gave no Retry-After (default 2 s).
 	PollInterval time.Duration
