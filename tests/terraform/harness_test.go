@@ -302,22 +302,7 @@ func moduleRoot(t *testing.T, modPath string, inputs string) string {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	body := offlineProvider + fmt.Sprintf(`
-variable "lambda_zip_dir" {
-  type = string
-}
-
-module "certfn" {
-  source         = %q
-  account_id     = %q
-  lambda_zip_dir = var.lambda_zip_dir
-%s
-}
-
-output "api_url" {
-  value = module.certfn.api_url
-}
-`, modPath, testAccount, inputs)
+	body := rootBody(modPath, inputs)
 	if err := os.WriteFile(filepath.Join(dir, "main.tf"), []byte(body), 0o644); err != nil {
 		t.Fatal(err)
 	}
