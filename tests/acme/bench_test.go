@@ -22,6 +22,7 @@ func BenchmarkACMERequestsPerCertificate(b *testing.B) {
 	e.apply(e.issuerYAML(http01Solvers))
 	e.run()
 	var total, ari int
+	start := e.cnt.Count()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		before := e.rec.count()
@@ -34,6 +35,9 @@ func BenchmarkACMERequestsPerCertificate(b *testing.B) {
 				ari++
 			}
 		}
+	}
+	if counted := int(e.cnt.Count() - start); counted != total {
+		b.Fatalf("the counting transport saw %d requests, the recorder %d", counted, total)
 	}
 	b.ReportMetric(float64(total)/float64(b.N), "requests/cert")
 	b.ReportMetric(float64(total-ari)/float64(b.N), "order-requests/cert")

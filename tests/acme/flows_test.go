@@ -14,6 +14,7 @@ import (
 	"github.com/certfn/certfn/core/acme/dns01"
 	"github.com/certfn/certfn/core/api"
 	"github.com/certfn/certfn/core/ports"
+	"github.com/certfn/certfn/internal/explain"
 	"github.com/certfn/certfn/internal/localmode"
 )
 
@@ -171,6 +172,15 @@ func TestFailedValidation(t *testing.T) {
 	if c.Status.LastFailureTime == nil {
 		t.Error("no lastFailureTime")
 	}
+	// `certfn status`'s one-line summary names the Order and why it failed.
+	rep, err := explain.Certificate(e.ctx, e.rt.Engine.Get, nil, api.KeyOf(c))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(rep.Summary, "Not ready: ") || !strings.Contains(rep.Summary, first.Name) || !strings.Contains(rep.Summary, first.Status.Reason) {
+		t.Errorf("status summary %q does not carry the Order's reason %q", rep.Summary, first.Status.Reason)
+	}
+	t.Logf("certfn status: %s", rep.Summary)
 	if chs := e.challenges(); len(chs) != 1 || chs[0].Status.State != api.StateInvalid || chs[0].Status.Presented {
 		t.Errorf("the failed Challenge must be kept (cleaned up) for debugging: %s", e.describe(api.KindChallenge))
 	}

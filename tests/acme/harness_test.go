@@ -32,6 +32,7 @@ import (
 	"github.com/letsencrypt/pebble/v2/va"
 	"github.com/letsencrypt/pebble/v2/wfe"
 
+	acmeadapter "github.com/certfn/certfn/adapters/acme"
 	"github.com/certfn/certfn/core/api"
 	"github.com/certfn/certfn/core/clock"
 	"github.com/certfn/certfn/core/engine"
@@ -219,7 +220,8 @@ type env struct {
 	rt   *localmode.Runtime
 	peb  *pebble
 	rec  *recorder
-	h01  string // the HTTP-01 responder's address
+	cnt  *acmeadapter.CountingTransport // every ACME HTTP round trip
+	h01  string                         // the HTTP-01 responder's address
 	opts envOpts
 	lo   localmode.Options
 	mu   sync.Mutex // guards rt for the HTTP-01 responder
@@ -259,7 +261,12 @@ func newEnv(t testing.TB, o envOpts) *env {
 	if o.realClock {
 		lo.Clock = clock.Real{}
 	}
-	lo.ACME.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { e.rec.next = rt; return e.rec }
+	e.cnt = &acmeadapter.CountingTransport{}
+	lo.ACME.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
+		e.cnt.Next = rt
+		e.rec.next = e.cnt
+		return e.rec
+	}
 	lo.ACME.HTTP01SelfCheckAddr = e.h01
 	lo.ACME.DisableHTTP01SelfCheck = o.wrongResponder
 	if o.local != nil {

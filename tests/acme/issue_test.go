@@ -19,7 +19,7 @@ func TestHTTP01SingleName(t *testing.T) {
 	if !api.IsTrue(gi.GetStatus().Conditions, "Ready") || gi.GetStatus().ACME == nil || gi.GetStatus().ACME.URI == "" {
 		t.Fatalf("issuer not Ready with an account: %+v %+v", gi.GetStatus().Conditions, gi.GetStatus().ACME)
 	}
-	before := e.rec.count()
+	before, counted := e.rec.count(), e.cnt.Count()
 	e.apply(certYAML("web", []string{"www.example.test"}, ""))
 	e.issue("web")
 	leaf := e.verify("web-tls", "www.example.test")
@@ -32,6 +32,11 @@ func TestHTTP01SingleName(t *testing.T) {
 		lines = append(lines, r.line)
 	}
 	t.Logf("%d ACME requests for one certificate with a registered account: %s", len(reqs), strings.Join(lines, " | "))
+	// newOrder, authorization, accept, authorization poll, finalize, order
+	// poll, certificate, plus the renewal information fetched with it.
+	if n := e.cnt.Count() - counted; n != int64(len(reqs)) || n > 8 {
+		t.Errorf("%d ACME HTTP requests (recorded %d), want at most 8", n, len(reqs))
+	}
 	orders := e.orders()
 	if len(orders) != 1 || orders[0].Status.State != api.StateValid || len(orders[0].Status.Certificate) == 0 {
 		t.Fatalf("want one valid Order with its certificate, got %s", e.describe(api.KindOrder))
