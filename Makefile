@@ -52,3 +52,14 @@ fuzz:
 
 clean:
 	rm -rf bin
+
+# Terraform checks of infra/terraform/aws: fmt -check, init -backend=false,
+# validate and plan (provider mirror, no AWS account) and the IAM
+# least-privilege evaluation. Also run by `make test` (they are Go tests).
+.PHONY: tf-check localstack-e2e
+tf-check:
+	$(GO) test -count=1 -timeout 15m ./tests/terraform/
+
+# certfn on LocalStack end to end (needs a Docker engine): see docs/deploy-aws.md.
+localstack-e2e:
+	bash localstack/e2e.sh

@@ -96,7 +96,7 @@ variable "route53_zone_ids" {
   default     = []
 
   validation {
-    condition     = alltrue([for z in var.route53_zone_ids : can(regex("^(/hostedzone/)?Z[A-Z0-9]{1,32}$", z))])
+    condition     = alltrue([for z in var.route53_zone_ids : can(regex("^(/hostedzone/)?[A-Z0-9]{1,32}$", z))])
     error_message = "route53_zone_ids: each entry must be a hosted zone ID such as Z0123456789ABCDEFGHIJ (optionally prefixed with /hostedzone/)."
   }
 }
