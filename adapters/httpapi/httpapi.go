@@ -173,7 +173,7 @@ func classify(err error) (status int, reason, field string, details []ErrorDetai
 	case errors.As(err, &maxErr):
 		return http.StatusRequestEntityTooLarge, "RequestEntityTooLarge", "", nil
 	case errors.As(err, &reqErr):
-		return reqErr.status, http.StatusText(reqErr.status), reqErr.field, nil
+		return reqErr.status, strings.ReplaceAll(http.StatusText(reqErr.status), " ", ""), reqErr.field, nil
 	case errors.Is(err, ErrUnauthenticated):
 		return http.StatusUnauthorized, "Unauthorized", "", nil
 	case errors.Is(err, engine.ErrForbidden):
