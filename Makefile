@@ -3,7 +3,7 @@
 GO ?= go
 BIN := bin/certfn
 
-.PHONY: build deps test bench demo lint fuzz clean emulators
+.PHONY: build deps test bench demo lint fuzz clean emulators lambda
 
 build:
 	$(GO) build -o $(BIN) ./cmd/certfn
@@ -31,10 +31,37 @@ tests/emulators/node_modules/.certfn-installed: tests/emulators/package.json tes
 	cd tests/emulators && npm ci --no-audit --no-fund
 	touch $@
 
+# Lambda deployment zips (issue 5): one `bootstrap` binary per function in
+# functions/aws/ for the provided.al2023 runtime, for arm64 and amd64, as
+# dist/lambda/<name>-<arch>.zip, plus dist/lambda/<name>.zip = the
+# LAMBDA_DEFAULT_ARCH one (arm64: what infra/terraform/aws deploys by
+# default). Static (CGO_ENABLED=0), stripped, without net/rpc
+# (lambda.norpc); zipped by internal/awsmode/lambdazip (no zip tool needed,
+# reproducible output).
+LAMBDA_DIR := dist/lambda
+LAMBDA_FUNCTIONS ?= $(notdir $(patsubst %/,%,$(wildcard functions/aws/*/)))
+LAMBDA_ARCHS ?= arm64 amd64
+LAMBDA_DEFAULT_ARCH ?= arm64
+lambda:
+	@mkdir -p $(LAMBDA_DIR)/build
+	$(GO) build -o $(LAMBDA_DIR)/build/lambdazip ./internal/awsmode/lambdazip
+	@set -e; for fn in $(LAMBDA_FUNCTIONS); do \
+		for arch in $(LAMBDA_ARCHS); do \
+			mkdir -p $(LAMBDA_DIR)/build/$$fn-$$arch; \
+			echo "lambda: $$fn ($$arch)"; \
+			CGO_ENABLED=0 GOOS=linux GOARCH=$$arch $(GO) build -trimpath -tags lambda.norpc -ldflags "-s -w" \
+				-o $(LAMBDA_DIR)/build/$$fn-$$arch/bootstrap ./functions/aws/$$fn; \
+			$(LAMBDA_DIR)/build/lambdazip -o $(LAMBDA_DIR)/$$fn-$$arch.zip $(LAMBDA_DIR)/build/$$fn-$$arch/bootstrap; \
+		done; \
+		cp $(LAMBDA_DIR)/$$fn-$(LAMBDA_DEFAULT_ARCH).zip $(LAMBDA_DIR)/$$fn.zip; \
+	done
+	@ls -l $(LAMBDA_DIR)/*.zip
+
 # Benchmarks behind the figures in README.md.
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime 3x -timeout 20m ./adapters/local/ ./core/policy/
 	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 20m ./tests/bench/
+	$(GO) test -run '^$$' -bench . -benchtime 10x -timeout 20m ./tests/acme/
 
 # Issue real certificates locally: a private CA and a leaf with a PKCS#12 keystore.
 demo: build

@@ -34,6 +34,13 @@ func newZoneData(zones ...string) *zoneData {
 	return d
 }
 
+// setCNAME points name at target, under the lock the server reads with.
+func (d *zoneData) setCNAME(name, target string) {
+	d.mu.Lock()
+	d.cname[name] = target
+	d.mu.Unlock()
+}
+
 // zoneOf returns the apex holding name, or "".
 func (d *zoneData) zoneOf(name string) string {
 	for z := range d.zones {

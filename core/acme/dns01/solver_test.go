@@ -250,8 +250,8 @@ func TestCheckRecursiveOnly(t *testing.T) {
 func TestCNAMEFollow(t *testing.T) {
 	e := newEnv(t, false)
 	for _, d := range []*zoneData{e.dns.ns1.data, e.dns.ns2.data} {
-		d.cname["_acme-challenge.alias.example.test."] = "hop.example.test."
-		d.cname["hop.example.test."] = "alias.delegate.test."
+		d.setCNAME("_acme-challenge.alias.example.test.", "hop.example.test.")
+		d.setCNAME("hop.example.test.", "alias.delegate.test.")
 	}
 	ctx := context.Background()
 	ch := challenge("alias.example.test", follow)
@@ -280,8 +280,8 @@ func TestCNAMEFollow(t *testing.T) {
 
 func TestCNAMELoopIsPermanent(t *testing.T) {
 	e := newEnv(t, false)
-	e.dns.ns1.data.cname["_acme-challenge.loop.example.test."] = "a.example.test."
-	e.dns.ns1.data.cname["a.example.test."] = "_acme-challenge.loop.example.test."
+	e.dns.ns1.data.setCNAME("_acme-challenge.loop.example.test.", "a.example.test.")
+	e.dns.ns1.data.setCNAME("a.example.test.", "_acme-challenge.loop.example.test.")
 	_, err := e.solver.Present(context.Background(), challenge("loop.example.test", follow))
 	if !errs.IsPermanent(err) || !strings.Contains(err.Error(), "spec.solver.dns01.cnameStrategy: follow CNAME: loop") {
 		t.Fatalf("err = %v, want a permanent CNAME loop error", err)
