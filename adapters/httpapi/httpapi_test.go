@@ -355,6 +355,56 @@ func TestBindings(t *testing.T) {
 	}
 }
 
+// Writing RBAC objects needs `bind` on the role a binding grants, or
+// `escalate` on a role whose rules change: create alone cannot escalate.
+func TestBindingsCannotEscalate(t *testing.T) {
+	e := newEnv(t, 0)
+	e.mustDo(200, http.MethodPost, "/v1/apply", admin, "application/yaml", apitest.Docs(
+		apitest.Grant("rbac-writer", alice, "team-a", "rbac.authorization.k8s.io", []string{"rolebindings", "roles"}, []string{"create", "update", "get"}),
+		`apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: bind-viewer}
+rules:
+  - {apiGroups: [rbac.authorization.k8s.io], resources: [clusterroles], verbs: [bind], resourceNames: [viewer]}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: alice-binds-viewer, namespace: team-a}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: bind-viewer}
+subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: "`+alice+`"}]
+`,
+		apitest.Grant("viewer", "nobody", "", "cert-manager.io", []string{"certificates"}, []string{"get"}),
+	))
+	binding := func(name, role string) string {
+		return fmt.Sprintf(`apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: %s, namespace: team-a}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: %s}
+subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: "%s"}]
+`, name, role, alice)
+	}
+	for _, tc := range []struct {
+		name, body string
+		code       int
+		msg        string
+	}{
+		{"bind a role it may bind", binding("self-viewer", "viewer"), 200, ""},
+		{"bind a role it may not bind", binding("self-admin", "rbac-writer"), 403, "may not bind clusterroles/rbac-writer in namespace team-a"},
+		{"write a role's rules", "apiVersion: rbac.authorization.k8s.io/v1\nkind: Role\nmetadata: {name: all, namespace: team-a}\nrules: [{apiGroups: ['*'], resources: ['*'], verbs: ['*']}]\n",
+			403, "may not escalate Role/team-a/all"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := e.applyYAML(alice, tc.body)
+			if msg, _, _ := r.err(t); r.code != tc.code || !strings.Contains(msg, tc.msg) {
+				t.Fatalf("%d %q, want %d containing %q", r.code, msg, tc.code, tc.msg)
+			}
+		})
+	}
+	if n := e.count(api.KindRole, ""); n != 0 {
+		t.Fatalf("%d roles stored", n)
+	}
+}
+
 func TestApprovalRenewStatus(t *testing.T) {
 	e := newEnv(t, 0)
 	e.mustDo(200, http.MethodPost, "/v1/apply", admin, "application/yaml", apitest.Docs(apitest.Issuer("default", "ss"),

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/certfn/certfn/core/api"
@@ -75,6 +76,9 @@ func (s *Service) Apply(ctx context.Context, caller engine.Caller, objs []api.Ob
 		if err := s.Engine.Authorize(ctx, caller, verb, key); err != nil {
 			return nil, err
 		}
+		if err := s.authorizeEscalation(ctx, caller, o); err != nil {
+			return nil, err
+		}
 	}
 	out := make([]engine.ApplyResult, 0, len(objs))
 	for _, o := range objs {
@@ -85,6 +89,65 @@ func (s *Service) Apply(ctx context.Context, caller engine.Caller, objs []api.Ob
 		out = append(out, res)
 	}
 	return out, nil
+}
+
+// Verbs that guard RBAC objects against privilege escalation, as in
+// Kubernetes.
+const (
+	// VerbBind on a Role or ClusterRole (named by resourceNames) allows
+	// writing bindings that grant it.
+	VerbBind = "bind"
+	// VerbEscalate on roles or clusterroles allows writing their rules.
+	VerbEscalate = "escalate"
+)
+
+// authorizeEscalation keeps create/update on RBAC objects from granting
+// more than the caller may grant: writing a Role or ClusterRole also needs
+// `escalate` on it, writing a binding also needs `bind` on the role it
+// refers to. This is stricter than Kubernetes, which also accepts a caller
+// who already holds every permission of the role; here such callers need
+// an explicit grant (system:masters has all of them).
+func (s *Service) authorizeEscalation(ctx context.Context, caller engine.Caller, o api.Object) error {
+	var ref api.RoleRef
+	ns := o.GetObjectMeta().Namespace
+	switch v := o.(type) {
+	case *api.Role, *api.ClusterRole:
+		return s.Engine.Authorize(ctx, caller, VerbEscalate, api.KeyOf(o))
+	case *api.RoleBinding:
+		ref = v.RoleRef
+	case *api.ClusterRoleBinding:
+		ref, ns = v.RoleRef, ""
+	default:
+		return nil
+	}
+	// As in Kubernetes, `bind` for a RoleBinding is checked in the
+	// binding's namespace, also for a ClusterRole it refers to.
+	info, ok := api.KindInfoFor(ref.Kind)
+	if !ok {
+		return fmt.Errorf("roleRef.kind %q is not a role kind", ref.Kind)
+	}
+	attrs := rbac.Attributes{Verb: VerbBind, APIGroup: api.RBACGroup, Resource: info.Plural, Namespace: ns, Name: ref.Name}
+	return s.authorizeAttrs(ctx, caller, attrs)
+}
+
+// authorizeAttrs checks attrs for caller as Engine.Authorize does for a key.
+func (s *Service) authorizeAttrs(ctx context.Context, caller engine.Caller, attrs rbac.Attributes) error {
+	id := rbac.Identity{Username: caller.Username, UID: caller.UID, Groups: caller.Groups, Extra: caller.Extra}.WithImplicitGroups()
+	if slices.Contains(id.Groups, engine.SuperuserGroup) {
+		return nil
+	}
+	az, err := s.Engine.Authorizer(ctx)
+	if err != nil {
+		return err
+	}
+	if ok, why := az.Allowed(id, attrs); !ok {
+		target := attrs.Resource + "/" + attrs.Name
+		if attrs.Namespace != "" {
+			target += " in namespace " + attrs.Namespace
+		}
+		return fmt.Errorf("%w: %s may not %s %s: %s", engine.ErrForbidden, id.Username, attrs.Verb, target, why)
+	}
+	return nil
 }
 
 // firstField returns the path of the first field rule obj breaks, if the
