@@ -194,6 +194,12 @@ func TestRemoteVerbs(t *testing.T) {
 	if r := e.run(appCert, "apply", "-f", "-", "-n", "team-b"); r.code != 0 || r.stdout != "certificate.cert-manager.io/app (team-b) created\n" {
 		t.Fatalf("apply -n: %+v", r)
 	}
+	// Every example (policies, RBAC, CA issuers) survives the trip as JSON.
+	local := ok(t, t.TempDir(), "--server", "", "apply", "-f", "../../examples")
+	if remote := e.ok("apply", "-f", "../../examples"); remote != local {
+		t.Fatalf("apply examples: remote\n%s\nlocal\n%s", remote, local)
+	}
+	e.ok("delete", "-f", "../../examples")
 	out := e.ok("get", "certificates", "-A")
 	if lines := strings.Split(strings.TrimSpace(out), "\n"); len(lines) != 4 || !strings.HasPrefix(lines[0], "NAMESPACE") || !strings.Contains(out, "team-b") {
 		t.Fatalf("get -A:\n%s", out)
