@@ -164,7 +164,10 @@ func iamChecks(v variant) []iamCheck {
 		b.allow("worker writes its secrets ("+tag+")", "worker", "secretsmanager:PutSecretValue", web, tagged(tag))
 		b.allow("worker creates its secrets ("+tag+")", "worker", "secretsmanager:CreateSecret", web, withReq(nil, "aws:RequestTag/certfn-role", tag))
 		b.allow("worker tags new secrets ("+tag+")", "worker", "secretsmanager:TagResource", web, withReq(nil, "aws:RequestTag/certfn-role", tag))
+		b.allow("worker re-tags its secrets after a renewal ("+tag+")", "worker", "secretsmanager:TagResource", web, withReq(tagged(tag), "aws:RequestTag/certfn.io/not-after", "2027-01-01T00:00:00Z"))
+		b.allow("worker rolls its secrets back ("+tag+")", "worker", "secretsmanager:UpdateSecretVersionStage", web, tagged(tag))
 	}
+	b.deny("worker may not tag untagged secrets without a role", "worker", "secretsmanager:TagResource", web, withReq(nil, "aws:RequestTag/certfn.io/not-after", "2027-01-01T00:00:00Z"))
 	b.allow("worker reads solver credentials", "worker", "secretsmanager:GetSecretValue", web, tagged("solver-credentials"))
 	b.deny("worker may not overwrite solver credentials", "worker", "secretsmanager:PutSecretValue", web, tagged("solver-credentials"))
 	for _, ca := range caRoles {

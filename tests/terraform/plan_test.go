@@ -334,6 +334,7 @@ func TestModuleRejectsBadInputs(t *testing.T) {
 		{`max_receive_count = 0`, "max_receive_count: must be between 1 and 1000"},
 		{`due_shards = 300`, "due_shards: must be between 1 and 256"},
 		{`cluster_resource_namespace = "Cert_Manager"`, "cluster_resource_namespace: must be a DNS label"},
+		{`api_admin_arns = ["arn:aws:sts::123456789012:assumed-role/ci/build-1"]`, "api_admin_arns: each entry must be"},
 	}
 	var inputs []string
 	for _, c := range cases {

@@ -155,6 +155,7 @@ locals {
           "secretsmanager:DescribeSecret",
           "secretsmanager:PutSecretValue",
           "secretsmanager:UpdateSecret",
+          "secretsmanager:UpdateSecretVersionStage",
           "secretsmanager:DeleteSecret",
           "secretsmanager:RestoreSecret",
         ]
@@ -169,9 +170,10 @@ locals {
         Condition = { "StringEquals" = { "secretsmanager:ResourceTag/${local.secret_role_tag}" = local.worker_secret_ro } }
       },
       {
-        # A new secret must carry a worker role tag; TagResource is what
-        # CreateSecret's tags are authorized with. Re-tagging a secret of
-        # another role is refused by the IfExists resource-tag condition.
+        # A new secret must carry a worker role tag (TagResource too: tags
+        # given to CreateSecret may be authorized as TagResource). A secret
+        # already tagged with another role is refused by the IfExists
+        # resource-tag condition.
         Sid      = "CreateWorkerSecrets"
         Effect   = "Allow"
         Action   = ["secretsmanager:CreateSecret", "secretsmanager:TagResource"]
@@ -179,6 +181,19 @@ locals {
         Condition = {
           "StringEquals"         = { "aws:RequestTag/${local.secret_role_tag}" = local.worker_secret_rw }
           "StringEqualsIfExists" = { "secretsmanager:ResourceTag/${local.secret_role_tag}" = local.worker_secret_rw }
+        }
+      },
+      {
+        # Re-tagging after a renewal (adapters/aws/secrets refreshes its
+        # certfn.io/* tags): only secrets that already have a worker role,
+        # and a certfn-role in the request, if any, must stay a worker role.
+        Sid      = "RetagWorkerSecrets"
+        Effect   = "Allow"
+        Action   = ["secretsmanager:TagResource"]
+        Resource = [local.arn.secrets]
+        Condition = {
+          "StringEquals"         = { "secretsmanager:ResourceTag/${local.secret_role_tag}" = local.worker_secret_rw }
+          "StringEqualsIfExists" = { "aws:RequestTag/${local.secret_role_tag}" = local.worker_secret_rw }
         }
       },
       {

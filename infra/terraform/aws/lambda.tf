@@ -33,7 +33,8 @@ locals {
       CERTFN_QUEUE_URL = aws_sqs_queue.work["worker"].id
     })
     api = merge(local.env_common, {
-      CERTFN_QUEUE_URL = aws_sqs_queue.work["worker"].id
+      CERTFN_QUEUE_URL  = aws_sqs_queue.work["worker"].id
+      CERTFN_API_ADMINS = join(",", var.api_admin_arns)
     })
     http01 = local.env_common
   }

@@ -231,6 +231,17 @@ variable "auto_approve_signers" {
   default     = []
 }
 
+variable "api_admin_arns" {
+  description = "IAM user or role ARNs (or an account's root ARN) that the api treats as administrators (CERTFN_API_ADMINS, group system:masters): they apply the first RBAC bindings. Name a role by its ARN without path. They still need lambda:InvokeFunctionUrl on the api URL (api_invoker_arns or their own IAM policy)."
+  type        = list(string)
+  default     = []
+
+  validation {
+    condition     = alltrue([for a in var.api_admin_arns : can(regex("^arn:aws[a-z-]*:iam::[0-9]{12}:(root|user/.+|role/[^/]+)$", a))])
+    error_message = "api_admin_arns: each entry must be arn:<partition>:iam::<account>:root, :user/<name> or :role/<name> (a role without its path)."
+  }
+}
+
 variable "api_invoker_arns" {
   description = "IAM principal ARNs (roles, users) or account IDs granted lambda:InvokeFunctionUrl on the api Function URL by resource policy. Principals of the same account can instead be granted it by their own IAM policy."
   type        = list(string)

@@ -51,6 +51,8 @@ module "certfn" {
   lambda_architecture = var.lambda_architecture
   route53_zone_ids    = var.route53_zone_ids
   enable_http01       = true
+  api_admin_arns      = var.api_admin_arns
+  api_invoker_arns    = var.api_invoker_arns
   log_retention_days  = 14
 }
 

@@ -80,3 +80,15 @@ variable "acme_skip_tls_verify" {
   type        = bool
   default     = false
 }
+
+variable "api_admin_arns" {
+  description = "Administrators of the api (module input api_admin_arns), e.g. the role that applies the manifests below. LocalStack: arn:aws:iam::000000000000:root, the identity of its test credentials."
+  type        = list(string)
+  default     = []
+}
+
+variable "api_invoker_arns" {
+  description = "Principals granted lambda:InvokeFunctionUrl on the api URL by resource policy (module input api_invoker_arns)."
+  type        = list(string)
+  default     = []
+}
