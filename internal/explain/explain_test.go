@@ -1,0 +1,229 @@
+package explain
+
+import (
+	"bytes"
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/json"
+	"encoding/pem"
+	"fmt"
+	"math/big"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/certfn/certfn/core/api"
+	"github.com/certfn/certfn/core/engine"
+	"github.com/certfn/certfn/core/ports"
+)
+
+var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+
+// world is a fake store for Lookup: objects by key, and keys the caller may not read.
+type world struct {
+	objs   map[api.Key]api.Object
+	hidden map[api.Key]bool
+}
+
+func (w world) lookup(_ context.Context, k api.Key) (api.Object, error) {
+	if w.hidden[k] {
+		return nil, fmt.Errorf("%w: may not get %s", engine.ErrForbidden, k)
+	}
+	if o, ok := w.objs[k]; ok {
+		return o, nil
+	}
+	return nil, fmt.Errorf("get %s: %w", k, ports.ErrNotFound)
+}
+
+func cond(t, status, reason, msg string) api.Condition {
+	return api.Condition{Type: t, Status: api.ConditionStatus(status), Reason: reason, Message: msg}
+}
+
+func cert(conds ...api.Condition) *api.Certificate {
+	rev := 1
+	return &api.Certificate{
+		TypeMeta:   api.TypeMeta{APIVersion: api.CertManagerV1, Kind: api.KindCertificate},
+		ObjectMeta: api.ObjectMeta{Name: "web", Namespace: "default", Generation: 2},
+		Spec: api.CertificateSpec{SecretName: "web-tls", CommonName: "web", DNSNames: []string{"web.example.com"},
+			IssuerRef: api.IssuerReference{Name: "ca"}},
+		Status: api.CertificateStatus{Conditions: conds, Revision: &rev},
+	}
+}
+
+func issuer(conds ...api.Condition) *api.Issuer {
+	return &api.Issuer{TypeMeta: api.TypeMeta{APIVersion: api.CertManagerV1, Kind: api.KindIssuer},
+		ObjectMeta: api.ObjectMeta{Name: "ca", Namespace: "default"}, Status: api.IssuerStatus{Conditions: conds}}
+}
+
+func request(name string, conds ...api.Condition) *api.CertificateRequest {
+	return &api.CertificateRequest{TypeMeta: api.TypeMeta{APIVersion: api.CertManagerV1, Kind: api.KindCertificateRequest},
+		ObjectMeta: api.ObjectMeta{Name: name, Namespace: "default", Annotations: map[string]string{api.AnnotationRevision: "1"}},
+		Spec:       api.CertificateRequestSpec{Username: "system:serviceaccount:cert-manager:cert-manager"},
+		Status:     api.CertificateRequestStatus{Conditions: conds}}
+}
+
+var (
+	certKey = api.Key{Kind: api.KindCertificate, Namespace: "default", Name: "web"}
+	issKey  = api.Key{Kind: api.KindIssuer, Namespace: "default", Name: "ca"}
+	reqKey  = api.Key{Kind: api.KindCertificateRequest, Namespace: "default", Name: "web-1"}
+)
+
+func objs(c *api.Certificate, more ...api.Object) map[api.Key]api.Object {
+	m := map[api.Key]api.Object{certKey: c}
+	for _, o := range more {
+		m[api.KeyOf(o)] = o
+	}
+	return m
+}
+
+func TestSummary(t *testing.T) {
+	readyIss := issuer(cond("Ready", "True", "KeyPairVerified", "Signing CA verified"))
+	for _, tc := range []struct {
+		name   string
+		w      world
+		want   string
+		issuer string
+	}{
+		{"ready", world{objs: objs(cert(cond("Ready", "True", "Ready", "Certificate is up to date")), readyIss)},
+			"Ready: Certificate is up to date", StateFound},
+		{"issuer missing", world{objs: objs(cert(cond("Ready", "False", "DoesNotExist", "no secret")))},
+			`Not ready: Issuer "ca" does not exist`, StateMissing},
+		{"issuer not ready", world{objs: objs(cert(), issuer(cond("Ready", "False", "ErrGetKeyPair", "secret ca-key not found")))},
+			`Not ready: issuer "ca" is not ready: secret ca-key not found`, StateFound},
+		{"issuance failed", world{objs: objs(cert(cond("Issuing", "False", "Failed", "The certificate request has failed to complete")), readyIss)},
+			"Not ready: The certificate request has failed to complete", StateFound},
+		{"request denied", world{objs: objs(cert(cond("Issuing", "True", "Issuing", "Issuing certificate")), readyIss,
+			request("web-1", cond("Denied", "True", "Nope", "not today")))}, "Not ready: request web-1 denied: not today", StateFound},
+		{"request pending", world{objs: objs(cert(cond("Issuing", "True", "Issuing", "Issuing certificate")), readyIss,
+			request("web-1", cond("Ready", "False", "Pending", "no policy applies")))}, "Not ready: request web-1: no policy applies", StateFound},
+		{"issuing", world{objs: objs(cert(cond("Issuing", "True", "Issuing", "Issuing certificate as Secret does not exist")), readyIss)},
+			"Issuing: Issuing certificate as Secret does not exist", StateFound},
+		{"issuer hidden", world{objs: objs(cert(cond("Ready", "False", "DoesNotExist", "Issuing certificate as Secret does not exist")), readyIss),
+			hidden: map[api.Key]bool{issKey: true}}, "Not ready: Issuing certificate as Secret does not exist", StateHidden},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rep, err := Certificate(context.Background(), tc.w.lookup, nil, certKey)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rep.Summary != tc.want || rep.Issuer.State != tc.issuer {
+				t.Fatalf("summary %q issuer %s, want %q %s", rep.Summary, rep.Issuer.State, tc.want, tc.issuer)
+			}
+		})
+	}
+}
+
+func TestCertificateErrors(t *testing.T) {
+	w := world{objs: objs(cert()), hidden: map[api.Key]bool{}}
+	if _, err := Certificate(context.Background(), w.lookup, nil, api.Key{Kind: api.KindCertificate, Namespace: "default", Name: "nope"}); err == nil ||
+		!strings.Contains(err.Error(), "not found") {
+		t.Fatalf("missing certificate: %v", err)
+	}
+	w.hidden[certKey] = true
+	if _, err := Certificate(context.Background(), w.lookup, nil, certKey); err == nil || !strings.Contains(err.Error(), "forbidden") {
+		t.Fatalf("hidden certificate: %v", err)
+	}
+	broken := func(context.Context, string, string) ([]byte, error) { return nil, fmt.Errorf("throttled") }
+	delete(w.hidden, certKey)
+	if _, err := Certificate(context.Background(), w.lookup, broken, certKey); err == nil || !strings.Contains(err.Error(), "read secret default/web-tls: throttled") {
+		t.Fatalf("secret store failure: %v", err)
+	}
+}
+
+func leafPEM(t *testing.T) []byte {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(7), Subject: pkix.Name{CommonName: "web"}, DNSNames: []string{"web.example.com"},
+		IPAddresses: []net.IP{net.ParseIP("10.0.0.1")}, NotBefore: t0, NotAfter: t0.Add(90 * 24 * time.Hour)}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, key.Public(), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+}
+
+// Render prints every section; a report decoded from JSON (the API's
+// answer) renders the same text.
+func TestRender(t *testing.T) {
+	crt := leafPEM(t)
+	c := cert(cond("Ready", "True", "Ready", "Certificate is up to date"))
+	na := api.NewTime(t0.Add(90 * 24 * time.Hour))
+	c.Status.NotAfter, c.Status.NotBefore, c.Status.RenewalTime = na, api.NewTime(t0), api.NewTime(t0.Add(60*24*time.Hour))
+	w := world{objs: objs(c, issuer(cond("Ready", "True", "KeyPairVerified", "Signing CA verified")),
+		request("web-1", cond("Approved", "True", "policy.cert-manager.io", "ok"), cond("Ready", "True", "Issued", "done")))}
+	secrets := map[string]func(context.Context, string, string) ([]byte, error){
+		"found":   func(context.Context, string, string) ([]byte, error) { return crt, nil },
+		"invalid": func(context.Context, string, string) ([]byte, error) { return []byte("junk"), nil },
+		"missing": func(_ context.Context, ns, n string) ([]byte, error) {
+			return nil, fmt.Errorf("%s/%s: %w", ns, n, ports.ErrNotFound)
+		},
+		"notread": nil,
+	}
+	want := map[string]string{
+		"found":   "Secret: default/web-tls\n  Subject: CN=web  Issuer: CN=web\n  SANs: web.example.com, 10.0.0.1\n  Valid: 2026-03-01T12:00:00Z → 2026-05-30T12:00:00Z\n",
+		"invalid": "Secret: default/web-tls\n  tls.crt: invalid: ",
+		"missing": "Secret: default/web-tls — does not exist\n",
+		"notread": "Secret: default/web-tls — not read (the API never reads the secret store",
+	}
+	for name, sr := range secrets {
+		t.Run(name, func(t *testing.T) {
+			var reader SecretReader
+			if sr != nil {
+				reader = sr
+			}
+			rep, err := Certificate(context.Background(), w.lookup, reader, certKey)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var out bytes.Buffer
+			if err := rep.Render(&out); err != nil {
+				t.Fatal(err)
+			}
+			text := out.String()
+			for _, s := range []string{"Ready: Certificate is up to date\n\n", "Certificate: default/web (generation 2, revision 1)\n",
+				"  Names: CN=web, web.example.com\n", "  Not before: 2026-03-01T12:00:00Z  Not after: 2026-05-30T12:00:00Z  Renewal: 2026-04-30T12:00:00Z\n",
+				"Issuer: Issuer \"ca\"\n  Ready=True (KeyPairVerified) Signing CA verified\n", want[name],
+				"CertificateRequest: default/web-1 (revision 1, requester system:serviceaccount:cert-manager:cert-manager)\n  Approved=True (policy.cert-manager.io) ok\n"} {
+				if !strings.Contains(text, s) {
+					t.Errorf("render lacks %q:\n%s", s, text)
+				}
+			}
+			b, err := json.Marshal(rep)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var back Report
+			if err := json.Unmarshal(b, &back); err != nil {
+				t.Fatal(err)
+			}
+			var again bytes.Buffer
+			if err := back.Render(&again); err != nil || again.String() != text {
+				t.Fatalf("decoded report renders differently (%v):\n%s\nvs\n%s", err, again.String(), text)
+			}
+		})
+	}
+	// Hidden parts say so.
+	w.hidden = map[api.Key]bool{issKey: true, reqKey: true}
+	rep, err := Certificate(context.Background(), w.lookup, nil, certKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	_ = rep.Render(&out)
+	for _, s := range []string{"Issuer: Issuer \"ca\" — not shown (the caller may not get it)\n", "CertificateRequest: not shown (the caller may not get it)\n"} {
+		if !strings.Contains(out.String(), s) {
+			t.Errorf("render lacks %q:\n%s", s, out.String())
+		}
+	}
+	if err := (&Report{}).Render(&out); err == nil {
+		t.Fatal("a report without a certificate rendered")
+	}
+}
