@@ -1,0 +1,31 @@
+// Command http01 is certfn's http01 Lambda function (provided.al2023, built by
+// `make lambda` as dist/lambda/http01.zip). It answers ACME HTTP-01 challenges
+// (GET /.well-known/acme-challenge/{token}) behind a public Function URL or
+// as an ALB target, from the Challenges in the state store.
+// Configuration comes from environment variables (docs/aws.md, "Lambda
+// functions"); internal/awsmode assembles the function and holds the
+// handler. With CERTFN_INIT_ONLY=1 it exits right after initialisation
+// (cold-start measurement).
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	"github.com/aws/aws-lambda-go/lambda"
+
+	"github.com/certfn/certfn/internal/awsmode"
+)
+
+func main() {
+	rt, err := awsmode.FromEnv(context.Background(), awsmode.RoleHTTP01)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "certfn http01:", err)
+		os.Exit(1)
+	}
+	if awsmode.InitOnly(os.Getenv) {
+		return
+	}
+	lambda.Start(rt.HandleHTTP)
+}

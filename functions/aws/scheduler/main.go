@@ -1,0 +1,31 @@
+// Command scheduler is certfn's scheduler Lambda function (provided.al2023, built by
+// `make lambda` as dist/lambda/scheduler.zip). EventBridge Scheduler invokes
+// it every minute: it sends the keys whose nextRunAt has passed (the due
+// index) to the worker queue.
+// Configuration comes from environment variables (docs/aws.md, "Lambda
+// functions"); internal/awsmode assembles the function and holds the
+// handler. With CERTFN_INIT_ONLY=1 it exits right after initialisation
+// (cold-start measurement).
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	"github.com/aws/aws-lambda-go/lambda"
+
+	"github.com/certfn/certfn/internal/awsmode"
+)
+
+func main() {
+	rt, err := awsmode.FromEnv(context.Background(), awsmode.RoleScheduler)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "certfn scheduler:", err)
+		os.Exit(1)
+	}
+	if awsmode.InitOnly(os.Getenv) {
+		return
+	}
+	lambda.Start(rt.HandleSchedule)
+}

@@ -1,0 +1,31 @@
+// Command signer is certfn's signer Lambda function (provided.al2023, built by
+// `make lambda` as dist/lambda/signer.zip). It consumes the signer queue:
+// approved CertificateRequests of CA and selfSigned issuers are signed and
+// CA issuers checked. It never approves.
+// Configuration comes from environment variables (docs/aws.md, "Lambda
+// functions"); internal/awsmode assembles the function and holds the
+// handler. With CERTFN_INIT_ONLY=1 it exits right after initialisation
+// (cold-start measurement).
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	"github.com/aws/aws-lambda-go/lambda"
+
+	"github.com/certfn/certfn/internal/awsmode"
+)
+
+func main() {
+	rt, err := awsmode.FromEnv(context.Background(), awsmode.RoleSigner)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "certfn signer:", err)
+		os.Exit(1)
+	}
+	if awsmode.InitOnly(os.Getenv) {
+		return
+	}
+	lambda.Start(rt.HandleSQS)
+}

@@ -1,0 +1,33 @@
+// Command worker is certfn's worker Lambda function (provided.al2023, built by
+// `make lambda` as dist/lambda/worker.zip). It consumes the worker queue
+// (SQS event source mapping with ReportBatchItemFailures) and runs one
+// reconcile step per message; approved requests of CA and selfSigned
+// issuers and CA issuers go to the signer queue, since the worker holds
+// no CA key.
+// Configuration comes from environment variables (docs/aws.md, "Lambda
+// functions"); internal/awsmode assembles the function and holds the
+// handler. With CERTFN_INIT_ONLY=1 it exits right after initialisation
+// (cold-start measurement).
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	"github.com/aws/aws-lambda-go/lambda"
+
+	"github.com/certfn/certfn/internal/awsmode"
+)
+
+func main() {
+	rt, err := awsmode.FromEnv(context.Background(), awsmode.RoleWorker)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "certfn worker:", err)
+		os.Exit(1)
+	}
+	if awsmode.InitOnly(os.Getenv) {
+		return
+	}
+	lambda.Start(rt.HandleSQS)
+}

@@ -1,0 +1,312 @@
+// Package awsmode assembles certfn's AWS Lambda functions (issue 5;
+// DESIGN.md §3–§4) from environment variables: the DynamoDB state store,
+// the SQS queues and the Secrets Manager secret store (adapters/aws), and
+// an engine per role holding only the ports and signers that role may use:
+//
+//	worker     every step except CA/selfSigned signing and CA issuer checks;
+//	           signers: acme, plus a hand-off for ca/selfSigned (no CA key)
+//	signer     approved CertificateRequests of CA/selfSigned issuers and CA
+//	           issuers' readiness; signers ca and selfSigned; never approves
+//	scheduler  the due-index sweep into the worker queue; no secret store
+//	api        the engine for the HTTP API; no secret store, no signer
+//	http01     the HTTP-01 responder over the state store; no engine
+//
+// It mirrors internal/localmode (the local assembly) and adds the routing
+// between the worker and signer queues (route.go) and the Lambda event
+// handlers (lambda.go). The functions' mains (functions/aws/*) call FromEnv
+// and lambda.Start; only they exit.
+package awsmode
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	sm "github.com/aws/aws-sdk-go-v2/service/secretsmanager"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	acmeadapter "github.com/certfn/certfn/adapters/acme"
+	"github.com/certfn/certfn/adapters/aws/awscfg"
+	"github.com/certfn/certfn/adapters/aws/dynamo"
+	"github.com/certfn/certfn/adapters/aws/secrets"
+	"github.com/certfn/certfn/adapters/aws/sqsq"
+	"github.com/certfn/certfn/adapters/dns/rfc2136"
+	"github.com/certfn/certfn/core/acme"
+	"github.com/certfn/certfn/core/acme/challenges"
+	"github.com/certfn/certfn/core/acme/dns01"
+	"github.com/certfn/certfn/core/acme/http01"
+	"github.com/certfn/certfn/core/acme/orders"
+	acmesigner "github.com/certfn/certfn/core/acme/signer"
+	"github.com/certfn/certfn/core/api"
+	"github.com/certfn/certfn/core/clock"
+	"github.com/certfn/certfn/core/engine"
+	"github.com/certfn/certfn/core/policy"
+	"github.com/certfn/certfn/core/policy/plugins/denydomains"
+	"github.com/certfn/certfn/core/ports"
+	"github.com/certfn/certfn/core/signers"
+	"github.com/certfn/certfn/core/signers/ca"
+	"github.com/certfn/certfn/core/signers/selfsigned"
+)
+
+// Options inject what a deployed function takes from its environment and
+// the AWS default configuration chain: tests and benchmarks use them (a
+// fake clock, emulator clients, counting metrics). The zero value is what
+// FromEnv uses.
+type Options struct {
+	// Getenv reads the settings (default os.Getenv).
+	Getenv func(string) string
+	// Clock is the engine's clock (default the wall clock).
+	Clock ports.Clock
+	// Logger receives JSON logs (default: JSON to stdout at the
+	// CERTFN_LOG_LEVEL level, as Lambda's JSON log format expects).
+	Logger *slog.Logger
+	// Metrics receives the engine's and the adapters' counters (default none).
+	Metrics ports.Metrics
+	// Retry bounds the SDK retryer when clients are built here.
+	Retry awscfg.Retry
+	// DynamoDB, SQS and SecretsManager replace the SDK clients built from
+	// awscfg.Load (emulators, test doubles). Nil ones are built.
+	DynamoDB       dynamo.API
+	SQS            sqsq.API
+	SecretsManager secrets.API
+	// WrapStore, when set, wraps the state store the engine writes through
+	// (tests inject failures).
+	WrapStore func(ports.Store) ports.Store
+	// ACME configures the worker's ACME issuer.
+	ACME ACMEOptions
+}
+
+// ACMEOptions configure the worker's ACME issuer (see localmode.ACMEOptions).
+type ACMEOptions struct {
+	// WrapTransport wraps the ACME client's HTTP transport.
+	WrapTransport func(http.RoundTripper) http.RoundTripper
+	// HTTP01SelfCheckAddr, when set, is dialled by the HTTP-01 self-check
+	// instead of <dnsName>:80.
+	HTTP01SelfCheckAddr string
+	// DNS01Providers are added to the DNS-01 providers (rfc2136 is built in).
+	DNS01Providers map[string]dns01.ProviderFactory
+	// DNS01Resolver says which DNS servers DNS-01 checks ask.
+	DNS01Resolver dns01.Resolver
+	// DNS01AllowInternalNames accepts internal names (private ACME servers).
+	DNS01AllowInternalNames bool
+	// PollInterval is the ACME polling interval without Retry-After.
+	PollInterval time.Duration
+	// MaxChallengesInFlight bounds the Challenges processing at once.
+	MaxChallengesInFlight int
+}
+
+// Runtime is one function's assembly. Its handlers (lambda.go) are safe
+// for concurrent use.
+type Runtime struct {
+	Role     Role
+	Settings Settings
+	Log      *slog.Logger
+	Clock    ports.Clock
+	// Engine is nil for the http01 role.
+	Engine *engine.Engine
+	// Store is the DynamoDB store (Counts() for cost figures).
+	Store *dynamo.Store
+	// Queue is the worker queue (nil for http01).
+	Queue *sqsq.Queue
+	// SignerQueue is the signer queue: set for the worker (where it hands
+	// work to the signer) and for the signer when CERTFN_SIGNER_QUEUE_URL
+	// is set (the queue it consumes).
+	SignerQueue *sqsq.Queue
+	// Secrets is the Secrets Manager store (worker and signer only).
+	Secrets *secrets.Store
+	// HTTP01 answers /.well-known/acme-challenge/{token} (http01 role only).
+	HTTP01 http.Handler
+	// ACME is the worker's ACME plumbing.
+	ACME struct {
+		Dialer   *acmeadapter.Dialer
+		Accounts *acme.Accounts
+	}
+
+	getenv  func(string) string
+	sqs     sqsq.API
+	store   ports.Store // what the engine uses (peek-aware, maybe wrapped)
+	batch   *batchQueue // scheduler: the sweep's batched sends
+	qmu     sync.Mutex
+	queues  map[string]*sqsq.Queue // consumed queues by event source ARN
+	metrics ports.Metrics
+}
+
+// FromEnv builds role's Runtime from the process environment and the AWS
+// default configuration chain (credentials of the function's role,
+// AWS_REGION, AWS_ENDPOINT_URL*). It makes no network call. Errors name
+// the variables that are missing or invalid.
+func FromEnv(ctx context.Context, role Role) (*Runtime, error) {
+	return FromEnvWith(ctx, role, Options{})
+}
+
+// FromEnvWith is FromEnv with injected dependencies (see Options).
+func FromEnvWith(ctx context.Context, role Role, o Options) (*Runtime, error) {
+	if o.Getenv == nil {
+		o.Getenv = os.Getenv
+	}
+	st, err := ParseSettings(role, o.Getenv)
+	if err != nil {
+		return nil, err
+	}
+	if o.Clock == nil {
+		o.Clock = clock.Real{}
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.NewJSONHandler(os.Stdout, &slog.HandlerOptions{Level: st.LogLevel})).With("function", string(role))
+	}
+	if err := o.clients(ctx); err != nil {
+		return nil, err
+	}
+	rt := &Runtime{Role: role, Settings: st, Log: o.Logger, Clock: o.Clock, getenv: o.Getenv, sqs: o.SQS,
+		queues: map[string]*sqsq.Queue{}, metrics: o.Metrics}
+	if len(st.Route53ZoneIDs) > 0 && role == RoleWorker {
+		rt.Log.Warn("CERTFN_ROUTE53_ZONE_IDS is set but this build has no Route53 DNS-01 provider: DNS-01 solvers using route53 fail with a reason on their Challenge", "zones", len(st.Route53ZoneIDs))
+	}
+	if st.ACMImport && role == RoleWorker {
+		rt.Log.Warn("CERTFN_ACM_IMPORT is true but this build has no ACM importer: certificates stay in Secrets Manager only")
+	}
+	rt.Store, err = dynamo.New(o.DynamoDB, dynamo.Options{Table: st.Table, Shards: st.DueShards, Clock: o.Clock, Metrics: o.Metrics})
+	if err != nil {
+		return nil, fmt.Errorf("awsmode: %s: %w", EnvTable, err)
+	}
+	var store ports.Store = rt.Store
+	if o.WrapStore != nil {
+		store = o.WrapStore(store)
+	}
+	rt.store = peekStore{store}
+	if role == RoleHTTP01 {
+		// A wall clock: the token cache's age is request-rate bookkeeping.
+		rt.HTTP01 = http01.Handler{Tokens: &http01.StoreTokens{Store: rt.store, Clock: clock.Real{}}}
+		return rt, nil
+	}
+	if rt.Queue, err = sqsq.New(o.SQS, sqsq.Options{QueueURL: st.QueueURL, Metrics: o.Metrics}); err != nil {
+		return nil, fmt.Errorf("awsmode: %s: %w", EnvQueueURL, err)
+	}
+	if st.SignerQueueURL != "" && (role == RoleWorker || role == RoleSigner) {
+		if rt.SignerQueue, err = sqsq.New(o.SQS, sqsq.Options{QueueURL: st.SignerQueueURL, Metrics: o.Metrics}); err != nil {
+			return nil, fmt.Errorf("awsmode: %s: %w", EnvSignerQueueURL, err)
+		}
+	}
+	var secretStore ports.SecretStore = denySecrets{role: role}
+	if role == RoleWorker || role == RoleSigner {
+		rt.Secrets, err = secrets.New(o.SecretsManager, secrets.Options{Prefix: st.SecretPrefix, KMSKeyID: st.KMSKeyID, Metrics: o.Metrics})
+		if err != nil {
+			return nil, fmt.Errorf("awsmode: %s: %w", EnvSecretPrefix, err)
+		}
+		secretStore = rt.Secrets
+	}
+	ev, err := policy.NewEvaluator(policy.Options{Plugins: []policy.Plugin{denydomains.New()}, Metrics: o.Metrics})
+	if err != nil {
+		return nil, fmt.Errorf("awsmode: policy evaluator: %w", err)
+	}
+	cfg := engine.Config{
+		Store: rt.store, Secrets: secretStore, Queue: rt.Queue, Clock: o.Clock, Metrics: o.Metrics,
+		AutoApprove: st.AutoApprove, Evaluator: ev, ClusterResourceNamespace: st.ClusterResourceNamespace,
+		MaxQueueDelay: sqsq.MaxDelay,
+	}
+	var acmeSigner *acmesigner.Signer
+	switch role {
+	case RoleWorker:
+		acmeSigner = rt.assembleWorker(&cfg, o, secretStore)
+	case RoleSigner:
+		cfg.Signers = map[string]signers.Signer{
+			"ca":         ca.New(secretStore, o.Clock, o.Metrics),
+			"selfSigned": selfsigned.New(secretStore, o.Clock),
+		}
+		cfg.Approver = refuseApprover{}
+		cfg.Queue = signerOutQueue{rt.Queue}
+	case RoleScheduler:
+		rt.batch = &batchQueue{q: rt.Queue}
+		cfg.Queue = rt.batch
+	}
+	if rt.Engine, err = engine.New(cfg); err != nil {
+		return nil, fmt.Errorf("awsmode: engine: %w", err)
+	}
+	if acmeSigner != nil {
+		acmeSigner.SetEngine(rt.Engine)
+	}
+	return rt, nil
+}
+
+// assembleWorker wires the worker's signers and ACME issuer into cfg: the
+// acme signer with the Order and Challenge handlers, and a hand-off to the
+// signer queue for ca and selfSigned (see handoff).
+func (rt *Runtime) assembleWorker(cfg *engine.Config, o Options, sec ports.SecretStore) *acmesigner.Signer {
+	st := rt.Settings
+	dialer := acmeadapter.NewDialer(acmeadapter.Options{Wrap: o.ACME.WrapTransport})
+	accounts := acme.NewAccounts(sec, dialer)
+	providers := map[string]dns01.ProviderFactory{dns01.KeyRFC2136: rfc2136.Factory}
+	for k, f := range o.ACME.DNS01Providers {
+		providers[k] = f
+	}
+	solver := dns01.NewSolver(dns01.Deps{Secrets: sec, Clock: o.Clock, ClusterResourceNamespace: st.ClusterResourceNamespace,
+		Providers: providers, Resolver: o.ACME.DNS01Resolver, AllowInternalNames: o.ACME.DNS01AllowInternalNames})
+	chCfg := challenges.Config{Accounts: accounts, DNS01: challenges.FromDNS01(solver),
+		MaxInFlight: o.ACME.MaxChallengesInFlight, PollInterval: o.ACME.PollInterval}
+	if st.HTTP01Enabled {
+		chCfg.HTTP01 = &http01.SelfCheck{Addr: o.ACME.HTTP01SelfCheckAddr}
+	}
+	chHandler := challenges.New(chCfg)
+	orderHandler := orders.New(orders.Config{Accounts: accounts, PollInterval: o.ACME.PollInterval})
+	rt.ACME.Dialer, rt.ACME.Accounts = dialer, accounts
+	acmeSigner := acmesigner.New()
+	hand := &handoff{q: rt.SignerQueue}
+	cfg.Signers = map[string]signers.Signer{"acme": acmeSigner, "ca": hand, "selfSigned": hand}
+	cfg.Handlers = map[string]engine.Handler{api.KindOrder: orderHandler, api.KindChallenge: chHandler}
+	cfg.ACMEReady = accounts.Ready
+	return acmeSigner
+}
+
+// clients builds the SDK clients that were not injected, from one default
+// configuration.
+func (o *Options) clients(ctx context.Context) error {
+	if o.DynamoDB != nil && o.SQS != nil && o.SecretsManager != nil {
+		return nil
+	}
+	cfg, err := awscfg.Load(ctx, o.Retry)
+	if err != nil {
+		return fmt.Errorf("awsmode: %w", err)
+	}
+	if o.DynamoDB == nil {
+		o.DynamoDB = dynamodb.NewFromConfig(cfg)
+	}
+	if o.SQS == nil {
+		o.SQS = sqs.NewFromConfig(cfg)
+	}
+	if o.SecretsManager == nil {
+		o.SecretsManager = sm.NewFromConfig(cfg)
+	}
+	return nil
+}
+
+// ClientsForEndpoints returns SDK clients for explicit endpoints (emulators,
+// LocalStack, test doubles), with static test credentials: what tests and
+// the cold-start benchmark pass in Options. An empty endpoint leaves that
+// client nil (built from the default chain).
+func ClientsForEndpoints(dynamoEP, sqsEP, secretsEP string, r awscfg.Retry) (dynamo.API, sqsq.API, secrets.API) {
+	var (
+		d  dynamo.API
+		q  sqsq.API
+		sc secrets.API
+	)
+	if dynamoEP != "" {
+		d = dynamodb.NewFromConfig(awscfg.ForEndpoint(dynamoEP, r))
+	}
+	if sqsEP != "" {
+		q = sqs.NewFromConfig(awscfg.ForEndpoint(sqsEP, r))
+	}
+	if secretsEP != "" {
+		sc = sm.NewFromConfig(awscfg.ForEndpoint(secretsEP, r))
+	}
+	return d, q, sc
+}
+
+// errNoEngine is returned by the queue and schedule handlers of roles
+// that have none.
+var errNoEngine = errors.New("this function has no engine")

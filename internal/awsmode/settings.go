@@ -1,0 +1,221 @@
+package awsmode
+
+import (
+	"fmt"
+	"log/slog"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/certfn/certfn/adapters/aws/dynamo"
+)
+
+// Role names one deployed function (DESIGN.md §4). Each role gets only the
+// ports and signers it may use.
+type Role string
+
+// The roles.
+const (
+	// RoleWorker consumes the worker queue: every reconcile step except
+	// signing for CA and selfSigned issuers and checking CA issuers (it
+	// never reads a CA key).
+	RoleWorker Role = "worker"
+	// RoleSigner consumes the signer queue: approved CertificateRequests of
+	// CA and selfSigned issuers, and CA issuers' readiness. It never approves.
+	RoleSigner Role = "signer"
+	// RoleScheduler sweeps the due index into the worker queue.
+	RoleScheduler Role = "scheduler"
+	// RoleAPI serves the HTTP API (functions/aws/api); no secret store.
+	RoleAPI Role = "api"
+	// RoleHTTP01 answers ACME HTTP-01 challenges from the state store.
+	RoleHTTP01 Role = "http01"
+)
+
+// Roles lists every role.
+var Roles = []Role{RoleWorker, RoleSigner, RoleScheduler, RoleAPI, RoleHTTP01}
+
+// Environment variables. The CERTFN_* names up to EnvHTTP01Enabled are the
+// ones infra/terraform/aws/lambda.tf sets; the rest are optional tuning
+// knobs with defaults. docs/aws.md ("Lambda functions") lists them.
+const (
+	EnvFunction                 = "CERTFN_FUNCTION"
+	EnvTable                    = "CERTFN_TABLE"
+	EnvDueShards                = "CERTFN_DUE_SHARDS"
+	EnvClusterResourceNamespace = "CERTFN_CLUSTER_RESOURCE_NAMESPACE"
+	EnvSecretPrefix             = "CERTFN_SECRET_PREFIX"
+	EnvKMSKeyID                 = "CERTFN_KMS_KEY_ID"
+	EnvQueueURL                 = "CERTFN_QUEUE_URL"
+	EnvSignerQueueURL           = "CERTFN_SIGNER_QUEUE_URL"
+	EnvAutoApprove              = "CERTFN_AUTO_APPROVE"
+	EnvRoute53ZoneIDs           = "CERTFN_ROUTE53_ZONE_IDS"
+	EnvACMImport                = "CERTFN_ACM_IMPORT"
+	EnvHTTP01Enabled            = "CERTFN_HTTP01_ENABLED"
+
+	EnvSweepLimit       = "CERTFN_SWEEP_LIMIT"
+	EnvBatchParallelism = "CERTFN_BATCH_PARALLELISM"
+	EnvLogLevel         = "CERTFN_LOG_LEVEL"
+	// EnvInitOnly: when "1" or "true", a function's main returns right
+	// after initialisation (cold-start measurement; see InitOnly).
+	EnvInitOnly = "CERTFN_INIT_ONLY"
+)
+
+// Defaults of the optional settings.
+const (
+	DefaultSweepLimit       = 1000
+	DefaultBatchParallelism = 4
+	maxSweepLimit           = 100000
+	maxBatchParallelism     = 10 // SQS batches hold at most 10 messages
+)
+
+// Settings is a function's configuration as read from its environment.
+type Settings struct {
+	Role Role
+	// Table is the DynamoDB state table (all roles).
+	Table string
+	// DueShards is the due index's shard count (fixed for a table's life).
+	DueShards int
+	// ClusterResourceNamespace holds ClusterIssuer secrets (default cert-manager).
+	ClusterResourceNamespace string
+	// QueueURL is the worker queue: the worker consumes it, every other
+	// role except http01 sends to it.
+	QueueURL string
+	// SignerQueueURL is the signer queue: the worker sends approved
+	// CA/selfSigned requests and CA issuers there; the signer consumes it
+	// (optional for the signer: otherwise derived from the event's queue ARN).
+	SignerQueueURL string
+	// SecretPrefix and KMSKeyID configure the Secrets Manager store
+	// (worker and signer).
+	SecretPrefix string
+	KMSKeyID     string
+	// AutoApprove lists signer names approved without a policy (worker).
+	AutoApprove []string
+	// Route53ZoneIDs and ACMImport are accepted but not implemented yet
+	// (no Route53 DNS-01 provider or ACM importer in this build): FromEnv
+	// logs a warning when they are set.
+	Route53ZoneIDs []string
+	ACMImport      bool
+	// HTTP01Enabled says whether the http01 function is deployed; the
+	// worker runs the HTTP-01 self-check only when it is (default true).
+	HTTP01Enabled bool
+	// SweepLimit bounds the keys one scheduler run enqueues.
+	SweepLimit int
+	// BatchParallelism is how many messages of one SQS batch are handled at
+	// once (worker and signer).
+	BatchParallelism int
+	// LogLevel of the JSON log (debug, info, warn, error).
+	LogLevel slog.Level
+}
+
+var dnsLabel = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
+
+// ParseSettings reads role's settings through getenv and checks them. An
+// error names every variable that is missing or invalid and the rule it
+// breaks.
+func ParseSettings(role Role, getenv func(string) string) (Settings, error) {
+	var problems []string
+	bad := func(name, format string, a ...any) {
+		problems = append(problems, name+": "+fmt.Sprintf(format, a...))
+	}
+	get := func(name string) string { return strings.TrimSpace(getenv(name)) }
+	known := false
+	for _, r := range Roles {
+		known = known || r == role
+	}
+	if !known {
+		return Settings{}, fmt.Errorf("awsmode: unknown role %q (want one of worker, signer, scheduler, api, http01)", role)
+	}
+	s := Settings{Role: role, SecretPrefix: get(EnvSecretPrefix), KMSKeyID: get(EnvKMSKeyID),
+		QueueURL: get(EnvQueueURL), SignerQueueURL: get(EnvSignerQueueURL), Table: get(EnvTable)}
+	if fn := get(EnvFunction); fn != "" && Role(fn) != role {
+		bad(EnvFunction, "%q: this binary is the %s function (a zip deployed to the wrong function?)", fn, role)
+	}
+	if s.Table == "" {
+		bad(EnvTable, "required: the DynamoDB state table")
+	}
+	s.DueShards = intVar(get(EnvDueShards), dynamo.DefaultShards, 1, dynamo.MaxShards, EnvDueShards, bad)
+	s.ClusterResourceNamespace = get(EnvClusterResourceNamespace)
+	if s.ClusterResourceNamespace == "" {
+		s.ClusterResourceNamespace = "cert-manager"
+	} else if len(s.ClusterResourceNamespace) > 63 || !dnsLabel.MatchString(s.ClusterResourceNamespace) {
+		bad(EnvClusterResourceNamespace, "%q is not a DNS label (lower-case letters, digits and '-', at most 63 characters)", s.ClusterResourceNamespace)
+	}
+	switch role {
+	case RoleWorker:
+		if s.QueueURL == "" {
+			bad(EnvQueueURL, "required: the worker queue the worker consumes and sends follow-ups to")
+		}
+		if s.SignerQueueURL == "" {
+			bad(EnvSignerQueueURL, "required: the signer queue the worker hands approved CA and selfSigned requests to")
+		}
+	case RoleSigner:
+		if s.QueueURL == "" {
+			bad(EnvQueueURL, "required: the worker queue the signer wakes certificates on")
+		}
+	case RoleScheduler, RoleAPI:
+		if s.QueueURL == "" {
+			bad(EnvQueueURL, "required: the worker queue")
+		}
+	}
+	for _, a := range splitList(get(EnvAutoApprove)) {
+		if a == "*" { // every cert-manager signer, as in local mode
+			s.AutoApprove = append(s.AutoApprove, "issuers.cert-manager.io/*", "clusterissuers.cert-manager.io/*")
+			continue
+		}
+		s.AutoApprove = append(s.AutoApprove, a)
+	}
+	s.Route53ZoneIDs = splitList(get(EnvRoute53ZoneIDs))
+	s.ACMImport = boolVar(get(EnvACMImport), false, EnvACMImport, bad)
+	s.HTTP01Enabled = boolVar(get(EnvHTTP01Enabled), true, EnvHTTP01Enabled, bad)
+	s.SweepLimit = intVar(get(EnvSweepLimit), DefaultSweepLimit, 1, maxSweepLimit, EnvSweepLimit, bad)
+	s.BatchParallelism = intVar(get(EnvBatchParallelism), DefaultBatchParallelism, 1, maxBatchParallelism, EnvBatchParallelism, bad)
+	if v := get(EnvLogLevel); v != "" {
+		if err := s.LogLevel.UnmarshalText([]byte(v)); err != nil {
+			bad(EnvLogLevel, "%q is not a log level (debug, info, warn, error)", v)
+		}
+	}
+	if len(problems) > 0 {
+		return Settings{}, fmt.Errorf("awsmode: %s function environment: %s", role, strings.Join(problems, "; "))
+	}
+	return s, nil
+}
+
+// InitOnly reports whether EnvInitOnly asks main to return right after
+// initialisation (used to measure cold initialisation time).
+func InitOnly(getenv func(string) string) bool {
+	v, err := strconv.ParseBool(strings.TrimSpace(getenv(EnvInitOnly)))
+	return err == nil && v
+}
+
+func splitList(v string) []string {
+	var out []string
+	for _, p := range strings.Split(v, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func intVar(v string, def, lo, hi int, name string, bad func(string, string, ...any)) int {
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < lo || n > hi {
+		bad(name, "%q is not an integer from %d to %d", v, lo, hi)
+		return def
+	}
+	return n
+}
+
+func boolVar(v string, def bool, name string, bad func(string, string, ...any)) bool {
+	if v == "" {
+		return def
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		bad(name, "%q is not a boolean (true or false)", v)
+		return def
+	}
+	return b
+}
