@@ -45,12 +45,12 @@ func headerAuth(r *http.Request) (engine.Caller, error) {
 }
 
 type env struct {
-	t  *testing.T
+	t  testing.TB
 	rt *localmode.Runtime
 	h  http.Handler
 }
 
-func newEnv(t *testing.T, maxBody int64) *env {
+func newEnv(t testing.TB, maxBody int64) *env {
 	t.Helper()
 	rt, _ := apitest.Runtime(t)
 	h, err := httpapi.New(httpapi.Config{Engine: rt.Engine, Authenticate: headerAuth, MaxBody: maxBody, Logger: apitest.Discard()})
