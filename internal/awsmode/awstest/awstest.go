@@ -55,7 +55,7 @@ var (
 	// the child's stdin, whose closing (also by the garbage collector)
 	// stops it.
 	sharedStops []func()
-	seq       atomic.Int64
+	seq         atomic.Int64
 )
 
 // Endpoint returns svc's endpoint: the environment's (LocalStack), else one
