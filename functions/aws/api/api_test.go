@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambda"
@@ -20,6 +21,7 @@ import (
 	"github.com/certfn/certfn/core/errs"
 	"github.com/certfn/certfn/core/ports"
 	"github.com/certfn/certfn/core/rbac"
+	"github.com/certfn/certfn/internal/awsmode"
 	"github.com/certfn/certfn/internal/localmode"
 )
 
@@ -299,16 +301,17 @@ func TestConfigFromEnv(t *testing.T) {
 		check func(config) bool
 	}{
 		{"defaults", base, "", func(c config) bool {
-			return c.Table == "certfn-state" && c.Shards == 0 && c.MaxBody == 1<<20 && c.Admins == nil
+			return c.Table == "certfn-state" && c.DueShards == 16 && c.MaxBody == 1<<20 && c.Admins == nil && c.ClusterResourceNamespace == "cert-manager"
 		}},
-		{"all set", with("CERTFN_FUNCTION", "api", "CERTFN_DUE_SHARDS", "32", "CERTFN_API_MAX_BODY", "65536", "CERTFN_CLUSTER_RESOURCE_NAMESPACE", "certs",
+		{"all set", with("CERTFN_FUNCTION", "api", "CERTFN_DUE_SHARDS", "32", "CERTFN_API_MAX_BODY", "65536", "CERTFN_CLUSTER_RESOURCE_NAMESPACE", "certs", "CERTFN_LOG_LEVEL", "debug",
 			"CERTFN_API_ADMINS", adminRole+", arn:aws:iam::123456789012:user/alice"), "", func(c config) bool {
-			return c.Shards == 32 && c.MaxBody == 65536 && c.ClusterResourceNamespace == "certs" && len(c.Admins) == 2 && c.Admins[adminRole]
+			return c.DueShards == 32 && c.MaxBody == 65536 && c.ClusterResourceNamespace == "certs" && len(c.Admins) == 2 && c.Admins[adminRole]
 		}},
-		{"other function", with("CERTFN_FUNCTION", "worker"), `CERTFN_FUNCTION: "worker"`, nil},
+		{"other function", with("CERTFN_FUNCTION", "worker"), `CERTFN_FUNCTION: "worker": this binary is the api function`, nil},
 		{"no table", with("CERTFN_TABLE", ""), "CERTFN_TABLE: required", nil},
 		{"no queue", with("CERTFN_QUEUE_URL", " "), "CERTFN_QUEUE_URL: required", nil},
-		{"bad shards", with("CERTFN_DUE_SHARDS", "many"), `CERTFN_DUE_SHARDS: "many" is not a positive integer`, nil},
+		{"bad shards", with("CERTFN_DUE_SHARDS", "many"), `CERTFN_DUE_SHARDS`, nil},
+		{"bad log level", with("CERTFN_LOG_LEVEL", "loud"), `CERTFN_LOG_LEVEL: "loud" is not a log level`, nil},
 		{"zero body", with("CERTFN_API_MAX_BODY", "0"), `CERTFN_API_MAX_BODY: "0": want a number of bytes from 1 to 6291456`, nil},
 		{"huge body", with("CERTFN_API_MAX_BODY", "7000000"), `CERTFN_API_MAX_BODY: "7000000"`, nil},
 		{"bad admin", with("CERTFN_API_ADMINS", adminRole+",bob"), `CERTFN_API_ADMINS[1]: aws principal "bob"`, nil},
@@ -351,19 +354,23 @@ func TestNoSecrets(t *testing.T) {
 }
 
 func TestNewEngineChecksConfig(t *testing.T) {
-	_, err := newEngine(config{Table: "", QueueURL: "q"}, awsConfigForTest(), apitest.Discard())
+	_, err := newEngine(config{Settings: awsmode.Settings{Table: "", QueueURL: "q"}}, awsConfigForTest(), apitest.Discard())
 	if err == nil || !strings.Contains(err.Error(), "table") {
 		t.Fatalf("empty table: %v", err)
 	}
-	_, err = newEngine(config{Table: "t", QueueURL: ""}, awsConfigForTest(), apitest.Discard())
+	_, err = newEngine(config{Settings: awsmode.Settings{Table: "t", QueueURL: ""}}, awsConfigForTest(), apitest.Discard())
 	if err == nil || !strings.Contains(err.Error(), "queueURL") {
 		t.Fatalf("empty queue: %v", err)
 	}
-	e, err := newEngine(config{Table: "t", QueueURL: "https://sqs.example/q"}, awsConfigForTest(), apitest.Discard())
+	cfg, err := configFromEnv(env{"CERTFN_TABLE": "t", "CERTFN_QUEUE_URL": "https://sqs.example/q"}.get)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := newEngine(cfg, awsConfigForTest(), apitest.Discard())
 	if err != nil || e == nil {
 		t.Fatalf("valid config: %v", err)
 	}
-	if e.Config().ClusterResourceNamespace != "cert-manager" {
+	if e.Config().ClusterResourceNamespace != "cert-manager" || e.Config().MaxQueueDelay != 15*time.Minute {
 		t.Fatalf("cluster resource namespace %q", e.Config().ClusterResourceNamespace)
 	}
 	if _, err := e.Config().Secrets.Get(context.Background(), "x", "y"); err == nil || !strings.Contains(err.Error(), "no access to the secret store") {

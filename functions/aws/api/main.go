@@ -7,13 +7,19 @@
 // in the DynamoDB table and enqueues reconcile keys on the worker queue; it
 // never reads the secret store.
 //
-// Configuration (environment; infra/terraform/aws sets it):
+// Configuration (environment; infra/terraform/aws sets it). The variables
+// every function shares are parsed by internal/awsmode (role api):
 //
 //	CERTFN_FUNCTION                    "api" (or unset)
 //	CERTFN_TABLE                       DynamoDB table name (required)
 //	CERTFN_DUE_SHARDS                  due-index shards of the table (default 16)
 //	CERTFN_QUEUE_URL                   the worker queue's URL (required)
 //	CERTFN_CLUSTER_RESOURCE_NAMESPACE  namespace of ClusterIssuer secrets (default cert-manager)
+//	CERTFN_LOG_LEVEL                   debug, info (default), warn, error
+//	CERTFN_INIT_ONLY                   1: exit after initialisation (cold-start measurement)
+//
+// and the api's own:
+//
 //	CERTFN_API_MAX_BODY                request body limit in bytes (default 1048576)
 //	CERTFN_API_ADMINS                  comma-separated IAM user/role ARNs allowed everything
 //	                                   (system:masters), e.g. to apply the first bindings;
@@ -44,54 +50,41 @@ import (
 	"github.com/certfn/certfn/core/policy"
 	"github.com/certfn/certfn/core/policy/plugins/denydomains"
 	"github.com/certfn/certfn/core/rbac"
+	"github.com/certfn/certfn/internal/awsmode"
 )
 
 func main() {
-	log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
-	h, err := setup(context.Background(), os.Getenv, log)
+	h, err := setup(context.Background(), os.Getenv, nil)
 	if err != nil {
-		log.Error("certfn api: setup failed", "err", err)
+		fmt.Fprintln(os.Stderr, "certfn api:", err)
 		os.Exit(1)
+	}
+	if awsmode.InitOnly(os.Getenv) {
+		return
 	}
 	lambda.Start(h)
 }
 
 // config is the function's configuration.
 type config struct {
-	Table                    string
-	Shards                   int
-	QueueURL                 string
-	ClusterResourceNamespace string
-	MaxBody                  int64
-	// Admins are usernames (as rbac.FromAWSARN maps them) in system:masters.
+	// Settings are the variables every certfn function shares, parsed and
+	// checked by internal/awsmode (table, shards, queue, namespace, log level).
+	awsmode.Settings
+	// MaxBody is the request body limit (CERTFN_API_MAX_BODY).
+	MaxBody int64
+	// Admins are usernames (as rbac.FromAWSARN maps them) in system:masters
+	// (CERTFN_API_ADMINS).
 	Admins map[string]bool
 }
 
 // configFromEnv reads the configuration; errors name the variable.
 func configFromEnv(getenv func(string) string) (config, error) {
-	c := config{
-		Table:                    strings.TrimSpace(getenv("CERTFN_TABLE")),
-		QueueURL:                 strings.TrimSpace(getenv("CERTFN_QUEUE_URL")),
-		ClusterResourceNamespace: strings.TrimSpace(getenv("CERTFN_CLUSTER_RESOURCE_NAMESPACE")),
-		MaxBody:                  httpapi.DefaultMaxBody,
+	st, err := awsmode.ParseSettings(awsmode.RoleAPI, getenv)
+	if err != nil {
+		return config{}, err
 	}
-	if f := getenv("CERTFN_FUNCTION"); f != "" && f != "api" {
-		return c, fmt.Errorf("CERTFN_FUNCTION: %q: this is the api function's binary", f)
-	}
-	if c.Table == "" {
-		return c, fmt.Errorf("CERTFN_TABLE: required (the DynamoDB table name)")
-	}
-	if c.QueueURL == "" {
-		return c, fmt.Errorf("CERTFN_QUEUE_URL: required (the worker queue's URL)")
-	}
-	if v := getenv("CERTFN_DUE_SHARDS"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 {
-			return c, fmt.Errorf("CERTFN_DUE_SHARDS: %q is not a positive integer", v)
-		}
-		c.Shards = n
-	}
-	if v := getenv("CERTFN_API_MAX_BODY"); v != "" {
+	c := config{Settings: st, MaxBody: httpapi.DefaultMaxBody}
+	if v := strings.TrimSpace(getenv("CERTFN_API_MAX_BODY")); v != "" {
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || n < 1 || n > 6<<20 {
 			return c, fmt.Errorf("CERTFN_API_MAX_BODY: %q: want a number of bytes from 1 to 6291456 (a Function URL's payload limit)", v)
@@ -117,11 +110,15 @@ func configFromEnv(getenv func(string) string) (config, error) {
 	return c, nil
 }
 
-// setup builds the function's handler from the environment.
+// setup builds the function's handler from the environment. A nil log
+// writes JSON to stdout at CERTFN_LOG_LEVEL, as the other functions do.
 func setup(ctx context.Context, getenv func(string) string, log *slog.Logger) (urlHandler, error) {
 	cfg, err := configFromEnv(getenv)
 	if err != nil {
 		return nil, err
+	}
+	if log == nil {
+		log = slog.New(slog.NewJSONHandler(os.Stdout, &slog.HandlerOptions{Level: cfg.LogLevel})).With("function", "api")
 	}
 	awsCfg, err := awscfg.Load(ctx, awscfg.Retry{})
 	if err != nil {
@@ -138,7 +135,7 @@ func setup(ctx context.Context, getenv func(string) string, log *slog.Logger) (u
 // store and the SQS worker queue. Its secret store refuses every read
 // (the api function must not read private keys).
 func newEngine(cfg config, awsCfg aws.Config, log *slog.Logger) (*engine.Engine, error) {
-	store, err := dynamo.New(dynamodb.NewFromConfig(awsCfg), dynamo.Options{Table: cfg.Table, Shards: cfg.Shards})
+	store, err := dynamo.New(dynamodb.NewFromConfig(awsCfg), dynamo.Options{Table: cfg.Table, Shards: cfg.DueShards})
 	if err != nil {
 		return nil, err
 	}
@@ -153,7 +150,7 @@ func newEngine(cfg config, awsCfg aws.Config, log *slog.Logger) (*engine.Engine,
 		return nil, fmt.Errorf("policy evaluator: %w", err)
 	}
 	return engine.New(engine.Config{Store: store, Secrets: noSecrets{log: log}, Queue: queue, Clock: clock.Real{},
-		Evaluator: ev, ClusterResourceNamespace: cfg.ClusterResourceNamespace})
+		Evaluator: ev, ClusterResourceNamespace: cfg.ClusterResourceNamespace, MaxQueueDelay: sqsq.MaxDelay})
 }
 
 // newHandler serves the API on eng for Function URL events, with the
