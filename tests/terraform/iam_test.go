@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -410,9 +411,66 @@ func iamViolations(policies map[string][]iamPolicy, checks []iamCheck) []string 
 	return out
 }
 
+// everyInput sets every input of the module to a non-default value
+// (TestModulePlan and TestIAMLeastPrivilege share its plan).
+const everyInput = `name_prefix = "pki"
+  secret_prefix = "org/pki"
+  kms_key_arn = "arn:aws:kms:us-east-1:123456789012:key/0a1b2c3d-1111-4000-8000-00000000abcd"
+  schedule_rate = "rate(5 minutes)"
+  reserved_concurrency = { worker = 4, signer = 1 }
+  lambda_timeout_seconds = { worker = 300 }
+  log_retention_days = 90
+  enable_http01 = false
+  route53_zone_ids = ["/hostedzone/Z0123456789ABC", "ZSECONDZONE01"]
+  route53_record_name_patterns = ["_acme-challenge.*", "_acme-challenge-*"]
+  enable_acm_import = true
+  worker_manages_ca_certificates = true
+  lambda_architecture = "x86_64"
+  lambda_memory_mb = 512
+  max_receive_count = 3
+  dlq_retention_seconds = 86400
+  alarm_actions = ["arn:aws:sns:us-east-1:123456789012:certfn-alarms"]
+  cluster_resource_namespace = "pki-system"
+  due_shards = 32
+  auto_approve_signers = ["issuers.cert-manager.io/*"]
+  api_admin_arns = ["arn:aws:iam::123456789012:role/platform-admin"]
+  api_invoker_arns = ["arn:aws:iam::123456789012:role/platform-admin"]
+  tags = { team = "platform" }`
+
+// planCache holds plans of the module by inputs, for the tests that plan
+// the same configuration (plans take seconds each).
+var planCache = struct {
+	sync.Mutex
+	plans map[string]*planJSON
+}{plans: map[string]*planJSON{}}
+
 // planModuleVariant copies the module, writes a root for it with inputs
-// (HCL lines) and any extra files into the module copy, and returns the plan.
+// (HCL lines) and any extra files into the module copy, and returns the
+// plan. Plans without extra files are cached by inputs.
 func planModuleVariant(t *testing.T, inputs string, extra map[string]string) *planJSON {
+	t.Helper()
+	if len(extra) == 0 {
+		planCache.Lock()
+		p, ok := planCache.plans[inputs]
+		planCache.Unlock()
+		if ok {
+			return p
+		}
+		defer func() {
+			if p != nil && !t.Failed() {
+				planCache.Lock()
+				planCache.plans[inputs] = p
+				planCache.Unlock()
+			}
+		}()
+		p = planFresh(t, inputs, nil)
+		return p
+	}
+	return planFresh(t, inputs, extra)
+}
+
+// planFresh is planModuleVariant without the cache.
+func planFresh(t *testing.T, inputs string, extra map[string]string) *planJSON {
 	t.Helper()
 	mod := copyModule(t)
 	for name, body := range extra {
@@ -437,14 +495,8 @@ var iamVariants = []struct {
 		v:      variant{prefix: "certfn", secretPrefix: "certfn", zones: []string{"Z0123456789ABC"}, http01: true},
 	},
 	{
-		name: "every option",
-		inputs: `name_prefix = "pki"
-  secret_prefix = "org/pki"
-  kms_key_arn = "arn:aws:kms:us-east-1:123456789012:key/0a1b2c3d-1111-4000-8000-00000000abcd"
-  route53_zone_ids = ["/hostedzone/Z0123456789ABC", "ZSECONDZONE01"]
-  enable_acm_import = true
-  enable_http01 = false
-  worker_manages_ca_certificates = true`,
+		name:   "every input",
+		inputs: everyInput,
 		v: variant{prefix: "pki", secretPrefix: "org/pki", zones: []string{"Z0123456789ABC", "ZSECONDZONE01"},
 			kmsKeyARN: "arn:aws:kms:us-east-1:123456789012:key/0a1b2c3d-1111-4000-8000-00000000abcd", acm: true, workerManagesCA: true},
 	},

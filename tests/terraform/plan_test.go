@@ -169,7 +169,7 @@ func checkModulePlan(t *testing.T, p *planJSON, e moduleExpect) {
 		if !ok || pp.str("principal") != "*" || pp.str("action") != "lambda:InvokeFunctionUrl" || pp.str("function_url_auth_type") != "NONE" {
 			t.Errorf("http01 public permission: %v", pp.Values)
 		}
-	} else if len(urls) != 1 || len(perms) != 0 {
+	} else if len(urls) != 1 || slices.ContainsFunc(keysOf(perms), func(k string) bool { return strings.HasPrefix(k, "http01") }) {
 		t.Errorf("http01 disabled, yet URLs %v and permissions %v", keysOf(urls), keysOf(perms))
 	}
 	for k, pp := range perms {
@@ -280,19 +280,8 @@ func TestModulePlan(t *testing.T) {
 			},
 		},
 		{
-			name: "every input",
-			inputs: `name_prefix = "pki"
-  kms_key_arn = "arn:aws:kms:us-east-1:123456789012:key/0a1b2c3d-1111-4000-8000-00000000abcd"
-  schedule_rate = "rate(5 minutes)"
-  reserved_concurrency = { worker = 4, signer = 1 }
-  lambda_timeout_seconds = { worker = 300 }
-  log_retention_days = 90
-  enable_http01 = false
-  route53_zone_ids = ["Z0123456789ABC"]
-  enable_acm_import = true
-  lambda_architecture = "x86_64"
-  max_receive_count = 3
-  tags = { team = "platform" }`,
+			name:   "every input",
+			inputs: everyInput,
 			want: moduleExpect{
 				prefix: "pki", functions: []string{"api", "scheduler", "signer", "worker"}, arch: "x86_64", logRetention: 90,
 				schedule: "rate(5 minutes)", maxReceive: 3, kmsKeyARN: "arn:aws:kms:us-east-1:123456789012:key/0a1b2c3d-1111-4000-8000-00000000abcd",
@@ -310,6 +299,26 @@ func TestModulePlan(t *testing.T) {
 				tags, _ := fn.Values["tags"].(map[string]any)
 				if tags["team"] != "platform" || tags["certfn-deployment"] != "pki" {
 					t.Errorf("worker tags = %v, want team=platform and certfn-deployment=pki", tags)
+				}
+				if fn.Values["memory_size"] != 512.0 {
+					t.Errorf("worker memory_size = %v, want 512", fn.Values["memory_size"])
+				}
+				dlq := p.ofType("aws_sqs_queue")["dlq[worker]"]
+				if dlq.Values["message_retention_seconds"] != 86400.0 {
+					t.Errorf("DLQ message_retention_seconds = %v, want 86400", dlq.Values["message_retention_seconds"])
+				}
+				alarm := p.ofType("aws_cloudwatch_metric_alarm")["dlq[worker]"]
+				if acts, _ := alarm.Values["alarm_actions"].([]any); len(acts) != 1 || acts[0] != "arn:aws:sns:us-east-1:123456789012:certfn-alarms" {
+					t.Errorf("DLQ alarm_actions = %v", alarm.Values["alarm_actions"])
+				}
+				var invokers int
+				for _, pp := range p.ofType("aws_lambda_permission") {
+					if pp.str("principal") == "arn:aws:iam::123456789012:role/platform-admin" && pp.str("function_url_auth_type") == "AWS_IAM" && pp.str("function_name") == "pki-api" {
+						invokers++
+					}
+				}
+				if invokers != 1 {
+					t.Errorf("%d api URL permissions for the invoker, want 1", invokers)
 				}
 			}
 		})
