@@ -9,25 +9,34 @@
 # ACME part: Pebble (Let's Encrypt's test CA, tests/cmd/pebble) runs in the
 # background; the ClusterIssuer in examples/acme/ registers an account and
 # a Certificate is issued over HTTP-01, answered by `certfn serve
-# --http01-listen`; the chain is verified against Pebble's root.
+# --http01-listen`; the chain is verified against Pebble's root. Then a
+# wildcard (*.wild.example.test) over DNS-01: the issuer's dnsNames
+# selector picks its DNS-01 solver, whose TXT records `certfn serve
+# --dns01-challtestsrv` (a test-only provider) sets through the management
+# API of the DNS server inside the Pebble dev program, the one Pebble's VA
+# asks.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-BIN=${BIN:-bin/certfn}
-[ -x "$BIN" ] || go build -o "$BIN" ./cmd/certfn
+# The binaries are (re)built unless given: a bin/ left by an older
+# checkout may lack the flags used below (go build is a no-op when current).
+if [ -z "${BIN:-}" ]; then BIN=bin/certfn; go build -o "$BIN" ./cmd/certfn; fi
 export CERTFN_DATA=${CERTFN_DATA:-$(mktemp -d -t certfn-demo.XXXXXX)}
 echo "== data directory: $CERTFN_DATA"
 
-PEBBLE_BIN=${PEBBLE_BIN:-bin/pebble-dev}
-[ -x "$PEBBLE_BIN" ] || go build -o "$PEBBLE_BIN" ./tests/cmd/pebble
+if [ -z "${PEBBLE_BIN:-}" ]; then PEBBLE_BIN=bin/pebble-dev; go build -o "$PEBBLE_BIN" ./tests/cmd/pebble; fi
 ACME_LISTEN=${ACME_LISTEN:-127.0.0.1:14000}
 HTTP01_PORT=${HTTP01_PORT:-5002}
 ACME_DNS=${ACME_DNS:-127.0.0.1:8053}
-"$PEBBLE_BIN" -listen "$ACME_LISTEN" -http01-port "$HTTP01_PORT" -dns "$ACME_DNS" \
+ACME_DNS_MANAGEMENT=${ACME_DNS_MANAGEMENT:-127.0.0.1:8055}
+"$PEBBLE_BIN" -listen "$ACME_LISTEN" -http01-port "$HTTP01_PORT" -dns "$ACME_DNS" -dns-management "$ACME_DNS_MANAGEMENT" \
   -tls-cert-out "$CERTFN_DATA/pebble-tls.pem" -roots-out "$CERTFN_DATA/pebble-roots.pem" >"$CERTFN_DATA/pebble.log" 2>&1 &
 PEBBLE=$!
 
+# --dns01-challtestsrv and --dns01-nameservers are for testing against
+# Pebble only: DNS-01 TXT records go to Pebble's DNS server.
 "$BIN" serve --auto-approve 'clusterissuers.cert-manager.io/selfsigned,clusterissuers.cert-manager.io/pebble' \
-  --http01-listen "127.0.0.1:$HTTP01_PORT" --http01-self-check-addr "127.0.0.1:$HTTP01_PORT" 2>"$CERTFN_DATA/serve.log" &
+  --http01-listen "127.0.0.1:$HTTP01_PORT" --http01-self-check-addr "127.0.0.1:$HTTP01_PORT" \
+  --dns01-challtestsrv "http://$ACME_DNS_MANAGEMENT" --dns01-nameservers "$ACME_DNS" 2>"$CERTFN_DATA/serve.log" &
 SERVE=$!
 trap 'kill $SERVE $PEBBLE 2>/dev/null || true; wait $SERVE $PEBBLE 2>/dev/null || true' EXIT
 
@@ -49,8 +58,15 @@ if command -v openssl >/dev/null 2>&1; then
   openssl verify -CAfile "$CERTFN_DATA/secrets/default/web-tls/ca.crt" "$CERTFN_DATA/secrets/default/web-tls/tls.crt"
 fi
 
-echo "== ACME: Pebble at https://$ACME_LISTEN/dir; HTTP-01 answered by certfn on 127.0.0.1:$HTTP01_PORT"
-for _ in $(seq 50); do [ -s "$CERTFN_DATA/pebble-roots.pem" ] && break; sleep 0.1; done
+echo "== ACME: Pebble at https://$ACME_LISTEN/dir; HTTP-01 answered by certfn on 127.0.0.1:$HTTP01_PORT;"
+echo "   DNS-01 records set through http://$ACME_DNS_MANAGEMENT in Pebble's DNS server ($ACME_DNS)"
+# Pebble writes its roots once its DNS management API and ACME server listen.
+for _ in $(seq 100); do [ -s "$CERTFN_DATA/pebble-roots.pem" ] && break; kill -0 $PEBBLE 2>/dev/null || break; sleep 0.1; done
+if [ ! -s "$CERTFN_DATA/pebble-roots.pem" ]; then
+  echo "demo: Pebble did not start (ports $ACME_LISTEN, $ACME_DNS, $ACME_DNS_MANAGEMENT in use?):" >&2
+  cat "$CERTFN_DATA/pebble.log" >&2
+  exit 1
+fi
 sed "s#https://127.0.0.1:14000/dir#https://$ACME_LISTEN/dir#" examples/acme/01-pebble-clusterissuer.yaml | "$BIN" apply -f -
 "$BIN" apply -f examples/acme/02-certificate.yaml
 "$BIN" wait clusterissuer pebble --for=condition=Ready --timeout 60s
@@ -64,5 +80,19 @@ if command -v openssl >/dev/null 2>&1; then
   echo "== openssl verify (against Pebble's root)"
   openssl verify -CAfile "$CERTFN_DATA/pebble-roots.pem" -untrusted "$CERTFN_DATA/secrets/default/acme-demo-tls/tls.crt" \
     "$CERTFN_DATA/secrets/default/acme-demo-tls/tls.crt"
+fi
+
+echo "== ACME over DNS-01: certfn apply -f examples/acme/03-wildcard.yaml (*.wild.example.test, wild.example.test)"
+"$BIN" apply -f examples/acme/03-wildcard.yaml
+"$BIN" wait certificate wildcard-demo --for=condition=Ready --timeout 60s
+echo "== certfn get certificates -A -o wide (private CA leaf, HTTP-01, DNS-01 wildcard)"
+"$BIN" get certificates -A -o wide
+echo "== certfn status certificate wildcard-demo"
+"$BIN" status certificate wildcard-demo
+if command -v openssl >/dev/null 2>&1; then
+  echo "== openssl verify the wildcard (against Pebble's root)"
+  WILD="$CERTFN_DATA/secrets/default/wildcard-demo-tls/tls.crt"
+  openssl x509 -in "$WILD" -noout -ext subjectAltName
+  openssl verify -CAfile "$CERTFN_DATA/pebble-roots.pem" -untrusted "$WILD" "$WILD"
 fi
 echo "== demo OK"

@@ -2,10 +2,15 @@ package main
 
 import (
 	"fmt"
+	"net"
+	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
+	"github.com/certfn/certfn/adapters/dns/challtestsrv"
+	"github.com/certfn/certfn/core/acme/dns01"
 	"github.com/certfn/certfn/core/engine"
 	"github.com/certfn/certfn/internal/localmode"
 	"github.com/spf13/cobra"
@@ -15,6 +20,8 @@ func newServe(g *globals) *cobra.Command {
 	var o localmode.ServeOptions
 	var autoApprove, ctrlUser, selfCheckAddr string
 	var ctrlGroups []string
+	var dns01CTS string
+	var dns01NS []string
 	c := &cobra.Command{
 		Use:   "serve",
 		Short: "Run the worker and scheduler loops on the local data directory",
@@ -41,6 +48,9 @@ this work, so --server is refused.`,
 				opts.Identity = engine.Identity{Username: ctrlUser, Groups: append([]string{"system:authenticated"}, ctrlGroups...)}
 			}
 			opts.ACME.HTTP01SelfCheckAddr = selfCheckAddr
+			if err := dns01TestProviders(&opts.ACME, dns01CTS, dns01NS); err != nil {
+				return err
+			}
 			rt, err := localmode.Open(opts)
 			if err != nil {
 				return err
@@ -63,5 +73,74 @@ this work, so --server is refused.`,
 		"comma-separated signer names approved without a policy, e.g. 'issuers.cert-manager.io/*,clusterissuers.cert-manager.io/ca' (env CERTFN_AUTO_APPROVE)")
 	c.Flags().StringVar(&ctrlUser, "controller-user", "", "requester identity recorded on the requests certfn creates for Certificates (default system:serviceaccount:cert-manager:cert-manager, as cert-manager); policies must be bound to it")
 	c.Flags().StringSliceVar(&ctrlGroups, "controller-group", nil, "with --controller-user: its groups (repeatable)")
+	c.Flags().StringVar(&dns01CTS, "dns01-challtestsrv", "",
+		"FOR TESTING AGAINST PEBBLE ONLY: `URL` of a challtestsrv management API (e.g. http://127.0.0.1:8055, as 'go run ./tests/cmd/pebble -dns-management' serves); "+
+			"DNS-01 solvers 'webhook: {solverName: challtestsrv}' set their TXT records there, and internal names are accepted; needs --dns01-nameservers")
+	c.Flags().StringSliceVar(&dns01NS, "dns01-nameservers", nil,
+		"DNS servers (`host:port`, comma-separated) DNS-01 lookups and propagation checks ask instead of the system's; "+
+			"for testing against Pebble, its challtestsrv DNS (e.g. 127.0.0.1:8053), whose first address --dns01-challtestsrv checks records on")
 	return c
+}
+
+// dns01TestProviders applies --dns01-nameservers and --dns01-challtestsrv
+// to a. nameservers ("host" or "host:port") become the DNS-01 resolvers.
+// A non-empty challtestsrvURL (an http or https URL of a challtestsrv
+// management API; for testing against Pebble only) registers the
+// challtestsrv provider under dns01.WebhookKey("challtestsrv"), with the
+// first nameserver as its DNS address, and accepts internal names. An
+// invalid value is an error naming the flag; a has not been changed then.
+func dns01TestProviders(a *localmode.ACMEOptions, challtestsrvURL string, nameservers []string) error {
+	var servers []string
+	for i, ns := range nameservers {
+		ns = strings.TrimSpace(ns)
+		hostPort, err := nameserverAddr(ns)
+		if err != nil {
+			return fmt.Errorf("--dns01-nameservers[%d]: %q %v", i, ns, err)
+		}
+		servers = append(servers, hostPort)
+	}
+	if challtestsrvURL == "" {
+		if len(servers) > 0 {
+			a.DNS01Resolver.Nameservers = servers
+		}
+		return nil
+	}
+	u, err := url.Parse(challtestsrvURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil ||
+		u.RawQuery != "" || u.Fragment != "" || (u.Path != "" && u.Path != "/") {
+		return fmt.Errorf("--dns01-challtestsrv: %q is not the http(s) URL of a challtestsrv management API (scheme, host and port only, e.g. http://127.0.0.1:8055)", challtestsrvURL)
+	}
+	if len(servers) == 0 {
+		return fmt.Errorf("--dns01-challtestsrv: needs --dns01-nameservers, the address of challtestsrv's DNS server (e.g. 127.0.0.1:8053)")
+	}
+	p := &challtestsrv.Provider{ManagementURL: strings.TrimSuffix(u.String(), "/"), DNSAddr: servers[0]}
+	providers := map[string]dns01.ProviderFactory{}
+	for k, f := range a.DNS01Providers {
+		providers[k] = f
+	}
+	providers[dns01.WebhookKey(challtestsrv.SolverName)] = p.Factory()
+	a.DNS01Providers = providers
+	a.DNS01Resolver.Nameservers = servers
+	a.DNS01AllowInternalNames = true
+	return nil
+}
+
+// nameserverAddr returns ns as host:port (port 53 when ns has none). The
+// host is an IP address or a name; the port a number from 1 to 65535.
+func nameserverAddr(ns string) (string, error) {
+	if ns == "" {
+		return "", fmt.Errorf("is empty")
+	}
+	host, port, err := net.SplitHostPort(ns)
+	if err != nil {
+		// No port: a host alone (an IPv6 address may be bare).
+		host, port = strings.Trim(ns, "[]"), "53"
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+		return "", fmt.Errorf("has no valid port (want host:port with a port from 1 to 65535)")
+	}
+	if host == "" || strings.ContainsAny(host, "/ ") || (strings.Contains(host, ":") && net.ParseIP(host) == nil) {
+		return "", fmt.Errorf("is not host:port")
+	}
+	return net.JoinHostPort(host, port), nil
 }
