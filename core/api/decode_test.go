@@ -392,7 +392,6 @@ spec:
 		"metadata.managedFields",
 		"spec.acme.solvers[0].http01.gatewayHTTPRoute",
 		"spec.acme.solvers[1].dns01.route53.auth",
-		"spec.acme.solvers[2].dns01.webhook",
 		"spec.vault",
 		"spec.venafi",
 	}

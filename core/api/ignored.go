@@ -69,7 +69,9 @@ func ignoredIssuerFields(spec *IssuerSpec) []string {
 				raw  json.RawMessage
 			}{
 				{"acmeDNS", d.AcmeDNS}, {"akamai", d.Akamai}, {"azureDNS", d.AzureDNS},
-				{"cloudflare", d.Cloudflare}, {"digitalocean", d.DigitalOcean}, {"webhook", d.Webhook},
+				{"cloudflare", d.Cloudflare}, {"digitalocean", d.DigitalOcean},
+				// webhook is not listed: its solverName selects a DNS-01 provider
+				// compiled into certfn (core/acme/dns01.WebhookKey).
 			} {
 				if present(u.raw) {
 					out = append(out, p+".dns01."+u.name)
