@@ -355,6 +355,11 @@ func rolePolicies(t *testing.T, p *planJSON) map[string][]iamPolicy {
 		if doc == "" {
 			t.Fatalf("aws_iam_role_policy.%s: policy unknown at plan time; build its ARNs from names (main.tf, local.arn)", k)
 		}
+		// IAM's limit for a role's inline policies is 10,240 characters
+		// (whitespace not counted; jsonencode writes none).
+		if len(doc) > 10240 {
+			t.Errorf("aws_iam_role_policy.%s: %d characters, over IAM's 10240 for a role's inline policies", k, len(doc))
+		}
 		pol, err := parsePolicy(doc)
 		if err != nil {
 			t.Fatalf("aws_iam_role_policy.%s: %v", k, err)
