@@ -1,0 +1,127 @@
+package awsmode_test
+
+import (
+	"context"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/certfn/certfn/core/api"
+	"github.com/certfn/certfn/core/errs"
+	"github.com/certfn/certfn/core/ports"
+	"github.com/certfn/certfn/internal/awsmode"
+	"github.com/certfn/certfn/internal/awsmode/awstest"
+)
+
+// Each role gets only the ports and signers DESIGN.md §4 gives it.
+func TestRolesGetOnlyTheirPorts(t *testing.T) {
+	e := awstest.New(t)
+	for _, tc := range []struct {
+		role        awsmode.Role
+		signers     []string
+		secrets     bool // a Secrets Manager store
+		signerQueue bool
+		handlers    []string
+	}{
+		{awsmode.RoleWorker, []string{"acme", "ca", "selfSigned"}, true, true, []string{api.KindChallenge, api.KindOrder}},
+		{awsmode.RoleSigner, []string{"ca", "selfSigned"}, true, true, nil},
+		{awsmode.RoleScheduler, nil, false, false, nil},
+		{awsmode.RoleAPI, nil, false, false, nil},
+	} {
+		t.Run(string(tc.role), func(t *testing.T) {
+			rt := e.Runtime(tc.role)
+			cfg := rt.Engine.Config()
+			var sig []string
+			for k := range cfg.Signers {
+				sig = append(sig, k)
+			}
+			sort.Strings(sig)
+			if !slices.Equal(sig, tc.signers) {
+				t.Errorf("signers %v, want %v", sig, tc.signers)
+			}
+			var hs []string
+			for k := range cfg.Handlers {
+				hs = append(hs, k)
+			}
+			sort.Strings(hs)
+			if !slices.Equal(hs, tc.handlers) {
+				t.Errorf("handlers %v, want %v", hs, tc.handlers)
+			}
+			if (rt.Secrets != nil) != tc.secrets {
+				t.Errorf("secret store present = %v, want %v", rt.Secrets != nil, tc.secrets)
+			}
+			if (rt.SignerQueue != nil) != tc.signerQueue {
+				t.Errorf("signer queue present = %v, want %v", rt.SignerQueue != nil, tc.signerQueue)
+			}
+			if rt.Queue == nil || rt.Queue.URL() != e.WorkerQueueURL {
+				t.Errorf("queue %v, want the worker queue", rt.Queue)
+			}
+			if !tc.secrets {
+				// The engine's secret store refuses everything, naming the secret only.
+				_, err := cfg.Secrets.Get(context.Background(), "default", "web-tls")
+				if err == nil || !errs.IsPermanent(err) || !strings.Contains(err.Error(), "default/web-tls") {
+					t.Errorf("secret Get = %v, want a permanent refusal naming default/web-tls", err)
+				}
+				ctx, sec := context.Background(), ports.Secret{Namespace: "default", Name: "web-tls"}
+				for op, err := range map[string]error{
+					"create": cfg.Secrets.Create(ctx, sec), "put": cfg.Secrets.Put(ctx, sec), "delete": cfg.Secrets.Delete(ctx, "default", "web-tls"),
+				} {
+					if err == nil || !errs.IsPermanent(err) || !strings.Contains(err.Error(), op+" secret default/web-tls") {
+						t.Errorf("secret %s = %v, want a permanent refusal", op, err)
+					}
+				}
+			}
+		})
+	}
+}
+
+// FromEnv reads the process environment and builds the SDK clients from
+// the default chain without any network call; a bad environment is an
+// error naming the variable, never an exit.
+func TestFromEnvProcessEnvironment(t *testing.T) {
+	t.Setenv("AWS_REGION", "eu-west-1")
+	t.Setenv("AWS_ACCESS_KEY_ID", "AKIDEXAMPLE")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "secret")
+	t.Setenv(awsmode.EnvTable, "certfn")
+	t.Setenv(awsmode.EnvQueueURL, "https://sqs.eu-west-1.amazonaws.com/123456789012/certfn-worker")
+	t.Setenv(awsmode.EnvSignerQueueURL, "https://sqs.eu-west-1.amazonaws.com/123456789012/certfn-signer")
+	for _, role := range awsmode.Roles {
+		rt, err := awsmode.FromEnv(context.Background(), role)
+		if err != nil {
+			t.Fatalf("FromEnv(%s): %v", role, err)
+		}
+		if rt.Role != role || rt.Store == nil || rt.Store.Table() != "certfn" {
+			t.Fatalf("FromEnv(%s) = %+v", role, rt)
+		}
+		if (rt.Engine == nil) != (role == awsmode.RoleHTTP01) || (rt.HTTP01 == nil) != (role != awsmode.RoleHTTP01) {
+			t.Fatalf("%s: engine %v, http01 handler %v", role, rt.Engine != nil, rt.HTTP01 != nil)
+		}
+	}
+	t.Setenv(awsmode.EnvSignerQueueURL, "")
+	if _, err := awsmode.FromEnv(context.Background(), awsmode.RoleWorker); err == nil || !strings.Contains(err.Error(), awsmode.EnvSignerQueueURL) {
+		t.Fatalf("worker without a signer queue: %v", err)
+	}
+	t.Setenv(awsmode.EnvSecretPrefix, "/bad//prefix")
+	if _, err := awsmode.FromEnv(context.Background(), awsmode.RoleSigner); err == nil || !strings.Contains(err.Error(), awsmode.EnvSecretPrefix) {
+		t.Fatalf("bad secret prefix: %v", err)
+	}
+}
+
+// The handlers of roles that have none answer with an error, not a panic.
+func TestHandlersOfOtherRoles(t *testing.T) {
+	e := awstest.New(t)
+	sched, http01 := e.Runtime(awsmode.RoleScheduler), e.Runtime(awsmode.RoleHTTP01)
+	if d := sched.Handle(e.Ctx, api.Key{Kind: api.KindClusterIssuer, Name: "x"}, 1); !d.Ack || d.Err == nil {
+		t.Errorf("scheduler Handle = %+v, want acknowledged with an error", d)
+	}
+	if d := http01.Handle(e.Ctx, api.Key{Kind: api.KindClusterIssuer, Name: "x"}, 1); !d.Ack || d.Err == nil {
+		t.Errorf("http01 Handle = %+v, want acknowledged with an error", d)
+	}
+	if _, err := http01.HandleSchedule(e.Ctx, nil); err == nil {
+		t.Error("http01 HandleSchedule: no error")
+	}
+	if _, err := sched.HandleHTTP(e.Ctx, []byte(`{}`)); err == nil {
+		t.Error("scheduler HandleHTTP: no error")
+	}
+}

@@ -1,0 +1,154 @@
+package awsmode_test
+
+import (
+	"log/slog"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/certfn/certfn/internal/awsmode"
+)
+
+// vars builds a getenv over a base environment with changes (a value ""
+// removes the variable).
+func vars(changes ...string) func(string) string {
+	m := map[string]string{
+		awsmode.EnvTable:          "certfn",
+		awsmode.EnvQueueURL:       "https://sqs.eu-west-1.amazonaws.com/123456789012/certfn-worker",
+		awsmode.EnvSignerQueueURL: "https://sqs.eu-west-1.amazonaws.com/123456789012/certfn-signer",
+	}
+	for i := 0; i+1 < len(changes); i += 2 {
+		if changes[i+1] == "" {
+			delete(m, changes[i])
+		} else {
+			m[changes[i]] = changes[i+1]
+		}
+	}
+	return func(k string) string { return m[k] }
+}
+
+func TestParseSettingsDefaults(t *testing.T) {
+	s, err := awsmode.ParseSettings(awsmode.RoleWorker, vars())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := awsmode.Settings{Role: awsmode.RoleWorker, Table: "certfn", DueShards: 16, ClusterResourceNamespace: "cert-manager",
+		QueueURL:       "https://sqs.eu-west-1.amazonaws.com/123456789012/certfn-worker",
+		SignerQueueURL: "https://sqs.eu-west-1.amazonaws.com/123456789012/certfn-signer",
+		HTTP01Enabled:  true, SweepLimit: awsmode.DefaultSweepLimit, BatchParallelism: awsmode.DefaultBatchParallelism, LogLevel: slog.LevelInfo}
+	if !reflect.DeepEqual(s, want) {
+		t.Fatalf("settings\n got %+v\nwant %+v", s, want)
+	}
+}
+
+func TestParseSettingsValues(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		role   awsmode.Role
+		env    []string
+		check  func(awsmode.Settings) bool
+		expect string
+	}{
+		{"auto-approve list with * expanded", awsmode.RoleWorker,
+			[]string{awsmode.EnvAutoApprove, " issuers.cert-manager.io/ns.ca , *,"},
+			func(s awsmode.Settings) bool {
+				return reflect.DeepEqual(s.AutoApprove, []string{"issuers.cert-manager.io/ns.ca", "issuers.cert-manager.io/*", "clusterissuers.cert-manager.io/*"})
+			}, "AutoApprove expanded"},
+		{"shards, namespace, prefix, kms", awsmode.RoleSigner,
+			[]string{awsmode.EnvDueShards, "32", awsmode.EnvClusterResourceNamespace, "pki", awsmode.EnvSecretPrefix, "team/certs", awsmode.EnvKMSKeyID, "alias/x"},
+			func(s awsmode.Settings) bool {
+				return s.DueShards == 32 && s.ClusterResourceNamespace == "pki" && s.SecretPrefix == "team/certs" && s.KMSKeyID == "alias/x"
+			}, "values read"},
+		{"booleans and tuning", awsmode.RoleWorker,
+			[]string{awsmode.EnvHTTP01Enabled, "false", awsmode.EnvACMImport, "true", awsmode.EnvSweepLimit, "50", awsmode.EnvBatchParallelism, "1", awsmode.EnvLogLevel, "debug",
+				awsmode.EnvRoute53ZoneIDs, "Z1,Z2"},
+			func(s awsmode.Settings) bool {
+				return !s.HTTP01Enabled && s.ACMImport && s.SweepLimit == 50 && s.BatchParallelism == 1 && s.LogLevel == slog.LevelDebug &&
+					reflect.DeepEqual(s.Route53ZoneIDs, []string{"Z1", "Z2"})
+			}, "values read"},
+		{"signer queue optional for the signer", awsmode.RoleSigner, []string{awsmode.EnvSignerQueueURL, ""},
+			func(s awsmode.Settings) bool { return s.SignerQueueURL == "" }, "no signer queue"},
+		{"http01 needs only the table", awsmode.RoleHTTP01, []string{awsmode.EnvQueueURL, "", awsmode.EnvSignerQueueURL, ""},
+			func(s awsmode.Settings) bool { return s.Table == "certfn" }, "table only"},
+		{"matching CERTFN_FUNCTION", awsmode.RoleScheduler, []string{awsmode.EnvFunction, "scheduler"},
+			func(s awsmode.Settings) bool { return s.Role == awsmode.RoleScheduler }, "accepted"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := awsmode.ParseSettings(tc.role, vars(tc.env...))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !tc.check(s) {
+				t.Fatalf("%s: got %+v", tc.expect, s)
+			}
+		})
+	}
+}
+
+func TestParseSettingsErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		role awsmode.Role
+		env  []string
+		want []string // substrings of the error
+	}{
+		{"unknown role", "cron", nil, []string{`unknown role "cron"`}},
+		{"missing table", awsmode.RoleHTTP01, []string{awsmode.EnvTable, ""}, []string{"CERTFN_TABLE: required"}},
+		{"worker without queues", awsmode.RoleWorker, []string{awsmode.EnvQueueURL, "", awsmode.EnvSignerQueueURL, ""},
+			[]string{"CERTFN_QUEUE_URL: required", "CERTFN_SIGNER_QUEUE_URL: required"}},
+		{"scheduler without queue", awsmode.RoleScheduler, []string{awsmode.EnvQueueURL, ""}, []string{"CERTFN_QUEUE_URL: required"}},
+		{"zip deployed to the wrong function", awsmode.RoleWorker, []string{awsmode.EnvFunction, "signer"},
+			[]string{`CERTFN_FUNCTION: "signer": this binary is the worker function`}},
+		{"shards out of range", awsmode.RoleAPI, []string{awsmode.EnvDueShards, "0"}, []string{`CERTFN_DUE_SHARDS: "0" is not an integer from 1 to 256`}},
+		{"shards not a number", awsmode.RoleAPI, []string{awsmode.EnvDueShards, "many"}, []string{`CERTFN_DUE_SHARDS: "many" is not an integer`}},
+		{"namespace not a label", awsmode.RoleSigner, []string{awsmode.EnvClusterResourceNamespace, "Cert_Manager"},
+			[]string{`CERTFN_CLUSTER_RESOURCE_NAMESPACE: "Cert_Manager" is not a DNS label`}},
+		{"boolean", awsmode.RoleWorker, []string{awsmode.EnvHTTP01Enabled, "yes please"}, []string{`CERTFN_HTTP01_ENABLED: "yes please" is not a boolean`}},
+		{"parallelism", awsmode.RoleWorker, []string{awsmode.EnvBatchParallelism, "11"}, []string{`CERTFN_BATCH_PARALLELISM: "11" is not an integer from 1 to 10`}},
+		{"sweep limit", awsmode.RoleScheduler, []string{awsmode.EnvSweepLimit, "-1"}, []string{`CERTFN_SWEEP_LIMIT: "-1"`}},
+		{"log level", awsmode.RoleAPI, []string{awsmode.EnvLogLevel, "loud"}, []string{`CERTFN_LOG_LEVEL: "loud" is not a log level`}},
+		{"every problem at once", awsmode.RoleWorker, []string{awsmode.EnvTable, "", awsmode.EnvDueShards, "x"},
+			[]string{"CERTFN_TABLE: required", "CERTFN_DUE_SHARDS:"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := awsmode.ParseSettings(tc.role, vars(tc.env...))
+			if err == nil {
+				t.Fatal("no error")
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not contain %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+func TestInitOnly(t *testing.T) {
+	for v, want := range map[string]bool{"": false, "0": false, "1": true, "true": true, "TRUE": true, "yes": false} {
+		if got := awsmode.InitOnly(vars(awsmode.EnvInitOnly, v)); got != want {
+			t.Errorf("InitOnly(%q) = %v, want %v", v, got, want)
+		}
+	}
+}
+
+func TestQueueURLFromARN(t *testing.T) {
+	for _, tc := range []struct {
+		arn, endpoint, want, err string
+	}{
+		{"arn:aws:sqs:eu-west-1:123456789012:certfn-signer", "", "https://sqs.eu-west-1.amazonaws.com/123456789012/certfn-signer", ""},
+		{"arn:aws-cn:sqs:cn-north-1:123456789012:q", "", "https://sqs.cn-north-1.amazonaws.com.cn/123456789012/q", ""},
+		{"arn:aws:sqs:us-east-1:000000000000:q", "http://localhost:4566/", "http://localhost:4566/000000000000/q", ""},
+		{"arn:aws:sns:us-east-1:1:q", "", "", "not an SQS queue ARN"},
+		{"arn:aws:sqs:us-east-1:1", "", "", "not an SQS queue ARN"},
+		{"", "", "", "not an SQS queue ARN"},
+	} {
+		got, err := awsmode.QueueURLFromARN(tc.arn, tc.endpoint)
+		switch {
+		case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
+			t.Errorf("QueueURLFromARN(%q) error = %v, want %q", tc.arn, err, tc.err)
+		case tc.err == "" && (err != nil || got != tc.want):
+			t.Errorf("QueueURLFromARN(%q, %q) = %q, %v; want %q", tc.arn, tc.endpoint, got, err, tc.want)
+		}
+	}
+}
