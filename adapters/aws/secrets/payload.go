@@ -154,7 +154,44 @@ const (
 	TagIssuer      = "certfn.io/issuer"
 	TagRevision    = "certfn.io/revision"
 	TagNotAfter    = "certfn.io/not-after"
+	// TagRole is what IAM separates on (docs/deploy-aws.md, "Secrets"):
+	// only the signer may read CA key pairs. See RoleOf.
+	TagRole = "certfn-role"
 )
+
+// Values of TagRole written by certfn. "ca" (an operator-installed CA key
+// pair) and "solver-credentials" are set by operators, never by certfn.
+const (
+	RolePrivateKey  = "private-key"
+	RoleIssuedCA    = "issued-ca"
+	RoleCertificate = "certificate"
+	RoleACMEAccount = "acme-account"
+)
+
+// RoleOf classifies a secret certfn writes, first rule that applies: a
+// next-private-key secret; a CA key pair (tls.crt is a CA and tls.key is
+// present) issued from an isCA Certificate; any other key pair; anything
+// else (ACME account keys).
+func RoleOf(sec ports.Secret) string {
+	switch {
+	case sec.Labels[api.LabelNextPrivateKey] == "true":
+		return RolePrivateKey
+	case len(sec.Data["tls.crt"]) > 0 && len(sec.Data["tls.key"]) > 0 && isCA(sec.Data["tls.crt"]):
+		return RoleIssuedCA
+	case len(sec.Data["tls.crt"]) > 0:
+		return RoleCertificate
+	}
+	return RoleACMEAccount
+}
+
+func isCA(crt []byte) bool {
+	block, _ := pem.Decode(crt)
+	if block == nil || block.Type != "CERTIFICATE" {
+		return false
+	}
+	c, err := x509.ParseCertificate(block.Bytes)
+	return err == nil && c.IsCA
+}
 
 // maxTagValue is the longest tag value AWS accepts.
 const maxTagValue = 256
@@ -162,7 +199,8 @@ const maxTagValue = 256
 // tagsFor derives the managed tags of a secret: its namespace, the
 // certificate and issuer named by cert-manager's annotations, the
 // certificate revision annotation, and the leaf certificate's notAfter
-// (RFC 3339) parsed from tls.crt. Every managed key is always present (empty
+// (RFC 3339) parsed from tls.crt, and the role IAM separates on (RoleOf).
+// Every managed key is always present (empty
 // when unknown), so that a write replaces stale values without UntagResource.
 func tagsFor(sec ports.Secret) map[string]string {
 	a := sec.Annotations
@@ -179,6 +217,7 @@ func tagsFor(sec ports.Secret) map[string]string {
 		TagIssuer:      issuer,
 		TagRevision:    a[api.AnnotationRevision],
 		TagNotAfter:    notAfter(sec.Data["tls.crt"]),
+		TagRole:        RoleOf(sec),
 	}
 	for k, v := range tags {
 		tags[k] = tagValue(v)

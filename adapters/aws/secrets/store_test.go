@@ -266,7 +266,7 @@ func TestVersionsTagsAndRollback(t *testing.T) {
 	tags, stages, kms := describe(t, b, id)
 	wantTags := map[string]string{
 		TagNamespace: "default", TagCertificate: "web", TagIssuer: "ClusterIssuer/ca",
-		TagRevision: "1", TagNotAfter: "2031-03-04T05:06:07Z", "team": "platform",
+		TagRevision: "1", TagNotAfter: "2031-03-04T05:06:07Z", "team": "platform", TagRole: RoleCertificate,
 	}
 	if !maps.Equal(tags, wantTags) {
 		t.Errorf("tags after Create = %v, want %v", tags, wantTags)
@@ -536,6 +536,35 @@ func TestTagValue(t *testing.T) {
 	for _, tc := range tests {
 		if got := tagValue(tc.in); got != tc.want {
 			t.Errorf("tagValue(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
+// RoleOf decides the certfn-role tag IAM separates on (docs/deploy-aws.md).
+func TestRoleOf(t *testing.T) {
+	caKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "ca"}, IsCA: true, BasicConstraintsValid: true,
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), KeyUsage: x509.KeyUsageCertSign}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &caKey.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	caPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+	leaf := selfSigned(t, time.Now().Add(time.Hour))
+	key := []byte("-----BEGIN PRIVATE KEY-----\nx\n-----END PRIVATE KEY-----\n")
+	for _, tc := range []struct {
+		name string
+		sec  ports.Secret
+		want string
+	}{
+		{"next private key", ports.Secret{Labels: map[string]string{api.LabelNextPrivateKey: "true"}, Data: map[string][]byte{"tls.key": key}}, RolePrivateKey},
+		{"CA key pair issued by certfn", ports.Secret{Data: map[string][]byte{"tls.crt": caPEM, "tls.key": key}}, RoleIssuedCA},
+		{"CA certificate without key is a certificate", ports.Secret{Data: map[string][]byte{"tls.crt": caPEM}}, RoleCertificate},
+		{"leaf key pair", ports.Secret{Data: map[string][]byte{"tls.crt": leaf, "tls.key": key}}, RoleCertificate},
+		{"ACME account key", ports.Secret{Data: map[string][]byte{"tls.key": key}}, RoleACMEAccount},
+	} {
+		if got := RoleOf(tc.sec); got != tc.want {
+			t.Errorf("%s: RoleOf = %q, want %q", tc.name, got, tc.want)
 		}
 	}
 }
