@@ -1,0 +1,284 @@
+// Package awse2e runs certfn's AWS deployment end to end in this process:
+// the Lambda handlers of the worker, signer, scheduler and api functions
+// (internal/awsmode) driving the flow, with the state in dynalite, the
+// queues in local-aws-sqs (an emulation of Lambda's SQS event source
+// mapping delivers their messages) and the secrets in the HAND-WRITTEN
+// Secrets Manager TEST DOUBLE (adapters/aws/secrets/secretstest; not AWS).
+// A fake clock shared by every function is advanced for renewals. It
+// issues from CA and self-signed issuers; ACME on AWS is not covered here
+// (tests/acme's Pebble harness is not importable).
+package awse2e
+
+import (
+	"context"
+	"crypto/x509"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	sm "github.com/aws/aws-sdk-go-v2/service/secretsmanager"
+	smithy "github.com/aws/smithy-go"
+
+	"github.com/certfn/certfn/adapters/aws/awscfg"
+	"github.com/certfn/certfn/adapters/aws/secrets"
+	"github.com/certfn/certfn/core/api"
+	ct "github.com/certfn/certfn/core/certificates/certtest"
+	"github.com/certfn/certfn/core/engine"
+	"github.com/certfn/certfn/core/pki"
+	"github.com/certfn/certfn/core/ports"
+	"github.com/certfn/certfn/internal/awsmode"
+	"github.com/certfn/certfn/internal/awsmode/awstest"
+)
+
+var caller = engine.Caller{Username: "arn:aws:iam::123456789012:role/platform", Groups: []string{"system:authenticated"}}
+
+// deployment is the four functions of one awstest.Env.
+type deployment struct {
+	*awstest.Env
+	t                          *testing.T
+	api, worker, signer, sched *awsmode.Runtime
+}
+
+// deploy builds the functions; mods adjust one role's options.
+func deploy(t *testing.T, mods map[awsmode.Role]func(*awsmode.Options)) *deployment {
+	t.Helper()
+	e := awstest.New(t)
+	rt := func(r awsmode.Role) *awsmode.Runtime {
+		if m, ok := mods[r]; ok {
+			return e.Runtime(r, m)
+		}
+		return e.Runtime(r)
+	}
+	return &deployment{Env: e, t: t, api: rt(awsmode.RoleAPI), worker: rt(awsmode.RoleWorker), signer: rt(awsmode.RoleSigner), sched: rt(awsmode.RoleScheduler)}
+}
+
+// apply sends manifests through the api function's engine.
+func (d *deployment) apply(manifest string) {
+	d.t.Helper()
+	objs, err := api.Decode([]byte(manifest))
+	if err != nil {
+		d.t.Fatal(err)
+	}
+	for _, o := range objs {
+		if _, err := d.api.Engine.Apply(d.Ctx, o, caller); err != nil {
+			d.t.Fatalf("apply %s: %v", api.KeyOf(o), err)
+		}
+	}
+}
+
+func (d *deployment) applyFiles(glob string) {
+	d.t.Helper()
+	files, _ := filepath.Glob(glob)
+	if len(files) == 0 {
+		d.t.Fatalf("no files match %s", glob)
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			d.t.Fatal(err)
+		}
+		d.apply(string(b))
+	}
+}
+
+// run delivers both queues until idle.
+func (d *deployment) run() { d.t.Helper(); d.RunUntilIdle(d.worker, d.signer, 500) }
+
+// sweep invokes the scheduler, then runs until idle.
+func (d *deployment) sweep() awsmode.SweepResult {
+	d.t.Helper()
+	res := d.Sweep(d.sched)
+	d.run()
+	return res
+}
+
+func (d *deployment) cert(ns, name string) *api.Certificate {
+	d.t.Helper()
+	o, err := d.api.Engine.Get(d.Ctx, api.Key{Kind: api.KindCertificate, Namespace: ns, Name: name})
+	if err != nil {
+		d.t.Fatalf("get certificate %s/%s: %v", ns, name, err)
+	}
+	return o.(*api.Certificate)
+}
+
+func (d *deployment) requireReady(ns, name string) *api.Certificate {
+	d.t.Helper()
+	c := d.cert(ns, name)
+	if !api.IsTrue(c.Status.Conditions, "Ready") || api.IsTrue(c.Status.Conditions, "Issuing") {
+		d.t.Fatalf("certificate %s/%s not Ready: %+v", ns, name, c.Status.Conditions)
+	}
+	return c
+}
+
+// secret reads a secret from the double (stage "" = AWSCURRENT).
+func (d *deployment) secret(ns, name, stage string) ports.Secret {
+	d.t.Helper()
+	if stage == "" {
+		s, err := d.worker.Secrets.Get(d.Ctx, ns, name)
+		if err != nil {
+			d.t.Fatalf("secret %s/%s: %v", ns, name, err)
+		}
+		return s
+	}
+	c := sm.NewFromConfig(awscfg.ForEndpoint(d.SM.URL(), awstest.FastRetry))
+	out, err := c.GetSecretValue(d.Ctx, &sm.GetSecretValueInput{SecretId: aws.String("certfn/" + ns + "/" + name), VersionStage: aws.String(stage)})
+	if err != nil {
+		d.t.Fatalf("secret %s/%s at %s: %v", ns, name, stage, err)
+	}
+	return ports.Secret{Data: map[string][]byte{"raw": []byte(aws.ToString(out.SecretString))}}
+}
+
+func revision(c *api.Certificate) int {
+	if c.Status.Revision == nil {
+		return 0
+	}
+	return *c.Status.Revision
+}
+
+func leaf(t *testing.T, pemChain []byte) *x509.Certificate {
+	t.Helper()
+	chain, err := pki.ParseChainPEM(pemChain)
+	if err != nil {
+		t.Fatalf("tls.crt: %v", err)
+	}
+	return chain[0]
+}
+
+// installCA stores an operator-installed CA key pair in
+// cert-manager/<name> (as `aws secretsmanager create-secret` would, tagged
+// certfn-role=ca) and a ClusterIssuer <name> that signs with it.
+func (d *deployment) installCA(name string) *ct.CA {
+	d.t.Helper()
+	ca := ct.NewCA(d.t)
+	c := sm.NewFromConfig(awscfg.ForEndpoint(d.SM.URL(), awstest.FastRetry))
+	ops, err := secrets.New(c, secrets.Options{Prefix: "certfn", Tags: map[string]string{"certfn-role": "ca"}})
+	if err != nil {
+		d.t.Fatal(err)
+	}
+	if err := ops.Create(d.Ctx, ca.Secret(d.t, "cert-manager", name)); err != nil {
+		d.t.Fatal(err)
+	}
+	d.apply(fmt.Sprintf("apiVersion: cert-manager.io/v1\nkind: ClusterIssuer\nmetadata: {name: %s}\nspec: {ca: {secretName: %s}}\n", name, name))
+	return ca
+}
+
+// leafYAML is a 90-day server certificate default/<name> from ClusterIssuer issuer.
+func leafYAML(name, issuer string) string {
+	return fmt.Sprintf(`apiVersion: cert-manager.io/v1
+kind: Certificate
+metadata: {name: %[1]s, namespace: default}
+spec:
+  secretName: %[1]s-tls
+  dnsNames: [%[1]s.example.internal]
+  duration: 2160h
+  privateKey: {algorithm: ECDSA, size: 256}
+  issuerRef: {name: %[2]s, kind: ClusterIssuer}
+`, name, issuer)
+}
+
+// scanForKeys fails t when any state item holds private key material.
+func (d *deployment) scanForKeys() {
+	d.t.Helper()
+	out, err := d.DynamoDB.Scan(d.Ctx, &dynamodb.ScanInput{TableName: aws.String(d.Table)})
+	if err != nil {
+		d.t.Fatal(err)
+	}
+	if len(out.Items) == 0 {
+		d.t.Fatal("the table is empty")
+	}
+	for _, it := range out.Items {
+		for name, v := range it {
+			s := fmt.Sprint(v)
+			if strings.Contains(s, "PRIVATE KEY") {
+				d.t.Fatalf("state item attribute %s holds private key material", name)
+			}
+		}
+	}
+}
+
+// denySecrets is a Secrets Manager client that answers AccessDenied for
+// the secret ids it is told to (an IAM deny, as the Terraform policies
+// give the worker for CA key pairs) and records the attempts; write
+// operations can be denied altogether (the signer's policy).
+type denySecrets struct {
+	*sm.Client
+	deny       func(id string) bool
+	denyWrites bool
+
+	mu       sync.Mutex
+	attempts []string
+}
+
+var errDenied = &smithy.GenericAPIError{Code: "AccessDeniedException", Message: "denied by the test's IAM policy"}
+
+func (s *denySecrets) check(op, id string, write bool) error {
+	if (s.deny != nil && s.deny(id)) || (write && s.denyWrites) {
+		s.mu.Lock()
+		s.attempts = append(s.attempts, op+" "+id)
+		s.mu.Unlock()
+		return fmt.Errorf("%s %s: %w", op, id, errDenied)
+	}
+	return nil
+}
+
+func (s *denySecrets) Attempts() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.attempts...)
+}
+
+func (s *denySecrets) CreateSecret(ctx context.Context, in *sm.CreateSecretInput, o ...func(*sm.Options)) (*sm.CreateSecretOutput, error) {
+	if err := s.check("CreateSecret", aws.ToString(in.Name), true); err != nil {
+		return nil, err
+	}
+	return s.Client.CreateSecret(ctx, in, o...)
+}
+
+func (s *denySecrets) GetSecretValue(ctx context.Context, in *sm.GetSecretValueInput, o ...func(*sm.Options)) (*sm.GetSecretValueOutput, error) {
+	if err := s.check("GetSecretValue", aws.ToString(in.SecretId), false); err != nil {
+		return nil, err
+	}
+	return s.Client.GetSecretValue(ctx, in, o...)
+}
+
+func (s *denySecrets) PutSecretValue(ctx context.Context, in *sm.PutSecretValueInput, o ...func(*sm.Options)) (*sm.PutSecretValueOutput, error) {
+	if err := s.check("PutSecretValue", aws.ToString(in.SecretId), true); err != nil {
+		return nil, err
+	}
+	return s.Client.PutSecretValue(ctx, in, o...)
+}
+
+func (s *denySecrets) DeleteSecret(ctx context.Context, in *sm.DeleteSecretInput, o ...func(*sm.Options)) (*sm.DeleteSecretOutput, error) {
+	if err := s.check("DeleteSecret", aws.ToString(in.SecretId), true); err != nil {
+		return nil, err
+	}
+	return s.Client.DeleteSecret(ctx, in, o...)
+}
+
+func (s *denySecrets) DescribeSecret(ctx context.Context, in *sm.DescribeSecretInput, o ...func(*sm.Options)) (*sm.DescribeSecretOutput, error) {
+	if err := s.check("DescribeSecret", aws.ToString(in.SecretId), false); err != nil {
+		return nil, err
+	}
+	return s.Client.DescribeSecret(ctx, in, o...)
+}
+
+func (s *denySecrets) TagResource(ctx context.Context, in *sm.TagResourceInput, o ...func(*sm.Options)) (*sm.TagResourceOutput, error) {
+	if err := s.check("TagResource", aws.ToString(in.SecretId), true); err != nil {
+		return nil, err
+	}
+	return s.Client.TagResource(ctx, in, o...)
+}
+
+func (s *denySecrets) UpdateSecretVersionStage(ctx context.Context, in *sm.UpdateSecretVersionStageInput, o ...func(*sm.Options)) (*sm.UpdateSecretVersionStageOutput, error) {
+	if err := s.check("UpdateSecretVersionStage", aws.ToString(in.SecretId), true); err != nil {
+		return nil, err
+	}
+	return s.Client.UpdateSecretVersionStage(ctx, in, o...)
+}
+
+var _ secrets.API = (*denySecrets)(nil)
