@@ -34,6 +34,7 @@ import (
 	"github.com/certfn/certfn/adapters/aws/awscfg"
 	"github.com/certfn/certfn/adapters/aws/dynamo"
 	"github.com/certfn/certfn/adapters/aws/secrets/secretstest"
+	"github.com/certfn/certfn/core/api"
 	"github.com/certfn/certfn/core/clock"
 	"github.com/certfn/certfn/internal/awsmode"
 	"github.com/certfn/certfn/tests/emulators"
@@ -113,6 +114,7 @@ type Env struct {
 	arns        map[string]string // queue URL -> ARN
 	invocations map[awsmode.Role]int
 	messages    map[awsmode.Role]int
+	durations   map[awsmode.Role]time.Duration
 	runtimes    []*awsmode.Runtime
 }
 
@@ -126,7 +128,7 @@ func New(t testing.TB) *Env {
 		DynamoDB: dynamodb.NewFromConfig(awscfg.ForEndpoint(ddbEP, FastRetry)),
 		SQS:      NewCountingSQS(sqs.NewFromConfig(awscfg.ForEndpoint(sqsEP, FastRetry))),
 		SM:       secretstest.New(t), arns: map[string]string{},
-		invocations: map[awsmode.Role]int{}, messages: map[awsmode.Role]int{}}
+		invocations: map[awsmode.Role]int{}, messages: map[awsmode.Role]int{}, durations: map[awsmode.Role]time.Duration{}}
 	e.Log = slog.New(slog.NewJSONHandler(io.Discard, nil))
 	if os.Getenv("CERTFN_TEST_LOG") == "1" {
 		e.Log = slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
@@ -288,9 +290,20 @@ func (e *Env) Deliver(rt *awsmode.Runtime, queueURL string) (int, int) {
 	e.T.Helper()
 	ev := e.Receive(queueURL, 10)
 	if len(ev.Records) == 0 {
+		// An empty poll is the event source mapping's idle cost, not the
+		// work's: counted apart (see Usage.TotalSQS).
+		e.SQS.relabel("ReceiveMessage", "ReceiveMessage"+IdlePoll)
 		return 0, 0
 	}
+	for _, r := range ev.Records {
+		// A queue message carries a reconcile key and nothing else.
+		if _, err := api.ParseKey(r.Body); err != nil {
+			e.T.Errorf("queue message body %q is not a reconcile key: %v", r.Body, err)
+		}
+	}
+	start := time.Now()
 	resp, err := rt.HandleSQS(e.Ctx, ev)
+	took := time.Since(start)
 	if err != nil {
 		e.T.Fatalf("%s HandleSQS returned an error (would retry the whole batch): %v", rt.Role, err)
 	}
@@ -298,6 +311,7 @@ func (e *Env) Deliver(rt *awsmode.Runtime, queueURL string) (int, int) {
 	e.mu.Lock()
 	e.invocations[rt.Role]++
 	e.messages[rt.Role] += len(ev.Records)
+	e.durations[rt.Role] += took
 	e.mu.Unlock()
 	return len(ev.Records), len(resp.BatchItemFailures)
 }
@@ -305,12 +319,15 @@ func (e *Env) Deliver(rt *awsmode.Runtime, queueURL string) (int, int) {
 // Sweep invokes the scheduler once.
 func (e *Env) Sweep(rt *awsmode.Runtime) awsmode.SweepResult {
 	e.T.Helper()
+	start := time.Now()
 	res, err := rt.HandleSchedule(e.Ctx, []byte(`{}`))
+	took := time.Since(start)
 	if err != nil {
 		e.T.Fatalf("scheduler: %v", err)
 	}
 	e.mu.Lock()
 	e.invocations[rt.Role]++
+	e.durations[rt.Role] += took
 	e.mu.Unlock()
 	return res
 }
@@ -335,6 +352,9 @@ type Usage struct {
 	// Invocations and Messages per role (Lambda invocations, SQS messages handled).
 	Invocations map[awsmode.Role]int
 	Messages    map[awsmode.Role]int
+	// HandlerTime is the wall time spent in the handlers (in-process,
+	// against emulators: not Lambda's billed duration).
+	HandlerTime time.Duration
 	// DynamoDB sums every function's Store.Counts().
 	DynamoDB dynamo.Counts
 	// SQSRequests counts SQS API requests per operation (functions and the
@@ -347,8 +367,25 @@ type Usage struct {
 // TotalInvocations sums Invocations.
 func (u Usage) TotalInvocations() int { return sum(u.Invocations) }
 
-// TotalSQS sums SQSRequests.
-func (u Usage) TotalSQS() int { return sum(u.SQSRequests) }
+// IdlePoll suffixes the SQS operation of an empty receive (the event
+// source mapping's polling while idle, a fixed cost per queue).
+const IdlePoll = " (empty)"
+
+// TotalSQS sums SQSRequests, without the idle polls.
+func (u Usage) TotalSQS() int {
+	n := 0
+	for op, v := range u.SQSRequests {
+		if !strings.HasSuffix(op, IdlePoll) {
+			n += v
+		}
+	}
+	return n
+}
+
+// HandledMessages sums Messages: the invocations of the worker and signer
+// when every message arrives alone (no batching), as work spread over
+// time does.
+func (u Usage) HandledMessages() int { return sum(u.Messages) }
 
 // TotalSecrets sums SecretsManager.
 func (u Usage) TotalSecrets() int { return sum(u.SecretsManager) }
@@ -374,7 +411,7 @@ func (u Usage) String() string {
 func (e *Env) ResetUsage() {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	e.invocations, e.messages = map[awsmode.Role]int{}, map[awsmode.Role]int{}
+	e.invocations, e.messages, e.durations = map[awsmode.Role]int{}, map[awsmode.Role]int{}, map[awsmode.Role]time.Duration{}
 	for _, rt := range e.runtimes {
 		rt.Store.ResetCounts()
 	}
@@ -392,6 +429,9 @@ func (e *Env) Usage() Usage {
 	}
 	for k, v := range e.messages {
 		u.Messages[k] = v
+	}
+	for _, v := range e.durations {
+		u.HandlerTime += v
 	}
 	for _, rt := range e.runtimes {
 		c := rt.Store.Counts()

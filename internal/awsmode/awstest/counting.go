@@ -33,6 +33,16 @@ func (s *CountingSQS) inc(op string) {
 	s.mu.Unlock()
 }
 
+// relabel moves one count from op to as.
+func (s *CountingSQS) relabel(op, as string) {
+	s.mu.Lock()
+	if s.counts[op] > 0 {
+		s.counts[op]--
+		s.counts[as]++
+	}
+	s.mu.Unlock()
+}
+
 // Counts returns a copy of the request counts.
 func (s *CountingSQS) Counts() map[string]int {
 	s.mu.Lock()
