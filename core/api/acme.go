@@ -198,4 +198,8 @@ type ChallengeDNS01Status struct {
 	Zone  string `json:"zone,omitempty"`
 	FQDN  string `json:"fqdn,omitempty"`
 	Value string `json:"value,omitempty"`
+	// Change is the DNS provider's ID of the change that wrote Value
+	// (Route53), whose state Check asks once per round; empty for
+	// providers that apply changes synchronously.
+	Change string `json:"change,omitempty"`
 }

@@ -61,11 +61,15 @@ type PresentResult struct {
 	FQDN string
 	// Value is the TXT value: base64url(SHA-256(spec.key)).
 	Value string
+	// Change is the provider's ID of the change that wrote the value, for
+	// providers that implement ChangeTracker ("" otherwise, or when the
+	// value was already there).
+	Change string
 }
 
 // Status returns r as the Challenge's status.dns01.
 func (r PresentResult) Status() *api.ChallengeDNS01Status {
-	return &api.ChallengeDNS01Status{Zone: r.Zone, FQDN: r.FQDN, Value: r.Value}
+	return &api.ChallengeDNS01Status{Zone: r.Zone, FQDN: r.FQDN, Value: r.Value, Change: r.Change}
 }
 
 // Deps are the Solver's dependencies.
@@ -326,6 +330,9 @@ func (s *solver) Present(ctx context.Context, ch *api.Challenge) (PresentResult,
 	if _, err := p.provider.AppendRecords(ctx, t.zone, []libdns.Record{rec}); err != nil {
 		return PresentResult{}, fmt.Errorf("%s.%s: add TXT %s in zone %s: %w", solverPath, p.key, t.fqdn, t.zone, err)
 	}
+	if ct, ok := p.provider.(ChangeTracker); ok {
+		res.Change = ct.LastChange()
+	}
 	return res, nil
 }
 
@@ -353,6 +360,20 @@ func (s *solver) Check(ctx context.Context, ch *api.Challenge) (bool, string, er
 	if !ok {
 		if t, err = s.locate(ctx, p); err != nil {
 			return false, "", err
+		}
+	}
+	if ct, isCT := p.provider.(ChangeTracker); isCT && ch.Status.DNS01 != nil && ch.Status.DNS01.Change != "" {
+		change := ch.Status.DNS01.Change
+		synced, err := ct.Synced(ctx, t.zone, change)
+		if err != nil {
+			return false, "", fmt.Errorf("%s.%s: state of change %s: %w", solverPath, p.key, change, err)
+		}
+		if !synced {
+			why := fmt.Sprintf("waiting for the %s provider to apply change %s to zone %s", p.key, change, t.zone)
+			if s.deps.Clock != nil && ch.Status.PresentedAt != nil {
+				why += fmt.Sprintf(" (presented %s ago)", s.deps.Clock.Now().Sub(ch.Status.PresentedAt.Time).Round(time.Second))
+			}
+			return false, why, nil
 		}
 	}
 	r := s.deps.Resolver
