@@ -24,6 +24,8 @@ import (
 //     because retrying cannot fix it and it must not hold the batch back;
 //   - a key whose step succeeded or failed permanently (recorded in status)
 //     is acknowledged;
+//   - copies of a key in the same batch are acknowledged: the key is
+//     handled once;
 //   - a key that must be retried (transient error, lost race) is reported
 //     in batchItemFailures, after its visibility timeout was set to the
 //     engine's backoff (ChangeMessageVisibility), so the redelivery honours
@@ -33,13 +35,24 @@ import (
 // It never returns an error: that would make Lambda retry the whole batch.
 func (rt *Runtime) HandleSQS(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
 	failed := make([]bool, len(ev.Records))
+	// A key that appears several times in one batch (a wake-up and a sweep,
+	// say) is handled once: the handler reads fresh state, so the copies
+	// add nothing; they are acknowledged and the first one carries the
+	// outcome.
+	first := map[string]int{}
 	sem := make(chan struct{}, max(1, rt.Settings.BatchParallelism))
 	var wg sync.WaitGroup
-	for i := range ev.Records {
+	for i, m := range ev.Records {
 		if ctx.Err() != nil { // out of time: the rest comes back after its visibility timeout
 			failed[i] = true
 			continue
 		}
+		dup := strings.TrimSpace(m.Body) + "\x00" + stringAttr(m, sqsq.FormatAttribute)
+		if _, seen := first[dup]; seen {
+			rt.inc("certfn_duplicate_messages_total")
+			continue
+		}
+		first[dup] = i
 		sem <- struct{}{}
 		wg.Add(1)
 		go func(i int) {
@@ -55,6 +68,13 @@ func (rt *Runtime) HandleSQS(ctx context.Context, ev events.SQSEvent) (events.SQ
 		}
 	}
 	return resp, nil
+}
+
+func stringAttr(m events.SQSMessage, name string) string {
+	if a, ok := m.MessageAttributes[name]; ok && a.StringValue != nil {
+		return *a.StringValue
+	}
+	return ""
 }
 
 // handleRecord handles one message and reports whether it may be deleted.

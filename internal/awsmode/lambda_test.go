@@ -143,6 +143,35 @@ func TestSQSBatchReportsOnlyTransientFailures(t *testing.T) {
 	}
 }
 
+// Copies of one key in a batch are handled once and all acknowledged.
+func TestSQSBatchHandlesDuplicatesOnce(t *testing.T) {
+	e := awstest.New(t)
+	apiRT := e.Runtime(awsmode.RoleAPI)
+	apply(t, apiRT, selfSignedYAML)
+	drain(t, e, e.WorkerQueueURL)
+	worker := e.Runtime(awsmode.RoleWorker)
+	for range 3 {
+		send(t, e, e.WorkerQueueURL, "ClusterIssuer/selfsigned", "1")
+	}
+	var ev events.SQSEvent
+	for deadline := time.Now().Add(10 * time.Second); len(ev.Records) < 3; {
+		if time.Now().After(deadline) {
+			t.Fatalf("received %d of 3 messages", len(ev.Records))
+		}
+		ev.Records = append(ev.Records, e.Receive(e.WorkerQueueURL, 10).Records...)
+	}
+	resp, err := worker.HandleSQS(e.Ctx, ev)
+	if err != nil || len(resp.BatchItemFailures) != 0 {
+		t.Fatalf("resp %+v err %v, want every copy acknowledged", resp, err)
+	}
+	if n := e.Metrics.Sum("certfn_reconciles_total"); n != 1 {
+		t.Errorf("reconciles %v, want 1", n)
+	}
+	if n := e.Metrics.Sum("certfn_duplicate_messages_total"); n != 2 {
+		t.Errorf("duplicates %v, want 2", n)
+	}
+}
+
 // Out of time (the invocation's deadline passed): nothing is handled and
 // every message is reported, so none is lost.
 func TestSQSBatchAfterDeadlineReportsEverything(t *testing.T) {
