@@ -86,6 +86,10 @@ type ProviderRequest struct {
 	SecretNamespace string
 	// Secrets is the secret store.
 	Secrets ports.SecretStore
+	// IssuerKind is the kind of the challenge's issuer (Issuer or
+	// ClusterIssuer), for providers whose rules differ (cert-manager lets
+	// only ClusterIssuers use ambient cloud credentials by default).
+	IssuerKind string
 }
 
 // SecretValue returns the value of key ref.Key of secret ref.Name in

@@ -158,7 +158,7 @@ func (s *solver) prepare(ctx context.Context, ch *api.Challenge) (*prepared, err
 	}
 	prov, err := factory(ctx, ProviderRequest{
 		DNS01: d, Webhook: webhook, Key: key, Path: solverPath,
-		SecretNamespace: ns, Secrets: s.deps.Secrets,
+		SecretNamespace: ns, Secrets: s.deps.Secrets, IssuerKind: ch.Spec.IssuerRef.Kind,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", key, err)
