@@ -37,12 +37,20 @@ const (
 	// AnnotationMaxDuration is certfn's extension on an Issuer: the longest
 	// lifetime it signs (seed 003: honoured = min(requested, maximum)).
 	AnnotationMaxDuration = "certfn.io/max-duration"
+	// AnnotationACMImport is certfn's extension on a Certificate: "true"
+	// imports its key pair into AWS Certificate Manager after each
+	// issuance (core/certificates/acmimport; docs/aws.md).
+	AnnotationACMImport = "certfn.io/acm-import"
 )
 
 // Certificate condition types and reasons.
 const (
 	CertificateConditionReady   = "Ready"
 	CertificateConditionIssuing = "Issuing"
+	// CertificateConditionACMImported (certfn extension) says whether the
+	// stored certificate is in AWS Certificate Manager; present only while
+	// AnnotationACMImport is set.
+	CertificateConditionACMImported = "ACMImported"
 )
 
 // PrivateKeyAlgorithm is RSA, ECDSA or Ed25519.
@@ -261,6 +269,14 @@ type CertificateStatus struct {
 	IgnoredFields []string `json:"ignoredFields,omitempty"`
 	// ARI (RFC 9773) renewal window, when the issuer offers one (certfn extension).
 	RenewalInfo *RenewalInfo `json:"renewalInfo,omitempty"`
+	// ACMCertificateARN is the AWS Certificate Manager certificate the key
+	// pair was imported into (certfn extension, AnnotationACMImport);
+	// renewals are re-imported into the same ARN.
+	ACMCertificateARN string `json:"acmCertificateARN,omitempty"`
+	// ACMCertificateSerial is the serial number (ACM's colon-separated hex)
+	// of the certificate last imported into ACMCertificateARN (certfn
+	// extension): an unchanged serial is not imported again.
+	ACMCertificateSerial string `json:"acmCertificateSerial,omitempty"`
 }
 
 // RenewalInfo records the last ACME renewal information fetched.

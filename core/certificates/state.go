@@ -69,6 +69,10 @@ type Env struct {
 	// WaitPoll is how long a Certificate waiting on another resource waits
 	// before checking again on its own (the writes of that resource wake it earlier).
 	WaitPoll time.Duration
+	// Importer copies key pairs into AWS Certificate Manager for
+	// Certificates annotated certfn.io/acm-import (nil: not configured;
+	// see core/certificates/acmimport).
+	Importer ports.CertificateImporter
 }
 
 // State is everything one reconcile of a Certificate reads. The engine

@@ -80,6 +80,10 @@ type Config struct {
 	Handlers map[string]Handler
 	// ACMEReady is passed to the issuer step (see issuers.Env).
 	ACMEReady func(ctx context.Context, st *issuers.State) (bool, string, string, error)
+	// CertificateImporter imports key pairs of Certificates annotated
+	// certfn.io/acm-import into AWS Certificate Manager (nil: such
+	// Certificates get a condition saying it is not configured).
+	CertificateImporter ports.CertificateImporter
 }
 
 // Engine runs reconciles. It is safe for concurrent use by many workers as

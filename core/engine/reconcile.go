@@ -8,6 +8,7 @@ import (
 
 	"github.com/certfn/certfn/core/api"
 	"github.com/certfn/certfn/core/certificates"
+	"github.com/certfn/certfn/core/certificates/acmimport"
 	"github.com/certfn/certfn/core/certificates/issuing"
 	"github.com/certfn/certfn/core/certificates/keymanager"
 	"github.com/certfn/certfn/core/certificates/readiness"
@@ -22,9 +23,10 @@ import (
 )
 
 // certSteps is seed 002's controller order; issuing's output refresh runs
-// last, on a certificate that needs no issuance.
+// on a certificate that needs no issuance, then certfn's ACM import.
 var certSteps = []step.Func[*certificates.Env, *certificates.State]{
 	trigger.Step, keymanager.Step, requestmanager.Step, issuing.Step, readiness.Step, issuing.OutputsStep,
+	acmimport.Step, // certfn extension: certfn.io/acm-import
 }
 
 func (e *Engine) reconcileCertificate(ctx context.Context, rec ports.Record) error {
@@ -57,6 +59,7 @@ func (e *Engine) reconcileCertificate(ctx context.Context, rec ports.Record) err
 	env := &certificates.Env{
 		Clock: e.cfg.Clock, Secrets: e.cfg.Secrets, Writer: &certWriter{e}, Metrics: e.cfg.Metrics,
 		Username: e.cfg.Identity.Username, UID: e.cfg.Identity.UID, Groups: e.cfg.Identity.Groups, WaitPoll: e.cfg.WaitPoll,
+		Importer: e.cfg.CertificateImporter,
 	}
 	wrote, want, err := step.Run(ctx, env, st, certSteps)
 	if err != nil || wrote {
