@@ -214,6 +214,7 @@ func FromEnvWith(ctx context.Context, role Role, o Options) (*Runtime, error) {
 	switch role {
 	case RoleWorker:
 		acmeSigner = rt.assembleWorker(&cfg, o, secretStore)
+		cfg.Queue = followQueue{rt.Queue}
 	case RoleSigner:
 		cfg.Signers = map[string]signers.Signer{
 			"ca":         ca.New(secretStore, o.Clock, o.Metrics),

@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/certfn/certfn/adapters/aws/sqsq"
+	"github.com/certfn/certfn/core/engine"
 )
 
 // HandleSQS is the Lambda handler of the worker and the signer (SQS event
@@ -23,7 +24,8 @@ import (
 //     format attribute) is acknowledged — dropped with a log line —
 //     because retrying cannot fix it and it must not hold the batch back;
 //   - a key whose step succeeded or failed permanently (recorded in status)
-//     is acknowledged;
+//     is acknowledged; the worker then handles the keys that step woke in
+//     the same invocation (follow-ups, see followups.go);
 //   - copies of a key in the same batch are acknowledged: the key is
 //     handled once;
 //   - a key that must be retried (transient error, lost race) is reported
@@ -95,7 +97,18 @@ func (rt *Runtime) handleRecord(ctx context.Context, m events.SQSMessage) bool {
 	if attempt < 1 {
 		attempt = 1
 	}
+	ctx, fu := rt.withFollowUps(ctx)
 	d := rt.Handle(ctx, key, attempt)
+	if fu != nil {
+		n, err := rt.runFollowUps(ctx, fu)
+		if err != nil && d.Ack {
+			// Handle this message again: its follow-ups were not all sent.
+			d = engine.Disposition{RetryAfter: engine.RetryBackoff(attempt), Err: err}
+		}
+		if n > 0 {
+			rt.Log.Debug("follow-ups", "key", key.String(), "handled", n)
+		}
+	}
 	if d.Ack {
 		if d.Err != nil {
 			rt.Log.Warn("acknowledged without retry", "key", key.String(), "attempt", attempt, "err", d.Err)

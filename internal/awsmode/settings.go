@@ -54,6 +54,7 @@ const (
 	EnvSweepLimit       = "CERTFN_SWEEP_LIMIT"
 	EnvBatchParallelism = "CERTFN_BATCH_PARALLELISM"
 	EnvLogLevel         = "CERTFN_LOG_LEVEL"
+	EnvFollowUps        = "CERTFN_FOLLOW_UPS"
 	// EnvInitOnly: when "1" or "true", a function's main returns right
 	// after initialisation (cold-start measurement; see InitOnly).
 	EnvInitOnly = "CERTFN_INIT_ONLY"
@@ -63,6 +64,8 @@ const (
 const (
 	DefaultSweepLimit       = 1000
 	DefaultBatchParallelism = 4
+	DefaultFollowUps        = 32
+	maxFollowUps            = 1000
 	maxSweepLimit           = 100000
 	maxBatchParallelism     = 10 // SQS batches hold at most 10 messages
 )
@@ -102,6 +105,9 @@ type Settings struct {
 	// BatchParallelism is how many messages of one SQS batch are handled at
 	// once (worker and signer).
 	BatchParallelism int
+	// FollowUps is how many keys woken while handling a message the worker
+	// handles in the same invocation (0: none; see followups.go).
+	FollowUps int
 	// LogLevel of the JSON log (debug, info, warn, error).
 	LogLevel slog.Level
 }
@@ -168,6 +174,7 @@ func ParseSettings(role Role, getenv func(string) string) (Settings, error) {
 	s.HTTP01Enabled = boolVar(get(EnvHTTP01Enabled), true, EnvHTTP01Enabled, bad)
 	s.SweepLimit = intVar(get(EnvSweepLimit), DefaultSweepLimit, 1, maxSweepLimit, EnvSweepLimit, bad)
 	s.BatchParallelism = intVar(get(EnvBatchParallelism), DefaultBatchParallelism, 1, maxBatchParallelism, EnvBatchParallelism, bad)
+	s.FollowUps = intVar(get(EnvFollowUps), DefaultFollowUps, 0, maxFollowUps, EnvFollowUps, bad)
 	if v := get(EnvLogLevel); v != "" {
 		if err := s.LogLevel.UnmarshalText([]byte(v)); err != nil {
 			bad(EnvLogLevel, "%q is not a log level (debug, info, warn, error)", v)

@@ -35,7 +35,8 @@ func TestParseSettingsDefaults(t *testing.T) {
 	want := awsmode.Settings{Role: awsmode.RoleWorker, Table: "certfn", DueShards: 16, ClusterResourceNamespace: "cert-manager",
 		QueueURL:       "https://sqs.eu-west-1.amazonaws.com/123456789012/certfn-worker",
 		SignerQueueURL: "https://sqs.eu-west-1.amazonaws.com/123456789012/certfn-signer",
-		HTTP01Enabled:  true, SweepLimit: awsmode.DefaultSweepLimit, BatchParallelism: awsmode.DefaultBatchParallelism, LogLevel: slog.LevelInfo}
+		HTTP01Enabled:  true, SweepLimit: awsmode.DefaultSweepLimit, BatchParallelism: awsmode.DefaultBatchParallelism,
+		FollowUps: awsmode.DefaultFollowUps, LogLevel: slog.LevelInfo}
 	if !reflect.DeepEqual(s, want) {
 		t.Fatalf("settings\n got %+v\nwant %+v", s, want)
 	}
@@ -61,9 +62,9 @@ func TestParseSettingsValues(t *testing.T) {
 			}, "values read"},
 		{"booleans and tuning", awsmode.RoleWorker,
 			[]string{awsmode.EnvHTTP01Enabled, "false", awsmode.EnvACMImport, "true", awsmode.EnvSweepLimit, "50", awsmode.EnvBatchParallelism, "1", awsmode.EnvLogLevel, "debug",
-				awsmode.EnvRoute53ZoneIDs, "Z1,Z2"},
+				awsmode.EnvRoute53ZoneIDs, "Z1,Z2", awsmode.EnvFollowUps, "0"},
 			func(s awsmode.Settings) bool {
-				return !s.HTTP01Enabled && s.ACMImport && s.SweepLimit == 50 && s.BatchParallelism == 1 && s.LogLevel == slog.LevelDebug &&
+				return !s.HTTP01Enabled && s.ACMImport && s.SweepLimit == 50 && s.BatchParallelism == 1 && s.LogLevel == slog.LevelDebug && s.FollowUps == 0 &&
 					reflect.DeepEqual(s.Route53ZoneIDs, []string{"Z1", "Z2"})
 			}, "values read"},
 		{"signer queue optional for the signer", awsmode.RoleSigner, []string{awsmode.EnvSignerQueueURL, ""},
@@ -106,6 +107,7 @@ func TestParseSettingsErrors(t *testing.T) {
 		{"boolean", awsmode.RoleWorker, []string{awsmode.EnvHTTP01Enabled, "yes please"}, []string{`CERTFN_HTTP01_ENABLED: "yes please" is not a boolean`}},
 		{"parallelism", awsmode.RoleWorker, []string{awsmode.EnvBatchParallelism, "11"}, []string{`CERTFN_BATCH_PARALLELISM: "11" is not an integer from 1 to 10`}},
 		{"sweep limit", awsmode.RoleScheduler, []string{awsmode.EnvSweepLimit, "-1"}, []string{`CERTFN_SWEEP_LIMIT: "-1"`}},
+		{"follow-ups", awsmode.RoleWorker, []string{awsmode.EnvFollowUps, "5000"}, []string{`CERTFN_FOLLOW_UPS: "5000" is not an integer from 0 to 1000`}},
 		{"log level", awsmode.RoleAPI, []string{awsmode.EnvLogLevel, "loud"}, []string{`CERTFN_LOG_LEVEL: "loud" is not a log level`}},
 		{"every problem at once", awsmode.RoleWorker, []string{awsmode.EnvTable, "", awsmode.EnvDueShards, "x"},
 			[]string{"CERTFN_TABLE: required", "CERTFN_DUE_SHARDS:"}},

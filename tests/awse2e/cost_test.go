@@ -11,14 +11,15 @@ import (
 )
 
 // Prices assumed for the cost figures: public on-demand prices (us-east-1)
-// as docs/aws.md states them. Lambda's duration is not measurable here:
-// an average of lambdaSeconds per invocation at the Terraform module's
-// default memory (256 MB) is assumed.
+// as docs/aws.md states them. Lambda's billed duration is not measurable
+// here: it is estimated as the handlers' time on the emulators plus
+// awsRoundTrip per request to DynamoDB, SQS and Secrets Manager, at the
+// Terraform module's default memory (256 MB).
 const (
 	lambdaPerRequest = 0.20 / 1e6    // $ per request
 	lambdaPerGBs     = 0.0000133334  // $ per GB-second, arm64
 	lambdaMemoryGB   = 256.0 / 1024  // infra/terraform/aws lambda_memory_mb default
-	lambdaSeconds    = 0.100         // assumed average billed duration
+	awsRoundTrip     = 0.010         // seconds per AWS request, assumed (in-region)
 	dynamoPerWRU     = 1.25 / 1e6    // $ per write request unit, on-demand
 	dynamoPerRRU     = 0.25 / 1e6    // $ per read request unit, on-demand
 	sqsPerRequest    = 0.40 / 1e6    // $ per request (standard queue)
@@ -31,6 +32,11 @@ type figures struct {
 	invocations, dynamoReads, dynamoWrites, sqsRequests, smCalls float64
 	readUnits, writeUnits                                        float64
 	handlerMs                                                    float64
+}
+
+// lambdaSeconds estimates the billed duration of the work (see above).
+func (f figures) lambdaSeconds() float64 {
+	return f.handlerMs/1000 + awsRoundTrip*(f.dynamoReads+f.dynamoWrites+f.sqsRequests+f.smCalls)
 }
 
 // perUnit divides u by units. Invocations are counted as the messages the
@@ -74,13 +80,13 @@ func unbatchedSQS(u awstest.Usage) int {
 
 // cost in dollars of one unit of work at the assumed prices.
 func (f figures) cost() float64 {
-	return f.invocations*(lambdaPerRequest+lambdaMemoryGB*lambdaSeconds*lambdaPerGBs) +
+	return f.invocations*lambdaPerRequest + lambdaMemoryGB*f.lambdaSeconds()*lambdaPerGBs +
 		f.writeUnits*dynamoPerWRU + f.readUnits*dynamoPerRRU + f.sqsRequests*sqsPerRequest + f.smCalls*smPerCall
 }
 
 func (f figures) String() string {
-	return fmt.Sprintf("%.1f invocations, DynamoDB %.1f reads (%.1f RRU) / %.1f writes (%.1f WRU), %.1f SQS requests, %.1f Secrets Manager calls, %.0f ms in handlers (emulators) → $%.7f",
-		f.invocations, f.dynamoReads, f.readUnits, f.dynamoWrites, f.writeUnits, f.sqsRequests, f.smCalls, f.handlerMs, f.cost())
+	return fmt.Sprintf("%.1f invocations, DynamoDB %.1f reads (%.1f RRU) / %.1f writes (%.1f WRU), %.1f SQS requests, %.1f Secrets Manager calls, %.0f ms in handlers (emulators), ~%.2f s billed (estimate) → $%.7f",
+		f.invocations, f.dynamoReads, f.readUnits, f.dynamoWrites, f.writeUnits, f.sqsRequests, f.smCalls, f.handlerMs, f.lambdaSeconds(), f.cost())
 }
 
 // The requests each piece of work costs on AWS, counted on the emulators:
@@ -161,7 +167,7 @@ func TestCostPerIssuance(t *testing.T) {
 	perMonthRenewals := 30.0 / 60 // 90-day certificates renewed at 2/3 of their life
 	perCertMonth := smPerSecretMonth + 30*resync.cost() + perMonthRenewals*renew.cost()
 	fixedMonth := 30 * 24 * 60 * idle.cost()
-	t.Logf("prices assumed: Lambda $0.20/1M requests + $0.0000133334/GB-s (arm64, 256 MB, %.0f ms average assumed), DynamoDB on-demand $1.25/1M WRU and $0.25/1M RRU, SQS $0.40/1M requests, Secrets Manager $0.40/secret/month + $0.05/10,000 calls", lambdaSeconds*1000)
+	t.Logf("prices assumed: Lambda $0.20/1M requests + $0.0000133334/GB-s (arm64, 256 MB; duration = handler time + %.0f ms per AWS request), DynamoDB on-demand $1.25/1M WRU and $0.25/1M RRU, SQS $0.40/1M requests, Secrets Manager $0.40/secret/month + $0.05/10,000 calls", awsRoundTrip*1000)
 	t.Logf("cost per 1,000 issuances (CA): $%.4f", 1000*issue.cost())
 	t.Logf("cost per 1,000 certificates kept for a month: $%.2f (Secrets Manager storage $%.2f, daily resyncs $%.4f, renewals $%.4f) + the scheduler's fixed $%.4f per deployment and month",
 		1000*perCertMonth, 1000*smPerSecretMonth, 1000*30*resync.cost(), 1000*perMonthRenewals*renew.cost(), fixedMonth)

@@ -36,6 +36,7 @@ import (
 	"github.com/certfn/certfn/adapters/aws/secrets/secretstest"
 	"github.com/certfn/certfn/core/api"
 	"github.com/certfn/certfn/core/clock"
+	"github.com/certfn/certfn/core/ports"
 	"github.com/certfn/certfn/internal/awsmode"
 	"github.com/certfn/certfn/tests/emulators"
 )
@@ -93,6 +94,10 @@ type Env struct {
 	T     testing.TB
 	Ctx   context.Context
 	Clock *clock.Fake
+	// EngineClock, when set before functions are built, replaces Clock as
+	// their clock (e.g. one that follows the wall clock, when a test
+	// relies on SQS's real-time delays).
+	EngineClock ports.Clock
 	// Metrics counts what the functions report (engine, adapters).
 	Metrics *Counters
 	// SQS counts every SQS request, the functions' and Deliver's.
@@ -209,7 +214,11 @@ func (e *Env) Getenv(role awsmode.Role) func(string) string {
 // Options are the awsmode.Options of a function of this Env.
 func (e *Env) Options(role awsmode.Role) awsmode.Options {
 	ddb, _, smc := awsmode.ClientsForEndpoints(Endpoint(e.T, emulators.DynamoDB), "", e.SM.URL(), FastRetry)
-	return awsmode.Options{Getenv: e.Getenv(role), Clock: e.Clock, Logger: e.Log.With("function", string(role)),
+	var clk ports.Clock = e.Clock
+	if e.EngineClock != nil {
+		clk = e.EngineClock
+	}
+	return awsmode.Options{Getenv: e.Getenv(role), Clock: clk, Logger: e.Log.With("function", string(role)),
 		Metrics: e.Metrics, DynamoDB: ddb, SQS: e.SQS, SecretsManager: smc}
 }
 
@@ -299,6 +308,11 @@ func (e *Env) Deliver(rt *awsmode.Runtime, queueURL string) (int, int) {
 		// A queue message carries a reconcile key and nothing else.
 		if _, err := api.ParseKey(r.Body); err != nil {
 			e.T.Errorf("queue message body %q is not a reconcile key: %v", r.Body, err)
+		}
+	}
+	if os.Getenv("CERTFN_TRACE") != "" {
+		for _, r := range ev.Records {
+			fmt.Fprintf(os.Stderr, "TRACE %s %s %s\n", time.Now().Format("05.000"), rt.Role, r.Body)
 		}
 	}
 	start := time.Now()
@@ -456,4 +470,25 @@ func (e *Env) VisibleMessages(queueURL string) int {
 	var n int
 	_, _ = fmt.Sscan(out.Attributes[string(sqstypes.QueueAttributeNameApproximateNumberOfMessages)], &n)
 	return n
+}
+
+// WallClock follows the wall clock, shifted by what Advance added: for
+// tests whose waits are SQS delays (real time) but which also jump ahead.
+type WallClock struct {
+	mu  sync.Mutex
+	off time.Duration
+}
+
+// Now implements ports.Clock.
+func (c *WallClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return time.Now().UTC().Add(c.off)
+}
+
+// Advance moves the clock forward by d.
+func (c *WallClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.off += d
+	c.mu.Unlock()
 }
