@@ -5,8 +5,10 @@
 // mapping delivers their messages) and the secrets in the HAND-WRITTEN
 // Secrets Manager TEST DOUBLE (adapters/aws/secrets/secretstest; not AWS).
 // A fake clock shared by every function is advanced for renewals. It
-// issues from CA and self-signed issuers; ACME on AWS is not covered here
-// (tests/acme's Pebble harness is not importable).
+// issues from CA and self-signed issuers, and from ACME (HTTP-01) against
+// an in-process Pebble set up as tests/cmd/pebble does (tests/acme's
+// harness is not importable), with the http01 function answering the
+// validation.
 package awse2e
 
 import (
