@@ -27,16 +27,19 @@ import (
 	"sync"
 	"time"
 
+	awsacm "github.com/aws/aws-sdk-go-v2/service/acm"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	sm "github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	acmeadapter "github.com/certfn/certfn/adapters/acme"
+	"github.com/certfn/certfn/adapters/aws/acm"
 	"github.com/certfn/certfn/adapters/aws/awscfg"
 	"github.com/certfn/certfn/adapters/aws/dynamo"
 	"github.com/certfn/certfn/adapters/aws/secrets"
 	"github.com/certfn/certfn/adapters/aws/sqsq"
 	"github.com/certfn/certfn/adapters/dns/rfc2136"
+	"github.com/certfn/certfn/adapters/dns/route53"
 	"github.com/certfn/certfn/core/acme"
 	"github.com/certfn/certfn/core/acme/challenges"
 	"github.com/certfn/certfn/core/acme/dns01"
@@ -75,6 +78,9 @@ type Options struct {
 	DynamoDB       dynamo.API
 	SQS            sqsq.API
 	SecretsManager secrets.API
+	// ACM replaces the ACM client of the worker's importer
+	// (CERTFN_ACM_IMPORT=true); nil: built from awscfg.Load.
+	ACM acm.API
 	// WrapStore, when set, wraps the state store the engine writes through
 	// (tests inject failures).
 	WrapStore func(ports.Store) ports.Store
@@ -165,12 +171,6 @@ func FromEnvWith(ctx context.Context, role Role, o Options) (*Runtime, error) {
 	}
 	rt := &Runtime{Role: role, Settings: st, Log: o.Logger, Clock: o.Clock, getenv: o.Getenv, sqs: o.SQS,
 		queues: map[string]*sqsq.Queue{}, metrics: o.Metrics}
-	if len(st.Route53ZoneIDs) > 0 && role == RoleWorker {
-		rt.Log.Warn("CERTFN_ROUTE53_ZONE_IDS is set but this build has no Route53 DNS-01 provider: DNS-01 solvers using route53 fail with a reason on their Challenge", "zones", len(st.Route53ZoneIDs))
-	}
-	if st.ACMImport && role == RoleWorker {
-		rt.Log.Warn("CERTFN_ACM_IMPORT is true but this build has no ACM importer: certificates stay in Secrets Manager only")
-	}
 	rt.Store, err = dynamo.New(o.DynamoDB, dynamo.Options{Table: st.Table, Shards: st.DueShards, Clock: o.Clock, Metrics: o.Metrics})
 	if err != nil {
 		return nil, fmt.Errorf("awsmode: %s: %w", EnvTable, err)
@@ -214,6 +214,11 @@ func FromEnvWith(ctx context.Context, role Role, o Options) (*Runtime, error) {
 	switch role {
 	case RoleWorker:
 		acmeSigner = rt.assembleWorker(&cfg, o, secretStore)
+		if st.ACMImport {
+			if cfg.CertificateImporter, err = o.acmImporter(ctx, st); err != nil {
+				return nil, err
+			}
+		}
 		cfg.Queue = followQueue{rt.Queue}
 	case RoleSigner:
 		cfg.Signers = map[string]signers.Signer{
@@ -242,7 +247,8 @@ func (rt *Runtime) assembleWorker(cfg *engine.Config, o Options, sec ports.Secre
 	st := rt.Settings
 	dialer := acmeadapter.NewDialer(acmeadapter.Options{Wrap: o.ACME.WrapTransport})
 	accounts := acme.NewAccounts(sec, dialer)
-	providers := map[string]dns01.ProviderFactory{dns01.KeyRFC2136: rfc2136.Factory}
+	providers := map[string]dns01.ProviderFactory{dns01.KeyRFC2136: rfc2136.Factory,
+		dns01.KeyRoute53: route53.NewFactory(route53.Options{AllowedZoneIDs: st.Route53ZoneIDs, Retry: o.Retry}).Build}
 	for k, f := range o.ACME.DNS01Providers {
 		providers[k] = f
 	}
@@ -284,6 +290,25 @@ func (o *Options) clients(ctx context.Context) error {
 		o.SecretsManager = sm.NewFromConfig(cfg)
 	}
 	return nil
+}
+
+// acmImporter builds the worker's ACM importer (CERTFN_ACM_IMPORT): new
+// imports are tagged with the deployment's name (acm.DeploymentFromEnv),
+// which the worker's IAM policy requires.
+func (o *Options) acmImporter(ctx context.Context, st Settings) (*acm.Importer, error) {
+	client := o.ACM
+	if client == nil {
+		cfg, err := awscfg.Load(ctx, o.Retry)
+		if err != nil {
+			return nil, fmt.Errorf("awsmode: %w", err)
+		}
+		client = awsacm.NewFromConfig(cfg)
+	}
+	imp, err := acm.New(client, acm.Options{Deployment: acm.DeploymentFromEnv(o.Getenv, st.SecretPrefix)})
+	if err != nil {
+		return nil, fmt.Errorf("awsmode: %s: %w", EnvACMImport, err)
+	}
+	return imp, nil
 }
 
 // ClientsForEndpoints returns SDK clients for explicit endpoints (emulators,

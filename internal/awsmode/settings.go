@@ -92,9 +92,9 @@ type Settings struct {
 	KMSKeyID     string
 	// AutoApprove lists signer names approved without a policy (worker).
 	AutoApprove []string
-	// Route53ZoneIDs and ACMImport are accepted but not implemented yet
-	// (no Route53 DNS-01 provider or ACM importer in this build): FromEnv
-	// logs a warning when they are set.
+	// Route53ZoneIDs are the hosted zones the worker's route53 DNS-01
+	// provider may change (empty: any its credentials allow); ACMImport
+	// enables the worker's ACM importer (certfn.io/acm-import).
 	Route53ZoneIDs []string
 	ACMImport      bool
 	// HTTP01Enabled says whether the http01 function is deployed; the

@@ -18,6 +18,7 @@ import (
 
 	acmeadapter "github.com/certfn/certfn/adapters/acme"
 	"github.com/certfn/certfn/adapters/dns/rfc2136"
+	"github.com/certfn/certfn/adapters/dns/route53"
 	"github.com/certfn/certfn/adapters/local"
 	"github.com/certfn/certfn/core/acme"
 	"github.com/certfn/certfn/core/acme/challenges"
@@ -71,6 +72,10 @@ type Options struct {
 	// WrapStore, when set, wraps the state store the engine writes through
 	// (tests inject crashes after writes).
 	WrapStore func(ports.Store) ports.Store
+	// CertificateImporter imports the key pairs of Certificates annotated
+	// certfn.io/acm-import (adapters/aws/acm); nil: such Certificates get
+	// an ACMImported=False condition saying it is not configured.
+	CertificateImporter ports.CertificateImporter
 
 	// ACME holds the ACME issuer's settings.
 	ACME ACMEOptions
@@ -86,8 +91,9 @@ type ACMEOptions struct {
 	HTTP01SelfCheckAddr string
 	// DisableHTTP01SelfCheck skips the HTTP-01 self-check.
 	DisableHTTP01SelfCheck bool
-	// DNS01Providers are added to the DNS-01 providers (rfc2136 is built
-	// in), keyed as in core/acme/dns01.Deps.Providers.
+	// DNS01Providers are added to the DNS-01 providers (rfc2136 and
+	// route53 are built in; an entry here replaces a built-in one), keyed
+	// as in core/acme/dns01.Deps.Providers.
 	DNS01Providers map[string]dns01.ProviderFactory
 	// DNS01Resolver says which DNS servers DNS-01 checks ask.
 	DNS01Resolver dns01.Resolver
@@ -162,7 +168,8 @@ func Open(opts Options) (*Runtime, error) {
 	dialer := acmeadapter.NewDialer(acmeadapter.Options{Wrap: opts.ACME.WrapTransport})
 	accounts := acme.NewAccounts(secrets, dialer)
 	acmeSigner := acmesigner.New()
-	providers := map[string]dns01.ProviderFactory{dns01.KeyRFC2136: rfc2136.Factory}
+	providers := map[string]dns01.ProviderFactory{dns01.KeyRFC2136: rfc2136.Factory,
+		dns01.KeyRoute53: route53.NewFactory(route53.Options{}).Build}
 	for k, f := range opts.ACME.DNS01Providers {
 		providers[k] = f
 	}
@@ -216,6 +223,7 @@ func Open(opts Options) (*Runtime, error) {
 		Identity:                 opts.Identity,
 		Handlers:                 map[string]engine.Handler{api.KindOrder: orderHandler, api.KindChallenge: chHandler},
 		ACMEReady:                accounts.Ready,
+		CertificateImporter:      opts.CertificateImporter,
 	})
 	if err != nil {
 		_ = store.Close()
