@@ -167,6 +167,9 @@ func (a *Accounts) Ready(ctx context.Context, st *issuers.State) (bool, string, 
 		}
 		req.EAB = &EAB{KeyID: eab.KeyID, MACKey: mac}
 	}
+	if c, early := failedRegistration(st); early {
+		return false, c.Reason, c.Message, nil
+	}
 	client, err := a.dialer.Client(ServerConfigFor(spec))
 	if err != nil {
 		return false, ReasonRegister, "Failed to register ACME account: " + err.Error(), nil
@@ -183,6 +186,24 @@ func (a *Accounts) Ready(ctx context.Context, st *issuers.State) (bool, string, 
 		return false, ReasonAccountKey, err.Error(), nil
 	}
 	return true, ReasonAccountRegistered, registeredMsg(acct.URL), nil
+}
+
+// failedRegistration returns the issuer's Ready condition when it records
+// a failed registration of the current generation and the issuer is not
+// due yet (st.Now before st.NextRunAt): the step was woken early, e.g. by
+// its own status write. The registration is then not attempted again
+// before the issuer's wait poll: a server whose error differs on every
+// attempt (an error page with a request id) would otherwise change the
+// condition, whose write wakes the issuer for another attempt at once —
+// a tight loop against a failing server. A changed spec (new generation)
+// is checked at once.
+func failedRegistration(st *issuers.State) (api.Condition, bool) {
+	c := api.FindCondition(st.Issuer.GetStatus().Conditions, api.IssuerConditionReady)
+	if c == nil || c.Status != api.ConditionFalse || c.Reason != ReasonRegister ||
+		c.ObservedGeneration != st.Issuer.GetObjectMeta().Generation || !st.Now.Before(st.NextRunAt) {
+		return api.Condition{}, false
+	}
+	return *c, true
 }
 
 func registeredMsg(uri string) string {
