@@ -29,6 +29,7 @@ import (
 	"github.com/certfn/certfn/core/acme"
 	"github.com/certfn/certfn/core/api"
 	"github.com/certfn/certfn/core/engine"
+	"github.com/certfn/certfn/core/errs"
 	"github.com/certfn/certfn/core/ports"
 )
 
@@ -169,17 +170,28 @@ func (r *run) finish(ctx context.Context, state api.State, reason string) error 
 
 // BeforeDelete implements engine.Deleter: a Challenge deleted while its
 // record is presented (its Order succeeded, or its CertificateRequest was
-// deleted) is cleaned up first.
+// deleted) is cleaned up first. So is a DNS-01 Challenge that is
+// processing but not recorded as presented: its TXT record may have been
+// added by a Present whose status write a crash lost. Its clean-up is
+// best effort: a solver that fails permanently (say, its secret is gone)
+// cannot have presented anything since, and must not block the deletion.
 func (h *Handler) BeforeDelete(ctx context.Context, e *engine.Engine, rec ports.Record) error {
 	obj, err := e.Decode(rec)
 	if err != nil {
 		return err
 	}
 	ch, ok := obj.(*api.Challenge)
-	if !ok || !ch.Status.Presented {
+	switch {
+	case !ok:
 		return nil
+	case ch.Status.Presented:
+		return h.CleanUp(ctx, e, ch)
+	case ch.Status.Processing && ch.Spec.Type == api.ACMEChallengeTypeDNS01:
+		if err := h.CleanUp(ctx, e, ch); err != nil && !errs.IsPermanent(err) {
+			return err
+		}
 	}
-	return h.CleanUp(ctx, e, ch)
+	return nil
 }
 
 var _ engine.Deleter = (*Handler)(nil)
