@@ -2,6 +2,8 @@ package acme
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"net/http"
@@ -43,6 +45,12 @@ func TestMapError(t *testing.T) {
 		{"server error", prob(500, acme.ProblemTypeServerInternal, "boom"), 0, errs.Transient, 0, "serverInternal"},
 		{"unknown 4xx", prob(418, "urn:example:teapot", "short and stout"), 0, errs.PermanentClass, 0, "teapot"},
 		{"network", fmt.Errorf("performing request: %w", errors.New("dial tcp: connection refused")), 0, errs.Transient, 0, "cannot reach the ACME server"},
+		{"untrusted TLS certificate", fmt.Errorf("performing request: %w", &tls.CertificateVerificationError{Err: x509.UnknownAuthorityError{}}), 0, errs.Transient, 0,
+			"the TLS certificate of the ACME server https://acme.example/dir is not trusted; set spec.acme.caBundle"},
+		{"certificate for another host", fmt.Errorf("performing request: %w", x509.HostnameError{Certificate: &x509.Certificate{}, Host: "acme.example"}), 0, errs.Transient, 0, "is not trusted"},
+		{"proxy error page", fmt.Errorf("provisioning client: %w", errors.New("HTTP 502: <html>"+strings.Repeat("x", 2000)+"</html>")), 0, errs.Transient, 0,
+			"the ACME server https://acme.example/dir answered HTTP 502, a server or proxy error: provisioning client: HTTP 502: <html>xxx"},
+		{"not found at the directory URL", errors.New("provisioning client: HTTP 404: not found"), 0, errs.Transient, 0, "does not serve an ACME directory"},
 		{"garbage directory", errors.New("provisioning client: server did not return error headers, but required directory fields are missing"), 0, errs.Transient, 0, "does not serve an ACME directory"},
 	}
 	for _, tc := range tests {
@@ -61,6 +69,13 @@ func TestMapError(t *testing.T) {
 			}
 			if !strings.Contains(err.Error(), tc.substr) {
 				t.Fatalf("%q does not contain %q", err, tc.substr)
+			}
+			if len(err.Error()) > 600 {
+				t.Fatalf("message of %d bytes: a server's error page must be clipped", len(err.Error()))
+			}
+			var p acme.Problem
+			if !errors.As(tc.err, &p) && !errors.Is(err, tc.err) { // problems become *ProblemError
+				t.Fatalf("%v does not wrap the original error", err)
 			}
 		})
 	}

@@ -1,12 +1,16 @@
 package acme
 
 import (
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
 	"net/http"
+	"regexp"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/mholt/acmez/v3/acme"
 
@@ -90,9 +94,10 @@ func transientf(format string, a ...any) error { return fmt.Errorf(format, a...)
 // rateLimited) and unavailability (503) are transient with the server's
 // Retry-After (errs.RetryAfter); problems that retrying cannot fix are
 // errs.Permanent with the problem's detail; badNonce (after acmez's own
-// retries), serverInternal and other 5xx are transient; network and TLS
-// failures and a directory that is not an ACME directory are transient
-// with a message that says so.
+// retries), serverInternal and other 5xx are transient; network failures,
+// a server certificate that does not verify (pointing at caBundle) and a
+// directory that is not an ACME directory are transient with a message
+// that says so.
 func (c *Client) mapError(op string, err error, m *meta) error {
 	var ra time.Duration
 	if m != nil {
@@ -123,13 +128,59 @@ func (c *Client) mapError(op string, err error, m *meta) error {
 		}
 		return pe
 	}
-	var ne net.Error
+	var (
+		ne  net.Error
+		cve *tls.CertificateVerificationError
+		uae x509.UnknownAuthorityError
+		he  x509.HostnameError
+		cie x509.CertificateInvalidError
+	)
 	msg := err.Error()
 	switch {
+	case errors.As(err, &cve), errors.As(err, &uae), errors.As(err, &he), errors.As(err, &cie):
+		// The server was reached; its certificate is the problem.
+		return fmt.Errorf("%s: the TLS certificate of the ACME server %s is not trusted; set spec.acme.caBundle to the CA that issued it (or spec.acme.skipTLSVerify for a test server): %w", op, c.dir, err)
 	case errors.As(err, &ne), strings.Contains(msg, "performing request"):
 		return fmt.Errorf("%s: cannot reach the ACME server %s (network or TLS error): %w", op, c.dir, err)
+	case serverError(msg) != "":
+		// acmez's "HTTP 502: <body>": a server or proxy error page rather
+		// than a problem document; its body may be long.
+		return clipped{err: err, msg: fmt.Sprintf("%s: the ACME server %s answered HTTP %s, a server or proxy error: %s", op, c.dir, serverError(msg), clip(msg, 300))}
 	case strings.Contains(msg, "required directory fields are missing"), strings.Contains(msg, "provisioning client"):
 		return fmt.Errorf("%s: %s does not serve an ACME directory: %w", op, c.dir, err)
 	}
 	return fmt.Errorf("%s: %s: %w", op, c.dir, err)
 }
+
+// httpStatusRE finds acmez's "HTTP <code>: <body>" error for a response
+// that is not a problem document.
+var httpStatusRE = regexp.MustCompile(`HTTP (5\d\d): `)
+
+// serverError returns the 5xx status code in msg, or "".
+func serverError(msg string) string {
+	if m := httpStatusRE.FindStringSubmatch(msg); m != nil {
+		return m[1]
+	}
+	return ""
+}
+
+// clip shortens s to at most n bytes (on a rune boundary), marking the cut.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + " …"
+}
+
+// clipped is an error with a shortened message that still unwraps to the
+// original error.
+type clipped struct {
+	err error
+	msg string
+}
+
+func (c clipped) Error() string { return c.msg }
+func (c clipped) Unwrap() error { return c.err }
