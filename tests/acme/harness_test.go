@@ -53,6 +53,9 @@ type pebbleOpts struct {
 	profiles        map[string]ca.Profile
 	retryAfterAuthz int
 	retryAfterOrder int
+	// dnsServer, when set, is the one DNS server the VA asks (over TCP)
+	// instead of challtestsrv, e.g. a BIND serving the DNS-01 records.
+	dnsServer string
 }
 
 // pebble is a running Pebble.
@@ -147,7 +150,11 @@ func startPebble(t testing.TB, http01Port int, o pebbleOpts) *pebble {
 		profiles = map[string]ca.Profile{"default": {Description: "default"}}
 	}
 	cai := ca.New(logger, store, "", "ecdsa", o.alternateRoots, 1, profiles)
-	vai := va.New(logger, http01Port, 0, false, dnsAddr, store)
+	vaDNS := dnsAddr
+	if o.dnsServer != "" {
+		vaDNS = o.dnsServer
+	}
+	vai := va.New(logger, http01Port, 0, false, vaDNS, store)
 	w := wfe.New(logger, store, vai, cai, []string{"pebble.letsencrypt.org"}, false, o.requireEAB, o.retryAfterAuthz, o.retryAfterOrder)
 	ts := httptest.NewTLSServer(w.Handler())
 	t.Cleanup(ts.Close)
