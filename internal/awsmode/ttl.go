@@ -1,0 +1,43 @@
+package awsmode
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/certfn/certfn/core/api"
+	"github.com/certfn/certfn/core/ports"
+)
+
+// RetainFinal is how long a final CertificateRequest, Order or Challenge is
+// kept before DynamoDB's TTL may garbage-collect it. The engine deletes
+// superseded ones itself (revision history, Orders with their request,
+// Challenges once the Order is valid); the TTL catches what a crash or an
+// abandoned resource leaves behind. It is longer than the renewal interval
+// of any usual certificate, so the current revision's request is replaced
+// before it expires; if one does expire, the trigger compares the issued
+// certificate with the spec instead (seed 002's fallback).
+const RetainFinal = 180 * 24 * time.Hour
+
+// gcKinds are the kinds certfn creates itself and that the TTL may collect.
+var gcKinds = map[string]bool{api.KindCertificateRequest: true, "Order": true, "Challenge": true}
+
+// ExpiresAt is the DynamoDB TTL policy (dynamo.Options.ExpiresAt): a
+// CertificateRequest, Order or Challenge written in a final state expires
+// RetainFinal after that write; everything else never expires.
+func ExpiresAt(rec ports.Record, now time.Time) time.Time {
+	if !gcKinds[rec.Key.Kind] {
+		return time.Time{}
+	}
+	info, ok := api.KindInfoFor(rec.Key.Kind)
+	if !ok {
+		return time.Time{}
+	}
+	obj := info.New()
+	if err := json.Unmarshal(rec.Data, obj); err != nil {
+		return time.Time{}
+	}
+	if f, ok := obj.(interface{ IsFinal() bool }); ok && f.IsFinal() {
+		return now.Add(RetainFinal)
+	}
+	return time.Time{}
+}
