@@ -12,6 +12,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"github.com/certfn/certfn/adapters/aws/secrets/secretstest"
 	"maps"
 	"math/big"
 	"slices"
@@ -38,7 +39,7 @@ var fastRetry = awscfg.Retry{MaxAttempts: 4, MaxBackoff: 20 * time.Millisecond}
 // (fake != nil), or the external endpoint named by AWS_ENDPOINT_URL
 // (LocalStack).
 type backend struct {
-	fake   *fakeSM
+	fake   *secretstest.Double
 	client *sm.Client
 }
 
@@ -56,8 +57,8 @@ func newBackend(t *testing.T) *backend {
 // count calls).
 func newDoubleBackend(t *testing.T) *backend {
 	t.Helper()
-	f, ep := newFakeSM(t)
-	return &backend{fake: f, client: sm.NewFromConfig(awscfg.ForEndpoint(ep, fastRetry))}
+	f := secretstest.New(t)
+	return &backend{fake: f, client: sm.NewFromConfig(awscfg.ForEndpoint(f.URL(), fastRetry))}
 }
 
 var prefixSeq atomic.Int64
@@ -85,10 +86,8 @@ func (b *backend) store(t *testing.T, opts Options) *Store {
 // ListSecrets-free bookkeeping for an external backend: the tracker).
 func (b *backend) created(t *testing.T, prefix string) []string {
 	if b.fake != nil {
-		b.fake.mu.Lock()
-		defer b.fake.mu.Unlock()
 		var out []string
-		for name := range b.fake.secrets {
+		for _, name := range b.fake.Names() {
 			if strings.HasPrefix(name, prefix+"/") {
 				out = append(out, name)
 			}
@@ -362,7 +361,7 @@ func TestPutCalls(t *testing.T) {
 			t.Fatalf("%s: %v", st.name, err)
 		}
 		for _, op := range ops {
-			if got := b.fake.callCount(op); got != st.want[op] {
+			if got := b.fake.Calls(op); got != st.want[op] {
 				t.Errorf("%s: %d %s calls, want %d", st.name, got, op, st.want[op])
 			}
 		}
@@ -389,10 +388,10 @@ func TestThrottlingRetried(t *testing.T) {
 			if err := s.Create(ctx, tlsSecret("1", nil)); err != nil {
 				t.Fatal(err)
 			}
-			before := b.fake.callCount("GetSecretValue")
-			b.fake.setThrottle(tc.throttle)
+			before := b.fake.Calls("GetSecretValue")
+			b.fake.SetThrottle(tc.throttle)
 			_, err := s.Get(ctx, "default", "web-tls")
-			calls := b.fake.callCount("GetSecretValue") - before
+			calls := b.fake.Calls("GetSecretValue") - before
 			if tc.wantErr {
 				if err == nil || errs.Classify(err) != errs.Transient || !strings.Contains(err.Error(), "ThrottlingException") {
 					t.Fatalf("Get: %v, want a transient ThrottlingException", err)
@@ -518,7 +517,7 @@ func TestBadInput(t *testing.T) {
 			}
 		})
 	}
-	if n := b.fake.callCount("CreateSecret") + b.fake.callCount("PutSecretValue"); n != 0 {
+	if n := b.fake.Calls("CreateSecret") + b.fake.Calls("PutSecretValue"); n != 0 {
 		t.Errorf("bad input reached the service (%d writes)", n)
 	}
 }
