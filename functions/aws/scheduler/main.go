@@ -8,24 +8,8 @@
 // (cold-start measurement).
 package main
 
-import (
-	"context"
-	"fmt"
-	"os"
-
-	"github.com/aws/aws-lambda-go/lambda"
-
-	"github.com/certfn/certfn/internal/awsmode"
-)
+import "github.com/certfn/certfn/internal/awsmode"
 
 func main() {
-	rt, err := awsmode.FromEnv(context.Background(), awsmode.RoleScheduler)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "certfn scheduler:", err)
-		os.Exit(1)
-	}
-	if awsmode.InitOnly(os.Getenv) {
-		return
-	}
-	lambda.Start(rt.HandleSchedule)
+	awsmode.Main(awsmode.RoleScheduler, func(rt *awsmode.Runtime) any { return rt.HandleSchedule })
 }

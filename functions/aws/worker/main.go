@@ -10,24 +10,8 @@
 // (cold-start measurement).
 package main
 
-import (
-	"context"
-	"fmt"
-	"os"
-
-	"github.com/aws/aws-lambda-go/lambda"
-
-	"github.com/certfn/certfn/internal/awsmode"
-)
+import "github.com/certfn/certfn/internal/awsmode"
 
 func main() {
-	rt, err := awsmode.FromEnv(context.Background(), awsmode.RoleWorker)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "certfn worker:", err)
-		os.Exit(1)
-	}
-	if awsmode.InitOnly(os.Getenv) {
-		return
-	}
-	lambda.Start(rt.HandleSQS)
+	awsmode.Main(awsmode.RoleWorker, func(rt *awsmode.Runtime) any { return rt.HandleSQS })
 }
