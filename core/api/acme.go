@@ -1,5 +1,11 @@
 package api
 
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"strings"
+)
+
 // ACME resources (acme.cert-manager.io/v1): Order and Challenge, seed 000
 // (/work/shared/seeds/000_87abb81dd0752523.txt). They are created by the ACME
 // issuer only; users read them to debug. Their specs are immutable: the
@@ -202,4 +208,69 @@ type ChallengeDNS01Status struct {
 	// (Route53), whose state Check asks once per round; empty for
 	// providers that apply changes synchronously.
 	Change string `json:"change,omitempty"`
+}
+
+// Challenge leases (certfn extension, acme.certfn.io/v1alpha1). Seed 000
+// never lets two Challenges for the same DNS name and type run at once;
+// certfn's workers run in parallel without a shared in-memory view, so the
+// Challenge scheduler claims a ChallengeLease through the state store's
+// conditional Create/Update before a Challenge starts processing (see
+// core/acme/challenges/lease.go). Leases are cluster-scoped: the ACME
+// server's validations for a name are global, whichever namespace or
+// issuer asked for them.
+const (
+	// CertfnACMEGroup is the API group of certfn's own ACME kinds.
+	CertfnACMEGroup = "acme.certfn.io"
+	// CertfnACMEV1Alpha1 is its group/version.
+	CertfnACMEV1Alpha1 = "acme.certfn.io/v1alpha1"
+	// KindChallengeLease is the kind of a Challenge lease.
+	KindChallengeLease = "ChallengeLease"
+)
+
+// ChallengeLease records which Challenge may process a (type, DNS name).
+// It is named by ChallengeLeaseName and written by the Challenge steps only.
+// A released lease is kept (Holder nil) rather than deleted: its version
+// then only ever grows, so a write conditional on a version read earlier
+// can never hit a newer lease of the same name.
+type ChallengeLease struct {
+	TypeMeta   `json:",inline"`
+	ObjectMeta `json:"metadata,omitempty"`
+	Spec       ChallengeLeaseSpec `json:"spec"`
+}
+
+// ChallengeLeaseSpec names the leased (type, DNS name) and its holder.
+type ChallengeLeaseSpec struct {
+	// Type is the challenge type (HTTP-01, DNS-01).
+	Type ACMEChallengeType `json:"type"`
+	// DNSName is the Challenge's spec.dnsName, lower case (a wildcard and
+	// its base name share a lease).
+	DNSName string `json:"dnsName"`
+	// Holder is the Challenge holding the lease; nil when released.
+	Holder *ChallengeLeaseHolder `json:"holder,omitempty"`
+	// AcquiredAt is when the holder acquired it.
+	AcquiredAt *Time `json:"acquiredAt,omitempty"`
+	// ReleasedAt is when the last holder released it.
+	ReleasedAt *Time `json:"releasedAt,omitempty"`
+}
+
+// ChallengeLeaseHolder identifies a Challenge (its UID tells a recreated
+// Challenge of the same name apart).
+type ChallengeLeaseHolder struct {
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	UID       string `json:"uid"`
+}
+
+// ChallengeLeaseName returns the lease name of a (type, DNS name):
+// "<type>.<name>" in lower case, e.g. "dns-01.www.example.com"; a name that
+// would not fit a key (longer than 253 characters, or holding '/') becomes
+// "<type>.sha256-<first 40 hex digits of SHA-256 of the lower-case name>".
+func ChallengeLeaseName(typ ACMEChallengeType, dnsName string) string {
+	t := strings.ToLower(string(typ))
+	n := strings.ToLower(strings.TrimSuffix(dnsName, "."))
+	if name := t + "." + n; len(name) <= 253 && !strings.Contains(name, "/") {
+		return name
+	}
+	sum := sha256.Sum256([]byte(n))
+	return t + ".sha256-" + hex.EncodeToString(sum[:])[:40]
 }

@@ -102,4 +102,6 @@ func registerAll() {
 		New: func() Object { return &Order{} }})
 	register(KindInfo{Kind: KindChallenge, APIVersion: ACMEV1, Namespaced: true, Plural: "challenges",
 		Short: []string{"ch"}, New: func() Object { return &Challenge{} }})
+	register(KindInfo{Kind: KindChallengeLease, APIVersion: CertfnACMEV1Alpha1, Namespaced: false, Plural: "challengeleases",
+		New: func() Object { return &ChallengeLease{} }})
 }

@@ -334,14 +334,20 @@ func TestCrashDNS01PresentedThenDeleted(t *testing.T) {
 	for _, v := range b.TXT(t, fqdn) {
 		served[v] = true
 	}
-	var lost *api.Challenge
+	// The wildcard's and the base name's Challenges have the same DNS name
+	// and type: exactly one of them may be processing (the one whose
+	// presentation the crash lost), and BIND serves only its value.
+	var processing []*api.Challenge
 	for _, ch := range e.challenges() {
-		if ch.Status.Processing && !ch.Status.Presented && ch.Status.DNS01 == nil && served[dns01.TXTValue(ch.Spec.Key)] {
-			lost = ch
+		if ch.Status.Processing {
+			processing = append(processing, ch)
 		}
 	}
-	if lost == nil {
-		t.Fatalf("no Challenge whose presentation the crash lost; BIND serves %s %v:%s", fqdn, served, e.describe(api.KindChallenge))
+	if len(processing) != 1 || len(served) != 1 {
+		t.Fatalf("want exactly one processing Challenge and one TXT value for %s; %d processing, BIND serves %v:%s", c.base(), len(processing), served, e.describe(api.KindChallenge))
+	}
+	if lost := processing[0]; lost.Status.Presented || lost.Status.DNS01 != nil || !served[dns01.TXTValue(lost.Spec.Key)] {
+		t.Fatalf("the processing Challenge is not the one whose presentation the crash lost (presented=%t dns01=%v, BIND serves %v):%s", lost.Status.Presented, lost.Status.DNS01, served, e.describe(api.KindChallenge))
 	}
 	if err := e.rt.Engine.Delete(e.ctx, api.Key{Kind: api.KindCertificate, Namespace: "default", Name: "crash"}); err != nil {
 		t.Fatalf("delete the Certificate: %v", err)

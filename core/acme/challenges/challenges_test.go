@@ -30,10 +30,13 @@ func (c *checker) Check(context.Context, *api.Challenge) (bool, string, error) {
 
 // dnsSolver is a DNS01Solver TEST DOUBLE recording presents and clean-ups.
 type dnsSolver struct {
+	mu                 sync.Mutex
 	presented, cleaned []string
 }
 
 func (d *dnsSolver) Present(_ context.Context, ch *api.Challenge) (api.ChallengeDNS01Status, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
 	d.presented = append(d.presented, ch.Name)
 	return api.ChallengeDNS01Status{Zone: "example.com.", FQDN: "_acme-challenge." + ch.Spec.DNSName + ".", Value: "v"}, nil
 }
@@ -41,6 +44,8 @@ func (d *dnsSolver) Check(context.Context, *api.Challenge) (bool, string, error)
 	return true, "", nil
 }
 func (d *dnsSolver) CleanUp(_ context.Context, ch *api.Challenge) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
 	d.cleaned = append(d.cleaned, ch.Name)
 	return nil
 }

@@ -2,8 +2,11 @@
 // one-step-per-invocation steps for kind Challenge (an engine.Handler):
 //
 //  1. schedule: oldest first, at most MaxInFlight processing at once, never
-//     two for the same DNS name and type at the same time; a Challenge
-//     that may not start yet looks again after SchedulePoll (schedule.go);
+//     two for the same DNS name and type at the same time — made atomic by
+//     a ChallengeLease per (type, DNS name), claimed through the store's
+//     conditional writes before processing starts and released when the
+//     Challenge is final or deleted (lease.go); a Challenge that may not
+//     start yet looks again after SchedulePoll (schedule.go);
 //  2. present: HTTP-01 is marked presented (the http01 responder then
 //     serves its key authorization); DNS-01 goes to the DNS01 solver,
 //     whose record is kept on status.dns01 (present.go);
@@ -165,6 +168,11 @@ func (r *run) finish(ctx context.Context, state api.State, reason string) error 
 		return err
 	}
 	r.e.Metrics().Inc("certfn_acme_challenges_total", "state", string(state), "type", string(c.Spec.Type))
+	// After the final write: a crash before the release leaves a lease
+	// whose holder is final, which the next claimer takes over.
+	if err := release(ctx, r.e, c, r.now); err != nil {
+		return err
+	}
 	return r.wakeWaiting(ctx)
 }
 
@@ -175,6 +183,9 @@ func (r *run) finish(ctx context.Context, state api.State, reason string) error 
 // added by a Present whose status write a crash lost. Its clean-up is
 // best effort: a solver that fails permanently (say, its secret is gone)
 // cannot have presented anything since, and must not block the deletion.
+// A Challenge that is not final then releases its lease (lease.go): it
+// may hold it while processing, or after a crash between its claim and
+// its processing write.
 func (h *Handler) BeforeDelete(ctx context.Context, e *engine.Engine, rec ports.Record) error {
 	obj, err := e.Decode(rec)
 	if err != nil {
@@ -185,13 +196,20 @@ func (h *Handler) BeforeDelete(ctx context.Context, e *engine.Engine, rec ports.
 	case !ok:
 		return nil
 	case ch.Status.Presented:
-		return h.CleanUp(ctx, e, ch)
+		if err := h.CleanUp(ctx, e, ch); err != nil {
+			return err
+		}
 	case ch.Status.Processing && ch.Spec.Type == api.ACMEChallengeTypeDNS01:
 		if err := h.CleanUp(ctx, e, ch); err != nil && !errs.IsPermanent(err) {
 			return err
 		}
 	}
-	return nil
+	if ch.IsFinal() {
+		// Released when it became final (or, after a crash, stale for
+		// the next claimer to take over).
+		return nil
+	}
+	return release(ctx, e, ch, e.Now())
 }
 
 var _ engine.Deleter = (*Handler)(nil)

@@ -13,8 +13,21 @@ import (
 // status.presented (the http01 responder serves presented, non-final
 // HTTP-01 Challenges); DNS-01 asks the DNS01 solver to add the TXT record
 // and keeps what it added on status.dns01 for the clean-up.
+//
+// Nothing is presented without the lease of the Challenge's DNS name and
+// type: a processing Challenge that does not hold it (marked processing by
+// an earlier version of certfn, or whose lease a deletion released before
+// the deletion failed) claims it now, or steps back to waiting when
+// another Challenge holds it.
 func (r *run) present(ctx context.Context) error {
 	c := r.c
+	held, err := claim(ctx, r.e, c, r.now)
+	if err != nil {
+		return fmt.Errorf("challenge %s: claim %s: %w", r.rec.Key, LeaseKey(c), err)
+	}
+	if !held {
+		return r.stepBack(ctx)
+	}
 	switch c.Spec.Type {
 	case api.ACMEChallengeTypeHTTP01:
 	case api.ACMEChallengeTypeDNS01:
@@ -41,6 +54,21 @@ func (r *run) present(ctx context.Context) error {
 		r.h.cfg.AfterPresent(c)
 	}
 	return nil
+}
+
+// stepBack returns a processing, unpresented Challenge to waiting. A
+// DNS-01 record a crash may have left (Present done, status write lost) is
+// removed first; a solver that fails for good cannot have presented it.
+func (r *run) stepBack(ctx context.Context) error {
+	c := r.c
+	if c.Spec.Type == api.ACMEChallengeTypeDNS01 {
+		if err := r.h.CleanUp(ctx, r.e, c); err != nil && !errs.IsPermanent(err) {
+			return err
+		}
+	}
+	c.Status.Processing = false
+	c.Status.Reason = "Waiting: another Challenge for the same DNS name and type is in progress"
+	return r.write(ctx, r.now.Add(r.h.cfg.SchedulePoll), "step back to waiting")
 }
 
 // checkAndAccept runs one self-check; when it passes the challenge is
