@@ -45,7 +45,8 @@ func withAnnotation(k, v string) secretOpt {
 func newSecret(ns, name, tag string, opts ...secretOpt) ports.Secret {
 	s := ports.Secret{Namespace: ns, Name: name, Data: map[string][]byte{
 		"tls.crt": []byte("-----BEGIN CERTIFICATE-----\n" + leakMarker + " crt " + tag + "\n-----END CERTIFICATE-----\n"),
-		"tls.key": []byte("-----BEGIN PRIVATE KEY-----\n" + leakMarker + " key " + tag + "\n-----END PRIVATE KEY-----\n"),
+		// Not key material: the store treats values as opaque bytes.
+		"tls.key": []byte("fake private key " + leakMarker + " key " + tag + "\n"),
 		"ca.crt":  []byte("-----BEGIN CERTIFICATE-----\n" + leakMarker + " ca " + tag + "\n-----END CERTIFICATE-----\n"),
 	}}
 	for _, o := range opts {
