@@ -240,7 +240,8 @@ func TestHTTP01ServesCurrentTokensOverFunctionURLAndALB(t *testing.T) {
 		ObjectMeta: api.ObjectMeta{Name: "web-1-0-1", Namespace: "default"},
 		Spec:       api.ChallengeSpec{Type: api.ACMEChallengeTypeHTTP01, Token: token, Key: keyAuth, DNSName: "www.example.com"},
 		Status:     api.ChallengeStatus{Presented: true, State: api.StatePending}}
-	put(t, rt, ch)
+	worker := e.Runtime(awsmode.RoleWorker) // the http01 function may only read Challenges
+	put(t, worker, ch)
 	path := "/.well-known/acme-challenge/" + token
 	for _, tc := range []struct {
 		name, file, method, path string
@@ -293,7 +294,7 @@ func TestHTTP01ServesCurrentTokensOverFunctionURLAndALB(t *testing.T) {
 	ch.Status.State = api.StateValid
 	ch.Status.Presented = false
 	data, _ := json.Marshal(ch)
-	if _, err := rt.Store.Update(e.Ctx, ports.Record{Key: api.KeyOf(ch), Version: 1, Data: data}); err != nil {
+	if _, err := worker.Store.Update(e.Ctx, ports.Record{Key: api.KeyOf(ch), Version: 1, Data: data}); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(1100 * time.Millisecond) // the token cache's TTL (1 s, wall clock)

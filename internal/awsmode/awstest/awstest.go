@@ -114,6 +114,10 @@ type Env struct {
 	Vars map[string]string
 	// Log receives the functions' logs (discarded unless CERTFN_TEST_LOG=1).
 	Log *slog.Logger
+	// ExpectIAMDenials, when set, lets a test end with DynamoDB calls the
+	// IAM guard refused (it inspects IAMDenied itself); otherwise any
+	// refusal fails the test at cleanup.
+	ExpectIAMDenials bool
 
 	mu          sync.Mutex
 	arns        map[string]string // queue URL -> ARN
@@ -121,6 +125,7 @@ type Env struct {
 	messages    map[awsmode.Role]int
 	durations   map[awsmode.Role]time.Duration
 	runtimes    []*awsmode.Runtime
+	guards      []*IAMGuard
 }
 
 // New creates a table and the two queues with their dead-letter queues,
@@ -152,6 +157,11 @@ func New(t testing.TB) *Env {
 	e.WorkerQueueURL = e.createQueue(base+"-worker", map[string]string{"RedrivePolicy": e.redrive(e.WorkerDLQURL)})
 	e.SignerQueueURL = e.createQueue(base+"-signer", map[string]string{"RedrivePolicy": e.redrive(e.SignerDLQURL)})
 	e.SQS.Reset()
+	t.Cleanup(func() {
+		if d := e.IAMDenied(); len(d) > 0 && !e.ExpectIAMDenials {
+			t.Errorf("DynamoDB calls that infra/terraform/aws/iam.tf does not allow (IAM TEST DOUBLE):\n  %s", strings.Join(d, "\n  "))
+		}
+	})
 	e.Vars = map[string]string{
 		awsmode.EnvTable:          e.Table,
 		awsmode.EnvQueueURL:       e.WorkerQueueURL,
@@ -218,8 +228,24 @@ func (e *Env) Options(role awsmode.Role) awsmode.Options {
 	if e.EngineClock != nil {
 		clk = e.EngineClock
 	}
+	guard := NewIAMGuard(ddb, role, e.Table)
+	e.mu.Lock()
+	e.guards = append(e.guards, guard)
+	e.mu.Unlock()
 	return awsmode.Options{Getenv: e.Getenv(role), Clock: clk, Logger: e.Log.With("function", string(role)),
-		Metrics: e.Metrics, DynamoDB: ddb, SQS: e.SQS, SecretsManager: smc}
+		Metrics: e.Metrics, DynamoDB: guard, SQS: e.SQS, SecretsManager: smc}
+}
+
+// IAMDenied lists the DynamoDB calls the IAM guard refused, every
+// function's (see IAMGuard).
+func (e *Env) IAMDenied() []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var out []string
+	for _, g := range e.guards {
+		out = append(out, g.Denied()...)
+	}
+	return out
 }
 
 // Runtime builds role's function; mods adjust its options.

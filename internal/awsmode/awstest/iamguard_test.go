@@ -1,0 +1,132 @@
+package awstest
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	smithy "github.com/aws/smithy-go"
+
+	"github.com/certfn/certfn/adapters/aws/dynamo"
+	"github.com/certfn/certfn/internal/awsmode"
+)
+
+// okAPI answers every call with an empty output.
+type okAPI struct{ calls int }
+
+func (a *okAPI) GetItem(context.Context, *dynamodb.GetItemInput, ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
+	a.calls++
+	return &dynamodb.GetItemOutput{}, nil
+}
+func (a *okAPI) PutItem(context.Context, *dynamodb.PutItemInput, ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
+	a.calls++
+	return &dynamodb.PutItemOutput{}, nil
+}
+func (a *okAPI) DeleteItem(context.Context, *dynamodb.DeleteItemInput, ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error) {
+	a.calls++
+	return &dynamodb.DeleteItemOutput{}, nil
+}
+func (a *okAPI) Query(context.Context, *dynamodb.QueryInput, ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
+	a.calls++
+	return &dynamodb.QueryOutput{}, nil
+}
+func (a *okAPI) BatchGetItem(context.Context, *dynamodb.BatchGetItemInput, ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error) {
+	a.calls++
+	return &dynamodb.BatchGetItemOutput{}, nil
+}
+
+func pkKey(pk string) map[string]types.AttributeValue {
+	return map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: pk}}
+}
+
+func query(index, h string) *dynamodb.QueryInput {
+	return &dynamodb.QueryInput{TableName: aws.String("t"), IndexName: aws.String(index),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":h": &types.AttributeValueMemberS{Value: h},
+			":prefix": &types.AttributeValueMemberS{Value: h + "/"}}}
+}
+
+func TestIAMGuard(t *testing.T) {
+	get := func(pk string) func(*IAMGuard) error {
+		return func(g *IAMGuard) error {
+			_, err := g.GetItem(context.Background(), &dynamodb.GetItemInput{TableName: aws.String("t"), Key: pkKey(pk)})
+			return err
+		}
+	}
+	put := func(pk string) func(*IAMGuard) error {
+		return func(g *IAMGuard) error {
+			_, err := g.PutItem(context.Background(), &dynamodb.PutItemInput{TableName: aws.String("t"), Item: pkKey(pk)})
+			return err
+		}
+	}
+	del := func(pk string) func(*IAMGuard) error {
+		return func(g *IAMGuard) error {
+			_, err := g.DeleteItem(context.Background(), &dynamodb.DeleteItemInput{TableName: aws.String("t"), Key: pkKey(pk)})
+			return err
+		}
+	}
+	q := func(in *dynamodb.QueryInput) func(*IAMGuard) error {
+		return func(g *IAMGuard) error { _, err := g.Query(context.Background(), in); return err }
+	}
+	batch := func(pks ...string) func(*IAMGuard) error {
+		return func(g *IAMGuard) error {
+			var keys []map[string]types.AttributeValue
+			for _, pk := range pks {
+				keys = append(keys, pkKey(pk))
+			}
+			_, err := g.BatchGetItem(context.Background(), &dynamodb.BatchGetItemInput{RequestItems: map[string]types.KeysAndAttributes{"t": {Keys: keys}}})
+			return err
+		}
+	}
+	due := &dynamodb.QueryInput{TableName: aws.String("t"), IndexName: aws.String(dynamo.IndexDue),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":s": &types.AttributeValueMemberN{Value: "3"}, ":t": &types.AttributeValueMemberN{Value: "1700000000"}}}
+	for _, tc := range []struct {
+		name  string
+		role  awsmode.Role
+		call  func(*IAMGuard) error
+		allow bool
+	}{
+		{"worker reads a Certificate", awsmode.RoleWorker, get("Certificate/default/web"), true},
+		{"worker deletes a Challenge", awsmode.RoleWorker, del("Challenge/default/web-1-0-1"), true},
+		{"worker may not query the due index", awsmode.RoleWorker, q(due), false},
+		{"worker on another table", awsmode.RoleWorker, func(g *IAMGuard) error {
+			_, err := g.GetItem(context.Background(), &dynamodb.GetItemInput{TableName: aws.String("other"), Key: pkKey("Certificate/a/b")})
+			return err
+		}, false},
+		{"signer reads a request", awsmode.RoleSigner, get("CertificateRequest/default/web-1"), true},
+		{"signer writes an issuer", awsmode.RoleSigner, put("ClusterIssuer/ca"), true},
+		{"signer may not write a Certificate", awsmode.RoleSigner, put("Certificate/default/web"), false},
+		{"signer may not delete a request", awsmode.RoleSigner, del("CertificateRequest/default/web-1"), false},
+		{"signer lists requests", awsmode.RoleSigner, q(query(dynamo.IndexKind, "CertificateRequest")), true},
+		{"signer may not list Certificates", awsmode.RoleSigner, q(query(dynamo.IndexKind, "Certificate")), false},
+		{"signer may not list by owner", awsmode.RoleSigner, q(query(dynamo.IndexOwner, "Certificate/default/web")), false},
+		{"signer batch of requests", awsmode.RoleSigner, batch("CertificateRequest/a/b-1", "CertificateRequest/a/c-1"), true},
+		{"signer batch with a Certificate", awsmode.RoleSigner, batch("CertificateRequest/a/b-1", "Certificate/a/b"), false},
+		{"scheduler sweeps the due index", awsmode.RoleScheduler, q(due), true},
+		{"scheduler may not read items", awsmode.RoleScheduler, get("Certificate/default/web"), false},
+		{"http01 lists Challenges", awsmode.RoleHTTP01, q(query(dynamo.IndexKind, "Challenge")), true},
+		{"http01 reads a Challenge", awsmode.RoleHTTP01, get("Challenge/default/web-1-0-1"), true},
+		{"http01 may not write a Challenge", awsmode.RoleHTTP01, put("Challenge/default/web-1-0-1"), false},
+		{"http01 may not list Orders", awsmode.RoleHTTP01, q(query(dynamo.IndexKind, "Order")), false},
+		{"api lists by owner", awsmode.RoleAPI, q(query(dynamo.IndexOwner, "Certificate/default/web")), true},
+		{"api may not sweep", awsmode.RoleAPI, q(due), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			inner := &okAPI{}
+			g := NewIAMGuard(inner, tc.role, "t")
+			err := tc.call(g)
+			if tc.allow {
+				if err != nil || inner.calls != 1 || len(g.Denied()) != 0 {
+					t.Fatalf("want allowed: err %v, calls %d, denied %v", err, inner.calls, g.Denied())
+				}
+				return
+			}
+			var ae smithy.APIError
+			if !errors.As(err, &ae) || ae.ErrorCode() != "AccessDeniedException" || inner.calls != 0 || len(g.Denied()) != 1 {
+				t.Fatalf("want AccessDeniedException and no call: err %v, calls %d, denied %v", err, inner.calls, g.Denied())
+			}
+		})
+	}
+}
