@@ -332,6 +332,14 @@ func TestBindings(t *testing.T) {
 		{"delete", "DELETE", "/v1/namespaces/team-a/certificaterequests/req", alice, "", "", `may not delete CertificateRequest/team-a/req`},
 		{"approve without the approve permission", "POST", "/v1/namespaces/team-a/certificaterequests/req/approval", alice, "", `{"approve": true}`,
 			`may not approve or deny requests for signer`},
+		// Approving a request that does not exist answers 403, like one
+		// that exists, unless the caller may read requests there: no probing.
+		{"approve a missing request without get", "POST", "/v1/namespaces/team-b/certificaterequests/nope/approval", alice, "", `{"approve": true}`,
+			`may not approve or deny CertificateRequest/team-b/nope`},
+		{"approve an existing request without approve", "POST", "/v1/namespaces/team-a/certificaterequests/req/approval", "arn:aws:iam::123456789012:user/mallory", "", `{"approve": true}`,
+			`may not approve or deny requests for signer`},
+		{"approve a missing request without anything", "POST", "/v1/namespaces/team-a/certificaterequests/nope/approval", "arn:aws:iam::123456789012:user/mallory", "", `{"approve": true}`,
+			`may not approve or deny CertificateRequest/team-a/nope`},
 		{"bob cannot read", "GET", "/v1/namespaces/team-a/certificaterequests/req", bob, "", "", "may not get"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -344,6 +352,8 @@ func TestBindings(t *testing.T) {
 	if e.count(api.KindCertificateRequest, "") != 2 || e.count(api.KindIssuer, "") != 2 {
 		t.Fatal("a forbidden apply stored something")
 	}
+	// alice may get requests in team-a: a missing one there is not found.
+	e.mustDo(404, "POST", "/v1/namespaces/team-a/certificaterequests/nope/approval", alice, "", `{"approve": true}`)
 	// alice may list in team-a; bob may approve.
 	e.mustDo(200, http.MethodGet, "/v1/namespaces/team-a/certificaterequests", alice, "", "")
 	r = e.mustDo(200, http.MethodPost, "/v1/namespaces/team-a/certificaterequests/req/approval", bob, "", `{"approve": true}`)

@@ -236,11 +236,7 @@ func (s *Service) Approve(ctx context.Context, caller engine.Caller, key api.Key
 	if key.Kind != api.KindCertificateRequest {
 		return nil, badRequestf("", "approval applies to certificaterequests, not %s", key.Kind)
 	}
-	o, err := s.Engine.Get(ctx, key)
-	if err != nil {
-		return nil, err
-	}
-	if err := s.Engine.AuthorizeApproval(ctx, caller, o.(*api.CertificateRequest)); err != nil {
+	if _, err := s.Engine.RequestForApproval(ctx, caller, key); err != nil {
 		return nil, err
 	}
 	if strings.TrimSpace(message) == "" {
@@ -249,7 +245,8 @@ func (s *Service) Approve(ctx context.Context, caller engine.Caller, key api.Key
 	if err := s.Engine.SetApproval(ctx, key, approve, reason, message); err != nil {
 		return nil, err
 	}
-	if o, err = s.Engine.Get(ctx, key); err != nil {
+	o, err := s.Engine.Get(ctx, key)
+	if err != nil {
 		return nil, err
 	}
 	return o.(*api.CertificateRequest), nil

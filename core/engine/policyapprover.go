@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/certfn/certfn/core/api"
+	"github.com/certfn/certfn/core/errs"
 	"github.com/certfn/certfn/core/policy"
 	"github.com/certfn/certfn/core/ports"
 	"github.com/certfn/certfn/core/rbac"
@@ -124,6 +125,33 @@ func (e *Engine) AuthorizeApproval(ctx context.Context, caller Caller, cr *api.C
 			rbac.SignerResourceNames(cr.Spec.IssuerRef, cr.Namespace)[0], why))
 	}
 	return nil
+}
+
+// RequestForApproval reads the CertificateRequest at key for caller to
+// approve or deny it, after AuthorizeApproval. A request that does not
+// exist is reported as not found only to callers who may get requests in
+// its namespace; everyone else gets the same forbidden answer as for a
+// request they may not approve, so approvals cannot probe which requests
+// exist.
+func (e *Engine) RequestForApproval(ctx context.Context, caller Caller, key api.Key) (*api.CertificateRequest, error) {
+	if key.Kind != api.KindCertificateRequest {
+		return nil, errs.Permanentf("approval applies to CertificateRequests, not %s", key.Kind)
+	}
+	o, err := e.Get(ctx, key)
+	if errors.Is(err, ports.ErrNotFound) {
+		if aerr := e.Authorize(ctx, caller, "get", key); aerr != nil {
+			return nil, errs403(fmt.Errorf("%s may not approve or deny %s", callerIdentity(caller).Username, key))
+		}
+		return nil, err
+	}
+	if err != nil {
+		return nil, err
+	}
+	cr := o.(*api.CertificateRequest)
+	if err := e.AuthorizeApproval(ctx, caller, cr); err != nil {
+		return nil, err
+	}
+	return cr, nil
 }
 
 // SuperuserGroup bypasses authorization, as Kubernetes' system:masters.

@@ -240,11 +240,7 @@ func (r *Runtime) Close() error { return r.Store.Close() }
 // Approve records an approval or denial by caller, who needs the approve
 // permission on the request's signer (seed 004; see docs/policy.md).
 func (r *Runtime) Approve(ctx context.Context, key api.Key, approve bool, reason, message string, caller engine.Caller) error {
-	o, err := r.Engine.Get(ctx, key)
-	if err != nil {
-		return err
-	}
-	if err := r.Engine.AuthorizeApproval(ctx, caller, o.(*api.CertificateRequest)); err != nil {
+	if _, err := r.Engine.RequestForApproval(ctx, caller, key); err != nil {
 		return err
 	}
 	return r.Engine.SetApproval(ctx, key, approve, reason, message)
