@@ -148,7 +148,8 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Body != nil {
 		r.Body = http.MaxBytesReader(w, r.Body, h.cfg.MaxBody)
 	}
-	h.mux.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), callerKey{}, caller)))
+	ctx := engine.WithAuthorizationScope(context.WithValue(r.Context(), callerKey{}, caller))
+	h.mux.ServeHTTP(w, r.WithContext(ctx))
 }
 
 // errorBody is the JSON of every error answer.

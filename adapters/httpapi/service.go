@@ -51,6 +51,7 @@ func (e *ValidationError) Error() string { return e.Message }
 // `certfn apply` does: if any object is invalid or forbidden nothing is
 // stored. Invalid input returns a *ValidationError.
 func (s *Service) Apply(ctx context.Context, caller engine.Caller, objs []api.Object) ([]engine.ApplyResult, error) {
+	ctx = engine.WithAuthorizationScope(ctx) // every object against one RBAC snapshot
 	if len(objs) == 0 {
 		return nil, badRequestf("", "no resources to apply")
 	}
@@ -256,6 +257,7 @@ func (s *Service) Approve(ctx context.Context, caller engine.Caller, key api.Key
 // prints) if caller may get it. The request and issuer in the chain are
 // shown only if caller may get them too; the secret only if s.Secrets is set.
 func (s *Service) Status(ctx context.Context, caller engine.Caller, key api.Key) (*explain.Report, error) {
+	ctx = engine.WithAuthorizationScope(ctx)
 	if key.Kind != api.KindCertificate {
 		return nil, badRequestf("", "status applies to certificates, not %s", key.Kind)
 	}

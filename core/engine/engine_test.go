@@ -32,6 +32,26 @@ type faultyStore struct {
 	ports.Store
 	mu     sync.Mutex
 	getErr error
+	lists  map[string]int // List calls per kind
+}
+
+func (f *faultyStore) List(ctx context.Context, opts ports.ListOptions) ([]ports.Record, error) {
+	f.mu.Lock()
+	if f.lists == nil {
+		f.lists = map[string]int{}
+	}
+	f.lists[opts.Kind]++
+	f.mu.Unlock()
+	return f.Store.List(ctx, opts)
+}
+
+// listed returns and resets the List calls of kind.
+func (f *faultyStore) listed(kind string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n := f.lists[kind]
+	delete(f.lists, kind)
+	return n
 }
 
 func (f *faultyStore) Get(ctx context.Context, key api.Key) (ports.Record, error) {

@@ -83,6 +83,44 @@ func (e *Engine) Authorizer(ctx context.Context) (*rbac.Authorizer, error) {
 	return rbac.NewAuthorizer(s), nil
 }
 
+// authzScope is the context key of WithAuthorizationScope's cache.
+type authzScope struct{}
+
+type authzCache struct {
+	az *rbac.Authorizer
+}
+
+// WithAuthorizationScope returns a context in which Authorize and
+// AuthorizeApproval build the RBAC snapshot (four lists) once and reuse it
+// for every later check: one API request, or one CLI command, is decided
+// against the roles and bindings as they were when its first check ran
+// (so a batch cannot grant itself rights half-way, and an apply of N
+// objects costs four lists, not 4N). Without it every check lists anew.
+// A context already in a scope is returned as it is.
+func WithAuthorizationScope(ctx context.Context) context.Context {
+	if _, ok := ctx.Value(authzScope{}).(*authzCache); ok {
+		return ctx
+	}
+	return context.WithValue(ctx, authzScope{}, &authzCache{})
+}
+
+// authorizer returns the scope's snapshot, building it on first use, or a
+// fresh one outside a scope.
+func (e *Engine) authorizer(ctx context.Context) (*rbac.Authorizer, error) {
+	c, ok := ctx.Value(authzScope{}).(*authzCache)
+	if !ok {
+		return e.Authorizer(ctx)
+	}
+	if c.az == nil {
+		az, err := e.Authorizer(ctx)
+		if err != nil {
+			return nil, err
+		}
+		c.az = az
+	}
+	return c.az, nil
+}
+
 // Authorize checks that caller may perform verb on key (create, get, list,
 // update, delete, or approve on a request's signer). Members of
 // system:masters are allowed everything, as in Kubernetes.
@@ -93,7 +131,7 @@ func (e *Engine) Authorize(ctx context.Context, caller Caller, verb string, key 
 			return nil
 		}
 	}
-	az, err := e.Authorizer(ctx)
+	az, err := e.authorizer(ctx)
 	if err != nil {
 		return err
 	}
@@ -116,7 +154,7 @@ func (e *Engine) AuthorizeApproval(ctx context.Context, caller Caller, cr *api.C
 			return nil
 		}
 	}
-	az, err := e.Authorizer(ctx)
+	az, err := e.authorizer(ctx)
 	if err != nil {
 		return err
 	}
