@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/pem"
 	"fmt"
+	"strings"
 
 	"github.com/certfn/certfn/core/api"
 	"github.com/certfn/certfn/core/certificates"
@@ -27,9 +28,13 @@ func optionalOutputs(spec *api.CertificateSpec) map[string]bool {
 	return want
 }
 
+// certManagerAnnotationPrefix marks the annotations certfn writes itself
+// (pki.SecretMetadata).
+const certManagerAnnotationPrefix = "cert-manager.io/"
+
 // OutputsStale reports why a valid stored secret no longer has the shape
 // the spec asks for (additional output formats, keystores, key encoding,
-// secretTemplate metadata); empty when it has. Fixing that needs no new
+// secretTemplate labels and annotations added, changed or removed); empty when it has. Fixing that needs no new
 // certificate, only a rewrite of the secret.
 func OutputsStale(st *certificates.State) string {
 	sec := st.Secret
@@ -45,16 +50,32 @@ func OutputsStale(st *certificates.State) string {
 			return "tls.key encoding differs from spec.privateKey.encoding"
 		}
 	}
+	var tl, ta map[string]string
 	if t := st.Cert.Spec.SecretTemplate; t != nil {
-		for k, v := range t.Labels {
-			if sec.Labels[k] != v {
-				return "label " + k + " differs from spec.secretTemplate"
-			}
+		tl, ta = t.Labels, t.Annotations
+	}
+	for k, v := range tl {
+		if sec.Labels[k] != v {
+			return "label " + k + " differs from spec.secretTemplate"
 		}
-		for k, v := range t.Annotations {
-			if sec.Annotations[k] != v {
-				return "annotation " + k + " differs from spec.secretTemplate"
-			}
+	}
+	for k, v := range ta {
+		if sec.Annotations[k] != v {
+			return "annotation " + k + " differs from spec.secretTemplate"
+		}
+	}
+	// certfn writes every label and annotation of a Certificate's secret:
+	// the template's, and its own cert-manager.io/ annotations. One that is
+	// neither was removed from the template (cert-manager removes it from
+	// the Secret too, through server-side apply's managed fields).
+	for k := range sec.Labels {
+		if _, ok := tl[k]; !ok {
+			return "label " + k + " is no longer in spec.secretTemplate"
+		}
+	}
+	for k := range sec.Annotations {
+		if _, ok := ta[k]; !ok && !strings.HasPrefix(k, certManagerAnnotationPrefix) {
+			return "annotation " + k + " is no longer in spec.secretTemplate"
 		}
 	}
 	return ""

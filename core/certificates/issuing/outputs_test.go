@@ -71,6 +71,27 @@ func TestOutputsStep(t *testing.T) {
 				t.Error("annotation not rewritten")
 			}
 		}},
+		{name: "secretTemplate label removed", stored: []func(*api.Certificate){func(c *api.Certificate) {
+			c.Spec.SecretTemplate = &api.CertificateSecretTemplate{Labels: map[string]string{"team": "a", "tier": "web"}}
+		}}, want: []func(*api.Certificate){func(c *api.Certificate) {
+			c.Spec.SecretTemplate = &api.CertificateSecretTemplate{Labels: map[string]string{"team": "a"}}
+		}}, wantStale: "label tier is no longer", check: func(t *testing.T, s ports.Secret) {
+			if _, ok := s.Labels["tier"]; ok || s.Labels["team"] != "a" {
+				t.Errorf("labels %v, want only team=a", s.Labels)
+			}
+		}},
+		{name: "secretTemplate removed", stored: []func(*api.Certificate){func(c *api.Certificate) {
+			c.Spec.SecretTemplate = &api.CertificateSecretTemplate{Annotations: map[string]string{"owner": "ops"}}
+		}}, wantStale: "annotation owner is no longer", check: func(t *testing.T, s ports.Secret) {
+			if _, ok := s.Annotations["owner"]; ok || s.Annotations[api.AnnotationCertificateName] == "" {
+				t.Errorf("annotations %v, want cert-manager's only", s.Annotations)
+			}
+		}},
+		{name: "current with a template", stored: []func(*api.Certificate){func(c *api.Certificate) {
+			c.Spec.SecretTemplate = &api.CertificateSecretTemplate{Labels: map[string]string{"team": "a"}, Annotations: map[string]string{"owner": "ops"}}
+		}}, want: []func(*api.Certificate){func(c *api.Certificate) {
+			c.Spec.SecretTemplate = &api.CertificateSecretTemplate{Labels: map[string]string{"team": "a"}, Annotations: map[string]string{"owner": "ops"}}
+		}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ca := ct.NewCA(t)
