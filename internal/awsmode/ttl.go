@@ -19,11 +19,15 @@ import (
 const RetainFinal = 180 * 24 * time.Hour
 
 // gcKinds are the kinds certfn creates itself and that the TTL may collect.
-var gcKinds = map[string]bool{api.KindCertificateRequest: true, "Order": true, "Challenge": true}
+var gcKinds = map[string]bool{api.KindCertificateRequest: true, "Order": true, "Challenge": true, api.KindChallengeLease: true}
 
 // ExpiresAt is the DynamoDB TTL policy (dynamo.Options.ExpiresAt): a
-// CertificateRequest, Order or Challenge written in a final state expires
-// RetainFinal after that write; everything else never expires.
+// CertificateRequest, Order or Challenge written in a final state, and a
+// ChallengeLease written released (no holder), expire RetainFinal after
+// that write; everything else never expires. A released lease is kept so
+// that its version only grows while a writer may still hold an older
+// version (seconds to minutes: one invocation); after RetainFinal no such
+// writer exists, and a lease claimed again is written anew, without TTL.
 func ExpiresAt(rec ports.Record, now time.Time) time.Time {
 	if !gcKinds[rec.Key.Kind] {
 		return time.Time{}
@@ -37,6 +41,9 @@ func ExpiresAt(rec ports.Record, now time.Time) time.Time {
 		return time.Time{}
 	}
 	if f, ok := obj.(interface{ IsFinal() bool }); ok && f.IsFinal() {
+		return now.Add(RetainFinal)
+	}
+	if l, ok := obj.(*api.ChallengeLease); ok && l.Spec.Holder == nil {
 		return now.Add(RetainFinal)
 	}
 	return time.Time{}

@@ -23,6 +23,11 @@ func TestExpiresAt(t *testing.T) {
 		c.Status.Conditions = conds
 		return c
 	}
+	lease := func(h *api.ChallengeLeaseHolder) *api.ChallengeLease {
+		return &api.ChallengeLease{TypeMeta: api.TypeMeta{APIVersion: api.CertfnACMEV1Alpha1, Kind: api.KindChallengeLease},
+			ObjectMeta: api.ObjectMeta{Name: api.ChallengeLeaseName(api.ACMEChallengeTypeDNS01, "www.example.com")},
+			Spec:       api.ChallengeLeaseSpec{Type: api.ACMEChallengeTypeDNS01, DNSName: "www.example.com", Holder: h}}
+	}
 	issued := api.Condition{Type: "Ready", Status: api.ConditionTrue, Reason: "Issued"}
 	for _, tc := range []struct {
 		name string
@@ -33,6 +38,8 @@ func TestExpiresAt(t *testing.T) {
 		{"issued request expires after RetainFinal", rec(cr(issued)), now.Add(RetainFinal)},
 		{"denied request expires", rec(cr(api.Condition{Type: "Denied", Status: api.ConditionTrue})), now.Add(RetainFinal)},
 		{"a Certificate never expires", rec(&api.Certificate{TypeMeta: api.TypeMeta{Kind: api.KindCertificate}, ObjectMeta: api.ObjectMeta{Name: "c", Namespace: "d"}}), time.Time{}},
+		{"held lease never expires", rec(lease(&api.ChallengeLeaseHolder{Namespace: "d", Name: "c", UID: "u"})), time.Time{}},
+		{"released lease expires", rec(lease(nil)), now.Add(RetainFinal)},
 		{"undecodable data never expires", ports.Record{Key: api.Key{Kind: api.KindCertificateRequest, Namespace: "d", Name: "x"}, Data: []byte("{")}, time.Time{}},
 	} {
 		if got := ExpiresAt(tc.rec, now); !got.Equal(tc.want) {
