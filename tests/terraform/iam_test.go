@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -38,6 +39,7 @@ type variant struct {
 	http01          bool     // enable_http01
 	acm             bool     // enable_acm_import
 	workerManagesCA bool     // worker_manages_ca_certificates
+	assumeRoles     []string // route53_assume_role_arns
 }
 
 // iamCheck is one row of the table: may role perform action on resource
@@ -207,7 +209,18 @@ func iamChecks(v variant) []iamCheck {
 		b.deny("signer may not update "+k, "signer", "dynamodb:UpdateItem", b.table(), leading(k))
 	}
 	b.deny("signer may not delete requests", "signer", "dynamodb:DeleteItem", b.table(), leading("CertificateRequest/default/web-1"))
-	b.deny("signer may not list", "signer", "dynamodb:Query", b.index("kind_ns"), leading("CertificateRequest"))
+	// The signer lists the requests waiting for a CA issuer that became
+	// Ready (kind_ns index, kind CertificateRequest), nothing else.
+	b.allow("signer lists CertificateRequests", "signer", "dynamodb:Query", b.index("kind_ns"), leading("CertificateRequest"))
+	b.allow("signer reads the listed requests", "signer", "dynamodb:BatchGetItem", b.table(), leading("CertificateRequest/default/web-1", "CertificateRequest/default/web-2"))
+	for _, k := range []string{"Certificate", "Secret", "CertificateRequestPolicy", "Issuer", "ClusterIssuer", "Order", "Challenge", "ChallengeLease", "Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding", "Namespace"} {
+		b.deny("signer may not list "+k, "signer", "dynamodb:Query", b.index("kind_ns"), leading(k))
+	}
+	b.deny("signer may not list CertificateRequests with another kind", "signer", "dynamodb:Query", b.index("kind_ns"), leading("CertificateRequest", "Certificate"))
+	b.deny("signer may not query the due index", "signer", "dynamodb:Query", b.index("due"), leading("3"))
+	b.deny("signer may not query the owner index", "signer", "dynamodb:Query", b.index("owner"), leading("Certificate/default/web"))
+	b.deny("signer may not query the owner index for requests", "signer", "dynamodb:Query", b.index("owner"), leading("CertificateRequest"))
+	b.deny("signer may not query the table", "signer", "dynamodb:Query", b.table(), leading("CertificateRequest/default/web-1"))
 	b.allow("scheduler reads the due index", "scheduler", "dynamodb:Query", b.index("due"), leading("3"))
 	for _, a := range []string{"GetItem", "PutItem", "UpdateItem", "DeleteItem", "Scan"} {
 		b.deny("scheduler reads nothing but the due index ("+a+")", "scheduler", "dynamodb:"+a, b.table(), leading("Certificate/default/web"))
@@ -286,6 +299,36 @@ func iamChecks(v variant) []iamCheck {
 		b.deny("worker may not list zones without zones", "worker", "route53:ListHostedZonesByName", "*", nil)
 	}
 
+	// --- STS: the worker assumes exactly the roles that route53 solvers
+	// name (route53_assume_role_arns); no other function assumes any role.
+	for _, arn := range v.assumeRoles {
+		b.allow("worker assumes the listed route53 role "+arn, "worker", "sts:AssumeRole", arn, nil)
+		for _, r := range append(slices.Clone(roles), "schedule") {
+			if r == "worker" {
+				continue
+			}
+			b.deny(r+" may not assume the route53 role "+arn, r, "sts:AssumeRole", arn, nil)
+		}
+	}
+	for _, arn := range []string{
+		"arn:aws:iam::" + testAccount + ":role/dns01-other",
+		"arn:aws:iam::210987654321:role/dns01",
+		"arn:aws:iam::" + testAccount + ":role/" + b.fn("signer"),
+	} {
+		if slices.Contains(v.assumeRoles, arn) {
+			continue
+		}
+		b.deny("worker may not assume an unlisted role "+arn, "worker", "sts:AssumeRole", arn, nil)
+	}
+	for _, arn := range v.assumeRoles {
+		// Neither a prefix nor a suffix of a listed ARN, nor a look-alike.
+		b.deny("worker may not assume a role named like "+arn, "worker", "sts:AssumeRole", arn+"-admin", nil)
+		b.deny("worker may not assume a role under the path of "+arn, "worker", "sts:AssumeRole", arn+"/admin", nil)
+	}
+	if len(v.assumeRoles) == 0 {
+		b.deny("worker may not assume roles without route53_assume_role_arns", "worker", "sts:AssumeRole", "arn:aws:iam::"+testAccount+":role/dns01", nil)
+	}
+
 	// --- ACM
 	cert := b.arn("acm", "certificate/11111111-2222-4333-8444-555555555555")
 	if v.acm {
@@ -326,10 +369,40 @@ func iamChecks(v variant) []iamCheck {
 // api reads no private key; scheduler and http01 touch nothing but their
 // own data).
 var absoluteForbidden = map[string][]string{
-	"api":       {"secretsmanager:GetSecretValue", "secretsmanager:BatchGetSecretValue", "secretsmanager:PutSecretValue", "secretsmanager:CreateSecret", "route53:ChangeResourceRecordSets", "acm:ImportCertificate"},
-	"scheduler": {"secretsmanager:GetSecretValue", "secretsmanager:BatchGetSecretValue", "secretsmanager:PutSecretValue", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem", "route53:ChangeResourceRecordSets"},
-	"http01":    {"secretsmanager:GetSecretValue", "secretsmanager:BatchGetSecretValue", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem", "sqs:SendMessage"},
-	"signer":    {"secretsmanager:PutSecretValue", "secretsmanager:CreateSecret", "secretsmanager:DeleteSecret", "dynamodb:DeleteItem", "route53:ChangeResourceRecordSets", "acm:ImportCertificate"},
+	"api":       {"secretsmanager:GetSecretValue", "secretsmanager:BatchGetSecretValue", "secretsmanager:PutSecretValue", "secretsmanager:CreateSecret", "route53:ChangeResourceRecordSets", "acm:ImportCertificate", "sts:AssumeRole"},
+	"scheduler": {"secretsmanager:GetSecretValue", "secretsmanager:BatchGetSecretValue", "secretsmanager:PutSecretValue", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem", "route53:ChangeResourceRecordSets", "sts:AssumeRole"},
+	"http01":    {"secretsmanager:GetSecretValue", "secretsmanager:BatchGetSecretValue", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem", "sqs:SendMessage", "sts:AssumeRole"},
+	"signer":    {"secretsmanager:PutSecretValue", "secretsmanager:CreateSecret", "secretsmanager:DeleteSecret", "dynamodb:DeleteItem", "route53:ChangeResourceRecordSets", "acm:ImportCertificate", "sts:AssumeRole"},
+	"schedule":  {"sts:AssumeRole"},
+}
+
+// assumeRoleViolations checks the worker's sts:AssumeRole structurally: the
+// Allow statements that cover it name exactly want (route53_assume_role_arns),
+// with no wildcard, and there are none when want is empty.
+func assumeRoleViolations(policies map[string][]iamPolicy, want []string) []string {
+	var out, got []string
+	for _, p := range policies["worker"] {
+		for _, st := range p.Statement {
+			if st.Effect != "Allow" || len(allowStatementsFor([]iamPolicy{{Statement: []iamStatement{st}}}, "sts:AssumeRole")) == 0 {
+				continue
+			}
+			if len(st.Condition) > 0 {
+				out = append(out, fmt.Sprintf("worker: %s: sts:AssumeRole under a condition; want plain resources", st.Sid))
+			}
+			for _, r := range st.Resource {
+				if strings.ContainsAny(r, "*?") {
+					out = append(out, fmt.Sprintf("worker: %s: sts:AssumeRole on a wildcard resource %q", st.Sid, r))
+				}
+				got = append(got, r)
+			}
+		}
+	}
+	got = slices.Compact(slices.Sorted(slices.Values(got)))
+	want = slices.Compact(slices.Sorted(slices.Values(want)))
+	if !slices.Equal(got, want) {
+		out = append(out, fmt.Sprintf("worker: sts:AssumeRole allowed on %v, want exactly route53_assume_role_arns %v", got, want))
+	}
+	return out
 }
 
 // rolePolicies returns the inline policies of every role in the plan, keyed
@@ -440,6 +513,7 @@ const everyInput = `name_prefix = "pki"
   auto_approve_signers = ["issuers.cert-manager.io/*"]
   api_admin_arns = ["arn:aws:iam::123456789012:role/platform-admin"]
   api_invoker_arns = ["arn:aws:iam::123456789012:role/platform-admin"]
+  route53_assume_role_arns = ["arn:aws:iam::123456789012:role/dns01", "arn:aws:iam::210987654321:role/certfn/dns01-zones"]
   tags = { team = "platform" }`
 
 // planCache holds plans of the module by inputs, for the tests that plan
@@ -503,7 +577,8 @@ var iamVariants = []struct {
 		name:   "every input",
 		inputs: everyInput,
 		v: variant{prefix: "pki", secretPrefix: "org/pki", zones: []string{"Z0123456789ABC", "ZSECONDZONE01"},
-			kmsKeyARN: "arn:aws:kms:us-east-1:123456789012:key/0a1b2c3d-1111-4000-8000-00000000abcd", acm: true, workerManagesCA: true},
+			kmsKeyARN: "arn:aws:kms:us-east-1:123456789012:key/0a1b2c3d-1111-4000-8000-00000000abcd", acm: true, workerManagesCA: true,
+			assumeRoles: []string{"arn:aws:iam::123456789012:role/dns01", "arn:aws:iam::210987654321:role/certfn/dns01-zones"}},
 	},
 	{
 		name:   "no zones",
@@ -531,6 +606,9 @@ func TestIAMLeastPrivilege(t *testing.T) {
 				t.Fatalf("only %d checks generated", len(checks))
 			}
 			for _, v := range iamViolations(policies, checks) {
+				t.Error(v)
+			}
+			for _, v := range assumeRoleViolations(policies, tc.v.assumeRoles) {
 				t.Error(v)
 			}
 		})
@@ -563,13 +641,27 @@ const brokenExtra = `locals {
         Action   = ["route53:ChangeResourceRecordSets"]
         Resource = ["arn:${local.partition}:route53:::hostedzone/*"]
       },
+      {
+        Sid      = "BrokenWorkerAssumesAnyRole"
+        Effect   = "Allow"
+        Action   = ["sts:AssumeRole"]
+        Resource = ["arn:${local.partition}:iam::${local.account}:role/*"]
+      },
     ]
-    signer = [{
-      Sid      = "BrokenSignerWritesAnyItem"
-      Effect   = "Allow"
-      Action   = ["dynamodb:PutItem"]
-      Resource = [local.arn.table]
-    }]
+    signer = [
+      {
+        Sid      = "BrokenSignerWritesAnyItem"
+        Effect   = "Allow"
+        Action   = ["dynamodb:PutItem"]
+        Resource = [local.arn.table]
+      },
+      {
+        Sid      = "BrokenSignerListsAnyKind"
+        Effect   = "Allow"
+        Action   = ["dynamodb:Query"]
+        Resource = [local.arn.index_kind_ns]
+      },
+    ]
     scheduler = [{
       Sid      = "BrokenSchedulerAdmin"
       Effect   = "Allow"
@@ -599,7 +691,8 @@ func TestIAMCatchesBrokenPolicies(t *testing.T) {
 		"zz_broken_extra.tf":    brokenExtra,
 		"zz_broken_override.tf": brokenOverride,
 	})
-	got := iamViolations(rolePolicies(t, p), iamChecks(tc.v))
+	policies := rolePolicies(t, p)
+	got := append(iamViolations(policies, iamChecks(tc.v)), assumeRoleViolations(policies, tc.v.assumeRoles)...)
 	if len(got) == 0 {
 		t.Fatal("no violation reported for the broken policies")
 	}
@@ -613,6 +706,12 @@ func TestIAMCatchesBrokenPolicies(t *testing.T) {
 		"worker may not change records outside the listed zones",
 		"signer may not write CertificateRequestPolicy/example",
 		"signer may not write ClusterRoleBinding/approvers",
+		"signer may not list Certificate",
+		"signer may not list CertificateRequests with another kind",
+		"worker may not assume roles without route53_assume_role_arns",
+		"worker may not assume an unlisted role",
+		"worker: sts:AssumeRole allowed on",
+		"worker: BrokenWorkerAssumesAnyRole: sts:AssumeRole on a wildcard resource",
 		"scheduler: no wildcard permissions: BrokenSchedulerAdmin: wildcard action \"*\"",
 		"scheduler may not read secret values (tag ca)",
 		"scheduler may not pass roles",

@@ -344,6 +344,7 @@ func TestModuleRejectsBadInputs(t *testing.T) {
 		{`due_shards = 300`, "due_shards: must be between 1 and 256"},
 		{`cluster_resource_namespace = "Cert_Manager"`, "cluster_resource_namespace: must be a DNS label"},
 		{`api_admin_arns = ["arn:aws:sts::123456789012:assumed-role/ci/build-1"]`, "api_admin_arns: each entry must be"},
+		{`route53_assume_role_arns = ["arn:aws:iam::123456789012:role/dns01-*"]`, "route53_assume_role_arns: each entry must be an IAM role ARN"},
 	}
 	var inputs []string
 	for _, c := range cases {

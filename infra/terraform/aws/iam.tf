@@ -6,13 +6,18 @@
 #   worker    resources; its queue; enqueue on both queues; secrets tagged
 #             certfn-role = private-key | certificate | acme-account (read and
 #             write) and solver-credentials (read); Route53 TXT records under
-#             _acme-challenge in the listed zones; ACM import when enabled.
-#             Never a CA key (explicit deny on certfn-role = ca, and
-#             issued-ca unless worker_manages_ca_certificates).
-#   signer    CertificateRequest / Issuer / ClusterIssuer items only; its
-#             queue; enqueue on the worker queue; reads secrets tagged ca,
-#             issued-ca (CA key pairs) and private-key (a selfSigned request's
-#             key). It cannot write or approve anything else.
+#             _acme-challenge in the listed zones; sts:AssumeRole on the
+#             route53_assume_role_arns only (route53 solvers' role field);
+#             ACM import when enabled. Never a CA key (explicit deny on
+#             certfn-role = ca, and issued-ca unless
+#             worker_manages_ca_certificates).
+#   signer    CertificateRequest / Issuer / ClusterIssuer items only; lists
+#             CertificateRequests (Query on the kind_ns index for that kind
+#             only) to wake the requests waiting for a CA issuer that became
+#             Ready; its queue; enqueue on the worker queue; reads secrets
+#             tagged ca, issued-ca (CA key pairs) and private-key (a
+#             selfSigned request's key). It cannot write or approve anything
+#             else.
 #   scheduler the due index and the worker queue, nothing else.
 #   http01    Challenge items, read only.
 #
@@ -269,6 +274,16 @@ locals {
           Resource = ["*"]
         },
       ] : s if var.enable_acm_import],
+      [for s in [
+        {
+          # The role field of route53 DNS-01 solvers: exactly the listed
+          # roles; their own policies decide which records they may change.
+          Sid      = "Dns01AssumeRoles"
+          Effect   = "Allow"
+          Action   = ["sts:AssumeRole"]
+          Resource = var.route53_assume_role_arns
+        },
+      ] : s if length(var.route53_assume_role_arns) > 0],
     )
 
     signer = concat([
@@ -281,6 +296,16 @@ locals {
         Action    = ["dynamodb:GetItem", "dynamodb:BatchGetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"]
         Resource  = [local.arn.table]
         Condition = { "ForAllValues:StringLike" = { "dynamodb:LeadingKeys" = ["CertificateRequest/*", "Issuer/*", "ClusterIssuer/*"] } }
+      },
+      {
+        # When a CA issuer becomes Ready, the requests waiting for it are
+        # listed (kind_ns index, kind CertificateRequest) and woken; the
+        # items themselves are read with the BatchGetItem above.
+        Sid       = "ListWaitingRequests"
+        Effect    = "Allow"
+        Action    = ["dynamodb:Query"]
+        Resource  = [local.arn.index_kind_ns]
+        Condition = { "ForAllValues:StringEquals" = { "dynamodb:LeadingKeys" = ["CertificateRequest"] } }
       },
       local.st_consume["signer"],
       {

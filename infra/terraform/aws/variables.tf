@@ -112,6 +112,17 @@ variable "route53_record_name_patterns" {
   }
 }
 
+variable "route53_assume_role_arns" {
+  description = "IAM role ARNs that route53 DNS-01 solvers name in their role field: the worker may sts:AssumeRole exactly these (and no other role) before changing records with the role's permissions, e.g. a role that holds the zones in another account. Empty: no sts:AssumeRole permission."
+  type        = list(string)
+  default     = []
+
+  validation {
+    condition     = alltrue([for a in var.route53_assume_role_arns : can(regex("^arn:aws[a-z-]*:iam::[0-9]{12}:role/([A-Za-z0-9+=,.@_-]+/)*[A-Za-z0-9+=,.@_-]{1,64}$", a))])
+    error_message = "route53_assume_role_arns: each entry must be an IAM role ARN, arn:<partition>:iam::<account>:role/[<path>/]<name>, without wildcards."
+  }
+}
+
 variable "enable_acm_import" {
   description = "Let the worker import issued certificates into ACM (and re-import them on renewal), limited to certificates it tagged itself."
   type        = bool
