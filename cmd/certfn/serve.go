@@ -22,6 +22,7 @@ func newServe(g *globals) *cobra.Command {
 	var ctrlGroups []string
 	var dns01CTS string
 	var dns01NS []string
+	var hook localmode.DeployHookOptions
 	c := &cobra.Command{
 		Use:   "serve",
 		Short: "Run the worker and scheduler loops on the local data directory",
@@ -30,6 +31,10 @@ signed and stored, and certificates renewed on time. Commands run from another t
 against the same --data directory are picked up within a second.
 
 With --until-idle, process everything that is due and exit (for cron and CI).
+With --deploy-hook, run a shell command after each new certificate (first issuance,
+renewal, re-issuance), as certbot's --deploy-hook: it gets CERTFN_NAMESPACE,
+CERTFN_CERTIFICATE, CERTFN_SECRET_NAME, CERTFN_SECRET_DIR, CERTFN_REVISION,
+CERTFN_NOT_AFTER, CERTFN_DNS_NAMES and certbot's RENEWED_LINEAGE and RENEWED_DOMAINS.
 Local only: on a cloud deployment the worker, signer and scheduler functions do
 this work, so --server is refused.`,
 		Args: cobra.NoArgs,
@@ -48,6 +53,7 @@ this work, so --server is refused.`,
 				opts.Identity = engine.Identity{Username: ctrlUser, Groups: append([]string{"system:authenticated"}, ctrlGroups...)}
 			}
 			opts.ACME.HTTP01SelfCheckAddr = selfCheckAddr
+			opts.DeployHook = hook
 			if err := dns01TestProviders(&opts.ACME, dns01CTS, dns01NS); err != nil {
 				return err
 			}
@@ -67,6 +73,9 @@ this work, so --server is refused.`,
 		"serve ACME HTTP-01 challenges (GET /.well-known/acme-challenge/{token}) on this address, e.g. ':80' (env CERTFN_HTTP01_LISTEN)")
 	c.Flags().StringVar(&selfCheckAddr, "http01-self-check-addr", os.Getenv("CERTFN_HTTP01_SELF_CHECK_ADDR"),
 		"address the HTTP-01 self-check connects to instead of <name>:80 (e.g. when --http01-listen is not reachable on port 80 of the name) (env CERTFN_HTTP01_SELF_CHECK_ADDR)")
+	c.Flags().StringVar(&hook.Command, "deploy-hook", os.Getenv("CERTFN_DEPLOY_HOOK"),
+		"shell `command` run after each new certificate, e.g. 'systemctl reload nginx' (runs once per revision, at least once; see certfn serve --help) (env CERTFN_DEPLOY_HOOK)")
+	c.Flags().DurationVar(&hook.Timeout, "deploy-hook-timeout", 5*time.Minute, "kill a deploy hook that runs longer than this")
 	c.Flags().IntVar(&o.Workers, "workers", 4, "parallel workers")
 	c.Flags().DurationVar(&o.SweepInterval, "sweep-interval", 10*time.Second, "how often the scheduler looks for due work")
 	c.Flags().StringVar(&autoApprove, "auto-approve", os.Getenv("CERTFN_AUTO_APPROVE"),

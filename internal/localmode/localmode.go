@@ -36,6 +36,7 @@ import (
 	"github.com/certfn/certfn/core/signers"
 	"github.com/certfn/certfn/core/signers/ca"
 	"github.com/certfn/certfn/core/signers/selfsigned"
+	"github.com/certfn/certfn/internal/deployhook"
 )
 
 // Options configure a Runtime.
@@ -77,8 +78,19 @@ type Options struct {
 	// an ACMImported=False condition saying it is not configured.
 	CertificateImporter ports.CertificateImporter
 
+	// DeployHook, when its Command is set, runs a command after each new
+	// certificate a Certificate's secret receives (certbot's
+	// --deploy-hook; see internal/deployhook). Only Serve runs hooks.
+	DeployHook DeployHookOptions
+
 	// ACME holds the ACME issuer's settings.
 	ACME ACMEOptions
+}
+
+// DeployHookOptions configure `certfn serve --deploy-hook`.
+type DeployHookOptions struct {
+	Command string
+	Timeout time.Duration
 }
 
 // ACMEOptions configure the ACME issuer in local mode.
@@ -123,6 +135,8 @@ type Runtime struct {
 		Accounts *acme.Accounts
 		HTTP01   http.Handler
 	}
+	// Hooks runs the deploy hook; nil without one.
+	Hooks *deployhook.Runner
 }
 
 type inboxQueue struct{ in *local.Inbox }
@@ -150,7 +164,8 @@ func Open(opts Options) (*Runtime, error) {
 	if err != nil {
 		return nil, err
 	}
-	var secrets ports.SecretStore = local.NewSecretStore(filepath.Join(opts.DataDir, "secrets"))
+	fileSecrets := local.NewSecretStore(filepath.Join(opts.DataDir, "secrets"))
+	var secrets ports.SecretStore = fileSecrets
 	if opts.WrapSecrets != nil {
 		secrets = opts.WrapSecrets(secrets)
 	}
@@ -231,6 +246,15 @@ func Open(opts Options) (*Runtime, error) {
 	}
 	rt.Engine = eng
 	acmeSigner.SetEngine(eng)
+	if opts.DeployHook.Command != "" {
+		rt.Hooks, err = deployhook.New(deployhook.Config{Command: opts.DeployHook.Command, Timeout: opts.DeployHook.Timeout,
+			StateFile: filepath.Join(opts.DataDir, "deploy-hooks.json"), SecretDir: fileSecrets.SecretDir,
+			Log: opts.Logger, Metrics: rt.Metrics})
+		if err != nil {
+			_ = store.Close()
+			return nil, err
+		}
+	}
 	return rt, nil
 }
 
@@ -251,6 +275,11 @@ func (r *Runtime) handle(ctx context.Context, d local.Delivery) {
 	disp := r.Engine.Handle(ctx, d.Key.String(), d.Attempt)
 	if disp.Err != nil {
 		r.Log.Warn("reconcile", "key", d.Key.String(), "attempt", d.Attempt, "retry", !disp.Ack, "err", disp.Err)
+	}
+	if r.Hooks != nil && d.Key.Kind == api.KindCertificate {
+		if o, err := r.Engine.Get(ctx, d.Key); err == nil {
+			r.Hooks.Observe(o.(*api.Certificate))
+		}
 	}
 	var err error
 	if disp.Ack {

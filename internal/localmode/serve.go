@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"sync"
 	"time"
+
+	"github.com/certfn/certfn/core/api"
 )
 
 // ServeOptions configure the real-time loops of `certfn serve`.
@@ -67,6 +69,15 @@ func (r *Runtime) Serve(ctx context.Context, o ServeOptions) error {
 		}
 		defer stop()
 	}
+	if r.Hooks != nil {
+		// Certificates whose hook has not run for their current revision
+		// (a crash while it ran, a hook newly configured) run it now; then
+		// each reconcile of a Certificate is observed (localmode.handle).
+		if err := r.observeAll(ctx); err != nil {
+			return err
+		}
+		defer r.Hooks.Wait()
+	}
 	if o.UntilIdle {
 		return r.serveUntilIdle(ctx, o)
 	}
@@ -114,6 +125,18 @@ func (r *Runtime) Serve(ctx context.Context, o ServeOptions) error {
 		return nil
 	}
 	return ctx.Err()
+}
+
+// observeAll shows every Certificate to the deploy hook.
+func (r *Runtime) observeAll(ctx context.Context) error {
+	objs, err := r.Engine.List(ctx, api.KindCertificate, "")
+	if err != nil {
+		return fmt.Errorf("deploy hook: list certificates: %w", err)
+	}
+	for _, o := range objs {
+		r.Hooks.Observe(o.(*api.Certificate))
+	}
+	return nil
 }
 
 func (r *Runtime) serveUntilIdle(ctx context.Context, o ServeOptions) error {
