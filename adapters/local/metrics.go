@@ -190,3 +190,32 @@ func (c *Counters) WritePrometheus(w io.Writer) error {
 	}
 	return nil
 }
+
+// Gauge is one sample of a gauge: labels alternate name, value.
+type Gauge struct {
+	Labels []string
+	Value  float64
+}
+
+// WriteGauges writes the gauge name with its help text and samples in the
+// Prometheus text format, samples sorted by labels; nothing without samples.
+func WriteGauges(w io.Writer, name, help string, samples []Gauge) error {
+	if len(samples) == 0 {
+		return nil
+	}
+	name = sanitizeName(name)
+	lines := make([]string, 0, len(samples))
+	for _, s := range samples {
+		lines = append(lines, name+renderLabels(s.Labels)+" "+formatValue(s.Value))
+	}
+	sort.Strings(lines)
+	bw := bufio.NewWriter(w)
+	fmt.Fprintf(bw, "# HELP %s %s\n# TYPE %s gauge\n", name, strings.ReplaceAll(help, "\n", " "), name)
+	for _, l := range lines {
+		fmt.Fprintln(bw, l)
+	}
+	if err := bw.Flush(); err != nil {
+		return fmt.Errorf("metrics: write: %w", err)
+	}
+	return nil
+}

@@ -76,6 +76,8 @@ this work, so --server is refused.`,
 	c.Flags().StringVar(&hook.Command, "deploy-hook", os.Getenv("CERTFN_DEPLOY_HOOK"),
 		"shell `command` run after each new certificate, e.g. 'systemctl reload nginx' (runs once per revision, at least once; see certfn serve --help) (env CERTFN_DEPLOY_HOOK)")
 	c.Flags().DurationVar(&hook.Timeout, "deploy-hook-timeout", 5*time.Minute, "kill a deploy hook that runs longer than this")
+	c.Flags().StringVar(&o.MetricsListen, "metrics-listen", os.Getenv("CERTFN_METRICS_LISTEN"),
+		"serve Prometheus metrics (GET /metrics) on this address, e.g. ':9402'; certificate gauges use cert-manager's names (env CERTFN_METRICS_LISTEN)")
 	c.Flags().IntVar(&o.Workers, "workers", 4, "parallel workers")
 	c.Flags().DurationVar(&o.SweepInterval, "sweep-interval", 10*time.Second, "how often the scheduler looks for due work")
 	c.Flags().StringVar(&autoApprove, "auto-approve", os.Getenv("CERTFN_AUTO_APPROVE"),

@@ -24,6 +24,9 @@ type ServeOptions struct {
 	// HTTP01Listen, when set, serves ACME HTTP-01 challenges on this
 	// address (e.g. ":80") while serving.
 	HTTP01Listen string
+	// MetricsListen, when set, serves GET /metrics (Prometheus text
+	// format) on this address, e.g. ":9402" as cert-manager's controller.
+	MetricsListen string
 }
 
 // ListenHTTP01 starts the HTTP-01 responder on addr and returns the bound
@@ -64,6 +67,13 @@ func (r *Runtime) Serve(ctx context.Context, o ServeOptions) error {
 	}
 	if o.HTTP01Listen != "" {
 		_, stop, err := r.ListenHTTP01(o.HTTP01Listen)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
+	if o.MetricsListen != "" {
+		_, stop, err := r.ListenMetrics(o.MetricsListen)
 		if err != nil {
 			return err
 		}
