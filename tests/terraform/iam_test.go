@@ -181,7 +181,13 @@ func iamChecks(v variant) []iamCheck {
 		b.deny("worker may not re-tag CA keys ("+ca+")", "worker", "secretsmanager:TagResource", web, withReq(tagged(ca), "aws:RequestTag/certfn-role", "certificate"))
 		b.deny("worker may not tag a secret as a CA key ("+ca+")", "worker", "secretsmanager:TagResource", web, withReq(tagged("certificate"), "aws:RequestTag/certfn-role", ca))
 	}
-	b.deny("worker may not read untagged secrets", "worker", "secretsmanager:GetSecretValue", web, nil)
+	// A secret that does not exist has no tags: looking it up must reach
+	// Secrets Manager (ResourceNotFoundException), or issuance cannot start.
+	b.allow("worker looks up a secret that does not exist yet", "worker", "secretsmanager:GetSecretValue", web, nil)
+	b.allow("worker describes a secret that does not exist yet", "worker", "secretsmanager:DescribeSecret", web, nil)
+	for _, a := range []string{"PutSecretValue", "DeleteSecret", "UpdateSecretVersionStage", "TagResource"} {
+		b.deny("worker may not change untagged secrets ("+a+")", "worker", "secretsmanager:"+a, web, nil)
+	}
 	b.deny("worker may not create untagged secrets", "worker", "secretsmanager:CreateSecret", web, nil)
 	b.deny("worker may not read secrets outside the prefix", "worker", "secretsmanager:GetSecretValue",
 		b.arn("secretsmanager", "secret:"+v.secretPrefix+"-other/default/web-tls-AbCdEf"), tagged("certificate"))
@@ -190,7 +196,8 @@ func iamChecks(v variant) []iamCheck {
 	for _, tag := range []string{"ca", "issued-ca", "private-key"} {
 		b.allow("signer reads signing keys ("+tag+")", "signer", "secretsmanager:GetSecretValue", web, tagged(tag))
 	}
-	for _, tag := range []string{"", "certificate", "acme-account", "solver-credentials"} {
+	b.allow("signer looks up a CA secret that does not exist yet", "signer", "secretsmanager:GetSecretValue", web, nil)
+	for _, tag := range []string{"certificate", "acme-account", "solver-credentials"} {
 		b.deny("signer may not read other secrets ("+tag+")", "signer", "secretsmanager:GetSecretValue", web, tagged(tag))
 	}
 	for _, a := range []string{"PutSecretValue", "DeleteSecret", "UpdateSecret", "TagResource"} {
@@ -702,7 +709,6 @@ func TestIAMCatchesBrokenPolicies(t *testing.T) {
 		"api: no Allow statement may cover secretsmanager:GetSecretValue",
 		"worker may not touch CA keys (ca, GetSecretValue)",
 		"worker may not touch CA keys (issued-ca, GetSecretValue)",
-		"worker may not read untagged secrets",
 		"worker may not change records outside the listed zones",
 		"signer may not write CertificateRequestPolicy/example",
 		"signer may not write ClusterRoleBinding/approvers",

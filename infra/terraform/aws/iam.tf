@@ -168,6 +168,20 @@ locals {
         Condition = { "StringEquals" = { "secretsmanager:ResourceTag/${local.secret_role_tag}" = local.worker_secret_rw } }
       },
       {
+        # A secret that does not exist yet has no tags, so the tag-scoped
+        # statements cannot allow looking it up: this one lets the lookup
+        # reach Secrets Manager, which answers ResourceNotFoundException (a
+        # missing secret is how issuance starts). IAM cannot tell an
+        # untagged secret from a missing one, so an untagged secret under
+        # the prefix is readable too: tag every secret you install
+        # (docs/deploy-aws.md, "Secrets").
+        Sid       = "LookUpMissingSecrets"
+        Effect    = "Allow"
+        Action    = ["secretsmanager:GetSecretValue", "secretsmanager:DescribeSecret"]
+        Resource  = [local.arn.secrets]
+        Condition = { "Null" = { "secretsmanager:ResourceTag/${local.secret_role_tag}" = "true" } }
+      },
+      {
         Sid       = "SolverCredentials"
         Effect    = "Allow"
         Action    = ["secretsmanager:GetSecretValue", "secretsmanager:DescribeSecret"]
@@ -313,6 +327,20 @@ locals {
         Effect   = "Allow"
         Action   = ["sqs:SendMessage"]
         Resource = [local.arn.worker_queue]
+      },
+      {
+        # A secret that does not exist yet has no tags, so the tag-scoped
+        # statements cannot allow looking it up: this one lets the lookup
+        # reach Secrets Manager, which answers ResourceNotFoundException (a
+        # missing CA secret makes the issuer not Ready). IAM cannot tell an
+        # untagged secret from a missing one, so an untagged secret under
+        # the prefix is readable too: tag every secret you install
+        # (docs/deploy-aws.md, "Secrets").
+        Sid       = "LookUpMissingSecrets"
+        Effect    = "Allow"
+        Action    = ["secretsmanager:GetSecretValue", "secretsmanager:DescribeSecret"]
+        Resource  = [local.arn.secrets]
+        Condition = { "Null" = { "secretsmanager:ResourceTag/${local.secret_role_tag}" = "true" } }
       },
       {
         Sid       = "SigningKeys"
