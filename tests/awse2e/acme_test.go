@@ -36,6 +36,10 @@ type pebbleServer struct {
 	dirURL string
 	tlsPEM []byte
 	roots  *x509.CertPool
+	// dns is the challtestsrv Pebble's VA asks (DNS-01 records are set
+	// there), listening on 127.0.0.1:dnsPort.
+	dns     *challtestsrv.ChallSrv
+	dnsPort int
 }
 
 func freePort(t *testing.T) int {
@@ -57,7 +61,8 @@ func startPebble(t *testing.T, http01Port int) *pebbleServer {
 	if os.Getenv("PEBBLE_LOG") != "" {
 		logger = log.New(os.Stderr, "pebble ", log.LstdFlags)
 	}
-	dnsAddr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	dnsPort := freePort(t)
+	dnsAddr := fmt.Sprintf("127.0.0.1:%d", dnsPort)
 	dns, err := challtestsrv.New(challtestsrv.Config{DNSAddrs: []string{dnsAddr}, Log: log.New(io.Discard, "", 0)})
 	if err != nil {
 		t.Fatal(err)
@@ -88,7 +93,8 @@ func startPebble(t *testing.T, http01Port int) *pebbleServer {
 		roots.AddCert(cai.GetRootCert(i).Cert)
 	}
 	return &pebbleServer{dirURL: ts.URL + wfe.DirectoryPath,
-		tlsPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: ts.Certificate().Raw}), roots: roots}
+		tlsPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: ts.Certificate().Raw}), roots: roots,
+		dns: dns, dnsPort: dnsPort}
 }
 
 // serveHTTP01 plays the http01 function's Function URL: every request on

@@ -8,7 +8,10 @@
 // issues from CA and self-signed issuers, and from ACME (HTTP-01) against
 // an in-process Pebble set up as tests/cmd/pebble does (tests/acme's
 // harness is not importable), with the http01 function answering the
-// validation.
+// validation, and renews it; it solves DNS-01 through the route53
+// provider on the HAND-WRITTEN Route 53 TEST DOUBLE
+// (adapters/dns/route53/route53test) and imports into ACM on the
+// HAND-WRITTEN ACM TEST DOUBLE (adapters/aws/acm/acmtest).
 package awse2e
 
 import (
@@ -20,6 +23,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -133,6 +137,23 @@ func (d *deployment) secret(ns, name, stage string) ports.Secret {
 		d.t.Fatalf("secret %s/%s at %s: %v", ns, name, stage, err)
 	}
 	return ports.Secret{Data: map[string][]byte{"raw": []byte(aws.ToString(out.SecretString))}}
+}
+
+// deliverUntil delivers both queues, in real time (SQS delays are real),
+// until done returns true; past within it fails t with what.
+func (d *deployment) deliverUntil(what string, within time.Duration, done func() bool) {
+	d.t.Helper()
+	deadline := time.Now().Add(within)
+	for !done() {
+		if time.Now().After(deadline) {
+			d.t.Fatalf("not done after %s: %s", within, what)
+		}
+		n1, _ := d.Deliver(d.worker, d.WorkerQueueURL)
+		n2, _ := d.Deliver(d.signer, d.SignerQueueURL)
+		if n1 == 0 && n2 == 0 {
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
 }
 
 func revision(c *api.Certificate) int {

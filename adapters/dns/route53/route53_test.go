@@ -16,6 +16,7 @@ import (
 	"github.com/libdns/libdns"
 
 	"github.com/certfn/certfn/adapters/aws/awscfg"
+	"github.com/certfn/certfn/adapters/dns/route53/route53test"
 	"github.com/certfn/certfn/core/acme/dns01"
 	"github.com/certfn/certfn/core/api"
 	"github.com/certfn/certfn/core/certificates/certtest"
@@ -31,11 +32,11 @@ var fastRetry = awscfg.Retry{MaxAttempts: 3, MaxBackoff: 10 * time.Millisecond}
 // route53Service is the AWS_ENDPOINT_URL_ suffix of Route 53.
 const route53Service = emulators.Service("ROUTE_53")
 
-// backend is where a test's zones live: the hand-written double
-// (fake != nil; see double_test.go), or the endpoint named by
+// backend is where a test's zones live: the HAND-WRITTEN TEST DOUBLE
+// (fake != nil; see route53test), or the endpoint named by
 // AWS_ENDPOINT_URL / AWS_ENDPOINT_URL_ROUTE_53 (LocalStack).
 type backend struct {
-	fake     *fakeAWS
+	fake     *route53test.Double
 	endpoint string
 	admin    *r53.Client // sets up zones and reads records back
 }
@@ -54,8 +55,8 @@ func newBackend(t *testing.T) *backend {
 // read its call log).
 func newDoubleBackend(t *testing.T) *backend {
 	t.Helper()
-	f, ep := newFakeAWS(t)
-	return &backend{fake: f, endpoint: ep, admin: r53.NewFromConfig(awscfg.ForEndpoint(ep, fastRetry))}
+	f := route53test.New(t)
+	return &backend{fake: f, endpoint: f.URL, admin: r53.NewFromConfig(awscfg.ForEndpoint(f.URL, fastRetry))}
 }
 
 var uniq atomic.Int64
@@ -248,7 +249,7 @@ func TestAppendDeleteKeepOtherValues(t *testing.T) {
 				p := build(t, f, request()) // a new value per step, as the Solver builds
 				changesBefore := 0
 				if b.fake != nil {
-					changesBefore = b.fake.count("ChangeResourceRecordSets")
+					changesBefore = b.fake.Count("ChangeResourceRecordSets")
 				}
 				rec := libdns.TXT{Name: rel, Text: s.value}
 				var err error
@@ -268,7 +269,7 @@ func TestAppendDeleteKeepOtherValues(t *testing.T) {
 					t.Errorf("step %d: LastChange = %q, want a change: %v", j, p.LastChange(), s.wantChange)
 				}
 				if b.fake != nil {
-					if made := b.fake.count("ChangeResourceRecordSets") > changesBefore; made != s.wantChange {
+					if made := b.fake.Count("ChangeResourceRecordSets") > changesBefore; made != s.wantChange {
 						t.Errorf("step %d %s %q: change submitted = %v, want %v", j, s.op, s.value, made, s.wantChange)
 					}
 				}
@@ -347,7 +348,7 @@ func TestHostedZoneIDGiven(t *testing.T) {
 	t.Run("used directly", func(t *testing.T) {
 		before := 0
 		if b.fake != nil {
-			before = b.fake.count("ListHostedZonesByName")
+			before = b.fake.Count("ListHostedZonesByName")
 		}
 		p := build(t, b.factory(Options{AllowedZoneIDs: []string{"/hostedzone/" + id}}), request(withZone("/hostedzone/"+id)))
 		if _, err := p.AppendRecords(ctx, zone, rec); err != nil {
@@ -356,7 +357,7 @@ func TestHostedZoneIDGiven(t *testing.T) {
 		if got, _ := b.txt(t, id, "_acme-challenge.given."+zone); !slices.Equal(got, []string{"v"}) {
 			t.Fatalf("TXT = %q", got)
 		}
-		if b.fake != nil && b.fake.count("ListHostedZonesByName") != before {
+		if b.fake != nil && b.fake.Count("ListHostedZonesByName") != before {
 			t.Errorf("zones were listed although hostedZoneID was given")
 		}
 	})
@@ -394,7 +395,7 @@ func TestRoleAssumption(t *testing.T) {
 	zone := base()
 	id := b.zone(t, zone, false)
 	if b.fake != nil {
-		b.fake.deniedRoles[denied] = true
+		b.fake.DenyRole(denied)
 	}
 	ctx := context.Background()
 	cases := []struct {
@@ -414,7 +415,7 @@ func TestRoleAssumption(t *testing.T) {
 			if tc.doubleOnly && b.fake == nil {
 				// LocalStack grants every AssumeRole; the refusal is the double's.
 				b := newDoubleBackend(t)
-				b.fake.deniedRoles[denied] = true
+				b.fake.DenyRole(denied)
 				zid := b.zone(t, zone, false)
 				p := build(t, b.factory(Options{}), request(append(tc.mods, withZone(zid))...))
 				_, err := p.AppendRecords(ctx, zone, []libdns.Record{libdns.TXT{Name: "_acme-challenge.role", Text: "v"}})
@@ -425,7 +426,7 @@ func TestRoleAssumption(t *testing.T) {
 			}
 			var log0 int
 			if b.fake != nil {
-				log0 = len(b.fake.callLog())
+				log0 = len(b.fake.Calls())
 			}
 			f := b.factory(Options{})
 			rel := fmt.Sprintf("_acme-challenge.role%d", i)
@@ -442,9 +443,9 @@ func TestRoleAssumption(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			var calls []fakeCall
+			var calls []route53test.Call
 			if b.fake != nil {
-				calls = b.fake.callLog()[log0:] // before the test's own reads
+				calls = b.fake.Calls()[log0:] // before the test's own reads
 			}
 			if got, _ := b.txt(t, id, rel+"."+zone); !slices.Equal(got, []string{"v0", "v1"}) {
 				t.Fatalf("TXT = %q, want v0 and v1", got)
@@ -452,19 +453,19 @@ func TestRoleAssumption(t *testing.T) {
 			if b.fake == nil {
 				return
 			}
-			var assumes []fakeCall
+			var assumes []route53test.Call
 			for _, c := range calls {
-				if c.op == "AssumeRole" {
+				if c.Op == "AssumeRole" {
 					assumes = append(assumes, c)
-				} else if !strings.HasPrefix(c.accessKey, "ASIAASSUMED") {
-					t.Errorf("%s signed with %q, want the assumed role's key", c.op, c.accessKey)
+				} else if !strings.HasPrefix(c.AccessKey, "ASIAASSUMED") {
+					t.Errorf("%s signed with %q, want the assumed role's key", c.Op, c.AccessKey)
 				}
 			}
-			if len(assumes) != 1 || assumes[0].accessKey != tc.stsKey {
+			if len(assumes) != 1 || assumes[0].AccessKey != tc.stsKey {
 				t.Fatalf("AssumeRole calls = %+v, want one signed with %q", assumes, tc.stsKey)
 			}
-			if last := b.fake.assumed[len(b.fake.assumed)-1]; last != role+" certfn" {
-				t.Errorf("AssumeRole(%q), want role %s, session certfn", last, role)
+			if assumed := b.fake.Assumed(); assumed[len(assumed)-1] != role+" certfn" {
+				t.Errorf("AssumeRole(%q), want role %s, session certfn", assumed[len(assumed)-1], role)
 			}
 		})
 	}
@@ -489,14 +490,14 @@ func TestStaticAndAmbientCredentials(t *testing.T) {
 		{"ambient", nil, "test"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			n := len(b.fake.callLog())
+			n := len(b.fake.Calls())
 			p := build(t, b.factory(Options{}), request(append(tc.mods, withZone(id))...))
 			if _, err := p.AppendRecords(context.Background(), zone, []libdns.Record{libdns.TXT{Name: "_acme-challenge.creds", Text: tc.name}}); err != nil {
 				t.Fatal(err)
 			}
-			for _, c := range b.fake.callLog()[n:] {
-				if c.accessKey != tc.key {
-					t.Errorf("%s signed with %q, want %q", c.op, c.accessKey, tc.key)
+			for _, c := range b.fake.Calls()[n:] {
+				if c.AccessKey != tc.key {
+					t.Errorf("%s signed with %q, want %q", c.Op, c.AccessKey, tc.key)
 				}
 			}
 		})
@@ -522,16 +523,16 @@ func TestSynced(t *testing.T) {
 	// A fresh provider value asks (the ID travels through status.dns01).
 	q := build(t, b.factory(Options{}), request(withZone(id)))
 	if b.fake != nil {
-		before := b.fake.count("GetChange")
+		before := b.fake.Count("GetChange")
 		start := time.Now()
 		ok, err := q.Synced(ctx, zone, change)
 		if err != nil || ok {
 			t.Fatalf("Synced of a PENDING change = %v, %v; want false", ok, err)
 		}
-		if time.Since(start) > time.Second || b.fake.count("GetChange") != before+1 {
-			t.Fatalf("Synced took %s and %d GetChange calls; want one quick call", time.Since(start), b.fake.count("GetChange")-before)
+		if time.Since(start) > time.Second || b.fake.Count("GetChange") != before+1 {
+			t.Fatalf("Synced took %s and %d GetChange calls; want one quick call", time.Since(start), b.fake.Count("GetChange")-before)
 		}
-		b.fake.syncAll()
+		b.fake.SyncAll()
 	}
 	synced := false
 	for i := 0; i < 20 && !synced; i++ { // LocalStack may report PENDING briefly
@@ -583,8 +584,8 @@ func TestErrorsAreClassified(t *testing.T) {
 	for i, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			p := build(t, b.factory(Options{}), request(append([]func(*api.ACMEIssuerDNS01ProviderRoute53, *dns01.ProviderRequest){withZone(id)}, tc.mods...)...))
-			b.fake.failWith(tc.n, tc.code, tc.status)
-			defer b.fake.failWith(0, "", 0)
+			b.fake.FailWith(tc.n, tc.code, tc.status)
+			defer b.fake.FailWith(0, "", 0)
 			_, err := p.AppendRecords(context.Background(), zone, []libdns.Record{libdns.TXT{Name: fmt.Sprintf("_acme-challenge.err%d", i), Text: "v"}})
 			if tc.want == "" {
 				if err != nil {

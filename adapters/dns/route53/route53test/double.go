@@ -1,9 +1,12 @@
-package route53
-
+// Package route53test holds a HAND-WRITTEN TEST DOUBLE of Amazon Route 53
+// (and of AWS STS's AssumeRole) for the tests of adapters/dns/route53 and
+// for end-to-end tests that solve DNS-01 challenges through the route53
+// provider (tests/awse2e).
+//
 // HAND-WRITTEN TEST DOUBLE — NOT AMAZON ROUTE 53, NOT AWS STS.
 //
 // No Route 53 or STS emulator can be installed on these machines, so the
-// tests run against fakeAWS: one httptest.Server that speaks
+// tests run against Double: one httptest.Server that speaks
 //
 //   - Route 53's REST/XML protocol (paths under /2013-04-01/, XML bodies in
 //     the 2013-04-01 namespace, errors as <ErrorResponse> or Route 53's own
@@ -15,7 +18,7 @@ package route53
 //     (CREATE of an existing set, DELETE of a missing set or with values
 //     or TTL that differ, and names outside the zone are InvalidChangeBatch
 //     with Route 53's messages), changes PENDING until the test syncs them
-//     (then INSYNC), NoSuchHostedZone / NoSuchChange for unknown IDs,
+//     (SyncAll, or SyncAfter reads; then INSYNC), NoSuchHostedZone / NoSuchChange for unknown IDs,
 //     character-strings longer than 255 octets refused;
 //   - STS's query protocol (POST / with Action=AssumeRole) answering
 //     temporary credentials per role, or AccessDenied for roles the test
@@ -24,10 +27,18 @@ package route53
 // Every call records the access key ID it was signed with (from the SigV4
 // Authorization header), so tests can tell which credentials were used. It
 // is not a faithful emulator (no signature checks, no pagination beyond
-// maxitems, no alias/weighted records, no VPC checks); when
-// AWS_ENDPOINT_URL (or AWS_ENDPOINT_URL_ROUTE_53) is set, the tests run
-// against that endpoint (LocalStack) instead, and the assertions that need
-// the double's bookkeeping are made only on the double.
+// maxitems, no alias/weighted records, no VPC checks, no DNS service of its
+// own); when AWS_ENDPOINT_URL (or AWS_ENDPOINT_URL_ROUTE_53) is set, the
+// route53 tests run against that endpoint (LocalStack) instead, and the
+// assertions that need the double's bookkeeping are made only on the
+// double.
+//
+// For end-to-end tests it can stand in for Route 53's propagation:
+// OnTXT receives every TXT set a change batch wrote or deleted (e.g. to
+// serve it from Pebble's challtestsrv, the DNS an ACME server in the test
+// asks), and SyncAfter makes changes go from PENDING to INSYNC by
+// themselves after they were read PENDING a number of times.
+package route53test
 
 import (
 	"encoding/xml"
@@ -46,32 +57,81 @@ import (
 
 const r53NS = "https://route53.amazonaws.com/doc/2013-04-01/"
 
-// fakeRRSet is one record set of the double.
-type fakeRRSet struct {
+// rrset is one record set of the double.
+type rrset struct {
 	name, typ string
 	ttl       int64
 	values    []string
 }
 
-// fakeZone is one hosted zone of the double.
-type fakeZone struct {
+// hostedZone is one hosted zone of the double.
+type hostedZone struct {
 	id, name string
 	private  bool
-	sets     map[string]*fakeRRSet // by name + " " + type
+	sets     map[string]*rrset // by name + " " + type
 }
 
-// fakeCall is one call the double answered.
-type fakeCall struct {
-	op, accessKey string
+// Call is one call the double answered: the operation ("GetChange",
+// "AssumeRole", ...) and the access key ID that signed it.
+type Call struct {
+	Op, AccessKey string
 }
 
-// fakeAWS is the double's state.
-type fakeAWS struct {
+// Change is one change of an applied change batch.
+type Change struct {
+	// ID is the batch's change ID (without "/change/").
+	ID string
+	// ZoneID is the hosted zone's ID (without "/hostedzone/").
+	ZoneID string
+	// Action is CREATE, UPSERT or DELETE.
+	Action string
+	// Name (canonical, with the trailing dot), Type, TTL and Values (as
+	// sent: TXT values quoted) of the record set.
+	Name, Type string
+	TTL        int64
+	Values     []string
+}
+
+// RecordSet is a record set the double holds.
+type RecordSet struct {
+	Name, Type string
+	TTL        int64
+	// Values as stored (TXT values quoted, as Route 53 returns them).
+	Values []string
+}
+
+// TXTUpdate is what a change batch did to one TXT set, for OnTXT.
+type TXTUpdate struct {
+	ZoneID string
+	// Name is the set's canonical name ("_acme-challenge.example.com.").
+	Name string
+	// Texts are the set's values now, decoded (quotes and escapes
+	// resolved, character-strings joined); empty when it was deleted.
+	Texts []string
+}
+
+// Double is a running test double. It is safe for concurrent use.
+type Double struct {
+	// URL is the endpoint (awscfg.ForEndpoint(d.URL, ...), or
+	// AWS_ENDPOINT_URL_ROUTE_53 for clients built from the default chain).
+	URL string
+	// OnTXT, when set, is called for every TXT set an applied change batch
+	// wrote or deleted, in the order of the batches, with the double's
+	// lock held (it must not call the double). Set it before any call.
+	OnTXT func(TXTUpdate)
+	// SyncAfter, when > 0, makes a change INSYNC once GetChange has
+	// answered PENDING for it SyncAfter times; 0 keeps changes PENDING
+	// until SyncAll. Set it before any call.
+	SyncAfter int
+
 	mu      sync.Mutex
-	zones   map[string]*fakeZone // by ID
-	changes map[string]string    // ID -> PENDING | INSYNC
+	zones   map[string]*hostedZone // by ID
+	changes map[string]string      // ID -> PENDING | INSYNC
+	pending map[string]int         // ID -> PENDING answers to GetChange
+	answers map[string][]string    // ID -> statuses GetChange answered
+	applied []Change
 	seq     int
-	calls   []fakeCall
+	calls   []Call
 	// deniedRoles answer AccessDenied to AssumeRole.
 	deniedRoles map[string]bool
 	// assumed records AssumeRole calls: role ARN + " " + session name.
@@ -82,17 +142,38 @@ type fakeAWS struct {
 	failStatus int
 }
 
-// newFakeAWS starts the double for t and returns it with its endpoint.
-func newFakeAWS(t *testing.T) (*fakeAWS, string) {
+// New starts a double for t (stopped when t ends).
+func New(t testing.TB) *Double {
 	t.Helper()
-	f := &fakeAWS{zones: map[string]*fakeZone{}, changes: map[string]string{}, deniedRoles: map[string]bool{}}
+	f := &Double{zones: map[string]*hostedZone{}, changes: map[string]string{}, pending: map[string]int{},
+		answers: map[string][]string{}, deniedRoles: map[string]bool{}}
 	srv := httptest.NewServer(f)
 	t.Cleanup(srv.Close)
-	return f, srv.URL
+	f.URL = srv.URL
+	return f
 }
 
-// syncAll makes every change INSYNC.
-func (f *fakeAWS) syncAll() {
+// AddZone creates a hosted zone as CreateHostedZone would (private: a
+// private zone, which zone discovery must skip) and returns its ID
+// without "/hostedzone/".
+func (f *Double) AddZone(name string, private bool) string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.addZone(name, private).id
+}
+
+func (f *Double) addZone(name string, private bool) *hostedZone {
+	f.seq++
+	z := &hostedZone{id: fmt.Sprintf("Z%020d", f.seq), name: canonical(name), private: private, sets: map[string]*rrset{}}
+	f.zones[z.id] = z
+	for _, typ := range []string{"SOA", "NS"} {
+		z.sets[z.name+" "+typ] = &rrset{name: z.name, typ: typ, ttl: 900, values: []string{"ns-1.awsdns.test."}}
+	}
+	return z
+}
+
+// SyncAll makes every change INSYNC.
+func (f *Double) SyncAll() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for id := range f.changes {
@@ -100,34 +181,104 @@ func (f *fakeAWS) syncAll() {
 	}
 }
 
-// failWith makes the next n Route 53 calls fail with code and HTTP status.
-func (f *fakeAWS) failWith(n int, code string, status int) {
+// FailWith makes the next n Route 53 calls (CreateHostedZone excepted)
+// fail with code and HTTP status; n = 0 stops it.
+func (f *Double) FailWith(n int, code string, status int) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.failNext, f.failCode, f.failStatus = n, code, status
 }
 
-// callLog returns the calls answered so far.
-func (f *fakeAWS) callLog() []fakeCall {
+// DenyRole makes AssumeRole of role answer AccessDenied.
+func (f *Double) DenyRole(role string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.deniedRoles[role] = true
+}
+
+// Assumed returns the AssumeRole calls so far, as "role-ARN session-name".
+func (f *Double) Assumed() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.assumed)
+}
+
+// Calls returns the calls answered so far.
+func (f *Double) Calls() []Call {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return slices.Clone(f.calls)
 }
 
-// count returns how many calls of op were answered.
-func (f *fakeAWS) count(op string) int {
+// Count returns how many calls of op were answered.
+func (f *Double) Count(op string) int {
 	n := 0
-	for _, c := range f.callLog() {
-		if c.op == op {
+	for _, c := range f.Calls() {
+		if c.Op == op {
 			n++
 		}
 	}
 	return n
 }
 
+// Changes returns the changes of every applied change batch, in order
+// (refused batches are not listed).
+func (f *Double) Changes() []Change {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := slices.Clone(f.applied)
+	for i := range out {
+		out[i].Values = slices.Clone(out[i].Values)
+	}
+	return out
+}
+
+// StatusAnswers returns, per change ID, the statuses GetChange answered
+// for it, in order ("PENDING", ..., "INSYNC").
+func (f *Double) StatusAnswers() map[string][]string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := map[string][]string{}
+	for id, a := range f.answers {
+		out[id] = slices.Clone(a)
+	}
+	return out
+}
+
+// RecordSets returns the record sets of zone zoneID (nil for an unknown
+// zone), sorted by name and type.
+func (f *Double) RecordSets(zoneID string) []RecordSet {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	z := f.zones[zoneID]
+	if z == nil {
+		return nil
+	}
+	var out []RecordSet
+	for _, s := range z.sets {
+		out = append(out, RecordSet{Name: s.name, Type: s.typ, TTL: s.ttl, Values: slices.Clone(s.values)})
+	}
+	slices.SortFunc(out, func(a, b RecordSet) int {
+		return strings.Compare(reversed(a.Name)+" "+a.Type, reversed(b.Name)+" "+b.Type)
+	})
+	return out
+}
+
+// ZoneIDs returns the IDs of every hosted zone, sorted.
+func (f *Double) ZoneIDs() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []string
+	for id := range f.zones {
+		out = append(out, id)
+	}
+	slices.Sort(out)
+	return out
+}
+
 var credentialRe = regexp.MustCompile(`Credential=([^/]+)/`)
 
-func (f *fakeAWS) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+func (f *Double) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	key := ""
 	if m := credentialRe.FindStringSubmatch(r.Header.Get("Authorization")); m != nil {
 		key = m[1]
@@ -160,7 +311,7 @@ func (f *fakeAWS) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeR53Error(w, http.StatusBadRequest, "InvalidInput", "the test double does not implement "+r.Method+" "+r.URL.Path)
 		return
 	}
-	f.calls = append(f.calls, fakeCall{op: op, accessKey: key})
+	f.calls = append(f.calls, Call{Op: op, AccessKey: key})
 	if f.failNext > 0 && op != "CreateHostedZone" {
 		f.failNext--
 		writeR53Error(w, f.failStatus, f.failCode, "injected by the test double")
@@ -204,11 +355,11 @@ type xmlZone struct {
 	ResourceRecordSetCount int    `xml:"ResourceRecordSetCount"`
 }
 
-func (z *fakeZone) xml() xmlZone {
+func (z *hostedZone) xml() xmlZone {
 	return xmlZone{ID: "/hostedzone/" + z.id, Name: z.name, CallerReference: "ref-" + z.id, PrivateZone: z.private, ResourceRecordSetCount: len(z.sets)}
 }
 
-func (f *fakeAWS) createHostedZone(w http.ResponseWriter, r *http.Request) {
+func (f *Double) createHostedZone(w http.ResponseWriter, r *http.Request) {
 	var in struct {
 		Name string `xml:"Name"`
 		VPC  *struct {
@@ -219,12 +370,7 @@ func (f *fakeAWS) createHostedZone(w http.ResponseWriter, r *http.Request) {
 		writeR53Error(w, http.StatusBadRequest, "InvalidInput", fmt.Sprintf("bad CreateHostedZoneRequest: %v", err))
 		return
 	}
-	f.seq++
-	z := &fakeZone{id: fmt.Sprintf("Z%020d", f.seq), name: canonical(in.Name), private: in.VPC != nil, sets: map[string]*fakeRRSet{}}
-	f.zones[z.id] = z
-	for _, typ := range []string{"SOA", "NS"} {
-		z.sets[z.name+" "+typ] = &fakeRRSet{name: z.name, typ: typ, ttl: 900, values: []string{"ns-1.awsdns.test."}}
-	}
+	z := f.addZone(in.Name, in.VPC != nil)
 	changeID := f.newChange()
 	writeXML(w, http.StatusCreated, struct {
 		XMLName    xml.Name `xml:"CreateHostedZoneResponse"`
@@ -235,12 +381,12 @@ func (f *fakeAWS) createHostedZone(w http.ResponseWriter, r *http.Request) {
 	}{NS: r53NS, HostedZone: z.xml(), ChangeInfo: f.changeInfo(changeID), NameServer: []string{"ns-1.awsdns.test"}})
 }
 
-func (f *fakeAWS) listHostedZonesByName(w http.ResponseWriter, q url.Values) {
-	var zones []*fakeZone
+func (f *Double) listHostedZonesByName(w http.ResponseWriter, q url.Values) {
+	var zones []*hostedZone
 	for _, z := range f.zones {
 		zones = append(zones, z)
 	}
-	slices.SortFunc(zones, func(a, b *fakeZone) int {
+	slices.SortFunc(zones, func(a, b *hostedZone) int {
 		if c := strings.Compare(reversed(a.name), reversed(b.name)); c != 0 {
 			return c
 		}
@@ -303,19 +449,19 @@ func toXMLRRs(values []string) []xmlRR {
 	return out
 }
 
-func setKey(s *fakeRRSet) string { return reversed(s.name) + " " + s.typ }
+func setKey(s *rrset) string { return reversed(s.name) + " " + s.typ }
 
-func (f *fakeAWS) listResourceRecordSets(w http.ResponseWriter, zoneID string, q url.Values) {
+func (f *Double) listResourceRecordSets(w http.ResponseWriter, zoneID string, q url.Values) {
 	z := f.zones[zoneID]
 	if z == nil {
 		writeR53Error(w, http.StatusNotFound, "NoSuchHostedZone", "No hosted zone found with ID: "+zoneID)
 		return
 	}
-	var sets []*fakeRRSet
+	var sets []*rrset
 	for _, s := range z.sets {
 		sets = append(sets, s)
 	}
-	slices.SortFunc(sets, func(a, b *fakeRRSet) int { return strings.Compare(setKey(a), setKey(b)) })
+	slices.SortFunc(sets, func(a, b *rrset) int { return strings.Compare(setKey(a), setKey(b)) })
 	maxItems := 300
 	if v, err := strconv.Atoi(q.Get("maxitems")); err == nil && v > 0 {
 		maxItems = v
@@ -348,7 +494,7 @@ func (f *fakeAWS) listResourceRecordSets(w http.ResponseWriter, zoneID string, q
 // txtStringRe matches one quoted character-string of a TXT value.
 var txtStringRe = regexp.MustCompile(`"((?:[^"\\]|\\.)*)"`)
 
-func (f *fakeAWS) changeResourceRecordSets(w http.ResponseWriter, r *http.Request, zoneID string) {
+func (f *Double) changeResourceRecordSets(w http.ResponseWriter, r *http.Request, zoneID string) {
 	z := f.zones[zoneID]
 	if z == nil {
 		writeR53Error(w, http.StatusNotFound, "NoSuchHostedZone", "No hosted zone found with ID: "+zoneID)
@@ -365,7 +511,7 @@ func (f *fakeAWS) changeResourceRecordSets(w http.ResponseWriter, r *http.Reques
 		return
 	}
 	// Validate the whole batch on a copy, then apply it (atomic).
-	next := map[string]*fakeRRSet{}
+	next := map[string]*rrset{}
 	for k, v := range z.sets {
 		next[k] = v
 	}
@@ -386,7 +532,7 @@ func (f *fakeAWS) changeResourceRecordSets(w http.ResponseWriter, r *http.Reques
 		if s.Type == "TXT" {
 			for _, v := range values {
 				for _, m := range txtStringRe.FindAllStringSubmatch(v, -1) {
-					if len(DecodeTXT(`"`+m[1]+`"`)) > 255 {
+					if len(decodeTXT(`"`+m[1]+`"`)) > 255 {
 						problems = append(problems, fmt.Sprintf("Invalid Resource Record: 'FATAL problem: TXTRDATATooLong (Value is too long) encountered with '%s''", v))
 					}
 				}
@@ -397,7 +543,7 @@ func (f *fakeAWS) changeResourceRecordSets(w http.ResponseWriter, r *http.Reques
 		}
 		k := name + " " + s.Type
 		cur := next[k]
-		set := &fakeRRSet{name: name, typ: s.Type, ttl: s.TTL, values: values}
+		set := &rrset{name: name, typ: s.Type, ttl: s.TTL, values: values}
 		switch c.Action {
 		case "CREATE":
 			if cur != nil {
@@ -431,6 +577,24 @@ func (f *fakeAWS) changeResourceRecordSets(w http.ResponseWriter, r *http.Reques
 	}
 	z.sets = next
 	id := f.newChange()
+	for _, c := range in.Changes {
+		f.applied = append(f.applied, Change{ID: id, ZoneID: z.id, Action: c.Action, Name: canonical(c.Set.Name),
+			Type: c.Set.Type, TTL: c.Set.TTL, Values: c.Set.values()})
+	}
+	if f.OnTXT != nil {
+		for _, c := range in.Changes {
+			if c.Set.Type != "TXT" {
+				continue
+			}
+			u := TXTUpdate{ZoneID: z.id, Name: canonical(c.Set.Name)}
+			if s := next[u.Name+" TXT"]; s != nil {
+				for _, v := range s.values {
+					u.Texts = append(u.Texts, decodeTXT(v))
+				}
+			}
+			f.OnTXT(u)
+		}
+	}
 	writeXML(w, http.StatusOK, struct {
 		XMLName    xml.Name `xml:"ChangeResourceRecordSetsResponse"`
 		NS         string   `xml:"xmlns,attr"`
@@ -452,22 +616,34 @@ type xmlChangeInfo struct {
 	SubmittedAt string   `xml:"SubmittedAt"`
 }
 
-func (f *fakeAWS) newChange() string {
+func (f *Double) newChange() string {
 	f.seq++
 	id := fmt.Sprintf("C%020d", f.seq)
 	f.changes[id] = "PENDING"
 	return id
 }
 
-func (f *fakeAWS) changeInfo(id string) xmlChangeInfo {
+func (f *Double) changeInfo(id string) xmlChangeInfo {
 	return xmlChangeInfo{ID: "/change/" + id, Status: f.changes[id], SubmittedAt: time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC).Format(time.RFC3339)}
 }
 
-func (f *fakeAWS) getChange(w http.ResponseWriter, id string) {
-	if _, ok := f.changes[id]; !ok {
+func (f *Double) getChange(w http.ResponseWriter, id string) {
+	status, ok := f.changes[id]
+	if !ok {
 		writeR53Error(w, http.StatusNotFound, "NoSuchChange", "Could not find resource with ID: "+id)
 		return
 	}
+	if status == "PENDING" && f.SyncAfter > 0 {
+		// This answer is PENDING; the change is INSYNC once SyncAfter
+		// answers said so.
+		f.pending[id]++
+		defer func() {
+			if f.pending[id] >= f.SyncAfter {
+				f.changes[id] = "INSYNC"
+			}
+		}()
+	}
+	f.answers[id] = append(f.answers[id], status)
 	writeXML(w, http.StatusOK, struct {
 		XMLName    xml.Name `xml:"GetChangeResponse"`
 		NS         string   `xml:"xmlns,attr"`
@@ -476,7 +652,7 @@ func (f *fakeAWS) getChange(w http.ResponseWriter, id string) {
 }
 
 // serveSTS answers STS's query protocol (AssumeRole only).
-func (f *fakeAWS) serveSTS(w http.ResponseWriter, r *http.Request, key string) {
+func (f *Double) serveSTS(w http.ResponseWriter, r *http.Request, key string) {
 	if err := r.ParseForm(); err != nil || r.Form.Get("Action") != "AssumeRole" {
 		writeSTSError(w, http.StatusBadRequest, "InvalidAction", "the test double implements only AssumeRole")
 		return
@@ -484,7 +660,7 @@ func (f *fakeAWS) serveSTS(w http.ResponseWriter, r *http.Request, key string) {
 	role, session := r.Form.Get("RoleArn"), r.Form.Get("RoleSessionName")
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.calls = append(f.calls, fakeCall{op: "AssumeRole", accessKey: key})
+	f.calls = append(f.calls, Call{Op: "AssumeRole", AccessKey: key})
 	f.assumed = append(f.assumed, role+" "+session)
 	if f.deniedRoles[role] {
 		writeSTSError(w, http.StatusForbidden, "AccessDenied", fmt.Sprintf("User: arn:aws:iam::000000000000:user/%s is not authorized to perform: sts:AssumeRole on resource: %s", key, role))
@@ -536,3 +712,46 @@ func writeSTSError(w http.ResponseWriter, status int, code, msg string) {
 		RequestID string   `xml:"RequestId"`
 	}{NS: "https://sts.amazonaws.com/doc/2011-06-15/", Type: "Sender", Code: code, Message: msg, RequestID: "fake-request"})
 }
+
+// decodeTXT returns the text of a Route 53 TXT value: its character-strings
+// (quoted or not) concatenated, escapes (\X, \DDD) resolved. It is the
+// double's own reading of the format (the provider's EncodeTXT is what is
+// under test).
+func decodeTXT(v string) string {
+	var b strings.Builder
+	for i := 0; i < len(v); {
+		c := v[i]
+		if c == ' ' || c == '\t' {
+			i++
+			continue
+		}
+		quoted := c == '"'
+		if quoted {
+			i++
+		}
+		for i < len(v) {
+			c = v[i]
+			if quoted && c == '"' {
+				i++
+				break
+			}
+			if !quoted && (c == ' ' || c == '\t') {
+				break
+			}
+			switch {
+			case c == '\\' && i+3 < len(v) && isDigit(v[i+1]) && isDigit(v[i+2]) && isDigit(v[i+3]):
+				b.WriteByte((v[i+1]-'0')*64 + (v[i+2]-'0')*8 + (v[i+3] - '0'))
+				i += 4
+			case c == '\\' && i+1 < len(v):
+				b.WriteByte(v[i+1])
+				i += 2
+			default:
+				b.WriteByte(c)
+				i++
+			}
+		}
+	}
+	return b.String()
+}
+
+func isDigit(c byte) bool { return c >= '0' && c <= '9' }
