@@ -8,8 +8,6 @@ import (
 	"testing"
 	"time"
 
-	sm "github.com/aws/aws-sdk-go-v2/service/secretsmanager"
-
 	"github.com/certfn/certfn/core/api"
 	"github.com/certfn/certfn/internal/awsmode"
 	"github.com/certfn/certfn/internal/awsmode/awstest"
@@ -19,8 +17,12 @@ import (
 // a PKCS#12 keystore) are issued by the worker and signer functions, then
 // the leaf is renewed by the scheduler's sweep after the clock passes its
 // renewal time; Secrets Manager keeps the previous key pair as AWSPREVIOUS.
+//
+// The examples' CA is a Certificate with isCA (certfn-role issued-ca):
+// the deployment has worker_manages_ca_certificates, as docs/deploy-aws.md
+// says such a CA needs; without it the worker's CreateSecret is refused.
 func TestExamplesIssueAndRenewOnAWS(t *testing.T) {
-	d := deploy(t, nil)
+	d := deployEnv(t, func(e *awstest.Env) { e.WorkerManagesCACertificates = true }, nil)
 	d.applyFiles("../../examples/0[123]*.yaml")
 	d.run()
 	d.requireReady("cert-manager", "demo-ca")
@@ -103,8 +105,8 @@ func TestWorkerNeverReadsTheCAKey(t *testing.T) {
 	workerSM := &denySecrets{deny: func(id string) bool { return strings.HasPrefix(id, "certfn/cert-manager/ops-ca") }}
 	signerSM := &denySecrets{denyWrites: true}
 	d := deploy(t, map[awsmode.Role]func(*awsmode.Options){
-		awsmode.RoleWorker: func(o *awsmode.Options) { workerSM.Client = o.SecretsManager.(*sm.Client); o.SecretsManager = workerSM },
-		awsmode.RoleSigner: func(o *awsmode.Options) { signerSM.Client = o.SecretsManager.(*sm.Client); o.SecretsManager = signerSM },
+		awsmode.RoleWorker: func(o *awsmode.Options) { workerSM.API = o.SecretsManager; o.SecretsManager = workerSM },
+		awsmode.RoleSigner: func(o *awsmode.Options) { signerSM.API = o.SecretsManager; o.SecretsManager = signerSM },
 	})
 	d.installCA("ops-ca")
 	d.apply(leafYAML("app", "ops-ca"))

@@ -53,7 +53,17 @@ type deployment struct {
 // deploy builds the functions; mods adjust one role's options.
 func deploy(t *testing.T, mods map[awsmode.Role]func(*awsmode.Options)) *deployment {
 	t.Helper()
+	return deployEnv(t, nil, mods)
+}
+
+// deployEnv is deploy with setup of the Env (e.g. the IAM guard's
+// settings) before the functions are built.
+func deployEnv(t *testing.T, setup func(*awstest.Env), mods map[awsmode.Role]func(*awsmode.Options)) *deployment {
+	t.Helper()
 	e := awstest.New(t)
+	if setup != nil {
+		setup(e)
+	}
 	rt := func(r awsmode.Role) *awsmode.Runtime {
 		if m, ok := mods[r]; ok {
 			return e.Runtime(r, m)
@@ -229,7 +239,7 @@ func (d *deployment) scanForKeys() {
 // give the worker for CA key pairs) and records the attempts; write
 // operations can be denied altogether (the signer's policy).
 type denySecrets struct {
-	*sm.Client
+	secrets.API
 	deny       func(id string) bool
 	denyWrites bool
 
@@ -259,49 +269,49 @@ func (s *denySecrets) CreateSecret(ctx context.Context, in *sm.CreateSecretInput
 	if err := s.check("CreateSecret", aws.ToString(in.Name), true); err != nil {
 		return nil, err
 	}
-	return s.Client.CreateSecret(ctx, in, o...)
+	return s.API.CreateSecret(ctx, in, o...)
 }
 
 func (s *denySecrets) GetSecretValue(ctx context.Context, in *sm.GetSecretValueInput, o ...func(*sm.Options)) (*sm.GetSecretValueOutput, error) {
 	if err := s.check("GetSecretValue", aws.ToString(in.SecretId), false); err != nil {
 		return nil, err
 	}
-	return s.Client.GetSecretValue(ctx, in, o...)
+	return s.API.GetSecretValue(ctx, in, o...)
 }
 
 func (s *denySecrets) PutSecretValue(ctx context.Context, in *sm.PutSecretValueInput, o ...func(*sm.Options)) (*sm.PutSecretValueOutput, error) {
 	if err := s.check("PutSecretValue", aws.ToString(in.SecretId), true); err != nil {
 		return nil, err
 	}
-	return s.Client.PutSecretValue(ctx, in, o...)
+	return s.API.PutSecretValue(ctx, in, o...)
 }
 
 func (s *denySecrets) DeleteSecret(ctx context.Context, in *sm.DeleteSecretInput, o ...func(*sm.Options)) (*sm.DeleteSecretOutput, error) {
 	if err := s.check("DeleteSecret", aws.ToString(in.SecretId), true); err != nil {
 		return nil, err
 	}
-	return s.Client.DeleteSecret(ctx, in, o...)
+	return s.API.DeleteSecret(ctx, in, o...)
 }
 
 func (s *denySecrets) DescribeSecret(ctx context.Context, in *sm.DescribeSecretInput, o ...func(*sm.Options)) (*sm.DescribeSecretOutput, error) {
 	if err := s.check("DescribeSecret", aws.ToString(in.SecretId), false); err != nil {
 		return nil, err
 	}
-	return s.Client.DescribeSecret(ctx, in, o...)
+	return s.API.DescribeSecret(ctx, in, o...)
 }
 
 func (s *denySecrets) TagResource(ctx context.Context, in *sm.TagResourceInput, o ...func(*sm.Options)) (*sm.TagResourceOutput, error) {
 	if err := s.check("TagResource", aws.ToString(in.SecretId), true); err != nil {
 		return nil, err
 	}
-	return s.Client.TagResource(ctx, in, o...)
+	return s.API.TagResource(ctx, in, o...)
 }
 
 func (s *denySecrets) UpdateSecretVersionStage(ctx context.Context, in *sm.UpdateSecretVersionStageInput, o ...func(*sm.Options)) (*sm.UpdateSecretVersionStageOutput, error) {
 	if err := s.check("UpdateSecretVersionStage", aws.ToString(in.SecretId), true); err != nil {
 		return nil, err
 	}
-	return s.Client.UpdateSecretVersionStage(ctx, in, o...)
+	return s.API.UpdateSecretVersionStage(ctx, in, o...)
 }
 
 var _ secrets.API = (*denySecrets)(nil)

@@ -118,6 +118,11 @@ type Env struct {
 	// IAM guard refused (it inspects IAMDenied itself); otherwise any
 	// refusal fails the test at cleanup.
 	ExpectIAMDenials bool
+	// WorkerManagesCACertificates mirrors the Terraform module's
+	// worker_manages_ca_certificates for the IAM guard of Secrets Manager:
+	// the worker may then read and write issued-ca secrets (the examples'
+	// self-signed CA Certificate). Set it before functions are built.
+	WorkerManagesCACertificates bool
 
 	mu          sync.Mutex
 	arns        map[string]string // queue URL -> ARN
@@ -126,6 +131,7 @@ type Env struct {
 	durations   map[awsmode.Role]time.Duration
 	runtimes    []*awsmode.Runtime
 	guards      []*IAMGuard
+	smGuards    []*SecretsGuard
 }
 
 // New creates a table and the two queues with their dead-letter queues,
@@ -159,7 +165,7 @@ func New(t testing.TB) *Env {
 	e.SQS.Reset()
 	t.Cleanup(func() {
 		if d := e.IAMDenied(); len(d) > 0 && !e.ExpectIAMDenials {
-			t.Errorf("DynamoDB calls that infra/terraform/aws/iam.tf does not allow (IAM TEST DOUBLE):\n  %s", strings.Join(d, "\n  "))
+			t.Errorf("calls that infra/terraform/aws/iam.tf does not allow (IAM TEST DOUBLE):\n  %s", strings.Join(d, "\n  "))
 		}
 	})
 	e.Vars = map[string]string{
@@ -229,20 +235,25 @@ func (e *Env) Options(role awsmode.Role) awsmode.Options {
 		clk = e.EngineClock
 	}
 	guard := NewIAMGuard(ddb, role, e.Table)
+	smGuard := NewSecretsGuard(smc, role, e.WorkerManagesCACertificates)
 	e.mu.Lock()
 	e.guards = append(e.guards, guard)
+	e.smGuards = append(e.smGuards, smGuard)
 	e.mu.Unlock()
 	return awsmode.Options{Getenv: e.Getenv(role), Clock: clk, Logger: e.Log.With("function", string(role)),
-		Metrics: e.Metrics, DynamoDB: guard, SQS: e.SQS, SecretsManager: smc}
+		Metrics: e.Metrics, DynamoDB: guard, SQS: e.SQS, SecretsManager: smGuard}
 }
 
-// IAMDenied lists the DynamoDB calls the IAM guard refused, every
-// function's (see IAMGuard).
+// IAMDenied lists the DynamoDB and Secrets Manager calls the IAM guards
+// refused, every function's (see IAMGuard, SecretsGuard).
 func (e *Env) IAMDenied() []string {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	var out []string
 	for _, g := range e.guards {
+		out = append(out, g.Denied()...)
+	}
+	for _, g := range e.smGuards {
 		out = append(out, g.Denied()...)
 	}
 	return out

@@ -1,0 +1,208 @@
+package awstest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	sm "github.com/aws/aws-sdk-go-v2/service/secretsmanager"
+	smtypes "github.com/aws/aws-sdk-go-v2/service/secretsmanager/types"
+	smithy "github.com/aws/smithy-go"
+
+	"github.com/certfn/certfn/adapters/aws/secrets"
+	"github.com/certfn/certfn/core/ports"
+	"github.com/certfn/certfn/internal/awsmode"
+)
+
+// SecretsGuard is the Secrets Manager half of the IAM TEST DOUBLE (see
+// IAMGuard): it wraps one function's Secrets Manager client and refuses,
+// with an AccessDeniedException, each call that function's policy in
+// infra/terraform/aws/iam.tf does not allow, judged as IAM does, on the
+// secret's certfn-role tag (none for a secret that does not exist) and on
+// the certfn-role tag of the request. The rules are a hand-written copy
+// of iam.tf's Secrets Manager statements; tests/terraform evaluates the
+// planned documents themselves.
+type SecretsGuard struct {
+	secrets.API
+	role awsmode.Role
+	// workerCA mirrors worker_manages_ca_certificates.
+	workerCA bool
+
+	mu     sync.Mutex
+	denied []string
+}
+
+// NewSecretsGuard wraps api for role; workerManagesCA is the module's
+// worker_manages_ca_certificates.
+func NewSecretsGuard(api secrets.API, role awsmode.Role, workerManagesCA bool) *SecretsGuard {
+	return &SecretsGuard{API: api, role: role, workerCA: workerManagesCA}
+}
+
+// Denied returns the refused calls so far.
+func (g *SecretsGuard) Denied() []string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return slices.Clone(g.denied)
+}
+
+// absent is the tag value of a secret without a certfn-role tag (or that
+// does not exist).
+const absent = ""
+
+// allowed decides action for a secret whose certfn-role tag is have, with
+// the certfn-role tag of the request req ("" when the request carries none).
+func (g *SecretsGuard) allowed(action, have, req string) bool {
+	rw := []string{secrets.RolePrivateKey, secrets.RoleCertificate, secrets.RoleACMEAccount}
+	if g.workerCA {
+		rw = append(rw, secrets.RoleIssuedCA)
+	}
+	switch g.role {
+	case awsmode.RoleWorker:
+		switch action {
+		case "GetSecretValue", "DescribeSecret":
+			return slices.Contains(rw, have) || have == "solver-credentials" || have == absent // LookUpMissingSecrets
+		case "PutSecretValue", "UpdateSecretVersionStage", "DeleteSecret":
+			return slices.Contains(rw, have)
+		case "CreateSecret":
+			return slices.Contains(rw, req) // CreateWorkerSecrets (the secret has no tags yet)
+		case "TagResource":
+			// CreateWorkerSecrets (a worker role in the request, the secret
+			// untagged or a worker's) or RetagWorkerSecrets (a worker's
+			// secret, any certfn-role in the request a worker role).
+			return (slices.Contains(rw, req) && (have == absent || slices.Contains(rw, have))) ||
+				(slices.Contains(rw, have) && (req == absent || slices.Contains(rw, req)))
+		}
+	case awsmode.RoleSigner:
+		switch action {
+		case "GetSecretValue", "DescribeSecret":
+			return have == "ca" || have == secrets.RoleIssuedCA || have == secrets.RolePrivateKey || have == absent
+		}
+	}
+	return false
+}
+
+// tagOf reads the certfn-role tag of id with the unguarded client; absent
+// when the secret does not exist or has none.
+func (g *SecretsGuard) tagOf(ctx context.Context, id string) (string, error) {
+	out, err := g.API.DescribeSecret(ctx, &sm.DescribeSecretInput{SecretId: aws.String(id)})
+	var nf *smtypes.ResourceNotFoundException
+	if errors.As(err, &nf) {
+		return absent, nil
+	}
+	if err != nil {
+		return "", err
+	}
+	for _, t := range out.Tags {
+		if aws.ToString(t.Key) == secrets.TagRole {
+			return aws.ToString(t.Value), nil
+		}
+	}
+	return absent, nil
+}
+
+func roleIn(tags []smtypes.Tag) string {
+	for _, t := range tags {
+		if aws.ToString(t.Key) == secrets.TagRole {
+			return aws.ToString(t.Value)
+		}
+	}
+	return absent
+}
+
+func (g *SecretsGuard) check(ctx context.Context, action, id, req string, exists bool) error {
+	have := absent
+	if exists {
+		var err error
+		if have, err = g.tagOf(ctx, id); err != nil {
+			return err
+		}
+	}
+	if g.allowed(action, have, req) {
+		return nil
+	}
+	msg := fmt.Sprintf("%s function: secretsmanager:%s on %s (certfn-role %q, request certfn-role %q)", g.role, action, id, have, req)
+	g.mu.Lock()
+	g.denied = append(g.denied, msg)
+	g.mu.Unlock()
+	return &smithy.GenericAPIError{Code: "AccessDeniedException", Message: "IAM TEST DOUBLE: not authorized: " + msg, Fault: smithy.FaultClient}
+}
+
+// CreateSecret implements secrets.API.
+func (g *SecretsGuard) CreateSecret(ctx context.Context, in *sm.CreateSecretInput, o ...func(*sm.Options)) (*sm.CreateSecretOutput, error) {
+	if err := g.check(ctx, "CreateSecret", aws.ToString(in.Name), roleIn(in.Tags), false); err != nil {
+		return nil, err
+	}
+	if len(in.Tags) > 0 {
+		// Tags given to CreateSecret are authorized as TagResource too.
+		if err := g.check(ctx, "TagResource", aws.ToString(in.Name), roleIn(in.Tags), false); err != nil {
+			return nil, err
+		}
+	}
+	return g.API.CreateSecret(ctx, in, o...)
+}
+
+// GetSecretValue implements secrets.API.
+func (g *SecretsGuard) GetSecretValue(ctx context.Context, in *sm.GetSecretValueInput, o ...func(*sm.Options)) (*sm.GetSecretValueOutput, error) {
+	if err := g.check(ctx, "GetSecretValue", aws.ToString(in.SecretId), absent, true); err != nil {
+		return nil, err
+	}
+	return g.API.GetSecretValue(ctx, in, o...)
+}
+
+// PutSecretValue implements secrets.API.
+func (g *SecretsGuard) PutSecretValue(ctx context.Context, in *sm.PutSecretValueInput, o ...func(*sm.Options)) (*sm.PutSecretValueOutput, error) {
+	if err := g.check(ctx, "PutSecretValue", aws.ToString(in.SecretId), absent, true); err != nil {
+		return nil, err
+	}
+	return g.API.PutSecretValue(ctx, in, o...)
+}
+
+// DeleteSecret implements secrets.API.
+func (g *SecretsGuard) DeleteSecret(ctx context.Context, in *sm.DeleteSecretInput, o ...func(*sm.Options)) (*sm.DeleteSecretOutput, error) {
+	if err := g.check(ctx, "DeleteSecret", aws.ToString(in.SecretId), absent, true); err != nil {
+		return nil, err
+	}
+	return g.API.DeleteSecret(ctx, in, o...)
+}
+
+// DescribeSecret implements secrets.API.
+func (g *SecretsGuard) DescribeSecret(ctx context.Context, in *sm.DescribeSecretInput, o ...func(*sm.Options)) (*sm.DescribeSecretOutput, error) {
+	if err := g.check(ctx, "DescribeSecret", aws.ToString(in.SecretId), absent, true); err != nil {
+		return nil, err
+	}
+	return g.API.DescribeSecret(ctx, in, o...)
+}
+
+// TagResource implements secrets.API.
+func (g *SecretsGuard) TagResource(ctx context.Context, in *sm.TagResourceInput, o ...func(*sm.Options)) (*sm.TagResourceOutput, error) {
+	if err := g.check(ctx, "TagResource", aws.ToString(in.SecretId), roleIn(in.Tags), true); err != nil {
+		return nil, err
+	}
+	return g.API.TagResource(ctx, in, o...)
+}
+
+// UpdateSecretVersionStage implements secrets.API.
+func (g *SecretsGuard) UpdateSecretVersionStage(ctx context.Context, in *sm.UpdateSecretVersionStageInput, o ...func(*sm.Options)) (*sm.UpdateSecretVersionStageOutput, error) {
+	if err := g.check(ctx, "UpdateSecretVersionStage", aws.ToString(in.SecretId), absent, true); err != nil {
+		return nil, err
+	}
+	return g.API.UpdateSecretVersionStage(ctx, in, o...)
+}
+
+// InstallSecret stores sec as an operator would (`aws secretsmanager
+// create-secret ... --tags Key=certfn-role,Value=<role>`), outside every
+// function and its IAM guard: CA key pairs ("ca"), solver credentials.
+func (e *Env) InstallSecret(sec ports.Secret, role string) {
+	e.T.Helper()
+	_, _, smc := awsmode.ClientsForEndpoints("", "", e.SM.URL(), FastRetry)
+	ops, err := secrets.New(smc, secrets.Options{Prefix: e.Vars[awsmode.EnvSecretPrefix], Tags: map[string]string{secrets.TagRole: role}})
+	if err != nil {
+		e.T.Fatal(err)
+	}
+	if err := ops.Create(e.Ctx, sec); err != nil {
+		e.T.Fatalf("install secret %s/%s: %v", sec.Namespace, sec.Name, err)
+	}
+}

@@ -1,0 +1,127 @@
+package awstest
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	sm "github.com/aws/aws-sdk-go-v2/service/secretsmanager"
+	smtypes "github.com/aws/aws-sdk-go-v2/service/secretsmanager/types"
+	smithy "github.com/aws/smithy-go"
+
+	"github.com/certfn/certfn/adapters/aws/secrets"
+	"github.com/certfn/certfn/internal/awsmode"
+)
+
+// taggedSM answers DescribeSecret with the certfn-role tags it holds
+// (ResourceNotFound for other ids) and counts the other calls.
+type taggedSM struct {
+	secrets.API
+	roles map[string]string
+	calls int
+}
+
+func (s *taggedSM) DescribeSecret(_ context.Context, in *sm.DescribeSecretInput, _ ...func(*sm.Options)) (*sm.DescribeSecretOutput, error) {
+	r, ok := s.roles[aws.ToString(in.SecretId)]
+	if !ok {
+		return nil, &smtypes.ResourceNotFoundException{Message: aws.String("not found")}
+	}
+	var tags []smtypes.Tag
+	if r != "" {
+		tags = []smtypes.Tag{{Key: aws.String(secrets.TagRole), Value: aws.String(r)}}
+	}
+	return &sm.DescribeSecretOutput{Tags: tags}, nil
+}
+func (s *taggedSM) GetSecretValue(context.Context, *sm.GetSecretValueInput, ...func(*sm.Options)) (*sm.GetSecretValueOutput, error) {
+	s.calls++
+	return &sm.GetSecretValueOutput{}, nil
+}
+func (s *taggedSM) PutSecretValue(context.Context, *sm.PutSecretValueInput, ...func(*sm.Options)) (*sm.PutSecretValueOutput, error) {
+	s.calls++
+	return &sm.PutSecretValueOutput{}, nil
+}
+func (s *taggedSM) CreateSecret(context.Context, *sm.CreateSecretInput, ...func(*sm.Options)) (*sm.CreateSecretOutput, error) {
+	s.calls++
+	return &sm.CreateSecretOutput{}, nil
+}
+func (s *taggedSM) TagResource(context.Context, *sm.TagResourceInput, ...func(*sm.Options)) (*sm.TagResourceOutput, error) {
+	s.calls++
+	return &sm.TagResourceOutput{}, nil
+}
+
+func TestSecretsGuard(t *testing.T) {
+	roles := map[string]string{"ca": "ca", "issued": "issued-ca", "leaf": "certificate", "next": "private-key", "tsig": "solver-credentials", "bare": ""}
+	get := func(id string) func(*SecretsGuard) error {
+		return func(g *SecretsGuard) error {
+			_, err := g.GetSecretValue(context.Background(), &sm.GetSecretValueInput{SecretId: aws.String(id)})
+			return err
+		}
+	}
+	put := func(id string) func(*SecretsGuard) error {
+		return func(g *SecretsGuard) error {
+			_, err := g.PutSecretValue(context.Background(), &sm.PutSecretValueInput{SecretId: aws.String(id)})
+			return err
+		}
+	}
+	create := func(id, role string) func(*SecretsGuard) error {
+		return func(g *SecretsGuard) error {
+			_, err := g.CreateSecret(context.Background(), &sm.CreateSecretInput{Name: aws.String(id),
+				Tags: []smtypes.Tag{{Key: aws.String(secrets.TagRole), Value: aws.String(role)}}})
+			return err
+		}
+	}
+	retag := func(id, role string) func(*SecretsGuard) error {
+		return func(g *SecretsGuard) error {
+			_, err := g.TagResource(context.Background(), &sm.TagResourceInput{SecretId: aws.String(id),
+				Tags: []smtypes.Tag{{Key: aws.String(secrets.TagRole), Value: aws.String(role)}}})
+			return err
+		}
+	}
+	for _, tc := range []struct {
+		name     string
+		role     awsmode.Role
+		workerCA bool
+		call     func(*SecretsGuard) error
+		allow    bool
+	}{
+		{"worker reads a leaf", awsmode.RoleWorker, false, get("leaf"), true},
+		{"worker looks up a missing secret", awsmode.RoleWorker, false, get("missing"), true},
+		{"worker reads an untagged secret", awsmode.RoleWorker, false, get("bare"), true},
+		{"worker reads solver credentials", awsmode.RoleWorker, false, get("tsig"), true},
+		{"worker may not overwrite solver credentials", awsmode.RoleWorker, false, put("tsig"), false},
+		{"worker may not read a CA key", awsmode.RoleWorker, true, get("ca"), false},
+		{"worker may not read an issued CA", awsmode.RoleWorker, false, get("issued"), false},
+		{"worker reads an issued CA when it manages them", awsmode.RoleWorker, true, get("issued"), true},
+		{"worker creates a certificate", awsmode.RoleWorker, false, create("new", "certificate"), true},
+		{"worker may not create an issued CA", awsmode.RoleWorker, false, create("new", "issued-ca"), false},
+		{"worker may not create a CA key", awsmode.RoleWorker, true, create("new", "ca"), false},
+		{"worker may not re-tag a CA key", awsmode.RoleWorker, false, retag("ca", "certificate"), false},
+		{"worker re-tags its own", awsmode.RoleWorker, false, retag("leaf", "certificate"), true},
+		{"worker may not put an untagged secret", awsmode.RoleWorker, false, put("bare"), false},
+		{"signer reads a CA key", awsmode.RoleSigner, false, get("ca"), true},
+		{"signer reads a next private key", awsmode.RoleSigner, false, get("next"), true},
+		{"signer looks up a missing CA", awsmode.RoleSigner, false, get("missing"), true},
+		{"signer may not read a leaf", awsmode.RoleSigner, false, get("leaf"), false},
+		{"signer may not write", awsmode.RoleSigner, false, put("next"), false},
+		{"signer may not create", awsmode.RoleSigner, false, create("new", "private-key"), false},
+		{"api reads nothing", awsmode.RoleAPI, false, get("missing"), false},
+		{"scheduler reads nothing", awsmode.RoleScheduler, false, get("leaf"), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			inner := &taggedSM{roles: roles}
+			g := NewSecretsGuard(inner, tc.role, tc.workerCA)
+			err := tc.call(g)
+			if tc.allow {
+				if err != nil || inner.calls != 1 || len(g.Denied()) != 0 {
+					t.Fatalf("want allowed: err %v, calls %d, denied %v", err, inner.calls, g.Denied())
+				}
+				return
+			}
+			var ae smithy.APIError
+			if !errors.As(err, &ae) || ae.ErrorCode() != "AccessDeniedException" || inner.calls != 0 || len(g.Denied()) != 1 {
+				t.Fatalf("want AccessDeniedException and no call: err %v, calls %d, denied %v", err, inner.calls, g.Denied())
+			}
+		})
+	}
+}

@@ -1,0 +1,32 @@
+package awse2e
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/certfn/certfn/core/api"
+	"github.com/certfn/certfn/internal/awsmode/awstest"
+)
+
+// Without worker_manages_ca_certificates the worker may not write a CA key
+// pair it issued itself (certfn-role issued-ca): the examples' CA
+// Certificate is refused by IAM (AccessDenied on CreateSecret).
+func TestIssuedCAWithoutPermission(t *testing.T) {
+	d := deployEnv(t, func(e *awstest.Env) { e.ExpectIAMDenials = true }, nil)
+	d.applyFiles("../../examples/0[12]*.yaml")
+	d.run()
+	c := d.cert("cert-manager", "demo-ca")
+	if api.IsTrue(c.Status.Conditions, "Ready") {
+		t.Fatal("demo-ca Ready without worker_manages_ca_certificates")
+	}
+	denied := d.IAMDenied()
+	if len(denied) == 0 || !strings.Contains(strings.Join(denied, "\n"), `request certfn-role "issued-ca"`) {
+		t.Fatalf("IAM denials %v, want the issued-ca secret refused", denied)
+	}
+	// An AWS refusal is retried like any AWS error (a policy can be fixed
+	// while the message waits); if it persists, the message ends in the
+	// dead-letter queue, whose CloudWatch alarm tells the operator.
+	if d.Metrics.Sum("certfn_transient_errors_total") == 0 {
+		t.Error("the refusal was not retried")
+	}
+}
