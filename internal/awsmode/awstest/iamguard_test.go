@@ -117,16 +117,24 @@ func TestIAMGuard(t *testing.T) {
 			inner := &okAPI{}
 			g := NewIAMGuard(inner, tc.role, "t")
 			err := tc.call(g)
-			if tc.allow {
-				if err != nil || inner.calls != 1 || len(g.Denied()) != 0 {
-					t.Fatalf("want allowed: err %v, calls %d, denied %v", err, inner.calls, g.Denied())
-				}
-				return
-			}
-			var ae smithy.APIError
-			if !errors.As(err, &ae) || ae.ErrorCode() != "AccessDeniedException" || inner.calls != 0 || len(g.Denied()) != 1 {
-				t.Fatalf("want AccessDeniedException and no call: err %v, calls %d, denied %v", err, inner.calls, g.Denied())
-			}
+			checkGuarded(t, tc.allow, err, inner.calls, g.Denied())
 		})
+	}
+}
+
+// checkGuarded checks one guarded call: allowed, it reached the client
+// once and nothing was refused; else it failed with AccessDeniedException
+// without reaching the client, and one refusal was recorded.
+func checkGuarded(t *testing.T, allow bool, err error, calls int, denied []string) {
+	t.Helper()
+	if allow {
+		if err != nil || calls != 1 || len(denied) != 0 {
+			t.Fatalf("want allowed: err %v, calls %d, denied %v", err, calls, denied)
+		}
+		return
+	}
+	var ae smithy.APIError
+	if !errors.As(err, &ae) || ae.ErrorCode() != "AccessDeniedException" || calls != 0 || len(denied) != 1 {
+		t.Fatalf("want AccessDeniedException and no call: err %v, calls %d, denied %v", err, calls, denied)
 	}
 }

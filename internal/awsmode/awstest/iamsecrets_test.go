@@ -2,13 +2,11 @@ package awstest
 
 import (
 	"context"
-	"errors"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	sm "github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	smtypes "github.com/aws/aws-sdk-go-v2/service/secretsmanager/types"
-	smithy "github.com/aws/smithy-go"
 
 	"github.com/certfn/certfn/adapters/aws/secrets"
 	"github.com/certfn/certfn/internal/awsmode"
@@ -112,16 +110,7 @@ func TestSecretsGuard(t *testing.T) {
 			inner := &taggedSM{roles: roles}
 			g := NewSecretsGuard(inner, tc.role, tc.workerCA)
 			err := tc.call(g)
-			if tc.allow {
-				if err != nil || inner.calls != 1 || len(g.Denied()) != 0 {
-					t.Fatalf("want allowed: err %v, calls %d, denied %v", err, inner.calls, g.Denied())
-				}
-				return
-			}
-			var ae smithy.APIError
-			if !errors.As(err, &ae) || ae.ErrorCode() != "AccessDeniedException" || inner.calls != 0 || len(g.Denied()) != 1 {
-				t.Fatalf("want AccessDeniedException and no call: err %v, calls %d, denied %v", err, inner.calls, g.Denied())
-			}
+			checkGuarded(t, tc.allow, err, inner.calls, g.Denied())
 		})
 	}
 }
