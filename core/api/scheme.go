@@ -102,6 +102,8 @@ func registerAll() {
 		New: func() Object { return &Order{} }})
 	register(KindInfo{Kind: KindChallenge, APIVersion: ACMEV1, Namespaced: true, Plural: "challenges",
 		Short: []string{"ch"}, New: func() Object { return &Challenge{} }})
+	register(KindInfo{Kind: KindEvent, APIVersion: CoreV1, Namespaced: true, Plural: "events",
+		Short: []string{"ev"}, New: func() Object { return &Event{} }})
 	register(KindInfo{Kind: KindChallengeLease, APIVersion: CertfnACMEV1Alpha1, Namespaced: false, Plural: "challengeleases",
 		New: func() Object { return &ChallengeLease{} }})
 }

@@ -213,7 +213,15 @@ func (e *Engine) Delete(ctx context.Context, key api.Key) error {
 			return fmt.Errorf("delete next private key of %s: %w", key, err)
 		}
 	}
-	return e.deleteTree(ctx, key, 0)
+	if err := e.deleteTree(ctx, key, 0); err != nil {
+		return err
+	}
+	// The Event about the object goes with it (a user's delete; records
+	// the steps delete themselves leave theirs to the store's TTL).
+	if err := e.cfg.Store.Delete(ctx, api.EventKeyFor(key), 0); err != nil && !errors.Is(err, ports.ErrNotFound) {
+		return fmt.Errorf("delete the Event of %s: %w", key, err)
+	}
+	return nil
 }
 
 // deleteTree deletes owned records first (so a crash leaves at worst an

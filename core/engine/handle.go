@@ -23,7 +23,8 @@ type Disposition struct {
 // the attempt-th time (1-based). Malformed or unknown keys are acknowledged
 // and reported: retrying cannot fix them and they must not block a batch.
 // Lost races retry at once; transient errors back off exponentially from
-// 1 s up to 5 minutes, or as the error suggests (Retry-After).
+// 1 s up to 5 minutes, or as the error suggests (Retry-After). Every other
+// failure is also recorded as a Warning Event on the object (api.Event).
 func (e *Engine) Handle(ctx context.Context, body string, attempt int) Disposition {
 	key, err := api.ParseKey(body)
 	if err != nil {
@@ -34,13 +35,17 @@ func (e *Engine) Handle(ctx context.Context, body string, attempt int) Dispositi
 	if err == nil {
 		return Disposition{Ack: true}
 	}
-	switch errs.Classify(err) {
-	case errs.PermanentClass:
-		e.cfg.Metrics.Inc("certfn_permanent_errors_total", "kind", key.Kind)
-		return Disposition{Ack: true, Err: err}
-	case errs.Conflict:
+	class := errs.Classify(err)
+	if class == errs.Conflict {
 		e.cfg.Metrics.Inc("certfn_conflicts_total", "kind", key.Kind)
 		return Disposition{RetryAfter: 0, Err: err}
+	}
+	if rerr := e.recordFailure(ctx, key, class, err); rerr != nil {
+		err = fmt.Errorf("%w (and the Event could not be recorded: %v)", err, rerr)
+	}
+	if class == errs.PermanentClass {
+		e.cfg.Metrics.Inc("certfn_permanent_errors_total", "kind", key.Kind)
+		return Disposition{Ack: true, Err: err}
 	}
 	e.cfg.Metrics.Inc("certfn_transient_errors_total", "kind", key.Kind)
 	if d, ok := errs.SuggestedDelay(err); ok {

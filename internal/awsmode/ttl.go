@@ -18,17 +18,25 @@ import (
 // certificate with the spec instead (seed 002's fallback).
 const RetainFinal = 180 * 24 * time.Hour
 
+// RetainEvents is how long an Event (a recorded failure) is kept after its
+// last update.
+const RetainEvents = 7 * 24 * time.Hour
+
 // gcKinds are the kinds certfn creates itself and that the TTL may collect.
 var gcKinds = map[string]bool{api.KindCertificateRequest: true, "Order": true, "Challenge": true, api.KindChallengeLease: true}
 
 // ExpiresAt is the DynamoDB TTL policy (dynamo.Options.ExpiresAt): a
 // CertificateRequest, Order or Challenge written in a final state, and a
 // ChallengeLease written released (no holder), expire RetainFinal after
-// that write; everything else never expires. A released lease is kept so
+// that write; an Event expires RetainEvents after its last update;
+// everything else never expires. A released lease is kept so
 // that its version only grows while a writer may still hold an older
 // version (seconds to minutes: one invocation); after RetainFinal no such
 // writer exists, and a lease claimed again is written anew, without TTL.
 func ExpiresAt(rec ports.Record, now time.Time) time.Time {
+	if rec.Key.Kind == api.KindEvent {
+		return now.Add(RetainEvents)
+	}
 	if !gcKinds[rec.Key.Kind] {
 		return time.Time{}
 	}

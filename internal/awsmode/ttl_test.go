@@ -40,6 +40,7 @@ func TestExpiresAt(t *testing.T) {
 		{"a Certificate never expires", rec(&api.Certificate{TypeMeta: api.TypeMeta{Kind: api.KindCertificate}, ObjectMeta: api.ObjectMeta{Name: "c", Namespace: "d"}}), time.Time{}},
 		{"held lease never expires", rec(lease(&api.ChallengeLeaseHolder{Namespace: "d", Name: "c", UID: "u"})), time.Time{}},
 		{"released lease expires", rec(lease(nil)), now.Add(RetainFinal)},
+		{"an event expires after RetainEvents", ports.Record{Key: api.Key{Kind: api.KindEvent, Namespace: "d", Name: "certificate.c"}, Data: []byte("{}")}, now.Add(RetainEvents)},
 		{"undecodable data never expires", ports.Record{Key: api.Key{Kind: api.KindCertificateRequest, Namespace: "d", Name: "x"}, Data: []byte("{")}, time.Time{}},
 	} {
 		if got := ExpiresAt(tc.rec, now); !got.Equal(tc.want) {

@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sort"
 	"strings"
 	"time"
 
@@ -60,6 +61,9 @@ type Report struct {
 	// the current revision; nil when there is none (or it is hidden).
 	Request       *api.CertificateRequest `json:"request,omitempty"`
 	RequestHidden bool                    `json:"requestHidden,omitempty"`
+	// Events are the recorded failures (api.Event) of the Certificate, its
+	// request and its issuer that the caller may read, oldest first.
+	Events []api.Event `json:"events,omitempty"`
 }
 
 // IssuerInfo is the issuer the Certificate refers to.
@@ -148,8 +152,29 @@ func Certificate(ctx context.Context, lookup Lookup, secrets SecretReader, key a
 			fillSecret(&r.Secret, crt)
 		}
 	}
+	keys := []api.Key{key, ik}
+	if r.Request != nil {
+		keys = append(keys, api.KeyOf(r.Request))
+	}
+	for _, k := range keys {
+		eo, err := lookup(ctx, api.EventKeyFor(k))
+		if err != nil {
+			continue // none, or not readable by the caller
+		}
+		if ev, ok := eo.(*api.Event); ok {
+			r.Events = append(r.Events, *ev)
+		}
+	}
+	sort.SliceStable(r.Events, func(i, j int) bool { return eventTime(r.Events[i]).Before(eventTime(r.Events[j])) })
 	r.Summary = summary(r)
 	return r, nil
+}
+
+func eventTime(e api.Event) time.Time {
+	if e.LastTimestamp != nil {
+		return e.LastTimestamp.Time
+	}
+	return time.Time{}
 }
 
 func fillSecret(s *SecretInfo, crt []byte) {
@@ -270,6 +295,13 @@ func (r *Report) Render(w io.Writer) error {
 		printConds(ew, "  ", cr.Status.Conditions)
 		if cr.Status.RequestedDuration != nil || cr.Status.HonouredDuration != nil {
 			ew.printf("  Duration requested: %s  honoured: %s\n", durStr(cr.Status.RequestedDuration), durStr(cr.Status.HonouredDuration))
+		}
+	}
+	if len(r.Events) > 0 {
+		ew.printf("Recorded failures:\n")
+		for _, e := range r.Events {
+			o := e.InvolvedObject
+			ew.printf("  %s %s: %s ×%d (first %s, last %s): %s\n", o.Kind, o.Name, e.Reason, e.Count, ts(e.FirstTimestamp), ts(e.LastTimestamp), e.Message)
 		}
 	}
 	return ew.err

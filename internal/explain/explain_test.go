@@ -227,3 +227,42 @@ func TestRender(t *testing.T) {
 		t.Fatal("a report without a certificate rendered")
 	}
 }
+
+// Recorded failures of the Certificate, its request and its issuer are in
+// the report, oldest first; an Event the caller may not read is left out.
+func TestRecordedFailures(t *testing.T) {
+	ev := func(of api.Key, reason, msg string, count int, last time.Time) *api.Event {
+		k := api.EventKeyFor(of)
+		return &api.Event{TypeMeta: api.TypeMeta{APIVersion: api.CoreV1, Kind: api.KindEvent},
+			ObjectMeta:     api.ObjectMeta{Name: k.Name, Namespace: k.Namespace},
+			InvolvedObject: api.ObjectReference{Kind: of.Kind, Namespace: of.Namespace, Name: of.Name},
+			Reason:         reason, Message: msg, Type: api.EventTypeWarning, Count: count,
+			FirstTimestamp: &api.Time{Time: last.Add(-time.Hour)}, LastTimestamp: &api.Time{Time: last}}
+	}
+	w := world{objs: objs(cert(cond("Ready", "False", "DoesNotExist", "no secret")), issuer(cond("Ready", "True", "KeyPairVerified", "")),
+		request("web-1", cond("Approved", "True", "test", "")),
+		ev(reqKey, "Failed", "sign: AccessDenied on secret default/ca", 4, t0.Add(2*time.Minute)),
+		ev(certKey, "FailedPermanently", "write secret: forbidden", 1, t0),
+		ev(issKey, "Failed", "hidden detail", 1, t0)),
+		hidden: map[api.Key]bool{api.EventKeyFor(issKey): true}}
+	r, err := Certificate(context.Background(), w.lookup, nil, certKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Events) != 2 || r.Events[0].InvolvedObject.Kind != api.KindCertificate || r.Events[1].Count != 4 {
+		t.Fatalf("events %+v", r.Events)
+	}
+	var b strings.Builder
+	if err := r.Render(&b); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, want := range []string{"Recorded failures:", "Certificate web: FailedPermanently ×1", "CertificateRequest web-1: Failed ×4", "AccessDenied on secret default/ca"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("render lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "hidden detail") {
+		t.Error("an Event the caller may not read was shown")
+	}
+}

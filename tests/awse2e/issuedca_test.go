@@ -29,4 +29,13 @@ func TestIssuedCAWithoutPermission(t *testing.T) {
 	if d.Metrics.Sum("certfn_transient_errors_total") == 0 {
 		t.Error("the refusal was not retried")
 	}
+	// And it is visible to the user: a Warning Event on the Certificate
+	// (`certfn status` shows it), written through the api's view.
+	o, err := d.api.Engine.Get(d.Ctx, api.EventKeyFor(api.Key{Kind: api.KindCertificate, Namespace: "cert-manager", Name: "demo-ca"}))
+	if err != nil {
+		t.Fatalf("no Event about demo-ca: %v", err)
+	}
+	if ev := o.(*api.Event); ev.Type != api.EventTypeWarning || !strings.Contains(ev.Message, "AccessDenied") {
+		t.Fatalf("event %+v", ev)
+	}
 }

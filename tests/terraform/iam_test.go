@@ -211,6 +211,7 @@ func iamChecks(v variant) []iamCheck {
 	b.allow("worker writes resources", "worker", "dynamodb:UpdateItem", b.table(), leading("Certificate/default/web"))
 	b.allow("signer reads its issuer", "signer", "dynamodb:GetItem", b.table(), leading("ClusterIssuer/ca"))
 	b.allow("signer writes the request's status", "signer", "dynamodb:PutItem", b.table(), leading("CertificateRequest/default/web-1"))
+	b.allow("signer records its failures as Events", "signer", "dynamodb:PutItem", b.table(), leading("Event/default/certificaterequest.web-1"))
 	for _, k := range []string{"CertificateRequestPolicy/example", "ClusterRoleBinding/approvers", "RoleBinding/default/approvers", "Certificate/default/web"} {
 		b.deny("signer may not write "+k+" (approval rights, Certificates)", "signer", "dynamodb:PutItem", b.table(), leading(k))
 		b.deny("signer may not update "+k, "signer", "dynamodb:UpdateItem", b.table(), leading(k))

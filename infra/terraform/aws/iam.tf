@@ -304,12 +304,13 @@ locals {
       local.st_logs["signer"],
       {
         # The request it signs, the issuer it signs for (CA issuers' readiness
-        # is checked here, as it needs the CA key pair).
+        # is checked here, as it needs the CA key pair), and the Events that
+        # record its failures on them.
         Sid       = "RequestsAndIssuers"
         Effect    = "Allow"
         Action    = ["dynamodb:GetItem", "dynamodb:BatchGetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"]
         Resource  = [local.arn.table]
-        Condition = { "ForAllValues:StringLike" = { "dynamodb:LeadingKeys" = ["CertificateRequest/*", "Issuer/*", "ClusterIssuer/*"] } }
+        Condition = { "ForAllValues:StringLike" = { "dynamodb:LeadingKeys" = ["CertificateRequest/*", "Issuer/*", "ClusterIssuer/*", "Event/*"] } }
       },
       {
         # When a CA issuer becomes Ready, the requests waiting for it are

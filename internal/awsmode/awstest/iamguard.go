@@ -51,7 +51,7 @@ var dynamoRules = map[awsmode.Role][]dynamoRule{
 	awsmode.RoleWorker: {{actions: tableRW, targets: []string{"", dynamo.IndexKind, dynamo.IndexOwner}}},
 	awsmode.RoleSigner: {
 		{actions: []string{"GetItem", "BatchGetItem", "PutItem", "UpdateItem"}, targets: []string{""},
-			leading: []string{"CertificateRequest/*", "Issuer/*", "ClusterIssuer/*"}},
+			leading: []string{"CertificateRequest/*", "Issuer/*", "ClusterIssuer/*", "Event/*"}},
 		{actions: []string{"Query"}, targets: []string{dynamo.IndexKind}, leading: []string{"CertificateRequest"}},
 	},
 	awsmode.RoleScheduler: {{actions: []string{"Query"}, targets: []string{dynamo.IndexDue}}},

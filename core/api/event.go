@@ -1,0 +1,55 @@
+package api
+
+import "strings"
+
+// Events (core/v1, as Kubernetes): the engine records why a step failed on
+// the object it was reconciling, since a queue-driven controller has no
+// caller to return the error to. One Event per object, named by
+// EventNameFor, updated in place (count, lastTimestamp, message) while the
+// failure repeats; `certfn get events` lists them and `certfn status`
+// shows the ones of the objects it explains. Written by the engine only.
+const KindEvent = "Event"
+
+// Event types.
+const (
+	EventTypeWarning = "Warning"
+)
+
+// Event is a recorded failure of a step on one object.
+type Event struct {
+	TypeMeta       `json:",inline"`
+	ObjectMeta     `json:"metadata,omitempty"`
+	InvolvedObject ObjectReference `json:"involvedObject"`
+	// Reason is a short machine-readable cause: Failed (retried) or
+	// FailedPermanently (not retried until the object changes or is due).
+	Reason  string `json:"reason"`
+	Message string `json:"message"`
+	Type    string `json:"type"`
+	// Count is how many times this reason and message were recorded in a row.
+	Count          int   `json:"count"`
+	FirstTimestamp *Time `json:"firstTimestamp,omitempty"`
+	LastTimestamp  *Time `json:"lastTimestamp,omitempty"`
+}
+
+// ObjectReference names the object an Event is about.
+type ObjectReference struct {
+	Kind       string `json:"kind"`
+	Namespace  string `json:"namespace,omitempty"`
+	Name       string `json:"name"`
+	APIVersion string `json:"apiVersion,omitempty"`
+}
+
+// EventsNamespace holds the Events of cluster-scoped objects (Kubernetes
+// uses "default" too).
+const EventsNamespace = "default"
+
+// EventKeyFor returns the key of the Event about key: in the object's
+// namespace (EventsNamespace for cluster-scoped ones), named
+// "<kind in lower case>.<name>".
+func EventKeyFor(key Key) Key {
+	ns := key.Namespace
+	if ns == "" {
+		ns = EventsNamespace
+	}
+	return Key{Kind: KindEvent, Namespace: ns, Name: strings.ToLower(key.Kind) + "." + key.Name}
+}

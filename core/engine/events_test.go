@@ -1,0 +1,91 @@
+package engine_test
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/certfn/certfn/core/api"
+	"github.com/certfn/certfn/core/engine"
+	"github.com/certfn/certfn/core/ports"
+)
+
+// A failed reconcile is recorded as a Warning Event on the object: created
+// once, updated at most every EventMinInterval while the same failure
+// repeats (count grows), started anew when the failure changes; Events
+// themselves and lost races record nothing.
+func TestFailuresAreRecordedAsEvents(t *testing.T) {
+	r := newRig(t)
+	key := api.Key{Kind: api.KindCertificate, Namespace: "default", Name: "broken"}
+	// A stored record the engine cannot decode fails every reconcile.
+	if _, err := r.store.Store.Create(r.ctx, ports.Record{Key: key, Data: []byte(`{"spec": 7}`)}); err != nil {
+		t.Fatal(err)
+	}
+	ek := api.EventKeyFor(key)
+	if ek != (api.Key{Kind: api.KindEvent, Namespace: "default", Name: "certificate.broken"}) {
+		t.Fatalf("event key %v", ek)
+	}
+	event := func() (*api.Event, int64) {
+		t.Helper()
+		rec, err := r.store.Store.Get(r.ctx, ek)
+		if err != nil {
+			t.Fatalf("no event: %v", err)
+		}
+		ev := &api.Event{}
+		if err := json.Unmarshal(rec.Data, ev); err != nil {
+			t.Fatal(err)
+		}
+		return ev, rec.Version
+	}
+	d := r.eng.Handle(r.ctx, key.String(), 1)
+	if d.Err == nil {
+		t.Fatal("the reconcile of an undecodable record did not fail")
+	}
+	ev, v1 := event()
+	if ev.Type != api.EventTypeWarning || ev.Count != 1 || ev.InvolvedObject.Kind != api.KindCertificate || ev.InvolvedObject.Name != "broken" ||
+		!strings.Contains(ev.Message, "decode") || !ev.FirstTimestamp.Time.Equal(r.clk.Now()) {
+		t.Fatalf("event %+v", ev)
+	}
+	wantReason := "Failed"
+	if d.Ack {
+		wantReason = "FailedPermanently"
+	}
+	if ev.Reason != wantReason {
+		t.Fatalf("reason %q, want %q (ack %v)", ev.Reason, wantReason, d.Ack)
+	}
+	// The same failure again within a minute: no write.
+	r.clk.Advance(30 * time.Second)
+	r.eng.Handle(r.ctx, key.String(), 2)
+	if _, v := event(); v != v1 {
+		t.Fatalf("event rewritten within EventMinInterval (version %d → %d)", v1, v)
+	}
+	// After it: count 2, first time kept, last time now.
+	r.clk.Advance(engine.EventMinInterval)
+	r.eng.Handle(r.ctx, key.String(), 3)
+	ev, _ = event()
+	if ev.Count != 2 || !ev.LastTimestamp.Time.Equal(r.clk.Now()) || ev.FirstTimestamp.Time.Equal(r.clk.Now()) {
+		t.Fatalf("repeated failure: %+v", ev)
+	}
+	// Another failure starts anew.
+	if _, err := r.store.Store.Update(r.ctx, ports.Record{Key: key, Version: 1, Data: []byte(`{"status": "x"}`)}); err != nil {
+		t.Fatal(err)
+	}
+	r.eng.Handle(r.ctx, key.String(), 1)
+	if ev2, _ := event(); ev2.Count != 1 || ev2.Message == ev.Message {
+		t.Fatalf("a different failure did not start a new count: %+v", ev2)
+	}
+	// Events are listed like any kind, and an Event key itself records nothing.
+	r.eng.Handle(r.ctx, ek.String(), 1)
+	objs, err := r.eng.List(r.ctx, api.KindEvent, "")
+	if err != nil || len(objs) != 1 {
+		t.Fatalf("events %v %v", objs, err)
+	}
+	// Deleting the object deletes its Event.
+	if err := r.eng.Delete(r.ctx, key); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.store.Store.Get(r.ctx, ek); err == nil {
+		t.Fatal("the Event outlived the deleted object")
+	}
+}
