@@ -214,6 +214,15 @@ func columns(kind string, wide bool, now time.Time) ([]string, func(api.Object) 
 			}
 			return cells
 		}
+	case api.KindEvent:
+		return []string{"LAST SEEN", "TYPE", "REASON", "OBJECT", "COUNT", "MESSAGE"}, func(o api.Object) []string {
+			e := o.(*api.Event)
+			last := "-"
+			if e.LastTimestamp != nil {
+				last = now.Sub(e.LastTimestamp.Time).Round(time.Second).String()
+			}
+			return []string{last, e.Type, e.Reason, strings.ToLower(e.InvolvedObject.Kind) + "/" + e.InvolvedObject.Name, fmt.Sprint(e.Count), e.Message}
+		}
 	}
 	return []string{"NAME", "AGE"}, func(o api.Object) []string {
 		return []string{o.GetObjectMeta().Name, age(o.GetObjectMeta(), now)}
