@@ -90,7 +90,8 @@ func (g *globals) client(ctx context.Context) (client, error) {
 		if g.as != "" || len(g.asGroups) > 0 {
 			return nil, fmt.Errorf("--as and --as-group are local-only: with --server your identity is the AWS principal of your credentials")
 		}
-		rc, err := newRemoteClient(ctx, remoteOptions{Server: g.server, Region: g.region, HTTPClient: g.httpClient})
+		rc, err := newRemoteClient(ctx, remoteOptions{Server: g.server, Region: g.region, HTTPClient: g.httpClient,
+			ClientCert: g.clientCert, ClientKey: g.clientKey, ServerCA: g.serverCA})
 		if err != nil {
 			return nil, err
 		}

@@ -20,9 +20,11 @@ type globals struct {
 	asGroups  []string
 	server    string
 	region    string
-	stdin     io.Reader
-	stdout    io.Writer
-	stderr    io.Writer
+	// TLS client-certificate authentication for --server (serve --api-listen).
+	clientCert, clientKey, serverCA string
+	stdin                           io.Reader
+	stdout                          io.Writer
+	stderr                          io.Writer
 	// httpClient, when set, is the remote client's HTTP client (tests).
 	httpClient *http.Client
 

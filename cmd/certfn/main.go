@@ -95,6 +95,10 @@ your AWS principal is your identity for the bindings. See docs/api.md.`,
 	root.PersistentFlags().StringSliceVar(&g.asGroups, "as-group", nil, "with --as: groups of that identity (repeatable)")
 	root.PersistentFlags().StringVar(&g.server, "server", os.Getenv("CERTFN_SERVER"),
 		"remote mode: certfn's HTTP API base URL, e.g. https://<url-id>.lambda-url.<region>.on.aws (env CERTFN_SERVER); requests are signed with SigV4 using the AWS SDK's default credentials")
+	root.PersistentFlags().StringVar(&g.clientCert, "client-cert", os.Getenv("CERTFN_CLIENT_CERT"),
+		"with --server: authenticate with this TLS client certificate (PEM) instead of AWS SigV4, for `certfn serve --api-listen` (env CERTFN_CLIENT_CERT)")
+	root.PersistentFlags().StringVar(&g.clientKey, "client-key", os.Getenv("CERTFN_CLIENT_KEY"), "with --client-cert: its private key (PEM) (env CERTFN_CLIENT_KEY)")
+	root.PersistentFlags().StringVar(&g.serverCA, "server-ca", os.Getenv("CERTFN_SERVER_CA"), "with --server: CA certificates (PEM) the server's certificate must chain to (env CERTFN_SERVER_CA)")
 	root.PersistentFlags().StringVar(&g.region, "region", "",
 		"with --server: AWS region to sign for (default: the Function URL's region, else AWS_REGION or the profile's)")
 	root.AddCommand(newServe(g), newApply(g), newDelete(g), newGet(g), newStatus(g), newRenew(g),

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -11,6 +13,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"os"
 	"strings"
 	"time"
 
@@ -40,6 +43,11 @@ type remoteOptions struct {
 	Region string
 	// HTTPClient defaults to a client with a 60 s timeout.
 	HTTPClient *http.Client
+	// ClientCert and ClientKey (PEM files), when set, authenticate with a
+	// TLS client certificate instead of SigV4 (`certfn serve --api-listen`);
+	// ServerCA (PEM), when set, is the CA the server's certificate must
+	// chain to instead of the system's.
+	ClientCert, ClientKey, ServerCA string
 }
 
 // remoteClient runs the verbs on certfn's HTTP API, signing each request
@@ -60,6 +68,9 @@ func newRemoteClient(ctx context.Context, o remoteOptions) (*remoteClient, error
 	u, err := url.Parse(strings.TrimRight(o.Server, "/"))
 	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
 		return nil, fmt.Errorf("--server %q: want an http(s) URL such as https://<url-id>.lambda-url.<region>.on.aws", o.Server)
+	}
+	if o.ClientCert != "" || o.ClientKey != "" || o.ServerCA != "" {
+		return newX509Client(u, o)
 	}
 	var opts []func(*config.LoadOptions) error
 	if o.Region != "" {
@@ -87,6 +98,34 @@ func newRemoteClient(ctx context.Context, o remoteOptions) (*remoteClient, error
 		hc = &http.Client{Timeout: 60 * time.Second}
 	}
 	return &remoteClient{base: u, region: region, creds: cfg.Credentials, signer: v4.NewSigner(), http: hc, now: time.Now}, nil
+}
+
+// newX509Client is the remote client of a local `certfn serve
+// --api-listen`: TLS with a client certificate, no SigV4.
+func newX509Client(u *url.URL, o remoteOptions) (*remoteClient, error) {
+	if u.Scheme != "https" {
+		return nil, fmt.Errorf("--server %s: client certificates need an https URL", u.Redacted())
+	}
+	if o.ClientCert == "" || o.ClientKey == "" {
+		return nil, fmt.Errorf("--client-cert and --client-key go together")
+	}
+	cert, err := tls.LoadX509KeyPair(o.ClientCert, o.ClientKey)
+	if err != nil {
+		return nil, fmt.Errorf("--client-cert/--client-key: %w", err)
+	}
+	tc := &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{cert}}
+	if o.ServerCA != "" {
+		pem, err := os.ReadFile(o.ServerCA)
+		if err != nil {
+			return nil, fmt.Errorf("--server-ca: %w", err)
+		}
+		tc.RootCAs = x509.NewCertPool()
+		if !tc.RootCAs.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("--server-ca %s: no PEM certificate in it", o.ServerCA)
+		}
+	}
+	hc := &http.Client{Timeout: 60 * time.Second, Transport: &http.Transport{TLSClientConfig: tc}}
+	return &remoteClient{base: u, http: hc, now: time.Now}, nil
 }
 
 // functionURLRegion returns <region> of <url-id>.lambda-url.<region>.on.aws, else "".
@@ -152,12 +191,14 @@ func (c *remoteClient) do(ctx context.Context, method, path string, body []byte,
 	sum := sha256.Sum256(body)
 	hash := hex.EncodeToString(sum[:])
 	req.Header.Set("X-Amz-Content-Sha256", hash)
-	creds, err := c.creds.Retrieve(ctx)
-	if err != nil {
-		return fmt.Errorf("AWS credentials: %w", err)
-	}
-	if err := c.signer.SignHTTP(ctx, creds, req, hash, signingService, c.region, c.now()); err != nil {
-		return fmt.Errorf("sign %s %s: %w", method, path, err)
+	if c.creds != nil { // SigV4; without, the TLS client certificate authenticates
+		creds, err := c.creds.Retrieve(ctx)
+		if err != nil {
+			return fmt.Errorf("AWS credentials: %w", err)
+		}
+		if err := c.signer.SignHTTP(ctx, creds, req, hash, signingService, c.region, c.now()); err != nil {
+			return fmt.Errorf("sign %s %s: %w", method, path, err)
+		}
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {

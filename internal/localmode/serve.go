@@ -27,6 +27,9 @@ type ServeOptions struct {
 	// MetricsListen, when set, serves GET /metrics (Prometheus text
 	// format) on this address, e.g. ":9402" as cert-manager's controller.
 	MetricsListen string
+	// API, when its Listen is set, serves the HTTP API over TLS with
+	// client-certificate authentication (see APIOptions).
+	API APIOptions
 }
 
 // ListenHTTP01 starts the HTTP-01 responder on addr and returns the bound
@@ -67,6 +70,13 @@ func (r *Runtime) Serve(ctx context.Context, o ServeOptions) error {
 	}
 	if o.HTTP01Listen != "" {
 		_, stop, err := r.ListenHTTP01(o.HTTP01Listen)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
+	if o.API.Listen != "" {
+		_, stop, err := r.ListenAPI(o.API)
 		if err != nil {
 			return err
 		}

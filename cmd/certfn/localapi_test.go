@@ -1,0 +1,159 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"math/big"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// pkiFiles writes a CA, a server certificate for 127.0.0.1 and client
+// certificates (CN = user, O = groups) as PEM files in dir.
+type pkiFiles struct {
+	dir    string
+	ca     *x509.Certificate
+	caKey  *ecdsa.PrivateKey
+	serial int64
+}
+
+func newPKIFiles(t *testing.T) *pkiFiles {
+	t.Helper()
+	p := &pkiFiles{dir: t.TempDir()}
+	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test client CA"}, IsCA: true, BasicConstraintsValid: true,
+		KeyUsage: x509.KeyUsageCertSign, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour)}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.ca, _ = x509.ParseCertificate(der)
+	p.caKey, p.serial = key, 1
+	p.write(t, "ca.crt", "CERTIFICATE", der)
+	return p
+}
+
+func (p *pkiFiles) write(t *testing.T, name, typ string, der []byte) string {
+	t.Helper()
+	path := filepath.Join(p.dir, name)
+	if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// issue writes <name>.crt and <name>.key and returns their paths.
+func (p *pkiFiles) issue(t *testing.T, name, cn string, orgs []string, server bool) (string, string) {
+	t.Helper()
+	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	p.serial++
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(p.serial), Subject: pkix.Name{CommonName: cn, Organization: orgs},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), KeyUsage: x509.KeyUsageDigitalSignature,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}
+	if server {
+		tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
+		tmpl.IPAddresses = []net.IP{net.ParseIP("127.0.0.1")}
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, p.ca, &key.PublicKey, p.caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kder, _ := x509.MarshalPKCS8PrivateKey(key)
+	return p.write(t, name+".crt", "CERTIFICATE", der), p.write(t, name+".key", "PRIVATE KEY", kder)
+}
+
+// serve --api-listen serves the HTTP API over TLS to clients with
+// certificates: the CLI's remote mode works against it with --client-cert,
+// identities come from the certificate (CN, O) and the bindings decide, and
+// a client without a certificate of the CA gets nothing.
+func TestServeAPIWithClientCertificates(t *testing.T) {
+	dir := setupEnv(t)
+	p := newPKIFiles(t)
+	srvCrt, srvKey := p.issue(t, "server", "127.0.0.1", nil, true)
+	adminCrt, adminKey := p.issue(t, "admin", "ops-admin", []string{"system:masters"}, false)
+	aliceCrt, aliceKey := p.issue(t, "alice", "alice", []string{"team-a"}, false)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan int, 1)
+	go func() {
+		var out, errb bytes.Buffer
+		done <- run(ctx, []string{"--data", dir, "serve", "--auto-approve", "*", "--api-listen", addr,
+			"--api-tls-cert", srvCrt, "--api-tls-key", srvKey, "--api-client-ca", filepath.Join(p.dir, "ca.crt")}, strings.NewReader(""), &out, &errb)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		if code := <-done; code != 0 {
+			t.Errorf("serve exited %d", code)
+		}
+	})
+	for i := 0; ; i++ {
+		c, err := net.Dial("tcp", addr)
+		if err == nil {
+			c.Close()
+			break
+		}
+		if i > 200 {
+			t.Fatalf("serve --api-listen not listening on %s", addr)
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+	remote := func(crt, key string, args ...string) result {
+		t.Helper()
+		base := []string{"--server", "https://" + addr, "--server-ca", filepath.Join(p.dir, "ca.crt")}
+		if crt != "" {
+			base = append(base, "--client-cert", crt, "--client-key", key)
+		}
+		return cli(t, t.TempDir(), "", append(base, args...)...)
+	}
+
+	manifests := filepath.Join(p.dir, "m.yaml")
+	if err := os.WriteFile(manifests, []byte(selfSignedIssuer+"---\n"+`apiVersion: cert-manager.io/v1
+kind: Certificate
+metadata: {name: web, namespace: default}
+spec:
+  secretName: web-tls
+  dnsNames: [web.example.com]
+  issuerRef: {name: selfsigned}
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if r := remote(adminCrt, adminKey, "apply", "-f", manifests); r.code != 0 || !strings.Contains(r.stdout, "certificate.cert-manager.io/web (default) created") {
+		t.Fatalf("admin apply: %d %s %s", r.code, r.stdout, r.stderr)
+	}
+	if r := remote(adminCrt, adminKey, "wait", "certificate", "web", "--for=condition=Ready", "--timeout", "30s"); r.code != 0 {
+		t.Fatalf("admin wait: %d %s %s", r.code, r.stdout, r.stderr)
+	}
+	if r := remote(adminCrt, adminKey, "status", "certificate", "web"); r.code != 0 || !strings.HasPrefix(r.stdout, "Ready") {
+		t.Fatalf("admin status: %d %s %s", r.code, r.stdout, r.stderr)
+	}
+	// alice is authenticated by her certificate but bound to nothing.
+	if r := remote(aliceCrt, aliceKey, "get", "certificates", "-n", "default"); r.code == 0 || !strings.Contains(r.stderr, "alice may not list") {
+		t.Fatalf("alice get: %d %s %s", r.code, r.stdout, r.stderr)
+	}
+	// Without a client certificate the TLS handshake is refused.
+	if r := remote("", "", "get", "certificates", "-n", "default"); r.code == 0 {
+		t.Fatalf("no client certificate: %d %s", r.code, r.stdout)
+	}
+	// A certificate from another CA is refused too.
+	other := newPKIFiles(t)
+	eveCrt, eveKey := other.issue(t, "eve", "eve", []string{"system:masters"}, false)
+	if r := remote(eveCrt, eveKey, "get", "certificates", "-n", "default"); r.code == 0 {
+		t.Fatalf("foreign client certificate accepted: %s", r.stdout)
+	}
+}
