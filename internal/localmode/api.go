@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/certfn/certfn/adapters/httpapi"
@@ -36,17 +37,9 @@ func (r *Runtime) ListenAPI(o APIOptions) (string, func(), error) {
 	if o.CertFile == "" || o.KeyFile == "" || o.ClientCAFile == "" {
 		return "", nil, errors.New("--api-listen needs --api-tls-cert, --api-tls-key and --api-client-ca (clients authenticate with certificates)")
 	}
-	cert, err := tls.LoadX509KeyPair(o.CertFile, o.KeyFile)
-	if err != nil {
-		return "", nil, fmt.Errorf("--api-tls-cert/--api-tls-key: %w", err)
-	}
-	caPEM, err := os.ReadFile(o.ClientCAFile)
-	if err != nil {
-		return "", nil, fmt.Errorf("--api-client-ca: %w", err)
-	}
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(caPEM) {
-		return "", nil, fmt.Errorf("--api-client-ca %s: no PEM certificate in it", o.ClientCAFile)
+	files := &tlsFiles{certFile: o.CertFile, keyFile: o.KeyFile, caFile: o.ClientCAFile}
+	if _, err := files.config(time.Now()); err != nil {
+		return "", nil, err
 	}
 	svc := &httpapi.Service{Engine: r.Engine, Secrets: func(ctx context.Context, ns, name string) ([]byte, error) {
 		s, err := r.Secrets.Get(ctx, ns, name)
@@ -67,7 +60,9 @@ func (r *Runtime) ListenAPI(o APIOptions) (string, func(), error) {
 		return "", nil, fmt.Errorf("--api-listen %s: %w", o.Listen, err)
 	}
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 30 * time.Second, WriteTimeout: 60 * time.Second,
-		TLSConfig: &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{cert}, ClientCAs: pool, ClientAuth: tls.RequireAndVerifyClientCert},
+		TLSConfig: &tls.Config{MinVersion: tls.VersionTLS12, GetConfigForClient: func(*tls.ClientHelloInfo) (*tls.Config, error) {
+			return files.config(time.Now())
+		}},
 		// Refused handshakes (no or a foreign client certificate) are
 		// logged at debug level, not printed on stderr.
 		ErrorLog: slog.NewLogLogger(r.Log.Handler(), slog.LevelDebug)}
@@ -81,4 +76,67 @@ func (r *Runtime) ListenAPI(o APIOptions) (string, func(), error) {
 		defer cancel()
 		_ = srv.Shutdown(ctx)
 	}, nil
+}
+
+// tlsFiles is the API's TLS configuration read from files, read again
+// when a file's modification time changes (checked at most every
+// reloadEvery): a server certificate that certfn itself renews (the
+// secret's files are replaced atomically) is picked up without a restart,
+// and so is a new client CA bundle.
+type tlsFiles struct {
+	certFile, keyFile, caFile string
+
+	mu      sync.Mutex
+	cfg     *tls.Config
+	mods    [3]time.Time
+	checked time.Time
+}
+
+const reloadEvery = 10 * time.Second
+
+func (f *tlsFiles) config(now time.Time) (*tls.Config, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.cfg != nil && now.Sub(f.checked) < reloadEvery {
+		return f.cfg, nil
+	}
+	f.checked = now
+	var mods [3]time.Time
+	for i, name := range []string{f.certFile, f.keyFile, f.caFile} {
+		st, err := os.Stat(name)
+		if err != nil {
+			if f.cfg != nil {
+				return f.cfg, nil // keep serving with what was loaded
+			}
+			return nil, fmt.Errorf("api TLS: %w", err)
+		}
+		mods[i] = st.ModTime()
+	}
+	if f.cfg != nil && mods == f.mods {
+		return f.cfg, nil
+	}
+	cert, err := tls.LoadX509KeyPair(f.certFile, f.keyFile)
+	if err != nil {
+		if f.cfg != nil {
+			return f.cfg, nil // a half-replaced pair: the next check loads it
+		}
+		return nil, fmt.Errorf("--api-tls-cert/--api-tls-key: %w", err)
+	}
+	caPEM, err := os.ReadFile(f.caFile)
+	if err != nil {
+		if f.cfg != nil {
+			return f.cfg, nil
+		}
+		return nil, fmt.Errorf("--api-client-ca: %w", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(caPEM) {
+		if f.cfg != nil {
+			return f.cfg, nil
+		}
+		return nil, fmt.Errorf("--api-client-ca %s: no PEM certificate in it", f.caFile)
+	}
+	f.cfg = &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{cert}, ClientCAs: pool, ClientAuth: tls.RequireAndVerifyClientCert}
+	f.mods = mods
+	return f.cfg, nil
 }
