@@ -21,6 +21,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/certfn/certfn/adapters/aws/emf"
+	"github.com/certfn/certfn/core/certificates/readiness"
+	"io"
 	"log/slog"
 	"net/http"
 	"os"
@@ -69,8 +72,11 @@ type Options struct {
 	// Logger receives JSON logs (default: JSON to stdout at the
 	// CERTFN_LOG_LEVEL level, as Lambda's JSON log format expects).
 	Logger *slog.Logger
-	// Metrics receives the engine's and the adapters' counters (default none).
+	// Metrics receives the engine's and the adapters' counters (default:
+	// CloudWatch EMF lines with CERTFN_METRICS=emf, else none).
 	Metrics ports.Metrics
+	// MetricsOut receives the EMF lines (default os.Stdout; tests).
+	MetricsOut io.Writer
 	// Retry bounds the SDK retryer when clients are built here.
 	Retry awscfg.Retry
 	// DynamoDB, SQS and SecretsManager replace the SDK clients built from
@@ -141,6 +147,7 @@ type Runtime struct {
 	qmu     sync.Mutex
 	queues  map[string]*sqsq.Queue // consumed queues by event source ARN
 	metrics ports.Metrics
+	emf     *emf.Sink
 }
 
 // FromEnv builds role's Runtime from the process environment and the AWS
@@ -169,8 +176,17 @@ func FromEnvWith(ctx context.Context, role Role, o Options) (*Runtime, error) {
 	if err := o.clients(ctx); err != nil {
 		return nil, err
 	}
+	var sink *emf.Sink
+	if o.Metrics == nil && st.Metrics == "emf" {
+		out := o.MetricsOut
+		if out == nil {
+			out = os.Stdout
+		}
+		sink = emf.New(emf.Options{Function: string(role), Metrics: ExportedMetrics, Out: out})
+		o.Metrics = sink
+	}
 	rt := &Runtime{Role: role, Settings: st, Log: o.Logger, Clock: o.Clock, getenv: o.Getenv, sqs: o.SQS,
-		queues: map[string]*sqsq.Queue{}, metrics: o.Metrics}
+		queues: map[string]*sqsq.Queue{}, metrics: o.Metrics, emf: sink}
 	rt.Store, err = dynamo.New(o.DynamoDB, dynamo.Options{Table: st.Table, Shards: st.DueShards, Clock: o.Clock, Metrics: o.Metrics, ExpiresAt: ExpiresAt})
 	if err != nil {
 		return nil, fmt.Errorf("awsmode: %s: %w", EnvTable, err)
@@ -309,6 +325,27 @@ func (o *Options) acmImporter(ctx context.Context, st Settings) (*acm.Importer, 
 		return nil, fmt.Errorf("awsmode: %s: %w", EnvACMImport, err)
 	}
 	return imp, nil
+}
+
+// ExportedMetrics are the metrics CERTFN_METRICS=emf sends to CloudWatch
+// (namespace certfn, dimension Function): few, since each is billed as a
+// custom metric. CertificateExpirySeconds' daily Minimum is the soonest
+// expiry among the Certificates (each is resynced daily), which the
+// Terraform module alarms on.
+var ExportedMetrics = map[string]emf.Export{
+	readiness.MetricExpirySeconds:   {Name: "CertificateExpirySeconds", Unit: "Seconds"},
+	"certfn_permanent_errors_total": {Name: "PermanentErrors", Unit: "Count"},
+	"certfn_transient_errors_total": {Name: "TransientErrors", Unit: "Count"},
+}
+
+// flushMetrics writes the invocation's EMF line, if metrics are exported.
+func (rt *Runtime) flushMetrics() {
+	if rt.emf == nil {
+		return
+	}
+	if err := rt.emf.Flush(rt.Clock.Now()); err != nil {
+		rt.Log.Warn("metrics", "err", err)
+	}
 }
 
 // ClientsForEndpoints returns SDK clients for explicit endpoints (emulators,

@@ -36,6 +36,7 @@ import (
 //
 // It never returns an error: that would make Lambda retry the whole batch.
 func (rt *Runtime) HandleSQS(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+	defer rt.flushMetrics()
 	failed := make([]bool, len(ev.Records))
 	// A key that appears several times in one batch (a wake-up and a sweep,
 	// say) is handled once: the handler reads fresh state, so the copies
@@ -202,6 +203,7 @@ type SweepResult struct {
 // schedule's retry policy applies); keys not sent stay due for the next
 // sweep.
 func (rt *Runtime) HandleSchedule(ctx context.Context, _ json.RawMessage) (SweepResult, error) {
+	defer rt.flushMetrics()
 	if rt.Engine == nil || rt.batch == nil {
 		return SweepResult{}, fmt.Errorf("%s function: scheduler handler: %w", rt.Role, errNoEngine)
 	}

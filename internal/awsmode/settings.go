@@ -54,6 +54,9 @@ const (
 	EnvSweepLimit       = "CERTFN_SWEEP_LIMIT"
 	EnvBatchParallelism = "CERTFN_BATCH_PARALLELISM"
 	EnvLogLevel         = "CERTFN_LOG_LEVEL"
+	// EnvMetrics is "emf" (CloudWatch Embedded Metric Format on stdout:
+	// ExportedMetrics) or "none" (the default).
+	EnvMetrics = "CERTFN_METRICS"
 	EnvFollowUps        = "CERTFN_FOLLOW_UPS"
 	// EnvInitOnly: when "1" or "true", a function's main returns right
 	// after initialisation (cold-start measurement; see InitOnly).
@@ -110,6 +113,8 @@ type Settings struct {
 	FollowUps int
 	// LogLevel of the JSON log (debug, info, warn, error).
 	LogLevel slog.Level
+	// Metrics is "emf" or "none" (EnvMetrics).
+	Metrics string
 }
 
 var dnsLabel = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
@@ -179,6 +184,13 @@ func ParseSettings(role Role, getenv func(string) string) (Settings, error) {
 		if err := s.LogLevel.UnmarshalText([]byte(v)); err != nil {
 			bad(EnvLogLevel, "%q is not a log level (debug, info, warn, error)", v)
 		}
+	}
+	switch s.Metrics = strings.TrimSpace(get(EnvMetrics)); s.Metrics {
+	case "":
+		s.Metrics = "none"
+	case "none", "emf":
+	default:
+		bad(EnvMetrics, "%q is not emf or none", s.Metrics)
 	}
 	if len(problems) > 0 {
 		return Settings{}, fmt.Errorf("awsmode: %s function environment: %s", role, strings.Join(problems, "; "))

@@ -36,7 +36,7 @@ func TestParseSettingsDefaults(t *testing.T) {
 		QueueURL:       "https://sqs.eu-west-1.amazonaws.com/123456789012/certfn-worker",
 		SignerQueueURL: "https://sqs.eu-west-1.amazonaws.com/123456789012/certfn-signer",
 		HTTP01Enabled:  true, SweepLimit: awsmode.DefaultSweepLimit, BatchParallelism: awsmode.DefaultBatchParallelism,
-		FollowUps: awsmode.DefaultFollowUps, LogLevel: slog.LevelInfo}
+		FollowUps: awsmode.DefaultFollowUps, LogLevel: slog.LevelInfo, Metrics: "none"}
 	if !reflect.DeepEqual(s, want) {
 		t.Fatalf("settings\n got %+v\nwant %+v", s, want)
 	}
@@ -109,6 +109,7 @@ func TestParseSettingsErrors(t *testing.T) {
 		{"sweep limit", awsmode.RoleScheduler, []string{awsmode.EnvSweepLimit, "-1"}, []string{`CERTFN_SWEEP_LIMIT: "-1"`}},
 		{"follow-ups", awsmode.RoleWorker, []string{awsmode.EnvFollowUps, "5000"}, []string{`CERTFN_FOLLOW_UPS: "5000" is not an integer from 0 to 1000`}},
 		{"log level", awsmode.RoleAPI, []string{awsmode.EnvLogLevel, "loud"}, []string{`CERTFN_LOG_LEVEL: "loud" is not a log level`}},
+		{"metrics", awsmode.RoleAPI, []string{awsmode.EnvMetrics, "prometheus"}, []string{`CERTFN_METRICS: "prometheus" is not emf or none`}},
 		{"every problem at once", awsmode.RoleWorker, []string{awsmode.EnvTable, "", awsmode.EnvDueShards, "x"},
 			[]string{"CERTFN_TABLE: required", "CERTFN_DUE_SHARDS:"}},
 	} {

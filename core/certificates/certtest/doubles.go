@@ -327,6 +327,8 @@ func (w *Writer) LastCert() *api.Certificate {
 type Metrics struct {
 	mu     sync.Mutex
 	Counts map[string]float64
+	// Values holds every observed value by name (Observe).
+	Values map[string][]float64
 }
 
 // NewMetrics returns an empty counter set.
@@ -347,8 +349,17 @@ func (m *Metrics) Inc(name string, labels ...string) {
 	}
 }
 
-// Observe implements ports.Metrics (observations are counted like Inc).
-func (m *Metrics) Observe(name string, _ float64, labels ...string) { m.Inc(name, labels...) }
+// Observe implements ports.Metrics: observations are counted like Inc,
+// and their values kept in Values.
+func (m *Metrics) Observe(name string, v float64, labels ...string) {
+	m.Inc(name, labels...)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.Values == nil {
+		m.Values = map[string][]float64{}
+	}
+	m.Values[name] = append(m.Values[name], v)
+}
 
 // Get returns the count of name (total) or of "name{k=v,...}".
 func (m *Metrics) Get(series string) float64 {

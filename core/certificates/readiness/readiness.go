@@ -50,11 +50,21 @@ func setTime(dst **api.Time, v *api.Time) bool {
 	return true
 }
 
+// MetricExpirySeconds is observed on every reconcile that reaches this
+// step (at least daily for each Certificate with a certificate, through the
+// resync): the seconds left until the stored certificate's notAfter
+// (negative once expired), label namespace. Its minimum over a day is the
+// soonest expiry, which a cloud alarm can watch without listing anything.
+const MetricExpirySeconds = "certfn_certificate_expiry_seconds"
+
 // Step writes the Certificate when Apply changed it (drift: a secret
 // deleted, replaced or expired since the last write).
 func Step(ctx context.Context, env *certificates.Env, st *certificates.State) (certificates.Outcome, error) {
 	if err := st.LoadSecret(ctx); err != nil {
 		return certificates.Outcome{}, err
+	}
+	if issued, _ := st.Parse(); issued != nil && env.Metrics != nil {
+		env.Metrics.Observe(MetricExpirySeconds, issued.Chain[0].NotAfter.Sub(st.Now).Seconds(), "namespace", st.Cert.Namespace)
 	}
 	if !Apply(st) {
 		return certificates.Outcome{}, nil

@@ -103,12 +103,16 @@ func TestStepNoWriteWhenUnchanged(t *testing.T) {
 	}
 	ready := *api.FindCondition(crt.Status.Conditions, api.CertificateConditionReady)
 	w := &ct.Writer{}
-	env, _, _ := ct.Env(ct.NewMemSecrets(), w)
-	for _, now := range []time.Time{ct.T0, ct.T0.Add(time.Hour), renewal.Add(time.Minute)} {
+	env, _, m := ct.Env(ct.NewMemSecrets(), w)
+	for i, now := range []time.Time{ct.T0, ct.T0.Add(time.Hour), renewal.Add(time.Minute)} {
 		st.Now = now
 		out, err := readiness.Step(context.Background(), env, st)
 		if err != nil || out.Wrote || len(w.Calls) != 0 {
 			t.Fatalf("at %s: outcome %+v err %v calls %v; want no write", now, out, err, w.Ops())
+		}
+		// Every pass reports the time left until notAfter.
+		if v := m.Values[readiness.MetricExpirySeconds]; len(v) != i+1 || v[i] != notAfter.Sub(now).Seconds() {
+			t.Fatalf("at %s: %s values %v, want last %v", now, readiness.MetricExpirySeconds, v, notAfter.Sub(now).Seconds())
 		}
 	}
 	if got := *api.FindCondition(crt.Status.Conditions, api.CertificateConditionReady); !got.LastTransitionTime.Equal(ready.LastTransitionTime.Time) {

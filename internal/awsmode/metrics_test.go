@@ -1,0 +1,58 @@
+package awsmode_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	ct "github.com/certfn/certfn/core/certificates/certtest"
+	"github.com/certfn/certfn/internal/awsmode"
+	"github.com/certfn/certfn/internal/awsmode/awstest"
+)
+
+// With CERTFN_METRICS=emf the worker writes one CloudWatch EMF line per
+// invocation; a CA Certificate's resync reports the time to its expiry.
+func TestWorkerExportsEMFMetrics(t *testing.T) {
+	e := awstest.New(t)
+	e.Vars[awsmode.EnvMetrics] = "emf"
+	var out bytes.Buffer
+	worker := e.Runtime(awsmode.RoleWorker, func(o *awsmode.Options) { o.Metrics = nil; o.MetricsOut = &out })
+	signer := e.Runtime(awsmode.RoleSigner)
+	apiFn := e.Runtime(awsmode.RoleAPI)
+	e.InstallSecret(ct.NewCA(t).Secret(t, "cert-manager", "ops-ca"), "ca")
+	apply(t, apiFn, `apiVersion: cert-manager.io/v1
+kind: ClusterIssuer
+metadata: {name: ops-ca}
+spec: {ca: {secretName: ops-ca}}
+---
+apiVersion: cert-manager.io/v1
+kind: Certificate
+metadata: {name: web, namespace: default}
+spec:
+  secretName: web-tls
+  dnsNames: [web.example.com]
+  duration: 2160h
+  issuerRef: {name: ops-ca, kind: ClusterIssuer}
+`)
+	e.RunUntilIdle(worker, signer, 200)
+	var found bool
+	for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+		var doc map[string]any
+		if err := json.Unmarshal([]byte(line), &doc); err != nil {
+			t.Fatalf("not JSON: %q", line)
+		}
+		if _, ok := doc["_aws"]; !ok || doc["Function"] != "worker" {
+			t.Fatalf("not an EMF line of the worker: %q", line)
+		}
+		if vs, ok := doc["CertificateExpirySeconds"].([]any); ok && len(vs) > 0 {
+			if v := vs[0].(float64); v < 89*86400 || v > 90*86400 {
+				t.Fatalf("expiry %v s, want about 90 days", v)
+			}
+			found = true
+		}
+	}
+	if !found {
+		t.Fatalf("no CertificateExpirySeconds in the worker's EMF lines:\n%s", out.String())
+	}
+}
