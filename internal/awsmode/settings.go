@@ -56,8 +56,8 @@ const (
 	EnvLogLevel         = "CERTFN_LOG_LEVEL"
 	// EnvMetrics is "emf" (CloudWatch Embedded Metric Format on stdout:
 	// ExportedMetrics) or "none" (the default).
-	EnvMetrics = "CERTFN_METRICS"
-	EnvFollowUps        = "CERTFN_FOLLOW_UPS"
+	EnvMetrics   = "CERTFN_METRICS"
+	EnvFollowUps = "CERTFN_FOLLOW_UPS"
 	// EnvInitOnly: when "1" or "true", a function's main returns right
 	// after initialisation (cold-start measurement; see InitOnly).
 	EnvInitOnly = "CERTFN_INIT_ONLY"
