@@ -120,6 +120,14 @@ func checkModulePlan(t *testing.T, p *planJSON, e moduleExpect) {
 		}
 	}
 	alarms := p.ofType("aws_cloudwatch_metric_alarm")
+	// The certificate expiry alarm watches the worker's EMF metric.
+	if a, ok := alarms["certificate_expiry[0]"]; !ok {
+		t.Error("no certificate expiry alarm")
+	} else if dims, _ := a.Values["dimensions"].(map[string]any); a.str("namespace") != "certfn" || a.str("metric_name") != "CertificateExpirySeconds" ||
+		a.str("statistic") != "Minimum" || a.str("comparison_operator") != "LessThanThreshold" || num(a, "threshold") != 14*86400 ||
+		dims["Function"] != "worker" {
+		t.Errorf("certificate expiry alarm: %v", a.Values)
+	}
 	for _, q := range []string{"worker", "signer"} {
 		a, ok := alarms["dlq["+q+"]"]
 		if !ok {
@@ -345,6 +353,7 @@ func TestModuleRejectsBadInputs(t *testing.T) {
 		{`cluster_resource_namespace = "Cert_Manager"`, "cluster_resource_namespace: must be a DNS label"},
 		{`api_admin_arns = ["arn:aws:sts::123456789012:assumed-role/ci/build-1"]`, "api_admin_arns: each entry must be"},
 		{`route53_assume_role_arns = ["arn:aws:iam::123456789012:role/dns01-*"]`, "route53_assume_role_arns: each entry must be an IAM role ARN"},
+		{`certificate_expiry_alarm_days = -1`, "certificate_expiry_alarm_days: must be 0 (off) to 365"},
 	}
 	var inputs []string
 	for _, c := range cases {

@@ -12,6 +12,7 @@ locals {
     CERTFN_TABLE                      = aws_dynamodb_table.state.name
     CERTFN_DUE_SHARDS                 = tostring(var.due_shards)
     CERTFN_CLUSTER_RESOURCE_NAMESPACE = var.cluster_resource_namespace
+    CERTFN_METRICS                    = var.enable_metrics ? "emf" : "none"
   }
   env_secrets = {
     CERTFN_SECRET_PREFIX = local.secret_prefix

@@ -69,3 +69,27 @@ resource "aws_cloudwatch_metric_alarm" "dlq" {
   ok_actions    = var.alarm_actions
   tags          = local.tags
 }
+
+# The soonest certificate expiry, as the worker reports it on each
+# Certificate's daily resync (CertificateExpirySeconds, EMF): a renewal that
+# keeps failing reaches this long before the certificate expires.
+resource "aws_cloudwatch_metric_alarm" "certificate_expiry" {
+  count = var.enable_metrics && var.certificate_expiry_alarm_days > 0 ? 1 : 0
+
+  alarm_name          = "${local.prefix}-certificate-expiring"
+  alarm_description   = "certfn: a certificate expires within ${var.certificate_expiry_alarm_days} days (renewal should have happened long before). Find it with `certfn get certificates -A -o wide`, and why with `certfn status certificate NAME` and `certfn get events -A`."
+  namespace           = "certfn"
+  metric_name         = "CertificateExpirySeconds"
+  statistic           = "Minimum"
+  period              = 86400
+  evaluation_periods  = 1
+  comparison_operator = "LessThanThreshold"
+  threshold           = var.certificate_expiry_alarm_days * 86400
+  treat_missing_data  = "notBreaching"
+  dimensions = {
+    Function = "worker"
+  }
+  alarm_actions = var.alarm_actions
+  ok_actions    = var.alarm_actions
+  tags          = local.tags
+}

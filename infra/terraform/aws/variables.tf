@@ -208,8 +208,25 @@ variable "dlq_retention_seconds" {
   }
 }
 
+variable "enable_metrics" {
+  description = "Export a few CloudWatch metrics (namespace certfn: CertificateExpirySeconds, PermanentErrors, TransientErrors; dimension Function) as Embedded Metric Format log lines: no API calls, billed as custom metrics (about 3 per function that emits them)."
+  type        = bool
+  default     = true
+}
+
+variable "certificate_expiry_alarm_days" {
+  description = "Alarm when the soonest-expiring certificate (CertificateExpirySeconds, minimum over a day; every Certificate reports daily) has fewer days left than this. 0 disables; needs enable_metrics."
+  type        = number
+  default     = 14
+
+  validation {
+    condition     = var.certificate_expiry_alarm_days >= 0 && var.certificate_expiry_alarm_days <= 365
+    error_message = "certificate_expiry_alarm_days: must be 0 (off) to 365."
+  }
+}
+
 variable "alarm_actions" {
-  description = "ARNs notified when a dead-letter queue alarm fires or clears (for example an SNS topic)."
+  description = "ARNs notified when an alarm (dead-letter queues, certificate expiry) fires or clears (for example an SNS topic)."
   type        = list(string)
   default     = []
 }
