@@ -34,7 +34,12 @@ PEBBLE=$!
 
 # --dns01-challtestsrv and --dns01-nameservers are for testing against
 # Pebble only: DNS-01 TXT records go to Pebble's DNS server.
+# --deploy-hook runs after each new certificate (certbot's --deploy-hook);
+# --metrics-listen serves Prometheus metrics with cert-manager's names.
+METRICS_LISTEN=${METRICS_LISTEN:-127.0.0.1:19402}
 "$BIN" serve --auto-approve 'clusterissuers.cert-manager.io/selfsigned,clusterissuers.cert-manager.io/pebble' \
+  --deploy-hook 'echo "$CERTFN_NAMESPACE/$CERTFN_CERTIFICATE revision $CERTFN_REVISION ($RENEWED_DOMAINS) -> $RENEWED_LINEAGE" >> "$CERTFN_DATA/deploy-hook.log"' \
+  --metrics-listen "$METRICS_LISTEN" \
   --http01-listen "127.0.0.1:$HTTP01_PORT" --http01-self-check-addr "127.0.0.1:$HTTP01_PORT" \
   --dns01-challtestsrv "http://$ACME_DNS_MANAGEMENT" --dns01-nameservers "$ACME_DNS" 2>"$CERTFN_DATA/serve.log" &
 SERVE=$!
@@ -94,5 +99,16 @@ if command -v openssl >/dev/null 2>&1; then
   WILD="$CERTFN_DATA/secrets/default/wildcard-demo-tls/tls.crt"
   openssl x509 -in "$WILD" -noout -ext subjectAltName
   openssl verify -CAfile "$CERTFN_DATA/pebble-roots.pem" -untrusted "$WILD" "$WILD"
+fi
+echo "== deploy hook runs ($CERTFN_DATA/deploy-hook.log), one per new certificate"
+for _ in $(seq 50); do
+  [ "$(wc -l <"$CERTFN_DATA/deploy-hook.log" 2>/dev/null || echo 0)" -ge 4 ] && break
+  sleep 0.1
+done
+cat "$CERTFN_DATA/deploy-hook.log"
+[ "$(wc -l <"$CERTFN_DATA/deploy-hook.log")" -ge 4 ] || { echo "demo: the deploy hook did not run for every certificate" >&2; exit 1; }
+if command -v curl >/dev/null 2>&1; then
+  echo "== curl http://$METRICS_LISTEN/metrics | grep certmanager_certificate_expiration"
+  curl -fsS "http://$METRICS_LISTEN/metrics" | grep '^certmanager_certificate_expiration_timestamp_seconds'
 fi
 echo "== demo OK"
