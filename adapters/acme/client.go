@@ -294,6 +294,15 @@ func (c *Client) Chains(ctx context.Context, acct core.Account, certURL string) 
 	return out, nil
 }
 
+// Revoke implements core/acme.Client (signed with the account key).
+func (c *Client) Revoke(ctx context.Context, acct core.Account, leaf *x509.Certificate, reason int) error {
+	ctx, m := withMeta(ctx)
+	if err := c.ac.RevokeCertificate(ctx, account(acct), leaf, nil, reason); err != nil {
+		return c.mapError("revoke certificate", err, m)
+	}
+	return nil
+}
+
 // RenewalInfo implements core/acme.Client: one GET of the renewalInfo
 // resource (RFC 9773 §4.2) through the retrying transport.
 func (c *Client) RenewalInfo(ctx context.Context, leaf *x509.Certificate) (core.RenewalInfo, error) {

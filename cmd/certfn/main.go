@@ -101,7 +101,7 @@ your AWS principal is your identity for the bindings. See docs/api.md.`,
 	root.PersistentFlags().StringVar(&g.serverCA, "server-ca", os.Getenv("CERTFN_SERVER_CA"), "with --server: CA certificates (PEM) the server's certificate must chain to (env CERTFN_SERVER_CA)")
 	root.PersistentFlags().StringVar(&g.region, "region", "",
 		"with --server: AWS region to sign for (default: the Function URL's region, else AWS_REGION or the profile's)")
-	root.AddCommand(newServe(g), newApply(g), newDelete(g), newGet(g), newStatus(g), newRenew(g),
+	root.AddCommand(newServe(g), newApply(g), newDelete(g), newGet(g), newStatus(g), newRenew(g), newRevoke(g),
 		newApprove(g, true), newApprove(g, false), newInspect(g), newWait(g), newCreate(g))
 	return root
 }

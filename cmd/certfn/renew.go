@@ -2,8 +2,10 @@ package main
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/certfn/certfn/core/api"
+	"github.com/certfn/certfn/internal/localmode"
 	"github.com/spf13/cobra"
 )
 
@@ -78,5 +80,36 @@ func newApprove(g *globals, approve bool) *cobra.Command {
 	c.Flags().StringVarP(&ns, "namespace", "n", "default", "namespace")
 	c.Flags().StringVar(&reason, "reason", "KubectlCertManager", "reason recorded on the condition")
 	c.Flags().StringVar(&message, "message", "", "message recorded on the condition (default \"manually "+done+" by <your identity>\")")
+	return c
+}
+
+func newRevoke(g *globals) *cobra.Command {
+	var ns, reason string
+	c := &cobra.Command{
+		Use:   "revoke NAME",
+		Short: "Revoke a Certificate's current certificate at its ACME CA, then re-issue it",
+		Long: `Revoke the certificate stored in the Certificate's secret at the ACME server of its
+issuer (RFC 8555, signed with the issuer's account key), then trigger a re-issuance as
+'certfn renew' does; with rotationPolicy Always (the default) the new certificate has a
+new key. Needs 'update' on the Certificate. ACME issuers only. Local only.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := g.localOnly("revoke", "the HTTP API has no revocation route yet"); err != nil {
+				return err
+			}
+			rt, err := g.runtime()
+			if err != nil {
+				return err
+			}
+			key := api.Key{Kind: api.KindCertificate, Namespace: ns, Name: args[0]}
+			if err := rt.Revoke(cmd.Context(), key, reason, g.caller()); err != nil {
+				return err
+			}
+			fmt.Fprintf(g.stdout, "Revoked the certificate of %s (reason %s); a new one is being issued\n", displayKey(key), reason)
+			return nil
+		},
+	}
+	c.Flags().StringVarP(&ns, "namespace", "n", "default", "namespace")
+	c.Flags().StringVar(&reason, "reason", "unspecified", "RFC 5280 reason: "+strings.Join(localmode.ReasonNames(), ", "))
 	return c
 }

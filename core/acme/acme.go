@@ -143,6 +143,9 @@ type Client interface {
 	// RenewalInfo fetches ARI for leaf; ErrARIUnsupported when the
 	// server has no renewalInfo endpoint.
 	RenewalInfo(ctx context.Context, leaf *x509.Certificate) (RenewalInfo, error)
+	// Revoke asks the server to revoke leaf (RFC 8555 §7.6), signed with
+	// the account's key, with an RFC 5280 reason code.
+	Revoke(ctx context.Context, acct Account, leaf *x509.Certificate, reason int) error
 }
 
 // ErrARIUnsupported is returned by Client.RenewalInfo when the server does

@@ -39,6 +39,8 @@ type Client struct {
 	AcceptFn           func(url string) (acme.Challenge, error)
 	FinalizeFn         func(orderURL string) (acme.Order, error)
 	ChainsFn           func(certURL string) ([]acme.Chain, error)
+	// Revoked lists "serial:reason" of each Revoke.
+	Revoked []string
 }
 
 var _ acme.Client = (*Client)(nil)
@@ -128,6 +130,14 @@ func (c *Client) Chains(_ context.Context, _ acme.Account, certURL string) ([]ac
 }
 
 // RenewalInfo implements acme.Client: unsupported.
+// Revoke implements acme.Client: it records the serial and reason.
+func (c *Client) Revoke(_ context.Context, _ acme.Account, leaf *x509.Certificate, reason int) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.Revoked = append(c.Revoked, fmt.Sprintf("%s:%d", leaf.SerialNumber, reason))
+	return nil
+}
+
 func (c *Client) RenewalInfo(context.Context, *x509.Certificate) (acme.RenewalInfo, error) {
 	c.record("RenewalInfo")
 	return acme.RenewalInfo{}, acme.ErrARIUnsupported

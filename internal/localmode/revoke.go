@@ -1,0 +1,98 @@
+package localmode
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/certfn/certfn/core/api"
+	"github.com/certfn/certfn/core/engine"
+	"github.com/certfn/certfn/core/errs"
+	"github.com/certfn/certfn/core/pki"
+	"github.com/certfn/certfn/core/rbac"
+)
+
+// RevocationReasons are the RFC 5280 reason codes a subscriber may give
+// (the ones Let's Encrypt accepts), by name.
+var RevocationReasons = map[string]int{
+	"unspecified":          0,
+	"keyCompromise":        1,
+	"affiliationChanged":   3,
+	"superseded":           4,
+	"cessationOfOperation": 5,
+}
+
+// ReasonNames lists RevocationReasons' names, sorted.
+func ReasonNames() []string {
+	var out []string
+	for n := range RevocationReasons {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Revoke revokes the certificate stored for the Certificate at key at its
+// ACME issuer's server (RFC 8555 §7.6, signed with the issuer's account
+// key, reason an RFC 5280 code) and then triggers a re-issuance, as
+// `certfn renew` does (with rotationPolicy Always, the default, the new
+// certificate has a new key). The caller needs `update` on the
+// Certificate. Only ACME issuers are supported: a private CA has no
+// revocation list here.
+func (r *Runtime) Revoke(ctx context.Context, key api.Key, reason string, caller engine.Caller) error {
+	code, ok := RevocationReasons[reason]
+	if !ok {
+		return errs.Permanentf("--reason %q: want one of %s", reason, strings.Join(ReasonNames(), ", "))
+	}
+	if err := r.Engine.Authorize(ctx, caller, rbac.VerbUpdate, key); err != nil {
+		return err
+	}
+	o, err := r.Engine.Get(ctx, key)
+	if err != nil {
+		return err
+	}
+	crt := o.(*api.Certificate)
+	ref := crt.Spec.IssuerRef
+	ik, secretNS := api.Key{Kind: api.KindIssuer, Namespace: crt.Namespace, Name: ref.Name}, crt.Namespace
+	if ref.Kind == api.KindClusterIssuer {
+		ik, secretNS = api.Key{Kind: api.KindClusterIssuer, Name: ref.Name}, r.clusterResourceNamespace()
+	}
+	io, err := r.Engine.Get(ctx, ik)
+	if err != nil {
+		return fmt.Errorf("revoke %s: issuer: %w", key, err)
+	}
+	iss := io.(api.GenericIssuer)
+	if iss.GetSpec().ACME == nil {
+		return errs.Permanentf("revoke %s: issuer %s is not an ACME issuer; only ACME certificates can be revoked (use `certfn renew` to replace a certificate)", key, ik)
+	}
+	sec, err := r.Secrets.Get(ctx, crt.Namespace, crt.Spec.SecretName)
+	if err != nil {
+		return fmt.Errorf("revoke %s: read secret %s/%s: %w", key, crt.Namespace, crt.Spec.SecretName, err)
+	}
+	chain, err := pki.ParseChainPEM(sec.Data["tls.crt"])
+	if err != nil {
+		return errs.Permanentf("revoke %s: secret %s/%s: tls.crt: %v", key, crt.Namespace, crt.Spec.SecretName, err)
+	}
+	acct, cl, err := r.ACME.Accounts.Get(ctx, iss, secretNS)
+	if err != nil {
+		return fmt.Errorf("revoke %s: ACME account of %s: %w", key, ik, err)
+	}
+	if err := cl.Revoke(ctx, acct, chain[0], code); err != nil {
+		return fmt.Errorf("revoke %s (serial %s): %w", key, chain[0].SerialNumber.Text(16), err)
+	}
+	if api.IsTrue(crt.Status.Conditions, api.CertificateConditionIssuing) {
+		return nil // a re-issuance is under way already
+	}
+	if err := r.Engine.Renew(ctx, key); err != nil {
+		return fmt.Errorf("revoked %s; trigger its re-issuance: %w", key, err)
+	}
+	return nil
+}
+
+func (r *Runtime) clusterResourceNamespace() string {
+	if r.Opts.ClusterResourceNamespace != "" {
+		return r.Opts.ClusterResourceNamespace
+	}
+	return "cert-manager"
+}

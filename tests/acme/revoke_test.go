@@ -1,0 +1,75 @@
+package acme
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/certfn/certfn/core/api"
+	"github.com/certfn/certfn/core/engine"
+)
+
+// A certificate is revoked at Pebble with the issuer's account key and
+// replaced: revision 2 with a new key (rotationPolicy Always). Revoking the
+// revoked certificate again is refused by the server (alreadyRevoked);
+// an unknown reason, a caller without `update` and a non-ACME issuer are
+// refused before any ACME call.
+func TestRevokeAndReplace(t *testing.T) {
+	e := newEnv(t, envOpts{})
+	e.apply(e.issuerYAML(http01Solvers))
+	e.apply(certYAML("rev", []string{"rev.example.test"}, ""))
+	e.issue("rev")
+	first := e.verify("rev-tls", "rev.example.test")
+	key := api.Key{Kind: api.KindCertificate, Namespace: "default", Name: "rev"}
+	admin := engine.Caller{Username: "admin", Groups: []string{engine.SuperuserGroup}}
+
+	if err := e.rt.Revoke(e.ctx, key, "stolen", admin); err == nil || !strings.Contains(err.Error(), "keyCompromise") {
+		t.Fatalf("unknown reason: %v", err)
+	}
+	if err := e.rt.Revoke(e.ctx, key, "keyCompromise", engine.Caller{Username: "mallory"}); err == nil || !strings.Contains(err.Error(), "may not update") {
+		t.Fatalf("a caller without update: %v", err)
+	}
+	before := e.cnt.Count()
+	if err := e.rt.Revoke(e.ctx, key, "keyCompromise", admin); err != nil {
+		t.Fatalf("revoke: %v", err)
+	}
+	if e.cnt.Count() == before {
+		t.Fatal("no ACME request was made")
+	}
+	c := e.cert("rev")
+	if !api.IsTrue(c.Status.Conditions, api.CertificateConditionIssuing) {
+		t.Fatalf("not re-issuing after the revocation: %+v", c.Status.Conditions)
+	}
+	// The revoked certificate is still in the secret until the new one
+	// lands: revoking it again is refused by the server.
+	if err := e.rt.Revoke(e.ctx, key, "keyCompromise", admin); err == nil || !strings.Contains(strings.ToLower(err.Error()), "revoked") {
+		t.Fatalf("second revocation of the same certificate: %v", err)
+	}
+	e.issue("rev")
+	second := e.verify("rev-tls", "rev.example.test")
+	if c := e.cert("rev"); c.Status.Revision == nil || *c.Status.Revision != 2 {
+		t.Fatalf("revision %v after the revocation, want 2", c.Status.Revision)
+	}
+	if bytes.Equal(first.Raw, second.Raw) || bytes.Equal(first.RawSubjectPublicKeyInfo, second.RawSubjectPublicKeyInfo) {
+		t.Fatal("the replacement reuses the revoked certificate or its key")
+	}
+
+	// A selfSigned certificate cannot be revoked.
+	e.apply(`apiVersion: cert-manager.io/v1
+kind: Issuer
+metadata: {name: ss, namespace: default}
+spec: {selfSigned: {}}
+`)
+	e.apply(`apiVersion: cert-manager.io/v1
+kind: Certificate
+metadata: {name: local, namespace: default}
+spec:
+  secretName: local-tls
+  dnsNames: [local.example.test]
+  issuerRef: {name: ss}
+`)
+	if err := e.rt.Revoke(e.ctx, api.Key{Kind: api.KindCertificate, Namespace: "default", Name: "local"}, "superseded", admin); err == nil ||
+		!strings.Contains(err.Error(), "not an ACME issuer") {
+		t.Fatalf("selfSigned revocation: %v", err)
+	}
+}
