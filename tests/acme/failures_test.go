@@ -88,7 +88,7 @@ func (b brokenServer) host() string {
 
 // closedPort is a directory URL on a loopback port nobody listens on.
 func closedPort(t *testing.T) brokenServer {
-	return brokenServer{name: "closed-port", dirURL: fmt.Sprintf("https://127.0.0.1:%d/dir", freePort(t)),
+	return brokenServer{name: "closed-port", dirURL: fmt.Sprintf("https://127.0.0.1:%d/broken-dir", freePort(t)),
 		want: []string{"cannot reach the ACME server", "connection refused"}}
 }
 
@@ -102,7 +102,7 @@ func untrustedTLS(t *testing.T) brokenServer {
 	ts.Config.ErrorLog = quietLog()
 	ts.StartTLS()
 	t.Cleanup(ts.Close)
-	return brokenServer{name: "untrusted-tls", dirURL: ts.URL + "/dir",
+	return brokenServer{name: "untrusted-tls", dirURL: ts.URL + "/broken-dir",
 		want: []string{"TLS certificate of the ACME server", "is not trusted", "spec.acme.caBundle", "certificate signed by unknown authority"}}
 }
 
@@ -117,7 +117,7 @@ func answering(t *testing.T, status int, contentType string, body func(n int64) 
 		io.WriteString(w, body(n))
 	}))
 	t.Cleanup(ts.Close)
-	return ts.URL + "/dir"
+	return ts.URL + "/broken-dir"
 }
 
 func same(s string) func(int64) string { return func(int64) string { return s } }
@@ -199,7 +199,10 @@ func TestUnusableACMEServer(t *testing.T) {
 		http.Redirect(w, r, e.peb.dirURL, http.StatusTemporaryRedirect)
 	}))
 	t.Cleanup(maint.Close)
-	comeback := brokenServer{name: "comeback", dirURL: maint.URL + "/dir", want: []string{"answered HTTP 503", "down for maintenance"}}
+	// Its directory path is its own: acmez caches directories process-wide
+	// by URL for 12 h, and with -count > 1 a loopback port can come back
+	// (a previous run's Pebble served https://127.0.0.1:<port>/dir).
+	comeback := brokenServer{name: "comeback", dirURL: maint.URL + "/maintenance-dir", want: []string{"answered HTTP 503", "down for maintenance"}}
 	servers = append(servers, comeback)
 
 	start := e.clk.Now()

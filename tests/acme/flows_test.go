@@ -224,7 +224,9 @@ func TestRetryAfterHonoured(t *testing.T) {
 	e.verify("slow-tls", "slow.example.test")
 	// Every poll after the first one follows a response that carried
 	// Retry-After: 3 (the first authorization poll follows the accept,
-	// which carries none).
+	// which carries none). Requests at the same fake instant are one step
+	// retried after a lost race (the clock stands still during a run), not
+	// polls: they count once.
 	last := map[string]time.Time{}
 	seen := map[string]int{}
 	polls := 0
@@ -232,8 +234,12 @@ func TestRetryAfterHonoured(t *testing.T) {
 		if !strings.Contains(r.line, "/authZ/") && !strings.Contains(r.line, "/my-order/") {
 			continue
 		}
+		prev, ok := last[r.line]
+		if ok && r.at.Equal(prev) {
+			continue
+		}
 		seen[r.line]++
-		if prev, ok := last[r.line]; ok {
+		if ok {
 			polls++
 			if d := r.at.Sub(prev); d < 3*time.Second && seen[r.line] > 2 {
 				t.Errorf("%s polled %s after the previous request, before Retry-After (3 s)", r.line, d)
