@@ -337,7 +337,7 @@ func TestBindings(t *testing.T) {
 		{"approve a missing request without get", "POST", "/v1/namespaces/team-b/certificaterequests/nope/approval", alice, "", `{"approve": true}`,
 			`may not approve or deny CertificateRequest/team-b/nope`},
 		{"approve an existing request without approve", "POST", "/v1/namespaces/team-a/certificaterequests/req/approval", "arn:aws:iam::123456789012:user/mallory", "", `{"approve": true}`,
-			`may not approve or deny requests for signer`},
+			`may not approve or deny CertificateRequest/team-a/req`},
 		{"approve a missing request without anything", "POST", "/v1/namespaces/team-a/certificaterequests/nope/approval", "arn:aws:iam::123456789012:user/mallory", "", `{"approve": true}`,
 			`may not approve or deny CertificateRequest/team-a/nope`},
 		{"bob cannot read", "GET", "/v1/namespaces/team-a/certificaterequests/req", bob, "", "", "may not get"},

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/certfn/certfn/core/api"
 	"github.com/certfn/certfn/core/errs"
@@ -87,6 +88,7 @@ func (e *Engine) Authorizer(ctx context.Context) (*rbac.Authorizer, error) {
 type authzScope struct{}
 
 type authzCache struct {
+	mu sync.Mutex
 	az *rbac.Authorizer
 }
 
@@ -111,6 +113,8 @@ func (e *Engine) authorizer(ctx context.Context) (*rbac.Authorizer, error) {
 	if !ok {
 		return e.Authorizer(ctx)
 	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	if c.az == nil {
 		az, err := e.Authorizer(ctx)
 		if err != nil {
@@ -169,16 +173,21 @@ func (e *Engine) AuthorizeApproval(ctx context.Context, caller Caller, cr *api.C
 // approve or deny it, after AuthorizeApproval. A request that does not
 // exist is reported as not found only to callers who may get requests in
 // its namespace; everyone else gets the same forbidden answer as for a
-// request they may not approve, so approvals cannot probe which requests
-// exist.
+// request they may not approve (the same message too), so approvals
+// cannot probe which requests exist or which signer they name.
 func (e *Engine) RequestForApproval(ctx context.Context, caller Caller, key api.Key) (*api.CertificateRequest, error) {
 	if key.Kind != api.KindCertificateRequest {
 		return nil, errs.Permanentf("approval applies to CertificateRequests, not %s", key.Kind)
 	}
+	// A caller who may not read the request learns nothing from the
+	// answer: the same 403, with the same message, whether it exists or
+	// not and whichever signer it names.
+	canGet := e.Authorize(ctx, caller, "get", key) == nil
+	generic := errs403(fmt.Errorf("%s may not approve or deny %s", callerIdentity(caller).Username, key))
 	o, err := e.Get(ctx, key)
 	if errors.Is(err, ports.ErrNotFound) {
-		if aerr := e.Authorize(ctx, caller, "get", key); aerr != nil {
-			return nil, errs403(fmt.Errorf("%s may not approve or deny %s", callerIdentity(caller).Username, key))
+		if !canGet {
+			return nil, generic
 		}
 		return nil, err
 	}
@@ -187,6 +196,9 @@ func (e *Engine) RequestForApproval(ctx context.Context, caller Caller, key api.
 	}
 	cr := o.(*api.CertificateRequest)
 	if err := e.AuthorizeApproval(ctx, caller, cr); err != nil {
+		if !canGet && errors.Is(err, ErrForbidden) {
+			return nil, generic
+		}
 		return nil, err
 	}
 	return cr, nil
