@@ -294,10 +294,16 @@ func (c *Client) Chains(ctx context.Context, acct core.Account, certURL string) 
 	return out, nil
 }
 
-// Revoke implements core/acme.Client (signed with the account key).
+// Revoke implements core/acme.Client (signed with the account key). A
+// certificate the server reports as already revoked is success: a retried
+// revocation is idempotent.
 func (c *Client) Revoke(ctx context.Context, acct core.Account, leaf *x509.Certificate, reason int) error {
 	ctx, m := withMeta(ctx)
 	if err := c.ac.RevokeCertificate(ctx, account(acct), leaf, nil, reason); err != nil {
+		var p acme.Problem
+		if errors.As(err, &p) && p.Type == acme.ProblemTypeAlreadyRevoked {
+			return nil
+		}
 		return c.mapError("revoke certificate", err, m)
 	}
 	return nil

@@ -37,7 +37,10 @@ func ReasonNames() []string {
 // ACME issuer's server (RFC 8555 §7.6, signed with the issuer's account
 // key, reason an RFC 5280 code) and then triggers a re-issuance, as
 // `certfn renew` does (with rotationPolicy Always, the default, the new
-// certificate has a new key). The caller needs `update` on the
+// certificate has a new key; keyCompromise with rotationPolicy Never is
+// refused). Running it again after a partial failure is safe: a
+// certificate already revoked counts as revoked, and the re-issuance is
+// triggered then. The caller needs `update` on the
 // Certificate. Only ACME issuers are supported: a private CA has no
 // revocation list here.
 func (r *Runtime) Revoke(ctx context.Context, key api.Key, reason string, caller engine.Caller) error {
@@ -65,6 +68,9 @@ func (r *Runtime) Revoke(ctx context.Context, key api.Key, reason string, caller
 	iss := io.(api.GenericIssuer)
 	if iss.GetSpec().ACME == nil {
 		return errs.Permanentf("revoke %s: issuer %s is not an ACME issuer; only ACME certificates can be revoked (use `certfn renew` to replace a certificate)", key, ik)
+	}
+	if code == RevocationReasons["keyCompromise"] && crt.Spec.RotationPolicyOrDefault() == api.RotationPolicyNever {
+		return errs.Permanentf("revoke %s: reason keyCompromise with privateKey.rotationPolicy Never would re-issue with the compromised key (and CAs refuse keys revoked for compromise): set rotationPolicy Always first", key)
 	}
 	sec, err := r.Secrets.Get(ctx, crt.Namespace, crt.Spec.SecretName)
 	if err != nil {
