@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"time"
+	"unicode/utf8"
 
 	"github.com/certfn/certfn/core/api"
 	"github.com/certfn/certfn/core/errs"
@@ -33,10 +34,7 @@ func (e *Engine) recordFailure(ctx context.Context, key api.Key, class errs.Clas
 	if class == errs.PermanentClass {
 		reason = "FailedPermanently"
 	}
-	msg := failure.Error()
-	if len(msg) > maxEventMessage {
-		msg = msg[:maxEventMessage] + "…"
-	}
+	msg := eventMessage(failure.Error())
 	now := e.cfg.Clock.Now()
 	ek := api.EventKeyFor(key)
 	ev := &api.Event{}
@@ -80,4 +78,18 @@ func (e *Engine) recordFailure(ctx context.Context, key api.Key, class errs.Clas
 		return fmt.Errorf("record event %s: %w", ek, err)
 	}
 	return nil
+}
+
+// eventMessage bounds msg to maxEventMessage bytes, cut on a character
+// boundary: a cut rune would be stored as U+FFFD and the stored message
+// would never equal the next one, defeating EventMinInterval.
+func eventMessage(msg string) string {
+	if len(msg) <= maxEventMessage {
+		return msg
+	}
+	n := maxEventMessage
+	for n > 0 && !utf8.RuneStart(msg[n]) {
+		n--
+	}
+	return msg[:n] + "…"
 }

@@ -60,7 +60,9 @@ func OutputsStale(st *certificates.State) string {
 		}
 	}
 	for k, v := range ta {
-		if sec.Annotations[k] != v {
+		// certfn's own annotations win over the template's (BuildSecret
+		// writes them last): comparing them would rewrite forever.
+		if sec.Annotations[k] != v && !strings.HasPrefix(k, certManagerAnnotationPrefix) {
 			return "annotation " + k + " differs from spec.secretTemplate"
 		}
 	}

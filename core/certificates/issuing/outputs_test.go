@@ -87,6 +87,11 @@ func TestOutputsStep(t *testing.T) {
 				t.Errorf("annotations %v, want cert-manager's only", s.Annotations)
 			}
 		}},
+		{name: "a template annotation certfn writes itself is not a change", stored: []func(*api.Certificate){func(c *api.Certificate) {
+			c.Spec.SecretTemplate = &api.CertificateSecretTemplate{Annotations: map[string]string{api.AnnotationIssuerName: "someone-else"}}
+		}}, want: []func(*api.Certificate){func(c *api.Certificate) {
+			c.Spec.SecretTemplate = &api.CertificateSecretTemplate{Annotations: map[string]string{api.AnnotationIssuerName: "someone-else"}}
+		}}},
 		{name: "current with a template", stored: []func(*api.Certificate){func(c *api.Certificate) {
 			c.Spec.SecretTemplate = &api.CertificateSecretTemplate{Labels: map[string]string{"team": "a"}, Annotations: map[string]string{"owner": "ops"}}
 		}}, want: []func(*api.Certificate){func(c *api.Certificate) {
