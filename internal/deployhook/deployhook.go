@@ -15,7 +15,11 @@
 //     again at the next start. The first time a Certificate is seen with no
 //     record, the hook runs for its current revision.
 //   - One run at a time per Certificate; runs for different Certificates may
-//     overlap (up to MaxParallel). A command that outlives Timeout is killed.
+//     overlap (up to MaxParallel). A command that outlives Timeout is killed
+//     with every process it started (its process group). Processes it
+//     leaves in the background when it exits in time are left alone.
+//   - A Certificate deleted and created again (a new UID) runs the hook for
+//     its first revision again.
 //   - The command runs with /bin/sh -c and gets the certificate's facts in
 //     its environment (certbot's names too): CERTFN_NAMESPACE,
 //     CERTFN_CERTIFICATE, CERTFN_SECRET_NAME, CERTFN_SECRET_DIR (tls.crt,
@@ -26,11 +30,11 @@
 package deployhook
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -71,7 +75,7 @@ type Runner struct {
 	sem  chan struct{}
 	wg   sync.WaitGroup
 	mu   sync.Mutex
-	done map[string]int // "namespace/name" -> revision the hook ran for
+	done map[string]deployed // "namespace/name" -> what the hook ran for
 	busy map[string]bool
 	// again holds a Certificate observed while its hook was running.
 	again map[string]*api.Certificate
@@ -95,7 +99,7 @@ func New(cfg Config) (*Runner, error) {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	}
-	r := &Runner{cfg: cfg, sem: make(chan struct{}, cfg.MaxParallel), done: map[string]int{},
+	r := &Runner{cfg: cfg, sem: make(chan struct{}, cfg.MaxParallel), done: map[string]deployed{},
 		busy: map[string]bool{}, again: map[string]*api.Certificate{}}
 	b, err := os.ReadFile(cfg.StateFile)
 	switch {
@@ -116,7 +120,14 @@ func New(cfg Config) (*Runner, error) {
 
 // state is the state file's JSON.
 type state struct {
-	Deployed map[string]int `json:"deployed"`
+	Deployed map[string]deployed `json:"deployed"`
+}
+
+// deployed is the Certificate (by UID: a re-created one starts again at
+// revision 1) and revision the hook last ran for.
+type deployed struct {
+	UID      string `json:"uid"`
+	Revision int    `json:"revision"`
 }
 
 // Observe is called with a Certificate as it is after a reconcile; it
@@ -129,7 +140,7 @@ func (r *Runner) Observe(c *api.Certificate) {
 	key := c.Namespace + "/" + c.Name
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.done[key] == rev {
+	if r.done[key] == (deployed{UID: c.UID, Revision: rev}) {
 		return
 	}
 	if r.busy[key] {
@@ -157,21 +168,23 @@ func (r *Runner) Wait() { r.wg.Wait() }
 func (r *Runner) run(key string, c *api.Certificate, rev int) {
 	defer r.wg.Done()
 	r.sem <- struct{}{}
-	result := r.exec(c, rev)
+	result, ran := r.exec(c, rev)
 	<-r.sem
 	if r.cfg.Metrics != nil {
 		r.cfg.Metrics.Inc(MetricRuns, "result", result)
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.done[key] = rev
-	if err := r.save(); err != nil {
-		r.cfg.Log.Warn("deploy hook", "certificate", key, "err", err)
+	if ran {
+		r.done[key] = deployed{UID: c.UID, Revision: rev}
+		if err := r.save(); err != nil {
+			r.cfg.Log.Warn("deploy hook", "certificate", key, "err", err)
+		}
 	}
 	delete(r.busy, key)
 	if next, ok := r.again[key]; ok {
 		delete(r.again, key)
-		if nrev, ok := due(next); ok && nrev != rev {
+		if nrev, ok := due(next); ok && r.done[key] != (deployed{UID: next.UID, Revision: nrev}) {
 			r.busy[key] = true
 			r.wg.Add(1)
 			go r.run(key, next, nrev)
@@ -180,14 +193,25 @@ func (r *Runner) run(key string, c *api.Certificate, rev int) {
 }
 
 // exec runs the command for c and logs the outcome; it returns the
-// result label.
-func (r *Runner) exec(c *api.Certificate, rev int) string {
+// result label and whether the command ran (a run that could not start
+// is tried again at the next observation).
+func (r *Runner) exec(c *api.Certificate, rev int) (string, bool) {
 	log := r.cfg.Log.With("certificate", c.Namespace+"/"+c.Name, "revision", rev)
 	dir, err := r.cfg.SecretDir(c.Namespace, c.Spec.SecretName)
 	if err != nil {
 		log.Warn("deploy hook not run", "err", err)
-		return "failed"
+		return "failed", false
 	}
+	// Output goes to a file, not a pipe: a hook that starts a background
+	// process (a reload that forks) must not keep Wait waiting for the
+	// pipe to close, nor lose its stdout when it does.
+	out, err := os.CreateTemp("", "certfn-deploy-hook-*.log")
+	if err != nil {
+		log.Warn("deploy hook not run", "err", err)
+		return "failed", false
+	}
+	defer os.Remove(out.Name())
+	defer out.Close()
 	names := strings.Join(c.Spec.DNSNames, " ")
 	notAfter := ""
 	if c.Status.NotAfter != nil {
@@ -208,23 +232,36 @@ func (r *Runner) exec(c *api.Certificate, rev int) string {
 		"RENEWED_DOMAINS="+names,
 	)
 	cmd.Dir = filepath.Dir(r.cfg.StateFile)
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	cmd.WaitDelay = time.Second
+	cmd.Stdout, cmd.Stderr = out, out
+	killGroupOnCancel(cmd) // a timeout kills the shell and what it started
 	start := time.Now()
 	err = cmd.Run()
 	took := time.Since(start).Round(time.Millisecond)
-	tail := lastBytes(redact(out.Bytes()), 2048)
+	tail := lastBytes(redact(readTail(out.Name(), 64<<10)), 2048)
 	switch {
 	case ctx.Err() != nil:
 		log.Warn("deploy hook timed out and was killed", "timeout", r.cfg.Timeout, "output", tail)
-		return "timeout"
+		return "timeout", true
 	case err != nil:
 		log.Warn("deploy hook failed", "err", err, "took", took, "output", tail)
-		return "failed"
+		return "failed", true
 	}
 	log.Info("deploy hook ran", "took", took, "output", tail)
-	return "ok"
+	return "ok", true
+}
+
+// readTail returns the last n bytes of the file at path (nil on error).
+func readTail(path string, n int64) []byte {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	if st, err := f.Stat(); err == nil && st.Size() > n {
+		_, _ = f.Seek(st.Size()-n, io.SeekStart)
+	}
+	b, _ := io.ReadAll(io.LimitReader(f, n))
+	return b
 }
 
 // save writes the state file atomically (temporary file, fsync, rename).

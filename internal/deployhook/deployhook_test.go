@@ -86,7 +86,7 @@ func (r *rig) runs() []string {
 
 // cert builds default/web with the given revision and conditions.
 func cert(rev int, ready, issuing bool) *api.Certificate {
-	c := &api.Certificate{ObjectMeta: api.ObjectMeta{Namespace: "default", Name: "web"},
+	c := &api.Certificate{ObjectMeta: api.ObjectMeta{Namespace: "default", Name: "web", UID: "uid-1"},
 		Spec: api.CertificateSpec{SecretName: "web-tls", DNSNames: []string{"web.example.com", "www.example.com"}}}
 	if rev > 0 {
 		c.Status.Revision = &rev
@@ -255,5 +255,76 @@ func TestConfigErrors(t *testing.T) {
 		if _, err := New(tc.cfg); err == nil || !strings.Contains(err.Error(), tc.msg) {
 			t.Errorf("%s: %v, want %q", tc.name, err, tc.msg)
 		}
+	}
+}
+
+// A Certificate deleted and created again under the same name (a new UID)
+// starts at revision 1 again: the hook runs for it.
+func TestRecreatedCertificate(t *testing.T) {
+	r := newRig(t)
+	run := r.runner("", 0)
+	run.Observe(cert(1, true, false))
+	run.Wait()
+	again := cert(1, true, false)
+	again.UID = "uid-2"
+	run.Observe(again)
+	run.Wait()
+	if n := len(r.runs()); n != 2 {
+		t.Fatalf("%d runs, want 2 (the re-created Certificate's revision 1 too)", n)
+	}
+}
+
+// A hook that leaves a process in the background finishes when the shell
+// does (no pipe to wait on) and counts as ok; one that times out is killed
+// with what it started.
+func TestBackgroundAndTimeoutKillsTheGroup(t *testing.T) {
+	r := newRig(t)
+	start := time.Now()
+	run := r.runner(`sleep 5 & echo reloaded`, 0)
+	run.Observe(cert(1, true, false))
+	run.Wait()
+	if d := time.Since(start); d > 4*time.Second {
+		t.Fatalf("the hook waited for its background process (%s)", d)
+	}
+	if r.metrics.get(MetricRuns+"{result=ok}") != 1 || !strings.Contains(r.log.String(), "reloaded") {
+		t.Fatalf("background hook: %v\n%s", r.metrics.m, r.log.String())
+	}
+
+	r2 := newRig(t)
+	marker := filepath.Join(r2.dir, "child-survived")
+	run2 := r2.runner(`(sleep 1; touch `+marker+`) & sleep 30`, 200*time.Millisecond)
+	run2.Observe(cert(1, true, false))
+	run2.Wait()
+	time.Sleep(1500 * time.Millisecond)
+	if _, err := os.Stat(marker); err == nil {
+		t.Fatal("a process started by a timed-out hook survived the kill")
+	}
+	if r2.metrics.get(MetricRuns+"{result=timeout}") != 1 {
+		t.Fatalf("timeout not counted: %v", r2.metrics.m)
+	}
+}
+
+// A hook that could not start (no secret directory) is not recorded as
+// run: the next observation tries again.
+func TestNotStartedIsRetried(t *testing.T) {
+	r := newRig(t)
+	fail := true
+	run, err := New(Config{Command: `echo x >> runs`, StateFile: filepath.Join(r.dir, "deploy-hooks.json"),
+		SecretDir: func(ns, name string) (string, error) {
+			if fail {
+				return "", os.ErrNotExist
+			}
+			return filepath.Join(r.dir, ns, name), nil
+		}, Log: slog.New(slog.NewTextHandler(r.log, nil)), Metrics: r.metrics})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run.Observe(cert(1, true, false))
+	run.Wait()
+	fail = false
+	run.Observe(cert(1, true, false))
+	run.Wait()
+	if n := len(r.runs()); n != 1 {
+		t.Fatalf("%d runs, want 1 after the directory became available", n)
 	}
 }
