@@ -10,6 +10,7 @@ import (
 	"math/big"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -47,7 +48,9 @@ func TestTLSFilesReload(t *testing.T) {
 	dir := t.TempDir()
 	t0 := time.Now()
 	writePair(t, dir, "first", t0.Add(-time.Minute))
-	f := &tlsFiles{certFile: filepath.Join(dir, "tls.crt"), keyFile: filepath.Join(dir, "tls.key"), caFile: filepath.Join(dir, "ca.crt")}
+	var warnings []string
+	f := &tlsFiles{certFile: filepath.Join(dir, "tls.crt"), keyFile: filepath.Join(dir, "tls.key"), caFile: filepath.Join(dir, "ca.crt"),
+		warn: func(msg string, _ ...any) { warnings = append(warnings, msg) }}
 	cn := func(now time.Time) string {
 		t.Helper()
 		c, err := f.config(now)
@@ -75,6 +78,9 @@ func TestTLSFilesReload(t *testing.T) {
 	}
 	if got := cn(t0.Add(3 * reloadEvery)); got != "renewed" {
 		t.Fatalf("a broken key pair replaced the good one: %q", got)
+	}
+	if len(warnings) != 1 || !strings.Contains(warnings[0], "not taken") {
+		t.Fatalf("warnings %q, want one about the broken pair", warnings)
 	}
 	if _, err := (&tlsFiles{certFile: "/nonexistent", keyFile: "/nonexistent", caFile: "/nonexistent"}).config(t0); err == nil {
 		t.Fatal("missing files accepted at start")
