@@ -237,6 +237,7 @@ func (e *Env) Options(role awsmode.Role) awsmode.Options {
 	guard := NewIAMGuard(ddb, role, e.Table)
 	smGuard := NewSecretsGuard(smc, role, e.WorkerManagesCACertificates)
 	smGuard.Tags = e.SM.Tags // uncounted: Usage reports the functions' calls only
+	smGuard.Prefix = e.Vars[awsmode.EnvSecretPrefix]
 	e.mu.Lock()
 	e.guards = append(e.guards, guard)
 	e.smGuards = append(e.smGuards, smGuard)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -30,6 +31,9 @@ type SecretsGuard struct {
 	role awsmode.Role
 	// workerCA mirrors worker_manages_ca_certificates.
 	workerCA bool
+	// Prefix, when set, is the secret prefix every statement's resource
+	// is limited to (<prefix>/*): names outside it are denied.
+	Prefix string
 	// Tags, when set, returns a secret's tags (nil when it does not
 	// exist) without a Secrets Manager call, so that the guard's lookups
 	// are not counted as the function's calls; else DescribeSecret is used.
@@ -121,6 +125,9 @@ func roleIn(tags []smtypes.Tag) string {
 
 func (g *SecretsGuard) check(ctx context.Context, action, id, req string, exists bool) error {
 	have := absent
+	if g.Prefix != "" && !strings.HasPrefix(id, g.Prefix+"/") {
+		return g.deny(action, id, have, req)
+	}
 	if exists {
 		var err error
 		if have, err = g.tagOf(ctx, id); err != nil {
@@ -130,6 +137,10 @@ func (g *SecretsGuard) check(ctx context.Context, action, id, req string, exists
 	if g.allowed(action, have, req) {
 		return nil
 	}
+	return g.deny(action, id, have, req)
+}
+
+func (g *SecretsGuard) deny(action, id, have, req string) error {
 	msg := fmt.Sprintf("%s function: secretsmanager:%s on %s (certfn-role %q, request certfn-role %q)", g.role, action, id, have, req)
 	g.mu.Lock()
 	g.denied = append(g.denied, msg)

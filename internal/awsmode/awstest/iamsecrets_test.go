@@ -49,7 +49,8 @@ func (s *taggedSM) TagResource(context.Context, *sm.TagResourceInput, ...func(*s
 }
 
 func TestSecretsGuard(t *testing.T) {
-	roles := map[string]string{"ca": "ca", "issued": "issued-ca", "leaf": "certificate", "next": "private-key", "tsig": "solver-credentials", "bare": ""}
+	roles := map[string]string{"certfn/ca": "ca", "certfn/issued": "issued-ca", "certfn/leaf": "certificate", "certfn/next": "private-key",
+		"certfn/tsig": "solver-credentials", "certfn/bare": ""}
 	get := func(id string) func(*SecretsGuard) error {
 		return func(g *SecretsGuard) error {
 			_, err := g.GetSecretValue(context.Background(), &sm.GetSecretValueInput{SecretId: aws.String(id)})
@@ -83,32 +84,34 @@ func TestSecretsGuard(t *testing.T) {
 		call     func(*SecretsGuard) error
 		allow    bool
 	}{
-		{"worker reads a leaf", awsmode.RoleWorker, false, get("leaf"), true},
-		{"worker looks up a missing secret", awsmode.RoleWorker, false, get("missing"), true},
-		{"worker reads an untagged secret", awsmode.RoleWorker, false, get("bare"), true},
-		{"worker reads solver credentials", awsmode.RoleWorker, false, get("tsig"), true},
-		{"worker may not overwrite solver credentials", awsmode.RoleWorker, false, put("tsig"), false},
-		{"worker may not read a CA key", awsmode.RoleWorker, true, get("ca"), false},
-		{"worker may not read an issued CA", awsmode.RoleWorker, false, get("issued"), false},
-		{"worker reads an issued CA when it manages them", awsmode.RoleWorker, true, get("issued"), true},
-		{"worker creates a certificate", awsmode.RoleWorker, false, create("new", "certificate"), true},
-		{"worker may not create an issued CA", awsmode.RoleWorker, false, create("new", "issued-ca"), false},
-		{"worker may not create a CA key", awsmode.RoleWorker, true, create("new", "ca"), false},
-		{"worker may not re-tag a CA key", awsmode.RoleWorker, false, retag("ca", "certificate"), false},
-		{"worker re-tags its own", awsmode.RoleWorker, false, retag("leaf", "certificate"), true},
-		{"worker may not put an untagged secret", awsmode.RoleWorker, false, put("bare"), false},
-		{"signer reads a CA key", awsmode.RoleSigner, false, get("ca"), true},
-		{"signer reads a next private key", awsmode.RoleSigner, false, get("next"), true},
-		{"signer looks up a missing CA", awsmode.RoleSigner, false, get("missing"), true},
-		{"signer may not read a leaf", awsmode.RoleSigner, false, get("leaf"), false},
-		{"signer may not write", awsmode.RoleSigner, false, put("next"), false},
-		{"signer may not create", awsmode.RoleSigner, false, create("new", "private-key"), false},
-		{"api reads nothing", awsmode.RoleAPI, false, get("missing"), false},
-		{"scheduler reads nothing", awsmode.RoleScheduler, false, get("leaf"), false},
+		{"worker reads a leaf", awsmode.RoleWorker, false, get("certfn/leaf"), true},
+		{"worker looks up a missing secret", awsmode.RoleWorker, false, get("certfn/missing"), true},
+		{"worker reads an untagged secret", awsmode.RoleWorker, false, get("certfn/bare"), true},
+		{"worker reads solver credentials", awsmode.RoleWorker, false, get("certfn/tsig"), true},
+		{"worker may not overwrite solver credentials", awsmode.RoleWorker, false, put("certfn/tsig"), false},
+		{"worker may not read a CA key", awsmode.RoleWorker, true, get("certfn/ca"), false},
+		{"worker may not read an issued CA", awsmode.RoleWorker, false, get("certfn/issued"), false},
+		{"worker reads an issued CA when it manages them", awsmode.RoleWorker, true, get("certfn/issued"), true},
+		{"worker creates a certificate", awsmode.RoleWorker, false, create("certfn/new", "certificate"), true},
+		{"worker may not create an issued CA", awsmode.RoleWorker, false, create("certfn/new", "issued-ca"), false},
+		{"worker may not create a CA key", awsmode.RoleWorker, true, create("certfn/new", "ca"), false},
+		{"worker may not re-tag a CA key", awsmode.RoleWorker, false, retag("certfn/ca", "certificate"), false},
+		{"worker re-tags its own", awsmode.RoleWorker, false, retag("certfn/leaf", "certificate"), true},
+		{"worker may not put an untagged secret", awsmode.RoleWorker, false, put("certfn/bare"), false},
+		{"signer reads a CA key", awsmode.RoleSigner, false, get("certfn/ca"), true},
+		{"signer reads a next private key", awsmode.RoleSigner, false, get("certfn/next"), true},
+		{"signer looks up a missing CA", awsmode.RoleSigner, false, get("certfn/missing"), true},
+		{"signer may not read a leaf", awsmode.RoleSigner, false, get("certfn/leaf"), false},
+		{"signer may not write", awsmode.RoleSigner, false, put("certfn/next"), false},
+		{"signer may not create", awsmode.RoleSigner, false, create("certfn/new", "private-key"), false},
+		{"api reads nothing", awsmode.RoleAPI, false, get("certfn/missing"), false},
+		{"scheduler reads nothing", awsmode.RoleScheduler, false, get("certfn/leaf"), false},
+		{"worker may not look up outside the prefix", awsmode.RoleWorker, false, get("other/missing"), false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			inner := &taggedSM{roles: roles}
 			g := NewSecretsGuard(inner, tc.role, tc.workerCA)
+			g.Prefix = "certfn"
 			err := tc.call(g)
 			checkGuarded(t, tc.allow, err, inner.calls, g.Denied())
 		})
