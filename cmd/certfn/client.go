@@ -40,14 +40,7 @@ type localClient struct {
 }
 
 func newLocalClient(rt *localmode.Runtime, caller engine.Caller) *localClient {
-	secrets := func(ctx context.Context, ns, name string) ([]byte, error) {
-		s, err := rt.Secrets.Get(ctx, ns, name)
-		if err != nil {
-			return nil, err
-		}
-		return s.Data["tls.crt"], nil
-	}
-	return &localClient{svc: &httpapi.Service{Engine: rt.Engine, Secrets: secrets}, caller: caller}
+	return &localClient{svc: &httpapi.Service{Engine: rt.Engine, Secrets: rt.CertificatePEM}, caller: caller}
 }
 
 func (c *localClient) Apply(ctx context.Context, objs []api.Object) ([]engine.ApplyResult, error) {

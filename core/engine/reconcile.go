@@ -172,12 +172,10 @@ func (w *reqWriter) UpdateRequest(ctx context.Context, st *requests.State, next 
 type issuerGetter struct{ e *Engine }
 
 func (g *issuerGetter) Get(ctx context.Context, namespace string, ref api.IssuerReference) (api.GenericIssuer, string, bool, error) {
-	key := api.Key{Kind: api.KindIssuer, Namespace: namespace, Name: ref.Name}
-	if ref.Kind == api.KindClusterIssuer {
-		key = api.Key{Kind: api.KindClusterIssuer, Name: ref.Name}
-	} else if ref.Kind != "" && ref.Kind != api.KindIssuer {
+	if ref.Kind != "" && ref.Kind != api.KindIssuer && ref.Kind != api.KindClusterIssuer {
 		return nil, "", false, nil
 	}
+	key := api.IssuerKey(namespace, ref)
 	rec, err := g.e.cfg.Store.Get(ctx, key)
 	if errors.Is(err, ports.ErrNotFound) {
 		return nil, "", false, nil

@@ -123,10 +123,7 @@ func Certificate(ctx context.Context, lookup Lookup, secrets SecretReader, key a
 	}
 
 	ref := c.Spec.IssuerRef
-	ik := api.Key{Kind: api.KindIssuer, Namespace: c.Namespace, Name: ref.Name}
-	if ref.Kind == api.KindClusterIssuer {
-		ik = api.Key{Kind: api.KindClusterIssuer, Name: ref.Name}
-	}
+	ik := api.IssuerKey(c.Namespace, ref)
 	r.Issuer = IssuerInfo{Kind: ik.Kind, Name: ref.Name, State: StateMissing}
 	switch io, err := lookup(ctx, ik); {
 	case err == nil:

@@ -41,13 +41,7 @@ func (r *Runtime) ListenAPI(o APIOptions) (string, func(), error) {
 	if _, err := files.config(time.Now()); err != nil {
 		return "", nil, err
 	}
-	svc := &httpapi.Service{Engine: r.Engine, Secrets: func(ctx context.Context, ns, name string) ([]byte, error) {
-		s, err := r.Secrets.Get(ctx, ns, name)
-		if err != nil {
-			return nil, err
-		}
-		return s.Data["tls.crt"], nil
-	}}
+	svc := &httpapi.Service{Engine: r.Engine, Secrets: r.CertificatePEM}
 	h, err := httpapi.New(httpapi.Config{Engine: r.Engine, Authenticate: httpapi.X509Caller, Logger: r.Log,
 		Status: func(ctx context.Context, caller engine.Caller, key api.Key) (*explain.Report, error) {
 			return svc.Status(ctx, caller, key)
@@ -152,4 +146,14 @@ func (f *tlsFiles) config(now time.Time) (*tls.Config, error) {
 	f.cfg = &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{cert}, ClientCAs: pool, ClientAuth: tls.RequireAndVerifyClientCert}
 	f.mods = mods
 	return f.cfg, nil
+}
+
+// CertificatePEM returns the tls.crt of the secret namespace/name (what
+// `status` shows of a secret; never the key).
+func (r *Runtime) CertificatePEM(ctx context.Context, namespace, name string) ([]byte, error) {
+	s, err := r.Secrets.Get(ctx, namespace, name)
+	if err != nil {
+		return nil, err
+	}
+	return s.Data["tls.crt"], nil
 }

@@ -57,9 +57,9 @@ func (r *Runtime) Revoke(ctx context.Context, key api.Key, reason string, caller
 	}
 	crt := o.(*api.Certificate)
 	ref := crt.Spec.IssuerRef
-	ik, secretNS := api.Key{Kind: api.KindIssuer, Namespace: crt.Namespace, Name: ref.Name}, crt.Namespace
-	if ref.Kind == api.KindClusterIssuer {
-		ik, secretNS = api.Key{Kind: api.KindClusterIssuer, Name: ref.Name}, r.clusterResourceNamespace()
+	ik, secretNS := api.IssuerKey(crt.Namespace, ref), crt.Namespace
+	if ik.Kind == api.KindClusterIssuer {
+		secretNS = r.Engine.Config().ClusterResourceNamespace
 	}
 	io, err := r.Engine.Get(ctx, ik)
 	if err != nil {
@@ -94,11 +94,4 @@ func (r *Runtime) Revoke(ctx context.Context, key api.Key, reason string, caller
 		return fmt.Errorf("revoked %s; trigger its re-issuance: %w", key, err)
 	}
 	return nil
-}
-
-func (r *Runtime) clusterResourceNamespace() string {
-	if r.Opts.ClusterResourceNamespace != "" {
-		return r.Opts.ClusterResourceNamespace
-	}
-	return "cert-manager"
 }

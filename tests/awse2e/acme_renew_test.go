@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"crypto/x509"
 	"encoding/base64"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
@@ -151,14 +150,7 @@ spec:
 	if rt := c.Status.RenewalTime; rt == nil || !rt.After(clk.Now()) {
 		t.Fatalf("renewed certificate's renewalTime %v is not after the clock %s", rt, clk.Now())
 	}
-	prev := d.secret("default", "renew-tls", "AWSPREVIOUS").Data["raw"]
-	var payload map[string]any
-	if err := json.Unmarshal(prev, &payload); err != nil {
-		t.Fatal(err)
-	}
-	if pl, _ := payload["tls.crt"].(string); !bytes.Equal(leaf(t, []byte(pl)).Raw, first.Raw) {
-		t.Error("AWSPREVIOUS does not hold the first certificate")
-	}
+	d.requirePrevious("default", "renew-tls", first)
 	if n := d.VisibleMessages(d.WorkerDLQURL) + d.VisibleMessages(d.SignerDLQURL); n != 0 {
 		t.Errorf("%d messages in the dead-letter queues", n)
 	}

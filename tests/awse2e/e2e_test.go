@@ -3,7 +3,6 @@ package awse2e
 import (
 	"bytes"
 	"crypto/x509"
-	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -84,14 +83,7 @@ func TestExamplesIssueAndRenewOnAWS(t *testing.T) {
 	if bytes.Equal(renewed.RawSubjectPublicKeyInfo, first.RawSubjectPublicKeyInfo) {
 		t.Error("the key was not rotated (rotationPolicy: Always)")
 	}
-	prev := d.secret("default", "web-tls", "AWSPREVIOUS").Data["raw"]
-	var payload map[string]any
-	if err := json.Unmarshal(prev, &payload); err != nil {
-		t.Fatal(err)
-	}
-	if pl, _ := payload["tls.crt"].(string); !bytes.Equal(leaf(t, []byte(pl)).Raw, first.Raw) {
-		t.Error("AWSPREVIOUS does not hold the first certificate")
-	}
+	d.requirePrevious("default", "web-tls", first)
 	// Nothing is left to do and no message went to a dead-letter queue.
 	if n := d.VisibleMessages(d.WorkerDLQURL) + d.VisibleMessages(d.SignerDLQURL); n != 0 {
 		t.Errorf("%d messages in the dead-letter queues", n)

@@ -15,8 +15,10 @@
 package awse2e
 
 import (
+	"bytes"
 	"context"
 	"crypto/x509"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -315,3 +317,17 @@ func (s *denySecrets) UpdateSecretVersionStage(ctx context.Context, in *sm.Updat
 }
 
 var _ secrets.API = (*denySecrets)(nil)
+
+// requirePrevious fails the test unless the AWSPREVIOUS version of the
+// secret ns/name holds want as its certificate (renewal keeps the previous
+// key pair for rollback).
+func (d *deployment) requirePrevious(ns, name string, want *x509.Certificate) {
+	d.t.Helper()
+	var payload map[string]any
+	if err := json.Unmarshal(d.secret(ns, name, "AWSPREVIOUS").Data["raw"], &payload); err != nil {
+		d.t.Fatal(err)
+	}
+	if pl, _ := payload["tls.crt"].(string); !bytes.Equal(leaf(d.t, []byte(pl)).Raw, want.Raw) {
+		d.t.Errorf("AWSPREVIOUS of %s/%s does not hold the first certificate", ns, name)
+	}
+}

@@ -231,10 +231,9 @@ func (h *Handler) CleanUp(ctx context.Context, _ *engine.Engine, ch *api.Challen
 // when the step should wait.
 func (r *run) account(ctx context.Context) (acme.Account, acme.Client, bool, error) {
 	ref := r.c.Spec.IssuerRef
-	key := api.Key{Kind: api.KindIssuer, Namespace: r.c.Namespace, Name: ref.Name}
-	ns := r.c.Namespace
-	if ref.Kind == api.KindClusterIssuer {
-		key, ns = api.Key{Kind: api.KindClusterIssuer, Name: ref.Name}, r.e.Config().ClusterResourceNamespace
+	key, ns := api.IssuerKey(r.c.Namespace, ref), r.c.Namespace
+	if key.Kind == api.KindClusterIssuer {
+		ns = r.e.Config().ClusterResourceNamespace
 	}
 	obj, err := r.e.Get(ctx, key)
 	if errors.Is(err, ports.ErrNotFound) {

@@ -139,10 +139,7 @@ type acmeCtx struct {
 // issuer loads the Order's issuer; nil when it does not exist.
 func (r *run) issuer(ctx context.Context) (api.GenericIssuer, string, error) {
 	ref := r.o.Spec.IssuerRef
-	key := api.Key{Kind: api.KindIssuer, Namespace: r.o.Namespace, Name: ref.Name}
-	if ref.Kind == api.KindClusterIssuer {
-		key = api.Key{Kind: api.KindClusterIssuer, Name: ref.Name}
-	}
+	key := api.IssuerKey(r.o.Namespace, ref)
 	rec, err := r.e.Store().Get(ctx, key)
 	if errors.Is(err, ports.ErrNotFound) {
 		return nil, "", nil
