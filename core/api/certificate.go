@@ -290,13 +290,3 @@ type RenewalInfo struct {
 	CertificateID  string `json:"certificateID,omitempty"`
 }
 
-// IssuerKey returns the key of the issuer ref names for an object in
-// namespace: the ClusterIssuer ref.Name when ref.Kind is ClusterIssuer,
-// else the Issuer ref.Name in namespace (an empty or unknown kind is an
-// Issuer here; callers that must refuse unknown kinds check ref.Kind).
-func IssuerKey(namespace string, ref IssuerReference) Key {
-	if ref.Kind == KindClusterIssuer {
-		return Key{Kind: KindClusterIssuer, Name: ref.Name}
-	}
-	return Key{Kind: KindIssuer, Namespace: namespace, Name: ref.Name}
-}

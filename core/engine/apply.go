@@ -75,7 +75,7 @@ func (e *Engine) applyOnce(ctx context.Context, obj api.Object) (created, change
 		m := obj.GetObjectMeta()
 		m.UID, m.CreationTimestamp, m.Generation, m.ResourceVersion = newUID(), api.NewTime(now), 1, ""
 		clearStatus(obj)
-		if _, err := e.create(ctx, obj, now.Add(certificates.FollowUpGrace)); err != nil {
+		if _, err := e.direct().create(ctx, obj, now.Add(certificates.FollowUpGrace)); err != nil {
 			return false, false, fmt.Errorf("create %s: %w", key, err)
 		}
 		return true, true, nil
@@ -112,7 +112,7 @@ func (e *Engine) applyOnce(ctx context.Context, obj api.Object) (created, change
 	if specChanged {
 		om.Generation++
 	}
-	if _, err := e.update(ctx, old, rec.Version, now.Add(certificates.FollowUpGrace)); err != nil {
+	if _, err := e.direct().update(ctx, old, rec.Version, now.Add(certificates.FollowUpGrace)); err != nil {
 		return false, false, fmt.Errorf("update %s: %w", key, err)
 	}
 	return false, true, nil
@@ -213,7 +213,7 @@ func (e *Engine) Delete(ctx context.Context, key api.Key) error {
 			return fmt.Errorf("delete next private key of %s: %w", key, err)
 		}
 	}
-	if err := e.deleteTree(ctx, key, 0); err != nil {
+	if err := e.direct().deleteTree(ctx, key, 0); err != nil {
 		return err
 	}
 	// The Event about the object goes with it (a user's delete; records
@@ -226,7 +226,7 @@ func (e *Engine) Delete(ctx context.Context, key api.Key) error {
 
 // deleteTree deletes owned records first (so a crash leaves at worst an
 // owner without children, which its steps recreate), then key.
-func (e *Engine) deleteTree(ctx context.Context, key api.Key, version int64) error {
+func (e *run) deleteTree(ctx context.Context, key api.Key, version int64) error {
 	for _, kind := range ownedKinds[key.Kind] {
 		children, err := e.cfg.Store.List(ctx, ports.ListOptions{Kind: kind, Namespace: key.Namespace, Owner: key})
 		if err != nil {
@@ -280,7 +280,7 @@ func (e *Engine) mutate(ctx context.Context, key api.Key, fn func(o api.Object) 
 		if err := fn(o); err != nil {
 			return err
 		}
-		_, err = e.update(ctx, o, rec.Version, e.cfg.Clock.Now().Add(certificates.FollowUpGrace))
+		_, err = e.direct().update(ctx, o, rec.Version, e.cfg.Clock.Now().Add(certificates.FollowUpGrace))
 		if errors.Is(err, ports.ErrConflict) && attempt < maxConflictRetries {
 			continue
 		}

@@ -62,7 +62,8 @@ type Config struct {
 	// Signers by issuer type ("selfSigned", "ca"). A deployment whose
 	// worker must not read CA keys leaves "ca" out and runs a signer role.
 	Signers map[string]signers.Signer
-	// ClusterResourceNamespace holds ClusterIssuer secrets (default "cert-manager").
+	// ClusterResourceNamespace holds ClusterIssuer secrets (default
+	// api.DefaultClusterResourceNamespace).
 	ClusterResourceNamespace string
 	// Identity used on requests the certificate steps create.
 	Identity Identity
@@ -76,6 +77,12 @@ type Config struct {
 	// its next run is min(renewal time, now + ResyncInterval), so a deleted
 	// or altered secret is noticed (default 24 h; local mode uses 1 h).
 	ResyncInterval time.Duration
+	// DeferWakes makes Handle return the keys a reconcile wakes for an
+	// immediate run (Disposition.Woken) instead of enqueueing them, so the
+	// caller routes them (the AWS worker runs them in the same invocation,
+	// the signer sends them to the worker queue). Delayed wake-ups and
+	// writes outside Handle (Apply, Renew, approvals) always enqueue.
+	DeferWakes bool
 	// Handlers reconcile further kinds (the ACME issuer's Order and Challenge).
 	Handlers map[string]Handler
 	// ACMEReady is passed to the issuer step (see issuers.Env).
@@ -124,7 +131,7 @@ func New(cfg Config) (*Engine, error) {
 		cfg.Approver = &policyApprover{e: e, ap: ap}
 	}
 	if cfg.ClusterResourceNamespace == "" {
-		cfg.ClusterResourceNamespace = "cert-manager"
+		cfg.ClusterResourceNamespace = api.DefaultClusterResourceNamespace
 	}
 	if cfg.Identity.Username == "" {
 		cfg.Identity = DefaultIdentity
@@ -150,40 +157,54 @@ type nopMetrics struct{}
 func (nopMetrics) Inc(string, ...string)              {}
 func (nopMetrics) Observe(string, float64, ...string) {}
 
-// Reconcile runs one step for key. A missing resource is not an error (it
-// was deleted). The returned error is classified by errs.Classify.
+// Reconcile runs one step for key, enqueueing what it wakes. A missing
+// resource is not an error (it was deleted). The returned error is
+// classified by errs.Classify.
 func (e *Engine) Reconcile(ctx context.Context, key api.Key) error {
-	rec, err := e.cfg.Store.Get(ctx, key)
-	if errors.Is(err, ports.ErrNotFound) {
-		return nil
+	return e.direct().reconcile(ctx, key, nil)
+}
+
+// reconcile runs one step for key; loaded, when it holds key's record,
+// was read by the caller just before and is used instead of a read.
+func (r *run) reconcile(ctx context.Context, key api.Key, loaded *ports.Record) error {
+	var rec ports.Record
+	if loaded != nil && loaded.Key == key {
+		rec = *loaded
+	} else {
+		var err error
+		rec, err = r.cfg.Store.Get(ctx, key)
+		if errors.Is(err, ports.ErrNotFound) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("load %s: %w", key, err)
+		}
 	}
-	if err != nil {
-		return fmt.Errorf("load %s: %w", key, err)
-	}
-	e.cfg.Metrics.Inc("certfn_reconciles_total", "kind", key.Kind)
+	r.cfg.Metrics.Inc("certfn_reconciles_total", "kind", key.Kind)
 	switch key.Kind {
 	case api.KindCertificate:
-		return e.reconcileCertificate(ctx, rec)
+		return r.reconcileCertificate(ctx, rec)
 	case api.KindCertificateRequest:
-		return e.reconcileRequest(ctx, rec)
+		return r.reconcileRequest(ctx, rec)
 	case api.KindIssuer, api.KindClusterIssuer:
-		return e.reconcileIssuer(ctx, rec)
+		return r.reconcileIssuer(ctx, rec)
 	case api.KindCertificateRequestPolicy:
-		return e.reconcilePolicy(ctx, rec)
+		return r.reconcilePolicy(ctx, rec)
 	}
-	if h, ok := e.cfg.Handlers[key.Kind]; ok {
-		return h.Reconcile(ctx, e, rec)
+	if h, ok := r.cfg.Handlers[key.Kind]; ok {
+		return h.Reconcile(ctx, r, rec)
 	}
 	switch key.Kind {
 	case api.KindRole, api.KindClusterRole, api.KindRoleBinding, api.KindClusterRoleBinding, api.KindNamespace:
 		// Who may use which policy (or a namespace's labels) changed:
 		// pending requests are decided again.
-		if err := e.wakePendingRequests(ctx); err != nil {
+		if err := r.wakePendingRequests(ctx); err != nil {
 			return err
 		}
-		return e.settle(ctx, rec, time.Time{})
+		return r.settle(ctx, rec, time.Time{})
 	default:
-		return e.settle(ctx, rec, time.Time{})
+		// Nothing reconciles this kind (Events, leases): only its due time is kept right.
+		return r.settle(ctx, rec, time.Time{})
 	}
 }
 
@@ -219,101 +240,6 @@ func ownerKey(obj api.Object) api.Key {
 	return api.Key{}
 }
 
-// update writes obj conditionally on version and enqueues it and its owner.
-func (e *Engine) update(ctx context.Context, obj api.Object, version int64, next time.Time) (int64, error) {
-	data, err := encode(obj)
-	if err != nil {
-		return 0, fmt.Errorf("encode %s: %w", api.KeyOf(obj), err)
-	}
-	key, owner := api.KeyOf(obj), ownerKey(obj)
-	out, err := e.cfg.Store.Update(ctx, ports.Record{Key: key, Version: version, Owner: owner, NextRunAt: next, Data: data})
-	if err != nil {
-		return 0, err
-	}
-	obj.GetObjectMeta().ResourceVersion = strconv.FormatInt(out.Version, 10)
-	e.cfg.Metrics.Inc("certfn_state_writes_total", "kind", key.Kind)
-	if !ownerCares(obj) {
-		owner = api.Key{}
-	}
-	return out.Version, e.wake(ctx, key, owner)
-}
-
-// ownerCares reports whether the owner has anything to do after obj was
-// written: a Certificate only acts on its request once the request is final
-// (issued, failed, denied), so earlier request writes do not wake it. The
-// owner's own due time covers a lost message.
-func ownerCares(obj api.Object) bool {
-	if f, ok := obj.(Finalizer); ok {
-		return f.IsFinal()
-	}
-	return true
-}
-
-// create stores a new object and enqueues it and its owner.
-func (e *Engine) create(ctx context.Context, obj api.Object, next time.Time) (int64, error) {
-	data, err := encode(obj)
-	if err != nil {
-		return 0, fmt.Errorf("encode %s: %w", api.KeyOf(obj), err)
-	}
-	key, owner := api.KeyOf(obj), ownerKey(obj)
-	out, err := e.cfg.Store.Create(ctx, ports.Record{Key: key, Owner: owner, NextRunAt: next, Data: data})
-	if err != nil {
-		return 0, err
-	}
-	obj.GetObjectMeta().ResourceVersion = strconv.FormatInt(out.Version, 10)
-	e.cfg.Metrics.Inc("certfn_state_writes_total", "kind", key.Kind)
-	if !ownerCares(obj) {
-		owner = api.Key{}
-	}
-	return out.Version, e.wake(ctx, key, owner)
-}
-
-func (e *Engine) wake(ctx context.Context, keys ...api.Key) error {
-	for _, k := range keys {
-		if k.IsZero() {
-			continue
-		}
-		if err := e.enqueue(ctx, k, 0); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func (e *Engine) enqueue(ctx context.Context, k api.Key, delay time.Duration) error {
-	if delay > e.cfg.MaxQueueDelay {
-		return nil // nextRunAt and the scheduler take it from here
-	}
-	if delay < 0 {
-		delay = 0
-	}
-	if err := e.cfg.Queue.Enqueue(ctx, k, delay); err != nil {
-		return fmt.Errorf("enqueue %s: %w", k, err)
-	}
-	e.cfg.Metrics.Inc("certfn_queue_messages_total")
-	return nil
-}
-
-// settle is called when no step wrote: it keeps the due index right (a
-// record whose due time passed, or that would wake too late, gets the time
-// it wants now) and sends a delayed message for a short wait.
-func (e *Engine) settle(ctx context.Context, rec ports.Record, want time.Time) error {
-	now := e.cfg.Clock.Now()
-	stale := !rec.NextRunAt.IsZero() && !rec.NextRunAt.After(now)
-	late := !want.IsZero() && (rec.NextRunAt.IsZero() || rec.NextRunAt.After(want))
-	if (stale || late) && !rec.NextRunAt.Equal(want) {
-		rec.NextRunAt = want
-		if _, err := e.cfg.Store.Update(ctx, rec); err != nil {
-			return fmt.Errorf("reschedule %s: %w", rec.Key, err)
-		}
-		e.cfg.Metrics.Inc("certfn_state_writes_total", "kind", rec.Key.Kind)
-	}
-	if !want.IsZero() {
-		return e.enqueue(ctx, rec.Key, want.Sub(now))
-	}
-	return nil
-}
-
 // newUID returns a random UID for a created object.
 func newUID() string {
 	var b [16]byte
@@ -324,12 +250,9 @@ func newUID() string {
 	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
 }
 
-// issuerSecretNamespace is where an issuer's secrets live.
-func (e *Engine) issuerSecretNamespace(iss api.GenericIssuer) string {
-	if iss.GetTypeMeta().Kind == api.KindClusterIssuer {
-		return e.cfg.ClusterResourceNamespace
-	}
-	return iss.GetObjectMeta().Namespace
+// Issuers is the engine's issuer rule (see api.IssuerScope).
+func (e *Engine) Issuers() api.IssuerScope {
+	return api.IssuerScope{ClusterResourceNamespace: e.cfg.ClusterResourceNamespace}
 }
 
 var _ certificates.Writer = (*certWriter)(nil)

@@ -171,7 +171,7 @@ func (r *rig) drain() {
 			return
 		}
 		for _, d := range ds {
-			disp := r.eng.Handle(r.ctx, d.Key.String(), d.Attempt)
+			disp := r.eng.Handle(r.ctx, engine.Message{Key: d.Key, Attempt: d.Attempt})
 			if disp.Ack {
 				if disp.Err != nil {
 					r.t.Fatalf("handle %s: %v", d.Key, disp.Err)
@@ -260,7 +260,7 @@ func TestHandleAcknowledgesWhatCannotBeRetried(t *testing.T) {
 	} {
 		t.Run(tc.body, func(t *testing.T) {
 			r := newRig(t)
-			d := r.eng.Handle(r.ctx, tc.body, 1)
+			d := r.eng.HandleBody(r.ctx, tc.body, 1)
 			if !d.Ack || d.RetryAfter != 0 {
 				t.Fatalf("disposition %+v, want ack", d)
 			}
@@ -300,7 +300,7 @@ func TestHandleRetries(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			r := newRig(t)
 			r.store.getErr = tc.err
-			d := r.eng.Handle(r.ctx, certKey.String(), tc.attempt)
+			d := r.eng.Handle(r.ctx, engine.Message{Key: certKey, Attempt: tc.attempt})
 			if d.Ack != tc.wantAck || d.RetryAfter != tc.wantRetry || !errors.Is(d.Err, tc.err) {
 				t.Fatalf("disposition %+v, want ack=%v retry=%s err %v", d, tc.wantAck, tc.wantRetry, tc.err)
 			}

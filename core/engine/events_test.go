@@ -38,7 +38,7 @@ func TestFailuresAreRecordedAsEvents(t *testing.T) {
 		}
 		return ev, rec.Version
 	}
-	d := r.eng.Handle(r.ctx, key.String(), 1)
+	d := r.eng.Handle(r.ctx, engine.Message{Key: key, Attempt: 1})
 	if d.Err == nil {
 		t.Fatal("the reconcile of an undecodable record did not fail")
 	}
@@ -56,13 +56,13 @@ func TestFailuresAreRecordedAsEvents(t *testing.T) {
 	}
 	// The same failure again within a minute: no write.
 	r.clk.Advance(30 * time.Second)
-	r.eng.Handle(r.ctx, key.String(), 2)
+	r.eng.Handle(r.ctx, engine.Message{Key: key, Attempt: 2})
 	if _, v := event(); v != v1 {
 		t.Fatalf("event rewritten within EventMinInterval (version %d → %d)", v1, v)
 	}
 	// After it: count 2, first time kept, last time now.
 	r.clk.Advance(engine.EventMinInterval)
-	r.eng.Handle(r.ctx, key.String(), 3)
+	r.eng.Handle(r.ctx, engine.Message{Key: key, Attempt: 3})
 	ev, _ = event()
 	if ev.Count != 2 || !ev.LastTimestamp.Time.Equal(r.clk.Now()) || ev.FirstTimestamp.Time.Equal(r.clk.Now()) {
 		t.Fatalf("repeated failure: %+v", ev)
@@ -71,12 +71,12 @@ func TestFailuresAreRecordedAsEvents(t *testing.T) {
 	if _, err := r.store.Store.Update(r.ctx, ports.Record{Key: key, Version: 1, Data: []byte(`{"status": "x"}`)}); err != nil {
 		t.Fatal(err)
 	}
-	r.eng.Handle(r.ctx, key.String(), 1)
+	r.eng.Handle(r.ctx, engine.Message{Key: key, Attempt: 1})
 	if ev2, _ := event(); ev2.Count != 1 || ev2.Message == ev.Message {
 		t.Fatalf("a different failure did not start a new count: %+v", ev2)
 	}
 	// Events are listed like any kind, and an Event key itself records nothing.
-	r.eng.Handle(r.ctx, ek.String(), 1)
+	r.eng.Handle(r.ctx, engine.Message{Key: ek, Attempt: 1})
 	objs, err := r.eng.List(r.ctx, api.KindEvent, "")
 	if err != nil || len(objs) != 1 {
 		t.Fatalf("events %v %v", objs, err)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/certfn/certfn/core/api"
 	"github.com/certfn/certfn/core/errs"
+	"github.com/certfn/certfn/core/ports"
 )
 
 // Disposition tells the queue adapter what to do with a message.
@@ -17,21 +18,56 @@ type Disposition struct {
 	RetryAfter time.Duration
 	// Err is what went wrong, for the adapter's log (never key material).
 	Err error
+	// Woken lists the keys the reconcile woke for an immediate run, in
+	// order, each once, when the engine defers wake-ups
+	// (Config.DeferWakes); the caller must deliver them (run them now or
+	// enqueue them). Set whatever the outcome: a write that succeeded
+	// before a later failure still wakes its keys.
+	Woken []api.Key
 }
 
-// Handle processes one queue message body (a reconcile key) delivered for
-// the attempt-th time (1-based). Malformed or unknown keys are acknowledged
-// and reported: retrying cannot fix them and they must not block a batch.
-// Lost races retry at once; transient errors back off exponentially from
-// 1 s up to 5 minutes, or as the error suggests (Retry-After). Every other
-// failure is also recorded as a Warning Event on the object (api.Event).
-func (e *Engine) Handle(ctx context.Context, body string, attempt int) Disposition {
+// Message is one delivery of a reconcile key.
+type Message struct {
+	Key api.Key
+	// Attempt is the delivery count, 1-based (it sets the retry backoff).
+	Attempt int
+	// Loaded, when set, is Key's record as the caller read it just before
+	// (a router that looked at the record to decide where the key goes);
+	// the reconcile uses it instead of reading it again.
+	Loaded *ports.Record
+}
+
+// Handle runs one step for a delivered key and says what to do with the
+// message. Lost races retry at once; transient errors back off
+// exponentially from 1 s up to 5 minutes, or as the error suggests
+// (Retry-After). Every other failure is also recorded as a Warning Event
+// on the object (api.Event).
+func (e *Engine) Handle(ctx context.Context, m Message) Disposition {
+	r := e.direct()
+	if e.cfg.DeferWakes {
+		r.woken = &wakeSet{}
+	}
+	d := e.dispose(ctx, m, r.reconcile(ctx, m.Key, m.Loaded))
+	d.Woken = r.woken.list()
+	return d
+}
+
+// HandleBody is Handle for a transport that carries raw message bodies
+// (Key.String()). A malformed body or unknown key is acknowledged and
+// reported (certfn_bad_messages_total): retrying cannot fix it and it
+// must not block a batch.
+func (e *Engine) HandleBody(ctx context.Context, body string, attempt int) Disposition {
 	key, err := api.ParseKey(body)
 	if err != nil {
 		e.cfg.Metrics.Inc("certfn_bad_messages_total")
 		return Disposition{Ack: true, Err: fmt.Errorf("dropped malformed message: %w", err)}
 	}
-	err = e.Reconcile(ctx, key)
+	return e.Handle(ctx, Message{Key: key, Attempt: attempt})
+}
+
+// dispose turns a reconcile's error into the message's disposition.
+func (e *Engine) dispose(ctx context.Context, m Message, err error) Disposition {
+	key := m.Key
 	if err == nil {
 		return Disposition{Ack: true}
 	}
@@ -51,7 +87,7 @@ func (e *Engine) Handle(ctx context.Context, body string, attempt int) Dispositi
 	if d, ok := errs.SuggestedDelay(err); ok {
 		return Disposition{RetryAfter: d, Err: err}
 	}
-	return Disposition{RetryAfter: RetryBackoff(attempt), Err: err}
+	return Disposition{RetryAfter: RetryBackoff(m.Attempt), Err: err}
 }
 
 // RetryBackoff is 1 s doubling per attempt, capped at 5 minutes.
@@ -73,8 +109,9 @@ func (e *Engine) Sweep(ctx context.Context, limit int) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("query due index: %w", err)
 	}
+	r := e.direct()
 	for _, it := range items {
-		if err := e.enqueue(ctx, it.Key, 0); err != nil {
+		if err := r.enqueue(ctx, it.Key, 0); err != nil {
 			return 0, err
 		}
 	}

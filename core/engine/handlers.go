@@ -10,10 +10,9 @@ import (
 
 // Handler reconciles one kind the engine has no built-in steps for (the
 // ACME issuer's Order and Challenge). It takes one step per call, through
-// the engine's exported write helpers, and calls e.Settle when it did not
-// write.
+// o's write helpers, and calls o.Settle when it did not write.
 type Handler interface {
-	Reconcile(ctx context.Context, e *Engine, rec ports.Record) error
+	Reconcile(ctx context.Context, o Objects, rec ports.Record) error
 }
 
 // Deleter is implemented by handlers whose resources hold something
@@ -22,8 +21,42 @@ type Handler interface {
 // cascaded ones (a CertificateRequest taking its Order and Challenges
 // along). An error stops the deletion; it is retried.
 type Deleter interface {
-	BeforeDelete(ctx context.Context, e *Engine, rec ports.Record) error
+	BeforeDelete(ctx context.Context, o Objects, rec ports.Record) error
 }
+
+// Objects is what a Handler (and a signer that works through other
+// resources) may do within the current step: read and decode records,
+// and write them through the engine, which wakes what a write concerns.
+// Writes are conditional on the version given; a lost race is
+// ports.ErrConflict.
+type Objects interface {
+	// Get returns the stored object at key (ports.ErrNotFound if missing).
+	Get(ctx context.Context, key api.Key) (api.Object, error)
+	// Decode unmarshals a stored record into its typed object.
+	Decode(rec ports.Record) (api.Object, error)
+	// Store is the state store, for records the handler keeps itself
+	// (ChallengeLease) and listings.
+	Store() ports.Store
+	// Now is the engine clock's time.
+	Now() time.Time
+	// Metrics is the engine's metrics sink.
+	Metrics() ports.Metrics
+	// CreateObject stores a new object (uid and creation time set here)
+	// due at next, and wakes it and — when it cares — its owner.
+	CreateObject(ctx context.Context, obj api.Object, next time.Time) (int64, error)
+	// UpdateObject writes obj conditionally on version, due at next.
+	UpdateObject(ctx context.Context, obj api.Object, version int64, next time.Time) (int64, error)
+	// DeleteObject deletes key (conditionally when version > 0) and
+	// everything it owns, then wakes owner (if non-zero).
+	DeleteObject(ctx context.Context, key api.Key, version int64, owner api.Key) error
+	// Enqueue asks for a reconcile of key after delay.
+	Enqueue(ctx context.Context, key api.Key, delay time.Duration) error
+	// Settle records that rec wants to run again at want (zero: not at
+	// all) when the step wrote nothing.
+	Settle(ctx context.Context, rec ports.Record, want time.Time) error
+}
+
+var _ Objects = (*run)(nil)
 
 // Finalizer is implemented by kinds whose owner only needs waking once they
 // reach a final state (CertificateRequest, Order, Challenge).
@@ -37,51 +70,58 @@ func (e *Engine) Decode(rec ports.Record) (api.Object, error) { return decode(re
 // Now is the engine clock's time.
 func (e *Engine) Now() time.Time { return e.cfg.Clock.Now() }
 
-// Store, Secrets and Metrics expose the configured ports to handlers.
-func (e *Engine) Store() ports.Store         { return e.cfg.Store }
-func (e *Engine) Secrets() ports.SecretStore { return e.cfg.Secrets }
-func (e *Engine) Metrics() ports.Metrics     { return e.cfg.Metrics }
+// Store and Metrics expose the configured ports to handlers.
+func (e *Engine) Store() ports.Store     { return e.cfg.Store }
+func (e *Engine) Metrics() ports.Metrics { return e.cfg.Metrics }
 
-// CreateObject stores a new object (uid and creation time set here) due at
-// next, and enqueues it and — when it cares — its owner.
+// CreateObject stores a new object outside a reconcile (tests, seeding),
+// enqueueing what it wakes; see Objects.
 func (e *Engine) CreateObject(ctx context.Context, obj api.Object, next time.Time) (int64, error) {
+	return e.direct().CreateObject(ctx, obj, next)
+}
+
+// UpdateObject writes obj outside a reconcile; see Objects.
+func (e *Engine) UpdateObject(ctx context.Context, obj api.Object, version int64, next time.Time) (int64, error) {
+	return e.direct().update(ctx, obj, version, next)
+}
+
+// CreateObject implements Objects.
+func (r *run) CreateObject(ctx context.Context, obj api.Object, next time.Time) (int64, error) {
 	m := obj.GetObjectMeta()
 	if m.UID == "" {
 		m.UID = newUID()
 	}
 	if m.CreationTimestamp == nil {
-		m.CreationTimestamp = api.NewTime(e.cfg.Clock.Now())
+		m.CreationTimestamp = api.NewTime(r.cfg.Clock.Now())
 	}
 	if m.Generation == 0 {
 		m.Generation = 1
 	}
-	return e.create(ctx, obj, next)
+	return r.create(ctx, obj, next)
 }
 
-// UpdateObject writes obj conditionally on version, due at next.
-func (e *Engine) UpdateObject(ctx context.Context, obj api.Object, version int64, next time.Time) (int64, error) {
-	return e.update(ctx, obj, version, next)
+// UpdateObject implements Objects.
+func (r *run) UpdateObject(ctx context.Context, obj api.Object, version int64, next time.Time) (int64, error) {
+	return r.update(ctx, obj, version, next)
 }
 
-// DeleteObject deletes key (conditionally when version > 0) and everything
-// it owns, then wakes owner (if non-zero).
-func (e *Engine) DeleteObject(ctx context.Context, key api.Key, version int64, owner api.Key) error {
-	if err := e.deleteTree(ctx, key, version); err != nil {
+// DeleteObject implements Objects.
+func (r *run) DeleteObject(ctx context.Context, key api.Key, version int64, owner api.Key) error {
+	if err := r.deleteTree(ctx, key, version); err != nil {
 		return err
 	}
-	return e.wake(ctx, owner)
+	return r.wake(ctx, owner)
 }
 
-// Enqueue asks for a reconcile of key after delay (delays beyond the
-// queue's maximum are left to nextRunAt and the scheduler).
-func (e *Engine) Enqueue(ctx context.Context, key api.Key, delay time.Duration) error {
-	return e.enqueue(ctx, key, delay)
+// Enqueue implements Objects (delays beyond the queue's maximum are left
+// to nextRunAt and the scheduler).
+func (r *run) Enqueue(ctx context.Context, key api.Key, delay time.Duration) error {
+	return r.enqueue(ctx, key, delay)
 }
 
-// Settle records that rec wants to run again at want (zero: not at all)
-// without other changes; see settle.
-func (e *Engine) Settle(ctx context.Context, rec ports.Record, want time.Time) error {
-	return e.settle(ctx, rec, want)
+// Settle implements Objects; see settle.
+func (r *run) Settle(ctx context.Context, rec ports.Record, want time.Time) error {
+	return r.settle(ctx, rec, want)
 }
 
 // OwnerKey returns the key of obj's controlling owner (zero if none).

@@ -12,7 +12,7 @@ import (
 // reconcilePolicy keeps a CertificateRequestPolicy's Ready condition (a
 // policy whose CEL or patterns do not compile is not Ready and never
 // approves) and wakes the pending requests it may now decide.
-func (e *Engine) reconcilePolicy(ctx context.Context, rec ports.Record) error {
+func (e *run) reconcilePolicy(ctx context.Context, rec ports.Record) error {
 	obj, err := decode(rec)
 	if err != nil {
 		return err
@@ -30,7 +30,7 @@ func (e *Engine) reconcilePolicy(ctx context.Context, rec ports.Record) error {
 }
 
 // wakePendingRequests enqueues every request not yet approved or denied.
-func (e *Engine) wakePendingRequests(ctx context.Context) error {
+func (e *run) wakePendingRequests(ctx context.Context) error {
 	recs, err := e.cfg.Store.List(ctx, ports.ListOptions{Kind: api.KindCertificateRequest})
 	if err != nil {
 		return fmt.Errorf("list pending requests: %w", err)

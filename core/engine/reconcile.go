@@ -29,7 +29,7 @@ var certSteps = []step.Func[*certificates.Env, *certificates.State]{
 	acmimport.Step, // certfn extension: certfn.io/acm-import
 }
 
-func (e *Engine) reconcileCertificate(ctx context.Context, rec ports.Record) error {
+func (e *run) reconcileCertificate(ctx context.Context, rec ports.Record) error {
 	obj, err := decode(rec)
 	if err != nil {
 		return err
@@ -73,7 +73,7 @@ func (e *Engine) reconcileCertificate(ctx context.Context, rec ports.Record) err
 	return e.settle(ctx, rec, want)
 }
 
-type certWriter struct{ e *Engine }
+type certWriter struct{ e *run }
 
 func (w *certWriter) UpdateCertificate(ctx context.Context, st *certificates.State, next time.Time) error {
 	if !st.IsIssuing() {
@@ -115,9 +115,9 @@ func (w *certWriter) Enqueue(ctx context.Context, key api.Key, delay time.Durati
 }
 
 // wakeIssuersUsing enqueues the CA issuers whose key pair is namespace/name.
-func (e *Engine) wakeIssuersUsing(ctx context.Context, namespace, name string) error {
+func (e *run) wakeIssuersUsing(ctx context.Context, namespace, name string) error {
 	kinds := []ports.ListOptions{{Kind: api.KindIssuer, Namespace: namespace}}
-	if namespace == e.cfg.ClusterResourceNamespace {
+	if namespace == e.Issuers().ClusterNamespace() {
 		kinds = append(kinds, ports.ListOptions{Kind: api.KindClusterIssuer})
 	}
 	for _, opts := range kinds {
@@ -142,14 +142,14 @@ func (e *Engine) wakeIssuersUsing(ctx context.Context, namespace, name string) e
 
 var reqSteps = []step.Func[*requests.Env, *requests.State]{approval.Step, signing.Step}
 
-func (e *Engine) reconcileRequest(ctx context.Context, rec ports.Record) error {
+func (e *run) reconcileRequest(ctx context.Context, rec ports.Record) error {
 	obj, err := decode(rec)
 	if err != nil {
 		return err
 	}
 	st := &requests.State{CR: obj.(*api.CertificateRequest), Version: rec.Version, NextRunAt: rec.NextRunAt, Now: e.cfg.Clock.Now()}
 	env := &requests.Env{Clock: e.cfg.Clock, Writer: &reqWriter{e}, Approver: e.cfg.Approver, Issuers: &issuerGetter{e},
-		Signers: e.cfg.Signers, Metrics: e.cfg.Metrics, WaitPoll: e.cfg.WaitPoll}
+		Signers: e.cfg.Signers, Objects: e, Metrics: e.cfg.Metrics, WaitPoll: e.cfg.WaitPoll}
 	wrote, want, err := step.Run(ctx, env, st, reqSteps)
 	if err != nil || wrote {
 		return err
@@ -158,7 +158,7 @@ func (e *Engine) reconcileRequest(ctx context.Context, rec ports.Record) error {
 	return e.settle(ctx, rec, want)
 }
 
-type reqWriter struct{ e *Engine }
+type reqWriter struct{ e *run }
 
 func (w *reqWriter) UpdateRequest(ctx context.Context, st *requests.State, next time.Time) error {
 	v, err := w.e.update(ctx, st.CR, st.Version, next)
@@ -169,13 +169,13 @@ func (w *reqWriter) UpdateRequest(ctx context.Context, st *requests.State, next 
 	return nil
 }
 
-type issuerGetter struct{ e *Engine }
+type issuerGetter struct{ e *run }
 
 func (g *issuerGetter) Get(ctx context.Context, namespace string, ref api.IssuerReference) (api.GenericIssuer, string, bool, error) {
-	if ref.Kind != "" && ref.Kind != api.KindIssuer && ref.Kind != api.KindClusterIssuer {
+	key, secretNS, ok := g.e.Issuers().Resolve(namespace, ref)
+	if !ok {
 		return nil, "", false, nil
 	}
-	key := api.IssuerKey(namespace, ref)
 	rec, err := g.e.cfg.Store.Get(ctx, key)
 	if errors.Is(err, ports.ErrNotFound) {
 		return nil, "", false, nil
@@ -187,18 +187,17 @@ func (g *issuerGetter) Get(ctx context.Context, namespace string, ref api.Issuer
 	if err != nil {
 		return nil, "", false, err
 	}
-	iss := o.(api.GenericIssuer)
-	return iss, g.e.issuerSecretNamespace(iss), true, nil
+	return o.(api.GenericIssuer), secretNS, true, nil
 }
 
-func (e *Engine) reconcileIssuer(ctx context.Context, rec ports.Record) error {
+func (e *run) reconcileIssuer(ctx context.Context, rec ports.Record) error {
 	obj, err := decode(rec)
 	if err != nil {
 		return err
 	}
 	iss := obj.(api.GenericIssuer)
 	st := &issuers.State{Issuer: iss, Version: rec.Version, NextRunAt: rec.NextRunAt, Now: e.cfg.Clock.Now(),
-		SecretNamespace: e.issuerSecretNamespace(iss)}
+		SecretNamespace: e.Issuers().SecretNamespace(iss)}
 	w := &issuerWriter{e: e}
 	want, err := issuers.Step(ctx, &issuers.Env{Secrets: e.cfg.Secrets, Writer: w, WaitPoll: e.cfg.WaitPoll, ACMEReady: e.cfg.ACMEReady}, st)
 	if err != nil || w.wrote {
@@ -209,7 +208,7 @@ func (e *Engine) reconcileIssuer(ctx context.Context, rec ports.Record) error {
 }
 
 type issuerWriter struct {
-	e     *Engine
+	e     *run
 	wrote bool
 }
 

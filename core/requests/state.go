@@ -66,7 +66,9 @@ type Env struct {
 	Approver Approver
 	Issuers  Issuers
 	// Signers by issuer type: "selfSigned", "ca" (and later "acme").
-	Signers  map[string]signers.Signer
+	Signers map[string]signers.Signer
+	// Objects is handed to signers (signers.Request.Objects).
+	Objects  signers.Objects
 	Metrics  ports.Metrics
 	WaitPoll time.Duration
 }

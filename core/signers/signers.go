@@ -39,6 +39,21 @@ type Request struct {
 	// SecretNamespace is where the issuer's secrets live: the Issuer's namespace, or the
 	// cluster resource namespace for a ClusterIssuer.
 	SecretNamespace string
+	// Objects reads and creates resources within the current step, for a
+	// signer that works through resources of its own (the ACME issuer's
+	// Orders); the engine's step sets it.
+	Objects Objects
+}
+
+// Objects is what a signer may do with stored resources within a step
+// (engine.Objects satisfies it).
+type Objects interface {
+	// Get returns the stored object at key (ports.ErrNotFound if missing).
+	Get(ctx context.Context, key api.Key) (api.Object, error)
+	// CreateObject stores a new object due at next and wakes it.
+	CreateObject(ctx context.Context, obj api.Object, next time.Time) (int64, error)
+	// Now is the engine clock's time.
+	Now() time.Time
 }
 
 // Result is the outcome of a successful Sign.

@@ -302,7 +302,7 @@ func TestDuplicateAndShuffledDeliveryIssuesOncePerRevision(t *testing.T) {
 			msgs := append(append([]api.Key{}, keys...), keys...)
 			rng.Shuffle(len(msgs), func(i, j int) { msgs[i], msgs[j] = msgs[j], msgs[i] })
 			for _, k := range msgs {
-				d := h.rt.Engine.Handle(h.ctx, k.String(), 1)
+				d := h.rt.Engine.Handle(h.ctx, engine.Message{Key: k, Attempt: 1})
 				if !d.Ack && errs.Classify(d.Err) != errs.Conflict {
 					t.Fatalf("handle %s: %v", k, d.Err)
 				}

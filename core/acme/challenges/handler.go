@@ -53,6 +53,9 @@ type SelfChecker interface {
 // Config configures the Challenge handler.
 type Config struct {
 	Accounts *acme.Accounts
+	// Issuers is the deployment's issuer rule (which issuer a ref names,
+	// where its secrets live).
+	Issuers api.IssuerScope
 	// HTTP01 self-checks HTTP-01 challenges; nil skips the self-check.
 	HTTP01 SelfChecker
 	// DNS01 solves DNS-01 challenges; nil makes them fail with a reason.
@@ -101,14 +104,14 @@ var _ engine.Handler = (*Handler)(nil)
 
 type run struct {
 	h   *Handler
-	e   *engine.Engine
+	e   engine.Objects
 	rec ports.Record
 	c   *api.Challenge
 	now time.Time
 }
 
 // Reconcile implements engine.Handler: one step per call.
-func (h *Handler) Reconcile(ctx context.Context, e *engine.Engine, rec ports.Record) error {
+func (h *Handler) Reconcile(ctx context.Context, e engine.Objects, rec ports.Record) error {
 	obj, err := e.Decode(rec)
 	if err != nil {
 		return err
@@ -186,7 +189,7 @@ func (r *run) finish(ctx context.Context, state api.State, reason string) error 
 // A Challenge that is not final then releases its lease (lease.go): it
 // may hold it while processing, or after a crash between its claim and
 // its processing write.
-func (h *Handler) BeforeDelete(ctx context.Context, e *engine.Engine, rec ports.Record) error {
+func (h *Handler) BeforeDelete(ctx context.Context, e engine.Objects, rec ports.Record) error {
 	obj, err := e.Decode(rec)
 	if err != nil {
 		return err
@@ -217,7 +220,7 @@ var _ engine.Deleter = (*Handler)(nil)
 // CleanUp removes what ch presented: the DNS-01 record (HTTP-01 needs
 // nothing: its token is served only while the Challenge is presented and
 // not final). Idempotent.
-func (h *Handler) CleanUp(ctx context.Context, _ *engine.Engine, ch *api.Challenge) error {
+func (h *Handler) CleanUp(ctx context.Context, _ engine.Objects, ch *api.Challenge) error {
 	if ch.Spec.Type != api.ACMEChallengeTypeDNS01 || h.cfg.DNS01 == nil {
 		return nil
 	}
@@ -230,10 +233,9 @@ func (h *Handler) CleanUp(ctx context.Context, _ *engine.Engine, ch *api.Challen
 // account returns the Challenge issuer's account and client; ok is false
 // when the step should wait.
 func (r *run) account(ctx context.Context) (acme.Account, acme.Client, bool, error) {
-	ref := r.c.Spec.IssuerRef
-	key, ns := api.IssuerKey(r.c.Namespace, ref), r.c.Namespace
-	if key.Kind == api.KindClusterIssuer {
-		ns = r.e.Config().ClusterResourceNamespace
+	key, ns, known := r.h.cfg.Issuers.Resolve(r.c.Namespace, r.c.Spec.IssuerRef)
+	if !known {
+		key = api.IssuerKey(r.c.Namespace, r.c.Spec.IssuerRef) // reported as not found below
 	}
 	obj, err := r.e.Get(ctx, key)
 	if errors.Is(err, ports.ErrNotFound) {
@@ -244,7 +246,7 @@ func (r *run) account(ctx context.Context) (acme.Account, acme.Client, bool, err
 	}
 	iss, ok := obj.(api.GenericIssuer)
 	if !ok || iss.GetSpec().ACME == nil {
-		return acme.Account{}, nil, false, r.finish(ctx, api.StateErrored, fmt.Sprintf("issuer %q is not an ACME issuer", ref.Name))
+		return acme.Account{}, nil, false, r.finish(ctx, api.StateErrored, fmt.Sprintf("issuer %q is not an ACME issuer", r.c.Spec.IssuerRef.Name))
 	}
 	acct, client, err := r.h.cfg.Accounts.Get(ctx, iss, ns)
 	if err != nil {

@@ -78,9 +78,10 @@ type Deps struct {
 	Secrets ports.SecretStore
 	// Clock dates the "presented ... ago" part of Check's explanation.
 	Clock ports.Clock
-	// ClusterResourceNamespace holds the secrets of ClusterIssuer solvers
-	// (default "cert-manager"); an Issuer's are in the Challenge's namespace.
-	ClusterResourceNamespace string
+	// Issuers says where a solver's secrets live: the Challenge's
+	// namespace for an Issuer, the cluster resource namespace for a
+	// ClusterIssuer.
+	Issuers api.IssuerScope
 	// Providers maps a provider key (KeyRFC2136, WebhookKey("challtestsrv"),
 	// ...) to its factory. A solver whose provider has no factory fails
 	// permanently.
@@ -101,9 +102,6 @@ const DefaultTTL = 60 * time.Second
 
 // NewSolver returns the Solver over deps.
 func NewSolver(deps Deps) Solver {
-	if deps.ClusterResourceNamespace == "" {
-		deps.ClusterResourceNamespace = "cert-manager"
-	}
 	if deps.TTL <= 0 {
 		deps.TTL = DefaultTTL
 	}
@@ -152,9 +150,9 @@ func (s *solver) prepare(ctx context.Context, ch *api.Challenge) (*prepared, err
 		}
 		return nil, errs.Permanentf("%s: the %s DNS provider is not available in this deployment", field, key)
 	}
-	ns := ch.Namespace
-	if ch.Spec.IssuerRef.Kind == api.KindClusterIssuer {
-		ns = s.deps.ClusterResourceNamespace
+	_, ns, ok := s.deps.Issuers.Resolve(ch.Namespace, ch.Spec.IssuerRef)
+	if !ok {
+		return nil, errs.Permanentf("spec.issuerRef: %s/%s is not a cert-manager issuer", ch.Spec.IssuerRef.Group, ch.Spec.IssuerRef.Kind)
 	}
 	prov, err := factory(ctx, ProviderRequest{
 		DNS01: d, Webhook: webhook, Key: key, Path: solverPath,

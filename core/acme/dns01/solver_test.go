@@ -459,7 +459,7 @@ func TestSecretNamespace(t *testing.T) {
 	for _, tc := range cases {
 		var got string
 		s := NewSolver(Deps{
-			ClusterResourceNamespace: tc.clusterNS,
+			Issuers: api.IssuerScope{ClusterResourceNamespace: tc.clusterNS},
 			Providers: map[string]ProviderFactory{WebhookKey("mem"): func(_ context.Context, r ProviderRequest) (Provider, error) {
 				got = r.SecretNamespace
 				return nil, errs.Permanentf("stop here")

@@ -36,6 +36,9 @@ import (
 // Config configures the Order handler.
 type Config struct {
 	Accounts *acme.Accounts
+	// Issuers is the deployment's issuer rule (which issuer a ref names,
+	// where its secrets live).
+	Issuers api.IssuerScope
 	// PollInterval is the wait before polling a processing order when the
 	// server gave no Retry-After (default 2 s).
 	PollInterval time.Duration
@@ -69,14 +72,14 @@ var _ engine.Handler = (*Handler)(nil)
 // run is one reconcile of one Order.
 type run struct {
 	h   *Handler
-	e   *engine.Engine
+	e   engine.Objects
 	rec ports.Record
 	o   *api.Order
 	now time.Time
 }
 
 // Reconcile implements engine.Handler: one step per call.
-func (h *Handler) Reconcile(ctx context.Context, e *engine.Engine, rec ports.Record) error {
+func (h *Handler) Reconcile(ctx context.Context, e engine.Objects, rec ports.Record) error {
 	obj, err := e.Decode(rec)
 	if err != nil {
 		return err
@@ -138,8 +141,10 @@ type acmeCtx struct {
 
 // issuer loads the Order's issuer; nil when it does not exist.
 func (r *run) issuer(ctx context.Context) (api.GenericIssuer, string, error) {
-	ref := r.o.Spec.IssuerRef
-	key := api.IssuerKey(r.o.Namespace, ref)
+	key, ns, ok := r.h.cfg.Issuers.Resolve(r.o.Namespace, r.o.Spec.IssuerRef)
+	if !ok {
+		return nil, "", nil
+	}
 	rec, err := r.e.Store().Get(ctx, key)
 	if errors.Is(err, ports.ErrNotFound) {
 		return nil, "", nil
@@ -151,12 +156,7 @@ func (r *run) issuer(ctx context.Context) (api.GenericIssuer, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
-	iss := obj.(api.GenericIssuer)
-	ns := r.o.Namespace
-	if key.Kind == api.KindClusterIssuer {
-		ns = r.e.Config().ClusterResourceNamespace
-	}
-	return iss, ns, nil
+	return obj.(api.GenericIssuer), ns, nil
 }
 
 // write stores the Order, due at next.

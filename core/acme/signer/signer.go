@@ -16,44 +16,31 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"sync"
 
 	"github.com/certfn/certfn/core/acme"
 	"github.com/certfn/certfn/core/api"
-	"github.com/certfn/certfn/core/engine"
 	"github.com/certfn/certfn/core/errs"
 	"github.com/certfn/certfn/core/pki"
 	"github.com/certfn/certfn/core/ports"
 	"github.com/certfn/certfn/core/signers"
 )
 
-// Signer implements signers.Signer for issuer type "acme".
+// Signer implements signers.Signer for issuer type "acme". It works
+// through the step's signers.Objects (req.Objects), so it holds no engine.
 type Signer struct {
-	mu sync.RWMutex
-	e  *engine.Engine
+	metrics ports.Metrics
 }
 
-// New returns a Signer. It needs the engine, which is built after the
-// signers (the engine's config holds them): call SetEngine once the engine
-// exists, before the first Sign.
-func New() *Signer { return &Signer{} }
-
-// SetEngine binds the engine (late binding; see New).
-func (s *Signer) SetEngine(e *engine.Engine) {
-	s.mu.Lock()
-	s.e = e
-	s.mu.Unlock()
-}
+// New returns a Signer counting the Orders it creates in metrics (nil: none).
+func New(metrics ports.Metrics) *Signer { return &Signer{metrics: metrics} }
 
 var _ signers.Signer = (*Signer)(nil)
 
 // Sign implements signers.Signer.
 func (s *Signer) Sign(ctx context.Context, req signers.Request) (signers.Result, error) {
-	s.mu.RLock()
-	e := s.e
-	s.mu.RUnlock()
+	e := req.Objects
 	if e == nil {
-		return signers.Result{}, errors.New("acme signer: SetEngine was not called")
+		return signers.Result{}, errors.New("acme signer: the step passed no Objects")
 	}
 	cr := req.CR
 	name := acme.OrderName(cr)
@@ -67,7 +54,9 @@ func (s *Signer) Sign(ctx context.Context, req signers.Request) (signers.Result,
 		if _, err := e.CreateObject(ctx, o, e.Now()); err != nil && !errors.Is(err, ports.ErrAlreadyExists) {
 			return signers.Result{}, fmt.Errorf("create Order %s: %w", name, err)
 		}
-		e.Metrics().Inc("certfn_acme_orders_created_total", "namespace", cr.Namespace)
+		if s.metrics != nil {
+			s.metrics.Inc("certfn_acme_orders_created_total", "namespace", cr.Namespace)
+		}
 		return signers.Result{}, signers.Pending("Waiting on Order %s", name)
 	}
 	if err != nil {
@@ -95,7 +84,7 @@ func (s *Signer) Sign(ctx context.Context, req signers.Request) (signers.Result,
 // from the request, the issuer's profile, the owning Certificate's labels
 // (for solver selectors) and, for a renewal, the ARI identifier of the
 // certificate it replaces.
-func buildOrder(ctx context.Context, e *engine.Engine, req signers.Request, name string) (*api.Order, error) {
+func buildOrder(ctx context.Context, e signers.Objects, req signers.Request, name string) (*api.Order, error) {
 	cr := req.CR
 	csr, err := pki.ParseCSRPEM(cr.Spec.Request)
 	if err != nil {

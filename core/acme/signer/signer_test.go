@@ -56,13 +56,13 @@ func TestSign(t *testing.T) {
 		Status:     api.CertificateStatus{RenewalInfo: &api.RenewalInfo{CertificateID: "aki.serial"}}})
 	iss := r.Get(api.Key{Kind: api.KindClusterIssuer, Name: "le"}).(api.GenericIssuer)
 	iss.GetSpec().ACME.Profile = "shortlived"
-	s := signer.New()
+	s := signer.New(nil)
 	cr := request(t)
 	req := signers.Request{CR: cr, Issuer: iss}
-	if _, err := s.Sign(r.Ctx, req); err == nil || !strings.Contains(err.Error(), "SetEngine") {
-		t.Fatalf("Sign without an engine: %v", err)
+	if _, err := s.Sign(r.Ctx, req); err == nil || !strings.Contains(err.Error(), "no Objects") {
+		t.Fatalf("Sign without Objects: %v", err)
 	}
-	s.SetEngine(r.Engine)
+	req.Objects = r.Engine
 
 	// No Order: created, pending.
 	_, err := s.Sign(r.Ctx, req)

@@ -70,7 +70,7 @@ func Step(ctx context.Context, env *requests.Env, st *requests.State) (requests.
 	if !api.IsTrue(iss.GetStatus().Conditions, api.IssuerConditionReady) {
 		return pending(ctx, env, st, fmt.Sprintf("Referenced issuer %q does not have a Ready status condition", iss.GetObjectMeta().Name))
 	}
-	res, err := signer.Sign(ctx, signers.Request{CR: cr, Issuer: iss, SecretNamespace: secretNS})
+	res, err := signer.Sign(ctx, signers.Request{CR: cr, Issuer: iss, SecretNamespace: secretNS, Objects: env.Objects})
 	switch {
 	case err == nil:
 	case errors.Is(err, signers.ErrIssuerNotReady):

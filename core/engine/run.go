@@ -1,0 +1,158 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/certfn/certfn/core/api"
+	"github.com/certfn/certfn/core/ports"
+)
+
+// run is the engine within one reconcile (Handle) or one API write: every
+// write the steps make goes through it, and so do the wake-ups the writes
+// cause. With a wake set, immediate wake-ups are collected and returned
+// to the caller (Disposition.Woken) instead of enqueued; delayed ones
+// always go to the queue. A run is used by one goroutine.
+type run struct {
+	*Engine
+	woken *wakeSet // nil: enqueue every wake-up at once
+}
+
+// direct is a run whose wake-ups go to the queue at once (API writes,
+// and reconciles of an engine that does not defer wake-ups).
+func (e *Engine) direct() *run { return &run{Engine: e} }
+
+// wakeSet is the ordered set of keys woken during one Handle call.
+type wakeSet struct {
+	mu   sync.Mutex
+	keys []api.Key
+	seen map[api.Key]bool
+}
+
+func (w *wakeSet) add(k api.Key) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.seen[k] {
+		return
+	}
+	if w.seen == nil {
+		w.seen = map[api.Key]bool{}
+	}
+	w.seen[k] = true
+	w.keys = append(w.keys, k)
+}
+
+func (w *wakeSet) list() []api.Key {
+	if w == nil {
+		return nil
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append([]api.Key(nil), w.keys...)
+}
+
+// update writes obj conditionally on version and wakes it and its owner.
+func (r *run) update(ctx context.Context, obj api.Object, version int64, next time.Time) (int64, error) {
+	data, err := encode(obj)
+	if err != nil {
+		return 0, fmt.Errorf("encode %s: %w", api.KeyOf(obj), err)
+	}
+	key, owner := api.KeyOf(obj), ownerKey(obj)
+	out, err := r.cfg.Store.Update(ctx, ports.Record{Key: key, Version: version, Owner: owner, NextRunAt: next, Data: data})
+	if err != nil {
+		return 0, err
+	}
+	obj.GetObjectMeta().ResourceVersion = strconv.FormatInt(out.Version, 10)
+	r.cfg.Metrics.Inc("certfn_state_writes_total", "kind", key.Kind)
+	if !ownerCares(obj) {
+		owner = api.Key{}
+	}
+	return out.Version, r.wake(ctx, key, owner)
+}
+
+// ownerCares reports whether the owner has anything to do after obj was
+// written: a Certificate only acts on its request once the request is final
+// (issued, failed, denied), so earlier request writes do not wake it. The
+// owner's own due time covers a lost message.
+func ownerCares(obj api.Object) bool {
+	if f, ok := obj.(Finalizer); ok {
+		return f.IsFinal()
+	}
+	return true
+}
+
+// create stores a new object and wakes it and its owner.
+func (r *run) create(ctx context.Context, obj api.Object, next time.Time) (int64, error) {
+	data, err := encode(obj)
+	if err != nil {
+		return 0, fmt.Errorf("encode %s: %w", api.KeyOf(obj), err)
+	}
+	key, owner := api.KeyOf(obj), ownerKey(obj)
+	out, err := r.cfg.Store.Create(ctx, ports.Record{Key: key, Owner: owner, NextRunAt: next, Data: data})
+	if err != nil {
+		return 0, err
+	}
+	obj.GetObjectMeta().ResourceVersion = strconv.FormatInt(out.Version, 10)
+	r.cfg.Metrics.Inc("certfn_state_writes_total", "kind", key.Kind)
+	if !ownerCares(obj) {
+		owner = api.Key{}
+	}
+	return out.Version, r.wake(ctx, key, owner)
+}
+
+// wake asks for an immediate reconcile of each non-zero key.
+func (r *run) wake(ctx context.Context, keys ...api.Key) error {
+	for _, k := range keys {
+		if k.IsZero() {
+			continue
+		}
+		if err := r.enqueue(ctx, k, 0); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// enqueue asks for a reconcile of k after delay: an immediate one is
+// collected when the run defers wake-ups; a delay beyond the queue's
+// maximum is left to nextRunAt and the scheduler.
+func (r *run) enqueue(ctx context.Context, k api.Key, delay time.Duration) error {
+	if delay > r.cfg.MaxQueueDelay {
+		return nil // nextRunAt and the scheduler take it from here
+	}
+	if delay < 0 {
+		delay = 0
+	}
+	if delay == 0 && r.woken != nil {
+		r.woken.add(k)
+		return nil
+	}
+	if err := r.cfg.Queue.Enqueue(ctx, k, delay); err != nil {
+		return fmt.Errorf("enqueue %s: %w", k, err)
+	}
+	r.cfg.Metrics.Inc("certfn_queue_messages_total")
+	return nil
+}
+
+// settle is called when no step wrote: it keeps the due index right (a
+// record whose due time passed, or that would wake too late, gets the time
+// it wants now) and sends a delayed message for a short wait.
+func (r *run) settle(ctx context.Context, rec ports.Record, want time.Time) error {
+	now := r.cfg.Clock.Now()
+	stale := !rec.NextRunAt.IsZero() && !rec.NextRunAt.After(now)
+	late := !want.IsZero() && (rec.NextRunAt.IsZero() || rec.NextRunAt.After(want))
+	if (stale || late) && !rec.NextRunAt.Equal(want) {
+		rec.NextRunAt = want
+		if _, err := r.cfg.Store.Update(ctx, rec); err != nil {
+			return fmt.Errorf("reschedule %s: %w", rec.Key, err)
+		}
+		r.cfg.Metrics.Inc("certfn_state_writes_total", "kind", rec.Key.Kind)
+	}
+	if !want.IsZero() {
+		return r.enqueue(ctx, rec.Key, want.Sub(now))
+	}
+	return nil
+}
