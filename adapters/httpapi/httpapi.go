@@ -29,11 +29,10 @@ import (
 	"strings"
 
 	"github.com/certfn/certfn/core/api"
-	"github.com/certfn/certfn/core/engine"
+	"github.com/certfn/certfn/core/app"
 	"github.com/certfn/certfn/core/errs"
 	"github.com/certfn/certfn/core/ports"
 	"github.com/certfn/certfn/core/validation"
-	"github.com/certfn/certfn/internal/explain"
 )
 
 // DefaultMaxBody is the default limit on a request body (1 MiB).
@@ -45,19 +44,17 @@ var ErrUnauthenticated = errors.New("unauthenticated")
 
 // Config configures the API handler.
 type Config struct {
-	// Engine reads and writes resources (required).
-	Engine *engine.Engine
+	// Service performs the operations (required): the application
+	// service of the deployment's role (core/app).
+	Service *app.Service
 	// Authenticate returns the caller of a request, or an error (401). It
 	// must take the identity from something the platform verified (a
 	// request context set by the function runtime), never from a header
 	// or body the client chose. Required.
-	Authenticate func(*http.Request) (engine.Caller, error)
+	Authenticate func(*http.Request) (app.Caller, error)
 	// MaxBody limits request bodies in bytes (default DefaultMaxBody);
 	// larger bodies are refused with 413.
 	MaxBody int64
-	// Status, when set, replaces the status explanation (default: the
-	// Service's, which never reads the secret store).
-	Status func(ctx context.Context, caller engine.Caller, key api.Key) (*explain.Report, error)
 	// Logger receives one line per failed request (5xx at error level,
 	// others at info level); never a body. Default: slog.Default().
 	Logger *slog.Logger
@@ -66,14 +63,14 @@ type Config struct {
 // Handler serves the API. It is safe for concurrent use.
 type Handler struct {
 	cfg Config
-	svc *Service
+	svc *app.Service
 	mux *http.ServeMux
 }
 
 // New checks cfg and returns the API handler.
 func New(cfg Config) (*Handler, error) {
-	if cfg.Engine == nil {
-		return nil, errors.New("httpapi: Engine is required")
+	if cfg.Service == nil {
+		return nil, errors.New("httpapi: Service is required")
 	}
 	if cfg.Authenticate == nil {
 		return nil, errors.New("httpapi: Authenticate is required")
@@ -84,10 +81,7 @@ func New(cfg Config) (*Handler, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	h := &Handler{cfg: cfg, svc: &Service{Engine: cfg.Engine}, mux: http.NewServeMux()}
-	if h.cfg.Status == nil {
-		h.cfg.Status = h.svc.Status
-	}
+	h := &Handler{cfg: cfg, svc: cfg.Service, mux: http.NewServeMux()}
 	h.route("/v1/apply", h.apply, http.MethodPost)
 	h.route("/v1/{plural}", h.collection, http.MethodGet)
 	h.route("/v1/namespaces/{ns}/{plural}", h.collection, http.MethodGet)
@@ -96,7 +90,7 @@ func New(cfg Config) (*Handler, error) {
 	h.route("/v1/namespaces/{ns}/certificaterequests/{name}/approval", h.approval, http.MethodPost)
 	h.route("/v1/namespaces/{ns}/certificates/{name}/renew", h.renew, http.MethodPost)
 	h.route("/v1/namespaces/{ns}/certificates/{name}/status", h.status, http.MethodGet)
-	h.route("/", func(*http.Request, engine.Caller) (int, any, error) {
+	h.route("/", func(*http.Request, app.Caller) (int, any, error) {
 		return 0, nil, notFoundf("no such route (see docs/api.md)")
 	}, "")
 	return h, nil
@@ -104,7 +98,7 @@ func New(cfg Config) (*Handler, error) {
 
 // endpoint handles an authenticated request and returns the status and
 // value to send as JSON, or an error.
-type endpoint func(r *http.Request, caller engine.Caller) (int, any, error)
+type endpoint func(r *http.Request, caller app.Caller) (int, any, error)
 
 // route registers ep for pattern, answering 405 to other methods ("" = any).
 func (h *Handler) route(pattern string, ep endpoint, methods ...string) {
@@ -127,8 +121,8 @@ func (h *Handler) route(pattern string, ep endpoint, methods ...string) {
 
 type callerKey struct{}
 
-func callerFrom(ctx context.Context) engine.Caller {
-	c, _ := ctx.Value(callerKey{}).(engine.Caller)
+func callerFrom(ctx context.Context) app.Caller {
+	c, _ := ctx.Value(callerKey{}).(app.Caller)
 	return c
 }
 
@@ -148,25 +142,26 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Body != nil {
 		r.Body = http.MaxBytesReader(w, r.Body, h.cfg.MaxBody)
 	}
-	ctx := engine.WithAuthorizationScope(context.WithValue(r.Context(), callerKey{}, caller))
+	ctx := context.WithValue(r.Context(), callerKey{}, caller)
 	h.mux.ServeHTTP(w, r.WithContext(ctx))
 }
 
 // errorBody is the JSON of every error answer.
 type errorBody struct {
-	Error   string        `json:"error"`
-	Reason  string        `json:"reason"`
-	Field   string        `json:"field,omitempty"`
-	Details []ErrorDetail `json:"details,omitempty"`
+	Error   string            `json:"error"`
+	Reason  string            `json:"reason"`
+	Field   string            `json:"field,omitempty"`
+	Details []app.ErrorDetail `json:"details,omitempty"`
 }
 
-// Classify maps an error to its HTTP status and the error body's reason and
-// field path.
-func classify(err error) (status int, reason, field string, details []ErrorDetail) {
+// classify maps an error to its HTTP status and the error body's reason and
+// field path: the transport's own errors, then the application service's
+// domain errors (core/app), then what the store or a step said.
+func classify(err error) (status int, reason, field string, details []app.ErrorDetail) {
 	var (
 		reqErr *requestError
 		maxErr *http.MaxBytesError
-		valErr *ValidationError
+		valErr *app.ValidationError
 		vl     validation.ErrorList
 		fe     api.FieldErrors
 	)
@@ -177,7 +172,9 @@ func classify(err error) (status int, reason, field string, details []ErrorDetai
 		return reqErr.status, strings.ReplaceAll(http.StatusText(reqErr.status), " ", ""), reqErr.field, nil
 	case errors.Is(err, ErrUnauthenticated):
 		return http.StatusUnauthorized, "Unauthorized", "", nil
-	case errors.Is(err, engine.ErrForbidden):
+	case errors.Is(err, app.ErrBadRequest):
+		return http.StatusBadRequest, "BadRequest", "", nil
+	case errors.Is(err, app.ErrForbidden):
 		return http.StatusForbidden, "Forbidden", "", nil
 	case errors.As(err, &valErr):
 		if len(valErr.Details) > 0 {
@@ -190,7 +187,7 @@ func classify(err error) (status int, reason, field string, details []ErrorDetai
 		return http.StatusUnprocessableEntity, "Invalid", fe[0].Path, nil
 	case errors.Is(err, ports.ErrNotFound):
 		return http.StatusNotFound, "NotFound", "", nil
-	case errors.Is(err, ports.ErrConflict), errors.Is(err, ports.ErrAlreadyExists):
+	case errors.Is(err, app.ErrConflict), errors.Is(err, ports.ErrConflict), errors.Is(err, ports.ErrAlreadyExists):
 		return http.StatusConflict, "Conflict", "", nil
 	case errs.IsPermanent(err):
 		// A refusal by the stored state: already approved, already issuing.
@@ -280,7 +277,7 @@ type List struct {
 }
 
 // collection: GET /v1/{plural}[?namespace=NS] and GET /v1/namespaces/{ns}/{plural}.
-func (h *Handler) collection(r *http.Request, caller engine.Caller) (int, any, error) {
+func (h *Handler) collection(r *http.Request, caller app.Caller) (int, any, error) {
 	info, key, err := resource(r, false)
 	if err != nil {
 		return 0, nil, err
@@ -311,7 +308,7 @@ type Deleted struct {
 }
 
 // item: GET and DELETE /v1/{plural}/{name} and /v1/namespaces/{ns}/{plural}/{name}.
-func (h *Handler) item(r *http.Request, caller engine.Caller) (int, any, error) {
+func (h *Handler) item(r *http.Request, caller app.Caller) (int, any, error) {
 	_, key, err := resource(r, true)
 	if err != nil {
 		return 0, nil, err
@@ -362,7 +359,7 @@ type ApplyResponse struct {
 }
 
 // Action names what Apply did: created, configured or unchanged.
-func Action(res engine.ApplyResult) string {
+func Action(res app.ApplyResult) string {
 	switch {
 	case res.Created:
 		return "created"
@@ -374,7 +371,7 @@ func Action(res engine.ApplyResult) string {
 
 // apply: POST /v1/apply with one or many documents (JSON, or YAML with
 // Content-Type: application/yaml).
-func (h *Handler) apply(r *http.Request, caller engine.Caller) (int, any, error) {
+func (h *Handler) apply(r *http.Request, caller app.Caller) (int, any, error) {
 	isYAML := false
 	if ct := r.Header.Get("Content-Type"); ct != "" {
 		mt, _, err := mime.ParseMediaType(ct)
@@ -460,7 +457,7 @@ func decodeJSON(r *http.Request, v any) error {
 }
 
 // approval: POST /v1/namespaces/{ns}/certificaterequests/{name}/approval.
-func (h *Handler) approval(r *http.Request, caller engine.Caller) (int, any, error) {
+func (h *Handler) approval(r *http.Request, caller app.Caller) (int, any, error) {
 	var req ApprovalRequest
 	if err := decodeJSON(r, &req); err != nil {
 		return 0, nil, err
@@ -477,7 +474,7 @@ func (h *Handler) approval(r *http.Request, caller engine.Caller) (int, any, err
 }
 
 // renew: POST /v1/namespaces/{ns}/certificates/{name}/renew.
-func (h *Handler) renew(r *http.Request, caller engine.Caller) (int, any, error) {
+func (h *Handler) renew(r *http.Request, caller app.Caller) (int, any, error) {
 	key := api.Key{Kind: api.KindCertificate, Namespace: r.PathValue("ns"), Name: r.PathValue("name")}
 	c, err := h.svc.Renew(r.Context(), caller, key)
 	if err != nil {
@@ -487,11 +484,28 @@ func (h *Handler) renew(r *http.Request, caller engine.Caller) (int, any, error)
 }
 
 // status: GET /v1/namespaces/{ns}/certificates/{name}/status.
-func (h *Handler) status(r *http.Request, caller engine.Caller) (int, any, error) {
+func (h *Handler) status(r *http.Request, caller app.Caller) (int, any, error) {
 	key := api.Key{Kind: api.KindCertificate, Namespace: r.PathValue("ns"), Name: r.PathValue("name")}
-	rep, err := h.cfg.Status(r.Context(), caller, key)
+	rep, err := h.svc.Status(r.Context(), caller, key)
 	if err != nil {
 		return 0, nil, err
 	}
 	return http.StatusOK, rep, nil
+}
+
+// requestError is a problem with the HTTP request itself (400, 404, 405, 415).
+type requestError struct {
+	status int
+	field  string
+	msg    string
+}
+
+func (e *requestError) Error() string { return e.msg }
+
+func badRequestf(field, format string, a ...any) error {
+	return &requestError{status: 400, field: field, msg: fmt.Sprintf(format, a...)}
+}
+
+func notFoundf(format string, a ...any) error {
+	return &requestError{status: 404, msg: fmt.Sprintf(format, a...)}
 }

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"net/http"
 
-	"github.com/certfn/certfn/core/engine"
+	"github.com/certfn/certfn/core/app"
 )
 
 // X509Caller authenticates a request by its verified TLS client
@@ -14,14 +14,14 @@ import (
 // (plus system:authenticated). The server must have verified the chain
 // (tls.RequireAndVerifyClientCert with the client CA); a request without a
 // verified certificate is unauthenticated.
-func X509Caller(r *http.Request) (engine.Caller, error) {
+func X509Caller(r *http.Request) (app.Caller, error) {
 	if r.TLS == nil || len(r.TLS.VerifiedChains) == 0 || len(r.TLS.VerifiedChains[0]) == 0 {
-		return engine.Caller{}, fmt.Errorf("%w: no verified TLS client certificate", ErrUnauthenticated)
+		return app.Caller{}, fmt.Errorf("%w: no verified TLS client certificate", ErrUnauthenticated)
 	}
 	leaf := r.TLS.VerifiedChains[0][0]
 	if leaf.Subject.CommonName == "" {
-		return engine.Caller{}, fmt.Errorf("%w: %w", ErrUnauthenticated, errors.New("the client certificate's subject has no common name (the username)"))
+		return app.Caller{}, fmt.Errorf("%w: %w", ErrUnauthenticated, errors.New("the client certificate's subject has no common name (the username)"))
 	}
 	groups := append([]string{"system:authenticated"}, leaf.Subject.Organization...)
-	return engine.Caller{Username: leaf.Subject.CommonName, Groups: groups}, nil
+	return app.Caller{Username: leaf.Subject.CommonName, Groups: groups}, nil
 }

@@ -14,9 +14,6 @@ import (
 	"time"
 
 	"github.com/certfn/certfn/adapters/httpapi"
-	"github.com/certfn/certfn/core/api"
-	"github.com/certfn/certfn/core/engine"
-	"github.com/certfn/certfn/internal/explain"
 )
 
 // APIOptions configure `certfn serve --api-listen`: the HTTP API of
@@ -41,11 +38,7 @@ func (r *Runtime) ListenAPI(o APIOptions) (string, func(), error) {
 	if _, err := files.config(time.Now()); err != nil {
 		return "", nil, err
 	}
-	svc := &httpapi.Service{Engine: r.Engine, Secrets: r.CertificatePEM}
-	h, err := httpapi.New(httpapi.Config{Engine: r.Engine, Authenticate: httpapi.X509Caller, Logger: r.Log,
-		Status: func(ctx context.Context, caller engine.Caller, key api.Key) (*explain.Report, error) {
-			return svc.Status(ctx, caller, key)
-		}})
+	h, err := httpapi.New(httpapi.Config{Service: r.App.Service, Authenticate: httpapi.X509Caller, Logger: r.Log})
 	if err != nil {
 		return "", nil, err
 	}
@@ -151,9 +144,5 @@ func (f *tlsFiles) config(now time.Time) (*tls.Config, error) {
 // CertificatePEM returns the tls.crt of the secret namespace/name (what
 // `status` shows of a secret; never the key).
 func (r *Runtime) CertificatePEM(ctx context.Context, namespace, name string) ([]byte, error) {
-	s, err := r.Secrets.Get(ctx, namespace, name)
-	if err != nil {
-		return nil, err
-	}
-	return s.Data["tls.crt"], nil
+	return r.App.Service.CertificatePEM(ctx, namespace, name)
 }

@@ -20,22 +20,14 @@ import (
 	"github.com/certfn/certfn/adapters/dns/rfc2136"
 	"github.com/certfn/certfn/adapters/dns/route53"
 	"github.com/certfn/certfn/adapters/local"
-	"github.com/certfn/certfn/core/acme"
-	"github.com/certfn/certfn/core/acme/challenges"
 	"github.com/certfn/certfn/core/acme/dns01"
-	"github.com/certfn/certfn/core/acme/http01"
-	"github.com/certfn/certfn/core/acme/orders"
-	acmesigner "github.com/certfn/certfn/core/acme/signer"
 	"github.com/certfn/certfn/core/api"
+	"github.com/certfn/certfn/core/app"
 	"github.com/certfn/certfn/core/clock"
 	"github.com/certfn/certfn/core/engine"
-	"github.com/certfn/certfn/core/policy"
-	"github.com/certfn/certfn/core/policy/plugins/denydomains"
 	"github.com/certfn/certfn/core/ports"
 	"github.com/certfn/certfn/core/requests"
 	"github.com/certfn/certfn/core/signers"
-	"github.com/certfn/certfn/core/signers/ca"
-	"github.com/certfn/certfn/core/signers/selfsigned"
 	"github.com/certfn/certfn/internal/deployhook"
 )
 
@@ -125,16 +117,12 @@ type Runtime struct {
 	Queue   *local.MemQueue
 	Inbox   *local.Inbox
 	Metrics *local.Counters
-	Engine  *engine.Engine
-	Log     *slog.Logger
-	// ACME is the ACME issuer's plumbing: the client dialer, the account
-	// manager and the HTTP-01 responder (served by `certfn serve
-	// --http01-listen`).
-	ACME struct {
-		Dialer   *acmeadapter.Dialer
-		Accounts *acme.Accounts
-		HTTP01   http.Handler
-	}
+	// App is the assembled local role (core/app.Local): its Engine runs
+	// the reconciles, its Service every CLI and API verb, its HTTP01 the
+	// HTTP-01 responder (served by `certfn serve --http01-listen`).
+	App    *app.App
+	Engine *engine.Engine
+	Log    *slog.Logger
 	// Hooks runs the deploy hook; nil without one.
 	Hooks *deployhook.Runner
 }
@@ -146,7 +134,8 @@ func (q inboxQueue) Enqueue(ctx context.Context, key api.Key, _ time.Duration) e
 	return q.in.Push(ctx, key)
 }
 
-// Open opens (creating if needed) the data directory.
+// Open opens (creating if needed) the data directory and assembles the
+// local role on it (core/app.Build).
 func Open(opts Options) (*Runtime, error) {
 	if opts.DataDir == "" {
 		return nil, errors.New("localmode: a data directory is required (--data or CERTFN_DATA)")
@@ -178,74 +167,31 @@ func Open(opts Options) (*Runtime, error) {
 	case opts.QueueToInbox:
 		q = inboxQueue{rt.Inbox}
 	}
-	// The ACME issuer: accounts (issuer readiness), the signer that
-	// manages Orders, and the Order and Challenge handlers.
-	dialer := acmeadapter.NewDialer(acmeadapter.Options{Wrap: opts.ACME.WrapTransport})
-	accounts := acme.NewAccounts(secrets, dialer)
-	acmeSigner := acmesigner.New()
+	var engStore ports.Store = store
+	if opts.WrapStore != nil {
+		engStore = opts.WrapStore(store)
+	}
 	providers := map[string]dns01.ProviderFactory{dns01.KeyRFC2136: rfc2136.Factory,
 		dns01.KeyRoute53: route53.NewFactory(route53.Options{}).Build}
 	for k, f := range opts.ACME.DNS01Providers {
 		providers[k] = f
 	}
-	dnsSolver := dns01.NewSolver(dns01.Deps{Secrets: secrets, Clock: opts.Clock, ClusterResourceNamespace: opts.ClusterResourceNamespace,
-		Providers: providers, Resolver: opts.ACME.DNS01Resolver, AllowInternalNames: opts.ACME.DNS01AllowInternalNames})
-	tokens := &http01.StoreTokens{Store: store, Clock: clock.Real{}}
-	chCfg := challenges.Config{Accounts: accounts, DNS01: challenges.FromDNS01(dnsSolver),
-		MaxInFlight: opts.ACME.MaxChallengesInFlight, PollInterval: opts.ACME.PollInterval, WaitPoll: opts.WaitPoll,
-		AfterPresent: func(*api.Challenge) { tokens.Invalidate() }}
-	if !opts.ACME.DisableHTTP01SelfCheck {
-		chCfg.HTTP01 = &http01.SelfCheck{Addr: opts.ACME.HTTP01SelfCheckAddr}
-	}
-	chHandler := challenges.New(chCfg)
-	orderHandler := orders.New(orders.Config{Accounts: accounts, PollInterval: opts.ACME.PollInterval, WaitPoll: opts.WaitPoll})
-	rt.ACME.Dialer, rt.ACME.Accounts = dialer, accounts
-	rt.ACME.HTTP01 = http01.Handler{Tokens: tokens}
-
-	sig := map[string]signers.Signer{
-		"selfSigned": selfsigned.New(secrets, opts.Clock),
-		"ca":         ca.New(secrets, opts.Clock, rt.Metrics),
-		"acme":       acmeSigner,
-	}
-	if opts.WrapSigners != nil {
-		sig = opts.WrapSigners(sig)
-	}
-	// Policy plugins compiled into certfn are registered here, explicitly.
-	ev, err := policy.NewEvaluator(policy.Options{Plugins: []policy.Plugin{denydomains.New()}, Metrics: rt.Metrics})
+	rt.App, err = app.Build(app.Ports{
+		Store: engStore, Secrets: secrets, Queue: q, Clock: opts.Clock, Metrics: rt.Metrics, Logger: opts.Logger,
+		ACME:  acmeadapter.NewDialer(acmeadapter.Options{Wrap: opts.ACME.WrapTransport}),
+		DNS01: providers, DNS01Resolver: opts.ACME.DNS01Resolver, CertificateImporter: opts.CertificateImporter,
+	}, app.Settings{
+		ClusterResourceNamespace: opts.ClusterResourceNamespace, AutoApprove: opts.AutoApprove, Identity: opts.Identity,
+		WaitPoll: opts.WaitPoll, ResyncInterval: time.Hour, Approver: opts.Approver, WrapSigners: opts.WrapSigners,
+		ACME: app.ACMESettings{PollInterval: opts.ACME.PollInterval, MaxChallengesInFlight: opts.ACME.MaxChallengesInFlight,
+			DNS01AllowInternalNames: opts.ACME.DNS01AllowInternalNames, HTTP01SelfCheck: !opts.ACME.DisableHTTP01SelfCheck,
+			HTTP01SelfCheckAddr: opts.ACME.HTTP01SelfCheckAddr},
+	}, app.Local)
 	if err != nil {
 		_ = store.Close()
 		return nil, err
 	}
-	var auto []string
-	for _, a := range opts.AutoApprove {
-		if a == "*" { // every cert-manager signer
-			auto = append(auto, "issuers.cert-manager.io/*", "clusterissuers.cert-manager.io/*")
-			continue
-		}
-		auto = append(auto, a)
-	}
-	var engStore ports.Store = store
-	if opts.WrapStore != nil {
-		engStore = opts.WrapStore(store)
-	}
-	eng, err := engine.New(engine.Config{
-		Store: engStore, Secrets: secrets, Queue: q, Clock: opts.Clock, Metrics: rt.Metrics,
-		Approver: opts.Approver, AutoApprove: auto, Evaluator: ev,
-		Signers:                  sig,
-		ClusterResourceNamespace: opts.ClusterResourceNamespace,
-		WaitPoll:                 opts.WaitPoll,
-		ResyncInterval:           time.Hour,
-		Identity:                 opts.Identity,
-		Handlers:                 map[string]engine.Handler{api.KindOrder: orderHandler, api.KindChallenge: chHandler},
-		ACMEReady:                accounts.Ready,
-		CertificateImporter:      opts.CertificateImporter,
-	})
-	if err != nil {
-		_ = store.Close()
-		return nil, err
-	}
-	rt.Engine = eng
-	acmeSigner.SetEngine(eng)
+	rt.Engine = rt.App.Engine
 	if opts.DeployHook.Command != "" {
 		rt.Hooks, err = deployhook.New(deployhook.Config{Command: opts.DeployHook.Command, Timeout: opts.DeployHook.Timeout,
 			StateFile: filepath.Join(opts.DataDir, "deploy-hooks.json"), SecretDir: fileSecrets.SecretDir,
@@ -261,18 +207,9 @@ func Open(opts Options) (*Runtime, error) {
 // Close releases the store.
 func (r *Runtime) Close() error { return r.Store.Close() }
 
-// Approve records an approval or denial by caller, who needs the approve
-// permission on the request's signer (seed 004; see docs/policy.md).
-func (r *Runtime) Approve(ctx context.Context, key api.Key, approve bool, reason, message string, caller engine.Caller) error {
-	if _, err := r.Engine.RequestForApproval(ctx, caller, key); err != nil {
-		return err
-	}
-	return r.Engine.SetApproval(ctx, key, approve, reason, message)
-}
-
 // handle runs one delivery and acknowledges or re-queues it.
 func (r *Runtime) handle(ctx context.Context, d local.Delivery) {
-	disp := r.Engine.Handle(ctx, d.Key.String(), d.Attempt)
+	disp := r.Engine.Handle(ctx, engine.Message{Key: d.Key, Attempt: d.Attempt})
 	if disp.Err != nil {
 		r.Log.Warn("reconcile", "key", d.Key.String(), "attempt", d.Attempt, "retry", !disp.Ack, "err", disp.Err)
 	}

@@ -39,7 +39,7 @@ func (r *Runtime) ListenHTTP01(addr string) (string, func(), error) {
 	if err != nil {
 		return "", nil, fmt.Errorf("--http01-listen %s: %w", addr, err)
 	}
-	srv := &http.Server{Handler: r.ACME.HTTP01, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second,
+	srv := &http.Server{Handler: r.App.HTTP01, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second,
 		WriteTimeout: 10 * time.Second, MaxHeaderBytes: 8 << 10}
 	go func() {
 		if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {

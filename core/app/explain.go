@@ -1,4 +1,4 @@
-// Package explain builds the explanation of a Certificate that `certfn
+// The explanation of a Certificate that `certfn
 // status` prints and that the HTTP API's status route returns: the whole
 // chain (Certificate → CertificateRequest → issuer → secret) with a one-line
 // summary of why the certificate is, or is not, ready. The CLI (local and
@@ -9,7 +9,8 @@
 // secret's tls.crt only, and only when the caller supplies a SecretReader
 // (local mode). The API supplies none: it never reads the secret store
 // (DESIGN.md §4).
-package explain
+
+package app
 
 import (
 	"context"
@@ -22,14 +23,13 @@ import (
 
 	"github.com/certfn/certfn/core/api"
 	"github.com/certfn/certfn/core/certificates"
-	"github.com/certfn/certfn/core/engine"
 	"github.com/certfn/certfn/core/pki"
 	"github.com/certfn/certfn/core/ports"
 )
 
 // Lookup returns one stored object. It returns an error wrapping
 // ports.ErrNotFound for a missing object and one wrapping
-// engine.ErrForbidden for an object the caller may not read (that part of
+// ErrForbidden for an object the caller may not read (that part of
 // the chain is then reported as hidden).
 type Lookup func(ctx context.Context, key api.Key) (api.Object, error)
 
@@ -92,7 +92,7 @@ type SecretInfo struct {
 // lookup's error (not found, forbidden) for the Certificate itself; the
 // request and issuer are reported as hidden when the lookup forbids them.
 // secrets may be nil: the secret section is then StateNotRead.
-func Certificate(ctx context.Context, lookup Lookup, secrets SecretReader, key api.Key) (*Report, error) {
+func Explain(ctx context.Context, lookup Lookup, secrets SecretReader, key api.Key) (*Report, error) {
 	o, err := lookup(ctx, key)
 	if err != nil {
 		return nil, err
@@ -110,7 +110,7 @@ func Certificate(ctx context.Context, lookup Lookup, secrets SecretReader, key a
 			continue
 		}
 		ro, err := lookup(ctx, api.Key{Kind: api.KindCertificateRequest, Namespace: c.Namespace, Name: certificates.RequestName(c.Name, rev)})
-		if errors.Is(err, engine.ErrForbidden) {
+		if errors.Is(err, ErrForbidden) {
 			r.RequestHidden = true
 			break
 		}
@@ -130,7 +130,7 @@ func Certificate(ctx context.Context, lookup Lookup, secrets SecretReader, key a
 		if iss, ok := io.(api.GenericIssuer); ok {
 			r.Issuer.State, r.Issuer.Conditions = StateFound, iss.GetStatus().Conditions
 		}
-	case errors.Is(err, engine.ErrForbidden):
+	case errors.Is(err, ErrForbidden):
 		r.Issuer.State = StateHidden
 	case !errors.Is(err, ports.ErrNotFound):
 		return nil, fmt.Errorf("explain %s: read %s: %w", key, ik, err)

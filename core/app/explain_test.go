@@ -1,4 +1,4 @@
-package explain
+package app
 
 import (
 	"bytes"
@@ -18,7 +18,6 @@ import (
 	"time"
 
 	"github.com/certfn/certfn/core/api"
-	"github.com/certfn/certfn/core/engine"
 	"github.com/certfn/certfn/core/ports"
 )
 
@@ -32,7 +31,7 @@ type world struct {
 
 func (w world) lookup(_ context.Context, k api.Key) (api.Object, error) {
 	if w.hidden[k] {
-		return nil, fmt.Errorf("%w: may not get %s", engine.ErrForbidden, k)
+		return nil, fmt.Errorf("%w: may not get %s", ErrForbidden, k)
 	}
 	if o, ok := w.objs[k]; ok {
 		return o, nil
@@ -107,7 +106,7 @@ func TestSummary(t *testing.T) {
 			hidden: map[api.Key]bool{issKey: true}}, "Not ready: Issuing certificate as Secret does not exist", StateHidden},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			rep, err := Certificate(context.Background(), tc.w.lookup, nil, certKey)
+			rep, err := Explain(context.Background(), tc.w.lookup, nil, certKey)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -120,17 +119,17 @@ func TestSummary(t *testing.T) {
 
 func TestCertificateErrors(t *testing.T) {
 	w := world{objs: objs(cert()), hidden: map[api.Key]bool{}}
-	if _, err := Certificate(context.Background(), w.lookup, nil, api.Key{Kind: api.KindCertificate, Namespace: "default", Name: "nope"}); err == nil ||
+	if _, err := Explain(context.Background(), w.lookup, nil, api.Key{Kind: api.KindCertificate, Namespace: "default", Name: "nope"}); err == nil ||
 		!strings.Contains(err.Error(), "not found") {
 		t.Fatalf("missing certificate: %v", err)
 	}
 	w.hidden[certKey] = true
-	if _, err := Certificate(context.Background(), w.lookup, nil, certKey); err == nil || !strings.Contains(err.Error(), "forbidden") {
+	if _, err := Explain(context.Background(), w.lookup, nil, certKey); err == nil || !strings.Contains(err.Error(), "forbidden") {
 		t.Fatalf("hidden certificate: %v", err)
 	}
 	broken := func(context.Context, string, string) ([]byte, error) { return nil, fmt.Errorf("throttled") }
 	delete(w.hidden, certKey)
-	if _, err := Certificate(context.Background(), w.lookup, broken, certKey); err == nil || !strings.Contains(err.Error(), "read secret default/web-tls: throttled") {
+	if _, err := Explain(context.Background(), w.lookup, broken, certKey); err == nil || !strings.Contains(err.Error(), "read secret default/web-tls: throttled") {
 		t.Fatalf("secret store failure: %v", err)
 	}
 }
@@ -179,7 +178,7 @@ func TestRender(t *testing.T) {
 			if sr != nil {
 				reader = sr
 			}
-			rep, err := Certificate(context.Background(), w.lookup, reader, certKey)
+			rep, err := Explain(context.Background(), w.lookup, reader, certKey)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -212,7 +211,7 @@ func TestRender(t *testing.T) {
 	}
 	// Hidden parts say so.
 	w.hidden = map[api.Key]bool{issKey: true, reqKey: true}
-	rep, err := Certificate(context.Background(), w.lookup, nil, certKey)
+	rep, err := Explain(context.Background(), w.lookup, nil, certKey)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -245,7 +244,7 @@ func TestRecordedFailures(t *testing.T) {
 		ev(certKey, "FailedPermanently", "write secret: forbidden", 1, t0),
 		ev(issKey, "Failed", "hidden detail", 1, t0)),
 		hidden: map[api.Key]bool{api.EventKeyFor(issKey): true}}
-	r, err := Certificate(context.Background(), w.lookup, nil, certKey)
+	r, err := Explain(context.Background(), w.lookup, nil, certKey)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package localmode
+package app
 
 import (
 	"context"
@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/certfn/certfn/core/api"
-	"github.com/certfn/certfn/core/engine"
 	"github.com/certfn/certfn/core/errs"
 	"github.com/certfn/certfn/core/pki"
 	"github.com/certfn/certfn/core/rbac"
@@ -35,33 +34,38 @@ func ReasonNames() []string {
 
 // Revoke revokes the certificate stored for the Certificate at key at its
 // ACME issuer's server (RFC 8555 §7.6, signed with the issuer's account
-// key, reason an RFC 5280 code) and then triggers a re-issuance, as
-// `certfn renew` does (with rotationPolicy Always, the default, the new
-// certificate has a new key; keyCompromise with rotationPolicy Never is
-// refused). Running it again after a partial failure is safe: a
-// certificate already revoked counts as revoked, and the re-issuance is
-// triggered then. The caller needs `update` on the
-// Certificate. Only ACME issuers are supported: a private CA has no
-// revocation list here.
-func (r *Runtime) Revoke(ctx context.Context, key api.Key, reason string, caller engine.Caller) error {
+// key, reason an RFC 5280 code) and then triggers a re-issuance, as Renew
+// does (with rotationPolicy Always, the default, the new certificate has a
+// new key; keyCompromise with rotationPolicy Never is refused). Running it
+// again after a partial failure is safe: a certificate already revoked
+// counts as revoked, and the re-issuance is triggered then. The caller
+// needs `update` on the Certificate. Only ACME issuers are supported (a
+// private CA has no revocation list here), and only where the service
+// reads secrets and runs the ACME issuer (local mode).
+func (s *Service) Revoke(ctx context.Context, caller Caller, key api.Key, reason string) error {
 	code, ok := RevocationReasons[reason]
 	if !ok {
-		return errs.Permanentf("--reason %q: want one of %s", reason, strings.Join(ReasonNames(), ", "))
+		return errs.Permanent(badRequestf("--reason %q: want one of %s", reason, strings.Join(ReasonNames(), ", ")))
 	}
-	if err := r.Engine.Authorize(ctx, caller, rbac.VerbUpdate, key); err != nil {
+	if key.Kind != api.KindCertificate {
+		return badRequestf("revoke applies to certificates, not %s", key.Kind)
+	}
+	if !s.readSecrets || s.accounts == nil {
+		return badRequestf("revoke is not available on this deployment (it needs the secret store and the ACME issuer)")
+	}
+	if err := s.authz().check(ctx, caller, rbac.VerbUpdate, key); err != nil {
 		return err
 	}
-	o, err := r.Engine.Get(ctx, key)
+	o, err := s.engine.Get(ctx, key)
 	if err != nil {
 		return err
 	}
 	crt := o.(*api.Certificate)
-	ref := crt.Spec.IssuerRef
-	ik, secretNS := api.IssuerKey(crt.Namespace, ref), crt.Namespace
-	if ik.Kind == api.KindClusterIssuer {
-		secretNS = r.Engine.Config().ClusterResourceNamespace
+	ik, secretNS, known := s.engine.Issuers().Resolve(crt.Namespace, crt.Spec.IssuerRef)
+	if !known {
+		return errs.Permanentf("revoke %s: issuerRef names %s/%s, not a cert-manager issuer", key, crt.Spec.IssuerRef.Group, crt.Spec.IssuerRef.Kind)
 	}
-	io, err := r.Engine.Get(ctx, ik)
+	io, err := s.engine.Get(ctx, ik)
 	if err != nil {
 		return fmt.Errorf("revoke %s: issuer: %w", key, err)
 	}
@@ -72,7 +76,7 @@ func (r *Runtime) Revoke(ctx context.Context, key api.Key, reason string, caller
 	if code == RevocationReasons["keyCompromise"] && crt.Spec.RotationPolicyOrDefault() == api.RotationPolicyNever {
 		return errs.Permanentf("revoke %s: reason keyCompromise with privateKey.rotationPolicy Never would re-issue with the compromised key (and CAs refuse keys revoked for compromise): set rotationPolicy Always first", key)
 	}
-	sec, err := r.Secrets.Get(ctx, crt.Namespace, crt.Spec.SecretName)
+	sec, err := s.secrets.Get(ctx, crt.Namespace, crt.Spec.SecretName)
 	if err != nil {
 		return fmt.Errorf("revoke %s: read secret %s/%s: %w", key, crt.Namespace, crt.Spec.SecretName, err)
 	}
@@ -80,7 +84,7 @@ func (r *Runtime) Revoke(ctx context.Context, key api.Key, reason string, caller
 	if err != nil {
 		return errs.Permanentf("revoke %s: secret %s/%s: tls.crt: %v", key, crt.Namespace, crt.Spec.SecretName, err)
 	}
-	acct, cl, err := r.ACME.Accounts.Get(ctx, iss, secretNS)
+	acct, cl, err := s.accounts.Get(ctx, iss, secretNS)
 	if err != nil {
 		return fmt.Errorf("revoke %s: ACME account of %s: %w", key, ik, err)
 	}
@@ -90,7 +94,7 @@ func (r *Runtime) Revoke(ctx context.Context, key api.Key, reason string, caller
 	if api.IsTrue(crt.Status.Conditions, api.CertificateConditionIssuing) {
 		return nil // a re-issuance is under way already
 	}
-	if err := r.Engine.Renew(ctx, key); err != nil {
+	if _, err := s.renew(ctx, key); err != nil {
 		return fmt.Errorf("revoked %s; trigger its re-issuance: %w", key, err)
 	}
 	return nil

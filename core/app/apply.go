@@ -1,0 +1,294 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"strconv"
+	"strings"
+
+	"github.com/certfn/certfn/core/api"
+	"github.com/certfn/certfn/core/certificates"
+	"github.com/certfn/certfn/core/errs"
+	"github.com/certfn/certfn/core/policy"
+	"github.com/certfn/certfn/core/ports"
+	"github.com/certfn/certfn/core/rbac"
+	"github.com/certfn/certfn/core/validation"
+)
+
+// ApplyResult reports what Apply did with one object.
+type ApplyResult struct {
+	Key     api.Key
+	Created bool
+	Changed bool
+	// Ignored lists cert-manager fields present but not acted on.
+	Ignored []string
+}
+
+// maxConflictRetries bounds reload-and-retry loops of the service's writes.
+const maxConflictRetries = 5
+
+// followUpGrace is when an object the service wrote is due if its wake-up
+// message is lost (the scheduler's safety net).
+const followUpGrace = certificates.FollowUpGrace
+
+// Verbs that guard RBAC objects against privilege escalation, as in
+// Kubernetes.
+const (
+	// VerbBind on a Role or ClusterRole (named by resourceNames) allows
+	// writing bindings that grant it.
+	VerbBind = "bind"
+	// VerbEscalate on roles or clusterroles allows writing their rules.
+	VerbEscalate = "escalate"
+)
+
+// Apply validates every object once, checks that caller may create (or
+// update, when it exists) each of them — reading each once — and only
+// then applies them in order, as `kubectl apply` does: a new object is
+// created, an existing one gets the new spec, labels and annotations and
+// keeps its status and identity. If any object is invalid
+// (*ValidationError, with every invalid object's field path) or forbidden,
+// nothing is stored. A CertificateRequest's spec is immutable; its
+// identity fields come from caller.
+func (s *Service) Apply(ctx context.Context, caller Caller, objs []api.Object) ([]ApplyResult, error) {
+	if len(objs) == 0 {
+		return nil, badRequestf("no resources to apply")
+	}
+	verr := &ValidationError{}
+	var msgs []string
+	for _, o := range objs {
+		if cr, ok := o.(*api.CertificateRequest); ok {
+			cr.Spec.Username, cr.Spec.UID, cr.Spec.Groups, cr.Spec.Extra = caller.Username, caller.UID, caller.Groups, caller.Extra
+		}
+		if err, field := s.validate(o); err != nil {
+			msgs = append(msgs, err.Error())
+			verr.Details = append(verr.Details, ErrorDetail{Object: api.KeyOf(o).String(), Field: field, Error: err.Error()})
+		}
+	}
+	if len(verr.Details) > 0 {
+		verr.Message = strings.Join(msgs, "; ")
+		return nil, verr
+	}
+	az := s.authz()
+	stored := make([]api.Object, len(objs))
+	for i, o := range objs {
+		key := api.KeyOf(o)
+		verb := rbac.VerbCreate
+		old, err := s.engine.Get(ctx, key)
+		switch {
+		case err == nil:
+			verb, stored[i] = rbac.VerbUpdate, old
+		case !errors.Is(err, ports.ErrNotFound):
+			return nil, err
+		}
+		if err := az.check(ctx, caller, verb, key); err != nil {
+			return nil, err
+		}
+		if err := s.checkEscalation(ctx, az, caller, o); err != nil {
+			return nil, err
+		}
+	}
+	out := make([]ApplyResult, 0, len(objs))
+	for i, o := range objs {
+		res, err := s.applyObject(ctx, o, stored[i])
+		if err != nil {
+			return out, err
+		}
+		out = append(out, res)
+	}
+	return out, nil
+}
+
+// validate runs the webhook-equivalent validation of obj: field rules for
+// every kind, policy compilation (CEL, wildcards, plugins) and RBAC rules.
+// It returns the error and the path of the first field it names.
+func (s *Service) validate(obj api.Object) (error, string) {
+	key := api.KeyOf(obj)
+	if errl := validation.Object(obj); len(errl) > 0 {
+		return errs.Permanent(fmt.Errorf("%s is invalid: %w", key, errl.Err())), errl[0].Path
+	}
+	switch o := obj.(type) {
+	case *api.CertificateRequestPolicy:
+		if _, err := s.evaluator().Compile(o); err != nil {
+			return errs.Permanent(fmt.Errorf("%s is invalid: %w", key, err)), ""
+		}
+	case *api.Role, *api.ClusterRole, *api.RoleBinding, *api.ClusterRoleBinding:
+		if err := rbac.Validate(obj); err != nil {
+			field := ""
+			var fe api.FieldErrors
+			if errors.As(err, &fe) && len(fe) > 0 {
+				field = fe[0].Path
+			}
+			return errs.Permanent(fmt.Errorf("%s is invalid: %w", key, err)), field
+		}
+	}
+	return nil, ""
+}
+
+func (s *Service) evaluator() *policy.Evaluator { return s.engine.Config().Evaluator }
+
+// checkEscalation keeps create/update on RBAC objects from granting more
+// than the caller may grant: writing a Role or ClusterRole also needs
+// `escalate` on it, writing a binding also needs `bind` on the role it
+// refers to. This is stricter than Kubernetes, which also accepts a caller
+// who already holds every permission of the role; here such callers need
+// an explicit grant (system:masters has all of them).
+func (s *Service) checkEscalation(ctx context.Context, az *authz, caller Caller, o api.Object) error {
+	var ref api.RoleRef
+	ns := o.GetObjectMeta().Namespace
+	switch v := o.(type) {
+	case *api.Role, *api.ClusterRole:
+		return az.check(ctx, caller, VerbEscalate, api.KeyOf(o))
+	case *api.RoleBinding:
+		ref = v.RoleRef
+	case *api.ClusterRoleBinding:
+		ref, ns = v.RoleRef, ""
+	default:
+		return nil
+	}
+	// As in Kubernetes, `bind` for a RoleBinding is checked in the
+	// binding's namespace, also for a ClusterRole it refers to.
+	info, ok := api.KindInfoFor(ref.Kind)
+	if !ok {
+		return fmt.Errorf("roleRef.kind %q is not a role kind", ref.Kind)
+	}
+	return az.checkAttrs(ctx, caller, rbac.Attributes{Verb: VerbBind, APIGroup: api.RBACGroup, Resource: info.Plural, Namespace: ns, Name: ref.Name})
+}
+
+// applyObject creates obj or updates the stored object, retrying lost
+// races on a fresh read; stored is the object as Apply read it (nil:
+// missing), used by the first attempt.
+func (s *Service) applyObject(ctx context.Context, obj api.Object, stored api.Object) (ApplyResult, error) {
+	key := api.KeyOf(obj)
+	res := ApplyResult{Key: key, Ignored: api.IgnoredFields(obj)}
+	if c, ok := obj.(*api.Certificate); ok {
+		c.Status.IgnoredFields = res.Ignored
+	}
+	for attempt := 0; ; attempt++ {
+		created, changed, err := s.applyOnce(ctx, obj, stored)
+		if errors.Is(err, ports.ErrConflict) || errors.Is(err, ports.ErrAlreadyExists) {
+			if attempt < maxConflictRetries {
+				if stored, err = s.engine.Get(ctx, key); errors.Is(err, ports.ErrNotFound) {
+					stored, err = nil, nil
+				}
+				if err == nil {
+					continue
+				}
+			}
+		}
+		res.Created, res.Changed = created, changed
+		return res, err
+	}
+}
+
+func (s *Service) applyOnce(ctx context.Context, obj, old api.Object) (created, changed bool, err error) {
+	key := api.KeyOf(obj)
+	now := s.engine.Now()
+	if old == nil {
+		m := obj.GetObjectMeta()
+		m.UID, m.CreationTimestamp, m.Generation, m.ResourceVersion = "", nil, 0, ""
+		clearStatus(obj)
+		if _, err := s.engine.CreateObject(ctx, obj, now.Add(followUpGrace)); err != nil {
+			return false, false, fmt.Errorf("create %s: %w", key, err)
+		}
+		return true, true, nil
+	}
+	if cr, ok := obj.(*api.CertificateRequest); ok {
+		oldCR := old.(*api.CertificateRequest)
+		// Identity stays the creator's; the rest of the spec is immutable.
+		cr.Spec.Username, cr.Spec.UID, cr.Spec.Groups, cr.Spec.Extra = oldCR.Spec.Username, oldCR.Spec.UID, oldCR.Spec.Groups, oldCR.Spec.Extra
+		if errl := validation.CertificateRequestUpdate(oldCR, cr); len(errl) > 0 {
+			return false, false, errs.Permanent(fmt.Errorf("%s: %w", key, errl.Err()))
+		}
+	}
+	om, nm := old.GetObjectMeta(), obj.GetObjectMeta()
+	specChanged := !reflect.DeepEqual(specOf(old), specOf(obj))
+	metaChanged := !mapsEqual(om.Labels, nm.Labels) || !mapsEqual(om.Annotations, nm.Annotations)
+	ignoredChanged := false
+	if c, ok := obj.(*api.Certificate); ok {
+		oc := old.(*api.Certificate)
+		ignoredChanged = !reflect.DeepEqual(oc.Status.IgnoredFields, c.Status.IgnoredFields)
+		oc.Status.IgnoredFields = c.Status.IgnoredFields
+	}
+	if !specChanged && !metaChanged && !ignoredChanged {
+		return false, false, nil
+	}
+	setSpec(old, obj)
+	om.Labels, om.Annotations = nm.Labels, nm.Annotations
+	if specChanged {
+		om.Generation++
+	}
+	if _, err := s.engine.UpdateObject(ctx, old, versionOf(old), now.Add(followUpGrace)); err != nil {
+		return false, false, fmt.Errorf("update %s: %w", key, err)
+	}
+	return false, true, nil
+}
+
+// versionOf is the stored version a read object carries.
+func versionOf(o api.Object) int64 {
+	v, _ := strconv.ParseInt(o.GetObjectMeta().ResourceVersion, 10, 64)
+	return v
+}
+
+// specOf returns the value of obj's Spec field (nil when it has none).
+func specOf(obj api.Object) any {
+	v := reflect.ValueOf(obj).Elem().FieldByName("Spec")
+	if !v.IsValid() {
+		// Kinds without a spec (RBAC, Namespace): compare the whole object
+		// minus metadata and status.
+		b, _ := json.Marshal(obj)
+		var m map[string]any
+		_ = json.Unmarshal(b, &m)
+		delete(m, "metadata")
+		delete(m, "status")
+		return m
+	}
+	return v.Interface()
+}
+
+func setSpec(dst, src api.Object) {
+	dv := reflect.ValueOf(dst).Elem()
+	if f := dv.FieldByName("Spec"); f.IsValid() {
+		f.Set(reflect.ValueOf(src).Elem().FieldByName("Spec"))
+		return
+	}
+	// No spec: copy every field but TypeMeta, ObjectMeta and Status.
+	sv := reflect.ValueOf(src).Elem()
+	for i := 0; i < dv.NumField(); i++ {
+		switch dv.Type().Field(i).Name {
+		case "TypeMeta", "ObjectMeta", "Status":
+			continue
+		}
+		dv.Field(i).Set(sv.Field(i))
+	}
+}
+
+func clearStatus(obj api.Object) {
+	v := reflect.ValueOf(obj).Elem().FieldByName("Status")
+	if !v.IsValid() {
+		return
+	}
+	var keep []string
+	c, isCert := obj.(*api.Certificate)
+	if isCert {
+		keep = c.Status.IgnoredFields
+	}
+	v.Set(reflect.Zero(v.Type()))
+	if isCert {
+		c.Status.IgnoredFields = keep
+	}
+}
+
+func mapsEqual(a, b map[string]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if w, ok := b[k]; !ok || w != v {
+			return false
+		}
+	}
+	return true
+}

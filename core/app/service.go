@@ -1,0 +1,358 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+
+	"github.com/certfn/certfn/core/acme"
+	"github.com/certfn/certfn/core/api"
+	"github.com/certfn/certfn/core/certificates"
+	"github.com/certfn/certfn/core/engine"
+	"github.com/certfn/certfn/core/ports"
+	"github.com/certfn/certfn/core/rbac"
+)
+
+// Caller is the authenticated identity behind an API or CLI call. It is
+// recorded on the CertificateRequests it creates (seed 004: never taken
+// from the submitted body).
+type Caller struct {
+	Username string
+	UID      string
+	Groups   []string
+	Extra    map[string][]string
+}
+
+// SuperuserGroup bypasses authorization, as Kubernetes' system:masters.
+// The local CLI user is a member unless it impersonates another identity.
+const SuperuserGroup = "system:masters"
+
+// Service performs certfn's use cases (apply, get, list, delete, renew,
+// approve, status, revoke) on behalf of a caller: every front end — the
+// CLI's local client, the HTTP API on every deployment — calls it, so
+// each checks the same permissions and answers with the same domain
+// errors (errors.go). Every method checks the caller's permission with the
+// bindings before it reads or writes anything else. Each call decides
+// against one snapshot of the RBAC objects (built at its first check), so
+// an apply of N objects lists the RBAC kinds once and a batch cannot grant
+// itself rights half-way. It never returns key material.
+type Service struct {
+	engine  *engine.Engine
+	secrets ports.SecretStore
+	// readSecrets lets Status describe the secret's tls.crt and Revoke
+	// read it (local mode); the cloud APIs never read the secret store.
+	readSecrets bool
+	accounts    *acme.Accounts
+	log         *slog.Logger
+}
+
+// authz is one call's authorization: the RBAC snapshot, built on first use.
+type authz struct {
+	e  *engine.Engine
+	az *rbac.Authorizer
+}
+
+func (s *Service) authz() *authz { return &authz{e: s.engine} }
+
+func identity(c Caller) rbac.Identity {
+	return rbac.Identity{Username: c.Username, UID: c.UID, Groups: c.Groups, Extra: c.Extra}.WithImplicitGroups()
+}
+
+func isSuperuser(id rbac.Identity) bool {
+	for _, g := range id.Groups {
+		if g == SuperuserGroup {
+			return true
+		}
+	}
+	return false
+}
+
+func (a *authz) authorizer(ctx context.Context) (*rbac.Authorizer, error) {
+	if a.az == nil {
+		az, err := a.e.Authorizer(ctx)
+		if err != nil {
+			return nil, err
+		}
+		a.az = az
+	}
+	return a.az, nil
+}
+
+// check checks that caller may perform verb on key (create, get, list,
+// update, delete). Members of SuperuserGroup may do everything.
+func (a *authz) check(ctx context.Context, caller Caller, verb string, key api.Key) error {
+	attrs, err := rbac.AttributesFor(verb, key)
+	if err != nil {
+		return err
+	}
+	id := identity(caller)
+	if isSuperuser(id) {
+		return nil
+	}
+	az, err := a.authorizer(ctx)
+	if err != nil {
+		return err
+	}
+	if ok, why := az.Allowed(id, attrs); !ok {
+		return forbidden(fmt.Errorf("%s may not %s %s: %s", id.Username, verb, key, why))
+	}
+	return nil
+}
+
+// checkAttrs checks attrs for caller as check does for a key.
+func (a *authz) checkAttrs(ctx context.Context, caller Caller, attrs rbac.Attributes) error {
+	id := identity(caller)
+	if isSuperuser(id) {
+		return nil
+	}
+	az, err := a.authorizer(ctx)
+	if err != nil {
+		return err
+	}
+	if ok, why := az.Allowed(id, attrs); !ok {
+		target := attrs.Resource + "/" + attrs.Name
+		if attrs.Namespace != "" {
+			target += " in namespace " + attrs.Namespace
+		}
+		return forbidden(fmt.Errorf("%s may not %s %s: %s", id.Username, attrs.Verb, target, why))
+	}
+	return nil
+}
+
+// checkApproval checks the `approve` permission on the signer of cr
+// (seed 004: approving is separate from signing).
+func (a *authz) checkApproval(ctx context.Context, caller Caller, cr *api.CertificateRequest) error {
+	id := identity(caller)
+	if isSuperuser(id) {
+		return nil
+	}
+	az, err := a.authorizer(ctx)
+	if err != nil {
+		return err
+	}
+	if ok, why := az.CanApprove(id, cr.Spec.IssuerRef, cr.Namespace); !ok {
+		return forbidden(fmt.Errorf("%s may not approve or deny requests for signer %v: %s", id.Username,
+			rbac.SignerResourceNames(cr.Spec.IssuerRef, cr.Namespace)[0], why))
+	}
+	return nil
+}
+
+// Authorize checks that caller may perform verb on key, against a fresh
+// RBAC snapshot (a front end's own checks, e.g. a dry run).
+func (s *Service) Authorize(ctx context.Context, caller Caller, verb string, key api.Key) error {
+	return s.authz().check(ctx, caller, verb, key)
+}
+
+// Get returns the object at key if caller may get it.
+func (s *Service) Get(ctx context.Context, caller Caller, key api.Key) (api.Object, error) {
+	if err := s.authz().check(ctx, caller, rbac.VerbGet, key); err != nil {
+		return nil, err
+	}
+	return s.engine.Get(ctx, key)
+}
+
+// List returns the objects of kind in namespace ("" = every namespace, or
+// a cluster-scoped kind) if caller may list them there.
+func (s *Service) List(ctx context.Context, caller Caller, kind, namespace string) ([]api.Object, error) {
+	info, ok := api.KindInfoFor(kind)
+	if !ok {
+		return nil, notFoundf("unknown kind %q", kind)
+	}
+	if !info.Namespaced {
+		namespace = ""
+	}
+	if err := s.authz().check(ctx, caller, rbac.VerbList, api.Key{Kind: kind, Namespace: namespace}); err != nil {
+		return nil, err
+	}
+	return s.engine.List(ctx, kind, namespace)
+}
+
+// Delete removes the object at key and everything it owns
+// (CertificateRequests of a Certificate, their Orders and Challenges),
+// a Certificate's next-private-key secret and the object's Event, if
+// caller may delete it. The Certificate's issued secret is kept, as
+// cert-manager does by default. A missing object is ErrNotFound.
+func (s *Service) Delete(ctx context.Context, caller Caller, key api.Key) error {
+	if err := s.authz().check(ctx, caller, rbac.VerbDelete, key); err != nil {
+		return err
+	}
+	if _, err := s.engine.Get(ctx, key); err != nil {
+		return err
+	}
+	switch {
+	case key.Kind == api.KindCertificate && !s.readSecrets:
+		// A role without the secret store (the cloud APIs) may not touch
+		// secrets: the next private key is left to its lifecycle.
+		s.log.WarnContext(ctx, "secret left in place: this role has no access to the secret store",
+			"namespace", key.Namespace, "name", certificates.NextKeySecretName(key.Name))
+	case key.Kind == api.KindCertificate:
+		if err := s.secrets.Delete(ctx, key.Namespace, certificates.NextKeySecretName(key.Name)); err != nil {
+			return fmt.Errorf("delete next private key of %s: %w", key, err)
+		}
+	}
+	if err := s.engine.DeleteObject(ctx, key, 0, api.Key{}); err != nil {
+		return err
+	}
+	// The Event about the object goes with it (a user's delete; records
+	// the steps delete themselves leave theirs to the store's TTL).
+	if err := s.engine.Store().Delete(ctx, api.EventKeyFor(key), 0); err != nil && !errors.Is(err, ports.ErrNotFound) {
+		return fmt.Errorf("delete the Event of %s: %w", key, err)
+	}
+	return nil
+}
+
+// Renew forces the re-issuance of the Certificate at key by setting
+// Issuing=True (as `cmctl renew`) if caller may update it, and returns
+// the updated Certificate. It refuses (ErrConflict) while an issuance is
+// already in progress.
+func (s *Service) Renew(ctx context.Context, caller Caller, key api.Key) (*api.Certificate, error) {
+	if key.Kind != api.KindCertificate {
+		return nil, badRequestf("renew applies to certificates, not %s", key.Kind)
+	}
+	if err := s.authz().check(ctx, caller, rbac.VerbUpdate, key); err != nil {
+		return nil, err
+	}
+	o, err := s.renew(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	return o.(*api.Certificate), nil
+}
+
+func (s *Service) renew(ctx context.Context, key api.Key) (api.Object, error) {
+	return s.mutate(ctx, key, func(o api.Object) error {
+		c := o.(*api.Certificate)
+		if api.IsTrue(c.Status.Conditions, api.CertificateConditionIssuing) {
+			return conflictf("%s is already being issued", key)
+		}
+		api.SetCondition(&c.Status.Conditions, api.Condition{Type: api.CertificateConditionIssuing, Status: api.ConditionTrue,
+			Reason: "ManuallyTriggered", Message: "Certificate re-issuance manually triggered", ObservedGeneration: c.Generation}, s.engine.Now())
+		return nil
+	})
+}
+
+// DefaultApprovalMessage is the message recorded on an approval or denial
+// that gives none: "manually approved by <username>".
+func DefaultApprovalMessage(approve bool, username string) string {
+	if approve {
+		return "manually approved by " + username
+	}
+	return "manually denied by " + username
+}
+
+// Approve records an approval (approve=true) or a denial on the
+// CertificateRequest at key if caller may approve for its signer (seed
+// 004: `approve` on `signers`, separate from creating requests). Both are
+// permanent: a request already approved, denied or final is refused
+// (ErrConflict). An empty reason is "certfn"; an empty message becomes
+// DefaultApprovalMessage. It returns the updated request.
+//
+// A caller who may not read the request learns nothing from the answer:
+// the same ErrForbidden, with the same message, whether it exists or not
+// and whichever signer it names.
+func (s *Service) Approve(ctx context.Context, caller Caller, key api.Key, approve bool, reason, message string) (*api.CertificateRequest, error) {
+	if key.Kind != api.KindCertificateRequest {
+		return nil, badRequestf("approval applies to certificaterequests, not %s", key.Kind)
+	}
+	az := s.authz()
+	canGet := az.check(ctx, caller, rbac.VerbGet, key) == nil
+	generic := forbidden(fmt.Errorf("%s may not approve or deny %s", identity(caller).Username, key))
+	o, err := s.engine.Get(ctx, key)
+	if errors.Is(err, ports.ErrNotFound) && !canGet {
+		return nil, generic
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := az.checkApproval(ctx, caller, o.(*api.CertificateRequest)); err != nil {
+		if !canGet && errors.Is(err, ErrForbidden) {
+			return nil, generic
+		}
+		return nil, err
+	}
+	if strings.TrimSpace(message) == "" {
+		message = DefaultApprovalMessage(approve, caller.Username)
+	}
+	if reason == "" {
+		reason = "certfn"
+	}
+	out, err := s.mutate(ctx, key, func(o api.Object) error {
+		cr := o.(*api.CertificateRequest)
+		for _, t := range []string{api.CertificateRequestConditionApproved, api.CertificateRequestConditionDenied} {
+			if c := api.FindCondition(cr.Status.Conditions, t); c != nil {
+				return conflictf("%s is already %s (%s); approval and denial are permanent", key, t, c.Reason)
+			}
+		}
+		if cr.IsFinal() {
+			return conflictf("%s is already final", key)
+		}
+		t := api.CertificateRequestConditionDenied
+		if approve {
+			t = api.CertificateRequestConditionApproved
+		}
+		api.SetCondition(&cr.Status.Conditions, api.Condition{Type: t, Status: api.ConditionTrue, Reason: reason, Message: message}, s.engine.Now())
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out.(*api.CertificateRequest), nil
+}
+
+// Status explains the Certificate at key (the report `certfn status`
+// prints) if caller may get it. The request and issuer in the chain are
+// shown only if caller may get them too; the secret only where the
+// service reads secrets (local mode).
+func (s *Service) Status(ctx context.Context, caller Caller, key api.Key) (*Report, error) {
+	if key.Kind != api.KindCertificate {
+		return nil, badRequestf("status applies to certificates, not %s", key.Kind)
+	}
+	az := s.authz()
+	lookup := func(ctx context.Context, k api.Key) (api.Object, error) {
+		if err := az.check(ctx, caller, rbac.VerbGet, k); err != nil {
+			return nil, err
+		}
+		return s.engine.Get(ctx, k)
+	}
+	var secrets SecretReader
+	if s.readSecrets {
+		secrets = s.CertificatePEM
+	}
+	return Explain(ctx, lookup, secrets, key)
+}
+
+// CertificatePEM returns the tls.crt of the secret namespace/name (the
+// certificate chain only), for Status and for a local front end that
+// serves a certificate certfn issued for itself.
+func (s *Service) CertificatePEM(ctx context.Context, namespace, name string) ([]byte, error) {
+	sec, err := s.secrets.Get(ctx, namespace, name)
+	if err != nil {
+		return nil, err
+	}
+	return sec.Data["tls.crt"], nil
+}
+
+// mutate loads key, applies fn and writes the object conditionally,
+// retrying lost races (fn runs again on the fresh object), and returns
+// the written object.
+func (s *Service) mutate(ctx context.Context, key api.Key, fn func(o api.Object) error) (api.Object, error) {
+	for attempt := 0; ; attempt++ {
+		o, err := s.engine.Get(ctx, key)
+		if err != nil {
+			return nil, err
+		}
+		if err := fn(o); err != nil {
+			return nil, err
+		}
+		_, err = s.engine.UpdateObject(ctx, o, versionOf(o), s.engine.Now().Add(followUpGrace))
+		if errors.Is(err, ports.ErrConflict) && attempt < maxConflictRetries {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("update %s: %w", key, err)
+		}
+		return o, nil
+	}
+}
