@@ -5,18 +5,17 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/certfn/certfn/adapters/local"
 	"github.com/certfn/certfn/core/api"
 	ct "github.com/certfn/certfn/core/certificates/certtest"
 	"github.com/certfn/certfn/core/clock"
 	"github.com/certfn/certfn/core/engine"
 	"github.com/certfn/certfn/core/errs"
+	"github.com/certfn/certfn/core/memory"
 	"github.com/certfn/certfn/core/ports"
 	"github.com/certfn/certfn/core/requests"
 	"github.com/certfn/certfn/core/signers"
@@ -82,15 +81,15 @@ func (a *switchApprover) set(r requests.Result) {
 	a.mu.Unlock()
 }
 
-// rig is an engine on the real local adapters (SQLite store, file
-// secrets, in-process queue) and a fake clock at T0.
+// rig is an engine on the in-memory ports of core/memory (store, secrets,
+// queue: they pass the adapters' contract suites) and a fake clock at T0.
 type rig struct {
 	t        *testing.T
 	ctx      context.Context
 	clk      *clock.Fake
 	store    *faultyStore
-	secrets  *local.SecretStore
-	q        *local.MemQueue
+	secrets  *memory.Secrets
+	q        *memory.Queue
 	m        *ct.Metrics
 	approver *switchApprover
 	eng      *engine.Engine
@@ -98,16 +97,11 @@ type rig struct {
 
 func newRig(t *testing.T) *rig {
 	t.Helper()
-	dir := t.TempDir()
-	st, err := local.OpenStore(filepath.Join(dir, "s.db"))
-	if err != nil {
-		t.Fatalf("open store: %v", err)
-	}
-	t.Cleanup(func() { _ = st.Close() })
-	r := &rig{t: t, ctx: context.Background(), clk: clock.NewFake(ct.T0), store: &faultyStore{Store: st},
-		secrets: local.NewSecretStore(filepath.Join(dir, "secrets")), m: ct.NewMetrics(),
+	r := &rig{t: t, ctx: context.Background(), clk: clock.NewFake(ct.T0), store: &faultyStore{Store: memory.NewStore()},
+		secrets: memory.NewSecrets(), m: ct.NewMetrics(),
 		approver: &switchApprover{d: requests.Decision{Result: requests.Approved, Reason: "test", Message: "approved by a test"}}}
-	r.q = local.NewMemQueue(r.clk, 5*time.Minute)
+	r.q = memory.NewQueue(r.clk, 5*time.Minute)
+	var err error
 	r.eng, err = engine.New(engine.Config{Store: r.store, Secrets: r.secrets, Queue: r.q, Clock: r.clk, Metrics: r.m,
 		Approver: r.approver, WaitPoll: waitPoll, ResyncInterval: 24 * time.Hour,
 		Signers: map[string]signers.Signer{"selfSigned": selfsigned.New(r.secrets, r.clk), "ca": ca.New(r.secrets, r.clk, r.m)}})

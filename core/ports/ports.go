@@ -1,8 +1,10 @@
 // Package ports declares the interfaces core needs from the outside world:
 // a state store with conditional writes and a due-time index, a secret store,
 // a queue with delays and a metrics sink. Each adapter (adapters/local,
-// adapters/aws, adapters/gcp) implements them and runs the contract suites in
-// ports/porttest. See ../shared/DESIGN.md §3 and §5.
+// adapters/aws, adapters/gcp) implements them, and core/memory in memory for
+// core's own tests; all of them run the contract suites in ports/porttest
+// (ports/porttest/README.md lists who runs what). See ../shared/DESIGN.md
+// §3 and §5.
 package ports
 
 import (

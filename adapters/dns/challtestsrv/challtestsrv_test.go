@@ -12,6 +12,7 @@ import (
 	"github.com/certfn/certfn/adapters/dns/challtestsrv"
 	"github.com/certfn/certfn/core/acme/dns01"
 	"github.com/certfn/certfn/core/errs"
+	"github.com/certfn/certfn/core/ports/porttest"
 	"github.com/certfn/certfn/tests/dns/dnstest"
 )
 
@@ -26,13 +27,13 @@ func lookupAt(addr string) func(t *testing.T, fqdn string) []string {
 	}
 }
 
-// TestProviderSuite runs the provider contract against an in-process
-// challtestsrv (direct handle) and against the pebble-challtestsrv command
-// through its management API.
+// TestProviderSuite runs the provider contract (porttest.DNSProviderSuite)
+// against an in-process challtestsrv (direct handle) and against the
+// pebble-challtestsrv command through its management API.
 func TestProviderSuite(t *testing.T) {
 	t.Run("in-process handle", func(t *testing.T) {
 		s := dnstest.StartChallTestSrv(t)
-		dnstest.ProviderSuite(t, dnstest.SuiteEnv{
+		porttest.DNSProviderSuite(t, porttest.DNSEnv{
 			Provider: &challtestsrv.Provider{Server: s.Srv, DNSAddr: s.DNSAddr},
 			Zone:     "example.test.",
 			Lookup:   lookupAt(s.DNSAddr),
@@ -40,7 +41,7 @@ func TestProviderSuite(t *testing.T) {
 	})
 	t.Run("management API", func(t *testing.T) {
 		p := dnstest.StartPebbleChallTestSrv(t)
-		dnstest.ProviderSuite(t, dnstest.SuiteEnv{
+		porttest.DNSProviderSuite(t, porttest.DNSEnv{
 			Provider: &challtestsrv.Provider{ManagementURL: p.ManagementURL, DNSAddr: p.DNSAddr},
 			Zone:     "example.test.",
 			Lookup:   lookupAt(p.DNSAddr),

@@ -10,6 +10,7 @@ import (
 	"github.com/certfn/certfn/adapters/dns/rfc2136"
 	"github.com/certfn/certfn/core/acme/dns01"
 	"github.com/certfn/certfn/core/errs"
+	"github.com/certfn/certfn/core/ports/porttest"
 	"github.com/certfn/certfn/tests/dns/dnstest"
 )
 
@@ -25,8 +26,8 @@ func lookup(b *dnstest.BIND) func(t *testing.T, fqdn string) []string {
 	return func(t *testing.T, fqdn string) []string { return b.TXT(t, fqdn) }
 }
 
-// TestProviderSuiteBIND runs the provider contract against a real BIND 9
-// over UDP and TCP.
+// TestProviderSuiteBIND runs the provider contract (porttest.DNSProviderSuite)
+// against a real BIND 9 over UDP and TCP.
 func TestProviderSuiteBIND(t *testing.T) {
 	b := dnstest.StartBIND(t)
 	for _, netw := range []string{"udp", "tcp"} {
@@ -35,7 +36,7 @@ func TestProviderSuiteBIND(t *testing.T) {
 			if netw == "tcp" {
 				zone = dnstest.ZoneDelegate // fresh names per network
 			}
-			dnstest.ProviderSuite(t, dnstest.SuiteEnv{
+			porttest.DNSProviderSuite(t, porttest.DNSEnv{
 				Provider: provider(b, b.Keys["hmac-sha256"], netw),
 				Zone:     zone,
 				Lookup:   lookup(b),

@@ -22,7 +22,7 @@ import (
 	"github.com/certfn/certfn/core/certificates/certtest"
 	"github.com/certfn/certfn/core/errs"
 	"github.com/certfn/certfn/core/ports"
-	"github.com/certfn/certfn/tests/dns/dnstest"
+	"github.com/certfn/certfn/core/ports/porttest"
 	"github.com/certfn/certfn/tests/emulators"
 )
 
@@ -180,7 +180,7 @@ func build(t *testing.T, f *Factory, req dns01.ProviderRequest) *Provider {
 	return p.(*Provider)
 }
 
-// TestProviderSuite runs certfn's provider contract (tests/dns/dnstest)
+// TestProviderSuite runs certfn's provider contract (porttest.DNSProviderSuite)
 // on a hosted zone given by hostedZoneID, reading the values back through
 // the API.
 func TestProviderSuite(t *testing.T) {
@@ -188,7 +188,7 @@ func TestProviderSuite(t *testing.T) {
 	zone := base()
 	id := b.zone(t, zone, false)
 	p := build(t, b.factory(Options{}), request(withZone(id)))
-	dnstest.ProviderSuite(t, dnstest.SuiteEnv{
+	porttest.DNSProviderSuite(t, porttest.DNSEnv{
 		Provider: p,
 		Zone:     zone,
 		Lookup: func(t *testing.T, fqdn string) []string {

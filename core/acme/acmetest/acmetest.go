@@ -1,7 +1,7 @@
 // Package acmetest holds TEST DOUBLES and builders for the ACME steps: a
 // scripted ACME client that records every call, and a rig (engine on the
-// local adapters, a fake clock, a registered ClusterIssuer) on which the
-// Order and Challenge handlers run one reconcile at a time.
+// in-memory ports of core/memory, a fake clock, a registered ClusterIssuer)
+// on which the Order and Challenge handlers run one reconcile at a time.
 package acmetest
 
 import (
@@ -9,12 +9,10 @@ import (
 	"crypto"
 	"crypto/x509"
 	"fmt"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/certfn/certfn/adapters/local"
 	"github.com/certfn/certfn/core/acme"
 	"github.com/certfn/certfn/core/acme/challenges"
 	"github.com/certfn/certfn/core/acme/orders"
@@ -23,6 +21,7 @@ import (
 	"github.com/certfn/certfn/core/clock"
 	"github.com/certfn/certfn/core/engine"
 	"github.com/certfn/certfn/core/issuers"
+	"github.com/certfn/certfn/core/memory"
 	"github.com/certfn/certfn/core/ports"
 )
 
@@ -152,14 +151,14 @@ func (d Dialer) Client(acme.ServerConfig) (acme.Client, error) { return d.C, nil
 // Thumbprint implements acme.Dialer.
 func (d Dialer) Thumbprint(crypto.Signer) (string, error) { return "thumb", nil }
 
-// Rig is an engine on the local SQLite store and in-process queue, a fake
+// Rig is an engine on the in-memory store and queue of core/memory, a fake
 // clock, in-memory secrets, the scripted client and a registered
 // ClusterIssuer "le" with the given solvers.
 type Rig struct {
 	T        *testing.T
 	Ctx      context.Context
 	Clock    *clock.Fake
-	Store    *local.Store
+	Store    *memory.Store
 	Secrets  *certtest.MemSecrets
 	Client   *Client
 	Accounts *acme.Accounts
@@ -175,17 +174,14 @@ var T0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 func NewRig(t *testing.T, solvers []api.ACMEChallengeSolver, chCfg challenges.Config) *Rig {
 	t.Helper()
 	clk := clock.NewFake(T0)
-	store, err := local.OpenStore(filepath.Join(t.TempDir(), "state.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = store.Close() })
+	store := memory.NewStore()
 	r := &Rig{T: t, Ctx: context.Background(), Clock: clk, Store: store, Secrets: certtest.NewMemSecrets(), Client: &Client{}}
 	r.Accounts = acme.NewAccounts(r.Secrets, Dialer{r.Client})
 	chCfg.Accounts = r.Accounts
 	r.Chals = challenges.New(chCfg)
 	r.Orders = orders.New(orders.Config{Accounts: r.Accounts})
-	r.Engine, err = engine.New(engine.Config{Store: store, Secrets: r.Secrets, Queue: local.NewMemQueue(clk, time.Minute), Clock: clk,
+	var err error
+	r.Engine, err = engine.New(engine.Config{Store: store, Secrets: r.Secrets, Queue: memory.NewQueue(clk, time.Minute), Clock: clk,
 		Handlers: map[string]engine.Handler{api.KindOrder: r.Orders, api.KindChallenge: r.Chals}})
 	if err != nil {
 		t.Fatal(err)

@@ -13,18 +13,19 @@ import (
 	"github.com/certfn/certfn/core/certificates"
 	"github.com/certfn/certfn/core/clock"
 	"github.com/certfn/certfn/core/issuers"
+	"github.com/certfn/certfn/core/memory"
 	"github.com/certfn/certfn/core/ports"
 	"github.com/certfn/certfn/core/requests"
 )
 
-// MemSecrets is a TEST DOUBLE of ports.SecretStore: an in-memory map that
-// copies secrets in and out, counts calls, and can inject errors. It
-// follows the SecretSuite contract (Get of a missing secret is
-// ErrNotFound, Create of an existing one ErrAlreadyExists, Delete of a
-// missing one nil).
+// MemSecrets is a TEST DOUBLE of ports.SecretStore: a memory.Secrets (the
+// in-memory store that passes the SecretSuite contract: Get of a missing
+// secret is ErrNotFound, Create of an existing one ErrAlreadyExists,
+// Delete of a missing one nil; secrets copied in and out) that also counts
+// calls and can inject errors.
 type MemSecrets struct {
-	mu   sync.Mutex
-	data map[string]ports.Secret
+	mu    sync.Mutex
+	store *memory.Secrets
 
 	// GetErr, CreateErr, PutErr and DeleteErr, when set, are returned by
 	// the matching method instead of doing anything.
@@ -39,113 +40,66 @@ type MemSecrets struct {
 
 // NewMemSecrets returns a store holding secrets.
 func NewMemSecrets(secrets ...ports.Secret) *MemSecrets {
-	m := &MemSecrets{data: map[string]ports.Secret{}}
-	for _, s := range secrets {
-		m.data[s.Namespace+"/"+s.Name] = clone(s)
-	}
-	return m
+	return &MemSecrets{store: memory.NewSecrets(secrets...)}
 }
 
-func clone(s ports.Secret) ports.Secret {
-	out := ports.Secret{Namespace: s.Namespace, Name: s.Name}
-	if s.Data != nil {
-		out.Data = map[string][]byte{}
-		for k, v := range s.Data {
-			out.Data[k] = append([]byte(nil), v...)
-		}
-	}
-	if s.Labels != nil {
-		out.Labels = map[string]string{}
-		for k, v := range s.Labels {
-			out.Labels[k] = v
-		}
-	}
-	if s.Annotations != nil {
-		out.Annotations = map[string]string{}
-		for k, v := range s.Annotations {
-			out.Annotations[k] = v
-		}
-	}
-	return out
-}
-
-func (m *MemSecrets) record(op, ns, name string) {
+// call records op and returns the error injected for it (nil: go on).
+func (m *MemSecrets) call(op, ns, name string, injected *error) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
 	m.Calls = append(m.Calls, op+" "+ns+"/"+name)
+	return *injected
 }
 
 // Get implements ports.SecretStore.
-func (m *MemSecrets) Get(_ context.Context, ns, name string) (ports.Secret, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.record("get", ns, name)
-	if m.GetErr != nil {
-		return ports.Secret{}, m.GetErr
+func (m *MemSecrets) Get(ctx context.Context, ns, name string) (ports.Secret, error) {
+	if err := m.call("get", ns, name, &m.GetErr); err != nil {
+		return ports.Secret{}, err
 	}
-	s, ok := m.data[ns+"/"+name]
-	if !ok {
-		return ports.Secret{}, fmt.Errorf("secret %s/%s: %w", ns, name, ports.ErrNotFound)
-	}
-	return clone(s), nil
+	return m.store.Get(ctx, ns, name)
 }
 
 // Create implements ports.SecretStore.
-func (m *MemSecrets) Create(_ context.Context, s ports.Secret) error {
+func (m *MemSecrets) Create(ctx context.Context, s ports.Secret) error {
 	m.mu.Lock()
 	hook := m.BeforeCreate
 	m.mu.Unlock()
 	if hook != nil {
 		hook(m, s)
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.record("create", s.Namespace, s.Name)
-	if m.CreateErr != nil {
-		return m.CreateErr
+	if err := m.call("create", s.Namespace, s.Name, &m.CreateErr); err != nil {
+		return err
 	}
-	if _, ok := m.data[s.Namespace+"/"+s.Name]; ok {
-		return fmt.Errorf("secret %s/%s: %w", s.Namespace, s.Name, ports.ErrAlreadyExists)
-	}
-	m.data[s.Namespace+"/"+s.Name] = clone(s)
-	return nil
+	return m.store.Create(ctx, s)
 }
 
 // Put implements ports.SecretStore.
-func (m *MemSecrets) Put(_ context.Context, s ports.Secret) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.record("put", s.Namespace, s.Name)
-	if m.PutErr != nil {
-		return m.PutErr
+func (m *MemSecrets) Put(ctx context.Context, s ports.Secret) error {
+	if err := m.call("put", s.Namespace, s.Name, &m.PutErr); err != nil {
+		return err
 	}
-	m.data[s.Namespace+"/"+s.Name] = clone(s)
-	return nil
+	return m.store.Put(ctx, s)
 }
 
 // Delete implements ports.SecretStore.
-func (m *MemSecrets) Delete(_ context.Context, ns, name string) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.record("delete", ns, name)
-	if m.DeleteErr != nil {
-		return m.DeleteErr
+func (m *MemSecrets) Delete(ctx context.Context, ns, name string) error {
+	if err := m.call("delete", ns, name, &m.DeleteErr); err != nil {
+		return err
 	}
-	delete(m.data, ns+"/"+name)
-	return nil
+	return m.store.Delete(ctx, ns, name)
 }
 
 // Set stores s directly (no call recorded).
 func (m *MemSecrets) Set(s ports.Secret) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.data[s.Namespace+"/"+s.Name] = clone(s)
+	if err := m.store.Put(context.Background(), s); err != nil {
+		panic(fmt.Sprintf("certtest: MemSecrets.Set: %v", err))
+	}
 }
 
 // Lookup returns a stored secret directly (no call recorded).
 func (m *MemSecrets) Lookup(ns, name string) (ports.Secret, bool) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	s, ok := m.data[ns+"/"+name]
-	return clone(s), ok
+	s, err := m.store.Get(context.Background(), ns, name)
+	return s, err == nil
 }
 
 // Writes returns the recorded calls other than get.

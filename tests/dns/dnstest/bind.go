@@ -1,7 +1,8 @@
 // Package dnstest holds the DNS test harnesses: a real authoritative BIND 9
 // (Debian's bind9, installed by `make deps`) started on a loopback port for
-// one test, an in-process challtestsrv, and the provider contract suite
-// that every libdns provider of certfn runs (ProviderSuite).
+// one test, and challtestsrv (in process, or Pebble's pebble-challtestsrv
+// command). The provider contract suite that every libdns provider of
+// certfn runs against them is core/ports/porttest.DNSProviderSuite.
 package dnstest
 
 import (

@@ -1,4 +1,4 @@
-package dnstest
+package porttest
 
 import (
 	"context"
@@ -8,26 +8,36 @@ import (
 	"testing"
 
 	"github.com/libdns/libdns"
-
-	"github.com/certfn/certfn/core/acme/dns01"
 )
 
-// SuiteEnv is what ProviderSuite needs from one provider under test.
-type SuiteEnv struct {
+// DNSProvider is a DNS-01 provider: libdns's RecordAppender and
+// RecordDeleter. It is the method set of dns01.Provider, the type the
+// Solver takes (a test of this package checks that the two convert both
+// ways); it is spelled out here so that the suites of the other ports do
+// not link the DNS-01 solver and its DNS libraries.
+type DNSProvider interface {
+	libdns.RecordAppender
+	libdns.RecordDeleter
+}
+
+// DNSEnv is what DNSProviderSuite needs from one provider under test.
+type DNSEnv struct {
 	// Provider is the provider under test.
-	Provider dns01.Provider
+	Provider DNSProvider
 	// Zone is a zone the provider may change ("example.test.").
 	Zone string
 	// Lookup returns the sorted TXT values the DNS server serves for fqdn.
 	Lookup func(t *testing.T, fqdn string) []string
 }
 
-// ProviderSuite is the contract every DNS-01 provider of certfn fulfils
-// (the Solver relies on it): append keeps other values of the name and is
-// idempotent, delete removes exactly the given value, deleting what is not
-// there is fine, an empty value deletes the name's TXT set, long values
-// survive. Each case uses its own name under env.Zone.
-func ProviderSuite(t *testing.T, env SuiteEnv) {
+// DNSProviderSuite is the contract every DNS-01 provider of certfn fulfils
+// (the Solver in core/acme/dns01 relies on it): append makes the value
+// visible, keeps other values of the name and is idempotent, delete
+// removes exactly the given value, deleting what is not there is fine, an
+// empty value deletes the name's TXT set, values longer than 255 octets
+// survive. Each case uses its own name under env.Zone; the DNS server is
+// read back through env.Lookup, never through the provider.
+func DNSProviderSuite(t *testing.T, env DNSEnv) {
 	ctx := context.Background()
 	n := 0
 	name := func() string {

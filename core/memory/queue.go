@@ -1,0 +1,261 @@
+package memory
+
+import (
+	"container/heap"
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/certfn/certfn/core/api"
+	"github.com/certfn/certfn/core/ports"
+)
+
+// DefaultVisibility is the lease of a received message when NewQueue is
+// given no positive visibility timeout.
+const DefaultVisibility = 5 * time.Minute
+
+// ErrLeaseLost is returned by Ack and Nack for a delivery whose lease is no
+// longer current: the message was delivered again after its visibility
+// timeout, or was acknowledged already.
+var ErrLeaseLost = errors.New("lease lost: the message was redelivered or acknowledged already")
+
+// Delivery is one message handed out by Queue.Receive.
+type Delivery struct {
+	Key api.Key
+	// Attempt counts the deliveries of this key since it was last
+	// acknowledged: 1 for the first, more after visibility timeouts and Nacks.
+	Attempt int
+	lease   uint64
+}
+
+// Queue is a ports.Queue in memory, with the consumer side (Receive, Ack,
+// Nack) a test or an in-process worker drives.
+//
+// Contract (the one of ports.Queue, checked by porttest.QueueSuite):
+//
+//   - Enqueue(key, delay) makes key visible after delay (now if not
+//     positive), measured on the injected clock: tests drive it with
+//     clock.Fake and never sleep. It de-duplicates by key: a key already
+//     waiting keeps the earlier of its two due times.
+//   - Receive leases up to n visible messages, earliest due first (FIFO
+//     among equal times), for the visibility timeout; an unacknowledged
+//     message becomes visible again when its lease ends, with its Attempt
+//     counted up. Receive never blocks; NextDue tells when it will next
+//     return something.
+//   - Ack removes a received message for good; Nack makes it visible again
+//     after a delay. Both return ErrLeaseLost for a delivery that is not
+//     the current one of its key.
+//   - A key enqueued while its message is in flight is not delivered twice
+//     at once: it waits, and is delivered again after the Ack (no lost
+//     wake-up).
+//
+// Queue is safe for concurrent use.
+type Queue struct {
+	clock      ports.Clock
+	visibility time.Duration
+
+	mu     sync.Mutex
+	items  map[api.Key]*qitem
+	order  qheap // items by the time they become visible
+	seq    uint64
+	leases uint64
+}
+
+var _ ports.Queue = (*Queue)(nil)
+
+// qitem is the state of one key. It is in the heap as long as it is
+// pending or leased.
+type qitem struct {
+	key        api.Key
+	pending    bool      // a message is waiting to be delivered
+	due        time.Time // when the pending message becomes visible
+	leased     bool      // a delivery is in flight
+	leaseUntil time.Time
+	lease      uint64
+	attempts   int
+	seq        uint64 // FIFO among equal times
+	index      int    // position in the heap
+}
+
+// visibleAt is when the item can next be received: the end of its lease if
+// in flight (an expired lease is redelivered, folding in a pending copy),
+// else its due time.
+func (it *qitem) visibleAt() time.Time {
+	if it.leased {
+		return it.leaseUntil
+	}
+	return it.due
+}
+
+// qheap is a min-heap of items by visibleAt, then seq.
+type qheap []*qitem
+
+func (h qheap) Len() int { return len(h) }
+func (h qheap) Less(i, j int) bool {
+	if c := h[i].visibleAt().Compare(h[j].visibleAt()); c != 0 {
+		return c < 0
+	}
+	return h[i].seq < h[j].seq
+}
+func (h qheap) Swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].index, h[j].index = i, j
+}
+func (h *qheap) Push(x any) {
+	it := x.(*qitem)
+	it.index = len(*h)
+	*h = append(*h, it)
+}
+func (h *qheap) Pop() any {
+	old := *h
+	it := old[len(old)-1]
+	old[len(old)-1] = nil
+	*h = old[:len(old)-1]
+	it.index = -1
+	return it
+}
+
+// NewQueue returns an empty queue on clock whose leases last visibility
+// (DefaultVisibility if not positive).
+func NewQueue(clock ports.Clock, visibility time.Duration) *Queue {
+	if visibility <= 0 {
+		visibility = DefaultVisibility
+	}
+	return &Queue{clock: clock, visibility: visibility, items: map[api.Key]*qitem{}}
+}
+
+// Visibility returns the lease duration of a received message.
+func (q *Queue) Visibility() time.Duration { return q.visibility }
+
+// Enqueue schedules key to be delivered after delay (not positive: now).
+// If key is already waiting, it keeps the earlier due time; if it is in
+// flight, it is delivered again after the Ack.
+func (q *Queue) Enqueue(ctx context.Context, key api.Key, delay time.Duration) error {
+	if err := checkKey("key", key); err != nil {
+		return fmt.Errorf("memory queue: enqueue %s: %w", key, err)
+	}
+	if err := live(ctx, "memory queue: enqueue "+key.String()); err != nil {
+		return err
+	}
+	due := q.clock.Now().Add(max(delay, 0))
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	it, ok := q.items[key]
+	if !ok {
+		q.seq++
+		it = &qitem{key: key, pending: true, due: due, seq: q.seq}
+		q.items[key] = it
+		heap.Push(&q.order, it)
+		return nil
+	}
+	if it.pending && !due.Before(it.due) {
+		return nil
+	}
+	it.pending, it.due = true, due
+	if !it.leased {
+		heap.Fix(&q.order, it.index)
+	}
+	return nil
+}
+
+// Receive leases and returns up to n messages visible now, earliest
+// first: waiting keys whose due time has come and in-flight keys whose
+// lease has ended. It never blocks.
+func (q *Queue) Receive(ctx context.Context, n int) ([]Delivery, error) {
+	if err := live(ctx, "memory queue: receive"); err != nil {
+		return nil, err
+	}
+	now := q.clock.Now()
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	var out []Delivery
+	for len(out) < n && len(q.order) > 0 {
+		it := q.order[0]
+		if it.visibleAt().After(now) {
+			break
+		}
+		q.leases++
+		it.pending, it.leased = false, true
+		it.leaseUntil, it.lease = now.Add(q.visibility), q.leases
+		it.attempts++
+		heap.Fix(&q.order, 0)
+		out = append(out, Delivery{Key: it.key, Attempt: it.attempts, lease: it.lease})
+	}
+	return out, nil
+}
+
+// leased returns d's item if d's lease is current; q.mu must be held.
+func (q *Queue) leased(op string, d Delivery) (*qitem, error) {
+	it, ok := q.items[d.Key]
+	if !ok || !it.leased || it.lease != d.lease {
+		return nil, fmt.Errorf("memory queue: %s %s: %w", op, d.Key, ErrLeaseLost)
+	}
+	return it, nil
+}
+
+// Ack ends d's lease for good. If the key was enqueued again while in
+// flight, that message becomes visible at its due time. ErrLeaseLost if d
+// is not the current delivery of its key (an ack after the lease ended but
+// before a redelivery still counts).
+func (q *Queue) Ack(ctx context.Context, d Delivery) error {
+	if err := live(ctx, "memory queue: ack "+d.Key.String()); err != nil {
+		return err
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	it, err := q.leased("ack", d)
+	if err != nil {
+		return err
+	}
+	it.leased, it.attempts = false, 0
+	if !it.pending {
+		heap.Remove(&q.order, it.index)
+		delete(q.items, d.Key)
+		return nil
+	}
+	heap.Fix(&q.order, it.index)
+	return nil
+}
+
+// Nack ends d's lease early and makes the key visible again after delay
+// (or earlier, if it was enqueued again with a shorter delay meanwhile).
+// The attempt count is kept. ErrLeaseLost if d is not current.
+func (q *Queue) Nack(ctx context.Context, d Delivery, delay time.Duration) error {
+	if err := live(ctx, "memory queue: nack "+d.Key.String()); err != nil {
+		return err
+	}
+	due := q.clock.Now().Add(max(delay, 0))
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	it, err := q.leased("nack", d)
+	if err != nil {
+		return err
+	}
+	if !it.pending || due.Before(it.due) {
+		it.due = due
+	}
+	it.leased, it.pending = false, true
+	heap.Fix(&q.order, it.index)
+	return nil
+}
+
+// Len returns the number of keys waiting or in flight.
+func (q *Queue) Len() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.items)
+}
+
+// NextDue returns the earliest time at which Receive will return something
+// (a due time or the end of a lease), and false if the queue is empty. A
+// run-until-idle loop on a fake clock advances the clock to it.
+func (q *Queue) NextDue() (time.Time, bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if len(q.order) == 0 {
+		return time.Time{}, false
+	}
+	return q.order[0].visibleAt(), true
+}

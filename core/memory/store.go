@@ -1,0 +1,248 @@
+package memory
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/certfn/certfn/core/api"
+	"github.com/certfn/certfn/core/errs"
+	"github.com/certfn/certfn/core/ports"
+)
+
+// Store is a ports.Store in memory.
+//
+// Contract (the one of ports.Store, checked by porttest.StoreSuite):
+//   - Create stores version 1 (the caller's Version is ignored) and
+//     returns the stored record; ports.ErrAlreadyExists if the key exists.
+//   - Update succeeds only when rec.Version equals the stored version, and
+//     returns the record with version+1; ports.ErrConflict when the stored
+//     version differs, ports.ErrNotFound when the key is missing. A failed
+//     write changes nothing.
+//   - Delete with version > 0 is conditional (ports.ErrConflict on a
+//     mismatch); version 0 deletes unconditionally; a missing key is
+//     ports.ErrNotFound; a negative version is a permanent error.
+//   - List returns the records of opts.Kind (required), optionally of one
+//     namespace and of one owner, ordered by namespace, then name.
+//   - Due returns up to limit (> 0) items whose NextRunAt is set and not
+//     after now, oldest first (ties in kind, namespace, name order). It
+//     walks a sorted due index, so it reads only the items it returns.
+//
+// Times come back in UTC without a monotonic reading, as from a database.
+// Record data is copied on the way in and out. Store is safe for
+// concurrent use: each method is atomic.
+type Store struct {
+	mu   sync.RWMutex
+	recs map[api.Key]ports.Record
+	// due is the due index: every record with a NextRunAt, sorted by
+	// compareDue.
+	due []ports.DueItem
+}
+
+var _ ports.Store = (*Store)(nil)
+
+// NewStore returns an empty store.
+func NewStore() *Store {
+	return &Store{recs: map[api.Key]ports.Record{}}
+}
+
+// compareKeys orders keys by kind, namespace, name.
+func compareKeys(a, b api.Key) int {
+	return cmp.Or(cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
+}
+
+// compareDue orders due items by time, then key.
+func compareDue(a, b ports.DueItem) int {
+	return cmp.Or(a.NextRunAt.Compare(b.NextRunAt), compareKeys(a.Key, b.Key))
+}
+
+// normTime returns t in UTC without a monotonic reading (zero stays zero).
+func normTime(t time.Time) time.Time {
+	if t.IsZero() {
+		return time.Time{}
+	}
+	return t.UTC()
+}
+
+// copyRecord returns rec with its own copy of Data and a normalised time.
+func copyRecord(rec ports.Record) ports.Record {
+	rec.Data = slices.Clone(rec.Data)
+	rec.NextRunAt = normTime(rec.NextRunAt)
+	return rec
+}
+
+// checkRecord validates a record's key and owner before a write.
+func checkRecord(op string, rec ports.Record) error {
+	if err := checkKey("key", rec.Key); err != nil {
+		return fmt.Errorf("memory store: %s %s: %w", op, rec.Key, err)
+	}
+	if !rec.Owner.IsZero() {
+		if err := checkKey("owner", rec.Owner); err != nil {
+			return fmt.Errorf("memory store: %s %s: %w", op, rec.Key, err)
+		}
+	}
+	return nil
+}
+
+// index adds (add) or removes rec's entry of the due index; s.mu must be
+// held for writing.
+func (s *Store) index(rec ports.Record, add bool) {
+	if rec.NextRunAt.IsZero() {
+		return
+	}
+	it := ports.DueItem{Key: rec.Key, NextRunAt: rec.NextRunAt}
+	i, found := slices.BinarySearchFunc(s.due, it, compareDue)
+	switch {
+	case add && !found:
+		s.due = slices.Insert(s.due, i, it)
+	case !add && found:
+		s.due = slices.Delete(s.due, i, i+1)
+	}
+}
+
+// Get returns the record stored under key, or ports.ErrNotFound.
+func (s *Store) Get(ctx context.Context, key api.Key) (ports.Record, error) {
+	if err := live(ctx, "memory store: get "+key.String()); err != nil {
+		return ports.Record{}, err
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	rec, ok := s.recs[key]
+	if !ok {
+		return ports.Record{}, fmt.Errorf("memory store: get %s: %w", key, ports.ErrNotFound)
+	}
+	return copyRecord(rec), nil
+}
+
+// Create stores rec at version 1 and returns the stored record;
+// ports.ErrAlreadyExists if the key exists.
+func (s *Store) Create(ctx context.Context, rec ports.Record) (ports.Record, error) {
+	if err := checkRecord("create", rec); err != nil {
+		return ports.Record{}, err
+	}
+	if err := live(ctx, "memory store: create "+rec.Key.String()); err != nil {
+		return ports.Record{}, err
+	}
+	rec = copyRecord(rec)
+	rec.Version = 1
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.recs[rec.Key]; ok {
+		return ports.Record{}, fmt.Errorf("memory store: create %s: %w", rec.Key, ports.ErrAlreadyExists)
+	}
+	s.recs[rec.Key] = rec
+	s.index(rec, true)
+	return copyRecord(rec), nil
+}
+
+// Update replaces the record if the stored version equals rec.Version and
+// returns it with the new version; ports.ErrConflict if the stored version
+// differs, ports.ErrNotFound if the key is missing.
+func (s *Store) Update(ctx context.Context, rec ports.Record) (ports.Record, error) {
+	if err := checkRecord("update", rec); err != nil {
+		return ports.Record{}, err
+	}
+	if err := live(ctx, "memory store: update "+rec.Key.String()); err != nil {
+		return ports.Record{}, err
+	}
+	rec = copyRecord(rec)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	old, err := s.current("update", rec.Key, rec.Version, true)
+	if err != nil {
+		return ports.Record{}, err
+	}
+	rec.Version = old.Version + 1
+	s.index(old, false)
+	s.recs[rec.Key] = rec
+	s.index(rec, true)
+	return copyRecord(rec), nil
+}
+
+// current returns the stored record of key, and when conditional only if
+// its version is want; s.mu must be held.
+func (s *Store) current(op string, key api.Key, want int64, conditional bool) (ports.Record, error) {
+	rec, ok := s.recs[key]
+	switch {
+	case !ok:
+		return ports.Record{}, fmt.Errorf("memory store: %s %s: %w", op, key, ports.ErrNotFound)
+	case conditional && rec.Version != want:
+		return ports.Record{}, fmt.Errorf("memory store: %s %s at version %d (stored %d): %w", op, key, want, rec.Version, ports.ErrConflict)
+	}
+	return rec, nil
+}
+
+// Delete removes key: conditionally on version when it is > 0,
+// unconditionally when it is 0. ports.ErrNotFound for a missing key,
+// ports.ErrConflict for a version mismatch.
+func (s *Store) Delete(ctx context.Context, key api.Key, version int64) error {
+	if version < 0 {
+		return errs.Permanentf("memory store: delete %s: version: must be >= 0 (0 = unconditional), got %d", key, version)
+	}
+	if err := live(ctx, "memory store: delete "+key.String()); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	old, err := s.current("delete", key, version, version > 0)
+	if err != nil {
+		return err
+	}
+	s.index(old, false)
+	delete(s.recs, key)
+	return nil
+}
+
+// List returns the records of opts.Kind (required), optionally restricted
+// to one namespace and to one owner, ordered by namespace and name.
+func (s *Store) List(ctx context.Context, opts ports.ListOptions) ([]ports.Record, error) {
+	if opts.Kind == "" {
+		return nil, errs.Permanentf("memory store: list: kind: must not be empty")
+	}
+	if err := live(ctx, "memory store: list "+opts.Kind); err != nil {
+		return nil, err
+	}
+	s.mu.RLock()
+	var out []ports.Record
+	for k, rec := range s.recs {
+		if k.Kind != opts.Kind || (opts.Namespace != "" && k.Namespace != opts.Namespace) ||
+			(!opts.Owner.IsZero() && rec.Owner != opts.Owner) {
+			continue
+		}
+		out = append(out, copyRecord(rec))
+	}
+	s.mu.RUnlock()
+	slices.SortFunc(out, func(a, b ports.Record) int { return compareKeys(a.Key, b.Key) })
+	return out, nil
+}
+
+// Due returns up to limit (> 0) items whose NextRunAt is set and not after
+// now, oldest first.
+func (s *Store) Due(ctx context.Context, now time.Time, limit int) ([]ports.DueItem, error) {
+	if limit <= 0 {
+		return nil, errs.Permanentf("memory store: due: limit: must be > 0, got %d", limit)
+	}
+	if err := live(ctx, "memory store: due"); err != nil {
+		return nil, err
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	var out []ports.DueItem
+	for _, it := range s.due {
+		if len(out) == limit || it.NextRunAt.After(now) {
+			break
+		}
+		out = append(out, it)
+	}
+	return out, nil
+}
+
+// Len returns the number of stored records.
+func (s *Store) Len() int {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return len(s.recs)
+}
