@@ -4,28 +4,26 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/certfn/certfn/adapters/httpapi"
 	"github.com/certfn/certfn/core/api"
-	"github.com/certfn/certfn/core/engine"
-	"github.com/certfn/certfn/internal/explain"
+	"github.com/certfn/certfn/core/app"
 	"github.com/certfn/certfn/internal/localmode"
 )
 
 // client is what the verbs need from certfn. Every method acts for the
-// CLI's caller and is refused (engine.ErrForbidden) when the bindings do
+// CLI's caller and is refused (app.ErrForbidden) when the bindings do
 // not allow it; a missing object is an error wrapping ports.ErrNotFound.
 // `wait` polls Get. Two implementations: localClient on the --data
 // directory and remoteClient on the HTTP API at --server.
 type client interface {
 	// Apply validates every object and applies them only if all are valid
 	// and allowed.
-	Apply(ctx context.Context, objs []api.Object) ([]engine.ApplyResult, error)
+	Apply(ctx context.Context, objs []api.Object) ([]app.ApplyResult, error)
 	Get(ctx context.Context, key api.Key) (api.Object, error)
 	// List lists kind in namespace ("" = every namespace).
 	List(ctx context.Context, kind, namespace string) ([]api.Object, error)
 	Delete(ctx context.Context, key api.Key) error
 	// Status explains a Certificate (the report `certfn status` prints).
-	Status(ctx context.Context, key api.Key) (*explain.Report, error)
+	Status(ctx context.Context, key api.Key) (*app.Report, error)
 	Renew(ctx context.Context, key api.Key) error
 	// Approve approves (approve=true) or denies a CertificateRequest; an
 	// empty message becomes "manually approved by <caller>".
@@ -33,17 +31,18 @@ type client interface {
 }
 
 // localClient runs the verbs on the local runtime through the same
-// httpapi.Service the HTTP API uses, so both check the same permissions.
+// application service (core/app) the HTTP API uses, so both check the
+// same permissions.
 type localClient struct {
-	svc    *httpapi.Service
-	caller engine.Caller
+	svc    *app.Service
+	caller app.Caller
 }
 
-func newLocalClient(rt *localmode.Runtime, caller engine.Caller) *localClient {
-	return &localClient{svc: &httpapi.Service{Engine: rt.Engine, Secrets: rt.CertificatePEM}, caller: caller}
+func newLocalClient(rt *localmode.Runtime, caller app.Caller) *localClient {
+	return &localClient{svc: rt.App.Service, caller: caller}
 }
 
-func (c *localClient) Apply(ctx context.Context, objs []api.Object) ([]engine.ApplyResult, error) {
+func (c *localClient) Apply(ctx context.Context, objs []api.Object) ([]app.ApplyResult, error) {
 	return c.svc.Apply(ctx, c.caller, objs)
 }
 
@@ -59,7 +58,7 @@ func (c *localClient) Delete(ctx context.Context, key api.Key) error {
 	return c.svc.Delete(ctx, c.caller, key)
 }
 
-func (c *localClient) Status(ctx context.Context, key api.Key) (*explain.Report, error) {
+func (c *localClient) Status(ctx context.Context, key api.Key) (*app.Report, error) {
 	return c.svc.Status(ctx, c.caller, key)
 }
 

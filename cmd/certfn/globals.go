@@ -8,7 +8,7 @@ import (
 	"os/user"
 
 	"github.com/certfn/certfn/core/api"
-	"github.com/certfn/certfn/core/engine"
+	"github.com/certfn/certfn/core/app"
 	"github.com/certfn/certfn/internal/localmode"
 )
 
@@ -52,9 +52,9 @@ func (g *globals) runtime() (*localmode.Runtime, error) {
 // system:authenticated, certfn:local and system:masters (allowed everything, like a
 // cluster admin). --as/--as-group act as another identity, which gets only
 // what the bindings grant it (see docs/policy.md).
-func (g *globals) caller() engine.Caller {
+func (g *globals) caller() app.Caller {
 	if g.as != "" {
-		return engine.Caller{Username: g.as, Groups: append([]string{"system:authenticated"}, g.asGroups...)}
+		return app.Caller{Username: g.as, Groups: append([]string{"system:authenticated"}, g.asGroups...)}
 	}
 	name := os.Getenv("USER")
 	if u, err := user.Current(); err == nil && u.Username != "" {
@@ -63,7 +63,7 @@ func (g *globals) caller() engine.Caller {
 	if name == "" {
 		name = "unknown"
 	}
-	return engine.Caller{Username: "local:" + name, Groups: []string{"system:authenticated", "certfn:local", engine.SuperuserGroup}}
+	return app.Caller{Username: "local:" + name, Groups: []string{"system:authenticated", "certfn:local", app.SuperuserGroup}}
 }
 
 // resolveKey turns CLI arguments into a key, defaulting the namespace.

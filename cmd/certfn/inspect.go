@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/certfn/certfn/core/pki"
-	"github.com/certfn/certfn/internal/explain"
+	"github.com/certfn/certfn/core/app"
 	"github.com/spf13/cobra"
 )
 
@@ -140,7 +140,7 @@ func fingerprint(b []byte, sha string) string {
 }
 
 func sans(c *x509.Certificate) []string {
-	return explain.SANs(c.DNSNames, c.IPAddresses, c.URIs, c.EmailAddresses)
+	return app.SANs(c.DNSNames, c.IPAddresses, c.URIs, c.EmailAddresses)
 }
 
 func printCertDetails(w io.Writer, pemBytes []byte) {

@@ -23,9 +23,8 @@ import (
 
 	"github.com/certfn/certfn/adapters/httpapi"
 	"github.com/certfn/certfn/core/api"
-	"github.com/certfn/certfn/core/engine"
 	"github.com/certfn/certfn/core/ports"
-	"github.com/certfn/certfn/internal/explain"
+	"github.com/certfn/certfn/core/app"
 )
 
 // signingService is the SigV4 service name of a Lambda Function URL.
@@ -155,13 +154,13 @@ func (e *apiError) Error() string {
 }
 
 // Is lets callers test remote errors as local ones: 404 is
-// ports.ErrNotFound, 403 engine.ErrForbidden, 409 ports.ErrConflict.
+// ports.ErrNotFound, 403 app.ErrForbidden, 409 ports.ErrConflict.
 func (e *apiError) Is(target error) bool {
 	switch e.status {
 	case http.StatusNotFound:
 		return target == ports.ErrNotFound
 	case http.StatusForbidden:
-		return target == engine.ErrForbidden
+		return target == app.ErrForbidden
 	case http.StatusConflict:
 		return target == ports.ErrConflict
 	}
@@ -245,7 +244,7 @@ func objectPath(key api.Key) (string, error) {
 	return p, nil
 }
 
-func (c *remoteClient) Apply(ctx context.Context, objs []api.Object) ([]engine.ApplyResult, error) {
+func (c *remoteClient) Apply(ctx context.Context, objs []api.Object) ([]app.ApplyResult, error) {
 	body, err := json.Marshal(objs)
 	if err != nil {
 		return nil, fmt.Errorf("encode manifests: %w", err)
@@ -254,9 +253,9 @@ func (c *remoteClient) Apply(ctx context.Context, objs []api.Object) ([]engine.A
 	if err := c.do(ctx, http.MethodPost, "/v1/apply", body, &out); err != nil {
 		return nil, err
 	}
-	res := make([]engine.ApplyResult, len(out.Results))
+	res := make([]app.ApplyResult, len(out.Results))
 	for i, r := range out.Results {
-		res[i] = engine.ApplyResult{Key: api.Key{Kind: r.Kind, Namespace: r.Namespace, Name: r.Name},
+		res[i] = app.ApplyResult{Key: api.Key{Kind: r.Kind, Namespace: r.Namespace, Name: r.Name},
 			Created: r.Action == "created", Changed: r.Action != "unchanged", Ignored: r.Ignored}
 	}
 	return res, nil
@@ -321,12 +320,12 @@ func (c *remoteClient) Delete(ctx context.Context, key api.Key) error {
 	return c.do(ctx, http.MethodDelete, p, nil, nil)
 }
 
-func (c *remoteClient) Status(ctx context.Context, key api.Key) (*explain.Report, error) {
+func (c *remoteClient) Status(ctx context.Context, key api.Key) (*app.Report, error) {
 	p, err := objectPath(key)
 	if err != nil {
 		return nil, err
 	}
-	var rep explain.Report
+	var rep app.Report
 	if err := c.do(ctx, http.MethodGet, p+"/status", nil, &rep); err != nil {
 		return nil, err
 	}

@@ -38,7 +38,7 @@ const (
 
 type principal struct {
 	secret string
-	caller engine.Caller
+	caller app.Caller
 }
 
 var sigv4Header = regexp.MustCompile(`^AWS4-HMAC-SHA256 Credential=([A-Z0-9]+)/(\d{8})/([a-z0-9-]+)/lambda/aws4_request, SignedHeaders=([a-z0-9;-]+), Signature=([0-9a-f]{64})$`)
@@ -47,10 +47,10 @@ var sigv4Header = regexp.MustCompile(`^AWS4-HMAC-SHA256 Credential=([A-Z0-9]+)/(
 // Authorization header is a well-formed SigV4 signature for the service
 // "lambda" and verifies it by signing the same request again with the
 // principal's secret.
-func sigv4Auth(t *testing.T, principals map[string]principal) func(*http.Request) (engine.Caller, error) {
-	return func(r *http.Request) (engine.Caller, error) {
-		fail := func(format string, a ...any) (engine.Caller, error) {
-			return engine.Caller{}, fmt.Errorf("%w: %s", httpapi.ErrUnauthenticated, fmt.Sprintf(format, a...))
+func sigv4Auth(t *testing.T, principals map[string]principal) func(*http.Request) (app.Caller, error) {
+	return func(r *http.Request) (app.Caller, error) {
+		fail := func(format string, a ...any) (app.Caller, error) {
+			return app.Caller{}, fmt.Errorf("%w: %s", httpapi.ErrUnauthenticated, fmt.Sprintf(format, a...))
 		}
 		auth := r.Header.Get("Authorization")
 		if auth == "" {
@@ -132,8 +132,8 @@ func newRemoteEnv(t *testing.T) *remoteEnv {
 		t.Fatal(err)
 	}
 	principals := map[string]principal{
-		adminKey: {adminSecret, engine.Caller{Username: "arn:aws:iam::123456789012:role/admin", Groups: []string{engine.SuperuserGroup}}},
-		aliceKey: {aliceSecret, engine.Caller{Username: alice.Username, Groups: alice.Groups, Extra: alice.Extra}},
+		adminKey: {adminSecret, app.Caller{Username: "arn:aws:iam::123456789012:role/admin", Groups: []string{app.SuperuserGroup}}},
+		aliceKey: {aliceSecret, app.Caller{Username: alice.Username, Groups: alice.Groups, Extra: alice.Extra}},
 	}
 	h, err := httpapi.New(httpapi.Config{Engine: rt.Engine, Authenticate: sigv4Auth(t, principals), Logger: apitest.Discard(), MaxBody: 64 << 10})
 	if err != nil {

@@ -5,7 +5,7 @@ import (
 	"strings"
 
 	"github.com/certfn/certfn/core/api"
-	"github.com/certfn/certfn/internal/localmode"
+	"github.com/certfn/certfn/core/app"
 	"github.com/spf13/cobra"
 )
 
@@ -102,7 +102,7 @@ new key. Needs 'update' on the Certificate. ACME issuers only. Local only.`,
 				return err
 			}
 			key := api.Key{Kind: api.KindCertificate, Namespace: ns, Name: args[0]}
-			if err := rt.Revoke(cmd.Context(), key, reason, g.caller()); err != nil {
+			if err := rt.App.Service.Revoke(cmd.Context(), g.caller(), key, reason); err != nil {
 				return err
 			}
 			fmt.Fprintf(g.stdout, "Revoked the certificate of %s (reason %s); a new one is being issued\n", displayKey(key), reason)
@@ -110,6 +110,6 @@ new key. Needs 'update' on the Certificate. ACME issuers only. Local only.`,
 		},
 	}
 	c.Flags().StringVarP(&ns, "namespace", "n", "default", "namespace")
-	c.Flags().StringVar(&reason, "reason", "unspecified", "RFC 5280 reason: "+strings.Join(localmode.ReasonNames(), ", "))
+	c.Flags().StringVar(&reason, "reason", "unspecified", "RFC 5280 reason: "+strings.Join(app.ReasonNames(), ", "))
 	return c
 }

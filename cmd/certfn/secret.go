@@ -7,7 +7,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/certfn/certfn/core/engine"
+	"github.com/certfn/certfn/core/app"
 	"github.com/certfn/certfn/core/ports"
 	"github.com/spf13/cobra"
 )
@@ -36,8 +36,8 @@ cloud's secret store. Needs system:masters (the local user, unless --as is given
 			if err := g.localOnly("create secret", "write the cloud secret store with the cloud's own tools"); err != nil {
 				return err
 			}
-			if !hasGroup(g.caller(), engine.SuperuserGroup) {
-				return fmt.Errorf("%w: %s may not create secrets (local secrets need %s)", engine.ErrForbidden, g.caller().Username, engine.SuperuserGroup)
+			if !hasGroup(g.caller(), app.SuperuserGroup) {
+				return fmt.Errorf("%w: %s may not create secrets (local secrets need %s)", app.ErrForbidden, g.caller().Username, app.SuperuserGroup)
 			}
 			data := map[string][]byte{}
 			for _, f := range files {
@@ -86,7 +86,7 @@ cloud's secret store. Needs system:masters (the local user, unless --as is given
 	return create
 }
 
-func hasGroup(c engine.Caller, g string) bool {
+func hasGroup(c app.Caller, g string) bool {
 	for _, x := range c.Groups {
 		if x == g {
 			return true

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/certfn/certfn/core/api"
-	"github.com/certfn/certfn/core/engine"
+	"github.com/certfn/certfn/core/app"
 	"github.com/certfn/certfn/core/ports"
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
@@ -45,7 +45,7 @@ func newWait(g *globals) *cobra.Command {
 				line := "not found"
 				switch {
 				case err == nil, errors.Is(err, ports.ErrNotFound):
-				case errors.Is(err, engine.ErrForbidden), isUnauthenticated(err):
+				case errors.Is(err, app.ErrForbidden), isUnauthenticated(err):
 					return err // waiting cannot help
 				default:
 					line = "error: " + err.Error() // e.g. the network: try again

@@ -155,7 +155,7 @@ func Build(p Ports, s Settings, role Role) (*App, error) {
 	}
 	cfg := engine.Config{
 		Store: p.Store, Secrets: secrets, Queue: p.Queue, Clock: p.Clock, Metrics: p.Metrics,
-		Evaluator: ev, AutoApprove: expandAutoApprove(s.AutoApprove), Approver: s.Approver,
+		Evaluator: ev, AutoApprove: ExpandAutoApprove(s.AutoApprove), Approver: s.Approver,
 		ClusterResourceNamespace: issuers.ClusterNamespace(), Identity: s.Identity,
 		WaitPoll: s.WaitPoll, ResyncInterval: s.ResyncInterval, MaxQueueDelay: p.MaxQueueDelay,
 		DeferWakes: role.DeferWakes, CertificateImporter: p.CertificateImporter,
@@ -208,8 +208,9 @@ func Build(p Ports, s Settings, role Role) (*App, error) {
 	return a, nil
 }
 
-// expandAutoApprove replaces "*" with every cert-manager signer.
-func expandAutoApprove(list []string) []string {
+// ExpandAutoApprove replaces "*" with every cert-manager signer
+// (idempotent).
+func ExpandAutoApprove(list []string) []string {
 	var out []string
 	for _, a := range list {
 		if a == "*" {

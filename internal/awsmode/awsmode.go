@@ -21,8 +21,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/certfn/certfn/adapters/aws/emf"
-	"github.com/certfn/certfn/core/certificates/readiness"
 	"io"
 	"log/slog"
 	"net/http"
@@ -39,25 +37,18 @@ import (
 	"github.com/certfn/certfn/adapters/aws/acm"
 	"github.com/certfn/certfn/adapters/aws/awscfg"
 	"github.com/certfn/certfn/adapters/aws/dynamo"
+	"github.com/certfn/certfn/adapters/aws/emf"
 	"github.com/certfn/certfn/adapters/aws/secrets"
 	"github.com/certfn/certfn/adapters/aws/sqsq"
 	"github.com/certfn/certfn/adapters/dns/rfc2136"
 	"github.com/certfn/certfn/adapters/dns/route53"
-	"github.com/certfn/certfn/core/acme"
-	"github.com/certfn/certfn/core/acme/challenges"
+	"github.com/certfn/certfn/adapters/httpapi"
 	"github.com/certfn/certfn/core/acme/dns01"
-	"github.com/certfn/certfn/core/acme/http01"
-	"github.com/certfn/certfn/core/acme/orders"
-	acmesigner "github.com/certfn/certfn/core/acme/signer"
-	"github.com/certfn/certfn/core/api"
+	"github.com/certfn/certfn/core/app"
+	"github.com/certfn/certfn/core/certificates/readiness"
 	"github.com/certfn/certfn/core/clock"
 	"github.com/certfn/certfn/core/engine"
-	"github.com/certfn/certfn/core/policy"
-	"github.com/certfn/certfn/core/policy/plugins/denydomains"
 	"github.com/certfn/certfn/core/ports"
-	"github.com/certfn/certfn/core/signers"
-	"github.com/certfn/certfn/core/signers/ca"
-	"github.com/certfn/certfn/core/signers/selfsigned"
 )
 
 // Options inject what a deployed function takes from its environment and
@@ -120,7 +111,9 @@ type Runtime struct {
 	Settings Settings
 	Log      *slog.Logger
 	Clock    ports.Clock
-	// Engine is nil for the http01 role.
+	// App is the function's role assembled by core/app.Build.
+	App *app.App
+	// Engine is App.Engine (nil for the http01 role).
 	Engine *engine.Engine
 	// Store is the DynamoDB store (Counts() for cost figures).
 	Store *dynamo.Store
@@ -134,21 +127,22 @@ type Runtime struct {
 	Secrets *secrets.Store
 	// HTTP01 answers /.well-known/acme-challenge/{token} (http01 role only).
 	HTTP01 http.Handler
-	// ACME is the worker's ACME plumbing.
-	ACME struct {
-		Dialer   *acmeadapter.Dialer
-		Accounts *acme.Accounts
-	}
+	// API serves the HTTP API (api role only).
+	API http.Handler
 
 	getenv  func(string) string
 	sqs     sqsq.API
-	store   ports.Store // what the engine uses (peek-aware, maybe wrapped)
+	store   ports.Store // what the engine uses (maybe wrapped)
 	batch   *batchQueue // scheduler: the sweep's batched sends
 	qmu     sync.Mutex
 	queues  map[string]*sqsq.Queue // consumed queues by event source ARN
 	metrics ports.Metrics
 	emf     *emf.Sink
 }
+
+// appRoles maps each function to its core/app role.
+var appRoles = map[Role]app.Role{RoleWorker: app.Worker, RoleSigner: app.Signer, RoleScheduler: app.Scheduler,
+	RoleAPI: app.API, RoleHTTP01: app.HTTP01}
 
 // FromEnv builds role's Runtime from the process environment and the AWS
 // default configuration chain (credentials of the function's role,
@@ -158,7 +152,9 @@ func FromEnv(ctx context.Context, role Role) (*Runtime, error) {
 	return FromEnvWith(ctx, role, Options{})
 }
 
-// FromEnvWith is FromEnv with injected dependencies (see Options).
+// FromEnvWith is FromEnv with injected dependencies (see Options): it
+// builds the AWS adapters the role may use from Settings and hands them
+// to app.Build.
 func FromEnvWith(ctx context.Context, role Role, o Options) (*Runtime, error) {
 	if o.Getenv == nil {
 		o.Getenv = os.Getenv
@@ -191,99 +187,67 @@ func FromEnvWith(ctx context.Context, role Role, o Options) (*Runtime, error) {
 	if err != nil {
 		return nil, fmt.Errorf("awsmode: %s: %w", EnvTable, err)
 	}
-	var store ports.Store = rt.Store
+	rt.store = rt.Store
 	if o.WrapStore != nil {
-		store = o.WrapStore(store)
+		rt.store = o.WrapStore(rt.store)
 	}
-	rt.store = peekStore{store}
-	if role == RoleHTTP01 {
-		// A wall clock: the token cache's age is request-rate bookkeeping.
-		rt.HTTP01 = http01.Handler{Tokens: &http01.StoreTokens{Store: rt.store, Clock: clock.Real{}}}
-		return rt, nil
+	p := app.Ports{Store: rt.store, Clock: o.Clock, Metrics: o.Metrics, Logger: o.Logger, MaxQueueDelay: sqsq.MaxDelay}
+	if role != RoleHTTP01 {
+		if rt.Queue, err = sqsq.New(o.SQS, sqsq.Options{QueueURL: st.QueueURL, Metrics: o.Metrics}); err != nil {
+			return nil, fmt.Errorf("awsmode: %s: %w", EnvQueueURL, err)
+		}
+		p.Queue = rt.Queue
 	}
-	if rt.Queue, err = sqsq.New(o.SQS, sqsq.Options{QueueURL: st.QueueURL, Metrics: o.Metrics}); err != nil {
-		return nil, fmt.Errorf("awsmode: %s: %w", EnvQueueURL, err)
+	if role == RoleScheduler {
+		rt.batch = &batchQueue{q: rt.Queue}
+		p.Queue = rt.batch
 	}
 	if st.SignerQueueURL != "" && (role == RoleWorker || role == RoleSigner) {
 		if rt.SignerQueue, err = sqsq.New(o.SQS, sqsq.Options{QueueURL: st.SignerQueueURL, Metrics: o.Metrics}); err != nil {
 			return nil, fmt.Errorf("awsmode: %s: %w", EnvSignerQueueURL, err)
 		}
+		if role == RoleWorker {
+			p.SignerQueue = rt.SignerQueue
+		}
 	}
-	var secretStore ports.SecretStore = denySecrets{role: role}
 	if role == RoleWorker || role == RoleSigner {
 		rt.Secrets, err = secrets.New(o.SecretsManager, secrets.Options{Prefix: st.SecretPrefix, KMSKeyID: st.KMSKeyID, Metrics: o.Metrics})
 		if err != nil {
 			return nil, fmt.Errorf("awsmode: %s: %w", EnvSecretPrefix, err)
 		}
-		secretStore = rt.Secrets
+		p.Secrets = rt.Secrets
 	}
-	ev, err := policy.NewEvaluator(policy.Options{Plugins: []policy.Plugin{denydomains.New()}, Metrics: o.Metrics})
-	if err != nil {
-		return nil, fmt.Errorf("awsmode: policy evaluator: %w", err)
-	}
-	cfg := engine.Config{
-		Store: rt.store, Secrets: secretStore, Queue: rt.Queue, Clock: o.Clock, Metrics: o.Metrics,
-		AutoApprove: st.AutoApprove, Evaluator: ev, ClusterResourceNamespace: st.ClusterResourceNamespace,
-		MaxQueueDelay: sqsq.MaxDelay,
-	}
-	var acmeSigner *acmesigner.Signer
-	switch role {
-	case RoleWorker:
-		acmeSigner = rt.assembleWorker(&cfg, o, secretStore)
+	if role == RoleWorker {
+		p.ACME = acmeadapter.NewDialer(acmeadapter.Options{Wrap: o.ACME.WrapTransport})
+		p.DNS01 = map[string]dns01.ProviderFactory{dns01.KeyRFC2136: rfc2136.Factory,
+			dns01.KeyRoute53: route53.NewFactory(route53.Options{AllowedZoneIDs: st.Route53ZoneIDs, Retry: o.Retry}).Build}
+		for k, f := range o.ACME.DNS01Providers {
+			p.DNS01[k] = f
+		}
+		p.DNS01Resolver = o.ACME.DNS01Resolver
 		if st.ACMImport {
-			if cfg.CertificateImporter, err = o.acmImporter(ctx, st); err != nil {
+			if p.CertificateImporter, err = o.acmImporter(ctx, st); err != nil {
 				return nil, err
 			}
 		}
-		cfg.Queue = followQueue{rt.Queue}
-	case RoleSigner:
-		cfg.Signers = map[string]signers.Signer{
-			"ca":         ca.New(secretStore, o.Clock, o.Metrics),
-			"selfSigned": selfsigned.New(secretStore, o.Clock),
+	}
+	rt.App, err = app.Build(p, app.Settings{
+		ClusterResourceNamespace: st.ClusterResourceNamespace, AutoApprove: st.AutoApprove,
+		ACME: app.ACMESettings{PollInterval: o.ACME.PollInterval, MaxChallengesInFlight: o.ACME.MaxChallengesInFlight,
+			DNS01AllowInternalNames: o.ACME.DNS01AllowInternalNames,
+			HTTP01SelfCheck:         st.HTTP01Enabled, HTTP01SelfCheckAddr: o.ACME.HTTP01SelfCheckAddr},
+	}, appRoles[role])
+	if err != nil {
+		return nil, fmt.Errorf("awsmode: %w", err)
+	}
+	rt.Engine, rt.HTTP01 = rt.App.Engine, rt.App.HTTP01
+	if role == RoleAPI {
+		if rt.API, err = httpapi.New(httpapi.Config{Service: rt.App.Service, Authenticate: IAMAuthenticator(st.APIAdmins),
+			MaxBody: st.APIMaxBody, Logger: o.Logger}); err != nil {
+			return nil, fmt.Errorf("awsmode: %w", err)
 		}
-		cfg.Approver = refuseApprover{}
-		cfg.Queue = signerOutQueue{rt.Queue}
-	case RoleScheduler:
-		rt.batch = &batchQueue{q: rt.Queue}
-		cfg.Queue = rt.batch
-	}
-	if rt.Engine, err = engine.New(cfg); err != nil {
-		return nil, fmt.Errorf("awsmode: engine: %w", err)
-	}
-	if acmeSigner != nil {
-		acmeSigner.SetEngine(rt.Engine)
 	}
 	return rt, nil
-}
-
-// assembleWorker wires the worker's signers and ACME issuer into cfg: the
-// acme signer with the Order and Challenge handlers, and a hand-off to the
-// signer queue for ca and selfSigned (see handoff).
-func (rt *Runtime) assembleWorker(cfg *engine.Config, o Options, sec ports.SecretStore) *acmesigner.Signer {
-	st := rt.Settings
-	dialer := acmeadapter.NewDialer(acmeadapter.Options{Wrap: o.ACME.WrapTransport})
-	accounts := acme.NewAccounts(sec, dialer)
-	providers := map[string]dns01.ProviderFactory{dns01.KeyRFC2136: rfc2136.Factory,
-		dns01.KeyRoute53: route53.NewFactory(route53.Options{AllowedZoneIDs: st.Route53ZoneIDs, Retry: o.Retry}).Build}
-	for k, f := range o.ACME.DNS01Providers {
-		providers[k] = f
-	}
-	solver := dns01.NewSolver(dns01.Deps{Secrets: sec, Clock: o.Clock, ClusterResourceNamespace: st.ClusterResourceNamespace,
-		Providers: providers, Resolver: o.ACME.DNS01Resolver, AllowInternalNames: o.ACME.DNS01AllowInternalNames})
-	chCfg := challenges.Config{Accounts: accounts, DNS01: challenges.FromDNS01(solver),
-		MaxInFlight: o.ACME.MaxChallengesInFlight, PollInterval: o.ACME.PollInterval}
-	if st.HTTP01Enabled {
-		chCfg.HTTP01 = &http01.SelfCheck{Addr: o.ACME.HTTP01SelfCheckAddr}
-	}
-	chHandler := challenges.New(chCfg)
-	orderHandler := orders.New(orders.Config{Accounts: accounts, PollInterval: o.ACME.PollInterval})
-	rt.ACME.Dialer, rt.ACME.Accounts = dialer, accounts
-	acmeSigner := acmesigner.New()
-	hand := &handoff{q: rt.SignerQueue}
-	cfg.Signers = map[string]signers.Signer{"acme": acmeSigner, "ca": hand, "selfSigned": hand}
-	cfg.Handlers = map[string]engine.Handler{api.KindOrder: orderHandler, api.KindChallenge: chHandler}
-	cfg.ACMEReady = accounts.Ready
-	return acmeSigner
 }
 
 // clients builds the SDK clients that were not injected, from one default

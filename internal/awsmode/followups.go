@@ -6,8 +6,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/certfn/certfn/adapters/aws/sqsq"
 	"github.com/certfn/certfn/core/api"
+	"github.com/certfn/certfn/core/engine"
 )
 
 // Follow-ups (worker only). Every write the engine makes wakes the written
@@ -28,9 +28,6 @@ import (
 
 // followUpReserve is the invocation time left unused by follow-ups.
 const followUpReserve = 10 * time.Second
-
-// followKey is the context key of the message's followUps.
-type followKey struct{}
 
 // followUps is the FIFO of keys woken while handling one message (each
 // key at most once while it waits).
@@ -70,31 +67,33 @@ func (f *followUps) drain() []api.Key {
 	return ks
 }
 
-// followQueue is the worker engine's queue: an immediate enqueue made
-// while handling a message becomes a follow-up of that message; the rest
-// goes to the worker queue.
-type followQueue struct{ q *sqsq.Queue }
-
-// Enqueue implements ports.Queue.
-func (f followQueue) Enqueue(ctx context.Context, key api.Key, delay time.Duration) error {
-	if fu, ok := ctx.Value(followKey{}).(*followUps); ok && delay <= 0 {
-		fu.add(key)
+// newFollowUps returns the follow-ups of one message, or nil when this
+// function does not run them (then woken keys go to the worker queue).
+func (rt *Runtime) newFollowUps() *followUps {
+	if rt.Role != RoleWorker || rt.Settings.FollowUps <= 0 {
 		return nil
 	}
-	return f.q.Enqueue(ctx, key, delay)
+	return &followUps{pending: map[api.Key]bool{}}
 }
 
-// withFollowUps returns ctx collecting follow-ups, or ctx unchanged (and
-// nil) when this function does not run them.
-func (rt *Runtime) withFollowUps(ctx context.Context) (context.Context, *followUps) {
-	if rt.Role != RoleWorker || rt.Settings.FollowUps <= 0 {
-		return ctx, nil
+// route delivers the keys the step of key woke (d.Woken): as follow-ups
+// when fu is set, else to the worker queue. A failure to send turns an
+// acknowledged disposition into a retry: the message is handled again, and
+// its step wakes the keys again.
+func (rt *Runtime) route(ctx context.Context, key api.Key, attempt int, d engine.Disposition, fu *followUps) engine.Disposition {
+	if fu != nil {
+		for _, k := range d.Woken {
+			fu.add(k)
+		}
+		return d
 	}
-	fu := &followUps{pending: map[api.Key]bool{}}
-	return context.WithValue(ctx, followKey{}, fu), fu
+	if err := rt.sendWoken(ctx, key, d.Woken); err != nil && d.Ack {
+		return engine.Disposition{RetryAfter: engine.RetryBackoff(attempt), Err: err}
+	}
+	return d
 }
 
-// runFollowUps handles fu's keys in ctx (which collects further ones)
+// runFollowUps handles fu's keys (collecting the keys they wake in turn)
 // within the step and time budget, and sends what is left to the worker
 // queue. It returns how many it handled; an error means keys could not be
 // sent.
@@ -114,7 +113,7 @@ func (rt *Runtime) runFollowUps(ctx context.Context, fu *followUps) (int, error)
 		}
 		steps++
 		rt.inc("certfn_follow_ups_total")
-		d := rt.Handle(ctx, k, 1)
+		d := rt.route(ctx, k, 1, rt.Handle(ctx, k, 1), fu)
 		switch {
 		case d.Ack && d.Err != nil:
 			rt.Log.Warn("follow-up acknowledged without retry", "key", k.String(), "err", d.Err)

@@ -98,8 +98,8 @@ func (rt *Runtime) handleRecord(ctx context.Context, m events.SQSMessage) bool {
 	if attempt < 1 {
 		attempt = 1
 	}
-	ctx, fu := rt.withFollowUps(ctx)
-	d := rt.Handle(ctx, key, attempt)
+	fu := rt.newFollowUps()
+	d := rt.route(ctx, key, attempt, rt.Handle(ctx, key, attempt), fu)
 	if fu != nil {
 		n, err := rt.runFollowUps(ctx, fu)
 		if err != nil && d.Ack {

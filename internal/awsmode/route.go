@@ -13,14 +13,14 @@ import (
 	"github.com/certfn/certfn/core/errs"
 	"github.com/certfn/certfn/core/ports"
 	"github.com/certfn/certfn/core/requests"
-	"github.com/certfn/certfn/core/signers"
 )
 
 // Routing between the worker and the signer (DESIGN.md §4: the worker must
 // not read CA keys, the signer must not approve).
 //
 // The worker decides per received key, before any step runs, reading the
-// record (which the engine then reuses, so nothing is read twice):
+// record (which the engine then reuses: engine.Message.Loaded, so nothing
+// is read twice):
 //
 //   - a CertificateRequest that is approved, not denied and not final, whose
 //     issuer exists and is of type ca or selfSigned, is sent to the signer
@@ -30,41 +30,15 @@ import (
 //   - everything else is reconciled by the worker.
 //
 // Routing by state, not by who wrote last, cannot loop: a key goes to the
-// signer only while it is the signer's work. The signer wakes owners
-// (Certificates) and the requests an issuer was holding back on the worker
-// queue; it does not send the key it is handling back (see signerOutQueue).
-// Keys that reach the worker queue by the scheduler's sweep or the API are
-// routed the same way, so no other function needs to know about the
-// signer queue.
-
-// peekKey is the context key of the record the router already read.
-type peekKey struct{}
-
-// peeked is one record read by the router, handed to the engine's first
-// Get of that key.
-type peeked struct {
-	rec  ports.Record
-	used bool
-}
-
-func withPeeked(ctx context.Context, rec ports.Record) context.Context {
-	return context.WithValue(ctx, peekKey{}, &peeked{rec: rec})
-}
-
-// peekStore serves the first Get of the key the router read for this
-// message from that read; every other call goes to the store. The engine
-// handles one message per context, sequentially, so the peeked record is
-// used by one goroutine.
-type peekStore struct{ ports.Store }
-
-// Get implements ports.Store.
-func (s peekStore) Get(ctx context.Context, key api.Key) (ports.Record, error) {
-	if p, ok := ctx.Value(peekKey{}).(*peeked); ok && !p.used && p.rec.Key == key {
-		p.used = true
-		return p.rec, nil
-	}
-	return s.Store.Get(ctx, key)
-}
+// signer only while it is the signer's work. The signer sends the keys its
+// writes wake (owners, and the requests an issuer was holding back) to the
+// worker queue, except the key it is handling: every write the signer
+// makes leaves its request final (its owner is woken) or waiting with a
+// nextRunAt, and an issuer it writes keeps its own recheck time, so that
+// wake-up would only cost a worker invocation that hands the key straight
+// back. Keys that reach the worker queue by the scheduler's sweep or the
+// API are routed the same way, so no other function needs to know about
+// the signer queue.
 
 // forSigner reports whether key is the signer's work (see above) and
 // returns the record it read (nil when missing or not read).
@@ -93,16 +67,8 @@ func (rt *Runtime) forSigner(ctx context.Context, key api.Key) (bool, *ports.Rec
 		if !api.IsTrue(conds, api.CertificateRequestConditionApproved) || api.IsTrue(conds, api.CertificateRequestConditionDenied) || o.IsFinal() {
 			return false, &rec, nil
 		}
-		ref := o.Spec.IssuerRef
-		if ref.Group != "" && ref.Group != api.CertManagerGroup {
-			return false, &rec, nil
-		}
-		ik := api.Key{Kind: api.KindIssuer, Namespace: o.Namespace, Name: ref.Name}
-		switch ref.Kind {
-		case "", api.KindIssuer:
-		case api.KindClusterIssuer:
-			ik = api.Key{Kind: api.KindClusterIssuer, Name: ref.Name}
-		default:
+		ik, _, ok := rt.Engine.Issuers().Resolve(o.Namespace, o.Spec.IssuerRef)
+		if !ok {
 			return false, &rec, nil
 		}
 		irec, err := rt.store.Get(ctx, ik)
@@ -120,89 +86,6 @@ func (rt *Runtime) forSigner(ctx context.Context, key api.Key) (bool, *ports.Rec
 		return typ == "ca" || typ == "selfSigned", &rec, nil
 	}
 	return false, &rec, nil
-}
-
-// currentKey is the context key of the key a function is handling.
-type currentKey struct{}
-
-// signerOutQueue is the signer's engine queue: the worker queue, minus the
-// immediate wake-up of the key being handled. Every write the signer makes
-// leaves its request final (its owner is woken separately) or waiting with
-// a nextRunAt (found again by the scheduler or a delayed message), and an
-// issuer it writes keeps its own recheck time, so that wake-up would only
-// cost a worker invocation that hands the key straight back.
-type signerOutQueue struct{ q ports.Queue }
-
-// Enqueue implements ports.Queue.
-func (s signerOutQueue) Enqueue(ctx context.Context, key api.Key, delay time.Duration) error {
-	if cur, ok := ctx.Value(currentKey{}).(api.Key); ok && delay <= 0 && cur == key {
-		return nil
-	}
-	return s.q.Enqueue(ctx, key, delay)
-}
-
-// handoff is the worker's signer for the ca and selfSigned issuer types.
-// The worker holds no CA key: the router normally sends such approved
-// requests to the signer queue before any step runs, so the signing step
-// reaches handoff only if the request or its issuer changed in between.
-// It then sends the request to the signer queue and leaves it Pending with
-// a fixed message (written once).
-type handoff struct{ q ports.Queue }
-
-// HandoffMessage is the Ready=False/Pending message of a request handed to
-// the signer function by the signing step.
-const HandoffMessage = "Waiting for the signer function"
-
-// Sign implements signers.Signer.
-func (h *handoff) Sign(ctx context.Context, req signers.Request) (signers.Result, error) {
-	key := api.Key{Kind: api.KindCertificateRequest, Namespace: req.CR.Namespace, Name: req.CR.Name}
-	if h.q == nil {
-		return signers.Result{}, errs.Permanentf("no signer queue is configured (%s)", EnvSignerQueueURL)
-	}
-	if err := h.q.Enqueue(ctx, key, 0); err != nil {
-		return signers.Result{}, fmt.Errorf("hand %s to the signer queue: %w", key, err)
-	}
-	return signers.Result{}, signers.Pending("%s", HandoffMessage)
-}
-
-// refuseApprover is the signer's approver: the signer function never
-// approves (seed 004: approver and signer are separate actors). A request
-// without a decision that reaches it is acknowledged with this error; the
-// worker decides it.
-type refuseApprover struct{}
-
-// Decide implements requests.Approver.
-func (refuseApprover) Decide(_ context.Context, cr *api.CertificateRequest) (requests.Decision, error) {
-	return requests.Decision{}, errs.Permanentf("the signer function never approves: CertificateRequest %s/%s has no approval decision yet (the worker makes it)", cr.Namespace, cr.Name)
-}
-
-// denySecrets is the secret store of roles that must not read secrets
-// (api, scheduler): every call fails permanently, naming the secret (never
-// a value).
-type denySecrets struct{ role Role }
-
-func (d denySecrets) err(op, ns, name string) error {
-	return errs.Permanentf("%s function: %s secret %s/%s: the secret store is not part of this role (DESIGN.md section 4)", d.role, op, ns, name)
-}
-
-// Get implements ports.SecretStore.
-func (d denySecrets) Get(_ context.Context, ns, name string) (ports.Secret, error) {
-	return ports.Secret{}, d.err("get", ns, name)
-}
-
-// Create implements ports.SecretStore.
-func (d denySecrets) Create(_ context.Context, s ports.Secret) error {
-	return d.err("create", s.Namespace, s.Name)
-}
-
-// Put implements ports.SecretStore.
-func (d denySecrets) Put(_ context.Context, s ports.Secret) error {
-	return d.err("put", s.Namespace, s.Name)
-}
-
-// Delete implements ports.SecretStore.
-func (d denySecrets) Delete(_ context.Context, ns, name string) error {
-	return d.err("delete", ns, name)
 }
 
 // batchQueue is the scheduler's engine queue: the sweep's immediate
@@ -239,13 +122,16 @@ func (b *batchQueue) Flush(ctx context.Context) (int, error) {
 }
 
 // Handle runs one received key for the worker or the signer and returns
-// what to do with the message. The worker first routes (see forSigner);
-// the signer takes CertificateRequests and CA issuers only and drops
-// (acknowledges with a reason) anything else.
+// what to do with the message; the keys its step woke are in
+// Disposition.Woken, for the caller to route (see route). The worker
+// first routes the key itself (see forSigner); the signer takes
+// CertificateRequests and CA issuers only and drops (acknowledges with a
+// reason) anything else.
 func (rt *Runtime) Handle(ctx context.Context, key api.Key, attempt int) engine.Disposition {
 	if rt.Engine == nil {
 		return engine.Disposition{Ack: true, Err: fmt.Errorf("%s: %w", rt.Role, errNoEngine)}
 	}
+	m := engine.Message{Key: key, Attempt: attempt}
 	switch rt.Role {
 	case RoleWorker:
 		toSigner, rec, err := rt.forSigner(ctx, key)
@@ -259,9 +145,7 @@ func (rt *Runtime) Handle(ctx context.Context, key api.Key, attempt int) engine.
 			rt.inc("certfn_handoffs_total", "kind", key.Kind)
 			return engine.Disposition{Ack: true}
 		}
-		if rec != nil {
-			ctx = withPeeked(ctx, *rec)
-		}
+		m.Loaded = rec
 	case RoleSigner:
 		switch key.Kind {
 		case api.KindCertificateRequest:
@@ -273,15 +157,33 @@ func (rt *Runtime) Handle(ctx context.Context, key api.Key, attempt int) engine.
 			if !ok {
 				return engine.Disposition{Ack: true, Err: fmt.Errorf("signer: %s is not a CA issuer (or is gone): dropped, the worker handles it", key)}
 			}
-			ctx = withPeeked(ctx, *rec)
+			m.Loaded = rec
 		default:
 			return engine.Disposition{Ack: true, Err: fmt.Errorf("signer: %s: only CertificateRequests and CA issuers are the signer's work: dropped", key)}
 		}
-		ctx = context.WithValue(ctx, currentKey{}, key)
 	default:
 		return engine.Disposition{Ack: true, Err: fmt.Errorf("the %s function consumes no queue: %s dropped", rt.Role, key)}
 	}
-	return rt.Engine.Handle(ctx, key.String(), attempt)
+	return rt.Engine.Handle(ctx, m)
+}
+
+// sendWoken sends the keys a step of key woke to the worker queue, minus
+// key itself (the signer's rule, see above; the worker runs its woken keys
+// as follow-ups instead).
+func (rt *Runtime) sendWoken(ctx context.Context, key api.Key, woken []api.Key) error {
+	var out []api.Key
+	for _, k := range woken {
+		if k != key || rt.Role != RoleSigner {
+			out = append(out, k)
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	if err := rt.Queue.EnqueueBatch(ctx, out, 0); err != nil {
+		return fmt.Errorf("send %d woken keys to the worker queue: %w", len(out), err)
+	}
+	return nil
 }
 
 // retryDisposition is the disposition of a routing failure: acknowledged

@@ -8,6 +8,10 @@ import (
 	"strings"
 
 	"github.com/certfn/certfn/adapters/aws/dynamo"
+	"github.com/certfn/certfn/adapters/httpapi"
+	"github.com/certfn/certfn/core/api"
+	"github.com/certfn/certfn/core/app"
+	"github.com/certfn/certfn/core/rbac"
 )
 
 // Role names one deployed function (DESIGN.md §4). Each role gets only the
@@ -58,6 +62,11 @@ const (
 	// ExportedMetrics) or "none" (the default).
 	EnvMetrics   = "CERTFN_METRICS"
 	EnvFollowUps = "CERTFN_FOLLOW_UPS"
+	// EnvAPIMaxBody is the api function's request body limit in bytes.
+	EnvAPIMaxBody = "CERTFN_API_MAX_BODY"
+	// EnvAPIAdmins lists IAM user/role ARNs the api function puts in
+	// system:masters (allowed everything), e.g. to apply the first bindings.
+	EnvAPIAdmins = "CERTFN_API_ADMINS"
 	// EnvInitOnly: when "1" or "true", a function's main returns right
 	// after initialisation (cold-start measurement; see InitOnly).
 	EnvInitOnly = "CERTFN_INIT_ONLY"
@@ -103,6 +112,12 @@ type Settings struct {
 	// HTTP01Enabled says whether the http01 function is deployed; the
 	// worker runs the HTTP-01 self-check only when it is (default true).
 	HTTP01Enabled bool
+	// APIMaxBody is the api function's request body limit (default
+	// httpapi.DefaultMaxBody; at most a Function URL's 6 MiB payload).
+	APIMaxBody int64
+	// APIAdmins are usernames (as rbac.FromAWSARN maps them) the api
+	// function puts in system:masters.
+	APIAdmins map[string]bool
 	// SweepLimit bounds the keys one scheduler run enqueues.
 	SweepLimit int
 	// BatchParallelism is how many messages of one SQS batch are handled at
@@ -146,7 +161,7 @@ func ParseSettings(role Role, getenv func(string) string) (Settings, error) {
 	s.DueShards = intVar(get(EnvDueShards), dynamo.DefaultShards, 1, dynamo.MaxShards, EnvDueShards, bad)
 	s.ClusterResourceNamespace = get(EnvClusterResourceNamespace)
 	if s.ClusterResourceNamespace == "" {
-		s.ClusterResourceNamespace = "cert-manager"
+		s.ClusterResourceNamespace = api.DefaultClusterResourceNamespace
 	} else if len(s.ClusterResourceNamespace) > 63 || !dnsLabel.MatchString(s.ClusterResourceNamespace) {
 		bad(EnvClusterResourceNamespace, "%q is not a DNS label (lower-case letters, digits and '-', at most 63 characters)", s.ClusterResourceNamespace)
 	}
@@ -167,14 +182,31 @@ func ParseSettings(role Role, getenv func(string) string) (Settings, error) {
 			bad(EnvQueueURL, "required: the worker queue")
 		}
 	}
-	for _, a := range splitList(get(EnvAutoApprove)) {
-		if a == "*" { // every cert-manager signer, as in local mode
-			s.AutoApprove = append(s.AutoApprove, "issuers.cert-manager.io/*", "clusterissuers.cert-manager.io/*")
-			continue
-		}
-		s.AutoApprove = append(s.AutoApprove, a)
-	}
+	s.AutoApprove = app.ExpandAutoApprove(splitList(get(EnvAutoApprove)))
 	s.Route53ZoneIDs = splitList(get(EnvRoute53ZoneIDs))
+	s.APIMaxBody = httpapi.DefaultMaxBody
+	if v := get(EnvAPIMaxBody); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 1 || n > 6<<20 {
+			bad(EnvAPIMaxBody, "%q: want a number of bytes from 1 to 6291456 (a Function URL's payload limit)", v)
+		} else {
+			s.APIMaxBody = n
+		}
+	}
+	for i, a := range splitList(get(EnvAPIAdmins)) {
+		id, err := rbac.FromAWSARN(a)
+		switch {
+		case err != nil:
+			bad(fmt.Sprintf("%s[%d]", EnvAPIAdmins, i), "%v", err)
+		case id.Username != a:
+			bad(fmt.Sprintf("%s[%d]", EnvAPIAdmins, i), "%q is a session: name its role, %s", a, id.Username)
+		default:
+			if s.APIAdmins == nil {
+				s.APIAdmins = map[string]bool{}
+			}
+			s.APIAdmins[a] = true
+		}
+	}
 	s.ACMImport = boolVar(get(EnvACMImport), false, EnvACMImport, bad)
 	s.HTTP01Enabled = boolVar(get(EnvHTTP01Enabled), true, EnvHTTP01Enabled, bad)
 	s.SweepLimit = intVar(get(EnvSweepLimit), DefaultSweepLimit, 1, maxSweepLimit, EnvSweepLimit, bad)

@@ -1,4 +1,4 @@
-package main
+package awsmode
 
 import (
 	"bytes"
@@ -14,21 +14,32 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/certfn/certfn/adapters/httpapi"
-	"github.com/certfn/certfn/core/engine"
+	"github.com/certfn/certfn/core/app"
 	"github.com/certfn/certfn/core/rbac"
 )
 
 // iamKey keys the IAM identity a Function URL with AWS_IAM auth verified.
 type iamKey struct{}
 
-// urlHandler is the Lambda handler of a Function URL (BUFFERED invoke mode).
-type urlHandler func(context.Context, events.LambdaFunctionURLRequest) (events.LambdaFunctionURLResponse, error)
+// HandleFunctionURL is the Lambda handler of the api function behind a
+// Function URL with AWS_IAM auth (BUFFERED invoke mode): the HTTP API of
+// adapters/httpapi, the caller being the IAM principal the Function URL
+// verified (see IAMAuthenticator).
+func (rt *Runtime) HandleFunctionURL(ctx context.Context, ev events.LambdaFunctionURLRequest) (events.LambdaFunctionURLResponse, error) {
+	if rt.API == nil {
+		return jsonError(http.StatusInternalServerError, "InternalError", fmt.Sprintf("the %s function serves no API", rt.Role)), nil
+	}
+	return ServeFunctionURL(rt.API)(ctx, ev)
+}
 
-// serveFunctionURL converts Function URL events to HTTP requests for h
+// URLHandler is the Lambda handler of a Function URL (BUFFERED invoke mode).
+type URLHandler func(context.Context, events.LambdaFunctionURLRequest) (events.LambdaFunctionURLResponse, error)
+
+// ServeFunctionURL converts Function URL events to HTTP requests for h
 // and its answers back. The IAM identity of requestContext.authorizer.iam
 // goes into the request's context — only there, so no header or body can
 // claim an identity — where authenticateIAM finds it.
-func serveFunctionURL(h http.Handler) urlHandler {
+func ServeFunctionURL(h http.Handler) URLHandler {
 	return func(ctx context.Context, ev events.LambdaFunctionURLRequest) (events.LambdaFunctionURLResponse, error) {
 		req, err := toHTTPRequest(ctx, ev)
 		if err != nil {
@@ -80,27 +91,27 @@ func toHTTPRequest(ctx context.Context, ev events.LambdaFunctionURLRequest) (*ht
 	return req, nil
 }
 
-// iamAuthenticator returns the authenticator of a Function URL with
+// IAMAuthenticator returns the authenticator of a Function URL with
 // AWS_IAM auth: the caller is requestContext.authorizer.iam.userArn mapped
 // by rbac.FromAWSARN (an assumed-role session becomes its role's ARN;
 // groups aws:account:<id> and system:authenticated), uid = userId. A
 // caller whose username is in admins is also in system:masters (allowed
 // everything: how the first bindings are created). No identity is a 401.
-func iamAuthenticator(admins map[string]bool) func(*http.Request) (engine.Caller, error) {
-	return func(r *http.Request) (engine.Caller, error) {
+func IAMAuthenticator(admins map[string]bool) func(*http.Request) (app.Caller, error) {
+	return func(r *http.Request) (app.Caller, error) {
 		iam, _ := r.Context().Value(iamKey{}).(*events.LambdaFunctionURLRequestContextAuthorizerIAMDescription)
 		if iam == nil || iam.UserARN == "" {
-			return engine.Caller{}, fmt.Errorf("%w: no IAM identity in the request context (the Function URL must use AWS_IAM auth and requests must be SigV4-signed)",
+			return app.Caller{}, fmt.Errorf("%w: no IAM identity in the request context (the Function URL must use AWS_IAM auth and requests must be SigV4-signed)",
 				httpapi.ErrUnauthenticated)
 		}
 		id, err := rbac.FromAWSARN(iam.UserARN)
 		if err != nil {
-			return engine.Caller{}, fmt.Errorf("%w: %w", httpapi.ErrUnauthenticated, err)
+			return app.Caller{}, fmt.Errorf("%w: %w", httpapi.ErrUnauthenticated, err)
 		}
 		if admins[id.Username] {
-			id.Groups = append(id.Groups, engine.SuperuserGroup)
+			id.Groups = append(id.Groups, app.SuperuserGroup)
 		}
-		return engine.Caller{Username: id.Username, UID: iam.UserID, Groups: id.Groups, Extra: id.Extra}, nil
+		return app.Caller{Username: id.Username, UID: iam.UserID, Groups: id.Groups, Extra: id.Extra}, nil
 	}
 }
 
