@@ -24,8 +24,6 @@ type bindSolver struct {
 	protocol string // "", "UDP" or "TCP"
 }
 
-var bindAlgorithms = map[string]string{"hmac-md5": "HMACMD5", "hmac-sha1": "HMACSHA1", "hmac-sha256": "HMACSHA256", "hmac-sha512": "HMACSHA512"}
-
 // envOpts returns options for an env whose Pebble VA asks BIND (the only
 // DNS server it knows, for the DNS-01 TXT records) and whose DNS-01
 // self-check finds zones and authoritative servers through BIND. local,

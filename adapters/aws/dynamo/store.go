@@ -170,9 +170,6 @@ func (s *Store) count(op string, write bool, items int, cc ...*types.ConsumedCap
 	}
 }
 
-// Expression attribute names used by every condition.
-var names = map[string]string{"#pk": attrPK, "#v": attrVersion, "#exp": attrExpires}
-
 // Conditions. An item whose TTL has passed counts as absent.
 const (
 	condLive   = `(attribute_not_exists(#exp) OR #exp > :now)`

@@ -102,12 +102,12 @@ func (s *Sink) Flush(now time.Time) error {
 	var defs []metricDef
 	for name, n := range counts {
 		e := s.o.Metrics[name]
-		defs = append(defs, metricDef{e.Name, e.Unit})
+		defs = append(defs, metricDef(e))
 		doc[e.Name] = n
 	}
 	for name, vs := range values {
 		e := s.o.Metrics[name]
-		defs = append(defs, metricDef{e.Name, e.Unit})
+		defs = append(defs, metricDef(e))
 		doc[e.Name] = vs
 	}
 	sort.Slice(defs, func(i, j int) bool { return defs[i].Name < defs[j].Name })

@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"syscall"
 	"testing"
 	"time"
@@ -57,9 +56,10 @@ type PebbleChallTestSrv struct {
 // when t ends.
 func StartPebbleChallTestSrv(t testing.TB) *PebbleChallTestSrv {
 	t.Helper()
+	// go test puts its own GOROOT/bin first in the test's PATH.
 	goBin, err := exec.LookPath("go")
 	if err != nil {
-		goBin = filepath.Join(runtime.GOROOT(), "bin", "go")
+		t.Fatalf("pebble-challtestsrv is built with the go command, not found in PATH: %v", err)
 	}
 	bin := filepath.Join(t.TempDir(), "pebble-challtestsrv")
 	build := exec.Command(goBin, "build", "-o", bin, "github.com/letsencrypt/pebble/v2/cmd/pebble-challtestsrv")

@@ -237,9 +237,9 @@ func (d *Double) importCertificate(in map[string]any) (map[string]any, *apiError
 			return nil, &apiError{typ: "ValidationException", msg: "Could not validate the certificate chain: " + err.Error()}
 		}
 	}
-	alg, err := keyAlgorithm(keyPEM, leaf)
-	if err != nil {
-		return nil, &apiError{typ: "ValidationException", msg: err.Error()}
+	alg, aerr := keyAlgorithm(keyPEM, leaf)
+	if aerr != nil {
+		return nil, aerr
 	}
 	tags := map[string]string{}
 	rawTags, _ := in["Tags"].([]any)
@@ -414,42 +414,44 @@ func onlyCertificate(b []byte) (*x509.Certificate, error) {
 }
 
 // keyAlgorithm parses an unencrypted PEM key, checks it matches leaf and
-// returns ACM's name for it. Its errors never quote the key.
-func keyAlgorithm(keyPEM []byte, leaf *x509.Certificate) (string, error) {
+// returns ACM's name for it, or the ValidationException ACM answers with (in
+// ACM's wording, which never quotes the key).
+func keyAlgorithm(keyPEM []byte, leaf *x509.Certificate) (string, *apiError) {
+	invalid := func(msg string) *apiError { return &apiError{typ: "ValidationException", msg: msg} }
 	blk, _ := pem.Decode(keyPEM)
 	if blk == nil {
-		return "", fmt.Errorf("The private key is not PEM")
+		return "", invalid("The private key is not PEM")
 	}
 	var key crypto.Signer
 	switch blk.Type {
 	case "RSA PRIVATE KEY":
 		k, err := x509.ParsePKCS1PrivateKey(blk.Bytes)
 		if err != nil {
-			return "", fmt.Errorf("The private key is invalid")
+			return "", invalid("The private key is invalid")
 		}
 		key = k
 	case "EC PRIVATE KEY":
 		k, err := x509.ParseECPrivateKey(blk.Bytes)
 		if err != nil {
-			return "", fmt.Errorf("The private key is invalid")
+			return "", invalid("The private key is invalid")
 		}
 		key = k
 	case "PRIVATE KEY":
 		k, err := x509.ParsePKCS8PrivateKey(blk.Bytes)
 		if err != nil {
-			return "", fmt.Errorf("The private key is invalid")
+			return "", invalid("The private key is invalid")
 		}
 		s, ok := k.(crypto.Signer)
 		if !ok {
-			return "", fmt.Errorf("The private key is not supported")
+			return "", invalid("The private key is not supported")
 		}
 		key = s
 	default:
-		return "", fmt.Errorf("The private key is not supported (%s)", blk.Type)
+		return "", invalid(fmt.Sprintf("The private key is not supported (%s)", blk.Type))
 	}
 	type eq interface{ Equal(crypto.PublicKey) bool }
 	if pub, ok := key.Public().(eq); !ok || !pub.Equal(leaf.PublicKey) {
-		return "", fmt.Errorf("The private key does not match the certificate")
+		return "", invalid("The private key does not match the certificate")
 	}
 	switch k := key.(type) {
 	case *rsa.PrivateKey:
@@ -457,7 +459,7 @@ func keyAlgorithm(keyPEM []byte, leaf *x509.Certificate) (string, error) {
 		case 1024, 2048, 3072, 4096:
 			return "RSA_" + strconv.Itoa(n), nil
 		}
-		return "", fmt.Errorf("The private key length %d is not supported", k.N.BitLen())
+		return "", invalid(fmt.Sprintf("The private key length %d is not supported", k.N.BitLen()))
 	case *ecdsa.PrivateKey:
 		switch k.Curve {
 		case elliptic.P256():
@@ -468,5 +470,5 @@ func keyAlgorithm(keyPEM []byte, leaf *x509.Certificate) (string, error) {
 			return "EC_secp521r1", nil
 		}
 	}
-	return "", fmt.Errorf("The private key algorithm is not supported")
+	return "", invalid("The private key algorithm is not supported")
 }
