@@ -13,8 +13,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/certfn/certfn/core/pki"
 	"github.com/certfn/certfn/core/app"
+	"github.com/certfn/certfn/core/pki"
 	"github.com/spf13/cobra"
 )
 

@@ -23,8 +23,8 @@ import (
 
 	"github.com/certfn/certfn/adapters/httpapi"
 	"github.com/certfn/certfn/core/api"
-	"github.com/certfn/certfn/core/ports"
 	"github.com/certfn/certfn/core/app"
+	"github.com/certfn/certfn/core/ports"
 )
 
 // signingService is the SigV4 service name of a Lambda Function URL.

@@ -289,4 +289,3 @@ type RenewalInfo struct {
 	ExplanationURL string `json:"explanationURL,omitempty"`
 	CertificateID  string `json:"certificateID,omitempty"`
 }
-

@@ -178,8 +178,9 @@ func (s *Service) Delete(ctx context.Context, caller Caller, key api.Key) error 
 	if err := s.authz().check(ctx, caller, rbac.VerbDelete, key); err != nil {
 		return err
 	}
-	if _, err := s.engine.Get(ctx, key); err != nil {
-		return err
+	// The record, not the object: one that no longer decodes can be deleted.
+	if _, err := s.engine.Store().Get(ctx, key); err != nil {
+		return fmt.Errorf("get %s: %w", key, err)
 	}
 	switch {
 	case key.Kind == api.KindCertificate && !s.readSecrets:

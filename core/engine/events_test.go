@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/certfn/certfn/core/api"
+	"github.com/certfn/certfn/core/app/apptest"
 	"github.com/certfn/certfn/core/engine"
 	"github.com/certfn/certfn/core/ports"
 )
@@ -16,10 +17,10 @@ import (
 // repeats (count grows), started anew when the failure changes; Events
 // themselves and lost races record nothing.
 func TestFailuresAreRecordedAsEvents(t *testing.T) {
-	r := newRig(t)
+	r := apptest.NewRig(t)
 	key := api.Key{Kind: api.KindCertificate, Namespace: "default", Name: "broken"}
 	// A stored record the engine cannot decode fails every reconcile.
-	if _, err := r.store.Store.Create(r.ctx, ports.Record{Key: key, Data: []byte(`{"spec": 7}`)}); err != nil {
+	if _, err := r.Store.Store.Create(r.Ctx, ports.Record{Key: key, Data: []byte(`{"spec": 7}`)}); err != nil {
 		t.Fatal(err)
 	}
 	ek := api.EventKeyFor(key)
@@ -28,7 +29,7 @@ func TestFailuresAreRecordedAsEvents(t *testing.T) {
 	}
 	event := func() (*api.Event, int64) {
 		t.Helper()
-		rec, err := r.store.Store.Get(r.ctx, ek)
+		rec, err := r.Store.Store.Get(r.Ctx, ek)
 		if err != nil {
 			t.Fatalf("no event: %v", err)
 		}
@@ -38,13 +39,13 @@ func TestFailuresAreRecordedAsEvents(t *testing.T) {
 		}
 		return ev, rec.Version
 	}
-	d := r.eng.Handle(r.ctx, engine.Message{Key: key, Attempt: 1})
+	d := r.Engine.Handle(r.Ctx, engine.Message{Key: key, Attempt: 1})
 	if d.Err == nil {
 		t.Fatal("the reconcile of an undecodable record did not fail")
 	}
 	ev, v1 := event()
 	if ev.Type != api.EventTypeWarning || ev.Count != 1 || ev.InvolvedObject.Kind != api.KindCertificate || ev.InvolvedObject.Name != "broken" ||
-		!strings.Contains(ev.Message, "decode") || !ev.FirstTimestamp.Time.Equal(r.clk.Now()) {
+		!strings.Contains(ev.Message, "decode") || !ev.FirstTimestamp.Time.Equal(r.Clock.Now()) {
 		t.Fatalf("event %+v", ev)
 	}
 	wantReason := "Failed"
@@ -55,37 +56,37 @@ func TestFailuresAreRecordedAsEvents(t *testing.T) {
 		t.Fatalf("reason %q, want %q (ack %v)", ev.Reason, wantReason, d.Ack)
 	}
 	// The same failure again within a minute: no write.
-	r.clk.Advance(30 * time.Second)
-	r.eng.Handle(r.ctx, engine.Message{Key: key, Attempt: 2})
+	r.Clock.Advance(30 * time.Second)
+	r.Engine.Handle(r.Ctx, engine.Message{Key: key, Attempt: 2})
 	if _, v := event(); v != v1 {
 		t.Fatalf("event rewritten within EventMinInterval (version %d → %d)", v1, v)
 	}
 	// After it: count 2, first time kept, last time now.
-	r.clk.Advance(engine.EventMinInterval)
-	r.eng.Handle(r.ctx, engine.Message{Key: key, Attempt: 3})
+	r.Clock.Advance(engine.EventMinInterval)
+	r.Engine.Handle(r.Ctx, engine.Message{Key: key, Attempt: 3})
 	ev, _ = event()
-	if ev.Count != 2 || !ev.LastTimestamp.Time.Equal(r.clk.Now()) || ev.FirstTimestamp.Time.Equal(r.clk.Now()) {
+	if ev.Count != 2 || !ev.LastTimestamp.Time.Equal(r.Clock.Now()) || ev.FirstTimestamp.Time.Equal(r.Clock.Now()) {
 		t.Fatalf("repeated failure: %+v", ev)
 	}
 	// Another failure starts anew.
-	if _, err := r.store.Store.Update(r.ctx, ports.Record{Key: key, Version: 1, Data: []byte(`{"status": "x"}`)}); err != nil {
+	if _, err := r.Store.Store.Update(r.Ctx, ports.Record{Key: key, Version: 1, Data: []byte(`{"status": "x"}`)}); err != nil {
 		t.Fatal(err)
 	}
-	r.eng.Handle(r.ctx, engine.Message{Key: key, Attempt: 1})
+	r.Engine.Handle(r.Ctx, engine.Message{Key: key, Attempt: 1})
 	if ev2, _ := event(); ev2.Count != 1 || ev2.Message == ev.Message {
 		t.Fatalf("a different failure did not start a new count: %+v", ev2)
 	}
 	// Events are listed like any kind, and an Event key itself records nothing.
-	r.eng.Handle(r.ctx, engine.Message{Key: ek, Attempt: 1})
-	objs, err := r.eng.List(r.ctx, api.KindEvent, "")
+	r.Engine.Handle(r.Ctx, engine.Message{Key: ek, Attempt: 1})
+	objs, err := r.Engine.List(r.Ctx, api.KindEvent, "")
 	if err != nil || len(objs) != 1 {
 		t.Fatalf("events %v %v", objs, err)
 	}
 	// Deleting the object deletes its Event.
-	if err := r.eng.Delete(r.ctx, key); err != nil {
+	if err := r.Service.Delete(r.Ctx, apptest.Caller, key); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.store.Store.Get(r.ctx, ek); err == nil {
+	if _, err := r.Store.Store.Get(r.Ctx, ek); err == nil {
 		t.Fatal("the Event outlived the deleted object")
 	}
 }

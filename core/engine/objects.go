@@ -91,4 +91,3 @@ func (e *Engine) Version(ctx context.Context, key api.Key) (int64, error) {
 	}
 	return rec.Version, nil
 }
-

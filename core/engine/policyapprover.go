@@ -81,4 +81,3 @@ func (e *Engine) Authorizer(ctx context.Context) (*rbac.Authorizer, error) {
 	}
 	return rbac.NewAuthorizer(s), nil
 }
-

@@ -218,7 +218,7 @@ func TestDeletedWithOwnerIsCleanedUp(t *testing.T) {
 	if !get(r, "d").Status.Presented {
 		t.Fatal("not presented")
 	}
-	if err := r.Engine.Delete(r.Ctx, api.KeyOf(o)); err != nil {
+	if err := r.Engine.DeleteObject(r.Ctx, api.KeyOf(o), 0, api.Key{}); err != nil {
 		t.Fatal(err)
 	}
 	if r.Get(key("d")) != nil {

@@ -331,7 +331,7 @@ func TestLeaseReleasedWhenDeleted(t *testing.T) {
 			}
 			putLease(r, c, h)
 			_, v0 := leaseOf(r, c)
-			if err := r.Engine.Delete(r.Ctx, api.KeyOf(o)); err != nil {
+			if err := r.Engine.DeleteObject(r.Ctx, api.KeyOf(o), 0, api.Key{}); err != nil {
 				t.Fatal(err)
 			}
 			if r.Get(key("d")) != nil {
