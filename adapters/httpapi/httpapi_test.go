@@ -13,10 +13,8 @@ import (
 	"github.com/certfn/certfn/adapters/httpapi"
 	"github.com/certfn/certfn/adapters/httpapi/apitest"
 	"github.com/certfn/certfn/core/api"
-	"github.com/certfn/certfn/core/engine"
+	"github.com/certfn/certfn/core/app"
 	"github.com/certfn/certfn/core/rbac"
-	"github.com/certfn/certfn/internal/explain"
-	"github.com/certfn/certfn/internal/localmode"
 )
 
 const (
@@ -27,33 +25,33 @@ const (
 
 // headerAuth is the tests' authenticator: X-Test-User names the caller;
 // "admin" is in system:masters. A real deployment never trusts a header.
-func headerAuth(r *http.Request) (engine.Caller, error) {
+func headerAuth(r *http.Request) (app.Caller, error) {
 	u := r.Header.Get("X-Test-User")
 	switch u {
 	case "":
-		return engine.Caller{}, fmt.Errorf("%w: no identity in the request", httpapi.ErrUnauthenticated)
+		return app.Caller{}, fmt.Errorf("%w: no identity in the request", httpapi.ErrUnauthenticated)
 	case "broken":
-		return engine.Caller{}, errors.New("identity provider unavailable")
+		return app.Caller{}, errors.New("identity provider unavailable")
 	case admin:
-		return engine.Caller{Username: admin, Groups: []string{engine.SuperuserGroup}}, nil
+		return app.Caller{Username: admin, Groups: []string{app.SuperuserGroup}}, nil
 	}
 	id, err := rbac.FromAWSARN(u)
 	if err != nil {
-		return engine.Caller{}, fmt.Errorf("%w: %w", httpapi.ErrUnauthenticated, err)
+		return app.Caller{}, fmt.Errorf("%w: %w", httpapi.ErrUnauthenticated, err)
 	}
-	return engine.Caller{Username: id.Username, UID: "uid-" + u, Groups: id.Groups, Extra: id.Extra}, nil
+	return app.Caller{Username: id.Username, UID: "uid-" + u, Groups: id.Groups, Extra: id.Extra}, nil
 }
 
 type env struct {
 	t  testing.TB
-	rt *localmode.Runtime
+	rt *apitest.Deployment
 	h  http.Handler
 }
 
 func newEnv(t testing.TB, maxBody int64) *env {
 	t.Helper()
 	rt, _ := apitest.Runtime(t)
-	h, err := httpapi.New(httpapi.Config{Engine: rt.Engine, Authenticate: headerAuth, MaxBody: maxBody, Logger: apitest.Discard()})
+	h, err := httpapi.New(httpapi.Config{Service: rt.Service, Authenticate: headerAuth, MaxBody: maxBody, Logger: apitest.Discard()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -458,18 +456,18 @@ func TestApprovalRenewStatus(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	status := func(name string) explain.Report {
+	status := func(name string) app.Report {
 		t.Helper()
 		r := e.mustDo(200, "GET", "/v1/namespaces/default/certificates/"+name+"/status", admin, "", "")
-		var rep explain.Report
+		var rep app.Report
 		if err := json.Unmarshal([]byte(r.body), &rep); err != nil {
 			t.Fatal(err)
 		}
 		return rep
 	}
 	rep := status("other")
-	if !strings.HasPrefix(rep.Summary, "Ready: ") || rep.Request == nil || rep.Request.Name != "other-1" || rep.Issuer.State != explain.StateFound ||
-		rep.Secret.State != explain.StateNotRead {
+	if !strings.HasPrefix(rep.Summary, "Ready: ") || rep.Request == nil || rep.Request.Name != "other-1" || rep.Issuer.State != app.StateFound ||
+		rep.Secret.State != app.StateNotRead {
 		t.Fatalf("status of the approved certificate: %+v", rep)
 	}
 	rep = status("web")
@@ -508,24 +506,24 @@ func TestStatusHidesWhatTheCallerMayNotGet(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := e.mustDo(200, "GET", "/v1/namespaces/default/certificates/web/status", alice, "", "")
-	var rep explain.Report
+	var rep app.Report
 	if err := json.Unmarshal([]byte(r.body), &rep); err != nil {
 		t.Fatal(err)
 	}
-	if rep.Issuer.State != explain.StateHidden || !rep.RequestHidden || rep.Request != nil || rep.Issuer.Conditions != nil {
+	if rep.Issuer.State != app.StateHidden || !rep.RequestHidden || rep.Request != nil || rep.Issuer.Conditions != nil {
 		t.Fatalf("hidden parts shown: %+v", rep)
 	}
 	e.mustDo(403, "GET", "/v1/namespaces/default/certificates/web/status", bob, "", "")
 }
 
-func TestNewRequiresEngineAndAuthenticate(t *testing.T) {
+func TestNewRequiresServiceAndAuthenticate(t *testing.T) {
 	rt, _ := apitest.Runtime(t)
 	for _, tc := range []struct {
 		cfg  httpapi.Config
 		want string
 	}{
-		{httpapi.Config{Authenticate: headerAuth}, "Engine is required"},
-		{httpapi.Config{Engine: rt.Engine}, "Authenticate is required"},
+		{httpapi.Config{Authenticate: headerAuth}, "Service is required"},
+		{httpapi.Config{Service: rt.Service}, "Authenticate is required"},
 	} {
 		if _, err := httpapi.New(tc.cfg); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("New(%+v): %v, want %q", tc.cfg, err, tc.want)

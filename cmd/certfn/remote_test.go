@@ -23,9 +23,8 @@ import (
 	"github.com/certfn/certfn/adapters/httpapi"
 	"github.com/certfn/certfn/adapters/httpapi/apitest"
 	"github.com/certfn/certfn/core/api"
-	"github.com/certfn/certfn/core/engine"
+	"github.com/certfn/certfn/core/app"
 	"github.com/certfn/certfn/core/rbac"
-	"github.com/certfn/certfn/internal/localmode"
 )
 
 // Test principals: access key id → secret and identity.
@@ -119,7 +118,7 @@ func contains(l []string, s string) bool {
 // environment of a CLI that uses it.
 type remoteEnv struct {
 	t   *testing.T
-	rt  *localmode.Runtime
+	rt  *apitest.Deployment
 	srv *httptest.Server
 }
 
@@ -135,7 +134,7 @@ func newRemoteEnv(t *testing.T) *remoteEnv {
 		adminKey: {adminSecret, app.Caller{Username: "arn:aws:iam::123456789012:role/admin", Groups: []string{app.SuperuserGroup}}},
 		aliceKey: {aliceSecret, app.Caller{Username: alice.Username, Groups: alice.Groups, Extra: alice.Extra}},
 	}
-	h, err := httpapi.New(httpapi.Config{Engine: rt.Engine, Authenticate: sigv4Auth(t, principals), Logger: apitest.Discard(), MaxBody: 64 << 10})
+	h, err := httpapi.New(httpapi.Config{Service: rt.Service, Authenticate: sigv4Auth(t, principals), Logger: apitest.Discard(), MaxBody: 64 << 10})
 	if err != nil {
 		t.Fatal(err)
 	}

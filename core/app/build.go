@@ -204,7 +204,8 @@ func Build(p Ports, s Settings, role Role) (*App, error) {
 	if a.Engine, err = engine.New(cfg); err != nil {
 		return nil, fmt.Errorf("app: engine: %w", err)
 	}
-	a.Service = &Service{engine: a.Engine, secrets: secrets, readSecrets: role.Secrets && p.Secrets != nil, accounts: a.Accounts, log: p.Logger}
+	a.Service = &Service{engine: a.Engine, secrets: secrets, readSecrets: role.Secrets && role.ServiceReadsSecrets && p.Secrets != nil,
+		deletesSecrets: role.Secrets && p.Secrets != nil, accounts: a.Accounts, log: p.Logger}
 	return a, nil
 }
 

@@ -44,8 +44,11 @@ type Service struct {
 	// readSecrets lets Status describe the secret's tls.crt and Revoke
 	// read it (local mode); the cloud APIs never read the secret store.
 	readSecrets bool
-	accounts    *acme.Accounts
-	log         *slog.Logger
+	// deletesSecrets lets Delete remove a Certificate's next private key
+	// (every role with the secret store).
+	deletesSecrets bool
+	accounts       *acme.Accounts
+	log            *slog.Logger
 }
 
 // authz is one call's authorization: the RBAC snapshot, built on first use.
@@ -183,7 +186,7 @@ func (s *Service) Delete(ctx context.Context, caller Caller, key api.Key) error 
 		return fmt.Errorf("get %s: %w", key, err)
 	}
 	switch {
-	case key.Kind == api.KindCertificate && !s.readSecrets:
+	case key.Kind == api.KindCertificate && !s.deletesSecrets:
 		// A role without the secret store (the cloud APIs) may not touch
 		// secrets: the next private key is left to its lifecycle.
 		s.log.WarnContext(ctx, "secret left in place: this role has no access to the secret store",

@@ -87,7 +87,6 @@ func TestApplyCertificateRecordsIgnoredFields(t *testing.T) {
 	}
 }
 
-
 func TestApplyCertificateRequest(t *testing.T) {
 	r := apptest.NewRig(t)
 	manifest := apptest.CSRRequestYAML(t, "720h")
@@ -229,9 +228,6 @@ func TestDeleteCascades(t *testing.T) {
 		t.Fatalf("second Delete through the service: %v, want not found", err)
 	}
 }
-
-
-
 
 func TestApplyReportsEveryInvalidObject(t *testing.T) {
 	r := apptest.NewRig(t)

@@ -13,13 +13,14 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/certfn/certfn/core/api"
+	"github.com/certfn/certfn/core/app"
 	"github.com/certfn/certfn/core/engine"
 	"github.com/certfn/certfn/core/ports"
 	"github.com/certfn/certfn/internal/awsmode"
 	"github.com/certfn/certfn/internal/awsmode/awstest"
 )
 
-var caller = engine.Caller{Username: "test:admin", Groups: []string{"system:authenticated"}}
+var caller = app.Caller{Username: "test:admin", Groups: []string{"system:authenticated", app.SuperuserGroup}}
 
 // put stores obj as a record (what the engine would have written), with
 // its controller as owner and no due time.
@@ -93,7 +94,7 @@ func apply(t *testing.T, rt *awsmode.Runtime, manifest string) {
 		t.Fatal(err)
 	}
 	for _, o := range objs {
-		if _, err := rt.Engine.Apply(context.Background(), o, caller); err != nil {
+		if _, err := rt.App.Service.Apply(context.Background(), caller, []api.Object{o}); err != nil {
 			t.Fatalf("apply %s: %v", api.KeyOf(o), err)
 		}
 	}

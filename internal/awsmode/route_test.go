@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/certfn/certfn/core/api"
+	"github.com/certfn/certfn/core/app"
 	ct "github.com/certfn/certfn/core/certificates/certtest"
 	"github.com/certfn/certfn/core/signers"
 	"github.com/certfn/certfn/internal/awsmode"
@@ -177,8 +178,8 @@ func TestWorkerSignersHandOff(t *testing.T) {
 		}
 		r.SM.ResetCalls()
 		res, err := sig.Sign(r.Ctx, signers.Request{CR: request(t, "ops-ca", ct.Approved(ct.T0)), Issuer: iss, SecretNamespace: "cert-manager"})
-		if !errors.Is(err, signers.ErrPending) || err.Error() != awsmode.HandoffMessage || len(res.Certificate) != 0 {
-			t.Fatalf("%s: Sign = %+v, %v; want pending %q", typ, res, err, awsmode.HandoffMessage)
+		if !errors.Is(err, signers.ErrPending) || err.Error() != app.HandoffMessage || len(res.Certificate) != 0 {
+			t.Fatalf("%s: Sign = %+v, %v; want pending %q", typ, res, err, app.HandoffMessage)
 		}
 		if n := r.SM.TotalCalls(); n != 0 {
 			t.Fatalf("%s: the hand-off made %d Secrets Manager calls", typ, n)

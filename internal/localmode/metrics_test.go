@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/certfn/certfn/core/api"
+	"github.com/certfn/certfn/core/app"
 	"github.com/certfn/certfn/core/clock"
-	"github.com/certfn/certfn/core/engine"
 )
 
 // The examples are issued; /metrics then has cert-manager's certificate
@@ -39,7 +39,7 @@ func TestMetricsEndpoint(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, o := range objs {
-			if _, err := rt.Engine.Apply(ctx, o, engine.Caller{Username: "admin", Groups: []string{engine.SuperuserGroup}}); err != nil {
+			if _, err := rt.App.Service.Apply(ctx, app.Caller{Username: "admin", Groups: []string{app.SuperuserGroup}}, []api.Object{o}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -52,7 +52,7 @@ func TestMetricsEndpoint(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := rt.Engine.Apply(ctx, objs[0], engine.Caller{Username: "admin", Groups: []string{engine.SuperuserGroup}}); err != nil {
+	if _, err := rt.App.Service.Apply(ctx, app.Caller{Username: "admin", Groups: []string{app.SuperuserGroup}}, []api.Object{objs[0]}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := rt.RunUntilIdle(ctx, 2); err != nil {

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	acmeadapter "github.com/certfn/certfn/adapters/acme"
 	"github.com/certfn/certfn/core/acme/dns01"
 	"github.com/certfn/certfn/core/api"
 	"github.com/certfn/certfn/core/pki"
@@ -153,7 +154,7 @@ func (e *env) dns01Values(o *api.Order, namespace string) []string {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	tp, err := e.rt.ACME.Dialer.Thumbprint(key)
+	tp, err := acmeadapter.NewDialer(acmeadapter.Options{}).Thumbprint(key)
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -120,7 +120,7 @@ func (c dnsCrashCase) apply(t *testing.T, e *env) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.rt.Engine.Apply(e.ctx, objs[0], caller); err != nil && !errors.Is(err, errCrash) {
+	if _, err := e.rt.App.Service.Apply(e.ctx, caller, []api.Object{objs[0]}); err != nil && !errors.Is(err, errCrash) {
 		t.Fatal(err)
 	}
 }
@@ -349,7 +349,7 @@ func TestCrashDNS01PresentedThenDeleted(t *testing.T) {
 	if lost := processing[0]; lost.Status.Presented || lost.Status.DNS01 != nil || !served[dns01.TXTValue(lost.Spec.Key)] {
 		t.Fatalf("the processing Challenge is not the one whose presentation the crash lost (presented=%t dns01=%v, BIND serves %v):%s", lost.Status.Presented, lost.Status.DNS01, served, e.describe(api.KindChallenge))
 	}
-	if err := e.rt.Engine.Delete(e.ctx, api.Key{Kind: api.KindCertificate, Namespace: "default", Name: "crash"}); err != nil {
+	if err := e.rt.App.Service.Delete(e.ctx, caller, api.Key{Kind: api.KindCertificate, Namespace: "default", Name: "crash"}); err != nil {
 		t.Fatalf("delete the Certificate: %v", err)
 	}
 	e.run()

@@ -15,8 +15,8 @@ import (
 	"time"
 
 	"github.com/certfn/certfn/core/api"
+	"github.com/certfn/certfn/core/app"
 	"github.com/certfn/certfn/core/ports"
-	"github.com/certfn/certfn/internal/explain"
 	"github.com/certfn/certfn/internal/localmode"
 )
 
@@ -242,7 +242,7 @@ func TestUnusableACMEServer(t *testing.T) {
 					len(rounds), len(trips), maxTripsPerAttempt, rounds)
 			}
 			// `certfn status` explains the Certificate with the issuer's reason.
-			rep, err := explain.Certificate(e.ctx, e.rt.Engine.Get, nil, api.Key{Kind: api.KindCertificate, Namespace: "default", Name: "cert-" + s.name})
+			rep, err := app.Explain(e.ctx, e.rt.Engine.Get, nil, api.Key{Kind: api.KindCertificate, Namespace: "default", Name: "cert-" + s.name})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -13,8 +13,8 @@ import (
 	"github.com/certfn/certfn/adapters/dns/challtestsrv"
 	"github.com/certfn/certfn/core/acme/dns01"
 	"github.com/certfn/certfn/core/api"
+	"github.com/certfn/certfn/core/app"
 	"github.com/certfn/certfn/core/ports"
-	"github.com/certfn/certfn/internal/explain"
 	"github.com/certfn/certfn/internal/localmode"
 )
 
@@ -173,7 +173,7 @@ func TestFailedValidation(t *testing.T) {
 		t.Error("no lastFailureTime")
 	}
 	// `certfn status`'s one-line summary names the Order and why it failed.
-	rep, err := explain.Certificate(e.ctx, e.rt.Engine.Get, nil, api.KeyOf(c))
+	rep, err := app.Explain(e.ctx, e.rt.Engine.Get, nil, api.KeyOf(c))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -34,14 +34,14 @@ import (
 
 	acmeadapter "github.com/certfn/certfn/adapters/acme"
 	"github.com/certfn/certfn/core/api"
+	"github.com/certfn/certfn/core/app"
 	"github.com/certfn/certfn/core/clock"
-	"github.com/certfn/certfn/core/engine"
 	"github.com/certfn/certfn/core/pki"
 	"github.com/certfn/certfn/core/ports"
 	"github.com/certfn/certfn/internal/localmode"
 )
 
-var caller = engine.Caller{Username: "local:test", Groups: []string{"system:authenticated"}}
+var caller = app.Caller{Username: "local:test", Groups: []string{"system:authenticated", app.SuperuserGroup}}
 
 // pebbleOpts configure one in-process Pebble.
 type pebbleOpts struct {
@@ -302,7 +302,7 @@ func newEnv(t testing.TB, o envOpts) *env {
 		// cloud deployment the http01 function is separate from the worker).
 		srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			e.mu.Lock()
-			h := e.rt.ACME.HTTP01
+			h := e.rt.App.HTTP01
 			e.mu.Unlock()
 			h.ServeHTTP(w, r)
 		})}
@@ -370,7 +370,7 @@ func (e *env) apply(manifest string) {
 		e.t.Fatalf("decode: %v\n%s", err, manifest)
 	}
 	for _, o := range objs {
-		if _, err := e.rt.Engine.Apply(e.ctx, o, caller); err != nil {
+		if _, err := e.rt.App.Service.Apply(e.ctx, caller, []api.Object{o}); err != nil {
 			e.t.Fatalf("apply %s: %v", api.KeyOf(o), err)
 		}
 	}

@@ -186,7 +186,7 @@ func TestCrashAfterEachStoreWrite(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := e.rt.Engine.Apply(e.ctx, objs[0], caller); err != nil && !errors.Is(err, errCrash) {
+			if _, err := e.rt.App.Service.Apply(e.ctx, caller, []api.Object{objs[0]}); err != nil && !errors.Is(err, errCrash) {
 				t.Fatal(err)
 			}
 			converge(t, e, cs.didCrash, fmt.Sprintf("crash after write %d", k))

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/certfn/certfn/core/api"
-	"github.com/certfn/certfn/core/engine"
+	"github.com/certfn/certfn/core/app"
 )
 
 // A certificate is revoked at Pebble with the issuer's account key and
@@ -22,16 +22,16 @@ func TestRevokeAndReplace(t *testing.T) {
 	e.issue("rev")
 	first := e.verify("rev-tls", "rev.example.test")
 	key := api.Key{Kind: api.KindCertificate, Namespace: "default", Name: "rev"}
-	admin := engine.Caller{Username: "admin", Groups: []string{engine.SuperuserGroup}}
+	admin := app.Caller{Username: "admin", Groups: []string{app.SuperuserGroup}}
 
-	if err := e.rt.Revoke(e.ctx, key, "stolen", admin); err == nil || !strings.Contains(err.Error(), "keyCompromise") {
+	if err := e.rt.App.Service.Revoke(e.ctx, admin, key, "stolen"); err == nil || !strings.Contains(err.Error(), "keyCompromise") {
 		t.Fatalf("unknown reason: %v", err)
 	}
-	if err := e.rt.Revoke(e.ctx, key, "keyCompromise", engine.Caller{Username: "mallory"}); err == nil || !strings.Contains(err.Error(), "may not update") {
+	if err := e.rt.App.Service.Revoke(e.ctx, app.Caller{Username: "mallory"}, key, "keyCompromise"); err == nil || !strings.Contains(err.Error(), "may not update") {
 		t.Fatalf("a caller without update: %v", err)
 	}
 	before := e.cnt.Count()
-	if err := e.rt.Revoke(e.ctx, key, "keyCompromise", admin); err != nil {
+	if err := e.rt.App.Service.Revoke(e.ctx, admin, key, "keyCompromise"); err != nil {
 		t.Fatalf("revoke: %v", err)
 	}
 	if e.cnt.Count() == before {
@@ -45,7 +45,7 @@ func TestRevokeAndReplace(t *testing.T) {
 	// lands: revoking it again (a retry after a partial failure) is
 	// success — the server's alreadyRevoked — and makes one more request.
 	before = e.cnt.Count()
-	if err := e.rt.Revoke(e.ctx, key, "keyCompromise", admin); err != nil {
+	if err := e.rt.App.Service.Revoke(e.ctx, admin, key, "keyCompromise"); err != nil {
 		t.Fatalf("second revocation of the same certificate: %v", err)
 	}
 	if e.cnt.Count() == before {
@@ -62,7 +62,7 @@ func TestRevokeAndReplace(t *testing.T) {
 
 	// keyCompromise with rotationPolicy Never would re-certify the key.
 	e.apply(strings.Replace(certYAML("keep", []string{"keep.example.test"}, ""), "size: 256}", "size: 256, rotationPolicy: Never}", 1))
-	if err := e.rt.Revoke(e.ctx, api.Key{Kind: api.KindCertificate, Namespace: "default", Name: "keep"}, "keyCompromise", admin); err == nil ||
+	if err := e.rt.App.Service.Revoke(e.ctx, admin, api.Key{Kind: api.KindCertificate, Namespace: "default", Name: "keep"}, "keyCompromise"); err == nil ||
 		!strings.Contains(err.Error(), "rotationPolicy Never") {
 		t.Fatalf("keyCompromise with rotationPolicy Never: %v", err)
 	}
@@ -81,7 +81,7 @@ spec:
   dnsNames: [local.example.test]
   issuerRef: {name: ss}
 `)
-	if err := e.rt.Revoke(e.ctx, api.Key{Kind: api.KindCertificate, Namespace: "default", Name: "local"}, "superseded", admin); err == nil ||
+	if err := e.rt.App.Service.Revoke(e.ctx, admin, api.Key{Kind: api.KindCertificate, Namespace: "default", Name: "local"}, "superseded"); err == nil ||
 		!strings.Contains(err.Error(), "not an ACME issuer") {
 		t.Fatalf("selfSigned revocation: %v", err)
 	}

@@ -35,15 +35,15 @@ import (
 	"github.com/certfn/certfn/adapters/aws/awscfg"
 	"github.com/certfn/certfn/adapters/aws/secrets"
 	"github.com/certfn/certfn/core/api"
+	"github.com/certfn/certfn/core/app"
 	ct "github.com/certfn/certfn/core/certificates/certtest"
-	"github.com/certfn/certfn/core/engine"
 	"github.com/certfn/certfn/core/pki"
 	"github.com/certfn/certfn/core/ports"
 	"github.com/certfn/certfn/internal/awsmode"
 	"github.com/certfn/certfn/internal/awsmode/awstest"
 )
 
-var caller = engine.Caller{Username: "arn:aws:iam::123456789012:role/platform", Groups: []string{"system:authenticated"}}
+var caller = app.Caller{Username: "arn:aws:iam::123456789012:role/platform", Groups: []string{"system:authenticated", app.SuperuserGroup}}
 
 // deployment is the four functions of one awstest.Env.
 type deployment struct {
@@ -83,7 +83,7 @@ func (d *deployment) apply(manifest string) {
 		d.t.Fatal(err)
 	}
 	for _, o := range objs {
-		if _, err := d.api.Engine.Apply(d.Ctx, o, caller); err != nil {
+		if _, err := d.api.App.Service.Apply(d.Ctx, caller, []api.Object{o}); err != nil {
 			d.t.Fatalf("apply %s: %v", api.KeyOf(o), err)
 		}
 	}

@@ -15,8 +15,8 @@ import (
 	"time"
 
 	"github.com/certfn/certfn/core/api"
+	"github.com/certfn/certfn/core/app"
 	"github.com/certfn/certfn/core/clock"
-	"github.com/certfn/certfn/core/engine"
 	"github.com/certfn/certfn/core/ports"
 	"github.com/certfn/certfn/internal/localmode"
 )
@@ -83,7 +83,7 @@ func applyAll(b *testing.B, rt *localmode.Runtime, manifest string) {
 		b.Fatal(err)
 	}
 	for _, o := range objs {
-		if _, err := rt.Engine.Apply(context.Background(), o, engine.Caller{Username: "bench"}); err != nil {
+		if _, err := rt.App.Service.Apply(context.Background(), app.Caller{Username: "bench", Groups: []string{app.SuperuserGroup}}, []api.Object{o}); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -137,7 +137,7 @@ func BenchmarkLocalIssuanceCA(b *testing.B) {
 		b.StartTimer()
 		start := time.Now()
 		for _, o := range objs {
-			if _, err := rt.Engine.Apply(context.Background(), o, engine.Caller{Username: "bench"}); err != nil {
+			if _, err := rt.App.Service.Apply(context.Background(), app.Caller{Username: "bench", Groups: []string{app.SuperuserGroup}}, []api.Object{o}); err != nil {
 				b.Fatal(err)
 			}
 		}

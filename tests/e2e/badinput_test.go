@@ -15,22 +15,16 @@ import (
 )
 
 // applyAll is what `certfn apply` does: decode every document, validate
-// them all, then apply them one by one. It returns the first error.
+// them all, then apply them one by one (app.Service.Apply). It returns the
+// first error.
 func (h *harness) applyAll(manifest string) error {
 	h.t.Helper()
 	objs, err := api.Decode([]byte(manifest))
 	if err != nil {
 		return err
 	}
-	if err := h.rt.Engine.ValidateAll(objs); err != nil {
-		return err
-	}
-	for _, o := range objs {
-		if _, err := h.rt.Engine.Apply(h.ctx, o, callerLocal); err != nil {
-			return err
-		}
-	}
-	return nil
+	_, err = h.rt.App.Service.Apply(h.ctx, callerLocal, objs)
+	return err
 }
 
 // stored lists every stored record of every kind, and every secret file.
@@ -202,10 +196,10 @@ func TestBadInputErrorsArePermanent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := h.rt.Engine.ValidateAll(objs); !errs.IsPermanent(err) {
-		t.Fatalf("ValidateAll: %v is not permanent", err)
+	if _, err := h.rt.App.Service.Apply(h.ctx, callerLocal, objs); !errs.IsPermanent(err) {
+		t.Fatalf("validation: %v is not permanent", err)
 	}
-	if _, err := h.rt.Engine.Apply(h.ctx, objs[0], callerLocal); !errs.IsPermanent(err) || !strings.Contains(err.Error(), "spec.dnsNames[0]") {
+	if _, err := h.rt.App.Service.Apply(h.ctx, callerLocal, []api.Object{objs[0]}); !errs.IsPermanent(err) || !strings.Contains(err.Error(), "spec.dnsNames[0]") {
 		t.Fatalf("Apply: %v", err)
 	}
 }

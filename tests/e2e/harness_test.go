@@ -52,7 +52,7 @@ func (h *harness) apply(manifest string) {
 		h.t.Fatalf("decode: %v", err)
 	}
 	for _, o := range objs {
-		if _, err := h.rt.Engine.Apply(h.ctx, o, callerLocal); err != nil {
+		if _, err := h.rt.App.Service.Apply(h.ctx, callerLocal, []api.Object{o}); err != nil {
 			h.t.Fatalf("apply %s: %v", api.KeyOf(o), err)
 		}
 	}

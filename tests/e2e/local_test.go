@@ -14,13 +14,14 @@ import (
 	"time"
 
 	"github.com/certfn/certfn/core/api"
+	"github.com/certfn/certfn/core/app"
 	"github.com/certfn/certfn/core/engine"
 	"github.com/certfn/certfn/core/errs"
 	"github.com/certfn/certfn/core/signers"
 	"github.com/certfn/certfn/internal/localmode"
 )
 
-var callerLocal = engine.Caller{Username: "local:test", Groups: []string{"system:authenticated"}}
+var callerLocal = app.Caller{Username: "local:test", Groups: []string{"system:authenticated", app.SuperuserGroup}}
 
 func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
@@ -137,7 +138,7 @@ func TestReissueTriggers(t *testing.T) {
 			}
 		}},
 		{"manual renew", func(h *harness) {
-			if err := h.rt.Engine.Renew(h.ctx, api.Key{Kind: api.KindCertificate, Namespace: "default", Name: "app"}); err != nil {
+			if _, err := h.rt.App.Service.Renew(h.ctx, callerLocal, api.Key{Kind: api.KindCertificate, Namespace: "default", Name: "app"}); err != nil {
 				h.t.Fatal(err)
 			}
 			h.run()

@@ -14,7 +14,7 @@ import (
 	"testing"
 
 	"github.com/certfn/certfn/core/api"
-	"github.com/certfn/certfn/core/engine"
+	"github.com/certfn/certfn/core/app"
 	"github.com/certfn/certfn/internal/localmode"
 )
 
@@ -150,19 +150,19 @@ func TestPolicyApprovalForTwoTeams(t *testing.T) {
 	h.run()
 	h.requireReady("cert-manager", "demo-ca")
 
-	alice := engine.Caller{Username: "alice", Groups: []string{"team-a"}}
-	mallory := engine.Caller{Username: "mallory"}
-	bob := engine.Caller{Username: "bob", Groups: []string{"team-b"}}
-	submit := func(who engine.Caller, manifest string) *api.CertificateRequest {
+	alice := app.Caller{Username: "alice", Groups: []string{"team-a"}}
+	mallory := app.Caller{Username: "mallory"}
+	bob := app.Caller{Username: "bob", Groups: []string{"team-b"}}
+	submit := func(who app.Caller, manifest string) *api.CertificateRequest {
 		t.Helper()
 		objs, err := api.Decode([]byte(manifest))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := h.rt.Engine.Authorize(h.ctx, who, "create", api.KeyOf(objs[0])); err != nil {
+		if err := h.rt.App.Service.Authorize(h.ctx, who, "create", api.KeyOf(objs[0])); err != nil {
 			t.Fatalf("%s may not create the request: %v", who.Username, err)
 		}
-		if _, err := h.rt.Engine.Apply(h.ctx, objs[0], who); err != nil {
+		if _, err := h.rt.App.Service.Apply(h.ctx, who, []api.Object{objs[0]}); err != nil {
 			t.Fatal(err)
 		}
 		return objs[0].(*api.CertificateRequest)
@@ -211,8 +211,8 @@ func TestPolicyApprovalForTwoTeams(t *testing.T) {
 
 	// bob may not approve for demo-ca: refused, nothing changes.
 	before, _ := h.rt.Engine.Version(h.ctx, api.KeyOf(unbound))
-	err := h.rt.Approve(h.ctx, api.KeyOf(unbound), true, "ByBob", "looks fine", bob)
-	if !errors.Is(err, engine.ErrForbidden) {
+	_, err := h.rt.App.Service.Approve(h.ctx, bob, api.KeyOf(unbound), true, "ByBob", "looks fine")
+	if !errors.Is(err, app.ErrForbidden) {
 		t.Fatalf("approval by bob = %v, want forbidden", err)
 	}
 	after, _ := h.rt.Engine.Version(h.ctx, api.KeyOf(unbound))
@@ -220,7 +220,7 @@ func TestPolicyApprovalForTwoTeams(t *testing.T) {
 		t.Fatalf("refused approval changed the request (version %d → %d)", before, after)
 	}
 	// The security group may approve; the approved request is then signed.
-	if err := h.rt.Approve(h.ctx, api.KeyOf(unbound), true, "Reviewed", "approved by security", engine.Caller{Username: "sam", Groups: []string{"security"}}); err != nil {
+	if _, err := h.rt.App.Service.Approve(h.ctx, app.Caller{Username: "sam", Groups: []string{"security"}}, api.KeyOf(unbound), true, "Reviewed", "approved by security"); err != nil {
 		t.Fatal(err)
 	}
 	h.run()

@@ -1,10 +1,11 @@
 // Package apitest holds the fixtures the API's tests share (adapters/httpapi,
-// cmd/certfn's remote mode, functions/aws/api): a local-mode runtime on a
-// temporary directory, and manifest builders for issuers, certificates,
+// cmd/certfn's remote mode, internal/awsmode's api role): a deployment
+// assembled by core/app on in-memory ports, and manifest builders for issuers, certificates,
 // requests and bindings.
 package apitest
 
 import (
+	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -19,24 +20,66 @@ import (
 	"testing"
 	"time"
 
+	"github.com/certfn/certfn/core/app"
 	"github.com/certfn/certfn/core/clock"
-	"github.com/certfn/certfn/internal/localmode"
+	"github.com/certfn/certfn/core/engine"
+	"github.com/certfn/certfn/core/memory"
 )
 
 // T0 is the fake clock's start.
 var T0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 
-// Runtime opens local mode on a temporary directory with a fake clock at
-// T0 and a silent logger, and closes it when the test ends.
-func Runtime(t testing.TB) (*localmode.Runtime, *clock.Fake) {
+// Role is the API tests' deployment: one process that approves (by
+// policy), signs selfSigned and CA requests and reads secrets, as local
+// mode without the ACME issuer.
+var Role = app.Role{Name: "apitest", Engine: true, Approves: true, Signs: []string{"selfSigned", "ca"}, Secrets: true}
+
+// Deployment is Role assembled on core/memory's ports with a fake clock.
+type Deployment struct {
+	*app.App
+	Clock *clock.Fake
+	Queue *memory.Queue
+}
+
+// Runtime builds a Deployment with a fake clock at T0.
+func Runtime(t testing.TB) (*Deployment, *clock.Fake) {
 	t.Helper()
 	clk := clock.NewFake(T0)
-	rt, err := localmode.Open(localmode.Options{DataDir: t.TempDir(), Clock: clk, Logger: Discard()})
+	q := memory.NewQueue(clk, 5*time.Minute)
+	a, err := app.Build(app.Ports{Store: memory.NewStore(), Secrets: memory.NewSecrets(), Queue: q, Clock: clk, Logger: Discard()},
+		app.Settings{}, Role)
 	if err != nil {
-		t.Fatalf("open local mode: %v", err)
+		t.Fatalf("app.Build: %v", err)
 	}
-	t.Cleanup(func() { _ = rt.Close() })
-	return rt, clk
+	return &Deployment{App: a, Clock: clk, Queue: q}, clk
+}
+
+// RunUntilIdle sweeps the due index and handles every visible message
+// until none is visible; it never moves the clock. It returns how many
+// messages it handled.
+func (d *Deployment) RunUntilIdle(ctx context.Context, _ int) (int, error) {
+	if _, err := d.Engine.Sweep(ctx, 10000); err != nil {
+		return 0, err
+	}
+	n := 0
+	for {
+		ds, err := d.Queue.Receive(ctx, 256)
+		if err != nil || len(ds) == 0 {
+			return n, err
+		}
+		for _, m := range ds {
+			n++
+			disp := d.Engine.Handle(ctx, engine.Message{Key: m.Key, Attempt: m.Attempt})
+			if disp.Ack {
+				err = d.Queue.Ack(ctx, m)
+			} else {
+				err = d.Queue.Nack(ctx, m, disp.RetryAfter)
+			}
+			if err != nil {
+				return n, err
+			}
+		}
+	}
 }
 
 // Discard is a logger that drops everything.

@@ -1,11 +1,10 @@
-package main
+package awsmode_test
 
 import (
 	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
-	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -14,15 +13,17 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	sm "github.com/aws/aws-sdk-go-v2/service/secretsmanager"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/certfn/certfn/adapters/httpapi"
 	"github.com/certfn/certfn/adapters/httpapi/apitest"
 	"github.com/certfn/certfn/core/api"
-	"github.com/certfn/certfn/core/engine"
+	"github.com/certfn/certfn/core/app"
 	"github.com/certfn/certfn/core/errs"
-	"github.com/certfn/certfn/core/ports"
 	"github.com/certfn/certfn/core/rbac"
 	"github.com/certfn/certfn/internal/awsmode"
-	"github.com/certfn/certfn/internal/localmode"
 )
 
 const (
@@ -116,25 +117,26 @@ func (r req) json() []byte {
 
 type fnEnv struct {
 	t  *testing.T
-	rt *localmode.Runtime
+	rt *apitest.Deployment
 	h  lambda.Handler
 }
 
-// newFnEnv runs the function's handler on a local-mode engine, with
+// newFnEnv runs the api function's Function URL handler on an in-memory
+// deployment, with
 // adminRole in CERTFN_API_ADMINS, a 16 KiB body limit, and ciRole bound to
 // create, get and list certificates and requests everywhere.
 func newFnEnv(t *testing.T) *fnEnv {
 	t.Helper()
-	cfg, err := configFromEnv(env{"CERTFN_TABLE": "t", "CERTFN_QUEUE_URL": "q", "CERTFN_API_MAX_BODY": "16384", "CERTFN_API_ADMINS": adminRole}.get)
+	st, err := awsmode.ParseSettings(awsmode.RoleAPI, env{"CERTFN_TABLE": "t", "CERTFN_QUEUE_URL": "q", "CERTFN_API_MAX_BODY": "16384", "CERTFN_API_ADMINS": adminRole}.get)
 	if err != nil {
 		t.Fatal(err)
 	}
 	rt, _ := apitest.Runtime(t)
-	h, err := newHandler(rt.Engine, cfg, apitest.Discard())
+	h, err := httpapi.New(httpapi.Config{Service: rt.Service, Authenticate: awsmode.IAMAuthenticator(st.APIAdmins), MaxBody: st.APIMaxBody, Logger: apitest.Discard()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &fnEnv{t: t, rt: rt, h: lambda.NewHandler(h)}
+	e := &fnEnv{t: t, rt: rt, h: lambda.NewHandler(awsmode.ServeFunctionURL(h))}
 	return e
 }
 
@@ -195,7 +197,7 @@ func TestFunctionURLIdentityAndBindings(t *testing.T) {
 	}
 	s := got.Spec
 	if s.Username != ciRole || s.UID != "AROAEXAMPLE:build-42" || !contains(s.Groups, "aws:account:"+account) || !contains(s.Groups, rbac.GroupAuthenticated) ||
-		contains(s.Groups, engine.SuperuserGroup) || s.Extra[rbac.ExtraAWSSessionName][0] != "build-42" || s.Extra[rbac.ExtraAWSPrincipalARN][0] != ciSession {
+		contains(s.Groups, app.SuperuserGroup) || s.Extra[rbac.ExtraAWSSessionName][0] != "build-42" || s.Extra[rbac.ExtraAWSPrincipalARN][0] != ciSession {
 		t.Fatalf("requester identity: %+v", s)
 	}
 	// The query string reaches the handler.
@@ -282,7 +284,7 @@ func TestFunctionURLBadInput(t *testing.T) {
 	}
 }
 
-func TestConfigFromEnv(t *testing.T) {
+func TestAPISettingsFromEnv(t *testing.T) {
 	base := env{"CERTFN_TABLE": "certfn-state", "CERTFN_QUEUE_URL": "https://sqs.eu-west-1.amazonaws.com/123456789012/certfn-worker"}
 	with := func(kv ...string) env {
 		e := env{}
@@ -298,14 +300,14 @@ func TestConfigFromEnv(t *testing.T) {
 		name  string
 		env   env
 		want  string // error substring; "" = valid
-		check func(config) bool
+		check func(awsmode.Settings) bool
 	}{
-		{"defaults", base, "", func(c config) bool {
-			return c.Table == "certfn-state" && c.DueShards == 16 && c.MaxBody == 1<<20 && c.Admins == nil && c.ClusterResourceNamespace == "cert-manager"
+		{"defaults", base, "", func(c awsmode.Settings) bool {
+			return c.Table == "certfn-state" && c.DueShards == 16 && c.APIMaxBody == 1<<20 && c.APIAdmins == nil && c.ClusterResourceNamespace == "cert-manager"
 		}},
 		{"all set", with("CERTFN_FUNCTION", "api", "CERTFN_DUE_SHARDS", "32", "CERTFN_API_MAX_BODY", "65536", "CERTFN_CLUSTER_RESOURCE_NAMESPACE", "certs", "CERTFN_LOG_LEVEL", "debug",
-			"CERTFN_API_ADMINS", adminRole+", arn:aws:iam::123456789012:user/alice"), "", func(c config) bool {
-			return c.DueShards == 32 && c.MaxBody == 65536 && c.ClusterResourceNamespace == "certs" && len(c.Admins) == 2 && c.Admins[adminRole]
+			"CERTFN_API_ADMINS", adminRole+", arn:aws:iam::123456789012:user/alice"), "", func(c awsmode.Settings) bool {
+			return c.DueShards == 32 && c.APIMaxBody == 65536 && c.ClusterResourceNamespace == "certs" && len(c.APIAdmins) == 2 && c.APIAdmins[adminRole]
 		}},
 		{"other function", with("CERTFN_FUNCTION", "worker"), `CERTFN_FUNCTION: "worker": this binary is the api function`, nil},
 		{"no table", with("CERTFN_TABLE", ""), "CERTFN_TABLE: required", nil},
@@ -318,7 +320,7 @@ func TestConfigFromEnv(t *testing.T) {
 		{"session admin", with("CERTFN_API_ADMINS", ciSession), `CERTFN_API_ADMINS[0]: "arn:aws:sts::123456789012:assumed-role/ci/build-42" is a session: name its role, arn:aws:iam::123456789012:role/ci`, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c, err := configFromEnv(tc.env.get)
+			c, err := awsmode.ParseSettings(awsmode.RoleAPI, tc.env.get)
 			switch {
 			case tc.want == "" && err != nil:
 				t.Fatalf("error: %v", err)
@@ -329,68 +331,42 @@ func TestConfigFromEnv(t *testing.T) {
 			}
 		})
 	}
-	if _, err := setup(context.Background(), with("CERTFN_TABLE", "").get, apitest.Discard()); err == nil || !strings.Contains(err.Error(), "CERTFN_TABLE") {
+	if _, err := awsmode.FromEnvWith(context.Background(), awsmode.RoleAPI, awsmode.Options{Getenv: with("CERTFN_TABLE", "").get, Logger: apitest.Discard()}); err == nil || !strings.Contains(err.Error(), "CERTFN_TABLE") {
 		t.Fatalf("setup with a bad environment: %v", err)
 	}
 }
 
-// The api function's secret store refuses every read and write; a delete
-// is logged by name and does nothing.
-func TestNoSecrets(t *testing.T) {
-	var logs bytes.Buffer
-	s := noSecrets{log: slog.New(slog.NewTextHandler(&logs, nil))}
-	ctx := context.Background()
-	if _, err := s.Get(ctx, "default", "web-tls"); err == nil || !errs.IsPermanent(err) || !strings.Contains(err.Error(), "secret default/web-tls: the api function has no access") {
-		t.Fatalf("Get: %v", err)
-	}
-	for _, err := range []error{s.Create(ctx, secret("default", "a")), s.Put(ctx, secret("default", "b"))} {
-		if err == nil || !errs.IsPermanent(err) {
-			t.Fatalf("write: %v", err)
+// The api function's deployment: an engine on the table and the worker
+// queue, with the SQS delay limit, and a secret store that refuses.
+func TestAPIRuntimeChecksConfig(t *testing.T) {
+	cfg := awsConfigForTest()
+	o := awsmode.Options{Logger: apitest.Discard(), DynamoDB: dynamodb.NewFromConfig(cfg), SQS: sqs.NewFromConfig(cfg), SecretsManager: sm.NewFromConfig(cfg)}
+	for _, tc := range []struct {
+		env  env
+		want string
+	}{
+		{env{"CERTFN_TABLE": "", "CERTFN_QUEUE_URL": "q"}, "table"},
+		{env{"CERTFN_TABLE": "t", "CERTFN_QUEUE_URL": ""}, "CERTFN_QUEUE_URL"},
+	} {
+		o.Getenv = tc.env.get
+		if _, err := awsmode.FromEnvWith(context.Background(), awsmode.RoleAPI, o); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Fatalf("%v: %v, want %q", tc.env, err, tc.want)
 		}
 	}
-	if err := s.Delete(ctx, "default", "web-next-private-key"); err != nil || !strings.Contains(logs.String(), "name=web-next-private-key") {
-		t.Fatalf("Delete: %v, log %q", err, logs.String())
-	}
-}
-
-func TestNewEngineChecksConfig(t *testing.T) {
-	_, err := newEngine(config{Settings: awsmode.Settings{Table: "", QueueURL: "q"}}, awsConfigForTest(), apitest.Discard())
-	if err == nil || !strings.Contains(err.Error(), "table") {
-		t.Fatalf("empty table: %v", err)
-	}
-	_, err = newEngine(config{Settings: awsmode.Settings{Table: "t", QueueURL: ""}}, awsConfigForTest(), apitest.Discard())
-	if err == nil || !strings.Contains(err.Error(), "queueURL") {
-		t.Fatalf("empty queue: %v", err)
-	}
-	cfg, err := configFromEnv(env{"CERTFN_TABLE": "t", "CERTFN_QUEUE_URL": "https://sqs.example/q"}.get)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e, err := newEngine(cfg, awsConfigForTest(), apitest.Discard())
-	if err != nil || e == nil {
+	o.Getenv = env{"CERTFN_TABLE": "t", "CERTFN_QUEUE_URL": "https://sqs.example/q"}.get
+	rt, err := awsmode.FromEnvWith(context.Background(), awsmode.RoleAPI, o)
+	if err != nil || rt.Engine == nil || rt.API == nil {
 		t.Fatalf("valid config: %v", err)
 	}
+	e := rt.Engine
 	if e.Config().ClusterResourceNamespace != "cert-manager" || e.Config().MaxQueueDelay != 15*time.Minute {
 		t.Fatalf("cluster resource namespace %q", e.Config().ClusterResourceNamespace)
 	}
-	if _, err := e.Config().Secrets.Get(context.Background(), "x", "y"); err == nil || !strings.Contains(err.Error(), "no access to the secret store") {
+	if _, err := e.Config().Secrets.Get(context.Background(), "x", "y"); err == nil || !errs.IsPermanent(err) || !strings.Contains(err.Error(), "the secret store is not part of this role") {
 		t.Fatalf("the engine's secret store reads: %v", err)
 	}
 }
 
-func secret(ns, name string) ports.Secret {
-	return ports.Secret{Namespace: ns, Name: name, Data: map[string][]byte{"tls.key": []byte("k")}}
-}
-
 func awsConfigForTest() aws.Config {
 	return aws.Config{Region: "eu-west-1", Credentials: credentials.NewStaticCredentialsProvider("AKID", "secret", "")}
-}
-
-func contains(l []string, s string) bool {
-	for _, v := range l {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }

@@ -1,4 +1,4 @@
-package main
+package awsmode_test
 
 import (
 	"context"
@@ -18,13 +18,14 @@ import (
 	"github.com/certfn/certfn/adapters/aws/dynamo"
 	"github.com/certfn/certfn/adapters/httpapi/apitest"
 	"github.com/certfn/certfn/core/api"
+	"github.com/certfn/certfn/internal/awsmode"
 	"github.com/certfn/certfn/tests/emulators"
 )
 
-// The function as main builds it — environment, SDK configuration, the
+// The api function as main builds it — environment, SDK configuration, the
 // DynamoDB store and the SQS queue — against dynalite and local-aws-sqs:
 // an applied resource lands in the table and its key on the worker queue.
-func TestSetupOnEmulators(t *testing.T) {
+func TestAPIFunctionOnEmulators(t *testing.T) {
 	ctx := context.Background()
 	dbEP, sqsEP := emulators.Endpoint(t, emulators.DynamoDB), emulators.Endpoint(t, emulators.SQS)
 	none := filepath.Join(t.TempDir(), "none")
@@ -49,11 +50,12 @@ func TestSetupOnEmulators(t *testing.T) {
 	}
 	t.Cleanup(func() { _, _ = q.DeleteQueue(context.Background(), &sqs.DeleteQueueInput{QueueUrl: qo.QueueUrl}) })
 
-	h, err := setup(ctx, env{"CERTFN_FUNCTION": "api", "CERTFN_TABLE": table, "CERTFN_QUEUE_URL": aws.ToString(qo.QueueUrl),
-		"CERTFN_API_ADMINS": adminRole}.get, apitest.Discard())
+	rt, err := awsmode.FromEnvWith(ctx, awsmode.RoleAPI, awsmode.Options{Getenv: env{"CERTFN_FUNCTION": "api", "CERTFN_TABLE": table,
+		"CERTFN_QUEUE_URL": aws.ToString(qo.QueueUrl), "CERTFN_API_ADMINS": adminRole}.get, Logger: apitest.Discard()})
 	if err != nil {
 		t.Fatal(err)
 	}
+	h := rt.HandleFunctionURL
 	invoke := func(r req) (int, string) {
 		t.Helper()
 		out, err := h(ctx, mustEvent(t, r))
