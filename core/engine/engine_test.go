@@ -203,13 +203,6 @@ func TestSweepEnqueuesOnlyDueKeys(t *testing.T) {
 	}
 }
 
-
-
-
-
-
-
-
 // A denied request is recorded as such and replaced after the backoff
 // (seed 001: "a denial is a permanent failure that the Certificate retries
 // with backoff").
@@ -252,9 +245,6 @@ func TestDeniedRequestIsReplacedAfterTheBackoff(t *testing.T) {
 		t.Fatalf("the denied request was not replaced (uid %s, issued %v)", cr.UID, cr.IsIssued())
 	}
 }
-
-
-
 
 // A request waiting for a CA issuer is woken when the issuer becomes
 // Ready (the CA secret appears), not only by its own poll.

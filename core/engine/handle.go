@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/certfn/certfn/core/api"
@@ -18,6 +19,9 @@ type Disposition struct {
 	RetryAfter time.Duration
 	// Err is what went wrong, for the adapter's log (never key material).
 	Err error
+	// Why says, when the reconcile wrote nothing, why each step did
+	// nothing ("step: why; ..."), for debug logs.
+	Why string
 	// Woken lists the keys the reconcile woke for an immediate run, in
 	// order, each once, when the engine defers wake-ups
 	// (Config.DeferWakes); the caller must deliver them (run them now or
@@ -48,7 +52,7 @@ func (e *Engine) Handle(ctx context.Context, m Message) Disposition {
 		r.woken = &wakeSet{}
 	}
 	d := e.dispose(ctx, m, r.reconcile(ctx, m.Key, m.Loaded))
-	d.Woken = r.woken.list()
+	d.Woken, d.Why = r.woken.list(), strings.Join(r.why, "; ")
 	return d
 }
 

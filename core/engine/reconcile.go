@@ -29,6 +29,9 @@ var certSteps = []step.Func[*certificates.Env, *certificates.State]{
 	acmimport.Step, // certfn extension: certfn.io/acm-import
 }
 
+// certStepNames name certSteps in debug logs.
+var certStepNames = []string{"trigger", "keymanager", "requestmanager", "issuing", "readiness", "outputs", "acmimport"}
+
 func (e *run) reconcileCertificate(ctx context.Context, rec ports.Record) error {
 	obj, err := decode(rec)
 	if err != nil {
@@ -61,10 +64,12 @@ func (e *run) reconcileCertificate(ctx context.Context, rec ports.Record) error 
 		Username: e.cfg.Identity.Username, UID: e.cfg.Identity.UID, Groups: e.cfg.Identity.Groups, WaitPoll: e.cfg.WaitPoll,
 		Importer: e.cfg.CertificateImporter,
 	}
-	wrote, want, err := step.Run(ctx, env, st, certSteps)
-	if err != nil || wrote {
+	res, err := step.Run(ctx, env, st, certSteps, certStepNames)
+	if err != nil || res.Wrote {
 		return err
 	}
+	e.why = res.Why
+	want := res.Want
 	rec.Version = st.Version
 	if !st.IsIssuing() {
 		// Nothing wrote; readiness has read the secret, so the certificate is settled.
@@ -142,6 +147,9 @@ func (e *run) wakeIssuersUsing(ctx context.Context, namespace, name string) erro
 
 var reqSteps = []step.Func[*requests.Env, *requests.State]{approval.Step, signing.Step}
 
+// reqStepNames name reqSteps in debug logs.
+var reqStepNames = []string{"approval", "signing"}
+
 func (e *run) reconcileRequest(ctx context.Context, rec ports.Record) error {
 	obj, err := decode(rec)
 	if err != nil {
@@ -150,10 +158,12 @@ func (e *run) reconcileRequest(ctx context.Context, rec ports.Record) error {
 	st := &requests.State{CR: obj.(*api.CertificateRequest), Version: rec.Version, NextRunAt: rec.NextRunAt, Now: e.cfg.Clock.Now()}
 	env := &requests.Env{Clock: e.cfg.Clock, Writer: &reqWriter{e}, Approver: e.cfg.Approver, Issuers: &issuerGetter{e},
 		Signers: e.cfg.Signers, Objects: e, Metrics: e.cfg.Metrics, WaitPoll: e.cfg.WaitPoll}
-	wrote, want, err := step.Run(ctx, env, st, reqSteps)
-	if err != nil || wrote {
+	res, err := step.Run(ctx, env, st, reqSteps, reqStepNames)
+	if err != nil || res.Wrote {
 		return err
 	}
+	e.why = res.Why
+	want := res.Want
 	rec.Version = st.Version
 	return e.settle(ctx, rec, want)
 }

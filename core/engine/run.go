@@ -19,6 +19,8 @@ import (
 type run struct {
 	*Engine
 	woken *wakeSet // nil: enqueue every wake-up at once
+	// why holds, when no step wrote, why each step did nothing.
+	why []string
 }
 
 // direct is a run whose wake-ups go to the queue at once (API writes,

@@ -10,9 +10,20 @@ import (
 // Outcome is what a step did. Wrote means it performed a write and the
 // invocation ends (one step per invocation). RequeueAt asks to run again at
 // that time when nothing else wakes the resource first (zero: no wish).
+// Why says, for a step that did nothing, why not (debug logs show it).
 type Outcome struct {
 	Wrote     bool
 	RequeueAt time.Time
+	Why       string
+}
+
+// Result is what Run did: whether a step wrote, the earliest time any
+// step wants to run again, and why the steps before that did nothing
+// ("step: why", in order; steps that gave no reason are left out).
+type Result struct {
+	Wrote bool
+	Want  time.Time
+	Why   []string
 }
 
 // Func is one step over an environment E and a loaded state S.
@@ -20,19 +31,23 @@ type Func[E, S any] func(context.Context, E, S) (Outcome, error)
 
 // Run runs steps in order and stops after the first that writes. It
 // returns whether one wrote and, if none did, the earliest time any of them
-// wants to run again.
-func Run[E, S any](ctx context.Context, env E, st S, steps []Func[E, S]) (wrote bool, want time.Time, err error) {
-	for _, s := range steps {
+// wants to run again; names label the reasons (names[i] is steps[i]'s).
+func Run[E, S any](ctx context.Context, env E, st S, steps []Func[E, S], names []string) (Result, error) {
+	var res Result
+	for i, s := range steps {
 		out, err := s(ctx, env, st)
 		if err != nil {
-			return false, time.Time{}, err
+			return Result{}, err
 		}
 		if out.Wrote {
-			return true, time.Time{}, nil
+			return Result{Wrote: true, Why: res.Why}, nil
 		}
-		want = Earliest(want, out.RequeueAt)
+		if out.Why != "" && i < len(names) {
+			res.Why = append(res.Why, names[i]+": "+out.Why)
+		}
+		res.Want = Earliest(res.Want, out.RequeueAt)
 	}
-	return false, want, nil
+	return res, nil
 }
 
 // Earliest returns the earlier non-zero time.

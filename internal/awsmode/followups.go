@@ -113,7 +113,7 @@ func (rt *Runtime) runFollowUps(ctx context.Context, fu *followUps) (int, error)
 		}
 		steps++
 		rt.inc("certfn_follow_ups_total")
-		d := rt.route(ctx, k, 1, rt.Handle(ctx, k, 1), fu)
+		d := rt.route(ctx, k, 1, rt.handle(ctx, k, 1), fu)
 		switch {
 		case d.Ack && d.Err != nil:
 			rt.Log.Warn("follow-up acknowledged without retry", "key", k.String(), "err", d.Err)

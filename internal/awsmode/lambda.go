@@ -99,7 +99,7 @@ func (rt *Runtime) handleRecord(ctx context.Context, m events.SQSMessage) bool {
 		attempt = 1
 	}
 	fu := rt.newFollowUps()
-	d := rt.route(ctx, key, attempt, rt.Handle(ctx, key, attempt), fu)
+	d := rt.route(ctx, key, attempt, rt.handle(ctx, key, attempt), fu)
 	if fu != nil {
 		n, err := rt.runFollowUps(ctx, fu)
 		if err != nil && d.Ack {
@@ -109,6 +109,9 @@ func (rt *Runtime) handleRecord(ctx context.Context, m events.SQSMessage) bool {
 		if n > 0 {
 			rt.Log.Debug("follow-ups", "key", key.String(), "handled", n)
 		}
+	}
+	if d.Err == nil && d.Why != "" {
+		rt.Log.Debug("nothing to do", "key", key.String(), "why", d.Why)
 	}
 	if d.Ack {
 		if d.Err != nil {

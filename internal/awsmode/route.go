@@ -121,13 +121,19 @@ func (b *batchQueue) Flush(ctx context.Context) (int, error) {
 	return len(keys), b.q.EnqueueBatch(ctx, keys, 0)
 }
 
-// Handle runs one received key for the worker or the signer and returns
-// what to do with the message; the keys its step woke are in
-// Disposition.Woken, for the caller to route (see route). The worker
-// first routes the key itself (see forSigner); the signer takes
-// CertificateRequests and CA issuers only and drops (acknowledges with a
-// reason) anything else.
+// Handle runs one received key for the worker or the signer, sends the
+// keys its step woke to the worker queue (see route) and returns what to
+// do with the message.
 func (rt *Runtime) Handle(ctx context.Context, key api.Key, attempt int) engine.Disposition {
+	return rt.route(ctx, key, attempt, rt.handle(ctx, key, attempt), nil)
+}
+
+// handle runs one received key for the worker or the signer and returns
+// what to do with the message; the keys its step woke are in
+// Disposition.Woken, for the caller to route. The worker first routes the
+// key itself (see forSigner); the signer takes CertificateRequests and CA
+// issuers only and drops (acknowledges with a reason) anything else.
+func (rt *Runtime) handle(ctx context.Context, key api.Key, attempt int) engine.Disposition {
 	if rt.Engine == nil {
 		return engine.Disposition{Ack: true, Err: fmt.Errorf("%s: %w", rt.Role, errNoEngine)}
 	}

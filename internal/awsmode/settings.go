@@ -184,28 +184,8 @@ func ParseSettings(role Role, getenv func(string) string) (Settings, error) {
 	}
 	s.AutoApprove = app.ExpandAutoApprove(splitList(get(EnvAutoApprove)))
 	s.Route53ZoneIDs = splitList(get(EnvRoute53ZoneIDs))
-	s.APIMaxBody = httpapi.DefaultMaxBody
-	if v := get(EnvAPIMaxBody); v != "" {
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil || n < 1 || n > 6<<20 {
-			bad(EnvAPIMaxBody, "%q: want a number of bytes from 1 to 6291456 (a Function URL's payload limit)", v)
-		} else {
-			s.APIMaxBody = n
-		}
-	}
-	for i, a := range splitList(get(EnvAPIAdmins)) {
-		id, err := rbac.FromAWSARN(a)
-		switch {
-		case err != nil:
-			bad(fmt.Sprintf("%s[%d]", EnvAPIAdmins, i), "%v", err)
-		case id.Username != a:
-			bad(fmt.Sprintf("%s[%d]", EnvAPIAdmins, i), "%q is a session: name its role, %s", a, id.Username)
-		default:
-			if s.APIAdmins == nil {
-				s.APIAdmins = map[string]bool{}
-			}
-			s.APIAdmins[a] = true
-		}
+	if role == RoleAPI {
+		s.parseAPI(get, bad)
 	}
 	s.ACMImport = boolVar(get(EnvACMImport), false, EnvACMImport, bad)
 	s.HTTP01Enabled = boolVar(get(EnvHTTP01Enabled), true, EnvHTTP01Enabled, bad)
@@ -269,4 +249,31 @@ func boolVar(v string, def bool, name string, bad func(string, string, ...any)) 
 		return def
 	}
 	return b
+}
+
+// parseAPI reads the api function's own variables.
+func (s *Settings) parseAPI(get func(string) string, bad func(string, string, ...any)) {
+	s.APIMaxBody = httpapi.DefaultMaxBody
+	if v := get(EnvAPIMaxBody); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 1 || n > 6<<20 {
+			bad(EnvAPIMaxBody, "%q: want a number of bytes from 1 to 6291456 (a Function URL's payload limit)", v)
+		} else {
+			s.APIMaxBody = n
+		}
+	}
+	for i, a := range splitList(get(EnvAPIAdmins)) {
+		id, err := rbac.FromAWSARN(a)
+		switch {
+		case err != nil:
+			bad(fmt.Sprintf("%s[%d]", EnvAPIAdmins, i), "%v", err)
+		case id.Username != a:
+			bad(fmt.Sprintf("%s[%d]", EnvAPIAdmins, i), "%q is a session: name its role, %s", a, id.Username)
+		default:
+			if s.APIAdmins == nil {
+				s.APIAdmins = map[string]bool{}
+			}
+			s.APIAdmins[a] = true
+		}
+	}
 }

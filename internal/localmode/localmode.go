@@ -212,6 +212,8 @@ func (r *Runtime) handle(ctx context.Context, d local.Delivery) {
 	disp := r.Engine.Handle(ctx, engine.Message{Key: d.Key, Attempt: d.Attempt})
 	if disp.Err != nil {
 		r.Log.Warn("reconcile", "key", d.Key.String(), "attempt", d.Attempt, "retry", !disp.Ack, "err", disp.Err)
+	} else if disp.Why != "" {
+		r.Log.Debug("reconcile: nothing to do", "key", d.Key.String(), "why", disp.Why)
 	}
 	if r.Hooks != nil && d.Key.Kind == api.KindCertificate {
 		if o, err := r.Engine.Get(ctx, d.Key); err == nil {

@@ -1,7 +1,7 @@
 // Package challtestsrv is a libdns provider for Pebble's challenge test
 // server (github.com/letsencrypt/challtestsrv), FOR TESTS AND THE DEMO
 // ONLY: it adds and removes TXT records either through a direct handle on
-// an in-process *challtestsrv.ChallSrv, or through the management HTTP API
+// an in-process challtestsrv (TXTServer), or through the management HTTP API
 // of the pebble-challtestsrv command (POST /set-txt, /clear-txt).
 //
 // challtestsrv answers every name and no SOA or NS query, so the provider
@@ -29,13 +29,24 @@ import (
 	"sync"
 	"time"
 
-	"github.com/letsencrypt/challtestsrv"
 	"github.com/libdns/libdns"
 	"github.com/miekg/dns"
 
 	"github.com/certfn/certfn/core/acme/dns01"
 	"github.com/certfn/certfn/core/errs"
 )
+
+// TXTServer is the part of an in-process challtestsrv the provider uses
+// (*challtestsrv.ChallSrv of github.com/letsencrypt/challtestsrv has it).
+// An interface, so that the certfn binary, which reaches challtestsrv only
+// through its management API (`certfn serve --dns01-challtestsrv`, for the
+// demo and for users testing against Pebble), does not link the test
+// server itself.
+type TXTServer interface {
+	GetDNSTXTRecords(host string) []string
+	AddDNSTXTRecord(host, value string)
+	DeleteDNSTXTRecord(host string)
+}
 
 // SolverName is the webhook solverName the tests and the demo use.
 const SolverName = "challtestsrv"
@@ -46,7 +57,7 @@ const SolverName = "challtestsrv"
 // ("127.0.0.1:8053"), needed for Authority and, with ManagementURL, to read
 // the current values (the management API cannot list them).
 type Provider struct {
-	Server        *challtestsrv.ChallSrv
+	Server        TXTServer
 	ManagementURL string
 	DNSAddr       string
 	// Zone, when set, is the zone of every name (with or without the

@@ -80,19 +80,19 @@ func Step(ctx context.Context, env *certificates.Env, st *certificates.State) (c
 	s := &c.Status
 	if !Requested(c) {
 		if !api.RemoveCondition(&s.Conditions, api.CertificateConditionACMImported) {
-			return certificates.Outcome{}, nil
+			return certificates.Outcome{Why: "no ACM import requested"}, nil
 		}
 		return write(ctx, env, st, "remove the ACMImported condition")
 	}
 	if st.IsIssuing() || !api.IsTrue(s.Conditions, api.CertificateConditionReady) {
-		return certificates.Outcome{}, nil
+		return certificates.Outcome{Why: "ACM import waits for a Ready certificate"}, nil
 	}
 	if err := st.LoadSecret(ctx); err != nil {
 		return certificates.Outcome{}, err
 	}
 	issued, _ := st.Parse()
 	if issued == nil {
-		return certificates.Outcome{}, nil // readiness reports the problem
+		return certificates.Outcome{Why: "no certificate to import (readiness reports the problem)"}, nil
 	}
 	leaf := issued.Chain[0]
 	serial := FormatSerial(leaf.SerialNumber)
@@ -102,7 +102,7 @@ func Step(ctx context.Context, env *certificates.Env, st *certificates.State) (c
 				"(AWS mode imports with CERTFN_ACM_IMPORT=true); the certificate is only in its Secret")
 	}
 	if s.ACMCertificateARN != "" && s.ACMCertificateSerial == serial && api.IsTrue(s.Conditions, api.CertificateConditionACMImported) {
-		return certificates.Outcome{}, nil
+		return certificates.Outcome{Why: "imported into ACM already"}, nil
 	}
 	if why := unsupportedKey(issued); why != "" {
 		return setCondition(ctx, env, st, api.ConditionFalse, ReasonUnsupportedKey, why)
@@ -164,7 +164,7 @@ func setCondition(ctx context.Context, env *certificates.Env, st *certificates.S
 		Type: api.CertificateConditionACMImported, Status: status, Reason: reason, Message: msg, ObservedGeneration: st.Cert.Generation,
 	}, st.Now)
 	if !changed {
-		return certificates.Outcome{}, nil
+		return certificates.Outcome{Why: "the ACMImported condition is up to date: " + msg}, nil
 	}
 	return write(ctx, env, st, "record the ACMImported condition")
 }

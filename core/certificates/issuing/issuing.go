@@ -19,7 +19,7 @@ import (
 // Step runs one issuing step.
 func Step(ctx context.Context, env *certificates.Env, st *certificates.State) (certificates.Outcome, error) {
 	if !st.IsIssuing() {
-		return certificates.Outcome{}, nil
+		return certificates.Outcome{Why: "not issuing"}, nil
 	}
 	nk, err := st.NextKeySecret(ctx, env)
 	if err != nil || nk == nil {
@@ -27,25 +27,25 @@ func Step(ctx context.Context, env *certificates.Env, st *certificates.State) (c
 	}
 	cur := st.RequestsFor(st.NextRevision())
 	if len(cur) != 1 {
-		return certificates.Outcome{}, nil // requestmanager's job
+		return certificates.Outcome{Why: "no single request for the next revision yet (requestmanager's job)"}, nil
 	}
 	r := cur[0]
 	if !r.CR.IsFinal() {
-		return certificates.Outcome{RequeueAt: st.Now.Add(env.WaitPoll)}, nil
+		return certificates.Outcome{RequeueAt: st.Now.Add(env.WaitPoll), Why: "waiting for CertificateRequest " + r.CR.Name}, nil
 	}
 	if !r.CR.IsIssued() {
 		return failed(ctx, env, st, r, requestFailureMessage(r.CR))
 	}
 	key, err := pki.DecodePrivateKeyPEM(nk.Data["tls.key"])
 	if err != nil {
-		return certificates.Outcome{}, nil // keymanager regenerates; requestmanager replaces the request
+		return certificates.Outcome{Why: "the next private key does not decode (keymanager regenerates it; requestmanager replaces the request)"}, nil
 	}
 	csr, err := pki.ParseCSRPEM(r.CR.Spec.Request)
 	if err != nil || !pki.PublicKeysEqual(csr.PublicKey, key.Public()) {
-		return certificates.Outcome{}, nil
+		return certificates.Outcome{Why: "the request's key is not the next private key (requestmanager replaces the request)"}, nil
 	}
 	if bad, err := pki.RequestMatchesSpec(r.CR, &st.Cert.Spec); err != nil || len(bad) > 0 {
-		return certificates.Outcome{}, nil
+		return certificates.Outcome{Why: "the request no longer matches the spec (requestmanager replaces it)"}, nil
 	}
 	chain, err := pki.ParseChainPEM(r.CR.Status.Certificate)
 	if err != nil {

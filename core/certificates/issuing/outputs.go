@@ -87,14 +87,14 @@ func OutputsStale(st *certificates.State) string {
 // from the key and certificate it already holds (no new issuance).
 func OutputsStep(ctx context.Context, env *certificates.Env, st *certificates.State) (certificates.Outcome, error) {
 	if st.IsIssuing() {
-		return certificates.Outcome{}, nil
+		return certificates.Outcome{Why: "issuing: the outputs are written with the new certificate"}, nil
 	}
 	if err := st.LoadSecret(ctx); err != nil || st.Secret == nil {
 		return certificates.Outcome{}, err
 	}
 	issued, _ := st.Parse()
 	if issued == nil || OutputsStale(st) == "" {
-		return certificates.Outcome{}, nil
+		return certificates.Outcome{Why: "the secret's outputs are up to date"}, nil
 	}
 	sec, err := BuildSecret(ctx, env, st.Cert, issued.Key, st.Secret.Data["tls.crt"], st.Secret.Data["ca.crt"])
 	if err != nil {

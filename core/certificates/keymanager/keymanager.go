@@ -48,7 +48,7 @@ func Step(ctx context.Context, env *certificates.Env, st *certificates.State) (c
 	default:
 		if !owned(&sec, crt) {
 			// Not ours: never overwrite it. Report and wait for a person.
-			return certificates.Outcome{RequeueAt: st.Now.Add(env.WaitPoll)}, nil
+			return certificates.Outcome{RequeueAt: st.Now.Add(env.WaitPoll), Why: "the next private key secret exists and is not this Certificate's"}, nil
 		}
 		key, derr := pki.DecodePrivateKeyPEM(sec.Data["tls.key"])
 		if ok, _ := keyOK(key, derr, crt); !ok {
@@ -65,7 +65,7 @@ func Step(ctx context.Context, env *certificates.Env, st *certificates.State) (c
 	}
 	st.SetNextKeySecret(&sec)
 	if n := crt.Status.NextPrivateKeySecretName; n != nil && *n == name {
-		return certificates.Outcome{}, nil
+		return certificates.Outcome{Why: "the next private key is ready"}, nil
 	}
 	crt.Status.NextPrivateKeySecretName = &name
 	if err := env.Writer.UpdateCertificate(ctx, st, st.Now.Add(certificates.FollowUpGrace)); err != nil {
@@ -154,7 +154,7 @@ func owned(sec *ports.Secret, crt *api.Certificate) bool {
 func cleanup(ctx context.Context, env *certificates.Env, st *certificates.State) (certificates.Outcome, error) {
 	n := st.Cert.Status.NextPrivateKeySecretName
 	if n == nil || *n == "" {
-		return certificates.Outcome{}, nil
+		return certificates.Outcome{Why: "not issuing and no next private key to clean up"}, nil
 	}
 	sec, err := env.Secrets.Get(ctx, st.Cert.Namespace, *n)
 	switch {

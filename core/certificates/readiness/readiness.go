@@ -67,7 +67,7 @@ func Step(ctx context.Context, env *certificates.Env, st *certificates.State) (c
 		env.Metrics.Observe(MetricExpirySeconds, issued.Chain[0].NotAfter.Sub(st.Now).Seconds(), "namespace", st.Cert.Namespace)
 	}
 	if !Apply(st) {
-		return certificates.Outcome{}, nil
+		return certificates.Outcome{Why: "the Ready condition is up to date"}, nil
 	}
 	next := st.NextRunAt
 	if rt := certificates.RenewalTime(st); !rt.IsZero() && !st.IsIssuing() {

@@ -19,7 +19,7 @@ import (
 // Step runs one requestmanager step.
 func Step(ctx context.Context, env *certificates.Env, st *certificates.State) (certificates.Outcome, error) {
 	if !st.IsIssuing() {
-		return certificates.Outcome{}, nil
+		return certificates.Outcome{Why: "not issuing"}, nil
 	}
 	nk, err := st.NextKeySecret(ctx, env)
 	if err != nil || nk == nil {
@@ -28,7 +28,7 @@ func Step(ctx context.Context, env *certificates.Env, st *certificates.State) (c
 	key, err := pki.DecodePrivateKeyPEM(nk.Data["tls.key"])
 	if err != nil {
 		// keymanager regenerates an undecodable key on its next step.
-		return certificates.Outcome{}, nil
+		return certificates.Outcome{Why: "the next private key does not decode (keymanager replaces it)"}, nil
 	}
 	next := st.NextRevision()
 	for _, r := range st.Requests {
@@ -53,7 +53,7 @@ func Step(ctx context.Context, env *certificates.Env, st *certificates.State) (c
 		if failedBeforeTrigger(st, r.CR) {
 			return deleted(ctx, env, r, "it failed before the current issuance was triggered")
 		}
-		return certificates.Outcome{}, nil
+		return certificates.Outcome{Why: "the request of this revision matches the spec and the next private key"}, nil
 	}
 	cr, err := build(env, st, key, next, nk.Name)
 	if err != nil {

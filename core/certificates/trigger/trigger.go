@@ -43,17 +43,17 @@ func BackoffRemaining(st *certificates.State) time.Duration {
 // to force a renewal; the trigger never interferes).
 func Step(ctx context.Context, env *certificates.Env, st *certificates.State) (certificates.Outcome, error) {
 	if st.IsIssuing() {
-		return certificates.Outcome{}, nil
+		return certificates.Outcome{Why: "already issuing"}, nil
 	}
 	if err := st.LoadSecret(ctx); err != nil {
 		return certificates.Outcome{}, err
 	}
 	r := certificates.Evaluate(st)
 	if r.Reason == "" {
-		return certificates.Outcome{RequeueAt: r.RenewAt}, nil
+		return certificates.Outcome{RequeueAt: r.RenewAt, Why: "no reason to issue before the renewal time"}, nil
 	}
 	if wait := BackoffRemaining(st); wait > 0 {
-		return certificates.Outcome{RequeueAt: st.Now.Add(wait)}, nil
+		return certificates.Outcome{RequeueAt: st.Now.Add(wait), Why: "backing off after a failed issuance"}, nil
 	}
 	now := st.Now
 	api.SetCondition(&st.Cert.Status.Conditions, api.Condition{

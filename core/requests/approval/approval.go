@@ -18,7 +18,7 @@ func Step(ctx context.Context, env *requests.Env, st *requests.State) (requests.
 	conds := &st.CR.Status.Conditions
 	if api.FindCondition(*conds, api.CertificateRequestConditionApproved) != nil ||
 		api.FindCondition(*conds, api.CertificateRequestConditionDenied) != nil || st.CR.IsFinal() {
-		return requests.Outcome{}, nil
+		return requests.Outcome{Why: "already decided"}, nil
 	}
 	d, err := env.Approver.Decide(ctx, st.CR)
 	if err != nil {
@@ -38,7 +38,7 @@ func Step(ctx context.Context, env *requests.Env, st *requests.State) (requests.
 		changed := api.SetCondition(conds, api.Condition{Type: api.CertificateRequestConditionReady, Status: api.ConditionFalse,
 			Reason: api.CertificateRequestReasonPending, Message: d.Message}, st.Now)
 		if !changed {
-			return requests.Outcome{RequeueAt: st.Now.Add(env.WaitPoll)}, nil
+			return requests.Outcome{RequeueAt: st.Now.Add(env.WaitPoll), Why: "pending approval: " + d.Message}, nil
 		}
 	}
 	if env.Metrics != nil {

@@ -29,7 +29,7 @@ func Step(ctx context.Context, env *requests.Env, st *requests.State) (requests.
 	// before its next issuance attempt (and would never replace the request).
 	if d := api.FindCondition(*conds, api.CertificateRequestConditionDenied); d != nil && d.Status == api.ConditionTrue {
 		if r := api.FindCondition(*conds, api.CertificateRequestConditionReady); r != nil && r.Reason == api.CertificateRequestReasonDenied {
-			return requests.Outcome{}, nil
+			return requests.Outcome{Why: "denied (recorded)"}, nil
 		}
 		api.SetCondition(conds, api.Condition{Type: api.CertificateRequestConditionReady, Status: api.ConditionFalse,
 			Reason: api.CertificateRequestReasonDenied, Message: "The CertificateRequest was denied by an approval controller: " + d.Message}, st.Now)
@@ -37,10 +37,10 @@ func Step(ctx context.Context, env *requests.Env, st *requests.State) (requests.
 		return write(ctx, env, st, "record denial")
 	}
 	if cr.IsFinal() {
-		return requests.Outcome{}, nil
+		return requests.Outcome{Why: "final"}, nil
 	}
 	if !api.IsTrue(*conds, api.CertificateRequestConditionApproved) {
-		return requests.Outcome{}, nil
+		return requests.Outcome{Why: "not approved"}, nil
 	}
 	if _, err := pki.ParseCSRPEM(cr.Spec.Request); err != nil {
 		api.SetCondition(conds, api.Condition{Type: api.CertificateRequestConditionInvalidRequest, Status: api.ConditionTrue,
@@ -65,7 +65,7 @@ func Step(ctx context.Context, env *requests.Env, st *requests.State) (requests.
 	signer, ok := env.Signers[typ]
 	if !ok {
 		// acme requests are handled by the ACME issuer's own steps.
-		return requests.Outcome{}, nil
+		return requests.Outcome{Why: "no signer for issuer type " + typ + " in this role"}, nil
 	}
 	if !api.IsTrue(iss.GetStatus().Conditions, api.IssuerConditionReady) {
 		return pending(ctx, env, st, fmt.Sprintf("Referenced issuer %q does not have a Ready status condition", iss.GetObjectMeta().Name))
@@ -106,7 +106,7 @@ func pending(ctx context.Context, env *requests.Env, st *requests.State, msg str
 	changed := api.SetCondition(&st.CR.Status.Conditions, api.Condition{Type: api.CertificateRequestConditionReady,
 		Status: api.ConditionFalse, Reason: api.CertificateRequestReasonPending, Message: msg}, st.Now)
 	if !changed {
-		return requests.Outcome{RequeueAt: st.Now.Add(env.WaitPoll)}, nil
+		return requests.Outcome{RequeueAt: st.Now.Add(env.WaitPoll), Why: "pending: " + msg}, nil
 	}
 	if err := env.Writer.UpdateRequest(ctx, st, st.Now.Add(env.WaitPoll)); err != nil {
 		return requests.Outcome{}, fmt.Errorf("record pending reason: %w", err)
