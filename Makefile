@@ -36,7 +36,7 @@ tests/emulators/node_modules/.certfn-installed: tests/emulators/package.json tes
 # dist/lambda/<name>-<arch>.zip, plus dist/lambda/<name>.zip = the
 # LAMBDA_DEFAULT_ARCH one (arm64: what infra/terraform/aws deploys by
 # default). Static (CGO_ENABLED=0), stripped, without net/rpc
-# (lambda.norpc); zipped by internal/awsmode/lambdazip (no zip tool needed,
+# (lambda.norpc); zipped by tools/lambdazip (no zip tool needed,
 # reproducible output).
 LAMBDA_DIR := dist/lambda
 LAMBDA_FUNCTIONS ?= $(notdir $(patsubst %/,%,$(wildcard functions/aws/*/)))
@@ -44,7 +44,7 @@ LAMBDA_ARCHS ?= arm64 amd64
 LAMBDA_DEFAULT_ARCH ?= arm64
 lambda:
 	@mkdir -p $(LAMBDA_DIR)/build
-	$(GO) build -o $(LAMBDA_DIR)/build/lambdazip ./internal/awsmode/lambdazip
+	$(GO) build -o $(LAMBDA_DIR)/build/lambdazip ./tools/lambdazip
 	@set -e; for fn in $(LAMBDA_FUNCTIONS); do \
 		for arch in $(LAMBDA_ARCHS); do \
 			mkdir -p $(LAMBDA_DIR)/build/$$fn-$$arch; \

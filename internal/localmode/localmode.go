@@ -28,7 +28,7 @@ import (
 	"github.com/certfn/certfn/core/ports"
 	"github.com/certfn/certfn/core/requests"
 	"github.com/certfn/certfn/core/signers"
-	"github.com/certfn/certfn/internal/deployhook"
+	"github.com/certfn/certfn/internal/localmode/deployhook"
 )
 
 // Options configure a Runtime.
@@ -72,7 +72,7 @@ type Options struct {
 
 	// DeployHook, when its Command is set, runs a command after each new
 	// certificate a Certificate's secret receives (certbot's
-	// --deploy-hook; see internal/deployhook). Only Serve runs hooks.
+	// --deploy-hook; see internal/localmode/deployhook). Only Serve runs hooks.
 	DeployHook DeployHookOptions
 
 	// ACME holds the ACME issuer's settings.

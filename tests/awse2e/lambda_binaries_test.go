@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/certfn/certfn/internal/awsmode"
-	"github.com/certfn/certfn/internal/awsmode/lambdazip/zipper"
+	"github.com/certfn/certfn/tools/lambdazip/zipper"
 )
 
 // The functions whose mains this package builds (functions/aws/<name>);

@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/certfn/certfn/internal/awsmode/lambdazip/zipper"
+	"github.com/certfn/certfn/tools/lambdazip/zipper"
 )
 
 func TestWriteFileMakesAnExecutableBootstrap(t *testing.T) {

@@ -4,7 +4,7 @@
 // always gives the same zip (Terraform's source_code_hash stays stable).
 // `make lambda` uses it, so no zip tool needs to be installed.
 //
-//	go run ./internal/awsmode/lambdazip -o dist/lambda/worker-arm64.zip path/to/bootstrap
+//	go run ./tools/lambdazip -o dist/lambda/worker-arm64.zip path/to/bootstrap
 package main
 
 import (
@@ -12,7 +12,7 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/certfn/certfn/internal/awsmode/lambdazip/zipper"
+	"github.com/certfn/certfn/tools/lambdazip/zipper"
 )
 
 func main() {
