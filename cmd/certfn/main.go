@@ -14,6 +14,8 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+
+	"github.com/certfn/certfn/core/api"
 )
 
 func main() {
@@ -89,7 +91,7 @@ your AWS principal is your identity for the bindings. See docs/api.md.`,
 	}
 	root.PersistentFlags().StringVar(&g.dataDir, "data", envOr("CERTFN_DATA", ".certfn"),
 		"local data directory (env CERTFN_DATA)")
-	root.PersistentFlags().StringVar(&g.clusterNS, "cluster-resource-namespace", envOr("CERTFN_CLUSTER_RESOURCE_NAMESPACE", "cert-manager"),
+	root.PersistentFlags().StringVar(&g.clusterNS, "cluster-resource-namespace", envOr("CERTFN_CLUSTER_RESOURCE_NAMESPACE", api.DefaultClusterResourceNamespace),
 		"namespace holding ClusterIssuer secrets (env CERTFN_CLUSTER_RESOURCE_NAMESPACE)")
 	root.PersistentFlags().StringVar(&g.as, "as", "", "act as this identity (a user name, an IAM ARN, system:serviceaccount:NS:NAME); permissions then come from the bindings")
 	root.PersistentFlags().StringSliceVar(&g.asGroups, "as-group", nil, "with --as: groups of that identity (repeatable)")

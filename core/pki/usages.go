@@ -9,10 +9,6 @@ import (
 	"github.com/certfn/certfn/core/api"
 )
 
-// DefaultKeyUsages are used when a Certificate or CertificateRequest lists
-// no usages (cert-manager's default).
-var DefaultKeyUsages = []api.KeyUsage{"digital signature", "key encipherment"}
-
 // keyUsageNames maps cert-manager's key usage names to x509 key usage bits.
 var keyUsageNames = map[api.KeyUsage]x509.KeyUsage{
 	"signing":            x509.KeyUsageDigitalSignature,
@@ -64,7 +60,7 @@ var extKeyUsageOIDs = map[x509.ExtKeyUsage]asn1.ObjectIdentifier{
 
 // KeyUsages turns cert-manager usage names into x509 key usage bits and
 // extended key usages, as cert-manager's BuildKeyUsages: an empty list means
-// DefaultKeyUsages, isCA adds "cert sign", duplicates are folded. Unknown
+// api.DefaultKeyUsages, isCA adds "cert sign", duplicates are folded. Unknown
 // names are an error naming spec.usages[i].
 func KeyUsages(usages []api.KeyUsage, isCA bool) (x509.KeyUsage, []x509.ExtKeyUsage, error) {
 	var ku x509.KeyUsage
@@ -73,7 +69,7 @@ func KeyUsages(usages []api.KeyUsage, isCA bool) (x509.KeyUsage, []x509.ExtKeyUs
 		ku |= x509.KeyUsageCertSign
 	}
 	if len(usages) == 0 {
-		usages = DefaultKeyUsages
+		usages = api.DefaultKeyUsages()
 	}
 	for i, u := range usages {
 		if k, ok := keyUsageNames[u]; ok {
@@ -108,7 +104,7 @@ func sameExtKeyUsages(a, b []x509.ExtKeyUsage) bool {
 
 // SameUsages reports whether two usage lists produce the same certificate
 // usages (so "signing" equals "digital signature", and an empty list equals
-// DefaultKeyUsages). Lists with unknown names compare equal only when
+// api.DefaultKeyUsages). Lists with unknown names compare equal only when
 // identical as sets of names.
 func SameUsages(a, b []api.KeyUsage) bool {
 	kua, ekua, erra := KeyUsages(a, false)
