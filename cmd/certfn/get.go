@@ -9,10 +9,11 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/certfn/certfn/core/api"
-	"github.com/certfn/certfn/core/clock"
 	"github.com/spf13/cobra"
 	"sigs.k8s.io/yaml"
+
+	"github.com/certfn/certfn/core/api"
+	"github.com/certfn/certfn/core/clock"
 )
 
 func newGet(g *globals) *cobra.Command {
@@ -124,13 +125,6 @@ func printObjects(w io.Writer, objs []api.Object, info api.KindInfo, output stri
 func condStatus(conds []api.Condition, t string) string {
 	if c := api.FindCondition(conds, t); c != nil {
 		return string(c.Status)
-	}
-	return ""
-}
-
-func condReason(conds []api.Condition, t string) string {
-	if c := api.FindCondition(conds, t); c != nil {
-		return c.Reason
 	}
 	return ""
 }

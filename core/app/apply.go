@@ -62,7 +62,7 @@ func (s *Service) Apply(ctx context.Context, caller Caller, objs []api.Object) (
 		if cr, ok := o.(*api.CertificateRequest); ok {
 			cr.Spec.Username, cr.Spec.UID, cr.Spec.Groups, cr.Spec.Extra = caller.Username, caller.UID, caller.Groups, caller.Extra
 		}
-		if err, field := s.validate(o); err != nil {
+		if field, err := s.validate(o); err != nil {
 			msgs = append(msgs, err.Error())
 			verr.Details = append(verr.Details, ErrorDetail{Object: api.KeyOf(o).String(), Field: field, Error: err.Error()})
 		}
@@ -103,16 +103,16 @@ func (s *Service) Apply(ctx context.Context, caller Caller, objs []api.Object) (
 
 // validate runs the webhook-equivalent validation of obj: field rules for
 // every kind, policy compilation (CEL, wildcards, plugins) and RBAC rules.
-// It returns the error and the path of the first field it names.
-func (s *Service) validate(obj api.Object) (error, string) {
+// It returns the path of the first field the error names, and the error.
+func (s *Service) validate(obj api.Object) (field string, err error) {
 	key := api.KeyOf(obj)
 	if errl := validation.Object(obj); len(errl) > 0 {
-		return errs.Permanent(fmt.Errorf("%s is invalid: %w", key, errl.Err())), errl[0].Path
+		return errl[0].Path, errs.Permanent(fmt.Errorf("%s is invalid: %w", key, errl.Err()))
 	}
 	switch o := obj.(type) {
 	case *api.CertificateRequestPolicy:
 		if _, err := s.evaluator().Compile(o); err != nil {
-			return errs.Permanent(fmt.Errorf("%s is invalid: %w", key, err)), ""
+			return "", errs.Permanent(fmt.Errorf("%s is invalid: %w", key, err))
 		}
 	case *api.Role, *api.ClusterRole, *api.RoleBinding, *api.ClusterRoleBinding:
 		if err := rbac.Validate(obj); err != nil {
@@ -121,10 +121,10 @@ func (s *Service) validate(obj api.Object) (error, string) {
 			if errors.As(err, &fe) && len(fe) > 0 {
 				field = fe[0].Path
 			}
-			return errs.Permanent(fmt.Errorf("%s is invalid: %w", key, err)), field
+			return field, errs.Permanent(fmt.Errorf("%s is invalid: %w", key, err))
 		}
 	}
-	return nil, ""
+	return "", nil
 }
 
 func (s *Service) evaluator() *policy.Evaluator { return s.engine.Config().Evaluator }

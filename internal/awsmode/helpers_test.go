@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"sort"
-	"strings"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -130,13 +129,4 @@ func (f failGets) Get(ctx context.Context, k api.Key) (ports.Record, error) {
 		return ports.Record{}, errors.New("dynamodb: GetItem: ProvisionedThroughputExceededException (injected)")
 	}
 	return f.Store.Get(ctx, k)
-}
-
-func hasPrefix(list []string, p string) bool {
-	for _, s := range list {
-		if strings.HasPrefix(s, p) {
-			return true
-		}
-	}
-	return false
 }

@@ -202,7 +202,6 @@ func (f *fakeDNS) resolver() Resolver {
 // the given servers (all of them: "propagated at once").
 type memProvider struct {
 	targets []*zoneData
-	getter  bool // also offer GetRecords (then it is a memGetter)
 
 	mu      sync.Mutex
 	appends int
