@@ -16,18 +16,57 @@ type KindInfo struct {
 	New func() Object
 }
 
-var kinds = map[string]KindInfo{}
+// kinds is the one table of kinds, by Kind: every kind certfn stores and
+// decodes. Add new kinds here; other packages never add kinds. It is
+// built when the package is initialised (no init function), so every
+// accessor below sees the whole table.
+var kinds = kindTable(
+	KindInfo{Kind: KindCertificate, APIVersion: CertManagerV1, Namespaced: true, Plural: "certificates",
+		Short: []string{"cert", "certs"}, New: func() Object { return &Certificate{} }},
+	KindInfo{Kind: KindCertificateRequest, APIVersion: CertManagerV1, Namespaced: true, Plural: "certificaterequests",
+		Short: []string{"cr", "crs"}, New: func() Object { return &CertificateRequest{} }},
+	KindInfo{Kind: KindIssuer, APIVersion: CertManagerV1, Namespaced: true, Plural: "issuers",
+		New: func() Object { return &Issuer{} }},
+	KindInfo{Kind: KindClusterIssuer, APIVersion: CertManagerV1, Namespaced: false, Plural: "clusterissuers",
+		New: func() Object { return &ClusterIssuer{} }},
+	KindInfo{Kind: KindCertificateRequestPolicy, APIVersion: PolicyV1alpha1, Namespaced: false,
+		Plural: "certificaterequestpolicies", Short: []string{"crp", "crps"},
+		New: func() Object { return &CertificateRequestPolicy{} }},
+	KindInfo{Kind: KindRole, APIVersion: RBACV1, Namespaced: true, Plural: "roles",
+		New: func() Object { return &Role{} }},
+	KindInfo{Kind: KindClusterRole, APIVersion: RBACV1, Namespaced: false, Plural: "clusterroles",
+		New: func() Object { return &ClusterRole{} }},
+	KindInfo{Kind: KindRoleBinding, APIVersion: RBACV1, Namespaced: true, Plural: "rolebindings",
+		New: func() Object { return &RoleBinding{} }},
+	KindInfo{Kind: KindClusterRoleBinding, APIVersion: RBACV1, Namespaced: false, Plural: "clusterrolebindings",
+		New: func() Object { return &ClusterRoleBinding{} }},
+	KindInfo{Kind: KindNamespace, APIVersion: CoreV1, Namespaced: false, Plural: "namespaces",
+		Short: []string{"ns"}, New: func() Object { return &Namespace{} }},
+	KindInfo{Kind: KindOrder, APIVersion: ACMEV1, Namespaced: true, Plural: "orders",
+		New: func() Object { return &Order{} }},
+	KindInfo{Kind: KindChallenge, APIVersion: ACMEV1, Namespaced: true, Plural: "challenges",
+		Short: []string{"ch"}, New: func() Object { return &Challenge{} }},
+	KindInfo{Kind: KindEvent, APIVersion: CoreV1, Namespaced: true, Plural: "events",
+		Short: []string{"ev"}, New: func() Object { return &Event{} }},
+	KindInfo{Kind: KindChallengeLease, APIVersion: CertfnACMEV1Alpha1, Namespaced: false, Plural: "challengeleases",
+		New: func() Object { return &ChallengeLease{} }},
+)
 
-// Register adds a kind. It is called from this package's own table below
-// (no init() side effects elsewhere); other packages never register kinds.
-func register(k KindInfo) {
-	inner := k.New
-	k.New = func() Object {
-		o := inner()
-		*o.GetTypeMeta() = TypeMeta{APIVersion: k.APIVersion, Kind: k.Kind}
-		return o
+// kindTable indexes ks by Kind (a later entry for the same Kind replaces an
+// earlier one). Each New is wrapped to fill in the object's TypeMeta
+// (apiVersion and kind), so New's result is ready to encode.
+func kindTable(ks ...KindInfo) map[string]KindInfo {
+	m := make(map[string]KindInfo, len(ks))
+	for _, k := range ks {
+		inner := k.New
+		k.New = func() Object {
+			o := inner()
+			*o.GetTypeMeta() = TypeMeta{APIVersion: k.APIVersion, Kind: k.Kind}
+			return o
+		}
+		m[k.Kind] = k
 	}
-	kinds[k.Kind] = k
+	return m
 }
 
 // KindInfoFor returns the kind's info.
@@ -71,39 +110,4 @@ func lower(s string) string {
 		}
 	}
 	return string(b)
-}
-
-func init() { registerAll() }
-
-// registerAll is the one table of kinds. Add new kinds here.
-func registerAll() {
-	register(KindInfo{Kind: KindCertificate, APIVersion: CertManagerV1, Namespaced: true, Plural: "certificates",
-		Short: []string{"cert", "certs"}, New: func() Object { return &Certificate{} }})
-	register(KindInfo{Kind: KindCertificateRequest, APIVersion: CertManagerV1, Namespaced: true, Plural: "certificaterequests",
-		Short: []string{"cr", "crs"}, New: func() Object { return &CertificateRequest{} }})
-	register(KindInfo{Kind: KindIssuer, APIVersion: CertManagerV1, Namespaced: true, Plural: "issuers",
-		New: func() Object { return &Issuer{} }})
-	register(KindInfo{Kind: KindClusterIssuer, APIVersion: CertManagerV1, Namespaced: false, Plural: "clusterissuers",
-		New: func() Object { return &ClusterIssuer{} }})
-	register(KindInfo{Kind: KindCertificateRequestPolicy, APIVersion: PolicyV1alpha1, Namespaced: false,
-		Plural: "certificaterequestpolicies", Short: []string{"crp", "crps"},
-		New: func() Object { return &CertificateRequestPolicy{} }})
-	register(KindInfo{Kind: KindRole, APIVersion: RBACV1, Namespaced: true, Plural: "roles",
-		New: func() Object { return &Role{} }})
-	register(KindInfo{Kind: KindClusterRole, APIVersion: RBACV1, Namespaced: false, Plural: "clusterroles",
-		New: func() Object { return &ClusterRole{} }})
-	register(KindInfo{Kind: KindRoleBinding, APIVersion: RBACV1, Namespaced: true, Plural: "rolebindings",
-		New: func() Object { return &RoleBinding{} }})
-	register(KindInfo{Kind: KindClusterRoleBinding, APIVersion: RBACV1, Namespaced: false, Plural: "clusterrolebindings",
-		New: func() Object { return &ClusterRoleBinding{} }})
-	register(KindInfo{Kind: KindNamespace, APIVersion: CoreV1, Namespaced: false, Plural: "namespaces",
-		Short: []string{"ns"}, New: func() Object { return &Namespace{} }})
-	register(KindInfo{Kind: KindOrder, APIVersion: ACMEV1, Namespaced: true, Plural: "orders",
-		New: func() Object { return &Order{} }})
-	register(KindInfo{Kind: KindChallenge, APIVersion: ACMEV1, Namespaced: true, Plural: "challenges",
-		Short: []string{"ch"}, New: func() Object { return &Challenge{} }})
-	register(KindInfo{Kind: KindEvent, APIVersion: CoreV1, Namespaced: true, Plural: "events",
-		Short: []string{"ev"}, New: func() Object { return &Event{} }})
-	register(KindInfo{Kind: KindChallengeLease, APIVersion: CertfnACMEV1Alpha1, Namespaced: false, Plural: "challengeleases",
-		New: func() Object { return &ChallengeLease{} }})
 }

@@ -21,18 +21,62 @@ func Certificate(c *api.Certificate) ErrorList {
 }
 
 // CertificateSpec validates a Certificate spec at path (normally "spec").
+// Each section of the spec has its own function returning the errors under
+// its path (the field's, or the spec's for a section that spans fields);
+// they run in spec order, which fixes the order of the list a user sees.
+// The list is nil when the spec is valid.
 func CertificateSpec(s *api.CertificateSpec, path string) ErrorList {
+	p := func(f string) string { return path + "." + f }
+	return concat(
+		secretName(p("secretName"), s.SecretName),
+		issuerRef(p("issuerRef"), s.IssuerRef),
+		// Identity.
+		subject(path, s),
+		dnsNames(p("dnsNames"), s.DNSNames),
+		ipAddresses(p("ipAddresses"), s.IPAddresses),
+		uris(p("uris"), s.URIs),
+		emailAddresses(p("emailAddresses"), s.EmailAddresses),
+		otherNames(p("otherNames"), s.OtherNames),
+		// Lifetime and renewal.
+		lifetime(path, s),
+		revisionHistoryLimit(p("revisionHistoryLimit"), s.RevisionHistoryLimit),
+		// Key and signature.
+		privateKey(p("privateKey"), s.PrivateKey),
+		signatureAlgorithm(p("signatureAlgorithm"), s),
+		usages(p("usages"), s.Usages),
+		nameConstraints(p("nameConstraints"), s),
+		// Outputs.
+		keystores(p("keystores"), s.Keystores),
+		additionalOutputFormats(p("additionalOutputFormats"), s.AdditionalOutputFormats),
+	)
+}
+
+// concat joins lists in order; it is nil when all are empty.
+func concat(lists ...ErrorList) ErrorList {
+	var out ErrorList
+	for _, l := range lists {
+		out = append(out, l...)
+	}
+	return out
+}
+
+// secretName checks spec.secretName: required, a DNS-1123 subdomain.
+func secretName(path, name string) ErrorList {
+	var errs ErrorList
+	if name == "" {
+		errs.add(path, "required")
+	} else if msg := dns1123Subdomain(name); msg != "" {
+		errs.addValue(path, name, msg)
+	}
+	return errs
+}
+
+// subject checks the identity of the spec at path as a whole (at least
+// one name or subject, reported at path), commonName's length, and
+// literalSubject: an RFC 4514 name that replaces subject and commonName.
+func subject(path string, s *api.CertificateSpec) ErrorList {
 	var errs ErrorList
 	p := func(f string) string { return path + "." + f }
-
-	if s.SecretName == "" {
-		errs.add(p("secretName"), "required")
-	} else if msg := dns1123Subdomain(s.SecretName); msg != "" {
-		errs.addValue(p("secretName"), s.SecretName, msg)
-	}
-	issuerRef(&errs, p("issuerRef"), s.IssuerRef)
-
-	// Identity.
 	if s.CommonName == "" && s.LiteralSubject == "" && len(s.DNSNames) == 0 && len(s.IPAddresses) == 0 &&
 		len(s.URIs) == 0 && len(s.EmailAddresses) == 0 && len(s.OtherNames) == 0 {
 		errs.add(path, "at least one of commonName, literalSubject, dnsNames, ipAddresses, uris, emailAddresses or otherNames must be set")
@@ -51,28 +95,59 @@ func CertificateSpec(s *api.CertificateSpec, path string) ErrorList {
 			errs.addValue(p("literalSubject"), s.LiteralSubject, "not an RFC 4514 distinguished name: "+err.Error())
 		}
 	}
-	for i, n := range s.DNSNames {
+	return errs
+}
+
+// dnsNames checks each spec.dnsNames entry is a DNS name (wildcards allowed).
+func dnsNames(path string, names []string) ErrorList {
+	var errs ErrorList
+	for i, n := range names {
 		if msg := dnsName(n); msg != "" {
-			errs.addValue(idx(p("dnsNames"), i), n, "invalid DNS name: "+msg)
+			errs.addValue(idx(path, i), n, "invalid DNS name: "+msg)
 		}
 	}
-	for i, n := range s.IPAddresses {
+	return errs
+}
+
+// ipAddresses checks each spec.ipAddresses entry is an IP address.
+func ipAddresses(path string, addrs []string) ErrorList {
+	var errs ErrorList
+	for i, n := range addrs {
 		if msg := ipAddress(n); msg != "" {
-			errs.addValue(idx(p("ipAddresses"), i), n, msg)
+			errs.addValue(idx(path, i), n, msg)
 		}
 	}
-	for i, n := range s.URIs {
+	return errs
+}
+
+// uris checks each spec.uris entry is an absolute URI.
+func uris(path string, us []string) ErrorList {
+	var errs ErrorList
+	for i, n := range us {
 		if msg := uriSAN(n); msg != "" {
-			errs.addValue(idx(p("uris"), i), n, msg)
+			errs.addValue(idx(path, i), n, msg)
 		}
 	}
-	for i, n := range s.EmailAddresses {
+	return errs
+}
+
+// emailAddresses checks each spec.emailAddresses entry is an address.
+func emailAddresses(path string, addrs []string) ErrorList {
+	var errs ErrorList
+	for i, n := range addrs {
 		if msg := emailAddress(n); msg != "" {
-			errs.addValue(idx(p("emailAddresses"), i), n, msg)
+			errs.addValue(idx(path, i), n, msg)
 		}
 	}
-	for i, on := range s.OtherNames {
-		ip := idx(p("otherNames"), i)
+	return errs
+}
+
+// otherNames checks each spec.otherNames entry: an OID and a UTF-8 value,
+// both required.
+func otherNames(path string, ons []api.OtherName) ErrorList {
+	var errs ErrorList
+	for i, on := range ons {
+		ip := idx(path, i)
 		if on.OID == "" {
 			errs.add(ip+".oid", "required")
 		} else if msg := oid(on.OID); msg != "" {
@@ -84,8 +159,16 @@ func CertificateSpec(s *api.CertificateSpec, path string) ErrorList {
 			errs.add(ip+".utf8Value", "must be valid UTF-8")
 		}
 	}
+	return errs
+}
 
-	// Lifetime and renewal.
+// lifetime checks the duration of the spec at path (at least
+// api.MinimumDuration) and its renewal: renewBefore or
+// renewBeforePercentage, not both; renewBefore positive and shorter than
+// the duration (defaulted); the percentage within 1..99.
+func lifetime(path string, s *api.CertificateSpec) ErrorList {
+	var errs ErrorList
+	p := func(f string) string { return path + "." + f }
 	duration := s.DurationOrDefault()
 	if s.Duration != nil && s.Duration.Duration < api.MinimumDuration {
 		errs.addValue(p("duration"), s.Duration.Duration.String(), fmt.Sprintf("must be at least %s", api.MinimumDuration))
@@ -104,53 +187,84 @@ func CertificateSpec(s *api.CertificateSpec, path string) ErrorList {
 	if pct := s.RenewBeforePercentage; pct != nil && (*pct < 1 || *pct > 99) {
 		errs.addValue(p("renewBeforePercentage"), strconv.Itoa(int(*pct)), "must be between 1 and 99")
 	}
-	if s.RevisionHistoryLimit != nil && *s.RevisionHistoryLimit < 1 {
-		errs.addValue(p("revisionHistoryLimit"), strconv.Itoa(int(*s.RevisionHistoryLimit)), "must be at least 1")
-	}
+	return errs
+}
 
-	// Key and signature.
-	privateKey(&errs, p("privateKey"), s.PrivateKey)
-	if s.SignatureAlgorithm != "" {
-		alg := s.KeyAlgorithmOrDefault()
-		want, known := signatureKeyAlgorithm[s.SignatureAlgorithm]
-		switch {
-		case !known:
-			errs.addValue(p("signatureAlgorithm"), s.SignatureAlgorithm,
-				"unknown; want SHA256WithRSA, SHA384WithRSA, SHA512WithRSA, ECDSAWithSHA256, ECDSAWithSHA384, ECDSAWithSHA512 or PureEd25519")
-		case want != alg:
-			errs.addValue(p("signatureAlgorithm"), s.SignatureAlgorithm, fmt.Sprintf("needs a %s key, but the private key algorithm is %s", want, alg))
-		}
+// revisionHistoryLimit checks spec.revisionHistoryLimit is at least 1 when set.
+func revisionHistoryLimit(path string, limit *int32) ErrorList {
+	var errs ErrorList
+	if limit != nil && *limit < 1 {
+		errs.addValue(path, strconv.Itoa(int(*limit)), "must be at least 1")
 	}
-	usages(&errs, p("usages"), s.Usages)
+	return errs
+}
 
-	if nc := s.NameConstraints; nc != nil {
-		if !s.IsCA {
-			errs.add(p("nameConstraints"), "only allowed with isCA: true")
-		}
-		if nc.Permitted == nil && nc.Excluded == nil {
-			errs.add(p("nameConstraints"), "at least one of permitted or excluded must be set")
-		}
-		nameConstraintItem(&errs, p("nameConstraints.permitted"), nc.Permitted)
-		nameConstraintItem(&errs, p("nameConstraints.excluded"), nc.Excluded)
+// signatureAlgorithm checks spec.signatureAlgorithm is known and fits the
+// private key algorithm (defaulted).
+func signatureAlgorithm(path string, s *api.CertificateSpec) ErrorList {
+	if s.SignatureAlgorithm == "" {
+		return nil
 	}
+	var errs ErrorList
+	alg := s.KeyAlgorithmOrDefault()
+	want, known := signatureKeyAlgorithm[s.SignatureAlgorithm]
+	switch {
+	case !known:
+		errs.addValue(path, s.SignatureAlgorithm,
+			"unknown; want SHA256WithRSA, SHA384WithRSA, SHA512WithRSA, ECDSAWithSHA256, ECDSAWithSHA384, ECDSAWithSHA512 or PureEd25519")
+	case want != alg:
+		errs.addValue(path, s.SignatureAlgorithm, fmt.Sprintf("needs a %s key, but the private key algorithm is %s", want, alg))
+	}
+	return errs
+}
 
-	// Outputs.
-	if ks := s.Keystores; ks != nil {
-		if j := ks.JKS; j != nil {
-			keystorePassword(&errs, p("keystores.jks"), j.Password, j.PasswordSecretRef)
-		}
-		if k := ks.PKCS12; k != nil {
-			keystorePassword(&errs, p("keystores.pkcs12"), k.Password, k.PasswordSecretRef)
-			switch k.Profile {
-			case "", api.LegacyRC2PKCS12Profile, api.LegacyDESPKCS12Profile, api.Modern2023PKCS12Profile:
-			default:
-				errs.addValue(p("keystores.pkcs12.profile"), string(k.Profile), "unknown; want LegacyRC2, LegacyDES or Modern2023")
-			}
+// nameConstraints checks spec.nameConstraints: only on a CA, with
+// permitted or excluded set, each item well formed.
+func nameConstraints(path string, s *api.CertificateSpec) ErrorList {
+	nc := s.NameConstraints
+	if nc == nil {
+		return nil
+	}
+	var errs ErrorList
+	if !s.IsCA {
+		errs.add(path, "only allowed with isCA: true")
+	}
+	if nc.Permitted == nil && nc.Excluded == nil {
+		errs.add(path, "at least one of permitted or excluded must be set")
+	}
+	return concat(errs,
+		nameConstraintItem(path+".permitted", nc.Permitted),
+		nameConstraintItem(path+".excluded", nc.Excluded))
+}
+
+// keystores checks spec.keystores: each keystore's password source and the
+// PKCS#12 profile.
+func keystores(path string, ks *api.CertificateKeystores) ErrorList {
+	if ks == nil {
+		return nil
+	}
+	var errs ErrorList
+	if j := ks.JKS; j != nil {
+		errs = append(errs, keystorePassword(path+".jks", j.Password, j.PasswordSecretRef)...)
+	}
+	if k := ks.PKCS12; k != nil {
+		errs = append(errs, keystorePassword(path+".pkcs12", k.Password, k.PasswordSecretRef)...)
+		switch k.Profile {
+		case "", api.LegacyRC2PKCS12Profile, api.LegacyDESPKCS12Profile, api.Modern2023PKCS12Profile:
+		default:
+			errs.addValue(path+".pkcs12.profile", string(k.Profile), "unknown; want LegacyRC2, LegacyDES or Modern2023")
 		}
 	}
+	return errs
+}
+
+// additionalOutputFormats checks each spec.additionalOutputFormats entry
+// is a known type, named once.
+func additionalOutputFormats(path string, fs []api.CertificateAdditionalOutputFormat) ErrorList {
+	var errs ErrorList
 	seen := map[api.CertificateOutputFormatType]bool{}
-	for i, f := range s.AdditionalOutputFormats {
-		fp := idx(p("additionalOutputFormats"), i) + ".type"
+	for i, f := range fs {
+		fp := idx(path, i) + ".type"
 		switch f.Type {
 		case api.CertificateOutputFormatDER, api.CertificateOutputFormatCombinedPEM:
 		default:
@@ -176,10 +290,13 @@ var signatureKeyAlgorithm = map[string]api.PrivateKeyAlgorithm{
 	api.SignaturePureEd25519:     api.Ed25519KeyAlgorithm,
 }
 
-func privateKey(errs *ErrorList, path string, k *api.CertificatePrivateKey) {
+// privateKey checks spec.privateKey: rotationPolicy, encoding, and a size
+// that fits the algorithm.
+func privateKey(path string, k *api.CertificatePrivateKey) ErrorList {
 	if k == nil {
-		return
+		return nil
 	}
+	var errs ErrorList
 	switch k.RotationPolicy {
 	case "", api.RotationPolicyAlways, api.RotationPolicyNever:
 	default:
@@ -209,9 +326,13 @@ func privateKey(errs *ErrorList, path string, k *api.CertificatePrivateKey) {
 	default:
 		errs.addValue(path+".algorithm", string(k.Algorithm), "unknown; want RSA, ECDSA or Ed25519")
 	}
+	return errs
 }
 
-func keystorePassword(errs *ErrorList, path string, password *string, ref api.SecretKeySelector) {
+// keystorePassword checks that a keystore names exactly one password
+// source, and that an inline password is not empty.
+func keystorePassword(path string, password *string, ref api.SecretKeySelector) ErrorList {
+	var errs ErrorList
 	switch {
 	case password != nil && ref.Name != "":
 		errs.add(path, "only one of password or passwordSecretRef may be set")
@@ -220,12 +341,16 @@ func keystorePassword(errs *ErrorList, path string, password *string, ref api.Se
 	case password != nil && *password == "":
 		errs.add(path+".password", "must not be empty")
 	}
+	return errs
 }
 
-func nameConstraintItem(errs *ErrorList, path string, it *api.NameConstraintItem) {
+// nameConstraintItem checks one of nameConstraints.permitted or excluded:
+// DNS domains, CIDR ranges, e-mail addresses or domains, URI domains.
+func nameConstraintItem(path string, it *api.NameConstraintItem) ErrorList {
 	if it == nil {
-		return
+		return nil
 	}
+	var errs ErrorList
 	for i, d := range it.DNSDomains {
 		if msg := dnsName(trimLeadingDot(d)); msg != "" {
 			errs.addValue(idx(path+".dnsDomains", i), d, "invalid DNS domain: "+msg)
@@ -247,6 +372,7 @@ func nameConstraintItem(errs *ErrorList, path string, it *api.NameConstraintItem
 			errs.addValue(idx(path+".uriDomains", i), u, "invalid URI domain: "+msg)
 		}
 	}
+	return errs
 }
 
 func trimLeadingDot(s string) string {

@@ -22,7 +22,7 @@ func CertificateRequest(cr *api.CertificateRequest) ErrorList {
 	if _, err := pki.ParseCSRPEM(s.Request); err != nil {
 		errs.add("spec.request", err.Error())
 	}
-	issuerRef(&errs, "spec.issuerRef", s.IssuerRef)
+	errs = append(errs, issuerRef("spec.issuerRef", s.IssuerRef)...)
 	if s.Duration != nil && s.Duration.Duration < api.MinimumDuration {
 		errs.addValue("spec.duration", s.Duration.Duration.String(), fmt.Sprintf("must be at least %s", api.MinimumDuration))
 	}
@@ -36,7 +36,7 @@ func CertificateRequest(cr *api.CertificateRequest) ErrorList {
 				fmt.Sprintf("must equal duration (%s) when both are set", s.Duration.Duration))
 		}
 	}
-	usages(&errs, "spec.usages", s.Usages)
+	errs = append(errs, usages("spec.usages", s.Usages)...)
 	return errs
 }
 

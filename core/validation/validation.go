@@ -172,7 +172,8 @@ func idx(path string, i int) string { return fmt.Sprintf("%s[%d]", path, i) }
 
 // issuerRef checks an issuer reference: name required, and for cert-manager's
 // own group the kind is Issuer or ClusterIssuer.
-func issuerRef(errs *ErrorList, path string, ref api.IssuerReference) {
+func issuerRef(path string, ref api.IssuerReference) ErrorList {
+	var errs ErrorList
 	if ref.Name == "" {
 		errs.add(path+".name", "required")
 	}
@@ -183,15 +184,18 @@ func issuerRef(errs *ErrorList, path string, ref api.IssuerReference) {
 			errs.addValue(path+".kind", ref.Kind, "must be Issuer or ClusterIssuer for group cert-manager.io")
 		}
 	}
+	return errs
 }
 
 // usages checks that every usage is a cert-manager usage name.
-func usages(errs *ErrorList, path string, us []api.KeyUsage) {
+func usages(path string, us []api.KeyUsage) ErrorList {
+	var errs ErrorList
 	for i, u := range us {
 		if !knownUsage(u) {
 			errs.addValue(idx(path, i), string(u), "unknown usage; want one of cert-manager's usage names such as \"digital signature\", \"server auth\"")
 		}
 	}
+	return errs
 }
 
 func knownUsage(u api.KeyUsage) bool {
