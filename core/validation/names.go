@@ -22,11 +22,7 @@ func dnsName(s string) string {
 	if strings.HasSuffix(s, ".") {
 		return "must not end with a dot"
 	}
-	name := s
-	if strings.HasPrefix(name, "*.") {
-		name = name[2:]
-	}
-	for _, label := range strings.Split(name, ".") {
+	for _, label := range strings.Split(strings.TrimPrefix(s, "*."), ".") {
 		if msg := dnsLabel(label); msg != "" {
 			return msg
 		}
