@@ -54,7 +54,7 @@ func (p *policyApprover) Decide(ctx context.Context, cr *api.CertificateRequest)
 	case policy.Denied:
 		return requests.Decision{Result: requests.Denied, Reason: policyReason, Message: d.Message}, nil
 	}
-	return requests.Decision{Result: requests.Unmatched, Message: d.Message}, nil
+	return requests.Decision{Result: requests.Unmatched, Message: d.Message, Detail: d.Detail}, nil
 }
 
 // Authorizer builds an RBAC authorizer from the stored Roles, ClusterRoles,

@@ -44,6 +44,10 @@ type Decision struct {
 	Result  Result
 	Message string
 	Policy  string
+	// Detail is what operators see in debug logs besides Message: for an
+	// Unmatched request, how many policies exist and why none applies
+	// (kept out of Message, which the requester reads).
+	Detail string
 }
 
 // Input is one evaluation.
@@ -168,7 +172,8 @@ func (e *Evaluator) evaluate(ctx context.Context, in Input) Decision {
 		}
 	}
 	if applicable == 0 {
-		return Decision{Result: Unmatched, Message: sc.unmatched(in.Policies, entries)}
+		msg, detail := sc.unmatched(in.Policies, entries)
+		return Decision{Result: Unmatched, Message: msg, Detail: detail}
 	}
 	// Denied (the slow path): run every applicable policy again, collecting
 	// all its violations.

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/certfn/certfn/core/api"
+	"github.com/certfn/certfn/core/rbac"
 )
 
 func ready(p *api.CertificateRequestPolicy, status api.ConditionStatus, gen int64) *api.CertificateRequestPolicy {
@@ -84,8 +85,10 @@ selector: {issuerRef: {}}
 				t.Fatalf("got %s by %q (%s), want %s by %q", d.Result, d.Policy, d.Message, tc.want, tc.policy)
 			}
 			for _, m := range tc.msg {
-				if !strings.Contains(d.Message, m) {
-					t.Errorf("message %q lacks %q", d.Message, m)
+				// An Unmatched request's reasons are in the operator's
+				// detail, not in the message the requester reads.
+				if !strings.Contains(d.Message+"\n"+d.Detail, m) {
+					t.Errorf("message %q (detail %q) lacks %q", d.Message, d.Detail, m)
 				}
 			}
 			if tc.want == Denied && strings.Contains(d.Message, "c-other-issuer") {
@@ -597,5 +600,35 @@ func TestPolicyListChanges(t *testing.T) {
 		if d := ev.Evaluate(context.Background(), Input{Request: cr, Policies: s.policies, Authorizer: bindAll()}); d.Result != s.want {
 			t.Errorf("step %d: %s (%s), want %s", i, d.Result, d.Message, s.want)
 		}
+	}
+}
+
+// The message stored on a request no policy applies to is the same
+// whether there are no policies or many that do not apply for different
+// reasons: a requester learns nothing about the policies from it (the
+// operator's Detail says why).
+func TestUnmatchedMessageIsNoOracle(t *testing.T) {
+	ev := newEvaluator(t)
+	other := policyYAML(t, "c-other-issuer", `
+allowed:
+  dnsNames: {values: ["*"]}
+selector: {issuerRef: {name: other-ca}}
+`)
+	notBound := policyYAML(t, "d-everything", `
+allowed:
+  dnsNames: {values: ["*"]}
+selector: {issuerRef: {}}
+`)
+	cr := newCR(t, csr(dns("x.example.com")))
+	none := ev.Evaluate(context.Background(), Input{Request: cr, Authorizer: bindAll()})
+	many := ev.Evaluate(context.Background(), Input{Request: cr, Policies: []*api.CertificateRequestPolicy{other, notBound, other}, Authorizer: rbac.NewAuthorizer(rbac.Snapshot{})})
+	if none.Result != Unmatched || many.Result != Unmatched {
+		t.Fatalf("results %s, %s; want Unmatched", none.Result, many.Result)
+	}
+	if none.Message != many.Message || strings.ContainsAny(none.Message, "0123456789") {
+		t.Fatalf("the message tells the policies apart:\n%q\n%q", none.Message, many.Message)
+	}
+	if none.Detail == many.Detail || !strings.Contains(many.Detail, "of 3 policies") {
+		t.Fatalf("operator detail %q / %q", none.Detail, many.Detail)
 	}
 }

@@ -264,8 +264,10 @@ func runEvalCases(t *testing.T, ev *Evaluator, policies []*api.CertificateReques
 				t.Fatalf("result %s (%s), want %s", d.Result, d.Message, tc.want)
 			}
 			for _, m := range tc.msg {
-				if !strings.Contains(d.Message, m) {
-					t.Errorf("message %q lacks %q", d.Message, m)
+				// An Unmatched request's reasons are in the operator's
+				// detail, not in the message the requester reads.
+				if !strings.Contains(d.Message+"\n"+d.Detail, m) {
+					t.Errorf("message %q (detail %q) lacks %q", d.Message, d.Detail, m)
 				}
 			}
 			for _, m := range tc.noMatch {

@@ -74,8 +74,12 @@ func (s *scan) why(p *api.CertificateRequestPolicy, ce *cacheEntry, selectorFirs
 	return reasonApplies
 }
 
-// unmatched explains why no policy applies.
-func (s *scan) unmatched(ps []*api.CertificateRequestPolicy, entries []*cacheEntry) string {
+// unmatched returns the message of a request no policy applies to and
+// the operator's detail of why. The message is the same however many
+// policies exist and why each does not apply: the requester (who reads the
+// request) must not learn how many policies there are or what they
+// select. The detail (counts by reason) goes to operators' logs only.
+func (s *scan) unmatched(ps []*api.CertificateRequestPolicy, entries []*cacheEntry) (message, detail string) {
 	var counts [4]int
 	total := 0
 	for i, p := range ps {
@@ -85,7 +89,23 @@ func (s *scan) unmatched(ps []*api.CertificateRequestPolicy, entries []*cacheEnt
 		total++
 		counts[s.why(p, entries[i], true)]++
 	}
-	return unmatchedMessage(s.in.Request, total, counts[reasonNotReady], counts[reasonNotSelected], counts[reasonNotBound])
+	cr := s.in.Request
+	return unmatchedPublic(cr), unmatchedMessage(cr, total, counts[reasonNotReady], counts[reasonNotSelected], counts[reasonNotBound])
+}
+
+// unmatchedPublic is the message stored on a request no policy applies to.
+func unmatchedPublic(cr *api.CertificateRequest) string {
+	ref := cr.Spec.IssuerRef
+	kind, group := ref.Kind, ref.Group
+	if kind == "" {
+		kind = api.KindIssuer
+	}
+	if group == "" {
+		group = api.CertManagerGroup
+	}
+	return fmt.Sprintf("no policy applies to requester %q for issuer %s %q (group %s) in namespace %q: "+
+		"no Ready CertificateRequestPolicy selects this request and is bound to the requester with %q",
+		cr.Spec.Username, kind, ref.Name, group, cr.Namespace, rbac.VerbUse)
 }
 
 func unmatchedMessage(cr *api.CertificateRequest, total, notReady, notSelected, notBound int) string {

@@ -41,6 +41,9 @@ type Decision struct {
 	Result  Result
 	Reason  string
 	Message string
+	// Detail is for operators' debug logs only (never stored on the
+	// request): e.g. why no policy applies.
+	Detail string
 }
 
 // Approver decides on a request (auto-approval list, policies).

@@ -8,6 +8,7 @@ package approval
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/certfn/certfn/core/api"
 	"github.com/certfn/certfn/core/requests"
@@ -38,7 +39,7 @@ func Step(ctx context.Context, env *requests.Env, st *requests.State) (requests.
 		changed := api.SetCondition(conds, api.Condition{Type: api.CertificateRequestConditionReady, Status: api.ConditionFalse,
 			Reason: api.CertificateRequestReasonPending, Message: d.Message}, st.Now)
 		if !changed {
-			return requests.Outcome{RequeueAt: st.Now.Add(env.WaitPoll), Why: "pending approval: " + d.Message}, nil
+			return requests.Outcome{RequeueAt: st.Now.Add(env.WaitPoll), Why: strings.TrimSuffix("pending approval: "+d.Message+"; "+d.Detail, "; ")}, nil
 		}
 	}
 	if env.Metrics != nil {
