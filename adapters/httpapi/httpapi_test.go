@@ -321,10 +321,10 @@ func TestBindings(t *testing.T) {
 		name, method, path, user, ctype, body, msg string
 	}{
 		{"create in another namespace", "POST", "/v1/apply", alice, "application/yaml", apitest.Request(t, "team-b", "req", "ss", "a.example.com"),
-			`may not create CertificateRequest/team-b/req`},
+			`may not create or update CertificateRequest/team-b/req`},
 		{"a batch with one forbidden object", "POST", "/v1/apply", alice, "application/yaml",
-			apitest.Docs(apitest.Request(t, "team-a", "ok", "ss", "c.example.com"), apitest.Issuer("team-a", "other")), `may not create Issuer/team-a/other`},
-		{"update what it may only create", "POST", "/v1/apply", alice, "application/yaml", apitest.Issuer("team-a", "ss"), `may not update Issuer/team-a/ss`},
+			apitest.Docs(apitest.Request(t, "team-a", "ok", "ss", "c.example.com"), apitest.Issuer("team-a", "other")), `may not create or update Issuer/team-a/other`},
+		{"update what it may only create", "POST", "/v1/apply", alice, "application/yaml", apitest.Issuer("team-a", "ss"), `may not create or update Issuer/team-a/ss`},
 		{"get in another namespace", "GET", "/v1/namespaces/team-b/issuers/ss", alice, "", "", `may not get Issuer/team-b/ss`},
 		{"list everywhere", "GET", "/v1/certificaterequests", alice, "", "", `may not list CertificateRequest`},
 		{"delete", "DELETE", "/v1/namespaces/team-a/certificaterequests/req", alice, "", "", `may not delete CertificateRequest/team-a/req`},

@@ -142,6 +142,19 @@ spec:
 	if r := remote(adminCrt, adminKey, "status", "certificate", "web"); r.code != 0 || !strings.HasPrefix(r.stdout, "Ready") {
 		t.Fatalf("admin status: %d %s %s", r.code, r.stdout, r.stderr)
 	}
+	// Orders and Challenges are written only by certfn's ACME issuer: even
+	// system:masters may not apply one through the API.
+	order := filepath.Join(p.dir, "order.yaml")
+	if err := os.WriteFile(order, []byte(`apiVersion: acme.cert-manager.io/v1
+kind: Order
+metadata: {name: mine, namespace: default}
+spec: {request: "", issuerRef: {name: selfsigned}, dnsNames: [victim.example.com]}
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if r := remote(adminCrt, adminKey, "apply", "-f", order); r.code == 0 || !strings.Contains(r.stderr, "orders are created and changed only by certfn") {
+		t.Fatalf("admin applied an Order: %d %s %s", r.code, r.stdout, r.stderr)
+	}
 	// alice is authenticated by her certificate but bound to nothing.
 	if r := remote(aliceCrt, aliceKey, "get", "certificates", "-n", "default"); r.code == 0 || !strings.Contains(r.stderr, "alice may not list") {
 		t.Fatalf("alice get: %d %s %s", r.code, r.stdout, r.stderr)

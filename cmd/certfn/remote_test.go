@@ -281,7 +281,7 @@ func TestRemoteErrors(t *testing.T) {
 		{"forbidden namespace", "", []string{"get", "certificates", "-n", "team-b"}, map[string]string{"AWS_ACCESS_KEY_ID": aliceKey, "AWS_SECRET_ACCESS_KEY": aliceSecret},
 			`forbidden: arn:aws:iam::123456789012:user/alice may not list Certificate/team-b/`},
 		{"forbidden create", appCert, []string{"apply", "-f", "-"}, map[string]string{"AWS_ACCESS_KEY_ID": aliceKey, "AWS_SECRET_ACCESS_KEY": aliceSecret},
-			"may not create Certificate/default/app"},
+			"may not create or update Certificate/default/app"},
 		{"--as with --server", "", []string{"--as", "bob", "get", "certificates"}, nil, "--as and --as-group are local-only"},
 		{"serve", "", []string{"serve", "--until-idle"}, nil, "serve is local-only"},
 		{"inspect", "", []string{"inspect", "secret", "app-tls"}, nil, "inspect secret is local-only (not available with --server): secrets are read from the cloud secret store"},

@@ -50,13 +50,9 @@ func (e FieldError) Error() string {
 // FieldErrors is the error Decode returns: every problem found, in input order.
 type FieldErrors []FieldError
 
-// Error renders one line per error.
+// Error renders one line per error, bounded (JoinBounded).
 func (l FieldErrors) Error() string {
-	lines := make([]string, len(l))
-	for i, e := range l {
-		lines[i] = e.Error()
-	}
-	return strings.Join(lines, "\n")
+	return JoinBounded(len(l), func(i int) string { return l[i].Error() })
 }
 
 // Decode parses one or many manifests: YAML or JSON, documents separated by

@@ -44,37 +44,60 @@ const (
 	VerbEscalate = "escalate"
 )
 
-// Apply validates every object once, checks that caller may create (or
-// update, when it exists) each of them — reading each once — and only
-// then applies them in order, as `kubectl apply` does: a new object is
-// created, an existing one gets the new spec, labels and annotations and
-// keeps its status and identity. If any object is invalid
-// (*ValidationError, with every invalid object's field path) or forbidden,
-// nothing is stored. A CertificateRequest's spec is immutable; its
-// identity fields come from caller.
+// MaxApplyObjects bounds one apply: a larger batch is refused before
+// anything is read or validated.
+const MaxApplyObjects = 1000
+
+// machineKinds are written only by certfn itself, never through the
+// service: the ACME issuer's Orders and Challenges (seed 000: "not
+// intended to be created by users"; an Order or Challenge written by a
+// caller would make certfn's ACME account validate and order names for
+// it), the Challenge leases, and the Events failed reconciles record.
+// Callers may read them and, with permission, delete them.
+var machineKinds = map[string]string{
+	api.KindOrder:          "certfn's ACME issuer",
+	api.KindChallenge:      "certfn's ACME issuer",
+	api.KindChallengeLease: "certfn's ACME issuer",
+	api.KindEvent:          "certfn, when a reconcile fails",
+}
+
+// Apply checks that caller may create (or update, when it exists) each
+// object — reading each once, before any validation work — then validates
+// every object once, and only then applies them in order, as `kubectl
+// apply` does: a new object is created, an existing one gets the new spec,
+// labels and annotations and keeps its status and identity. If any object
+// is forbidden or invalid (*ValidationError, with every invalid object's
+// field path; its text is bounded), nothing is stored. A
+// CertificateRequest's spec is immutable; its identity fields come from
+// caller. Orders, Challenges, Challenge leases and Events are refused
+// (ErrForbidden) for every caller: only certfn writes them.
 func (s *Service) Apply(ctx context.Context, caller Caller, objs []api.Object) ([]ApplyResult, error) {
-	if len(objs) == 0 {
+	switch {
+	case len(objs) == 0:
 		return nil, badRequestf("no resources to apply")
+	case len(objs) > MaxApplyObjects:
+		return nil, badRequestf("%d objects in one apply: at most %d", len(objs), MaxApplyObjects)
 	}
-	verr := &ValidationError{}
-	var msgs []string
 	for _, o := range objs {
-		if cr, ok := o.(*api.CertificateRequest); ok {
-			cr.Spec.Username, cr.Spec.UID, cr.Spec.Groups, cr.Spec.Extra = caller.Username, caller.UID, caller.Groups, caller.Extra
+		key := api.KeyOf(o)
+		if who, ok := machineKinds[key.Kind]; ok {
+			info, _ := api.KindInfoFor(key.Kind)
+			return nil, forbidden(fmt.Errorf("%s: %s are created and changed only by %s; you may read them and, with permission, delete them",
+				key, info.Plural, who))
 		}
-		if field, err := s.validate(o); err != nil {
-			msgs = append(msgs, err.Error())
-			verr.Details = append(verr.Details, ErrorDetail{Object: api.KeyOf(o).String(), Field: field, Error: err.Error()})
-		}
-	}
-	if len(verr.Details) > 0 {
-		verr.Message = strings.Join(msgs, "; ")
-		return nil, verr
 	}
 	az := s.authz()
 	stored := make([]api.Object, len(objs))
 	for i, o := range objs {
 		key := api.KeyOf(o)
+		if cr, ok := o.(*api.CertificateRequest); ok {
+			cr.Spec.Username, cr.Spec.UID, cr.Spec.Groups, cr.Spec.Extra = caller.Username, caller.UID, caller.Groups, caller.Extra
+		}
+		if az.check(ctx, caller, rbac.VerbCreate, key) != nil && az.check(ctx, caller, rbac.VerbUpdate, key) != nil {
+			// Neither verb: refused before the object is read, with one
+			// message whether it exists or not.
+			return nil, forbidden(fmt.Errorf("%s may not create or update %s", identity(caller).Username, key))
+		}
 		verb := rbac.VerbCreate
 		old, err := s.engine.Get(ctx, key)
 		switch {
@@ -84,8 +107,31 @@ func (s *Service) Apply(ctx context.Context, caller Caller, objs []api.Object) (
 			return nil, err
 		}
 		if err := az.check(ctx, caller, verb, key); err != nil {
+			if az.check(ctx, caller, rbac.VerbGet, key) != nil {
+				// A caller who may not read the object learns nothing
+				// about it: the same answer whether it exists or not.
+				return nil, forbidden(fmt.Errorf("%s may not create or update %s", identity(caller).Username, key))
+			}
 			return nil, err
 		}
+	}
+	verr := &ValidationError{}
+	var msgs []string
+	for _, o := range objs {
+		if field, err := s.validate(o); err != nil {
+			msgs = append(msgs, err.Error())
+			verr.Details = append(verr.Details, ErrorDetail{Object: api.KeyOf(o).String(), Field: field, Error: api.Truncate(err.Error(), 4*api.MaxReportedLine)})
+		}
+	}
+	if len(verr.Details) > 0 {
+		verr.Message = api.JoinBounded(len(msgs), func(i int) string { return msgs[i] })
+		verr.Message = strings.ReplaceAll(verr.Message, "\n", "; ")
+		if len(verr.Details) > api.MaxReportedErrors {
+			verr.Details = verr.Details[:api.MaxReportedErrors]
+		}
+		return nil, verr
+	}
+	for _, o := range objs {
 		if err := s.checkEscalation(ctx, az, caller, o); err != nil {
 			return nil, err
 		}

@@ -42,11 +42,7 @@ type ErrorList []Error
 
 // Error renders one line per error.
 func (l ErrorList) Error() string {
-	lines := make([]string, len(l))
-	for i, e := range l {
-		lines[i] = e.Error()
-	}
-	return strings.Join(lines, "\n")
+	return api.JoinBounded(len(l), func(i int) string { return l[i].Error() })
 }
 
 // Err returns l as an error, or nil when l is empty.

@@ -1,0 +1,127 @@
+package httpapi_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/certfn/certfn/adapters/httpapi/apitest"
+	"github.com/certfn/certfn/core/api"
+)
+
+// orderYAML is an Order a caller writes itself, carrying its own CSR.
+const orderYAML = `apiVersion: acme.cert-manager.io/v1
+kind: Order
+metadata: {name: mine, namespace: team-a}
+spec:
+  request: LS0tLS1CRUdJTiBDRVJUSUZJQ0FURSBSRVFVRVNULS0tLS0KLS0tLS1FTkQgQ0VSVElGSUNBVEUgUkVRVUVTVC0tLS0tCg==
+  issuerRef: {name: le, kind: ClusterIssuer}
+  dnsNames: [victim.team-b.example.com]
+`
+
+// challengeYAML is a Challenge a caller writes itself: its own token, key
+// authorization, URL and solver.
+const challengeYAML = `apiVersion: acme.cert-manager.io/v1
+kind: Challenge
+metadata: {name: mine, namespace: team-a}
+spec:
+  url: https://attacker.example/chall/1
+  authorizationURL: https://attacker.example/authz/1
+  dnsName: victim.team-b.example.com
+  type: HTTP-01
+  token: tok
+  key: tok.thumb
+  issuerRef: {name: le, kind: ClusterIssuer}
+  solver: {http01: {ingress: {}}}
+`
+
+// Orders, Challenges, Challenge leases and Events are written only by
+// certfn: no caller may create or change them through the API — not a
+// team whose role grants create on them (cert-manager's stock
+// cert-manager-edit role does), not even system:masters. They may still
+// be read and deleted with permission.
+func TestMachineKindsAreNotWritable(t *testing.T) {
+	e := newEnv(t, 0)
+	edit := apitest.Grant("acme-edit", alice, "team-a", "acme.cert-manager.io", []string{"orders", "challenges"}, []string{"create", "update", "get", "list", "delete"})
+	e.mustDo(200, "POST", "/v1/apply", admin, "application/yaml", edit)
+	for _, tc := range []struct{ name, user, body, plural string }{
+		{"order by a team with create", alice, orderYAML, "orders"},
+		{"challenge by a team with create", alice, challengeYAML, "challenges"},
+		{"order by system:masters", admin, orderYAML, "orders"},
+		{"challenge by system:masters", admin, challengeYAML, "challenges"},
+		{"event", admin, "apiVersion: v1\nkind: Event\nmetadata: {name: x, namespace: team-a}\n", "events"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := e.mustDo(http.StatusForbidden, "POST", "/v1/apply", tc.user, "application/yaml", tc.body)
+			if msg, reason, _ := r.err(t); reason != "Forbidden" || !strings.Contains(msg, tc.plural+" are created and changed only by certfn") {
+				t.Fatalf("%s: %q", reason, msg)
+			}
+		})
+	}
+	if n := e.count(api.KindOrder, "") + e.count(api.KindChallenge, ""); n != 0 {
+		t.Fatalf("%d Orders/Challenges stored", n)
+	}
+	// Reading them stays allowed.
+	e.mustDo(200, "GET", "/v1/namespaces/team-a/orders", alice, "", "")
+}
+
+// A caller without create permission anywhere gets a short 403 for a
+// large batch, decided before any validation; an allowed caller's invalid
+// batch gets a bounded 422.
+func TestErrorsDoNotGrowWithTheInput(t *testing.T) {
+	e := newEnv(t, 4<<20)
+	var b strings.Builder
+	for i := 0; b.Len() < 900<<10; i++ {
+		fmt.Fprintf(&b, "---\napiVersion: cert-manager.io/v1\nkind: Certificate\nmetadata: {name: c%d, namespace: default}\nspec: {secretName: s, dnsNames: [\"a..%s\"], issuerRef: {name: x}}\n", i, strings.Repeat("b", 200))
+		if i > 900 {
+			break
+		}
+	}
+	body := b.String()
+	r := e.mustDo(http.StatusForbidden, "POST", "/v1/apply", bob, "application/yaml", body)
+	if len(r.body) > 1024 {
+		t.Fatalf("403 body of %d bytes for a %d-byte request", len(r.body), len(body))
+	}
+	r = e.mustDo(http.StatusUnprocessableEntity, "POST", "/v1/apply", admin, "application/yaml", body)
+	if len(r.body) > 64<<10 {
+		t.Fatalf("422 body of %d bytes for a %d-byte request", len(r.body), len(body))
+	}
+	var eb struct {
+		Error   string
+		Details []json.RawMessage
+	}
+	if err := json.Unmarshal([]byte(r.body), &eb); err != nil || len(eb.Details) > api.MaxReportedErrors || !strings.Contains(eb.Error, "more problems") {
+		t.Fatalf("details %d, error %q (%v)", len(eb.Details), api.Truncate(eb.Error, 200), err)
+	}
+	// Undecodable input is bounded too.
+	junk := "[" + strings.Repeat(`{"apiVersion": "cert-manager.io/v1", "kind": "Certificate", "bogus": 1},`, 5000) + `{}]`
+	r = e.mustDo(http.StatusBadRequest, "POST", "/v1/apply", admin, "application/json", junk)
+	if len(r.body) > 64<<10 {
+		t.Fatalf("400 body of %d bytes for a %d-byte request", len(r.body), len(junk))
+	}
+}
+
+// A caller who may not read an object learns nothing about it from apply:
+// the same answer whether it exists or not, in any namespace.
+func TestApplyIsNoExistenceOracle(t *testing.T) {
+	e := newEnv(t, 0)
+	e.mustDo(200, "POST", "/v1/apply", admin, "application/yaml", apitest.Issuer("team-b", "exists"))
+	// bob may create issuers in team-b but not get or update them.
+	e.mustDo(200, "POST", "/v1/apply", admin, "application/yaml",
+		apitest.Grant("issuer-creator", bob, "team-b", "cert-manager.io", []string{"issuers"}, []string{"create"}))
+	msg := func(user, name, ns string) string {
+		r := e.mustDo(http.StatusForbidden, "POST", "/v1/apply", user, "application/yaml",
+			strings.Replace(apitest.Issuer(ns, name), "selfSigned: {}", "selfSigned: {crlDistributionPoints: [\"http://x\"]}", 1))
+		m, _, _ := r.err(t)
+		return strings.ReplaceAll(m, name, "NAME")
+	}
+	if a, b := msg(alice, "exists", "team-b"), msg(alice, "missing", "team-b"); a != b {
+		t.Fatalf("alice tells an existing Issuer from a missing one:\n%s\n%s", a, b)
+	}
+	e.mustDo(200, "POST", "/v1/apply", bob, "application/yaml", apitest.Issuer("team-b", "new")) // creating is allowed
+	if a := msg(bob, "exists", "team-b"); !strings.Contains(a, "may not create or update") {
+		t.Fatalf("bob updating an Issuer he may not read: %s", a)
+	}
+}
