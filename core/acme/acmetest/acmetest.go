@@ -8,6 +8,8 @@ import (
 	"context"
 	"crypto"
 	"crypto/x509"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -165,6 +167,16 @@ type Rig struct {
 	Engine   *engine.Engine
 	Orders   *orders.Handler
 	Chals    *challenges.Handler
+
+	solvers []api.ACMEChallengeSolver
+}
+
+// DefaultSolvers are the rig issuer's solvers when a test names none: a
+// DNS-01 webhook solver (the tests' DNS-01 doubles ignore its settings)
+// and an HTTP-01 solver.
+var DefaultSolvers = []api.ACMEChallengeSolver{
+	{DNS01: &api.ACMEChallengeSolverDNS01{Webhook: json.RawMessage(`{"groupName": "acme.certfn.test", "solverName": "test"}`)}},
+	{HTTP01: &api.ACMEChallengeSolverHTTP01{}},
 }
 
 // T0 is the rig's start time.
@@ -175,7 +187,10 @@ func NewRig(t *testing.T, solvers []api.ACMEChallengeSolver, chCfg challenges.Co
 	t.Helper()
 	clk := clock.NewFake(T0)
 	store := memory.NewStore()
-	r := &Rig{T: t, Ctx: context.Background(), Clock: clk, Store: store, Secrets: certtest.NewMemSecrets(), Client: &Client{}}
+	if solvers == nil {
+		solvers = DefaultSolvers
+	}
+	r := &Rig{T: t, Ctx: context.Background(), Clock: clk, Store: store, Secrets: certtest.NewMemSecrets(), Client: &Client{}, solvers: solvers}
 	r.Accounts = acme.NewAccounts(r.Secrets, Dialer{r.Client})
 	chCfg.Accounts = r.Accounts
 	r.Chals = challenges.New(chCfg)
@@ -205,11 +220,77 @@ func NewRig(t *testing.T, solvers []api.ACMEChallengeSolver, chCfg challenges.Co
 // IssuerRef names the rig's issuer.
 var IssuerRef = api.IssuerReference{Name: "le", Kind: api.KindClusterIssuer}
 
-// Create stores obj.
+// Create stores obj. An Order or a Challenge without a controlling owner
+// first gets the chain certfn's ACME issuer would have made (see
+// acme.CheckOrder and acme.CheckChallenge): an Order an approved
+// CertificateRequest carrying its CSR; a Challenge an Order (with such a
+// request) whose status lists it as the server's offer, and, when it has
+// none, the solver the rig's issuer selects. The owners are stored
+// directly, without waking anything.
 func (r *Rig) Create(obj api.Object) {
 	r.T.Helper()
+	switch o := obj.(type) {
+	case *api.Order:
+		if o.ControllerOf() == nil {
+			o.OwnerReferences = []api.OwnerReference{acme.ControllerRef(r.approvedRequest(o.Namespace, o.Name+"-cr", o.Spec.Request, o.Spec.IssuerRef))}
+		}
+	case *api.Challenge:
+		if o.ControllerOf() == nil {
+			r.ownChallenge(o)
+		}
+	}
 	if _, err := r.Engine.CreateObject(r.Ctx, obj, r.Clock.Now()); err != nil {
 		r.T.Fatalf("create %s: %v", api.KeyOf(obj), err)
+	}
+}
+
+// approvedRequest stores an approved CertificateRequest carrying csr.
+func (r *Rig) approvedRequest(ns, name string, csr []byte, ref api.IssuerReference) *api.CertificateRequest {
+	r.T.Helper()
+	cr := &api.CertificateRequest{TypeMeta: api.TypeMeta{APIVersion: api.CertManagerV1, Kind: api.KindCertificateRequest},
+		ObjectMeta: api.ObjectMeta{Name: name, Namespace: ns, UID: name + "-uid"},
+		Spec:       api.CertificateRequestSpec{Request: csr, IssuerRef: ref}}
+	api.SetCondition(&cr.Status.Conditions, api.Condition{Type: api.CertificateRequestConditionApproved, Status: api.ConditionTrue, Reason: "test"}, T0)
+	r.put(cr)
+	return cr
+}
+
+// ownChallenge gives c an Order that lists it, and the issuer's solver.
+func (r *Rig) ownChallenge(c *api.Challenge) {
+	r.T.Helper()
+	acmeType := "http-01"
+	if c.Spec.Type == api.ACMEChallengeTypeDNS01 {
+		acmeType = "dns-01"
+	}
+	wild := c.Spec.Wildcard
+	csr := []byte("csr of " + c.Name)
+	o := &api.Order{TypeMeta: api.TypeMeta{APIVersion: api.ACMEV1, Kind: api.KindOrder},
+		ObjectMeta: api.ObjectMeta{Name: c.Name + "-order", Namespace: c.Namespace, UID: c.Name + "-order-uid"},
+		Spec:       api.OrderSpec{Request: csr, IssuerRef: c.Spec.IssuerRef, DNSNames: []string{c.Spec.DNSName}},
+		Status: api.OrderStatus{URL: "https://acme.test/order/" + c.Name, State: api.StatePending,
+			Authorizations: []api.ACMEAuthorization{{URL: c.Spec.AuthorizationURL, Identifier: c.Spec.DNSName, Wildcard: &wild,
+				Challenges: []api.ACMEChallenge{{URL: c.Spec.URL, Token: c.Spec.Token, Type: acmeType}}}}}}
+	o.OwnerReferences = []api.OwnerReference{acme.ControllerRef(r.approvedRequest(c.Namespace, c.Name+"-cr", csr, c.Spec.IssuerRef))}
+	acme.StampSpec(&o.ObjectMeta, o.Spec)
+	r.put(o)
+	c.OwnerReferences = []api.OwnerReference{acme.ControllerRef(o)}
+	if c.Spec.Solver.DNS01 == nil && c.Spec.Solver.HTTP01 == nil {
+		if choice, ok := acme.SelectSolver(r.solvers, c.Spec.DNSName, wild, nil, []string{acmeType}); ok {
+			c.Spec.Solver = choice.Solver
+			acme.StampSpec(&c.ObjectMeta, c.Spec)
+		}
+	}
+}
+
+// put stores obj as it is, waking nothing.
+func (r *Rig) put(obj api.Object) {
+	r.T.Helper()
+	data, err := json.Marshal(obj)
+	if err != nil {
+		r.T.Fatal(err)
+	}
+	if _, err := r.Store.Create(r.Ctx, ports.Record{Key: api.KeyOf(obj), Data: data}); err != nil && !errors.Is(err, ports.ErrAlreadyExists) {
+		r.T.Fatalf("store %s: %v", api.KeyOf(obj), err)
 	}
 }
 

@@ -207,12 +207,9 @@ func TestDNS01WithoutSolverFails(t *testing.T) {
 func TestDeletedWithOwnerIsCleanedUp(t *testing.T) {
 	d := &dnsSolver{}
 	r := acmetest.NewRig(t, nil, challenges.Config{DNS01: d})
-	o := &api.Order{TypeMeta: api.TypeMeta{APIVersion: api.ACMEV1, Kind: api.KindOrder},
-		ObjectMeta: api.ObjectMeta{Name: "o1", Namespace: "ns", UID: "order-uid"}}
-	r.Create(o)
 	c := challenge("d", "x.example.com", api.ACMEChallengeTypeDNS01, 0)
-	c.OwnerReferences = []api.OwnerReference{acme.ControllerRef(o)}
-	r.Create(c)
+	r.Create(c) // with the Order (and approved request) that lists it
+	o := r.Get(api.Key{Kind: api.KindOrder, Namespace: "ns", Name: c.ControllerOf().Name})
 	r.MustReconcile(key("d")) // schedule
 	r.MustReconcile(key("d")) // present
 	if !get(r, "d").Status.Presented {

@@ -27,6 +27,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"time"
 
 	"github.com/certfn/certfn/core/acme"
@@ -108,6 +109,8 @@ type run struct {
 	rec ports.Record
 	c   *api.Challenge
 	now time.Time
+	// order is the Challenge's Order, checked by acme.CheckChallenge.
+	order *api.Order
 }
 
 // Reconcile implements engine.Handler: one step per call.
@@ -139,6 +142,18 @@ func (r *run) step(ctx context.Context) error {
 		return r.e.Settle(ctx, r.rec, time.Time{})
 	case acme.SpecChanged(&c.ObjectMeta, c.Spec):
 		return r.finish(ctx, api.StateErrored, "spec was changed after the Challenge was created; Challenge specs are immutable")
+	}
+	// Provenance before any step that presents, asks the ACME server or
+	// reads a secret (see acme.CheckChallenge).
+	order, why, err := acme.CheckChallenge(ctx, r.e.Get, c)
+	if err != nil {
+		return err
+	}
+	if why != "" {
+		return r.finish(ctx, api.StateErrored, why)
+	}
+	r.order = order
+	switch {
 	case !c.Status.Processing:
 		return r.schedule(ctx)
 	case !c.Status.Presented:
@@ -252,5 +267,48 @@ func (r *run) account(ctx context.Context) (acme.Account, acme.Client, bool, err
 	if err != nil {
 		return acme.Account{}, nil, false, err
 	}
+	// The key authorization is the issuer account's, never the stored one.
+	if r.c.Spec.Key != acme.KeyAuthorization(r.c.Spec.Token, acct.Thumbprint) {
+		return acme.Account{}, nil, false, r.finish(ctx, api.StateErrored, "spec.key is not the key authorization of the issuer's ACME account for this token")
+	}
 	return acct, client, true, nil
+}
+
+// checkSolver reports why a DNS-01 Challenge's solver must not be used
+// ("" when it may): it must be the solver the issuer's spec selects for
+// this authorization now (cert-manager's selector rules over the Order's
+// labels and the challenge types the server offered), so the provider,
+// zone and credentials always come from the issuer's own spec, never from
+// the stored Challenge.
+func (r *run) checkSolver(ctx context.Context) (string, error) {
+	c := r.c
+	key, _, known := r.h.cfg.Issuers.Resolve(c.Namespace, c.Spec.IssuerRef)
+	if !known {
+		return "spec.issuerRef does not name a cert-manager issuer", nil
+	}
+	obj, err := r.e.Get(ctx, key)
+	if errors.Is(err, ports.ErrNotFound) {
+		return fmt.Sprintf("issuer %s does not exist", key), nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("challenge %s: read issuer %s: %w", r.rec.Key, key, err)
+	}
+	iss, ok := obj.(api.GenericIssuer)
+	if !ok || iss.GetSpec().ACME == nil {
+		return fmt.Sprintf("issuer %s is not an ACME issuer", key), nil
+	}
+	var offered []string
+	for _, az := range r.order.Status.Authorizations {
+		if az.URL == c.Spec.AuthorizationURL {
+			for _, ch := range az.Challenges {
+				offered = append(offered, ch.Type)
+			}
+		}
+	}
+	choice, ok := acme.SelectSolver(iss.GetSpec().ACME.Solvers, c.Spec.DNSName, c.Spec.Wildcard, r.order.Labels, offered)
+	typ, _ := acme.ChallengeTypeFor(choice.Type)
+	if !ok || typ != c.Spec.Type || !reflect.DeepEqual(choice.Solver, c.Spec.Solver) {
+		return "spec.solver is not the solver the issuer's spec selects for this challenge (the issuer's solvers changed, or the Challenge was not created by certfn)", nil
+	}
+	return "", nil
 }

@@ -34,6 +34,11 @@ func (r *run) present(ctx context.Context) error {
 		if r.h.cfg.DNS01 == nil {
 			return r.finish(ctx, api.StateErrored, "DNS-01 is not available in this deployment of certfn (no DNS-01 solver configured)")
 		}
+		if why, err := r.checkSolver(ctx); err != nil {
+			return err
+		} else if why != "" {
+			return r.finish(ctx, api.StateErrored, why)
+		}
 		got, err := r.h.cfg.DNS01.Present(ctx, c)
 		if errs.IsPermanent(err) {
 			return r.finish(ctx, api.StateErrored, "Failed to present the DNS-01 record: "+err.Error())

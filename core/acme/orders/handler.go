@@ -104,6 +104,12 @@ func (r *run) step(ctx context.Context) error {
 	case acme.SpecChanged(&o.ObjectMeta, o.Spec):
 		return r.fail(ctx, api.StateErrored, "spec was changed after the Order was created; Order specs are immutable")
 	}
+	// Provenance before any ACME request (see acme.CheckOrder).
+	if why, err := acme.CheckOrder(ctx, r.e.Get, o); err != nil {
+		return err
+	} else if why != "" {
+		return r.fail(ctx, api.StateErrored, why)
+	}
 	iss, secretNS, err := r.issuer(ctx)
 	if err != nil {
 		return err

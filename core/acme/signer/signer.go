@@ -12,6 +12,7 @@
 package signer
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -62,7 +63,16 @@ func (s *Signer) Sign(ctx context.Context, req signers.Request) (signers.Result,
 	if err != nil {
 		return signers.Result{}, err
 	}
-	o := obj.(*api.Order)
+	o, ok := obj.(*api.Order)
+	if !ok {
+		return signers.Result{}, errs.Permanentf("%s is not an Order", key)
+	}
+	// The Order must be the one made for this request (see acme.CheckOrder):
+	// its certificate is taken only if it was ordered for this CSR.
+	if ref := o.ControllerOf(); ref == nil || ref.Kind != api.KindCertificateRequest || ref.UID != cr.UID ||
+		!bytes.Equal(bytes.TrimSpace(o.Spec.Request), bytes.TrimSpace(cr.Spec.Request)) {
+		return signers.Result{}, errs.Permanentf("Order %s was not created by certfn's ACME issuer for this request (owner or CSR differ)", name)
+	}
 	switch {
 	case o.Status.State == api.StateValid && len(o.Status.Certificate) > 0:
 		chain, err := pki.ParseChainPEM(o.Status.Certificate)
