@@ -192,7 +192,7 @@ func TestBINDRejections(t *testing.T) {
 		}), "spec.solver.dns01.rfc2136.tsigSecretSecretRef: the server " + e.bind.Addr + " rejected the TSIG signature"},
 		{"ClusterIssuer secret looked up in the cluster resource namespace", e.rfcChallenge("cluster.example.test", func(c *api.Challenge) {
 			c.Spec.IssuerRef.Kind = api.KindClusterIssuer
-		}), "spec.solver.dns01.rfc2136.tsigSecretSecretRef: secret cert-manager/tsig not found"},
+		}), `spec.solver.dns01.rfc2136.tsigSecretSecretRef: secret cert-manager/tsig has no usable key "secret" (missing, unreadable or empty)`},
 		{"zone not found", e.rfcChallenge("www.nowhere.test"), "zone not found for _acme-challenge.www.nowhere.test."},
 		{"nameserver unusable", e.rfcChallenge("badns.example.test", func(c *api.Challenge) {
 			c.Spec.Solver.DNS01.RFC2136.Nameserver = "[::1"

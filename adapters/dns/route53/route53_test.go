@@ -664,7 +664,7 @@ func TestParse(t *testing.T) {
 		{name: "malformed key ID", mods: []mod{withStaticKeys, spec(func(s *api.ACMEIssuerDNS01ProviderRoute53) { s.AccessKeyID = "short" })},
 			wantErr: "spec.solver.dns01.route53.accessKeyID: not an AWS access key ID"},
 		{name: "missing secret", mods: []mod{withStaticKeys, spec(func(s *api.ACMEIssuerDNS01ProviderRoute53) { s.SecretAccessKey.Name = "nope" })},
-			wantErr: "spec.solver.dns01.route53.secretAccessKeySecretRef: secret cert-manager/nope not found"},
+			wantErr: `spec.solver.dns01.route53.secretAccessKeySecretRef: secret cert-manager/nope has no usable key "secret" (missing, unreadable or empty)`},
 		{name: "blank secret", mods: []mod{withStaticKeys, spec(func(s *api.ACMEIssuerDNS01ProviderRoute53) { s.SecretAccessKey.Key = "blank" })},
 			wantErr: "spec.solver.dns01.route53.secretAccessKeySecretRef: secret cert-manager/aws key \"blank\" is not an AWS secret access key"},
 		{name: "Issuer without keys", mods: []mod{issuer},

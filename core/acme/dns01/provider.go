@@ -94,8 +94,9 @@ type ProviderRequest struct {
 
 // SecretValue returns the value of key ref.Key of secret ref.Name in
 // r.SecretNamespace. field is the field path of ref, used in errors. An
-// empty name or key, a missing secret or a missing key is a permanent
-// error naming field; any other store failure is transient. The error
+// empty name or key, or a secret that is missing, undecodable or without
+// the key (one message for all three) is a permanent error naming field;
+// a store failure that may pass is transient. The error
 // never contains the value.
 func (r ProviderRequest) SecretValue(ctx context.Context, ref api.SecretKeySelector, field string) ([]byte, error) {
 	if ref.Name == "" {
@@ -107,18 +108,22 @@ func (r ProviderRequest) SecretValue(ctx context.Context, ref api.SecretKeySelec
 	if r.Secrets == nil {
 		return nil, errs.Permanentf("%s: no secret store configured", field)
 	}
+	// A secret that is missing, that the store cannot decode, or that lacks
+	// the key is one answer: whoever reads the Challenge learns nothing
+	// about secrets beyond "not usable". Only a store failure that may
+	// pass (throttling, network) is reported as such, and retried.
+	unusable := errs.Permanentf("%s: secret %s/%s has no usable key %q (missing, unreadable or empty)", field, r.SecretNamespace, ref.Name, ref.Key)
 	sec, err := r.Secrets.Get(ctx, r.SecretNamespace, ref.Name)
-	if errors.Is(err, ports.ErrNotFound) {
-		return nil, errs.Permanentf("%s: secret %s/%s not found", field, r.SecretNamespace, ref.Name)
-	}
-	if err != nil {
+	switch {
+	case errors.Is(err, ports.ErrNotFound) || errs.IsPermanent(err):
+		return nil, unusable
+	case err != nil:
 		return nil, fmt.Errorf("%s: read secret %s/%s: %w", field, r.SecretNamespace, ref.Name, err)
 	}
-	v, ok := sec.Data[ref.Key]
-	if !ok || len(v) == 0 {
-		return nil, errs.Permanentf("%s: secret %s/%s has no key %q", field, r.SecretNamespace, ref.Name, ref.Key)
+	if v := sec.Data[ref.Key]; len(v) > 0 {
+		return v, nil
 	}
-	return v, nil
+	return nil, unusable
 }
 
 // providerKey returns the key of the one provider set in d (and the

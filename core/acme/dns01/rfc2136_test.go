@@ -82,7 +82,7 @@ func TestParseRFC2136(t *testing.T) {
 		{name: "unsupported algorithm", mod: func(s *api.ACMEIssuerDNS01ProviderRFC2136) { s.TSIGAlgorithm = "HMACSHA224" },
 			wantErr: p + `.tsigAlgorithm: "HMACSHA224" is not supported`, permanent: true},
 		{name: "secret missing", mod: func(s *api.ACMEIssuerDNS01ProviderRFC2136) { s.TSIGSecret.Name = "nope" },
-			wantErr: p + ".tsigSecretSecretRef: secret team-a/nope not found", permanent: true},
+			wantErr: p + `.tsigSecretSecretRef: secret team-a/nope has no usable key "secret" (missing, unreadable or empty)`, permanent: true},
 		{name: "secret not base64", mod: func(s *api.ACMEIssuerDNS01ProviderRFC2136) { s.TSIGSecret.Key = "junk" },
 			wantErr: p + `.tsigSecretSecretRef: secret team-a/tsig key "junk" is not a base64 TSIG secret`, permanent: true},
 		{name: "secret store down", store: down, mod: func(*api.ACMEIssuerDNS01ProviderRFC2136) {},

@@ -489,8 +489,8 @@ func TestSecretValue(t *testing.T) {
 		{"found", store, ref("tsig", "secret"), "", false},
 		{"no name", store, ref("", "secret"), "f.name: required", true},
 		{"no key", store, ref("tsig", ""), "f.key: required", true},
-		{"missing secret", store, ref("nope", "secret"), "f: secret team-a/nope not found", true},
-		{"missing key", store, ref("tsig", "other"), `f: secret team-a/tsig has no key "other"`, true},
+		{"missing secret", store, ref("nope", "secret"), `f: secret team-a/nope has no usable key "secret" (missing, unreadable or empty)`, true},
+		{"missing key: the same answer as a missing secret", store, ref("tsig", "other"), `f: secret team-a/tsig has no usable key "other" (missing, unreadable or empty)`, true},
 		{"store failure", failing, ref("tsig", "secret"), "f: read secret team-a/tsig: store down", false},
 		{"no store", nil, ref("tsig", "secret"), "f: no secret store configured", true},
 	}
