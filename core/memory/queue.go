@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/certfn/certfn/core/api"
+	"github.com/certfn/certfn/core/errs"
 	"github.com/certfn/certfn/core/ports"
 )
 
@@ -139,8 +140,8 @@ func (q *Queue) Visibility() time.Duration { return q.visibility }
 // If key is already waiting, it keeps the earlier due time; if it is in
 // flight, it is delivered again after the Ack.
 func (q *Queue) Enqueue(ctx context.Context, key api.Key, delay time.Duration) error {
-	if err := checkKey("key", key); err != nil {
-		return fmt.Errorf("memory queue: enqueue %s: %w", key, err)
+	if err := key.Validate(); err != nil {
+		return errs.Permanentf("memory queue: enqueue %s: key.%w", key, err)
 	}
 	if err := live(ctx, "memory queue: enqueue "+key.String()); err != nil {
 		return err
