@@ -9,8 +9,9 @@
 //   - SecretStore: secrets as plain files <dir>/<namespace>/<name>/<key>
 //     that nginx or haproxy can read directly, replaced atomically with the
 //     Kubernetes atomic-writer layout (..data symlink swapped by rename(2)).
-//   - MemQueue: an in-process queue with delays on an injected clock,
-//     de-duplication by key and leases.
+//   - MemQueue: the in-process queue, core/memory's Queue (delays on an
+//     injected clock, de-duplication by key, leases) plus Wait, which
+//     sleeps on a real timer until there is work.
 //   - Counters: an in-memory metrics sink with a Prometheus text writer.
 //
 // Every adapter runs the contract suites of core/ports/porttest.

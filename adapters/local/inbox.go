@@ -7,6 +7,7 @@ import (
 	"sort"
 
 	"github.com/certfn/certfn/core/api"
+	"github.com/certfn/certfn/core/errs"
 	"github.com/certfn/certfn/core/ports"
 )
 
@@ -24,8 +25,8 @@ func (s *Store) Inbox(clock ports.Clock) *Inbox { return &Inbox{s: s, clock: clo
 
 // Push records a wake-up for key. It never blocks on the reader.
 func (in *Inbox) Push(ctx context.Context, key api.Key) error {
-	if err := checkKey("key", key); err != nil {
-		return fmt.Errorf("inbox: push %s: %w", key, err)
+	if err := key.Validate(); err != nil {
+		return errs.Permanentf("inbox: push %s: key.%w", key, err)
 	}
 	in.s.wmu.Lock()
 	defer in.s.wmu.Unlock()

@@ -1,296 +1,77 @@
 package local
 
 import (
-	"container/heap"
 	"context"
-	"errors"
-	"fmt"
-	"sync"
 	"time"
 
-	"github.com/certfn/certfn/core/api"
+	"github.com/certfn/certfn/core/memory"
 	"github.com/certfn/certfn/core/ports"
 )
 
 // DefaultVisibility is the lease of a received message when NewMemQueue is
 // given no positive visibility timeout.
-const DefaultVisibility = 5 * time.Minute
+const DefaultVisibility = memory.DefaultVisibility
 
 // ErrLeaseLost is returned by Ack and Nack for a delivery whose lease is no
-// longer current: the message was delivered again after its visibility
-// timeout, or was acknowledged already.
-var ErrLeaseLost = errors.New("lease lost: the message was redelivered or acknowledged already")
+// longer current (memory.ErrLeaseLost).
+var ErrLeaseLost = memory.ErrLeaseLost
 
 // Delivery is one message handed out by MemQueue.Receive.
-type Delivery struct {
-	Key api.Key
-	// Attempt counts the deliveries of this key since it was last
-	// acknowledged: 1 for the first, more after visibility timeouts and Nacks.
-	Attempt int
-	lease   uint64
-}
+type Delivery = memory.Delivery
 
-// MemQueue is an in-process queue of reconcile keys for local mode:
-//
-//   - Enqueue de-duplicates by key: a key already waiting keeps the earlier
-//     of its two due times.
-//   - Delays and leases are measured on the injected clock, so tests drive
-//     it with clock.Fake and never sleep.
-//   - Receive leases a message for the visibility timeout; an unacknowledged
-//     message becomes visible again when its lease ends.
-//   - A key enqueued while its message is in flight is not delivered twice at
-//     once: it waits, and is delivered again after the Ack (no lost wake-up).
+// MemQueue is local mode's in-process queue of reconcile keys: a
+// memory.Queue (de-duplication by key, delays and leases on the injected
+// clock, Receive, Ack, Nack, Len, NextDue; see its contract) plus Wait,
+// with which `certfn serve`'s workers sleep until there is work.
 //
 // It is safe for concurrent use.
 type MemQueue struct {
-	clock      ports.Clock
-	visibility time.Duration
-
-	mu     sync.Mutex
-	items  map[api.Key]*qitem
-	order  qheap // items by the time they become visible
-	seq    uint64
-	leases uint64
-	wake   chan struct{} // closed (and replaced) when something may have become visible
-}
-
-// qitem is the state of one key. It is in the heap as long as it is
-// pending or leased.
-type qitem struct {
-	key        api.Key
-	pending    bool      // a message is waiting to be delivered
-	due        time.Time // when the pending message becomes visible
-	leased     bool      // a delivery is in flight
-	leaseUntil time.Time
-	lease      uint64
-	attempts   int
-	seq        uint64 // FIFO among equal times
-	index      int    // position in the heap
-}
-
-// visibleAt is when the item can next be received: the end of its lease if
-// in flight (an expired lease is redelivered, folding in a pending copy),
-// else its due time.
-func (it *qitem) visibleAt() time.Time {
-	if it.leased {
-		return it.leaseUntil
-	}
-	return it.due
-}
-
-// qheap is a min-heap of items by visibleAt, then seq.
-type qheap []*qitem
-
-func (h qheap) Len() int { return len(h) }
-func (h qheap) Less(i, j int) bool {
-	a, b := h[i].visibleAt(), h[j].visibleAt()
-	if !a.Equal(b) {
-		return a.Before(b)
-	}
-	return h[i].seq < h[j].seq
-}
-func (h qheap) Swap(i, j int) {
-	h[i], h[j] = h[j], h[i]
-	h[i].index, h[j].index = i, j
-}
-func (h *qheap) Push(x any) {
-	it := x.(*qitem)
-	it.index = len(*h)
-	*h = append(*h, it)
-}
-func (h *qheap) Pop() any {
-	old := *h
-	it := old[len(old)-1]
-	old[len(old)-1] = nil
-	*h = old[:len(old)-1]
-	it.index = -1
-	return it
-}
-
-// NewMemQueue returns an empty queue on clock whose leases last visibility
-// (DefaultVisibility if not positive).
-func NewMemQueue(clock ports.Clock, visibility time.Duration) *MemQueue {
-	if visibility <= 0 {
-		visibility = DefaultVisibility
-	}
-	return &MemQueue{clock: clock, visibility: visibility, items: map[api.Key]*qitem{}, wake: make(chan struct{})}
+	*memory.Queue
+	clock ports.Clock
 }
 
 var _ ports.Queue = (*MemQueue)(nil)
 
-// Visibility returns the lease duration of a received message.
-func (q *MemQueue) Visibility() time.Duration { return q.visibility }
-
-// signal wakes every Wait; q.mu must be held.
-func (q *MemQueue) signal() {
-	close(q.wake)
-	q.wake = make(chan struct{})
-}
-
-// Enqueue schedules key to be delivered after delay (negative means now).
-// If key is already waiting, it keeps the earlier due time; if it is in
-// flight, it is delivered again after the Ack.
-func (q *MemQueue) Enqueue(ctx context.Context, key api.Key, delay time.Duration) error {
-	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("queue: enqueue %s: %w", key, err)
-	}
-	if err := checkKey("key", key); err != nil {
-		return fmt.Errorf("queue: enqueue %s: %w", key, err)
-	}
-	due := q.clock.Now().Add(max(delay, 0))
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	it, ok := q.items[key]
-	if !ok {
-		q.seq++
-		it = &qitem{key: key, pending: true, due: due, seq: q.seq}
-		q.items[key] = it
-		heap.Push(&q.order, it)
-		q.signal()
-		return nil
-	}
-	if it.pending && !due.Before(it.due) {
-		return nil
-	}
-	it.pending, it.due = true, due
-	if !it.leased {
-		heap.Fix(&q.order, it.index)
-		q.signal()
-	}
-	return nil
-}
-
-// Receive leases and returns up to n messages visible now, earliest
-// first: waiting keys whose due time has come and in-flight keys whose
-// lease has ended. It never blocks (see Wait).
-func (q *MemQueue) Receive(ctx context.Context, n int) ([]Delivery, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("queue: receive: %w", err)
-	}
-	now := q.clock.Now()
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	var out []Delivery
-	for len(out) < n && len(q.order) > 0 {
-		it := q.order[0]
-		if it.visibleAt().After(now) {
-			break
-		}
-		q.leases++
-		it.pending, it.leased = false, true
-		it.leaseUntil, it.lease = now.Add(q.visibility), q.leases
-		it.attempts++
-		heap.Fix(&q.order, 0)
-		out = append(out, Delivery{Key: it.key, Attempt: it.attempts, lease: it.lease})
-	}
-	return out, nil
-}
-
-// leased returns d's item if d's lease is current; q.mu must be held.
-func (q *MemQueue) leased(d Delivery) (*qitem, error) {
-	it, ok := q.items[d.Key]
-	if !ok || !it.leased || it.lease != d.lease {
-		return nil, fmt.Errorf("queue: %s: %w", d.Key, ErrLeaseLost)
-	}
-	return it, nil
-}
-
-// Ack ends d's lease for good. If the key was enqueued again while in
-// flight, that message becomes visible at its due time. ErrLeaseLost if d
-// is not the current delivery of its key.
-func (q *MemQueue) Ack(ctx context.Context, d Delivery) error {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	it, err := q.leased(d)
-	if err != nil {
-		return fmt.Errorf("ack: %w", err)
-	}
-	it.leased, it.attempts = false, 0
-	if !it.pending {
-		heap.Remove(&q.order, it.index)
-		delete(q.items, d.Key)
-		return nil
-	}
-	heap.Fix(&q.order, it.index)
-	q.signal()
-	return nil
-}
-
-// Nack ends d's lease early and makes the key visible again after delay
-// (or earlier, if it was enqueued again with a shorter delay meanwhile).
-// The attempt count is kept. ErrLeaseLost if d is not current.
-func (q *MemQueue) Nack(ctx context.Context, d Delivery, delay time.Duration) error {
-	due := q.clock.Now().Add(max(delay, 0))
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	it, err := q.leased(d)
-	if err != nil {
-		return fmt.Errorf("nack: %w", err)
-	}
-	if !it.pending || due.Before(it.due) {
-		it.due = due
-	}
-	it.leased, it.pending = false, true
-	heap.Fix(&q.order, it.index)
-	q.signal()
-	return nil
-}
-
-// Len returns the number of keys waiting or in flight.
-func (q *MemQueue) Len() int {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	return len(q.items)
-}
-
-// NextDue returns the earliest time at which Receive will return something
-// (a due time or the end of a lease), and false if the queue is empty. A
-// run-until-idle loop on a fake clock advances the clock to it.
-func (q *MemQueue) NextDue() (time.Time, bool) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	if len(q.order) == 0 {
-		return time.Time{}, false
-	}
-	return q.order[0].visibleAt(), true
+// NewMemQueue returns an empty queue on clock whose leases last visibility
+// (DefaultVisibility if not positive).
+func NewMemQueue(clock ports.Clock, visibility time.Duration) *MemQueue {
+	return &MemQueue{Queue: memory.NewQueue(clock, visibility), clock: clock}
 }
 
 // Wait blocks until Receive may return something or ctx is done (then it
-// returns ctx's error). It measures the remaining wait on the queue's clock
-// but sleeps in real time, so it is meant for clock.Real (certfn serve);
-// tests on a fake clock use NextDue instead.
+// returns ctx's error): it returns when NextDue has come on the queue's
+// clock, and is woken early by memory.Queue.Changed (an Enqueue, a Nack, an
+// Ack of a key enqueued again in flight). It measures the remaining wait on
+// the queue's clock but sleeps on a real timer, so it is meant for
+// clock.Real (certfn serve); tests on a fake clock use NextDue instead.
 func (q *MemQueue) Wait(ctx context.Context) error {
 	for {
-		q.mu.Lock()
-		wake := q.wake
-		empty := len(q.order) == 0
-		var wait time.Duration
-		if !empty {
-			wait = q.order[0].visibleAt().Sub(q.clock.Now())
-		}
-		q.mu.Unlock()
-		if !empty && wait <= 0 {
-			return nil
-		}
+		// Take the channel before reading NextDue, so that a change in
+		// between is seen as a closed channel rather than lost.
+		changed := q.Changed()
+		next, ok := q.NextDue()
 		var (
 			timer *time.Timer
-			fired <-chan time.Time
+			fired <-chan time.Time // nil (never) while the queue is empty
 		)
-		if !empty {
+		if ok {
+			wait := next.Sub(q.clock.Now())
+			if wait <= 0 {
+				return nil
+			}
 			timer = time.NewTimer(wait)
 			fired = timer.C
 		}
 		select {
 		case <-ctx.Done():
-			if timer != nil {
-				timer.Stop()
-			}
-			return ctx.Err()
-		case <-wake:
-			if timer != nil {
-				timer.Stop()
-			}
+		case <-changed:
 		case <-fired:
+		}
+		if timer != nil {
+			timer.Stop()
+		}
+		if err := ctx.Err(); err != nil {
+			return err
 		}
 	}
 }

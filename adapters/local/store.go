@@ -172,12 +172,12 @@ func fromNanos(n int64) time.Time {
 
 // checkRecord validates a record's key and owner before a write.
 func checkRecord(op string, rec ports.Record) error {
-	if err := checkKey("key", rec.Key); err != nil {
-		return fmt.Errorf("store: %s %s: %w", op, rec.Key, err)
+	if err := rec.Key.Validate(); err != nil {
+		return errs.Permanentf("store: %s %s: key.%w", op, rec.Key, err)
 	}
 	if !rec.Owner.IsZero() {
-		if err := checkKey("owner", rec.Owner); err != nil {
-			return fmt.Errorf("store: %s %s: %w", op, rec.Key, err)
+		if err := rec.Owner.Validate(); err != nil {
+			return errs.Permanentf("store: %s %s: owner.%w", op, rec.Key, err)
 		}
 	}
 	return nil

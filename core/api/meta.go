@@ -94,21 +94,60 @@ func (k Key) String() string {
 // IsZero reports whether k is the zero key.
 func (k Key) IsZero() bool { return k == Key{} }
 
+// Validate reports whether k can address a stored resource: kind and name
+// are required, the namespace may be empty (cluster-scoped kinds), and no
+// part may contain '/', so that SplitKey(k.String()) gives k back. Unlike
+// ParseKey it accepts any kind: a store holds whatever it is given. The
+// error names the part ("kind: must not be empty"); a caller prefixes the
+// field that holds k ("owner.kind: ...") and marks the error permanent.
+func (k Key) Validate() error {
+	for _, p := range [...]struct{ name, value string }{{"kind", k.Kind}, {"namespace", k.Namespace}, {"name", k.Name}} {
+		if p.name != "namespace" && p.value == "" {
+			return fmt.Errorf("%s: must not be empty", p.name)
+		}
+		if strings.Contains(p.value, "/") {
+			return fmt.Errorf("%s: %q must not contain '/'", p.name, p.value)
+		}
+	}
+	return nil
+}
+
+// SplitKey parses the String form of a key that Validate accepts,
+// "Kind/namespace/name" or "Kind/name", of any kind. Unlike ParseKey it
+// does not check the kind against the scheme: it reads back what a store
+// wrote.
+func SplitKey(s string) (Key, error) {
+	k, three, err := splitKey(s)
+	if err != nil {
+		return Key{}, err
+	}
+	if k.Kind == "" || k.Name == "" || (three && k.Namespace == "") {
+		return Key{}, fmt.Errorf("key %q: empty part", s)
+	}
+	return k, nil
+}
+
+// splitKey splits the String form at its '/' separators, checking only
+// their number; three reports the Kind/namespace/name form.
+func splitKey(s string) (k Key, three bool, err error) {
+	switch parts := strings.Split(s, "/"); len(parts) {
+	case 2:
+		return Key{Kind: parts[0], Name: parts[1]}, false, nil
+	case 3:
+		return Key{Kind: parts[0], Namespace: parts[1], Name: parts[2]}, true, nil
+	}
+	return Key{}, false, fmt.Errorf("key %q: want Kind/namespace/name or Kind/name", s)
+}
+
 // ParseKey parses the String form. It checks the kind is known and that its
 // scope matches the number of parts; it never panics on arbitrary input.
 func ParseKey(s string) (Key, error) {
 	if len(s) > 512 {
 		return Key{}, fmt.Errorf("key: longer than 512 bytes")
 	}
-	parts := strings.Split(s, "/")
-	var k Key
-	switch len(parts) {
-	case 2:
-		k = Key{Kind: parts[0], Name: parts[1]}
-	case 3:
-		k = Key{Kind: parts[0], Namespace: parts[1], Name: parts[2]}
-	default:
-		return Key{}, fmt.Errorf("key %q: want Kind/namespace/name or Kind/name", s)
+	k, _, err := splitKey(s)
+	if err != nil {
+		return Key{}, err
 	}
 	info, ok := KindInfoFor(k.Kind)
 	if !ok {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/certfn/certfn/core/api"
+	"github.com/certfn/certfn/core/errs"
 	"github.com/certfn/certfn/core/ports"
 )
 
@@ -50,6 +51,9 @@ type Delivery struct {
 //   - A key enqueued while its message is in flight is not delivered twice
 //     at once: it waits, and is delivered again after the Ack (no lost
 //     wake-up).
+//   - Changed signals the changes that may bring NextDue forward, so that
+//     a consumer on a real clock can sleep until NextDue and still wake
+//     for new work; the queue itself keeps no timer.
 //
 // Queue is safe for concurrent use.
 type Queue struct {
@@ -61,6 +65,9 @@ type Queue struct {
 	order  qheap // items by the time they become visible
 	seq    uint64
 	leases uint64
+	// changed is closed, and cleared, when NextDue may have moved earlier;
+	// nil while nobody holds it from Changed.
+	changed chan struct{}
 }
 
 var _ ports.Queue = (*Queue)(nil)
@@ -133,8 +140,8 @@ func (q *Queue) Visibility() time.Duration { return q.visibility }
 // If key is already waiting, it keeps the earlier due time; if it is in
 // flight, it is delivered again after the Ack.
 func (q *Queue) Enqueue(ctx context.Context, key api.Key, delay time.Duration) error {
-	if err := checkKey("key", key); err != nil {
-		return fmt.Errorf("memory queue: enqueue %s: %w", key, err)
+	if err := key.Validate(); err != nil {
+		return errs.Permanentf("memory queue: enqueue %s: key.%w", key, err)
 	}
 	if err := live(ctx, "memory queue: enqueue "+key.String()); err != nil {
 		return err
@@ -148,6 +155,7 @@ func (q *Queue) Enqueue(ctx context.Context, key api.Key, delay time.Duration) e
 		it = &qitem{key: key, pending: true, due: due, seq: q.seq}
 		q.items[key] = it
 		heap.Push(&q.order, it)
+		q.signal()
 		return nil
 	}
 	if it.pending && !due.Before(it.due) {
@@ -156,6 +164,7 @@ func (q *Queue) Enqueue(ctx context.Context, key api.Key, delay time.Duration) e
 	it.pending, it.due = true, due
 	if !it.leased {
 		heap.Fix(&q.order, it.index)
+		q.signal()
 	}
 	return nil
 }
@@ -216,6 +225,7 @@ func (q *Queue) Ack(ctx context.Context, d Delivery) error {
 		return nil
 	}
 	heap.Fix(&q.order, it.index)
+	q.signal()
 	return nil
 }
 
@@ -238,6 +248,7 @@ func (q *Queue) Nack(ctx context.Context, d Delivery, delay time.Duration) error
 	}
 	it.leased, it.pending = false, true
 	heap.Fix(&q.order, it.index)
+	q.signal()
 	return nil
 }
 
@@ -258,4 +269,34 @@ func (q *Queue) NextDue() (time.Time, bool) {
 		return time.Time{}, false
 	}
 	return q.order[0].visibleAt(), true
+}
+
+// Changed returns a channel that is closed at the next change that may
+// make NextDue earlier than it was when Changed was called: an Enqueue
+// that adds a key or brings a waiting key's due time forward, a Nack, or
+// an Ack of a key enqueued again while in flight. Every caller holding the
+// channel sees the close (a broadcast); after it, Changed returns a new
+// channel. A change may be signalled that leaves NextDue where it was, but
+// none that moves it earlier is missed by a caller that takes the channel
+// before reading NextDue.
+//
+// The passing of time is not signalled: a due time or the end of a lease
+// arriving on the clock closes nothing. A consumer on a real clock waits
+// for the earlier of the channel and NextDue (local.MemQueue.Wait); one on
+// a fake clock advances it to NextDue.
+func (q *Queue) Changed() <-chan struct{} {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.changed == nil {
+		q.changed = make(chan struct{})
+	}
+	return q.changed
+}
+
+// signal closes the channel Changed handed out, if any; q.mu must be held.
+func (q *Queue) signal() {
+	if q.changed != nil {
+		close(q.changed)
+		q.changed = nil
+	}
 }

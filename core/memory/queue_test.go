@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"testing"
 	"time"
@@ -283,4 +284,140 @@ func TestQueueRunUntilIdle(t *testing.T) {
 	if got := strings.Join(log, " "); got != want {
 		t.Errorf("deliveries %q, want %q", got, want)
 	}
+}
+
+// closed reports whether ch is closed, without blocking.
+func closed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
+// Each change that may bring NextDue forward closes the channel Changed
+// handed out, and the next call hands out a new one.
+func TestQueueChanged(t *testing.T) {
+	ctx := context.Background()
+	tests := []struct {
+		name  string
+		setup func(q *memory.Queue) memory.Delivery // may return a delivery for do
+		do    func(q *memory.Queue, d memory.Delivery) error
+	}{
+		{"enqueue of a new key", nil,
+			func(q *memory.Queue, _ memory.Delivery) error { return q.Enqueue(ctx, key("a"), time.Hour) }},
+		{"enqueue bringing a due time forward", func(q *memory.Queue) memory.Delivery {
+			mustEnqueue(t, q, "a", time.Hour)
+			return memory.Delivery{}
+		}, func(q *memory.Queue, _ memory.Delivery) error { return q.Enqueue(ctx, key("a"), time.Minute) }},
+		{"nack", func(q *memory.Queue) memory.Delivery { return mustReceive(t, q, "a") },
+			func(q *memory.Queue, d memory.Delivery) error { return q.Nack(ctx, d, time.Hour) }},
+		{"ack of a key enqueued again in flight", func(q *memory.Queue) memory.Delivery {
+			d := mustReceive(t, q, "a")
+			mustEnqueue(t, q, "a", 0)
+			return d
+		}, func(q *memory.Queue, d memory.Delivery) error { return q.Ack(ctx, d) }},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			q := memory.NewQueue(clock.NewFake(qt0), time.Minute)
+			var d memory.Delivery
+			if tc.setup != nil {
+				d = tc.setup(q)
+			}
+			ch := q.Changed()
+			if closed(ch) {
+				t.Fatal("Changed is closed before any change")
+			}
+			if ch2 := q.Changed(); ch2 != ch {
+				t.Error("two calls without a change between returned different channels")
+			}
+			if err := tc.do(q, d); err != nil {
+				t.Fatal(err)
+			}
+			if !closed(ch) {
+				t.Fatalf("%s did not close Changed", tc.name)
+			}
+			if closed(q.Changed()) {
+				t.Error("Changed after a change returned a closed channel")
+			}
+		})
+	}
+}
+
+// Whatever the operations, NextDue never moves earlier without closing
+// the channel taken before them (random operations, fixed seed).
+func TestQueueChangedNeverMissesAnEarlierNextDue(t *testing.T) {
+	ctx := context.Background()
+	clk := clock.NewFake(qt0)
+	q := memory.NewQueue(clk, time.Minute)
+	rng := rand.New(rand.NewPCG(1, 2))
+	delays := []time.Duration{-time.Second, 0, 10 * time.Second, time.Minute, 2 * time.Minute}
+	var held []memory.Delivery
+	for i := range 5000 {
+		ch := q.Changed()
+		before, hadBefore := q.NextDue()
+		var op string
+		switch rng.IntN(5) {
+		case 0:
+			k, d := key(fmt.Sprint(rng.IntN(4))), delays[rng.IntN(len(delays))]
+			op = fmt.Sprintf("Enqueue(%s, %v)", k.Name, d)
+			if err := q.Enqueue(ctx, k, d); err != nil {
+				t.Fatal(err)
+			}
+		case 1:
+			op = "Receive"
+			ds, err := q.Receive(ctx, 1+rng.IntN(2))
+			if err != nil {
+				t.Fatal(err)
+			}
+			held = append(held, ds...)
+		case 2, 3:
+			if len(held) == 0 {
+				continue
+			}
+			j := rng.IntN(len(held))
+			d := held[j]
+			held = append(held[:j], held[j+1:]...)
+			var err error
+			if rng.IntN(2) == 0 {
+				op = "Ack(" + d.Key.Name + ")"
+				err = q.Ack(ctx, d)
+			} else {
+				delay := delays[rng.IntN(len(delays))]
+				op = fmt.Sprintf("Nack(%s, %v)", d.Key.Name, delay)
+				err = q.Nack(ctx, d, delay)
+			}
+			if err != nil && !errors.Is(err, memory.ErrLeaseLost) {
+				t.Fatal(err)
+			}
+		case 4:
+			d := time.Duration(rng.IntN(90)) * time.Second
+			op = fmt.Sprintf("Advance(%v)", d)
+			clk.Advance(d)
+		}
+		after, hasAfter := q.NextDue()
+		if earlier := hasAfter && (!hadBefore || after.Before(before)); earlier && !closed(ch) {
+			t.Fatalf("op %d %s moved NextDue from %v (%v) to %v without closing Changed", i, op, before, hadBefore, after)
+		}
+	}
+}
+
+func mustEnqueue(t *testing.T, q *memory.Queue, name string, delay time.Duration) {
+	t.Helper()
+	if err := q.Enqueue(context.Background(), key(name), delay); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// mustReceive enqueues key(name) now and receives its delivery.
+func mustReceive(t *testing.T, q *memory.Queue, name string) memory.Delivery {
+	t.Helper()
+	mustEnqueue(t, q, name, 0)
+	ds, err := q.Receive(context.Background(), 1)
+	if err != nil || len(ds) != 1 {
+		t.Fatalf("Receive = %v, %v; want one delivery", ds, err)
+	}
+	return ds[0]
 }

@@ -226,7 +226,9 @@ func (r *Runtime) handle(ctx context.Context, d local.Delivery) {
 	} else {
 		err = r.Queue.Nack(ctx, d, disp.RetryAfter)
 	}
-	if err != nil && !errors.Is(err, local.ErrLeaseLost) {
+	// After a lease loss another delivery owns the key; after ctx ends
+	// (serve shutting down) the in-memory queue is dropped anyway.
+	if err != nil && !errors.Is(err, local.ErrLeaseLost) && ctx.Err() == nil {
 		r.Log.Warn("queue", "key", d.Key.String(), "err", err)
 	}
 }

@@ -7,7 +7,6 @@ import (
 	"hash/fnv"
 	"io"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -36,42 +35,18 @@ const (
 const encGzip = "gzip"
 
 // checkKey reports, as a permanent error naming field, a key the store
-// cannot hold: kind and name are required and no part may contain '/',
-// since the key's string form is the item's partition key and the owner
-// attribute, and List relies on its '/' separators.
+// cannot hold: one api.Key.Validate refuses (the key's string form is the
+// item's partition key and the owner attribute, and List relies on its '/'
+// separators), or one whose string form is over 1024 bytes, DynamoDB's
+// limit for a sort key (it is the sort key of the kind and owner indexes).
 func checkKey(field string, k api.Key) error {
-	parts := []struct{ name, value string }{{"kind", k.Kind}, {"namespace", k.Namespace}, {"name", k.Name}}
-	for _, p := range parts {
-		if p.name != "namespace" && p.value == "" {
-			return errs.Permanentf("%s.%s: must not be empty", field, p.name)
-		}
-		if strings.Contains(p.value, "/") {
-			return errs.Permanentf("%s.%s: %q must not contain '/'", field, p.name, p.value)
-		}
+	if err := k.Validate(); err != nil {
+		return errs.Permanentf("%s.%w", field, err)
 	}
 	if n := len(k.String()); n > 1024 {
 		return errs.Permanentf("%s: %d bytes long, at most 1024", field, n)
 	}
 	return nil
-}
-
-// parseKey parses the string form written by api.Key.String. Unlike
-// api.ParseKey it accepts any kind: the store holds whatever it was given.
-func parseKey(s string) (api.Key, error) {
-	parts := strings.Split(s, "/")
-	var k api.Key
-	switch len(parts) {
-	case 2:
-		k = api.Key{Kind: parts[0], Name: parts[1]}
-	case 3:
-		k = api.Key{Kind: parts[0], Namespace: parts[1], Name: parts[2]}
-	default:
-		return api.Key{}, fmt.Errorf("key %q: want Kind/namespace/name or Kind/name", s)
-	}
-	if k.Kind == "" || k.Name == "" || (len(parts) == 3 && k.Namespace == "") {
-		return api.Key{}, fmt.Errorf("key %q: empty part", s)
-	}
-	return k, nil
 }
 
 // shardOf returns the due-index shard of a partition key: FNV-1a of the key
@@ -191,7 +166,7 @@ func decodeItem(item map[string]types.AttributeValue) (stored, error) {
 	if err != nil {
 		return out, err
 	}
-	if out.rec.Key, err = parseKey(pk); err != nil {
+	if out.rec.Key, err = api.SplitKey(pk); err != nil {
 		return out, fmt.Errorf("%s: %w", attrPK, err)
 	}
 	fail := func(err error) (stored, error) { return stored{}, fmt.Errorf("item %s: %w", pk, err) }
@@ -203,7 +178,7 @@ func decodeItem(item map[string]types.AttributeValue) (stored, error) {
 		return fail(err)
 	}
 	if owner != "" {
-		if out.rec.Owner, err = parseKey(owner); err != nil {
+		if out.rec.Owner, err = api.SplitKey(owner); err != nil {
 			return fail(fmt.Errorf("%s: %w", attrOwner, err))
 		}
 	}

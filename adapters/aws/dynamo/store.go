@@ -601,7 +601,7 @@ func (s *Store) fetchDue(ctx context.Context, c *dueCursor, cutoff int64, page i
 		if err != nil {
 			return fmt.Errorf("shard %d: %w", c.shard, err)
 		}
-		k, err := parseKey(pk)
+		k, err := api.SplitKey(pk)
 		if err != nil {
 			return fmt.Errorf("shard %d: %w", c.shard, err)
 		}
