@@ -125,3 +125,43 @@ func TestApplyIsNoExistenceOracle(t *testing.T) {
 		t.Fatalf("bob updating an Issuer he may not read: %s", a)
 	}
 }
+
+// A requester reads its pending request's message: it says no policy
+// applies, the same whether there are none or several, for whatever
+// reasons (not selecting it, not bound to the requester).
+func TestPendingMessageIsNoPolicyOracle(t *testing.T) {
+	e := newEnv(t, 0)
+	e.mustDo(200, "POST", "/v1/apply", admin, "application/yaml", apitest.Docs(apitest.Issuer("team-a", "ss"),
+		apitest.Grant("requester", alice, "team-a", "cert-manager.io", []string{"certificaterequests"}, []string{"create", "get"})))
+	message := func(name string) string {
+		t.Helper()
+		e.mustDo(200, "POST", "/v1/apply", alice, "application/yaml", apitest.Request(t, "team-a", name, "ss", name+".example.com"))
+		if _, err := e.rt.RunUntilIdle(t.Context(), 2); err != nil {
+			t.Fatal(err)
+		}
+		r := e.mustDo(200, "GET", "/v1/namespaces/team-a/certificaterequests/"+name, alice, "", "")
+		var cr api.CertificateRequest
+		if err := json.Unmarshal([]byte(r.body), &cr); err != nil {
+			t.Fatal(err)
+		}
+		c := api.FindCondition(cr.Status.Conditions, api.CertificateRequestConditionReady)
+		if c == nil || c.Reason != api.CertificateRequestReasonPending {
+			t.Fatalf("%s: %+v", name, cr.Status.Conditions)
+		}
+		return c.Message
+	}
+	none := message("first")
+	for i, sel := range []string{"{issuerRef: {name: other}}", "{issuerRef: {}}", "{issuerRef: {}}"} {
+		e.mustDo(200, "POST", "/v1/apply", admin, "application/yaml", fmt.Sprintf(`apiVersion: policy.cert-manager.io/v1alpha1
+kind: CertificateRequestPolicy
+metadata: {name: p%d}
+spec:
+  allowed: {dnsNames: {values: ["*"]}}
+  selector: %s
+`, i, sel))
+	}
+	many := message("second")
+	if none != many || strings.Contains(many, "of 3 policies") || strings.Contains(none, "there are no") {
+		t.Fatalf("the pending message tells the policies apart:\n%s\n%s", none, many)
+	}
+}
