@@ -224,7 +224,7 @@ func TestFunctionURLIdentityAndBindings(t *testing.T) {
 			`may not create or update Issuer/team-a/mine`},
 		{"an Order is never written through the API, not even by an admin", req{method: "POST", path: "/v1/apply", ctype: yaml,
 			body: "apiVersion: acme.cert-manager.io/v1\nkind: Order\nmetadata: {name: o, namespace: team-a}\nspec: {request: \"\", issuerRef: {name: ss}, dnsNames: [x.example.com]}\n",
-			arn: adminRole}, 403, "orders are created and changed only by certfn's ACME issuer"},
+			arn:  adminRole}, 403, "orders are created and changed only by certfn's ACME issuer"},
 		{"approval needs approve on the signer", req{method: "POST", path: "/v1/namespaces/team-a/certificaterequests/build-42/approval",
 			ctype: "application/json", body: `{"approve": true}`, arn: ciSession}, 403, `may not approve or deny requests for signer`},
 	} {
