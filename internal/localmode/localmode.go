@@ -135,7 +135,9 @@ func (q inboxQueue) Enqueue(ctx context.Context, key api.Key, _ time.Duration) e
 }
 
 // Open opens (creating if needed) the data directory and assembles the
-// local role on it (core/app.Build).
+// local role on it (core/app.Build). A data directory, secrets/ directory
+// or state.db that other users may write to is refused
+// (checkDataPermissions).
 func Open(opts Options) (*Runtime, error) {
 	if opts.DataDir == "" {
 		return nil, errors.New("localmode: a data directory is required (--data or CERTFN_DATA)")
@@ -148,6 +150,9 @@ func Open(opts Options) (*Runtime, error) {
 	}
 	if err := os.MkdirAll(opts.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("create data directory %s: %w", opts.DataDir, err)
+	}
+	if err := checkDataPermissions(opts.DataDir); err != nil {
+		return nil, err
 	}
 	store, err := local.OpenStore(filepath.Join(opts.DataDir, "state.db"))
 	if err != nil {
