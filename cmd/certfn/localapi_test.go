@@ -157,3 +157,15 @@ spec:
 		t.Fatalf("foreign client certificate accepted: %s", r.stdout)
 	}
 }
+
+// serve --metrics-listen on a non-loopback address without the TLS files
+// does not start, and says which flags it needs.
+func TestServeMetricsNonLoopbackNeedsTLS(t *testing.T) {
+	dir := setupEnv(t)
+	t.Setenv("CERTFN_METRICS_LISTEN", "")
+	r := cli(t, dir, "", "serve", "--metrics-listen", "0.0.0.0:0")
+	if r.code == 0 || !strings.Contains(r.stderr, "--metrics-listen 0.0.0.0:0 is not a loopback address") ||
+		!strings.Contains(r.stderr, "--api-tls-cert, --api-tls-key and --api-client-ca") {
+		t.Fatalf("exit %d\nstderr: %s", r.code, r.stderr)
+	}
+}
