@@ -169,3 +169,34 @@ func TestServeMetricsNonLoopbackNeedsTLS(t *testing.T) {
 		t.Fatalf("exit %d\nstderr: %s", r.code, r.stderr)
 	}
 }
+
+// serve --acme-server-allow (and CERTFN_ACME_SERVER_ALLOW) is checked at
+// start; an invalid entry is an error naming the flag and the entry.
+func TestServeACMEServerAllow(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		env  string
+		args []string
+		want string // "" = starts
+	}{
+		{name: "valid", args: []string{"--acme-server-allow", "https://acme-v02.api.letsencrypt.org/directory,https://ca.internal.example/"}},
+		{name: "invalid flag", args: []string{"--acme-server-allow", "https://ok.example/", "--acme-server-allow", "ftp://acme.example/"},
+			want: `--acme-server-allow[1]: "ftp://acme.example/" is not an absolute http(s) URL`},
+		{name: "invalid environment", env: "acme.example", want: `--acme-server-allow[0]: "acme.example" is not an absolute http(s) URL`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := setupEnv(t)
+			t.Setenv("CERTFN_ACME_SERVER_ALLOW", tc.env)
+			r := cli(t, dir, "", append([]string{"serve", "--until-idle"}, tc.args...)...)
+			if tc.want == "" {
+				if r.code != 0 {
+					t.Fatalf("exit %d: %s", r.code, r.stderr)
+				}
+				return
+			}
+			if r.code == 0 || !strings.Contains(r.stderr, tc.want) {
+				t.Fatalf("exit %d\nstderr: %s", r.code, r.stderr)
+			}
+		})
+	}
+}

@@ -176,7 +176,7 @@ func NewRig(t *testing.T, solvers []api.ACMEChallengeSolver, chCfg challenges.Co
 	clk := clock.NewFake(T0)
 	store := memory.NewStore()
 	r := &Rig{T: t, Ctx: context.Background(), Clock: clk, Store: store, Secrets: certtest.NewMemSecrets(), Client: &Client{}}
-	r.Accounts = acme.NewAccounts(r.Secrets, Dialer{r.Client})
+	r.Accounts = acme.NewAccounts(r.Secrets, Dialer{r.Client}, acme.ServerAllowList{})
 	chCfg.Accounts = r.Accounts
 	r.Chals = challenges.New(chCfg)
 	r.Orders = orders.New(orders.Config{Accounts: r.Accounts})
