@@ -35,11 +35,14 @@ type globals struct {
 
 // runtime opens the local data directory for a one-shot command: the
 // engine's queue is the inbox, so a running `certfn serve` picks the work up.
+// CERTFN_ACME_SERVER_ALLOW applies to the ACME requests a one-shot
+// command makes itself (`certfn revoke`) as to serve's.
 func (g *globals) runtime() (*localmode.Runtime, error) {
 	if g.rt != nil {
 		return g.rt, nil
 	}
-	rt, err := localmode.Open(localmode.Options{DataDir: g.dataDir, ClusterResourceNamespace: g.clusterNS, QueueToInbox: true})
+	rt, err := localmode.Open(localmode.Options{DataDir: g.dataDir, ClusterResourceNamespace: g.clusterNS, QueueToInbox: true,
+		ACME: localmode.ACMEOptions{ServerAllow: envList("CERTFN_ACME_SERVER_ALLOW")}})
 	if err != nil {
 		return nil, err
 	}

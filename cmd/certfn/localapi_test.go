@@ -170,3 +170,46 @@ spec: {request: "", issuerRef: {name: selfsigned}, dnsNames: [victim.example.com
 		t.Fatalf("foreign client certificate accepted: %s", r.stdout)
 	}
 }
+
+// serve --metrics-listen on a non-loopback address without the TLS files
+// does not start, and says which flags it needs.
+func TestServeMetricsNonLoopbackNeedsTLS(t *testing.T) {
+	dir := setupEnv(t)
+	t.Setenv("CERTFN_METRICS_LISTEN", "")
+	r := cli(t, dir, "", "serve", "--metrics-listen", "0.0.0.0:0")
+	if r.code == 0 || !strings.Contains(r.stderr, "--metrics-listen 0.0.0.0:0 is not a loopback address") ||
+		!strings.Contains(r.stderr, "--api-tls-cert, --api-tls-key and --api-client-ca") {
+		t.Fatalf("exit %d\nstderr: %s", r.code, r.stderr)
+	}
+}
+
+// serve --acme-server-allow (and CERTFN_ACME_SERVER_ALLOW) is checked at
+// start; an invalid entry is an error naming the flag and the entry.
+func TestServeACMEServerAllow(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		env  string
+		args []string
+		want string // "" = starts
+	}{
+		{name: "valid", args: []string{"--acme-server-allow", "https://acme-v02.api.letsencrypt.org/directory,https://ca.internal.example/"}},
+		{name: "invalid flag", args: []string{"--acme-server-allow", "https://ok.example/", "--acme-server-allow", "ftp://acme.example/"},
+			want: `--acme-server-allow[1]: "ftp://acme.example/" is not an absolute http(s) URL`},
+		{name: "invalid environment", env: "acme.example", want: `--acme-server-allow[0]: "acme.example" is not an absolute http(s) URL`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := setupEnv(t)
+			t.Setenv("CERTFN_ACME_SERVER_ALLOW", tc.env)
+			r := cli(t, dir, "", append([]string{"serve", "--until-idle"}, tc.args...)...)
+			if tc.want == "" {
+				if r.code != 0 {
+					t.Fatalf("exit %d: %s", r.code, r.stderr)
+				}
+				return
+			}
+			if r.code == 0 || !strings.Contains(r.stderr, tc.want) {
+				t.Fatalf("exit %d\nstderr: %s", r.code, r.stderr)
+			}
+		})
+	}
+}

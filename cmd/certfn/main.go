@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -106,6 +107,17 @@ your AWS principal is your identity for the bindings. See docs/api.md.`,
 	root.AddCommand(newServe(g), newApply(g), newDelete(g), newGet(g), newStatus(g), newRenew(g), newRevoke(g),
 		newApprove(g, true), newApprove(g, false), newInspect(g), newWait(g), newCreate(g))
 	return root
+}
+
+// envList splits the comma-separated list in environment variable k.
+func envList(k string) []string {
+	var out []string
+	for _, v := range strings.Split(os.Getenv(k), ",") {
+		if v = strings.TrimSpace(v); v != "" {
+			out = append(out, v)
+		}
+	}
+	return out
 }
 
 func envOr(k, def string) string {

@@ -22,6 +22,7 @@ func newServe(g *globals) *cobra.Command {
 	var ctrlGroups []string
 	var dns01CTS string
 	var dns01NS []string
+	var serverAllow []string
 	var hook localmode.DeployHookOptions
 	c := &cobra.Command{
 		Use:   "serve",
@@ -53,6 +54,7 @@ this work, so --server is refused.`,
 				opts.Identity = engine.Identity{Username: ctrlUser, Groups: append([]string{"system:authenticated"}, ctrlGroups...)}
 			}
 			opts.ACME.HTTP01SelfCheckAddr = selfCheckAddr
+			opts.ACME.ServerAllow = serverAllow
 			opts.DeployHook = hook
 			if err := dns01TestProviders(&opts.ACME, dns01CTS, dns01NS); err != nil {
 				return err
@@ -77,12 +79,17 @@ this work, so --server is refused.`,
 		"shell `command` run after each new certificate, e.g. 'systemctl reload nginx' (runs once per revision, at least once; see certfn serve --help) (env CERTFN_DEPLOY_HOOK)")
 	c.Flags().DurationVar(&hook.Timeout, "deploy-hook-timeout", 5*time.Minute, "kill a deploy hook that runs longer than this")
 	c.Flags().StringVar(&o.MetricsListen, "metrics-listen", os.Getenv("CERTFN_METRICS_LISTEN"),
-		"serve Prometheus metrics (GET /metrics) on this address, e.g. ':9402'; certificate gauges use cert-manager's names (env CERTFN_METRICS_LISTEN)")
+		"serve Prometheus metrics (GET /metrics) on this address; certificate gauges use cert-manager's names and list every namespace's Certificates, so "+
+			"an address without a host (':9402') binds 127.0.0.1 only, and a non-loopback address (e.g. '0.0.0.0:9402') needs --api-tls-cert, --api-tls-key and --api-client-ca "+
+			"and serves only client certificates allowed to list certificates in all namespaces (env CERTFN_METRICS_LISTEN)")
 	c.Flags().StringVar(&o.API.Listen, "api-listen", os.Getenv("CERTFN_API_LISTEN"),
 		"serve the HTTP API (docs/api.md) over TLS on this address, e.g. ':8443'; clients authenticate with certificates (CN = user, O = groups) and are authorized by the bindings (env CERTFN_API_LISTEN)")
-	c.Flags().StringVar(&o.API.CertFile, "api-tls-cert", os.Getenv("CERTFN_API_TLS_CERT"), "with --api-listen: the server certificate (PEM)")
-	c.Flags().StringVar(&o.API.KeyFile, "api-tls-key", os.Getenv("CERTFN_API_TLS_KEY"), "with --api-listen: the server key (PEM)")
-	c.Flags().StringVar(&o.API.ClientCAFile, "api-client-ca", os.Getenv("CERTFN_API_CLIENT_CA"), "with --api-listen: CA certificates (PEM) client certificates must chain to")
+	c.Flags().StringVar(&o.API.CertFile, "api-tls-cert", os.Getenv("CERTFN_API_TLS_CERT"), "with --api-listen, or --metrics-listen on a non-loopback address: the server certificate (PEM)")
+	c.Flags().StringVar(&o.API.KeyFile, "api-tls-key", os.Getenv("CERTFN_API_TLS_KEY"), "with --api-listen, or --metrics-listen on a non-loopback address: the server key (PEM)")
+	c.Flags().StringVar(&o.API.ClientCAFile, "api-client-ca", os.Getenv("CERTFN_API_CLIENT_CA"), "with --api-listen, or --metrics-listen on a non-loopback address: CA certificates (PEM) client certificates must chain to")
+	c.Flags().StringSliceVar(&serverAllow, "acme-server-allow", envList("CERTFN_ACME_SERVER_ALLOW"),
+		"ACME directory URL prefixes (comma-separated, repeatable) namespaced Issuers may use, e.g. 'https://acme-v02.api.letsencrypt.org/directory'; "+
+			"an Issuer with another server is not Ready and gets no ACME request; ClusterIssuers are not restricted; default: any server (env CERTFN_ACME_SERVER_ALLOW)")
 	c.Flags().IntVar(&o.Workers, "workers", 4, "parallel workers")
 	c.Flags().DurationVar(&o.SweepInterval, "sweep-interval", 10*time.Second, "how often the scheduler looks for due work")
 	c.Flags().StringVar(&autoApprove, "auto-approve", os.Getenv("CERTFN_AUTO_APPROVE"),

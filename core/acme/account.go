@@ -45,18 +45,43 @@ type Accounts struct {
 	secrets ports.SecretStore
 	dialer  Dialer
 	thumb   KeyThumbprinter
+	// allow restricts the servers of namespaced Issuers; every ACME
+	// request goes through Ready, Get or Client, which check it.
+	allow ServerAllowList
 
 	mu    sync.Mutex
 	cache map[string]Account
 }
 
-// NewAccounts returns an account manager.
-func NewAccounts(secrets ports.SecretStore, dialer Dialer) *Accounts {
-	return &Accounts{secrets: secrets, dialer: dialer, thumb: dialer, cache: map[string]Account{}}
+// NewAccounts returns an account manager. allow restricts the ACME
+// servers of namespaced Issuers (its zero value: none).
+func NewAccounts(secrets ports.SecretStore, dialer Dialer, allow ServerAllowList) *Accounts {
+	return &Accounts{secrets: secrets, dialer: dialer, thumb: dialer, allow: allow, cache: map[string]Account{}}
 }
 
-// Dialer returns the configured dialer.
-func (a *Accounts) Dialer() Dialer { return a.dialer }
+// Client returns a client for the issuer's ACME server (for requests
+// that need no account, such as ACME Renewal Information). A namespaced
+// Issuer whose server the allow-list refuses gets an error wrapping
+// ErrServerNotAllowed and ErrAccountNotReady, and no client.
+func (a *Accounts) Client(iss api.GenericIssuer) (Client, error) {
+	spec := iss.GetSpec().ACME
+	if spec == nil {
+		return nil, errs.Permanentf("issuer %s is not an ACME issuer", iss.GetObjectMeta().Name)
+	}
+	if err := a.checkServer(iss); err != nil {
+		return nil, err
+	}
+	return a.dialer.Client(ServerConfigFor(spec))
+}
+
+// checkServer applies the allow-list to iss.
+func (a *Accounts) checkServer(iss api.GenericIssuer) error {
+	if why := a.allow.check(iss); why != "" {
+		m := iss.GetObjectMeta()
+		return fmt.Errorf("%w: %w: issuer %s/%s: %s", ErrAccountNotReady, ErrServerNotAllowed, m.Namespace, m.Name, why)
+	}
+	return nil
+}
 
 func cacheKey(iss api.GenericIssuer, uri, hash string) string {
 	return api.KeyOf(iss).String() + "|" + iss.GetObjectMeta().UID + "|" + uri + "|" + hash
@@ -122,7 +147,10 @@ func (a *Accounts) loadKey(ctx context.Context, spec *api.ACMEIssuer, ns string,
 	return key, "", "", nil
 }
 
-// Ready is issuers.Env.ACMEReady: it makes sure the account key exists
+// Ready is issuers.Env.ACMEReady: a namespaced Issuer whose server the
+// allow-list refuses is not Ready (ReasonServerNotAllowed), checked
+// before any key is read or generated and without any ACME request.
+// Otherwise it makes sure the account key exists
 // (generated unless disableAccountKeyGeneration), registers the account
 // once (with the external account binding when set), and records
 // status.acme.uri, lastRegisteredEmail and lastPrivateKeyHash. An issuer
@@ -132,6 +160,9 @@ func (a *Accounts) loadKey(ctx context.Context, spec *api.ACMEIssuer, ns string,
 // after the issuer's wait poll); only secret-store failures are errors.
 func (a *Accounts) Ready(ctx context.Context, st *issuers.State) (bool, string, string, error) {
 	spec := st.Issuer.GetSpec().ACME
+	if why := a.allow.check(st.Issuer); why != "" {
+		return false, ReasonServerNotAllowed, why, nil
+	}
 	key, reason, msg, err := a.loadKey(ctx, spec, st.SecretNamespace, true)
 	if err != nil || reason != "" {
 		return false, reason, msg, err
@@ -226,13 +257,12 @@ func (a *Accounts) remember(iss api.GenericIssuer, uri, hash string, key crypto.
 // server. The issuer must carry status.acme.uri (set by Ready); otherwise
 // the error wraps ErrAccountNotReady (transient: the issuer's own steps
 // register it). A key that no longer matches the recorded hash is also
-// ErrAccountNotReady.
+// ErrAccountNotReady, and so is a namespaced Issuer whose server the
+// allow-list refuses (the error also wraps ErrServerNotAllowed; e.g. an
+// issuer that was Ready before the list was set): it gets no client.
 func (a *Accounts) Get(ctx context.Context, iss api.GenericIssuer, secretNS string) (Account, Client, error) {
 	spec := iss.GetSpec().ACME
-	if spec == nil {
-		return Account{}, nil, errs.Permanentf("issuer %s is not an ACME issuer", iss.GetObjectMeta().Name)
-	}
-	client, err := a.dialer.Client(ServerConfigFor(spec))
+	client, err := a.Client(iss)
 	if err != nil {
 		return Account{}, nil, err
 	}

@@ -21,6 +21,8 @@ type fakeClient struct {
 	Client
 	registers []RegisterRequest
 	err       error
+	// dials counts the clients handed out for this client's server.
+	dials int
 }
 
 func (f *fakeClient) Register(_ context.Context, req RegisterRequest) (Account, error) {
@@ -33,7 +35,7 @@ func (f *fakeClient) Register(_ context.Context, req RegisterRequest) (Account, 
 
 type fakeDialer struct{ c *fakeClient }
 
-func (d fakeDialer) Client(ServerConfig) (Client, error)      { return d.c, nil }
+func (d fakeDialer) Client(ServerConfig) (Client, error)      { d.c.dials++; return d.c, nil }
 func (d fakeDialer) Thumbprint(crypto.Signer) (string, error) { return "tp", nil }
 
 func acmeIssuer(f func(*api.ACMEIssuer)) *api.ClusterIssuer {
@@ -98,7 +100,7 @@ func TestAccountsReady(t *testing.T) {
 			}
 			sec := certtest.NewMemSecrets(initial...)
 			fc := &fakeClient{err: tc.regErr}
-			a := NewAccounts(sec, fakeDialer{fc})
+			a := NewAccounts(sec, fakeDialer{fc}, ServerAllowList{})
 			st := &issuers.State{Issuer: tc.issuer, Now: time.Now(), SecretNamespace: "cert-manager"}
 			ok, reason, msg, err := a.Ready(context.Background(), st)
 			if err != nil {
@@ -153,7 +155,7 @@ func TestAccountsReady(t *testing.T) {
 
 func TestAccountsGetNotReady(t *testing.T) {
 	sec := certtest.NewMemSecrets(keySecret(t, nil))
-	a := NewAccounts(sec, fakeDialer{&fakeClient{}})
+	a := NewAccounts(sec, fakeDialer{&fakeClient{}}, ServerAllowList{})
 	iss := acmeIssuer(nil)
 	if _, _, err := a.Get(context.Background(), iss, "cert-manager"); !errors.Is(err, ErrAccountNotReady) || errs.IsPermanent(err) {
 		t.Fatalf("Get before registration = %v, want transient ErrAccountNotReady", err)

@@ -102,6 +102,12 @@ type ACMESettings struct {
 	// HTTP01SelfCheckAddr, when set, is dialled by the self-check instead
 	// of <dnsName>:80.
 	HTTP01SelfCheckAddr string
+	// NamespacedServers restricts the ACME servers of namespaced Issuers
+	// (acme.ParseServerAllowList; ClusterIssuers are the platform team's
+	// and unrestricted). An Issuer with another server is not Ready
+	// (acme.ReasonServerNotAllowed) and no ACME request is made for it.
+	// The zero value allows every server.
+	NamespacedServers acme.ServerAllowList
 }
 
 // App is one role assembled: what a runtime drives.
@@ -168,7 +174,7 @@ func Build(p Ports, s Settings, role Role) (*App, error) {
 		if p.ACME == nil {
 			return nil, fmt.Errorf("app: the %s role runs the ACME issuer: Ports.ACME is required", role.Name)
 		}
-		a.Accounts = acme.NewAccounts(secrets, p.ACME)
+		a.Accounts = acme.NewAccounts(secrets, p.ACME, s.ACME.NamespacedServers)
 		solver := dns01.NewSolver(dns01.Deps{Secrets: secrets, Clock: p.Clock, Issuers: issuers,
 			Providers: p.DNS01, Resolver: p.DNS01Resolver, AllowInternalNames: s.ACME.DNS01AllowInternalNames})
 		chCfg := challenges.Config{Accounts: a.Accounts, Issuers: issuers, DNS01: challenges.FromDNS01(solver),

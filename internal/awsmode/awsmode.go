@@ -235,7 +235,8 @@ func FromEnvWith(ctx context.Context, role Role, o Options) (*Runtime, error) {
 		ClusterResourceNamespace: st.ClusterResourceNamespace, AutoApprove: st.AutoApprove,
 		ACME: app.ACMESettings{PollInterval: o.ACME.PollInterval, MaxChallengesInFlight: o.ACME.MaxChallengesInFlight,
 			DNS01AllowInternalNames: o.ACME.DNS01AllowInternalNames,
-			HTTP01SelfCheck:         st.HTTP01Enabled, HTTP01SelfCheckAddr: o.ACME.HTTP01SelfCheckAddr},
+			HTTP01SelfCheck:         st.HTTP01Enabled, HTTP01SelfCheckAddr: o.ACME.HTTP01SelfCheckAddr,
+			NamespacedServers: st.ACMEServerAllow},
 	}, appRoles[role])
 	if err != nil {
 		return nil, fmt.Errorf("awsmode: %w", err)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/certfn/certfn/adapters/aws/dynamo"
 	"github.com/certfn/certfn/adapters/httpapi"
+	"github.com/certfn/certfn/core/acme"
 	"github.com/certfn/certfn/core/api"
 	"github.com/certfn/certfn/core/app"
 	"github.com/certfn/certfn/core/rbac"
@@ -67,6 +68,9 @@ const (
 	// EnvAPIAdmins lists IAM user/role ARNs the api function puts in
 	// system:masters (allowed everything), e.g. to apply the first bindings.
 	EnvAPIAdmins = "CERTFN_API_ADMINS"
+	// EnvACMEServerAllow lists the ACME directory URL prefixes namespaced
+	// Issuers may use (comma-separated; acme.ServerAllowList); empty: any.
+	EnvACMEServerAllow = "CERTFN_ACME_SERVER_ALLOW"
 	// EnvInitOnly: when "1" or "true", a function's main returns right
 	// after initialisation (cold-start measurement; see InitOnly).
 	EnvInitOnly = "CERTFN_INIT_ONLY"
@@ -130,6 +134,9 @@ type Settings struct {
 	LogLevel slog.Level
 	// Metrics is "emf" or "none" (EnvMetrics).
 	Metrics string
+	// ACMEServerAllow restricts the ACME servers of namespaced Issuers
+	// (EnvACMEServerAllow; the worker runs the ACME issuer).
+	ACMEServerAllow acme.ServerAllowList
 }
 
 var dnsLabel = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
@@ -184,6 +191,11 @@ func ParseSettings(role Role, getenv func(string) string) (Settings, error) {
 	}
 	s.AutoApprove = app.ExpandAutoApprove(splitList(get(EnvAutoApprove)))
 	s.Route53ZoneIDs = splitList(get(EnvRoute53ZoneIDs))
+	if allow, err := acme.ParseServerAllowList(EnvACMEServerAllow, splitList(get(EnvACMEServerAllow))); err != nil {
+		problems = append(problems, err.Error())
+	} else {
+		s.ACMEServerAllow = allow
+	}
 	if role == RoleAPI {
 		s.parseAPI(get, bad)
 	}

@@ -67,6 +67,13 @@ func TestParseSettingsValues(t *testing.T) {
 				return !s.HTTP01Enabled && s.ACMImport && s.SweepLimit == 50 && s.BatchParallelism == 1 && s.LogLevel == slog.LevelDebug && s.FollowUps == 0 &&
 					reflect.DeepEqual(s.Route53ZoneIDs, []string{"Z1", "Z2"})
 			}, "values read"},
+		{"ACME server allow-list", awsmode.RoleWorker,
+			[]string{awsmode.EnvACMEServerAllow, " https://acme-v02.api.letsencrypt.org/directory, https://ca.internal.example/acme/ ,"},
+			func(s awsmode.Settings) bool {
+				l := s.ACMEServerAllow
+				return reflect.DeepEqual(l.Prefixes(), []string{"https://acme-v02.api.letsencrypt.org/directory", "https://ca.internal.example/acme/"}) &&
+					l.Source == awsmode.EnvACMEServerAllow && l.Allows("https://ca.internal.example/acme/p/directory") && !l.Allows("https://169.254.169.254/")
+			}, "allow-list read"},
 		{"signer queue optional for the signer", awsmode.RoleSigner, []string{awsmode.EnvSignerQueueURL, ""},
 			func(s awsmode.Settings) bool { return s.SignerQueueURL == "" }, "no signer queue"},
 		{"http01 needs only the table", awsmode.RoleHTTP01, []string{awsmode.EnvQueueURL, "", awsmode.EnvSignerQueueURL, ""},
@@ -109,6 +116,8 @@ func TestParseSettingsErrors(t *testing.T) {
 		{"sweep limit", awsmode.RoleScheduler, []string{awsmode.EnvSweepLimit, "-1"}, []string{`CERTFN_SWEEP_LIMIT: "-1"`}},
 		{"follow-ups", awsmode.RoleWorker, []string{awsmode.EnvFollowUps, "5000"}, []string{`CERTFN_FOLLOW_UPS: "5000" is not an integer from 0 to 1000`}},
 		{"log level", awsmode.RoleAPI, []string{awsmode.EnvLogLevel, "loud"}, []string{`CERTFN_LOG_LEVEL: "loud" is not a log level`}},
+		{"ACME server allow-list", awsmode.RoleWorker, []string{awsmode.EnvACMEServerAllow, "https://ok.example/,acme.example/directory"},
+			[]string{`CERTFN_ACME_SERVER_ALLOW[1]: "acme.example/directory" is not an absolute http(s) URL`}},
 		{"metrics", awsmode.RoleAPI, []string{awsmode.EnvMetrics, "prometheus"}, []string{`CERTFN_METRICS: "prometheus" is not emf or none`}},
 		{"every problem at once", awsmode.RoleWorker, []string{awsmode.EnvTable, "", awsmode.EnvDueShards, "x"},
 			[]string{"CERTFN_TABLE: required", "CERTFN_DUE_SHARDS:"}},

@@ -34,7 +34,7 @@ func (r *Runtime) ListenAPI(o APIOptions) (string, func(), error) {
 	if o.CertFile == "" || o.KeyFile == "" || o.ClientCAFile == "" {
 		return "", nil, errors.New("--api-listen needs --api-tls-cert, --api-tls-key and --api-client-ca (clients authenticate with certificates)")
 	}
-	files := &tlsFiles{certFile: o.CertFile, keyFile: o.KeyFile, caFile: o.ClientCAFile, warn: r.Log.Warn}
+	files := &tlsFiles{label: "api", certFile: o.CertFile, keyFile: o.KeyFile, caFile: o.ClientCAFile, warn: r.Log.Warn}
 	if _, err := files.config(time.Now()); err != nil {
 		return "", nil, err
 	}
@@ -71,6 +71,8 @@ func (r *Runtime) ListenAPI(o APIOptions) (string, func(), error) {
 // secret's files are replaced atomically) is picked up without a restart,
 // and so is a new client CA bundle.
 type tlsFiles struct {
+	// label names the listener in log lines ("api", "metrics").
+	label                     string
 	certFile, keyFile, caFile string
 	// warn, when set, is told why changed files were not taken (the last
 	// good configuration stays in use).
@@ -86,7 +88,11 @@ const reloadEvery = 10 * time.Second
 
 func (f *tlsFiles) warnf(msg string, args ...any) {
 	if f.warn != nil {
-		f.warn(msg, args...)
+		label := f.label
+		if label == "" {
+			label = "api"
+		}
+		f.warn(label+" "+msg, args...)
 	}
 }
 
@@ -102,10 +108,10 @@ func (f *tlsFiles) config(now time.Time) (*tls.Config, error) {
 		st, err := os.Stat(name)
 		if err != nil {
 			if f.cfg != nil {
-				f.warnf("api TLS: keeping the loaded configuration", "err", err)
+				f.warnf("TLS: keeping the loaded configuration", "err", err)
 				return f.cfg, nil // keep serving with what was loaded
 			}
-			return nil, fmt.Errorf("api TLS: %w", err)
+			return nil, fmt.Errorf("--api-tls-cert/--api-tls-key/--api-client-ca: %w", err)
 		}
 		mods[i] = st.ModTime()
 	}
@@ -115,7 +121,7 @@ func (f *tlsFiles) config(now time.Time) (*tls.Config, error) {
 	cert, err := tls.LoadX509KeyPair(f.certFile, f.keyFile)
 	if err != nil {
 		if f.cfg != nil {
-			f.warnf("api TLS: the changed certificate or key was not taken; keeping the loaded one", "err", err)
+			f.warnf("TLS: the changed certificate or key was not taken; keeping the loaded one", "err", err)
 			return f.cfg, nil // a half-replaced pair: the next check loads it
 		}
 		return nil, fmt.Errorf("--api-tls-cert/--api-tls-key: %w", err)
@@ -123,7 +129,7 @@ func (f *tlsFiles) config(now time.Time) (*tls.Config, error) {
 	caPEM, err := os.ReadFile(f.caFile)
 	if err != nil {
 		if f.cfg != nil {
-			f.warnf("api TLS: the client CA file could not be read; the loaded CAs stay trusted", "err", err)
+			f.warnf("TLS: the client CA file could not be read; the loaded CAs stay trusted", "err", err)
 			return f.cfg, nil
 		}
 		return nil, fmt.Errorf("--api-client-ca: %w", err)
@@ -131,7 +137,7 @@ func (f *tlsFiles) config(now time.Time) (*tls.Config, error) {
 	pool := x509.NewCertPool()
 	if !pool.AppendCertsFromPEM(caPEM) {
 		if f.cfg != nil {
-			f.warnf("api TLS: the changed client CA file holds no PEM certificate; the loaded CAs stay trusted", "file", f.caFile)
+			f.warnf("TLS: the changed client CA file holds no PEM certificate; the loaded CAs stay trusted", "file", f.caFile)
 			return f.cfg, nil
 		}
 		return nil, fmt.Errorf("--api-client-ca %s: no PEM certificate in it", f.caFile)

@@ -20,6 +20,7 @@ import (
 	"github.com/certfn/certfn/adapters/dns/rfc2136"
 	"github.com/certfn/certfn/adapters/dns/route53"
 	"github.com/certfn/certfn/adapters/local"
+	"github.com/certfn/certfn/core/acme"
 	"github.com/certfn/certfn/core/acme/dns01"
 	"github.com/certfn/certfn/core/api"
 	"github.com/certfn/certfn/core/app"
@@ -107,7 +108,15 @@ type ACMEOptions struct {
 	MaxChallengesInFlight int
 	// PollInterval is the ACME polling interval without Retry-After (default 2 s).
 	PollInterval time.Duration
+	// ServerAllow lists the ACME directory URL prefixes namespaced Issuers
+	// may use (`serve --acme-server-allow`, env CERTFN_ACME_SERVER_ALLOW;
+	// see acme.ServerAllowList); empty: any server.
+	ServerAllow []string
 }
+
+// ServerAllowSource names the local ACME server allow-list in errors and
+// in the Ready message of a refused Issuer.
+const ServerAllowSource = "--acme-server-allow"
 
 // Runtime is one opened data directory.
 type Runtime struct {
@@ -135,7 +144,9 @@ func (q inboxQueue) Enqueue(ctx context.Context, key api.Key, _ time.Duration) e
 }
 
 // Open opens (creating if needed) the data directory and assembles the
-// local role on it (core/app.Build).
+// local role on it (core/app.Build). A data directory, secrets/ directory
+// or state.db that other users may write to is refused
+// (checkDataPermissions).
 func Open(opts Options) (*Runtime, error) {
 	if opts.DataDir == "" {
 		return nil, errors.New("localmode: a data directory is required (--data or CERTFN_DATA)")
@@ -146,8 +157,15 @@ func Open(opts Options) (*Runtime, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	}
+	allow, err := acme.ParseServerAllowList(ServerAllowSource, opts.ACME.ServerAllow)
+	if err != nil {
+		return nil, err
+	}
 	if err := os.MkdirAll(opts.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("create data directory %s: %w", opts.DataDir, err)
+	}
+	if err := checkDataPermissions(opts.DataDir); err != nil {
+		return nil, err
 	}
 	store, err := local.OpenStore(filepath.Join(opts.DataDir, "state.db"))
 	if err != nil {
@@ -185,7 +203,7 @@ func Open(opts Options) (*Runtime, error) {
 		WaitPoll: opts.WaitPoll, ResyncInterval: time.Hour, Approver: opts.Approver, WrapSigners: opts.WrapSigners,
 		ACME: app.ACMESettings{PollInterval: opts.ACME.PollInterval, MaxChallengesInFlight: opts.ACME.MaxChallengesInFlight,
 			DNS01AllowInternalNames: opts.ACME.DNS01AllowInternalNames, HTTP01SelfCheck: !opts.ACME.DisableHTTP01SelfCheck,
-			HTTP01SelfCheckAddr: opts.ACME.HTTP01SelfCheckAddr},
+			HTTP01SelfCheckAddr: opts.ACME.HTTP01SelfCheckAddr, NamespacedServers: allow},
 	}, app.Local)
 	if err != nil {
 		_ = store.Close()

@@ -3,14 +3,19 @@ package localmode
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"time"
 
+	"github.com/certfn/certfn/adapters/httpapi"
 	"github.com/certfn/certfn/adapters/local"
 	"github.com/certfn/certfn/core/api"
+	"github.com/certfn/certfn/core/app"
+	"github.com/certfn/certfn/core/rbac"
 )
 
 // Certificate gauges under cert-manager's metric names and labels, so that
@@ -93,16 +98,115 @@ func (r *Runtime) MetricsHandler() http.Handler {
 	return mux
 }
 
+// MetricsReaders is who may read /metrics on a non-loopback address: a
+// caller authenticated by a client certificate (httpapi.X509Caller) who
+// may list Certificates in every namespace (`certfn get certificates -A`),
+// since the gauges name every team's Certificates and issuers.
+// Bind it, e.g., with a ClusterRole {apiGroups: [cert-manager.io],
+// resources: [certificates], verbs: [list]} and a ClusterRoleBinding to
+// the scraper's certificate name (User) or organization (Group).
+const MetricsReaders = "list certificates.cert-manager.io in all namespaces"
+
+// authorizeMetrics serves next only to callers with a verified client
+// certificate (401 otherwise) whom the bindings allow MetricsReaders (403
+// otherwise).
+func (r *Runtime) authorizeMetrics(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		caller, err := httpapi.X509Caller(req)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusUnauthorized)
+			return
+		}
+		err = r.App.Service.Authorize(req.Context(), caller, rbac.VerbList, api.Key{Kind: api.KindCertificate})
+		switch {
+		case errors.Is(err, app.ErrForbidden):
+			http.Error(w, err.Error()+" (reading /metrics needs: "+MetricsReaders+")", http.StatusForbidden)
+			return
+		case err != nil:
+			r.Log.Warn("metrics", "user", caller.Username, "err", err)
+			http.Error(w, "metrics: authorization unavailable", http.StatusInternalServerError)
+			return
+		}
+		next.ServeHTTP(w, req)
+	})
+}
+
+// metricsAddr returns the address to bind for --metrics-listen addr and
+// whether it is a loopback address. An address without a host (":9402")
+// binds 127.0.0.1; a host name counts as loopback only when every
+// address it resolves to is one, and then the first of them is bound
+// (so what was checked is what is bound).
+func metricsAddr(ctx context.Context, addr string) (string, bool, error) {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", false, fmt.Errorf("--metrics-listen %q: want host:port or :port (%v)", addr, err)
+	}
+	if host == "" {
+		return net.JoinHostPort("127.0.0.1", port), true, nil
+	}
+	if ip := net.ParseIP(host); ip != nil {
+		return addr, ip.IsLoopback(), nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	ips, err := net.DefaultResolver.LookupIPAddr(ctx, host)
+	if err != nil {
+		return "", false, fmt.Errorf("--metrics-listen %q: %w", addr, err)
+	}
+	for _, ip := range ips {
+		if !ip.IP.IsLoopback() {
+			return addr, false, nil
+		}
+	}
+	if len(ips) == 0 {
+		return addr, false, nil
+	}
+	return net.JoinHostPort(ips[0].String(), port), true, nil
+}
+
 // ListenMetrics serves MetricsHandler on addr and returns the bound
-// address and a function that stops it.
-func (r *Runtime) ListenMetrics(addr string) (string, func(), error) {
-	l, err := net.Listen("tcp", addr)
+// address and a function that stops it. The metrics name every team's
+// Certificates, so they are served in plain HTTP on a loopback address
+// only (an address without a host binds 127.0.0.1). On any other address
+// they are served over TLS with client certificates, with the API's
+// files (tlsOpts: --api-tls-cert, --api-tls-key, --api-client-ca; its
+// Listen is not used), to callers allowed MetricsReaders; without those
+// files ListenMetrics refuses to start.
+func (r *Runtime) ListenMetrics(addr string, tlsOpts APIOptions) (string, func(), error) {
+	bind, loopback, err := metricsAddr(context.Background(), addr)
+	if err != nil {
+		return "", nil, err
+	}
+	var files *tlsFiles
+	if !loopback {
+		if tlsOpts.CertFile == "" || tlsOpts.KeyFile == "" || tlsOpts.ClientCAFile == "" {
+			return "", nil, fmt.Errorf("--metrics-listen %s is not a loopback address: the metrics list every namespace's Certificates, "+
+				"so they are served there only over TLS with client certificates: set --api-tls-cert, --api-tls-key and --api-client-ca "+
+				"(readers must be allowed to %s), or listen on 127.0.0.1 (e.g. --metrics-listen :9402)", addr, MetricsReaders)
+		}
+		files = &tlsFiles{label: "metrics", certFile: tlsOpts.CertFile, keyFile: tlsOpts.KeyFile, caFile: tlsOpts.ClientCAFile, warn: r.Log.Warn}
+		if _, err := files.config(time.Now()); err != nil {
+			return "", nil, fmt.Errorf("--metrics-listen %s: %w", addr, err)
+		}
+	}
+	l, err := net.Listen("tcp", bind)
 	if err != nil {
 		return "", nil, fmt.Errorf("--metrics-listen %s: %w", addr, err)
 	}
 	srv := &http.Server{Handler: r.MetricsHandler(), ReadHeaderTimeout: 5 * time.Second, WriteTimeout: 30 * time.Second}
+	serve := func() error { return srv.Serve(l) }
+	if files != nil {
+		srv.Handler = r.authorizeMetrics(srv.Handler)
+		srv.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12, GetConfigForClient: func(*tls.ClientHelloInfo) (*tls.Config, error) {
+			return files.config(time.Now())
+		}}
+		// Refused handshakes are logged at debug level, as the API's.
+		srv.ErrorLog = slog.NewLogLogger(r.Log.Handler(), slog.LevelDebug)
+		serve = func() error { return srv.ServeTLS(l, "", "") }
+	}
+	r.Log.Info("metrics", "listen", l.Addr().String(), "tls", files != nil)
 	go func() {
-		if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		if err := serve(); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			r.Log.Warn("metrics", "err", err)
 		}
 	}()

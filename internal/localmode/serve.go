@@ -25,7 +25,9 @@ type ServeOptions struct {
 	// address (e.g. ":80") while serving.
 	HTTP01Listen string
 	// MetricsListen, when set, serves GET /metrics (Prometheus text
-	// format) on this address, e.g. ":9402" as cert-manager's controller.
+	// format) on this address: ":9402" (cert-manager's port) binds
+	// 127.0.0.1; any non-loopback address needs the API's TLS files and
+	// serves authorized client certificates only (see ListenMetrics).
 	MetricsListen string
 	// API, when its Listen is set, serves the HTTP API over TLS with
 	// client-certificate authentication (see APIOptions).
@@ -83,7 +85,7 @@ func (r *Runtime) Serve(ctx context.Context, o ServeOptions) error {
 		defer stop()
 	}
 	if o.MetricsListen != "" {
-		_, stop, err := r.ListenMetrics(o.MetricsListen)
+		_, stop, err := r.ListenMetrics(o.MetricsListen, o.API)
 		if err != nil {
 			return err
 		}

@@ -354,6 +354,7 @@ func TestModuleRejectsBadInputs(t *testing.T) {
 		{`api_admin_arns = ["arn:aws:sts::123456789012:assumed-role/ci/build-1"]`, "api_admin_arns: each entry must be"},
 		{`route53_assume_role_arns = ["arn:aws:iam::123456789012:role/dns01-*"]`, "route53_assume_role_arns: each entry must be an IAM role ARN"},
 		{`certificate_expiry_alarm_days = -1`, "certificate_expiry_alarm_days: must be 0 (off) to 365"},
+		{`acme_server_allow = ["https://acme.example/dir", "https://user@evil.example/dir"]`, "acme_server_allow: each entry must be an http(s) URL"},
 	}
 	var inputs []string
 	for _, c := range cases {

@@ -142,7 +142,12 @@ func (r *run) refreshRenewalInfo(ctx context.Context) error {
 	if err != nil {
 		return r.wait(ctx, time.Time{})
 	}
-	client, err := r.h.cfg.Accounts.Dialer().Client(acme.ServerConfigFor(iss.GetSpec().ACME))
+	client, err := r.h.cfg.Accounts.Client(iss)
+	if errors.Is(err, acme.ErrServerNotAllowed) {
+		// The issuer's server is no longer allowed: no request; the
+		// Certificate renews on its own schedule.
+		return r.wait(ctx, time.Time{})
+	}
 	if err != nil {
 		return err
 	}

@@ -121,6 +121,13 @@ func (r *run) step(ctx context.Context) error {
 		return r.fail(ctx, api.StateErrored, fmt.Sprintf("issuer %q is not an ACME issuer", o.Spec.IssuerRef.Name))
 	}
 	acct, client, err := r.h.cfg.Accounts.Get(ctx, iss, secretNS)
+	if errors.Is(err, acme.ErrServerNotAllowed) && api.IsTrue(iss.GetStatus().Conditions, api.IssuerConditionReady) {
+		// The issuer was Ready before its server was refused (the
+		// allow-list changed): its own step records why it is not.
+		if err := r.e.Enqueue(ctx, api.KeyOf(iss), 0); err != nil {
+			return err
+		}
+	}
 	if errors.Is(err, acme.ErrAccountNotReady) {
 		return r.wait(ctx, r.now.Add(r.h.cfg.WaitPoll))
 	}

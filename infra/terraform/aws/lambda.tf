@@ -20,12 +20,13 @@ locals {
   }
   env = {
     worker = merge(local.env_common, local.env_secrets, {
-      CERTFN_QUEUE_URL        = aws_sqs_queue.work["worker"].id
-      CERTFN_SIGNER_QUEUE_URL = aws_sqs_queue.work["signer"].id
-      CERTFN_AUTO_APPROVE     = join(",", var.auto_approve_signers)
-      CERTFN_ROUTE53_ZONE_IDS = join(",", [for z in var.route53_zone_ids : trimprefix(z, "/hostedzone/")])
-      CERTFN_ACM_IMPORT       = tostring(var.enable_acm_import)
-      CERTFN_HTTP01_ENABLED   = tostring(var.enable_http01)
+      CERTFN_QUEUE_URL         = aws_sqs_queue.work["worker"].id
+      CERTFN_SIGNER_QUEUE_URL  = aws_sqs_queue.work["signer"].id
+      CERTFN_AUTO_APPROVE      = join(",", var.auto_approve_signers)
+      CERTFN_ROUTE53_ZONE_IDS  = join(",", [for z in var.route53_zone_ids : trimprefix(z, "/hostedzone/")])
+      CERTFN_ACM_IMPORT        = tostring(var.enable_acm_import)
+      CERTFN_HTTP01_ENABLED    = tostring(var.enable_http01)
+      CERTFN_ACME_SERVER_ALLOW = join(",", var.acme_server_allow)
     })
     signer = merge(local.env_common, local.env_secrets, {
       CERTFN_QUEUE_URL = aws_sqs_queue.work["worker"].id

@@ -90,6 +90,17 @@ variable "enable_http01" {
   default     = true
 }
 
+variable "acme_server_allow" {
+  description = "ACME directory URL prefixes that namespaced Issuers may use (CERTFN_ACME_SERVER_ALLOW), e.g. https://acme-v02.api.letsencrypt.org/directory. A namespaced Issuer with another server is not Ready and the worker makes no ACME request for it; ClusterIssuers are not restricted. Empty: any server."
+  type        = list(string)
+  default     = []
+
+  validation {
+    condition     = alltrue([for u in var.acme_server_allow : can(regex("^https?://[^/?#@,\\s]+(/[^?#,\\s]*)?$", u))])
+    error_message = "acme_server_allow: each entry must be an http(s) URL of an ACME directory or a prefix of one (scheme, host, optional path; no user information, query, fragment or comma), e.g. https://acme-v02.api.letsencrypt.org/directory."
+  }
+}
+
 variable "route53_zone_ids" {
   description = "Route53 hosted zone IDs in which the worker may write DNS-01 records. Empty: no Route53 permission at all."
   type        = list(string)
