@@ -92,6 +92,14 @@ type State struct {
 	// Requests are the CertificateRequests this Certificate owns.
 	Requests []Request
 
+	// Sharers are the other Certificates of the namespace with the same
+	// spec.secretName. When SharersLoader is set they have not been listed
+	// yet: Ownership lists them only when the secret does not already
+	// name this Certificate.
+	Sharers       []*api.Certificate
+	SharersLoader func(context.Context) ([]*api.Certificate, error)
+	owner         *Ownership
+
 	nextKeyLoaded bool
 	nextKey       *ports.Secret
 
