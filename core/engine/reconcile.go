@@ -51,8 +51,10 @@ func (e *run) reconcileCertificate(ctx context.Context, rec ports.Record) error 
 	st.SharersLoader = func(ctx context.Context) ([]*api.Certificate, error) {
 		// One List of every Certificate of the namespace: its cost grows
 		// with the namespace. The steps ask for it only when the secret
-		// does not already name this Certificate (State.Ownership): during
-		// a first issuance, and while another Certificate owns the secret.
+		// does not already name this Certificate (State.Ownership): when
+		// it is missing (a first issuance, a deleted secret), and while
+		// another Certificate owns it. A settled or renewing owner lists
+		// nothing.
 		return e.certificatesNaming(ctx, st.Cert.Namespace, st.Cert.Spec.SecretName, st.Cert.Name)
 	}
 	reqs, err := e.cfg.Store.List(ctx, ports.ListOptions{Kind: api.KindCertificateRequest, Namespace: st.Cert.Namespace, Owner: rec.Key})
