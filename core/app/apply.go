@@ -261,6 +261,12 @@ func (s *Service) applyOnce(ctx context.Context, obj, old api.Object) (created, 
 	if !specChanged && !metaChanged && !ignoredChanged {
 		return false, false, nil
 	}
+	var leftSecret string // the secret a Certificate no longer names
+	if c, ok := obj.(*api.Certificate); ok {
+		if was := old.(*api.Certificate).Spec.SecretName; was != c.Spec.SecretName {
+			leftSecret = was
+		}
+	}
 	setSpec(old, obj)
 	om.Labels, om.Annotations = nm.Labels, nm.Annotations
 	if specChanged {
@@ -268,6 +274,9 @@ func (s *Service) applyOnce(ctx context.Context, obj, old api.Object) (created, 
 	}
 	if _, err := s.engine.UpdateObject(ctx, old, versionOf(old), now.Add(followUpGrace)); err != nil {
 		return false, false, fmt.Errorf("update %s: %w", key, err)
+	}
+	if leftSecret != "" {
+		s.wakeSharers(ctx, key.Namespace, leftSecret)
 	}
 	return false, true, nil
 }

@@ -207,6 +207,9 @@ func summary(r *Report) string {
 	if api.IsTrue(conds, api.CertificateConditionReady) && !api.IsTrue(conds, api.CertificateConditionIssuing) {
 		return "Ready: " + condMessage(conds, api.CertificateConditionReady)
 	}
+	if rc := api.FindCondition(conds, api.CertificateConditionReady); rc != nil && rc.Reason == certificates.ReasonDuplicateSecretName {
+		return "Not ready: " + rc.Message
+	}
 	switch r.Issuer.State {
 	case StateMissing:
 		return fmt.Sprintf("Not ready: %s %q does not exist", r.Issuer.Kind, r.Issuer.Name)

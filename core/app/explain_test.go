@@ -104,6 +104,11 @@ func TestSummary(t *testing.T) {
 			"Issuing: Issuing certificate as Secret does not exist", StateFound},
 		{"issuer hidden", world{objs: objs(cert(cond("Ready", "False", "DoesNotExist", "Issuing certificate as Secret does not exist")), readyIss),
 			hidden: map[api.Key]bool{issKey: true}}, "Not ready: Issuing certificate as Secret does not exist", StateHidden},
+		{"another Certificate owns the secret (before a stopped request)", world{objs: objs(cert(
+			cond("Ready", "False", "DuplicateSecretName", `Secret "web-tls" is owned by Certificate "api"`),
+			cond("Issuing", "False", "DuplicateSecretName", `Secret "web-tls" is owned by Certificate "api"`)), readyIss,
+			request("web-1", cond("Ready", "False", "Pending", "no policy applies")))},
+			`Not ready: Secret "web-tls" is owned by Certificate "api"`, StateFound},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rep, err := Explain(context.Background(), tc.w.lookup, nil, certKey)

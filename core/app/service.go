@@ -176,13 +176,16 @@ func (s *Service) List(ctx context.Context, caller Caller, kind, namespace strin
 // (CertificateRequests of a Certificate, their Orders and Challenges),
 // a Certificate's next-private-key secret and the object's Event, if
 // caller may delete it. The Certificate's issued secret is kept, as
-// cert-manager does by default. A missing object is ErrNotFound.
+// cert-manager does by default, and the other Certificates naming that
+// secret are woken: one of them may own it now. A missing object is
+// ErrNotFound.
 func (s *Service) Delete(ctx context.Context, caller Caller, key api.Key) error {
 	if err := s.authz().check(ctx, caller, rbac.VerbDelete, key); err != nil {
 		return err
 	}
 	// The record, not the object: one that no longer decodes can be deleted.
-	if _, err := s.engine.Store().Get(ctx, key); err != nil {
+	rec, err := s.engine.Store().Get(ctx, key)
+	if err != nil {
 		return fmt.Errorf("get %s: %w", key, err)
 	}
 	switch {
@@ -199,12 +202,26 @@ func (s *Service) Delete(ctx context.Context, caller Caller, key api.Key) error 
 	if err := s.engine.DeleteObject(ctx, key, 0, api.Key{}); err != nil {
 		return err
 	}
+	if o, derr := s.engine.Decode(rec); derr == nil && key.Kind == api.KindCertificate {
+		s.wakeSharers(ctx, key.Namespace, o.(*api.Certificate).Spec.SecretName)
+	}
 	// The Event about the object goes with it (a user's delete; records
 	// the steps delete themselves leave theirs to the store's TTL).
 	if err := s.engine.Store().Delete(ctx, api.EventKeyFor(key), 0); err != nil && !errors.Is(err, ports.ErrNotFound) {
 		return fmt.Errorf("delete the Event of %s: %w", key, err)
 	}
 	return nil
+}
+
+// wakeSharers wakes the Certificates naming namespace/secretName after one
+// stopped naming it: one of them may own the secret now. The delete or
+// update is done; a failure is logged, and a Certificate that does not
+// own its secret looks again within the engine's WaitPoll by itself.
+func (s *Service) wakeSharers(ctx context.Context, namespace, secretName string) {
+	if err := s.engine.WakeCertificatesNaming(ctx, namespace, secretName); err != nil {
+		s.log.WarnContext(ctx, "the Certificates sharing a secret were not woken; they look again within the wait poll",
+			"namespace", namespace, "secret", secretName, "error", err)
+	}
 }
 
 // Renew forces the re-issuance of the Certificate at key by setting

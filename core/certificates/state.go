@@ -85,12 +85,22 @@ type State struct {
 
 	// Secret is spec.secretName, nil when it does not exist. When
 	// SecretLoader is set the secret has not been read yet: steps that look
-	// at it call LoadSecret first (an issuance in progress never needs it,
-	// which saves a secret-store read per step).
+	// at it call LoadSecret first. The trigger does on every reconcile, as
+	// Ownership reads the secret's certificate-name annotation: a secret
+	// that names this Certificate spares the listing of the namespace's
+	// Certificates.
 	Secret       *ports.Secret
 	SecretLoader func(context.Context) (*ports.Secret, error)
 	// Requests are the CertificateRequests this Certificate owns.
 	Requests []Request
+
+	// Sharers are the other Certificates of the namespace with the same
+	// spec.secretName. When SharersLoader is set they have not been listed
+	// yet: Ownership lists them only when the secret does not already
+	// name this Certificate.
+	Sharers       []*api.Certificate
+	SharersLoader func(context.Context) ([]*api.Certificate, error)
+	owner         *Ownership
 
 	nextKeyLoaded bool
 	nextKey       *ports.Secret

@@ -48,6 +48,15 @@ func (e *run) reconcileCertificate(ctx context.Context, rec ports.Record) error 
 		}
 		return nil, fmt.Errorf("read secret %s/%s: %w", st.Cert.Namespace, st.Cert.Spec.SecretName, err)
 	}
+	st.SharersLoader = func(ctx context.Context) ([]*api.Certificate, error) {
+		// One List of every Certificate of the namespace: its cost grows
+		// with the namespace. The steps ask for it only when the secret
+		// does not already name this Certificate (State.Ownership): when
+		// it is missing (a first issuance, a deleted secret), and while
+		// another Certificate owns it. A settled or renewing owner lists
+		// nothing.
+		return e.certificatesNaming(ctx, st.Cert.Namespace, st.Cert.Spec.SecretName, st.Cert.Name)
+	}
 	reqs, err := e.cfg.Store.List(ctx, ports.ListOptions{Kind: api.KindCertificateRequest, Namespace: st.Cert.Namespace, Owner: rec.Key})
 	if err != nil {
 		return fmt.Errorf("list requests of %s: %w", rec.Key, err)
@@ -117,6 +126,45 @@ func (w *certWriter) SecretWritten(ctx context.Context, namespace, name string) 
 
 func (w *certWriter) Enqueue(ctx context.Context, key api.Key, delay time.Duration) error {
 	return w.e.enqueue(ctx, key, delay)
+}
+
+// certificatesNaming lists the Certificates of namespace whose
+// spec.secretName is secretName, except the one called except.
+func (e *run) certificatesNaming(ctx context.Context, namespace, secretName, except string) ([]*api.Certificate, error) {
+	recs, err := e.cfg.Store.List(ctx, ports.ListOptions{Kind: api.KindCertificate, Namespace: namespace})
+	if err != nil {
+		return nil, fmt.Errorf("list Certificates of namespace %s: %w", namespace, err)
+	}
+	var out []*api.Certificate
+	for _, r := range recs {
+		o, err := decode(r)
+		if err != nil {
+			return nil, err
+		}
+		if c := o.(*api.Certificate); c.Spec.SecretName == secretName && c.Name != except {
+			out = append(out, c)
+		}
+	}
+	return out, nil
+}
+
+// WakeCertificatesNaming enqueues the Certificates of namespace whose
+// spec.secretName is secretName, for one List of the namespace's
+// Certificates. The application service calls it when a Certificate
+// stops naming the secret (deleted, or its spec.secretName changed): one
+// of the others may own the secret now (certificates.SecretOwner).
+func (e *Engine) WakeCertificatesNaming(ctx context.Context, namespace, secretName string) error {
+	r := e.direct()
+	certs, err := r.certificatesNaming(ctx, namespace, secretName, "")
+	if err != nil {
+		return err
+	}
+	for _, c := range certs {
+		if err := r.enqueue(ctx, api.KeyOf(c), 0); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // wakeIssuersUsing enqueues the CA issuers whose key pair is namespace/name.

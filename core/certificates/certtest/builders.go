@@ -119,6 +119,25 @@ func WithFailures(n int, t time.Time) func(*api.Certificate) {
 	}
 }
 
+// Named sets metadata.name (spec.secretName is kept: Certificates built
+// Named("other") share the default secret "web-tls").
+func Named(name string) func(*api.Certificate) {
+	return func(c *api.Certificate) { c.Name = name }
+}
+
+// CreatedAt sets metadata.creationTimestamp (Cert's default is T0-1h).
+func CreatedAt(t time.Time) func(*api.Certificate) {
+	return func(c *api.Certificate) { c.CreationTimestamp = api.NewTime(t) }
+}
+
+// Sharing sets st.Sharers: the other Certificates of the namespace whose
+// spec.secretName is st's (the engine lists them; see State.Ownership).
+// It returns st.
+func Sharing(st *certificates.State, others ...*api.Certificate) *certificates.State {
+	st.Sharers = append(st.Sharers, others...)
+	return st
+}
+
 // Key generates a private key as spec asks (nil: the Cert default, ECDSA P-256).
 func Key(t testing.TB, spec *api.CertificatePrivateKey) crypto.Signer {
 	t.Helper()

@@ -271,6 +271,7 @@ func TestStepWaitsOrDefers(t *testing.T) {
 		noNextKey   bool
 		reqs        func(t *testing.T, f *fixture) []*api.CertificateRequest
 		wantRequeue bool
+		sharers     []*api.Certificate // other Certificates naming the secret
 	}{
 		{name: "pending request: wait", wantRequeue: true, reqs: func(t *testing.T, f *fixture) []*api.CertificateRequest {
 			return []*api.CertificateRequest{f.next(t)}
@@ -298,6 +299,11 @@ func TestStepWaitsOrDefers(t *testing.T) {
 		{name: "no next key", noNextKey: true, reqs: func(t *testing.T, f *fixture) []*api.CertificateRequest {
 			return []*api.CertificateRequest{f.next(t, ct.Issued(f.leafPEM, nil, ct.T0))}
 		}},
+		{name: "issued, but another Certificate owns the secret: never stored (the trigger stops the issuance)",
+			sharers: []*api.Certificate{ct.Cert(ct.Named("api"))},
+			reqs: func(t *testing.T, f *fixture) []*api.CertificateRequest {
+				return []*api.CertificateRequest{f.next(t, ct.Issued(f.leafPEM, nil, ct.T0))}
+			}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t)
@@ -309,7 +315,7 @@ func TestStepWaitsOrDefers(t *testing.T) {
 			}
 			w := &ct.Writer{}
 			env, _, _ := ct.Env(f.secrets, w)
-			out, err := issuing.Step(context.Background(), env, ct.State(f.crt, nil, tc.reqs(t, f)...))
+			out, err := issuing.Step(context.Background(), env, ct.Sharing(ct.State(f.crt, nil, tc.reqs(t, f)...), tc.sharers...))
 			if err != nil || out.Wrote || len(w.Calls) != 0 || len(f.secrets.Writes()) != 0 {
 				t.Fatalf("outcome %+v err %v calls %v secrets %v; want nothing", out, err, w.Ops(), f.secrets.Writes())
 			}

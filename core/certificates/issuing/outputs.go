@@ -34,8 +34,9 @@ const certManagerAnnotationPrefix = "cert-manager.io/"
 
 // OutputsStale reports why a valid stored secret no longer has the shape
 // the spec asks for (additional output formats, keystores, key encoding,
-// secretTemplate labels and annotations added, changed or removed); empty when it has. Fixing that needs no new
-// certificate, only a rewrite of the secret.
+// secretTemplate labels and annotations added, changed or removed, the
+// certificate-name annotation naming another Certificate); empty when it
+// has. Fixing that needs no new certificate, only a rewrite of the secret.
 func OutputsStale(st *certificates.State) string {
 	sec := st.Secret
 	for k, want := range optionalOutputs(&st.Cert.Spec) {
@@ -49,6 +50,11 @@ func OutputsStale(st *certificates.State) string {
 		if pkcs8 != wantPKCS8 {
 			return "tls.key encoding differs from spec.privateKey.encoding"
 		}
+	}
+	if n := sec.Annotations[api.AnnotationCertificateName]; n != "" && n != st.Cert.Name {
+		// Written by a Certificate that owned the secret before this one
+		// (see certificates.SecretOwner): the secret must name its owner.
+		return "annotation " + api.AnnotationCertificateName + " names Certificate " + n
 	}
 	var tl, ta map[string]string
 	if t := st.Cert.Spec.SecretTemplate; t != nil {
@@ -91,6 +97,13 @@ func OutputsStep(ctx context.Context, env *certificates.Env, st *certificates.St
 	}
 	if err := st.LoadSecret(ctx); err != nil || st.Secret == nil {
 		return certificates.Outcome{}, err
+	}
+	own, err := st.Ownership(ctx)
+	if err != nil {
+		return certificates.Outcome{}, err
+	}
+	if !own.Owns(st.Cert.Name) {
+		return certificates.Outcome{Why: "not the owner of the secret: its outputs are the owner's"}, nil
 	}
 	issued, _ := st.Parse()
 	if issued == nil || OutputsStale(st) == "" {

@@ -92,6 +92,13 @@ func TestOutputsStep(t *testing.T) {
 		}}, want: []func(*api.Certificate){func(c *api.Certificate) {
 			c.Spec.SecretTemplate = &api.CertificateSecretTemplate{Annotations: map[string]string{api.AnnotationIssuerName: "someone-else"}}
 		}}},
+		{name: "written by a Certificate that owned the secret before", tweak: func(s *ports.Secret) {
+			s.Annotations[api.AnnotationCertificateName] = "former"
+		}, wantStale: "names Certificate former", check: func(t *testing.T, s ports.Secret) {
+			if s.Annotations[api.AnnotationCertificateName] != ct.CertName {
+				t.Errorf("certificate-name = %q, want the owner %q", s.Annotations[api.AnnotationCertificateName], ct.CertName)
+			}
+		}},
 		{name: "current with a template", stored: []func(*api.Certificate){func(c *api.Certificate) {
 			c.Spec.SecretTemplate = &api.CertificateSecretTemplate{Labels: map[string]string{"team": "a"}, Annotations: map[string]string{"owner": "ops"}}
 		}}, want: []func(*api.Certificate){func(c *api.Certificate) {
@@ -164,20 +171,24 @@ func TestOutputsStepSkips(t *testing.T) {
 	valid := ca.IssueSecret(t, ct.Cert(), nil, ct.Leaf{}).Secret
 	broken := ca.IssueSecret(t, ct.Cert(), nil, ct.Leaf{}).Secret
 	broken.Data["tls.key"] = []byte("garbage")
+	other := ct.Cert(ct.Named("api"))
+	othersSecret := ca.IssueSecret(t, other, nil, ct.Leaf{}).Secret // names "api"
 	for _, tc := range []struct {
-		name   string
-		crt    *api.Certificate
-		secret *ports.Secret
+		name    string
+		crt     *api.Certificate
+		secret  *ports.Secret
+		sharers []*api.Certificate
 	}{
-		{"issuing", ct.Cert(combined, ct.WithIssuing("Renewing", ct.T0)), &valid},
-		{"no secret", ct.Cert(combined), nil},
-		{"invalid secret (the trigger re-issues)", ct.Cert(combined), &broken},
+		{"issuing", ct.Cert(combined, ct.WithIssuing("Renewing", ct.T0)), &valid, nil},
+		{"no secret", ct.Cert(combined), nil, nil},
+		{"invalid secret (the trigger re-issues)", ct.Cert(combined), &broken, nil},
+		{"another Certificate owns the secret (DuplicateSecretName)", ct.Cert(combined), &othersSecret, []*api.Certificate{other}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			secrets := ct.NewMemSecrets()
 			w := &ct.Writer{}
 			env, _, _ := ct.Env(secrets, w)
-			out, err := issuing.OutputsStep(context.Background(), env, ct.State(tc.crt, tc.secret))
+			out, err := issuing.OutputsStep(context.Background(), env, ct.Sharing(ct.State(tc.crt, tc.secret), tc.sharers...))
 			if err != nil || out.Wrote || len(w.Calls) != 0 || len(secrets.Writes()) != 0 {
 				t.Fatalf("outcome %+v err %v calls %v secrets %v; want nothing", out, err, w.Ops(), secrets.Writes())
 			}

@@ -26,6 +26,14 @@ func Step(ctx context.Context, env *certificates.Env, st *certificates.State) (c
 	if !st.IsIssuing() {
 		return cleanup(ctx, env, st)
 	}
+	own, err := st.Ownership(ctx)
+	if err != nil {
+		return certificates.Outcome{}, err
+	}
+	if !own.Owns(st.Cert.Name) {
+		// The trigger stops this issuance; no key is made for it.
+		return certificates.Outcome{Why: "not the owner of the secret (the trigger stops the issuance)"}, nil
+	}
 	crt := st.Cert
 	name := certificates.NextKeySecretName(crt.Name)
 	if n := crt.Status.NextPrivateKeySecretName; n != nil && *n != "" {

@@ -276,6 +276,52 @@ func TestStepNeverOverwritesASecretItDoesNotOwn(t *testing.T) {
 	}
 }
 
+// A Certificate that does not own spec.secretName (another Certificate of
+// the namespace names it and owns it) makes no key, even while Issuing is
+// True: the trigger stops its issuance.
+func TestStepNotOwnerMakesNoKey(t *testing.T) {
+	other := ct.Cert(ct.Named("api")) // same creationTimestamp: first by name
+	for _, tc := range []struct {
+		name     string
+		crt      *api.Certificate
+		existing func(t *testing.T, crt *api.Certificate) []ports.Secret
+		issued   func(t *testing.T) *ports.Secret
+	}{
+		{"no next key yet (would be created)", issuing(), nil, nil},
+		{"a next key that no longer matches spec.privateKey (would be regenerated)",
+			issuing(ct.WithNextKey(nextKeyName), ct.WithKeySpec(api.ECDSAKeyAlgorithm, 384)),
+			func(t *testing.T, crt *api.Certificate) []ports.Secret {
+				return []ports.Secret{ct.NextKeySecret(t, crt, ct.Key(t, nil))}
+			}, nil},
+		{"rotationPolicy Never and the owner's key in the secret (would be reused)", issuing(ct.WithRotationPolicy(api.RotationPolicyNever)), nil,
+			func(t *testing.T) *ports.Secret {
+				s := ct.NewCA(t).IssueSecret(t, other, nil, ct.Leaf{}).Secret
+				return &s
+			}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var existing []ports.Secret
+			if tc.existing != nil {
+				existing = tc.existing(t, tc.crt)
+			}
+			var issued *ports.Secret
+			if tc.issued != nil {
+				issued = tc.issued(t)
+			}
+			secrets := ct.NewMemSecrets(existing...)
+			w := &ct.Writer{}
+			env, _, m := ct.Env(secrets, w)
+			out, err := keymanager.Step(context.Background(), env, ct.Sharing(ct.State(tc.crt, issued), other))
+			if err != nil || out.Wrote || len(w.Calls) != 0 || len(secrets.Calls) != 0 {
+				t.Fatalf("outcome %+v err %v writer %v secrets %v; want nothing", out, err, w.Ops(), secrets.Calls)
+			}
+			if !strings.Contains(out.Why, "not the owner") || m.Get("certfn_private_keys_generated_total") != 0 {
+				t.Fatalf("why %q, keys generated %v", out.Why, m.Get("certfn_private_keys_generated_total"))
+			}
+		})
+	}
+}
+
 // Create is exclusive: when another invocation created the secret between
 // our Get and Create, we adopt its key instead of overwriting it.
 func TestStepCreateRaceAdoptsTheWinnersKey(t *testing.T) {

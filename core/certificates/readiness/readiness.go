@@ -13,11 +13,28 @@ import (
 )
 
 // Apply sets the Ready condition and the validity fields on st.Cert from
-// the stored secret; it returns whether anything changed.
+// the stored secret; it returns whether anything changed. A Certificate
+// that does not own spec.secretName (st.NotOwner: another Certificate of
+// the namespace names the same secret and owns it) is not Ready, with
+// reason DuplicateSecretName, and shows no validity: what is stored is not
+// its certificate. Once it owns the secret, an Issuing=False condition left
+// from then is removed.
 func Apply(st *certificates.State) bool {
 	s := &st.Cert.Status
 	cond := api.Condition{Type: api.CertificateConditionReady, ObservedGeneration: st.Cert.Generation}
+	if own, ok := st.NotOwner(); ok {
+		cond.Status, cond.Reason, cond.Message = api.ConditionFalse, certificates.ReasonDuplicateSecretName, own.Message()
+		changed := setTime(&s.NotBefore, nil)
+		changed = setTime(&s.NotAfter, nil) || changed
+		changed = setTime(&s.RenewalTime, nil) || changed
+		return api.SetCondition(&s.Conditions, cond, st.Now) || changed
+	}
 	changed := false
+	if c := api.FindCondition(s.Conditions, api.CertificateConditionIssuing); c != nil &&
+		c.Status == api.ConditionFalse && c.Reason == certificates.ReasonDuplicateSecretName {
+		api.RemoveCondition(&s.Conditions, api.CertificateConditionIssuing)
+		changed = true
+	}
 	issued, _ := st.Parse()
 	r := certificates.Evaluate(st)
 	switch {
@@ -63,14 +80,19 @@ func Step(ctx context.Context, env *certificates.Env, st *certificates.State) (c
 	if err := st.LoadSecret(ctx); err != nil {
 		return certificates.Outcome{}, err
 	}
-	if issued, _ := st.Parse(); issued != nil && env.Metrics != nil {
+	own, err := st.Ownership(ctx)
+	if err != nil {
+		return certificates.Outcome{}, err
+	}
+	owner := own.Owns(st.Cert.Name)
+	if issued, _ := st.Parse(); issued != nil && owner && env.Metrics != nil {
 		env.Metrics.Observe(MetricExpirySeconds, issued.Chain[0].NotAfter.Sub(st.Now).Seconds(), "namespace", st.Cert.Namespace)
 	}
 	if !Apply(st) {
 		return certificates.Outcome{Why: "the Ready condition is up to date"}, nil
 	}
 	next := st.NextRunAt
-	if rt := certificates.RenewalTime(st); !rt.IsZero() && !st.IsIssuing() {
+	if rt := certificates.RenewalTime(st); !rt.IsZero() && !st.IsIssuing() && owner {
 		next = rt
 	}
 	if err := env.Writer.UpdateCertificate(ctx, st, next); err != nil {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/certfn/certfn/core/api"
+	"github.com/certfn/certfn/core/certificates"
 	ct "github.com/certfn/certfn/core/certificates/certtest"
 	"github.com/certfn/certfn/core/certificates/readiness"
 	"github.com/certfn/certfn/core/ports"
@@ -29,6 +30,8 @@ func TestStep(t *testing.T) {
 		wantReason string
 		wantTimes  bool
 		wantNext   time.Time
+		sharers    []*api.Certificate // other Certificates naming the secret
+		check      func(t *testing.T, s api.CertificateStatus)
 	}{
 		{name: "valid", now: ct.T0, wantStatus: api.ConditionTrue, wantReason: "Ready", wantTimes: true, wantNext: renewal},
 		{name: "renewal due but still valid", now: renewal.Add(time.Hour), wantStatus: api.ConditionTrue, wantReason: "Ready",
@@ -44,6 +47,30 @@ func TestStep(t *testing.T) {
 			wantStatus: api.ConditionFalse, wantReason: "IncorrectIssuer", wantTimes: true, wantNext: renewal},
 		{name: "while issuing the due time is kept", now: ct.T0, opts: []func(*api.Certificate){ct.WithIssuing("Renewing", ct.T0)},
 			wantStatus: api.ConditionTrue, wantReason: "Ready", wantTimes: true, wantNext: ct.T0.Add(7 * time.Minute)},
+		{name: "another Certificate owns the secret: not Ready, no validity, no renewal time", now: ct.T0,
+			sharers: []*api.Certificate{ct.Cert(ct.Named("api"))},
+			secret: func(t *testing.T, s *ports.Secret) *ports.Secret {
+				s.Annotations[api.AnnotationCertificateName] = "api"
+				return s
+			}, wantStatus: api.ConditionFalse, wantReason: certificates.ReasonDuplicateSecretName, wantNext: ct.T0.Add(7 * time.Minute),
+			check: func(t *testing.T, s api.CertificateStatus) {
+				want := `Secret "web-tls" is owned by Certificate "api" (the Certificates "api", "web" share spec.secretName)`
+				if m := api.FindCondition(s.Conditions, api.CertificateConditionReady).Message; m != want {
+					t.Errorf("message %q, want %q", m, want)
+				}
+			}},
+		{name: "owns the secret again: the Issuing=False DuplicateSecretName left is removed", now: ct.T0,
+			sharers: []*api.Certificate{ct.Cert(ct.Named("api"))},
+			opts: []func(*api.Certificate){func(c *api.Certificate) {
+				api.SetCondition(&c.Status.Conditions, api.Condition{Type: api.CertificateConditionIssuing, Status: api.ConditionFalse,
+					Reason: certificates.ReasonDuplicateSecretName, Message: "owned by api"}, ct.T0.Add(-time.Hour))
+			}},
+			wantStatus: api.ConditionTrue, wantReason: "Ready", wantTimes: true, wantNext: renewal,
+			check: func(t *testing.T, s api.CertificateStatus) {
+				if c := api.FindCondition(s.Conditions, api.CertificateConditionIssuing); c != nil {
+					t.Errorf("Issuing left: %+v", c)
+				}
+			}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			base := ct.Cert()
@@ -58,7 +85,7 @@ func TestStep(t *testing.T) {
 				c.Status.NotAfter = api.NewTime(ct.T0.Add(-time.Hour))
 				c.Status.RenewalTime = api.NewTime(ct.T0.Add(-2 * time.Hour))
 			}}, tc.opts...)...)
-			st := ct.State(crt, sec)
+			st := ct.Sharing(ct.State(crt, sec), tc.sharers...)
 			st.Now = tc.now
 			st.NextRunAt = ct.T0.Add(7 * time.Minute)
 			w := &ct.Writer{}
@@ -89,6 +116,9 @@ func TestStep(t *testing.T) {
 				}
 			} else if s.NotBefore != nil || s.NotAfter != nil || s.RenewalTime != nil {
 				t.Errorf("times not cleared without a usable certificate: %v %v %v", s.NotBefore, s.NotAfter, s.RenewalTime)
+			}
+			if tc.check != nil {
+				tc.check(t, s)
 			}
 		})
 	}

@@ -21,6 +21,14 @@ func Step(ctx context.Context, env *certificates.Env, st *certificates.State) (c
 	if !st.IsIssuing() {
 		return certificates.Outcome{Why: "not issuing"}, nil
 	}
+	own, err := st.Ownership(ctx)
+	if err != nil {
+		return certificates.Outcome{}, err
+	}
+	if !own.Owns(st.Cert.Name) {
+		// The trigger stops this issuance; no request is made for it.
+		return certificates.Outcome{Why: "not the owner of the secret (the trigger stops the issuance)"}, nil
+	}
 	nk, err := st.NextKeySecret(ctx, env)
 	if err != nil || nk == nil {
 		return certificates.Outcome{}, err

@@ -216,6 +216,32 @@ func TestStepNothingWithoutANextKey(t *testing.T) {
 	}
 }
 
+// A Certificate that does not own spec.secretName (another Certificate of
+// the namespace names it and owns it) creates and deletes no request,
+// even while Issuing is True: the trigger stops its issuance.
+func TestStepNotOwnerMakesNoRequest(t *testing.T) {
+	other := ct.Cert(ct.Named("api")) // same creationTimestamp: first by name
+	for _, tc := range []struct {
+		name string
+		reqs func(t *testing.T, f *fixture) []*api.CertificateRequest
+	}{
+		{"first issuance (would be created)", func(*testing.T, *fixture) []*api.CertificateRequest { return nil }},
+		{"a stale request (would be deleted)", func(t *testing.T, f *fixture) []*api.CertificateRequest {
+			return []*api.CertificateRequest{ct.Request(t, f.crt, ct.Key(t, nil), 9)}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			w := &ct.Writer{}
+			env, _, _ := ct.Env(f.secrets, w)
+			out, err := requestmanager.Step(context.Background(), env, ct.Sharing(ct.State(f.crt, nil, tc.reqs(t, f)...), other))
+			if err != nil || out.Wrote || len(w.Calls) != 0 || !strings.Contains(out.Why, "not the owner") {
+				t.Fatalf("outcome %+v, err %v, calls %v; want nothing", out, err, w.Ops())
+			}
+		})
+	}
+}
+
 func TestStepErrors(t *testing.T) {
 	boom := errors.New("unavailable")
 	for _, tc := range []struct {

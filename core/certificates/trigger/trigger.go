@@ -41,7 +41,23 @@ func BackoffRemaining(st *certificates.State) time.Duration {
 // Step sets Issuing=True when Evaluate finds a reason and no backoff applies.
 // It does nothing while Issuing is already True (a user may set it by hand
 // to force a renewal; the trigger never interferes).
+//
+// First it asks who owns spec.secretName (certificates.SecretOwner): a
+// Certificate that does not own it never issues. Its issuance, if one is
+// under way, is stopped (Issuing=False, reason DuplicateSecretName);
+// otherwise the step does nothing and asks to look again after
+// env.WaitPoll, as cert-manager requeues such a Certificate, in case the
+// owner changed in a way no write reports (the secret deleted or
+// re-annotated outside certfn). Deleting the owner or changing its
+// spec.secretName wakes the others at once (app.Service).
 func Step(ctx context.Context, env *certificates.Env, st *certificates.State) (certificates.Outcome, error) {
+	own, err := st.Ownership(ctx)
+	if err != nil {
+		return certificates.Outcome{}, err
+	}
+	if !own.Owns(st.Cert.Name) {
+		return notOwner(ctx, env, st, own)
+	}
 	if st.IsIssuing() {
 		return certificates.Outcome{Why: "already issuing"}, nil
 	}
@@ -63,6 +79,24 @@ func Step(ctx context.Context, env *certificates.Env, st *certificates.State) (c
 	readiness.Apply(st)
 	if err := env.Writer.UpdateCertificate(ctx, st, now.Add(certificates.FollowUpGrace)); err != nil {
 		return certificates.Outcome{}, fmt.Errorf("set Issuing condition: %w", err)
+	}
+	return certificates.Outcome{Wrote: true}, nil
+}
+
+// notOwner stops an issuance of a Certificate that does not own its
+// secret; the Ready condition (readiness.Apply) names the owner.
+func notOwner(ctx context.Context, env *certificates.Env, st *certificates.State, own certificates.Ownership) (certificates.Outcome, error) {
+	recheck := st.Now.Add(env.WaitPoll)
+	if !st.IsIssuing() {
+		return certificates.Outcome{RequeueAt: recheck, Why: "not the owner of the secret: " + own.Message()}, nil
+	}
+	api.SetCondition(&st.Cert.Status.Conditions, api.Condition{
+		Type: api.CertificateConditionIssuing, Status: api.ConditionFalse, Reason: certificates.ReasonDuplicateSecretName,
+		Message: own.Message(), ObservedGeneration: st.Cert.Generation,
+	}, st.Now)
+	readiness.Apply(st)
+	if err := env.Writer.UpdateCertificate(ctx, st, st.Now.Add(certificates.FollowUpGrace)); err != nil {
+		return certificates.Outcome{}, fmt.Errorf("stop the issuance of a Certificate that does not own its secret: %w", err)
 	}
 	return certificates.Outcome{Wrote: true}, nil
 }

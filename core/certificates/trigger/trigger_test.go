@@ -83,6 +83,14 @@ func TestStepTriggersIssuance(t *testing.T) {
 		}, "Renewing", "Renewing certificate", api.ConditionTrue},
 		{"expired", func(t *testing.T, f *fixture) { f.st.Now = f.issued.Leaf.NotAfter },
 			"Expired", "Certificate expired on", api.ConditionFalse},
+		{"renewal time reached, an older Certificate shares the secret, which names this one", func(t *testing.T, f *fixture) {
+			ct.Sharing(f.st, ct.Cert(ct.Named("api"), ct.CreatedAt(ct.T0.Add(-48*time.Hour))))
+			f.st.Now = f.renewAt()
+		}, "Renewing", "Renewing certificate as renewal was scheduled at", api.ConditionTrue},
+		{"missing secret, a younger Certificate shares it", func(t *testing.T, f *fixture) {
+			f.st.Secret = nil
+			ct.Sharing(f.st, ct.Cert(ct.Named("api"), ct.CreatedAt(ct.T0)))
+		}, "DoesNotExist", `Secret "web-tls" does not exist`, api.ConditionFalse},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t)
@@ -134,6 +142,9 @@ func TestStepNoIssuanceNeeded(t *testing.T) {
 		{"spec change the certificate does not show (duration) without a current request", func(t *testing.T, f *fixture) {
 			f.crt.Spec.Duration = api.NewDuration(48 * time.Hour)
 		}},
+		{"an older Certificate shares the secret, which names this one", func(t *testing.T, f *fixture) {
+			ct.Sharing(f.st, ct.Cert(ct.Named("api"), ct.CreatedAt(ct.T0.Add(-48*time.Hour))))
+		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t)
@@ -149,6 +160,70 @@ func TestStepNoIssuanceNeeded(t *testing.T) {
 			}
 			if !out.RequeueAt.Equal(f.renewAt()) {
 				t.Fatalf("RequeueAt = %s, want the renewal time %s", out.RequeueAt, f.renewAt())
+			}
+		})
+	}
+}
+
+// A Certificate that does not own its secret (cert-manager PR #6406)
+// never starts an issuance and stops one under way (Issuing=False and
+// Ready=False, reason DuplicateSecretName, naming the owner), in one write.
+func TestStepNotOwner(t *testing.T) {
+	const owned = `Secret "web-tls" is owned by Certificate "api" (the Certificates "api", "web" share spec.secretName)`
+	api0 := func() *api.Certificate { return ct.Cert(ct.Named("api")) } // same creationTimestamp: first by name
+	namesAPI := func(f *fixture) { f.st.Secret.Annotations[api.AnnotationCertificateName] = "api" }
+	for _, tc := range []struct {
+		name    string
+		opts    []func(*api.Certificate)
+		setup   func(f *fixture)
+		stopped bool // an issuance under way is stopped (one write)
+	}{
+		{"missing secret: no issuance", nil, func(f *fixture) { f.st.Secret = nil }, false},
+		{"the secret names the other, which is younger", nil, func(f *fixture) {
+			namesAPI(f)
+			f.st.Sharers[0].CreationTimestamp = api.NewTime(ct.T0)
+		}, false},
+		{"renewal due: no issuance", nil, func(f *fixture) { namesAPI(f); f.st.Now = f.renewAt() }, false},
+		{"issuance under way is stopped", []func(*api.Certificate){ct.WithIssuing("DoesNotExist", ct.T0.Add(-time.Minute))},
+			func(f *fixture) { f.st.Secret = nil }, true},
+		{"manual renewal is stopped", []func(*api.Certificate){ct.WithIssuing("ManuallyTriggered", ct.T0.Add(-time.Minute))},
+			namesAPI, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, tc.opts...)
+			ct.Sharing(f.st, api0())
+			tc.setup(f)
+			w := &ct.Writer{}
+			env, _, _ := ct.Env(ct.NewMemSecrets(), w)
+			out, err := trigger.Step(context.Background(), env, f.st)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !tc.stopped {
+				if out.Wrote || len(w.Calls) != 0 || api.IsTrue(f.crt.Status.Conditions, api.CertificateConditionIssuing) {
+					t.Fatalf("outcome %+v, calls %v, conditions %+v; want no issuance", out, w.Ops(), f.crt.Status.Conditions)
+				}
+				if want := f.st.Now.Add(env.WaitPoll); !out.RequeueAt.Equal(want) || !strings.Contains(out.Why, `owned by Certificate "api"`) {
+					t.Fatalf("outcome %+v; want a look again at now+WaitPoll %s and why naming the owner", out, want)
+				}
+				return
+			}
+			calls := w.Only("UpdateCertificate")
+			if !out.Wrote || len(calls) != 1 || len(w.Calls) != 1 {
+				t.Fatalf("outcome %+v, calls %v; want one UpdateCertificate", out, w.Ops())
+			}
+			if want := f.st.Now.Add(certificates.FollowUpGrace); !calls[0].NextRunAt.Equal(want) {
+				t.Errorf("nextRunAt = %s, want %s", calls[0].NextRunAt, want)
+			}
+			got := calls[0].Cert
+			for _, typ := range []string{api.CertificateConditionIssuing, api.CertificateConditionReady} {
+				c := api.FindCondition(got.Status.Conditions, typ)
+				if c == nil || c.Status != api.ConditionFalse || c.Reason != certificates.ReasonDuplicateSecretName || c.Message != owned {
+					t.Fatalf("%s = %+v, want False/DuplicateSecretName %q", typ, c, owned)
+				}
+			}
+			if got.Status.NotAfter != nil || got.Status.RenewalTime != nil {
+				t.Errorf("the owner's validity is shown: %v %v", got.Status.NotAfter, got.Status.RenewalTime)
 			}
 		})
 	}

@@ -1,0 +1,147 @@
+package certificates
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/certfn/certfn/core/api"
+	"github.com/certfn/certfn/core/ports"
+)
+
+// ReasonDuplicateSecretName is the reason of the Ready condition (and of
+// Issuing=False, when an issuance is stopped) of a Certificate that shares
+// spec.secretName with another Certificate of its namespace and does not
+// own the secret. cert-manager gives no reason of its own (its trigger
+// just skips such a Certificate); the name is the condition its first
+// attempt at the fix proposed (cert-manager PR #5567).
+const ReasonDuplicateSecretName = "DuplicateSecretName"
+
+// Ownership says which of the Certificates naming one secret owns it: only
+// the owner issues into it and writes it (cert-manager's
+// CertificateOwnsSecret, PR #6406, which stops two Certificates from
+// overwriting each other's key pair and re-issuing without end).
+type Ownership struct {
+	// Secret is the shared spec.secretName.
+	Secret string
+	// Owner is the name of the Certificate that owns the secret.
+	Owner string
+	// Names are every Certificate naming the secret, in owner order
+	// (oldest first, then by name); nil when the owner is known without
+	// listing them (it is alone, or the secret already names it).
+	Names []string
+}
+
+// Owns reports whether the Certificate called name owns the secret.
+func (o Ownership) Owns(name string) bool { return o.Owner == name }
+
+// Message is what a Certificate that does not own the secret reports.
+func (o Ownership) Message() string {
+	q := make([]string, len(o.Names))
+	for i, n := range o.Names {
+		q[i] = strconv.Quote(n)
+	}
+	return fmt.Sprintf("Secret %q is owned by Certificate %q (the Certificates %s share spec.secretName)",
+		o.Secret, o.Owner, strings.Join(q, ", "))
+}
+
+// SecretOwner applies cert-manager's rule to crt and sharers, the other
+// Certificates of crt's namespace with the same spec.secretName, given the
+// stored secret (nil: missing):
+//  1. when the secret's cert-manager.io/certificate-name annotation names
+//     one of these Certificates, that one owns it (the secret stays with
+//     the Certificate that wrote it);
+//  2. otherwise the oldest Certificate (creationTimestamp) owns it, the
+//     first by name among those created at the same time.
+//
+// The rule depends only on what every sharer reads, so each of them
+// computes the same owner on its own.
+func SecretOwner(crt *api.Certificate, sharers []*api.Certificate, secret *ports.Secret) Ownership {
+	all := make([]*api.Certificate, 0, len(sharers)+1)
+	all = append(all, crt)
+	for _, c := range sharers {
+		if c.Name != crt.Name && c.Spec.SecretName == crt.Spec.SecretName {
+			all = append(all, c)
+		}
+	}
+	o := Ownership{Secret: crt.Spec.SecretName, Owner: crt.Name}
+	if len(all) == 1 {
+		return o
+	}
+	sort.Slice(all, func(i, j int) bool {
+		ti, tj := created(all[i]), created(all[j])
+		if !ti.Equal(tj) {
+			return ti.Before(tj)
+		}
+		return all[i].Name < all[j].Name
+	})
+	o.Names = make([]string, len(all))
+	for i, c := range all {
+		o.Names[i] = c.Name
+	}
+	o.Owner = o.Names[0]
+	if secret != nil {
+		if n := secret.Annotations[api.AnnotationCertificateName]; n != "" {
+			for _, name := range o.Names {
+				if name == n {
+					o.Owner = n
+				}
+			}
+		}
+	}
+	return o
+}
+
+func created(c *api.Certificate) time.Time {
+	if c.CreationTimestamp == nil {
+		return time.Time{}
+	}
+	return c.CreationTimestamp.Time
+}
+
+// Ownership says who owns spec.secretName, once per reconcile. It reads
+// the secret first: when its certificate-name annotation names this
+// Certificate, this Certificate owns it whatever else names it, and
+// nothing is listed (a settled Certificate, the common case, costs no
+// listing). Otherwise SharersLoader lists the namespace's Certificates.
+// Without a SharersLoader the preset Sharers are used (none: the
+// Certificate is alone and owns the secret, nothing is read).
+func (s *State) Ownership(ctx context.Context) (Ownership, error) {
+	if s.owner != nil {
+		return *s.owner, nil
+	}
+	if s.SharersLoader == nil && len(s.Sharers) == 0 {
+		s.owner = &Ownership{Secret: s.Cert.Spec.SecretName, Owner: s.Cert.Name}
+		return *s.owner, nil
+	}
+	if err := s.LoadSecret(ctx); err != nil {
+		return Ownership{}, err
+	}
+	if s.Secret != nil && s.Secret.Annotations[api.AnnotationCertificateName] == s.Cert.Name {
+		s.owner = &Ownership{Secret: s.Cert.Spec.SecretName, Owner: s.Cert.Name}
+		return *s.owner, nil
+	}
+	if s.SharersLoader != nil {
+		sharers, err := s.SharersLoader(ctx)
+		if err != nil {
+			return Ownership{}, fmt.Errorf("list the Certificates sharing secret %s/%s: %w", s.Cert.Namespace, s.Cert.Spec.SecretName, err)
+		}
+		s.Sharers, s.SharersLoader = sharers, nil
+	}
+	o := SecretOwner(s.Cert, s.Sharers, s.Secret)
+	s.owner = &o
+	return o, nil
+}
+
+// NotOwner returns the Ownership computed in this reconcile when it says
+// another Certificate owns the secret (false: this one owns it, or no step
+// has asked yet).
+func (s *State) NotOwner() (Ownership, bool) {
+	if s.owner == nil || s.owner.Owns(s.Cert.Name) {
+		return Ownership{}, false
+	}
+	return *s.owner, true
+}

@@ -1,0 +1,104 @@
+package certificates_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/certfn/certfn/core/api"
+	"github.com/certfn/certfn/core/certificates"
+	ct "github.com/certfn/certfn/core/certificates/certtest"
+	"github.com/certfn/certfn/core/ports"
+)
+
+// cert-manager's CertificateOwnsSecret (PR #6406): the secret's
+// certificate-name annotation, when it names a Certificate sharing the
+// secret, else the oldest Certificate, then the first by name.
+func TestSecretOwner(t *testing.T) {
+	older, younger := ct.T0.Add(-2*time.Hour), ct.T0.Add(-time.Hour)
+	annotated := func(name string) *ports.Secret {
+		return &ports.Secret{Namespace: ct.Namespace, Name: ct.SecretName, Annotations: map[string]string{api.AnnotationCertificateName: name}}
+	}
+	for _, tc := range []struct {
+		name      string
+		crt       *api.Certificate
+		sharers   []*api.Certificate
+		secret    *ports.Secret
+		wantOwner string
+		wantNames string
+	}{
+		{"alone", ct.Cert(), nil, nil, "web", ""},
+		{"alone, the secret names another Certificate", ct.Cert(), nil, annotated("gone"), "web", ""},
+		{"same creation time: the first by name", ct.Cert(), []*api.Certificate{ct.Cert(ct.Named("api"))}, nil, "api", "api,web"},
+		{"the oldest before the name", ct.Cert(ct.CreatedAt(older)), []*api.Certificate{ct.Cert(ct.Named("api"), ct.CreatedAt(younger))}, nil, "web", "web,api"},
+		{"the secret names a sharer", ct.Cert(), []*api.Certificate{ct.Cert(ct.Named("api")), ct.Cert(ct.Named("zzz"))}, annotated("zzz"), "zzz", "api,web,zzz"},
+		{"the secret names this Certificate", ct.Cert(), []*api.Certificate{ct.Cert(ct.Named("api"))}, annotated("web"), "web", "api,web"},
+		{"the secret names a Certificate that does not share it", ct.Cert(), []*api.Certificate{ct.Cert(ct.Named("api"))}, annotated("gone"), "api", "api,web"},
+		{"a listed Certificate with another secretName is no sharer", ct.Cert(),
+			[]*api.Certificate{ct.Cert(ct.Named("api"), func(c *api.Certificate) { c.Spec.SecretName = "api-tls" })}, nil, "web", ""},
+		{"no creationTimestamp counts as oldest", ct.Cert(), []*api.Certificate{ct.Cert(ct.Named("zzz"), func(c *api.Certificate) { c.CreationTimestamp = nil })}, nil, "zzz", "zzz,web"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := certificates.SecretOwner(tc.crt, tc.sharers, tc.secret)
+			if o.Owner != tc.wantOwner || strings.Join(o.Names, ",") != tc.wantNames || o.Secret != ct.SecretName {
+				t.Fatalf("SecretOwner = %+v, want owner %s, names %q", o, tc.wantOwner, tc.wantNames)
+			}
+			if o.Owns(tc.crt.Name) != (tc.wantOwner == tc.crt.Name) {
+				t.Fatalf("Owns(%s) = %v", tc.crt.Name, o.Owns(tc.crt.Name))
+			}
+		})
+	}
+	o := certificates.SecretOwner(ct.Cert(ct.Named("b")), []*api.Certificate{ct.Cert(ct.Named("a"))}, nil)
+	if want := `Secret "web-tls" is owned by Certificate "a" (the Certificates "a", "b" share spec.secretName)`; o.Message() != want {
+		t.Fatalf("Message = %q, want %q", o.Message(), want)
+	}
+}
+
+// State.Ownership lists the namespace's Certificates only when the secret
+// does not already name this Certificate, once per reconcile.
+func TestStateOwnershipListsOnlyWhenNeeded(t *testing.T) {
+	issued := ct.NewCA(t).IssueSecret(t, ct.Cert(), nil, ct.Leaf{}).Secret // names "web"
+	other := *ct.Cert(ct.Named("api"))
+	for _, tc := range []struct {
+		name      string
+		secret    *ports.Secret
+		wantLists int
+		wantOwner string
+	}{
+		{"the secret names this Certificate: nothing listed", &issued, 0, "web"},
+		{"no secret yet: listed", nil, 1, "api"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st := ct.State(ct.Cert(), tc.secret)
+			lists := 0
+			st.SharersLoader = func(context.Context) ([]*api.Certificate, error) {
+				lists++
+				return []*api.Certificate{&other}, nil
+			}
+			for i := 0; i < 3; i++ {
+				o, err := st.Ownership(context.Background())
+				if err != nil || o.Owner != tc.wantOwner {
+					t.Fatalf("Ownership = %+v, %v; want owner %s", o, err, tc.wantOwner)
+				}
+			}
+			if lists != tc.wantLists {
+				t.Fatalf("listed %d times, want %d", lists, tc.wantLists)
+			}
+			if _, notOwner := st.NotOwner(); notOwner != (tc.wantOwner != "web") {
+				t.Fatalf("NotOwner = %v", notOwner)
+			}
+		})
+	}
+
+	st := ct.State(ct.Cert(), nil)
+	if _, notOwner := st.NotOwner(); notOwner {
+		t.Fatal("NotOwner before anyone asked")
+	}
+	boom := errors.New("store unavailable")
+	st.SharersLoader = func(context.Context) ([]*api.Certificate, error) { return nil, boom }
+	if _, err := st.Ownership(context.Background()); !errors.Is(err, boom) || !strings.Contains(err.Error(), "list the Certificates sharing secret default/web-tls") {
+		t.Fatalf("err = %v, want the list error wrapped", err)
+	}
+}

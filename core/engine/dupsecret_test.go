@@ -1,0 +1,182 @@
+package engine_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/certfn/certfn/core/api"
+	"github.com/certfn/certfn/core/app/apptest"
+	"github.com/certfn/certfn/core/certificates"
+)
+
+// sharedCertYAML is a Certificate for <name>.example.com stored in secretName.
+func sharedCertYAML(name, secretName string) string {
+	return fmt.Sprintf(`apiVersion: cert-manager.io/v1
+kind: Certificate
+metadata: {name: %s, namespace: default}
+spec:
+  secretName: %s
+  dnsNames: [%s.example.com]
+  privateKey: {algorithm: ECDSA, size: 256}
+  issuerRef: {name: selfsigned, kind: ClusterIssuer}
+`, name, secretName, name)
+}
+
+func certKey(name string) api.Key {
+	return api.Key{Kind: api.KindCertificate, Namespace: "default", Name: name}
+}
+
+func requestNames(t *testing.T, r *apptest.Rig) []string {
+	t.Helper()
+	objs, err := r.Engine.List(r.Ctx, api.KindCertificateRequest, "default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, o := range objs {
+		out = append(out, o.GetObjectMeta().Name)
+	}
+	return out
+}
+
+func cert(r *apptest.Rig, name string) *api.Certificate {
+	return r.Get(certKey(name)).(*api.Certificate)
+}
+
+// requireOwner checks that owner is Ready, stored in secret and that
+// every Certificate in others is not Ready, naming owner, and not issuing.
+func requireOwner(t *testing.T, r *apptest.Rig, secret, owner string, others ...string) {
+	t.Helper()
+	if c := cert(r, owner); !api.IsTrue(c.Status.Conditions, api.CertificateConditionReady) || c.Status.Revision == nil {
+		t.Fatalf("owner %s not Ready: %+v", owner, c.Status.Conditions)
+	}
+	sec, err := r.Secrets.Get(r.Ctx, "default", secret)
+	if err != nil {
+		t.Fatalf("secret %s: %v", secret, err)
+	}
+	if got := sec.Annotations[api.AnnotationCertificateName]; got != owner {
+		t.Fatalf("secret %s names Certificate %q, want %q", secret, got, owner)
+	}
+	if got := sec.Annotations[api.AnnotationAltNames]; got != owner+".example.com" {
+		t.Fatalf("secret %s holds a certificate for %q, want %s.example.com", secret, got, owner)
+	}
+	for _, o := range others {
+		c := cert(r, o)
+		ready := api.FindCondition(c.Status.Conditions, api.CertificateConditionReady)
+		want := fmt.Sprintf("Secret %q is owned by Certificate %q", secret, owner)
+		if ready == nil || ready.Status != api.ConditionFalse || ready.Reason != certificates.ReasonDuplicateSecretName || !strings.Contains(ready.Message, want) {
+			t.Fatalf("%s: Ready = %+v, want False/DuplicateSecretName containing %q", o, ready, want)
+		}
+		if c.Status.NotAfter != nil || c.Status.RenewalTime != nil {
+			t.Errorf("%s shows the owner's validity: notAfter %v renewalTime %v", o, c.Status.NotAfter, c.Status.RenewalTime)
+		}
+		if api.IsTrue(c.Status.Conditions, api.CertificateConditionIssuing) {
+			t.Errorf("%s is issuing", o)
+		}
+	}
+}
+
+// Two Certificates with one secretName (cert-manager PR #6406): the first
+// by creation time, then name, owns the secret and issues once; the other
+// is not Ready, names the owner and creates no request; nothing loops.
+// Deleting the owner wakes the other, which then owns the secret and issues.
+func TestDuplicateSecretNameOneOwnerNoLoop(t *testing.T) {
+	r := apptest.NewRig(t)
+	// Applied together (same creationTimestamp): the name decides, not
+	// the order of the documents.
+	r.Apply(apptest.SelfSignedYAML + "---\n" + sharedCertYAML("b", "shared-tls") + "---\n" + sharedCertYAML("a", "shared-tls"))
+	r.Drain()
+
+	if got := requestNames(t, r); len(got) != 1 || got[0] != "a-1" {
+		t.Fatalf("requests %v, want exactly a-1", got)
+	}
+	requireOwner(t, r, "shared-tls", "a", "b")
+	if c := cert(r, "b"); api.FindCondition(c.Status.Conditions, api.CertificateConditionIssuing) != nil || c.Status.NextPrivateKeySecretName != nil {
+		t.Errorf("b was never to issue: conditions %+v, nextPrivateKeySecretName %v", c.Status.Conditions, c.Status.NextPrivateKeySecretName)
+	}
+	if _, err := r.Secrets.Get(r.Ctx, "default", certificates.NextKeySecretName("b")); err == nil {
+		t.Error("b generated a next private key")
+	}
+
+	// No loop: the owner, settled, lists nothing (the secret names it);
+	// the other looks again after WaitPoll, and still changes nothing.
+	r.Store.Listed(api.KindCertificate)
+	r.Reconcile(certKey("a"))
+	if n := r.Store.Listed(api.KindCertificate); n != 0 {
+		t.Errorf("the settled owner listed Certificates %d times, want 0", n)
+	}
+	secBefore, _ := r.Secrets.Get(r.Ctx, "default", "shared-tls")
+	if due := r.Rec(certKey("b")).NextRunAt; due.IsZero() || due.After(r.Clock.Now().Add(apptest.WaitPoll)) {
+		t.Errorf("b is due at %s, want within WaitPoll", due)
+	}
+	for i := 0; i < 3; i++ {
+		r.Clock.Advance(apptest.WaitPoll + time.Second)
+		if _, err := r.Engine.Sweep(r.Ctx, 100); err != nil {
+			t.Fatal(err)
+		}
+		r.Drain()
+	}
+	if got := requestNames(t, r); len(got) != 1 {
+		t.Fatalf("requests %v after three polls, want still one", got)
+	}
+	secAfter, _ := r.Secrets.Get(r.Ctx, "default", "shared-tls")
+	if string(secAfter.Data["tls.crt"]) != string(secBefore.Data["tls.crt"]) {
+		t.Fatal("the shared secret was rewritten")
+	}
+	requireOwner(t, r, "shared-tls", "a", "b")
+
+	// The owner goes: b is woken at once (no clock movement) and issues.
+	if err := r.Service.Delete(r.Ctx, apptest.Caller, certKey("a")); err != nil {
+		t.Fatal(err)
+	}
+	r.Drain()
+	if got := requestNames(t, r); len(got) != 1 || got[0] != "b-1" {
+		t.Fatalf("requests %v, want exactly b-1", got)
+	}
+	requireOwner(t, r, "shared-tls", "b")
+}
+
+// Changing the owner's spec.secretName wakes the Certificates still
+// naming the old secret: one of them owns it now.
+func TestDuplicateSecretNameOwnerMovesAway(t *testing.T) {
+	r := apptest.NewRig(t)
+	r.Apply(apptest.SelfSignedYAML + "---\n" + sharedCertYAML("a", "shared-tls") + "---\n" + sharedCertYAML("b", "shared-tls") +
+		"---\n" + sharedCertYAML("c", "shared-tls"))
+	r.Drain()
+	requireOwner(t, r, "shared-tls", "a", "b", "c")
+
+	r.Apply(sharedCertYAML("a", "a-tls"))
+	r.Drain()
+	requireOwner(t, r, "a-tls", "a")
+	requireOwner(t, r, "shared-tls", "b", "c")
+	// a's revision 2 went into a-tls (revision 1's request is pruned:
+	// revisionHistoryLimit 1); b issued once.
+	if got := strings.Join(requestNames(t, r), ","); got != "a-2,b-1" {
+		t.Fatalf("requests %s, want a-2,b-1", got)
+	}
+}
+
+// A Certificate already issuing when a Certificate that owns the secret
+// appears stops (Issuing=False, DuplicateSecretName) and creates nothing.
+func TestDuplicateSecretNameStopsAnIssuance(t *testing.T) {
+	r := apptest.NewRig(t)
+	r.Apply(apptest.SelfSignedYAML + "---\n" + sharedCertYAML("b", "shared-tls"))
+	r.Reconcile(certKey("b")) // the trigger sets Issuing
+	if !api.IsTrue(cert(r, "b").Status.Conditions, api.CertificateConditionIssuing) {
+		t.Fatal("b is not issuing")
+	}
+	// Same creationTimestamp (the clock has not moved): a comes first by name.
+	r.Apply(sharedCertYAML("a", "shared-tls"))
+	r.Drain()
+	if got := requestNames(t, r); len(got) != 1 || got[0] != "a-1" {
+		t.Fatalf("requests %v, want exactly a-1", got)
+	}
+	requireOwner(t, r, "shared-tls", "a", "b")
+	c := cert(r, "b")
+	is := api.FindCondition(c.Status.Conditions, api.CertificateConditionIssuing)
+	if is == nil || is.Status != api.ConditionFalse || is.Reason != certificates.ReasonDuplicateSecretName {
+		t.Fatalf("b: Issuing = %+v, want False/DuplicateSecretName", is)
+	}
+}
