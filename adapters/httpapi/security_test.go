@@ -165,3 +165,40 @@ spec:
 		t.Fatalf("the pending message tells the policies apart:\n%s\n%s", none, many)
 	}
 }
+
+// Two Certificates with one secretName: one owns the secret, the other is
+// not Ready and names the owner; one request in all (cert-manager PR #6406).
+func TestSharedSecretNameHasOneOwner(t *testing.T) {
+	e := newEnv(t, 0)
+	second := strings.Replace(apitest.Certificate("team-a", "b", "ss", "b.example.com"), "secretName: b-tls", "secretName: a-tls", 1)
+	e.mustDo(200, "POST", "/v1/apply", admin, "application/yaml", apitest.Docs(apitest.Issuer("team-a", "ss"),
+		apitest.Certificate("team-a", "a", "ss", "a.example.com"), second))
+	run := func() {
+		for range 3 {
+			if _, err := e.rt.RunUntilIdle(t.Context(), 2); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	run()
+	// No policy here: the owner's request is approved by hand.
+	e.mustDo(200, "POST", "/v1/namespaces/team-a/certificaterequests/a-1/approval", admin, "application/json", `{"approve": true}`)
+	run()
+	ready := func(name string) *api.Condition {
+		r := e.mustDo(200, "GET", "/v1/namespaces/team-a/certificates/"+name, admin, "", "")
+		var c api.Certificate
+		if err := json.Unmarshal([]byte(r.body), &c); err != nil {
+			t.Fatal(err)
+		}
+		return api.FindCondition(c.Status.Conditions, api.CertificateConditionReady)
+	}
+	if c := ready("a"); c == nil || c.Status != api.ConditionTrue {
+		t.Fatalf("owner a: %+v", c)
+	}
+	if c := ready("b"); c == nil || c.Status != api.ConditionFalse || c.Reason != "DuplicateSecretName" || !strings.Contains(c.Message, `"a"`) {
+		t.Fatalf("b: %+v", c)
+	}
+	if n := e.count(api.KindCertificateRequest, "team-a"); n != 1 {
+		t.Fatalf("%d CertificateRequests, want 1", n)
+	}
+}
