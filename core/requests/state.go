@@ -51,6 +51,16 @@ type Approver interface {
 	Decide(ctx context.Context, cr *api.CertificateRequest) (Decision, error)
 }
 
+// Refuser is implemented by the Approver of a role that never makes
+// approval decisions (seed 004: approver and signer are separate actors).
+// The approval step then leaves every decision, a denial of invalid names
+// included, to the approving role; the signing step still refuses such
+// names.
+type Refuser interface {
+	Approver
+	RefusesApproval()
+}
+
 // Issuers resolves a request's issuerRef; ok is false when it does not exist.
 // SecretNamespace is where that issuer's secrets live.
 type Issuers interface {

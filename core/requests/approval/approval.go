@@ -60,13 +60,17 @@ func Step(ctx context.Context, env *requests.Env, st *requests.State) (requests.
 
 // decide is the approval decision for cr. A CSR carrying a name a CA must
 // not sign is Denied here, with the name and the rule in the message,
-// without asking env.Approver. A CSR that does not parse is left to the
-// approver, as before (a policy denies it; the signing step marks it
-// InvalidRequest). Everything else is the approver's decision.
+// without asking env.Approver — unless env.Approver is a
+// requests.Refuser (this role makes no decisions at all). A CSR that does
+// not parse is left to the approver, as before (a policy denies it; the
+// signing step marks it InvalidRequest). Everything else is the
+// approver's decision.
 func decide(ctx context.Context, env *requests.Env, cr *api.CertificateRequest) (requests.Decision, error) {
-	if csr, err := pki.ParseCSRPEM(cr.Spec.Request); err == nil {
-		if err := requests.CheckNames(csr); err != nil {
-			return requests.Decision{Result: requests.Denied, Reason: requests.ReasonInvalidNames, Message: err.Error()}, nil
+	if _, refuses := env.Approver.(requests.Refuser); !refuses {
+		if csr, err := pki.ParseCSRPEM(cr.Spec.Request); err == nil {
+			if err := requests.CheckNames(csr); err != nil {
+				return requests.Decision{Result: requests.Denied, Reason: requests.ReasonInvalidNames, Message: err.Error()}, nil
+			}
 		}
 	}
 	d, err := env.Approver.Decide(ctx, cr)

@@ -214,3 +214,23 @@ func TestStepDeniesNamesACAMustNotSign(t *testing.T) {
 		t.Fatalf("valid request: err %v, approver calls %d, conditions %+v", err, a.calls, st.CR.Status.Conditions)
 	}
 }
+
+// refusingApprover is a test double of the approver of a role that never
+// decides (requests.Refuser).
+type refusingApprover struct{ fakeApprover }
+
+func (*refusingApprover) RefusesApproval() {}
+
+// A role that never approves does not deny either, not even invalid
+// names: the approving role decides (the signing step still refuses them).
+func TestStepRefuserDecidesNothing(t *testing.T) {
+	crt := ct.Cert(ct.WithDNSNames(probeNames[1].name), func(c *api.Certificate) { c.Spec.CommonName = "" })
+	env, _, _, w, _ := setup(t, requests.Decision{})
+	refuse := errors.New("this role never approves")
+	a := &refusingApprover{fakeApprover{err: refuse}}
+	env.Approver = a
+	st := &requests.State{CR: ct.Request(t, crt, ct.Key(t, nil), 1), Version: 3, Now: ct.T0}
+	if _, err := approval.Step(context.Background(), env, st); !errors.Is(err, refuse) || a.calls != 1 || len(w.Calls) != 0 {
+		t.Fatalf("err %v, approver calls %d, writes %v; want the refusal, no write", err, a.calls, w.Ops())
+	}
+}
