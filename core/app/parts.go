@@ -43,6 +43,12 @@ func (h handoff) Sign(ctx context.Context, req signers.Request) (signers.Result,
 // decides it.
 type refuseApprover struct{ role string }
 
+var _ requests.Refuser = refuseApprover{}
+
+// RefusesApproval implements requests.Refuser: the approval step leaves
+// even a denial of invalid names to the approving role.
+func (refuseApprover) RefusesApproval() {}
+
 // Decide implements requests.Approver.
 func (r refuseApprover) Decide(_ context.Context, cr *api.CertificateRequest) (requests.Decision, error) {
 	return requests.Decision{}, errs.Permanentf("the %s function never approves: CertificateRequest %s/%s has no approval decision yet (the worker makes it)", r.role, cr.Namespace, cr.Name)

@@ -45,6 +45,7 @@ type stringField struct {
 	attr     attr   // which request attribute it checks
 	set      bool   // the field is present in the policy
 	values   *patterns
+	need     charClass // union of the values' need: what a value must be to skip classOf
 	required bool
 	rules    []celRule
 }
@@ -315,6 +316,8 @@ func (c *compiler) fillField(f *stringField, valuesPath string, hasValues bool, 
 				v = ip.String() // compare in the form requests are rendered in
 			}
 			if pt := c.pattern(p, v); pt != nil {
+				pt.need = wildcardNeed(f.attr, pt)
+				f.need |= pt.need
 				ps = append(ps, *pt)
 			}
 		}

@@ -42,13 +42,33 @@ func (c *Compiled) evalAllowedValues(r *Request, m mode) errorList {
 		return failedQuick
 	}
 	for _, f := range c.valueFields {
+		// f.match, unrolled: the plain case stays inlined.
+		have := r.classes[f.attr]
+		plain := f.need&^have == 0
 		for _, v := range r.attrs[f.attr] {
-			if !f.values.matchAny(v) {
+			var ok bool
+			if plain {
+				ok = f.values.matchAny(v)
+			} else {
+				ok = f.values.matchValue(v, have)
+			}
+			if !ok {
 				return failedQuick
 			}
 		}
 	}
 	return nil
+}
+
+// match reports whether v, a value of the field's attribute whose values
+// all belong to have, matches one of the field's patterns. When have
+// covers what every pattern needs (valid names: the usual case), it is
+// plain wildcard matching.
+func (f *stringField) match(v string, have charClass) bool {
+	if f.need&^have == 0 {
+		return f.values.matchAny(v)
+	}
+	return f.values.matchValue(v, have)
 }
 
 // evalValues applies one allowed field's presence and patterns (seed
@@ -78,11 +98,11 @@ func (f *stringField) evalValues(r *Request, m mode) errorList {
 		return nil
 	}
 	for i, v := range vals {
-		if !f.values.matchAny(v) {
+		if !f.match(v, r.classes[f.attr]) {
 			if m == quick {
 				return failedQuick
 			}
-			return f.describeUnmatched(vals[i:])
+			return f.describeUnmatched(vals[i:], r.classes[f.attr])
 		}
 	}
 	return nil
@@ -100,12 +120,13 @@ func (f *stringField) describeNotAllowed(vals []string) errorList {
 	return errorList{fmt.Sprintf("%s: %s not allowed: the policy allows no %s", f.path, quoteList(vals), plural(f.what))}
 }
 
-// describeUnmatched lists each of vals that matches no pattern of the
-// field, in order.
-func (f *stringField) describeUnmatched(vals []string) errorList {
+// describeUnmatched lists each of vals (values of a request attribute
+// whose values all have class have) that matches no pattern of the field,
+// in order.
+func (f *stringField) describeUnmatched(vals []string, have charClass) errorList {
 	var errs errorList
 	for _, v := range vals {
-		if f.values.matchAny(v) {
+		if f.match(v, have) {
 			continue
 		}
 		if len(*f.values) == 0 {

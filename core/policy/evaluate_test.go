@@ -632,3 +632,33 @@ selector: {issuerRef: {}}
 		t.Fatalf("operator detail %q / %q", none.Detail, many.Detail)
 	}
 }
+
+// The external probe's names, under a policy allowing
+// "*.team-a.example.com": the evaluator denies them on its own (the
+// approval step also denies them before any policy is consulted).
+func TestEvaluateWildcardsDoNotMatchInvalidNames(t *testing.T) {
+	p := policyYAML(t, "team-a", `
+allowed:
+  commonName: {value: "*.team-a.example.com"}
+  dnsNames: {values: ["*.team-a.example.com"]}
+  emailAddresses: {values: ["*@team-a.example.com"]}
+selector: {issuerRef: {}}
+`)
+	var cases []evalCase
+	for _, n := range []string{"evil.com\x00.team-a.example.com", "evil.org/.team-a.example.com", "evil.org .team-a.example.com"} {
+		cases = append(cases,
+			evalCase{name: "DNS " + n, cr: newCR(t, csr(dns("www.team-a.example.com", n))), want: Denied,
+				msg: []string{fmt.Sprintf("spec.allowed.dnsNames: %q is not allowed", n)}, noMatch: []string{`"www.team-a.example.com" is not allowed`}},
+			evalCase{name: "CN " + n, cr: newCR(t, csr(cn(n))), want: Denied,
+				msg: []string{fmt.Sprintf("spec.allowed.commonName: %q is not allowed", n)}},
+		)
+	}
+	cases = append(cases,
+		evalCase{name: "valid names", cr: newCR(t, csr(cn("www.team-a.example.com"),
+			dns("www.team-a.example.com", "*.team-a.example.com", "a.b.team-a.example.com", "xn--bcher-kva.team-a.example.com"),
+			emails("alice@team-a.example.com"))), want: Approved},
+		evalCase{name: "e-mail across '/'", cr: newCR(t, csr(emails("x@evil.org/@team-a.example.com"))), want: Denied,
+			msg: []string{`spec.allowed.emailAddresses: "x@evil.org/@team-a.example.com" is not allowed`}},
+	)
+	runEvalCases(t, newEvaluator(t), []*api.CertificateRequestPolicy{p}, bindAll(), cases)
+}

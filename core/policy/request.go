@@ -44,8 +44,11 @@ type Request struct {
 	KeyAlgorithm api.PrivateKeyAlgorithm
 	KeySize      int
 
-	attrs       [numAttrs][]string
-	present     attrMask // attributes with at least one value
+	attrs   [numAttrs][]string
+	present attrMask // attributes with at least one value
+	// classes[a] is the classes every value of attribute a belongs to
+	// (classAll for attributes wildcards are not restricted on).
+	classes     [numAttrs]charClass
 	usages      []string
 	unsupported []string // request contents no policy can allow
 	celVals     [numAttrs][]ref.Val
@@ -118,6 +121,12 @@ func newRequest(cr *api.CertificateRequest, csr *x509.CertificateRequest, nsLabe
 	for a := range r.attrs {
 		if len(r.attrs[a]) > 0 {
 			r.present |= 1 << a
+		}
+		r.classes[a] = classAll
+	}
+	for _, a := range [...]attr{attrCommonName, attrDNSNames, attrURIs, attrEmailAddresses} {
+		for _, v := range r.attrs[a] {
+			r.classes[a] &= classOf(v)
 		}
 	}
 	r.unsupported = append(r.unsupported, unsupportedSANs(csr)...)

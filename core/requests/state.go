@@ -6,9 +6,12 @@ package requests
 
 import (
 	"context"
+	"crypto/x509"
 	"time"
 
 	"github.com/certfn/certfn/core/api"
+	"github.com/certfn/certfn/core/errs"
+	"github.com/certfn/certfn/core/pki"
 	"github.com/certfn/certfn/core/ports"
 	"github.com/certfn/certfn/core/signers"
 	"github.com/certfn/certfn/core/step"
@@ -49,6 +52,16 @@ type Decision struct {
 // Approver decides on a request (auto-approval list, policies).
 type Approver interface {
 	Decide(ctx context.Context, cr *api.CertificateRequest) (Decision, error)
+}
+
+// Refuser is implemented by the Approver of a role that never makes
+// approval decisions (seed 004: approver and signer are separate actors).
+// The approval step then leaves every decision, a denial of invalid names
+// included, to the approving role; the signing step still refuses such
+// names.
+type Refuser interface {
+	Approver
+	RefusesApproval()
 }
 
 // Issuers resolves a request's issuerRef; ok is false when it does not exist.
@@ -92,3 +105,22 @@ func IssuerType(spec *api.IssuerSpec) string {
 
 // FollowUpGrace: see certificates.FollowUpGrace.
 const FollowUpGrace = 2 * time.Minute
+
+// ReasonInvalidNames is the reason recorded on a request whose CSR carries
+// a name a CA must not sign (pki.CheckCSRNames): on its Denied condition
+// when the approval step finds it (before any approver or policy is
+// asked), on its InvalidRequest and Failed conditions when the signing step
+// does (a request approved by hand, or before names were checked).
+const ReasonInvalidNames = "InvalidNames"
+
+// CheckNames checks every name a request's parsed CSR carries
+// (pki.CheckCSRNames). The error is permanent (no retry makes a name
+// valid) and names the field, the SAN and the rule:
+// `spec.request: DNS name "a/b.example.com" (SAN 1): contains a character
+// a DNS name cannot hold ('/')`.
+func CheckNames(csr *x509.CertificateRequest) error {
+	if err := pki.CheckCSRNames(csr); err != nil {
+		return errs.Permanentf("spec.request: %w", err)
+	}
+	return nil
+}

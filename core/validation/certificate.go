@@ -83,6 +83,8 @@ func subject(path string, s *api.CertificateSpec) ErrorList {
 	}
 	if n := utf8.RuneCountInString(s.CommonName); n > MaxCommonNameLength {
 		errs.addValue(p("commonName"), s.CommonName, fmt.Sprintf("must be no more than %d characters (has %d); put long names in dnsNames", MaxCommonNameLength, n))
+	} else if err := pki.CheckCommonName(s.CommonName); err != nil {
+		errs.addValue(p("commonName"), s.CommonName, "invalid common name: "+err.Error())
 	}
 	if s.LiteralSubject != "" {
 		if s.Subject != nil {
@@ -98,12 +100,16 @@ func subject(path string, s *api.CertificateSpec) ErrorList {
 	return errs
 }
 
-// dnsNames checks each spec.dnsNames entry is a DNS name (wildcards allowed).
+// dnsNames checks each spec.dnsNames entry is a DNS name (wildcards
+// allowed) that the approval step will accept in the CSR
+// (pki.CheckDNSName: LDH labels, valid IDNA A-labels).
 func dnsNames(path string, names []string) ErrorList {
 	var errs ErrorList
 	for i, n := range names {
 		if msg := dnsName(n); msg != "" {
 			errs.addValue(idx(path, i), n, "invalid DNS name: "+msg)
+		} else if err := pki.CheckDNSName(n, true); err != nil {
+			errs.addValue(idx(path, i), n, "invalid DNS name: "+err.Error())
 		}
 	}
 	return errs
@@ -120,23 +126,29 @@ func ipAddresses(path string, addrs []string) ErrorList {
 	return errs
 }
 
-// uris checks each spec.uris entry is an absolute URI.
+// uris checks each spec.uris entry is an absolute URI that the approval
+// step will accept in the CSR (pki.CheckURI).
 func uris(path string, us []string) ErrorList {
 	var errs ErrorList
 	for i, n := range us {
 		if msg := uriSAN(n); msg != "" {
 			errs.addValue(idx(path, i), n, msg)
+		} else if err := pki.CheckURI(n); err != nil {
+			errs.addValue(idx(path, i), n, "invalid URI: "+err.Error())
 		}
 	}
 	return errs
 }
 
-// emailAddresses checks each spec.emailAddresses entry is an address.
+// emailAddresses checks each spec.emailAddresses entry is an address that
+// the approval step will accept in the CSR (pki.CheckEmailAddress).
 func emailAddresses(path string, addrs []string) ErrorList {
 	var errs ErrorList
 	for i, n := range addrs {
 		if msg := emailAddress(n); msg != "" {
 			errs.addValue(idx(path, i), n, msg)
+		} else if err := pki.CheckEmailAddress(n); err != nil {
+			errs.addValue(idx(path, i), n, "invalid e-mail address: "+err.Error())
 		}
 	}
 	return errs

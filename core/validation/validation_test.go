@@ -213,6 +213,16 @@ func TestCertificate(t *testing.T) {
 		{"email invalid", cert(func(c *C) { c.Spec.EmailAddresses = []string{"not-an-email"} }), "spec.emailAddresses[0]", "invalid email"},
 		{"commonName too long", cert(func(c *C) { c.Spec.CommonName = strings.Repeat("a", 65) }), "spec.commonName", "64"},
 		{"commonName 64 runes ok", cert(func(c *C) { c.Spec.CommonName = strings.Repeat("é", 64) }), "", ""},
+		// the names the approval step denies in a CSR (pki.CheckCSRNames) are refused here first
+		{"dns name underscore", cert(func(c *C) { c.Spec.DNSNames = []string{"under_score.example.com"} }), "spec.dnsNames[0]", "cannot hold ('_')"},
+		{"dns name bad A-label", cert(func(c *C) { c.Spec.DNSNames = []string{"xn--zz.example.com"} }), "spec.dnsNames[0]", "IDNA A-label"},
+		{"dns name A-label ok", cert(func(c *C) { c.Spec.DNSNames = []string{"xn--bcher-kva.example", "*.example.com"} }), "", ""},
+		{"uri user info", cert(func(c *C) { c.Spec.URIs = []string{"https://admin@example.com/"} }), "spec.uris[0]", "user info"},
+		{"uri ok", cert(func(c *C) { c.Spec.URIs = []string{"spiffe://example.com/ns/a/sa/web"} }), "", ""},
+		{"email domain with '/'", cert(func(c *C) { c.Spec.EmailAddresses = []string{"x@evil.org/.example.com"} }), "spec.emailAddresses[0]", "domain contains a character a DNS name cannot hold ('/')"},
+		{"commonName host name with '/'", cert(func(c *C) { c.Spec.CommonName = "evil.org/.example.com" }), "spec.commonName", "is read as a host name"},
+		{"commonName control character", cert(func(c *C) { c.Spec.CommonName = "evil\x00name" }), "spec.commonName", "control character (NUL)"},
+		{"commonName organisation ok", cert(func(c *C) { c.Spec.CommonName = "Example Inc. Root CA" }), "", ""},
 
 		{"renewBefore with percentage", cert(func(c *C) {
 			c.Spec.RenewBefore, c.Spec.RenewBeforePercentage = api.NewDuration(time.Hour), ptr(int32(20))

@@ -1,7 +1,8 @@
 // Package apptest is the test rig of core's engine and application
 // service: one role assembled by app.Build on core/memory's ports, a fake
 // clock at certtest.T0, a store that can fail and count listings, and an
-// approver a test switches. Tests drive it step by step (Reconcile) or
+// approver a test switches (or, with NewPolicyRig, certfn's own approver
+// deciding by CertificateRequestPolicy). Tests drive it step by step (Reconcile) or
 // until the queue is empty (Drain).
 package apptest
 
@@ -106,7 +107,7 @@ type Rig struct {
 	Secrets  *memory.Secrets
 	Queue    *memory.Queue
 	Metrics  *ct.Metrics
-	Approver *SwitchApprover
+	Approver *SwitchApprover // nil in a NewPolicyRig
 	App      *app.App
 	Engine   *engine.Engine
 	Service  *app.Service
@@ -119,13 +120,29 @@ var Caller = app.Caller{Username: "alice", UID: "u-1", Groups: []string{"team-a"
 // NewRig returns a rig whose approver approves every request.
 func NewRig(t *testing.T) *Rig {
 	t.Helper()
+	return newRig(t, &SwitchApprover{d: requests.Decision{Result: requests.Approved, Reason: "test", Message: "approved by a test"}})
+}
+
+// NewPolicyRig returns a rig with certfn's own approver: no auto-approved
+// signers, so requests are decided by the CertificateRequestPolicies
+// applied to it (Rig.Approver is nil).
+func NewPolicyRig(t *testing.T) *Rig {
+	t.Helper()
+	return newRig(t, nil)
+}
+
+func newRig(t *testing.T, approver *SwitchApprover) *Rig {
+	t.Helper()
 	r := &Rig{T: t, Ctx: context.Background(), Clock: clock.NewFake(ct.T0), Store: &FaultyStore{Store: memory.NewStore()},
-		Secrets: memory.NewSecrets(), Metrics: ct.NewMetrics(),
-		Approver: &SwitchApprover{d: requests.Decision{Result: requests.Approved, Reason: "test", Message: "approved by a test"}}}
+		Secrets: memory.NewSecrets(), Metrics: ct.NewMetrics(), Approver: approver}
 	r.Queue = memory.NewQueue(r.Clock, 5*time.Minute)
+	settings := app.Settings{WaitPoll: WaitPoll, ResyncInterval: 24 * time.Hour}
+	if approver != nil {
+		settings.Approver = approver
+	}
 	var err error
 	r.App, err = app.Build(app.Ports{Store: r.Store, Secrets: r.Secrets, Queue: r.Queue, Clock: r.Clock, Metrics: r.Metrics},
-		app.Settings{Approver: r.Approver, WaitPoll: WaitPoll, ResyncInterval: 24 * time.Hour}, Role)
+		settings, Role)
 	if err != nil {
 		t.Fatalf("app.Build: %v", err)
 	}

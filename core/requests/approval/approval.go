@@ -2,7 +2,10 @@
 // the approver is an actor separate from requester and signer). It asks the
 // configured Approver once and records Approved or Denied; both are
 // permanent and mutually exclusive. A request no policy applies to is left
-// untouched, with the reason visible on its Ready condition.
+// untouched, with the reason visible on its Ready condition. A request
+// whose CSR carries a name a CA must not sign (pki.CheckCSRNames) is
+// Denied with reason requests.ReasonInvalidNames before the Approver is
+// asked, so that no policy and no auto-approval can approve it.
 package approval
 
 import (
@@ -11,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/certfn/certfn/core/api"
+	"github.com/certfn/certfn/core/pki"
 	"github.com/certfn/certfn/core/requests"
 )
 
@@ -21,9 +25,9 @@ func Step(ctx context.Context, env *requests.Env, st *requests.State) (requests.
 		api.FindCondition(*conds, api.CertificateRequestConditionDenied) != nil || st.CR.IsFinal() {
 		return requests.Outcome{Why: "already decided"}, nil
 	}
-	d, err := env.Approver.Decide(ctx, st.CR)
+	d, err := decide(ctx, env, st.CR)
 	if err != nil {
-		return requests.Outcome{}, fmt.Errorf("approval of CertificateRequest %s/%s: %w", st.CR.Namespace, st.CR.Name, err)
+		return requests.Outcome{}, err
 	}
 	status := "unmatched"
 	switch d.Result {
@@ -53,4 +57,26 @@ func Step(ctx context.Context, env *requests.Env, st *requests.State) (requests.
 		return requests.Outcome{}, fmt.Errorf("record approval decision: %w", err)
 	}
 	return requests.Outcome{Wrote: true}, nil
+}
+
+// decide is the approval decision for cr. A CSR carrying a name a CA must
+// not sign is Denied here, with the name and the rule in the message,
+// without asking env.Approver — unless env.Approver is a
+// requests.Refuser (this role makes no decisions at all). A CSR that does
+// not parse is left to the approver, as before (a policy denies it; the
+// signing step marks it InvalidRequest). Everything else is the
+// approver's decision.
+func decide(ctx context.Context, env *requests.Env, cr *api.CertificateRequest) (requests.Decision, error) {
+	if _, refuses := env.Approver.(requests.Refuser); !refuses {
+		if csr, err := pki.ParseCSRPEM(cr.Spec.Request); err == nil {
+			if err := requests.CheckNames(csr); err != nil {
+				return requests.Decision{Result: requests.Denied, Reason: requests.ReasonInvalidNames, Message: err.Error()}, nil
+			}
+		}
+	}
+	d, err := env.Approver.Decide(ctx, cr)
+	if err != nil {
+		return requests.Decision{}, fmt.Errorf("approval of CertificateRequest %s/%s: %w", cr.Namespace, cr.Name, err)
+	}
+	return d, nil
 }

@@ -170,3 +170,67 @@ func TestStepErrors(t *testing.T) {
 		t.Fatalf("write error = %+v, %v", out, err)
 	}
 }
+
+// probeNames are the names an external probe had signed under the policy
+// "*.team-a.example.com", with the message each is now denied with.
+var probeNames = []struct{ name, want string }{
+	{"evil.com\x00.team-a.example.com", `spec.request: DNS name "evil.com\x00.team-a.example.com" (SAN 1): contains a character a DNS name cannot hold (NUL)`},
+	{"evil.org/.team-a.example.com", `spec.request: DNS name "evil.org/.team-a.example.com" (SAN 1): contains a character a DNS name cannot hold ('/')`},
+	{"evil.org .team-a.example.com", `spec.request: DNS name "evil.org .team-a.example.com" (SAN 1): contains a character a DNS name cannot hold (space)`},
+}
+
+// A request whose CSR carries a name a CA must not sign is denied before
+// the approver is asked, whatever the approver would decide.
+func TestStepDeniesNamesACAMustNotSign(t *testing.T) {
+	for _, tc := range probeNames {
+		t.Run(tc.name, func(t *testing.T) {
+			crt := ct.Cert(ct.WithDNSNames(tc.name), func(c *api.Certificate) { c.Spec.CommonName = "" })
+			env, _, a, w, m := setup(t, requests.Decision{Result: requests.Approved, Reason: "test", Message: "approved"})
+			st := &requests.State{CR: ct.Request(t, crt, ct.Key(t, nil), 1), Version: 3, Now: ct.T0}
+			out, err := approval.Step(context.Background(), env, st)
+			if err != nil || !out.Wrote || len(w.Calls) != 1 {
+				t.Fatalf("Step = %+v, %v (writer %v)", out, err, w.Ops())
+			}
+			if a.calls != 0 {
+				t.Fatalf("the approver was asked %d times", a.calls)
+			}
+			conds := w.Calls[0].Request.Status.Conditions
+			d := api.FindCondition(conds, api.CertificateRequestConditionDenied)
+			if d == nil || d.Status != api.ConditionTrue || d.Reason != requests.ReasonInvalidNames || d.Message != tc.want {
+				t.Fatalf("Denied = %+v\nwant True/%s/%s", d, requests.ReasonInvalidNames, tc.want)
+			}
+			if api.FindCondition(conds, api.CertificateRequestConditionApproved) != nil {
+				t.Fatal("a request with an invalid name was approved")
+			}
+			if got := m.Get("certfn_approval_total{namespace=default,status=denied}"); got != 1 {
+				t.Errorf("denied counted %v times (%v)", got, m.Counts)
+			}
+		})
+	}
+	// A valid request still goes to the approver.
+	env, st, a, _, _ := setup(t, requests.Decision{Result: requests.Approved, Reason: "test", Message: "approved"})
+	if _, err := approval.Step(context.Background(), env, st); err != nil || a.calls != 1 ||
+		!api.IsTrue(st.CR.Status.Conditions, api.CertificateRequestConditionApproved) {
+		t.Fatalf("valid request: err %v, approver calls %d, conditions %+v", err, a.calls, st.CR.Status.Conditions)
+	}
+}
+
+// refusingApprover is a test double of the approver of a role that never
+// decides (requests.Refuser).
+type refusingApprover struct{ fakeApprover }
+
+func (*refusingApprover) RefusesApproval() {}
+
+// A role that never approves does not deny either, not even invalid
+// names: the approving role decides (the signing step still refuses them).
+func TestStepRefuserDecidesNothing(t *testing.T) {
+	crt := ct.Cert(ct.WithDNSNames(probeNames[1].name), func(c *api.Certificate) { c.Spec.CommonName = "" })
+	env, _, _, w, _ := setup(t, requests.Decision{})
+	refuse := errors.New("this role never approves")
+	a := &refusingApprover{fakeApprover{err: refuse}}
+	env.Approver = a
+	st := &requests.State{CR: ct.Request(t, crt, ct.Key(t, nil), 1), Version: 3, Now: ct.T0}
+	if _, err := approval.Step(context.Background(), env, st); !errors.Is(err, refuse) || a.calls != 1 || len(w.Calls) != 0 {
+		t.Fatalf("err %v, approver calls %d, writes %v; want the refusal, no write", err, a.calls, w.Ops())
+	}
+}

@@ -3,7 +3,10 @@
 // approved requests, records the chain (validated as seed 004 requires) and
 // the requested vs honoured lifetime (seed 003), marks terminal failures
 // Failed, and leaves requests pending while their issuer is missing or not
-// ready. A Denied request is marked final here, as cert-manager does.
+// ready. A Denied request is marked final here, as cert-manager does. An
+// approved request whose CSR does not parse, or carries a name a CA must
+// not sign (requests.CheckNames), is marked InvalidRequest and Failed
+// before its issuer is looked up, so no signer ever sees it.
 package signing
 
 import (
@@ -42,10 +45,18 @@ func Step(ctx context.Context, env *requests.Env, st *requests.State) (requests.
 	if !api.IsTrue(*conds, api.CertificateRequestConditionApproved) {
 		return requests.Outcome{Why: "not approved"}, nil
 	}
-	if _, err := pki.ParseCSRPEM(cr.Spec.Request); err != nil {
+	csr, err := pki.ParseCSRPEM(cr.Spec.Request)
+	if err != nil {
 		api.SetCondition(conds, api.Condition{Type: api.CertificateRequestConditionInvalidRequest, Status: api.ConditionTrue,
 			Reason: "RequestParsingError", Message: "spec.request: " + err.Error()}, st.Now)
 		return fail(ctx, env, st, "spec.request: "+err.Error())
+	}
+	// Defence in depth: the approval step denies such requests, but one
+	// approved by hand (or before names were checked) must not be signed.
+	if err := requests.CheckNames(csr); err != nil {
+		api.SetCondition(conds, api.Condition{Type: api.CertificateRequestConditionInvalidRequest, Status: api.ConditionTrue,
+			Reason: requests.ReasonInvalidNames, Message: err.Error()}, st.Now)
+		return failWith(ctx, env, st, requests.ReasonInvalidNames, err.Error())
 	}
 	iss, secretNS, ok, err := env.Issuers.Get(ctx, cr.Namespace, cr.Spec.IssuerRef)
 	if err != nil {
@@ -114,11 +125,17 @@ func pending(ctx context.Context, env *requests.Env, st *requests.State, msg str
 	return requests.Outcome{Wrote: true}, nil
 }
 
-// fail marks the request terminally failed (Ready=False/Failed, Failed=True, failureTime).
+// fail marks the request terminally failed (Ready=False/Failed, Failed=True
+// with reason SigningError, failureTime).
 func fail(ctx context.Context, env *requests.Env, st *requests.State, msg string) (requests.Outcome, error) {
+	return failWith(ctx, env, st, "SigningError", msg)
+}
+
+// failWith is fail with reason on the Failed condition.
+func failWith(ctx context.Context, env *requests.Env, st *requests.State, reason, msg string) (requests.Outcome, error) {
 	conds := &st.CR.Status.Conditions
 	api.SetCondition(conds, api.Condition{Type: api.CertificateRequestConditionFailed, Status: api.ConditionTrue,
-		Reason: "SigningError", Message: msg}, st.Now)
+		Reason: reason, Message: msg}, st.Now)
 	api.SetCondition(conds, api.Condition{Type: api.CertificateRequestConditionReady, Status: api.ConditionFalse,
 		Reason: api.CertificateRequestReasonFailed, Message: "Signing failed: " + msg}, st.Now)
 	st.CR.Status.FailureTime = api.NewTime(st.Now)

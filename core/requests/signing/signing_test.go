@@ -325,3 +325,45 @@ func TestStepTransientErrorsAreReturned(t *testing.T) {
 		})
 	}
 }
+
+// A request approved although its CSR carries a name a CA must not sign
+// (by hand, or before names were checked) fails permanently before any
+// issuer is read or signer called.
+func TestStepRefusesNamesACAMustNotSign(t *testing.T) {
+	for _, tc := range []struct{ name, want string }{
+		{"evil.com\x00.team-a.example.com", `spec.request: DNS name "evil.com\x00.team-a.example.com" (SAN 1): contains a character a DNS name cannot hold (NUL)`},
+		{"evil.org/.team-a.example.com", `spec.request: DNS name "evil.org/.team-a.example.com" (SAN 1): contains a character a DNS name cannot hold ('/')`},
+		{"evil.org .team-a.example.com", `spec.request: DNS name "evil.org .team-a.example.com" (SAN 1): contains a character a DNS name cannot hold (space)`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			crt := ct.Cert(ct.WithDNSNames(tc.name), func(c *api.Certificate) { c.Spec.CommonName = "" })
+			f.st.CR = ct.Request(t, crt, ct.Key(t, nil), 1, ct.Approved(ct.T0.Add(-time.Second)))
+			f.issuers.err = errors.New("the issuer must not be read")
+			out := f.step(t)
+			if !out.Wrote || f.signer.calls != 0 || len(f.w.Calls) != 1 {
+				t.Fatalf("outcome %+v signer %d writer %v", out, f.signer.calls, f.w.Ops())
+			}
+			up := f.w.Calls[0]
+			if !up.NextRunAt.IsZero() {
+				t.Errorf("a failed request stays in the due index: %s", up.NextRunAt)
+			}
+			r := cond(up.Request, api.CertificateRequestConditionReady)
+			if r == nil || r.Status != api.ConditionFalse || r.Reason != api.CertificateRequestReasonFailed || r.Message != "Signing failed: "+tc.want {
+				t.Fatalf("Ready = %+v, want False/Failed with %q", r, tc.want)
+			}
+			for _, typ := range []string{api.CertificateRequestConditionInvalidRequest, api.CertificateRequestConditionFailed} {
+				c := cond(up.Request, typ)
+				if c == nil || c.Status != api.ConditionTrue || c.Reason != requests.ReasonInvalidNames || c.Message != tc.want {
+					t.Errorf("%s = %+v, want True/%s", typ, c, requests.ReasonInvalidNames)
+				}
+			}
+			if up.Request.Status.FailureTime == nil || len(up.Request.Status.Certificate) != 0 || !up.Request.IsFinal() {
+				t.Errorf("failureTime %v, certificate %d bytes, final %v", up.Request.Status.FailureTime, len(up.Request.Status.Certificate), up.Request.IsFinal())
+			}
+			if out := f.step(t); out.Wrote || f.signer.calls != 0 {
+				t.Fatal("a failed request was processed again")
+			}
+		})
+	}
+}
