@@ -202,3 +202,50 @@ func TestSharedSecretNameHasOneOwner(t *testing.T) {
 		t.Fatalf("%d CertificateRequests, want 1", n)
 	}
 }
+
+// Names a CA must never sign, under a policy allowing
+// *.team-a.example.com: denied through the API, never signed; a valid name
+// under the same policy is approved.
+func TestNamesACAMustNotSignThroughTheAPI(t *testing.T) {
+	e := newEnv(t, 0)
+	e.mustDo(200, "POST", "/v1/apply", admin, "application/yaml", apitest.Docs(apitest.Issuer("team-a", "ss"),
+		apitest.Grant("requester", alice, "team-a", "cert-manager.io", []string{"certificaterequests"}, []string{"create", "get"}),
+		apitest.Grant("team-a-policy", alice, "team-a", "policy.cert-manager.io", []string{"certificaterequestpolicies"}, []string{"use"}),
+		`apiVersion: policy.cert-manager.io/v1alpha1
+kind: CertificateRequestPolicy
+metadata: {name: team-a}
+spec:
+  allowed:
+    commonName: {value: "*.team-a.example.com"}
+    dnsNames: {values: ["*.team-a.example.com"]}
+    usages: ["digital signature", "server auth"]
+  selector: {issuerRef: {}}
+`))
+	names := map[string]string{"nul": "evil.com\x00.team-a.example.com", "slash": "evil.org/.team-a.example.com",
+		"space": "evil.org .team-a.example.com", "good": "www.team-a.example.com"}
+	for name, dnsName := range names {
+		e.mustDo(200, "POST", "/v1/apply", alice, "application/yaml", apitest.Request(t, "team-a", name, "ss", dnsName))
+	}
+	if _, err := e.rt.RunUntilIdle(t.Context(), 2); err != nil {
+		t.Fatal(err)
+	}
+	for name := range names {
+		r := e.mustDo(200, "GET", "/v1/namespaces/team-a/certificaterequests/"+name, alice, "", "")
+		var cr api.CertificateRequest
+		if err := json.Unmarshal([]byte(r.body), &cr); err != nil {
+			t.Fatal(err)
+		}
+		denied := api.IsTrue(cr.Status.Conditions, api.CertificateRequestConditionDenied)
+		if name == "good" {
+			// (A selfSigned issuer then needs the request's key; approval
+			// is what the policy decides.)
+			if !api.IsTrue(cr.Status.Conditions, api.CertificateRequestConditionApproved) {
+				t.Fatalf("valid name not approved: %+v", cr.Status.Conditions)
+			}
+			continue
+		}
+		if !denied || len(cr.Status.Certificate) != 0 {
+			t.Fatalf("%s: denied %v, certificate %d bytes: %+v", name, denied, len(cr.Status.Certificate), cr.Status.Conditions)
+		}
+	}
+}
