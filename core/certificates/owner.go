@@ -120,9 +120,21 @@ func (s *State) Ownership(ctx context.Context) (Ownership, error) {
 	if err := s.LoadSecret(ctx); err != nil {
 		return Ownership{}, err
 	}
-	if s.Secret != nil && s.Secret.Annotations[api.AnnotationCertificateName] == s.Cert.Name {
-		s.owner = &Ownership{Secret: s.Cert.Spec.SecretName, Owner: s.Cert.Name}
-		return *s.owner, nil
+	// The sharers not listed yet (the engine's lazy loader): only a secret
+	// that another Certificate wrote (its certificate-name annotation names
+	// another one) is evidence of sharing worth a listing; then cert-
+	// manager's rule decides. A missing or unclaimed secret costs no
+	// listing: one per Certificate reconcile would be quadratic in the
+	// Certificates of a namespace issued together. The price: two
+	// Certificates sharing a secret that does not exist yet may both issue
+	// once; the second write is the evidence, and from then on one owns it
+	// (no loop). Sharers already known (len(s.Sharers) > 0) are always
+	// judged by the rule.
+	if s.SharersLoader != nil {
+		if claimant := secretClaimant(s.Secret); claimant == "" || claimant == s.Cert.Name {
+			s.owner = &Ownership{Secret: s.Cert.Spec.SecretName, Owner: s.Cert.Name}
+			return *s.owner, nil
+		}
 	}
 	if s.SharersLoader != nil {
 		sharers, err := s.SharersLoader(ctx)
@@ -144,4 +156,13 @@ func (s *State) NotOwner() (Ownership, bool) {
 		return Ownership{}, false
 	}
 	return *s.owner, true
+}
+
+// secretClaimant is the Certificate a secret's certificate-name annotation
+// names ("" for a missing or unannotated secret).
+func secretClaimant(sec *ports.Secret) string {
+	if sec == nil {
+		return ""
+	}
+	return sec.Annotations[api.AnnotationCertificateName]
 }

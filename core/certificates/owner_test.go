@@ -57,7 +57,7 @@ func TestSecretOwner(t *testing.T) {
 }
 
 // State.Ownership lists the namespace's Certificates only when the secret
-// does not already name this Certificate, once per reconcile.
+// names another Certificate (evidence of sharing), once per reconcile.
 func TestStateOwnershipListsOnlyWhenNeeded(t *testing.T) {
 	issued := ct.NewCA(t).IssueSecret(t, ct.Cert(), nil, ct.Leaf{}).Secret // names "web"
 	other := *ct.Cert(ct.Named("api"))
@@ -68,7 +68,8 @@ func TestStateOwnershipListsOnlyWhenNeeded(t *testing.T) {
 		wantOwner string
 	}{
 		{"the secret names this Certificate: nothing listed", &issued, 0, "web"},
-		{"no secret yet: listed", nil, 1, "api"},
+		{"no secret yet: nothing listed, owner until another's write says otherwise", nil, 0, "web"},
+		{"the secret names another Certificate: listed", claimedBy(issued, "api"), 1, "api"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			st := ct.State(ct.Cert(), tc.secret)
@@ -92,7 +93,7 @@ func TestStateOwnershipListsOnlyWhenNeeded(t *testing.T) {
 		})
 	}
 
-	st := ct.State(ct.Cert(), nil)
+	st := ct.State(ct.Cert(), claimedBy(issued, "api"))
 	if _, notOwner := st.NotOwner(); notOwner {
 		t.Fatal("NotOwner before anyone asked")
 	}
@@ -101,4 +102,15 @@ func TestStateOwnershipListsOnlyWhenNeeded(t *testing.T) {
 	if _, err := st.Ownership(context.Background()); !errors.Is(err, boom) || !strings.Contains(err.Error(), "list the Certificates sharing secret default/web-tls") {
 		t.Fatalf("err = %v, want the list error wrapped", err)
 	}
+}
+
+// claimedBy is sec with its certificate-name annotation naming name.
+func claimedBy(sec ports.Secret, name string) *ports.Secret {
+	ann := map[string]string{}
+	for k, v := range sec.Annotations {
+		ann[k] = v
+	}
+	ann[api.AnnotationCertificateName] = name
+	sec.Annotations = ann
+	return &sec
 }
