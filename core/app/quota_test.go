@@ -142,7 +142,9 @@ func TestIssuanceQuota(t *testing.T) {
 	caIssuer(t, r, "team-a")
 	caIssuer(t, r, "team-b")
 	r.Drain()
-	key := func(ns, name string) api.Key { return api.Key{Kind: api.KindCertificateRequest, Namespace: ns, Name: name} }
+	key := func(ns, name string) api.Key {
+		return api.Key{Kind: api.KindCertificateRequest, Namespace: ns, Name: name}
+	}
 	cr := func(k api.Key) *api.CertificateRequest { return r.Get(k).(*api.CertificateRequest) }
 
 	first := r.Clock.Now()
