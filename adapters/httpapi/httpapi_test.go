@@ -50,7 +50,12 @@ type env struct {
 
 func newEnv(t testing.TB, maxBody int64) *env {
 	t.Helper()
-	rt, _ := apitest.Runtime(t)
+	return newEnvWith(t, maxBody, app.Settings{})
+}
+
+func newEnvWith(t testing.TB, maxBody int64, settings app.Settings) *env {
+	t.Helper()
+	rt, _ := apitest.RuntimeWith(t, settings)
 	h, err := httpapi.New(httpapi.Config{Service: rt.Service, Authenticate: headerAuth, MaxBody: maxBody, Logger: apitest.Discard()})
 	if err != nil {
 		t.Fatal(err)

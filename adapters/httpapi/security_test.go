@@ -10,6 +10,7 @@ import (
 
 	"github.com/certfn/certfn/adapters/httpapi/apitest"
 	"github.com/certfn/certfn/core/api"
+	"github.com/certfn/certfn/core/app"
 )
 
 // orderYAML is an Order a caller writes itself, carrying its own CSR.
@@ -253,4 +254,27 @@ spec:
 			t.Fatalf("%s: denied %v, certificate %d bytes: %+v", name, denied, len(cr.Status.Certificate), cr.Status.Conditions)
 		}
 	}
+}
+
+// The objects quota through the API: a team's apply that would take its
+// namespace over the quota is a 403 naming the namespace, the count and
+// the limit, and stores nothing; up to the limit is allowed.
+func TestObjectsQuota(t *testing.T) {
+	e := newEnvWith(t, 0, app.Settings{Quotas: app.Quotas{ObjectsPerNamespace: 2}})
+	e.mustDo(200, "POST", "/v1/apply", admin, "application/yaml",
+		apitest.Grant("issuers", alice, "team-a", "cert-manager.io", []string{"issuers"}, []string{"create", "get", "update"}))
+	// The RoleBinding of the grant is one of team-a's objects.
+	e.mustDo(200, "POST", "/v1/apply", alice, "application/yaml", apitest.Issuer("team-a", "one"))
+	r := e.mustDo(http.StatusForbidden, "POST", "/v1/apply", alice, "application/yaml",
+		apitest.Docs(apitest.Issuer("team-a", "two"), apitest.Issuer("team-a", "three")))
+	msg, reason, _ := r.err(t)
+	if reason != "Forbidden" || !strings.Contains(msg, "exceeded quota: namespace team-a holds 2 objects and this apply would create 2 more, over its quota of 2") {
+		t.Fatalf("%s: %q", reason, msg)
+	}
+	if n := e.count(api.KindIssuer, "team-a"); n != 1 {
+		t.Fatalf("%d Issuers in team-a after a refused apply, want 1", n)
+	}
+	// Updating what it holds stays allowed.
+	e.mustDo(200, "POST", "/v1/apply", alice, "application/yaml",
+		strings.Replace(apitest.Issuer("team-a", "one"), "selfSigned: {}", "selfSigned: {crlDistributionPoints: [\"http://crl\"]}", 1))
 }

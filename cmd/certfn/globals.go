@@ -6,6 +6,10 @@ import (
 	"net/http"
 	"os"
 	"os/user"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/pflag"
 
 	"github.com/certfn/certfn/core/api"
 	"github.com/certfn/certfn/core/app"
@@ -28,6 +32,14 @@ type globals struct {
 	// httpClient, when set, is the remote client's HTTP client (tests).
 	httpClient *http.Client
 
+	// quotas are --quota-objects and --quota-issuances-per-hour;
+	// quotaEnvErr holds, by flag name, an invalid value of their
+	// environment variables (ignored when the flag is given); flags are
+	// the root's persistent flags.
+	quotas      app.Quotas
+	quotaEnvErr map[string]error
+	flags       *pflag.FlagSet
+
 	rt     *localmode.Runtime
 	cl     client
 	closer func()
@@ -41,8 +53,12 @@ func (g *globals) runtime() (*localmode.Runtime, error) {
 	if g.rt != nil {
 		return g.rt, nil
 	}
+	q, err := g.quotaSettings()
+	if err != nil {
+		return nil, err
+	}
 	rt, err := localmode.Open(localmode.Options{DataDir: g.dataDir, ClusterResourceNamespace: g.clusterNS, QueueToInbox: true,
-		ACME: localmode.ACMEOptions{ServerAllow: envList("CERTFN_ACME_SERVER_ALLOW")}})
+		ACME: localmode.ACMEOptions{ServerAllow: envList("CERTFN_ACME_SERVER_ALLOW")}, Quotas: q})
 	if err != nil {
 		return nil, err
 	}
@@ -80,4 +96,49 @@ func resolveKey(kindName, name, namespace string) (api.Key, api.KindInfo, error)
 		k.Namespace = namespace
 	}
 	return k, info, nil
+}
+
+// Quota flags and their environment variables.
+const (
+	flagQuotaObjects   = "quota-objects"
+	envQuotaObjects    = "CERTFN_QUOTA_OBJECTS"
+	flagQuotaIssuances = "quota-issuances-per-hour"
+	envQuotaIssuances  = "CERTFN_QUOTA_ISSUANCES_PER_HOUR"
+)
+
+// quotaSettings returns the quotas of --quota-objects and
+// --quota-issuances-per-hour (or their environment variables), or an
+// error naming the flag or variable whose value is not an integer ≥ 0.
+func (g *globals) quotaSettings() (app.Quotas, error) {
+	for _, f := range []struct {
+		name string
+		v    int
+	}{{flagQuotaObjects, g.quotas.ObjectsPerNamespace}, {flagQuotaIssuances, g.quotas.IssuancesPerHourPerNamespace}} {
+		if err := g.quotaEnvErr[f.name]; err != nil && (g.flags == nil || !g.flags.Changed(f.name)) {
+			return app.Quotas{}, err
+		}
+		if f.v < 0 {
+			return app.Quotas{}, fmt.Errorf("--%s: %d is negative: want an integer of 0 (unlimited) or more", f.name, f.v)
+		}
+	}
+	return g.quotas, nil
+}
+
+// envQuota is the default of the quota flag flag: environment variable
+// env parsed as an integer ≥ 0 (unset or empty: 0). An invalid value is
+// recorded in g.quotaEnvErr, naming the variable.
+func (g *globals) envQuota(flag, env string) int {
+	v := strings.TrimSpace(os.Getenv(env))
+	if v == "" {
+		return 0
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 {
+		if g.quotaEnvErr == nil {
+			g.quotaEnvErr = map[string]error{}
+		}
+		g.quotaEnvErr[flag] = fmt.Errorf("%s: %q is not an integer of 0 (unlimited) or more", env, v)
+		return 0
+	}
+	return n
 }

@@ -94,6 +94,13 @@ your AWS principal is your identity for the bindings. See docs/api.md.`,
 		"local data directory (env CERTFN_DATA)")
 	root.PersistentFlags().StringVar(&g.clusterNS, "cluster-resource-namespace", envOr("CERTFN_CLUSTER_RESOURCE_NAMESPACE", api.DefaultClusterResourceNamespace),
 		"namespace holding ClusterIssuer secrets (env CERTFN_CLUSTER_RESOURCE_NAMESPACE)")
+	g.flags = root.PersistentFlags()
+	root.PersistentFlags().IntVar(&g.quotas.ObjectsPerNamespace, flagQuotaObjects, g.envQuota(flagQuotaObjects, envQuotaObjects),
+		"local mode: the most Certificates, CertificateRequests, Issuers, Roles and RoleBindings one namespace may hold; an apply that would create more is refused; "+
+			"0: unlimited (env "+envQuotaObjects+"; with --server the deployment's quota applies)")
+	root.PersistentFlags().IntVar(&g.quotas.IssuancesPerHourPerNamespace, flagQuotaIssuances, g.envQuota(flagQuotaIssuances, envQuotaIssuances),
+		"local mode: the most certificates signed per namespace in any rolling hour; further requests wait (Pending) until the oldest issuance is an hour old; "+
+			"0: unlimited (env "+envQuotaIssuances+")")
 	root.PersistentFlags().StringVar(&g.as, "as", "", "act as this identity (a user name, an IAM ARN, system:serviceaccount:NS:NAME); permissions then come from the bindings")
 	root.PersistentFlags().StringSliceVar(&g.asGroups, "as-group", nil, "with --as: groups of that identity (repeatable)")
 	root.PersistentFlags().StringVar(&g.server, "server", os.Getenv("CERTFN_SERVER"),

@@ -71,6 +71,8 @@ func setupEnv(t *testing.T) string {
 	t.Setenv("CERTFN_DATA", "")
 	t.Setenv("CERTFN_CLUSTER_RESOURCE_NAMESPACE", "")
 	t.Setenv("CERTFN_SERVER", "")
+	t.Setenv("CERTFN_QUOTA_OBJECTS", "")
+	t.Setenv("CERTFN_QUOTA_ISSUANCES_PER_HOUR", "")
 	return t.TempDir()
 }
 

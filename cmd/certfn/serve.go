@@ -49,7 +49,11 @@ this work, so --server is refused.`,
 					signers = append(signers, s)
 				}
 			}
-			opts := localmode.Options{DataDir: g.dataDir, ClusterResourceNamespace: g.clusterNS, AutoApprove: signers}
+			quotas, err := g.quotaSettings()
+			if err != nil {
+				return err
+			}
+			opts := localmode.Options{DataDir: g.dataDir, ClusterResourceNamespace: g.clusterNS, AutoApprove: signers, Quotas: quotas}
 			if ctrlUser != "" {
 				opts.Identity = engine.Identity{Username: ctrlUser, Groups: append([]string{"system:authenticated"}, ctrlGroups...)}
 			}

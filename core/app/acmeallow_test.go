@@ -27,7 +27,7 @@ type acmeDeployment struct {
 	queue *memory.Queue
 }
 
-func newACMEDeployment(t *testing.T, store ports.Store, secrets ports.SecretStore, client *acmetest.Client, allow []string) *acmeDeployment {
+func newACMEDeployment(t *testing.T, store ports.Store, secrets ports.SecretStore, client *acmetest.Client, allow []string, opts ...func(*app.Settings)) *acmeDeployment {
 	t.Helper()
 	clk := clock.NewFake(ct.T0)
 	list, err := acme.ParseServerAllowList("--acme-server-allow", allow)
@@ -35,8 +35,11 @@ func newACMEDeployment(t *testing.T, store ports.Store, secrets ports.SecretStor
 		t.Fatal(err)
 	}
 	q := memory.NewQueue(clk, time.Minute)
-	a, err := app.Build(app.Ports{Store: store, Secrets: secrets, Queue: q, Clock: clk, ACME: acmetest.Dialer{C: client}},
-		app.Settings{AutoApprove: []string{"*"}, ACME: app.ACMESettings{NamespacedServers: list}}, app.Local)
+	settings := app.Settings{AutoApprove: []string{"*"}, ACME: app.ACMESettings{NamespacedServers: list}}
+	for _, o := range opts {
+		o(&settings)
+	}
+	a, err := app.Build(app.Ports{Store: store, Secrets: secrets, Queue: q, Clock: clk, ACME: acmetest.Dialer{C: client}}, settings, app.Local)
 	if err != nil {
 		t.Fatal(err)
 	}

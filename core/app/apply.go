@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -70,7 +72,10 @@ var machineKinds = map[string]string{
 // field path; its text is bounded), nothing is stored. A
 // CertificateRequest's spec is immutable; its identity fields come from
 // caller. Orders, Challenges, Challenge leases and Events are refused
-// (ErrForbidden) for every caller: only certfn writes them.
+// (ErrForbidden) for every caller: only certfn writes them. With an
+// objects quota (Quotas.ObjectsPerNamespace), a batch whose creates would
+// take a namespace over it is refused whole (ErrForbidden, "exceeded
+// quota"), after authorization and validation.
 func (s *Service) Apply(ctx context.Context, caller Caller, objs []api.Object) ([]ApplyResult, error) {
 	switch {
 	case len(objs) == 0:
@@ -136,6 +141,9 @@ func (s *Service) Apply(ctx context.Context, caller Caller, objs []api.Object) (
 			return nil, err
 		}
 	}
+	if err := s.checkObjectQuota(ctx, objs, stored); err != nil {
+		return nil, err
+	}
 	out := make([]ApplyResult, 0, len(objs))
 	for i, o := range objs {
 		res, err := s.applyObject(ctx, o, stored[i])
@@ -145,6 +153,53 @@ func (s *Service) Apply(ctx context.Context, caller Caller, objs []api.Object) (
 		out = append(out, res)
 	}
 	return out, nil
+}
+
+// QuotaKinds are the kinds Quotas.ObjectsPerNamespace counts: the
+// namespaced kinds users create. Orders, Challenges and Events are
+// certfn's own bookkeeping and are not counted.
+var QuotaKinds = []string{api.KindCertificate, api.KindCertificateRequest, api.KindIssuer, api.KindRole, api.KindRoleBinding}
+
+// checkObjectQuota refuses a batch whose creates would take a namespace
+// over Quotas.ObjectsPerNamespace (ErrForbidden, "exceeded quota", naming
+// the namespace, the count and the limit): the objects of QuotaKinds the
+// namespace holds (one List per kind) plus the new ones of the batch
+// (stored[i] == nil: not stored when Apply read it). Updates are not
+// counted, so a namespace over its quota (lowered since) can still change
+// what it holds. Without a quota nothing is listed. Two applies at the same
+// moment may both pass: the quota bounds what one apply adds, not a race.
+func (s *Service) checkObjectQuota(ctx context.Context, objs, stored []api.Object) error {
+	limit := s.quotas.ObjectsPerNamespace
+	if limit <= 0 {
+		return nil
+	}
+	created := map[string]map[api.Key]bool{} // namespace → keys the batch creates
+	for i, o := range objs {
+		key := api.KeyOf(o)
+		if stored[i] != nil || key.Namespace == "" || !slices.Contains(QuotaKinds, key.Kind) {
+			continue
+		}
+		if created[key.Namespace] == nil {
+			created[key.Namespace] = map[api.Key]bool{}
+		}
+		created[key.Namespace][key] = true
+	}
+	for _, ns := range slices.Sorted(maps.Keys(created)) {
+		held := 0
+		for _, kind := range QuotaKinds {
+			recs, err := s.engine.Store().List(ctx, ports.ListOptions{Kind: kind, Namespace: ns})
+			if err != nil {
+				return fmt.Errorf("count the %s of namespace %s for the objects quota: %w", kind, ns, err)
+			}
+			held += len(recs)
+		}
+		if n := len(created[ns]); held+n > limit {
+			return forbidden(fmt.Errorf("exceeded quota: namespace %s holds %d objects and this apply would create %d more, over its quota of %d "+
+				"(CERTFN_QUOTA_OBJECTS, --quota-objects; counting Certificates, CertificateRequests, Issuers, Roles and RoleBindings); nothing was applied",
+				ns, held, n, limit))
+		}
+	}
+	return nil
 }
 
 // validate runs the webhook-equivalent validation of obj: field rules for

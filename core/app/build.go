@@ -81,6 +81,8 @@ type Settings struct {
 	ResyncInterval time.Duration
 	// ACME configures the ACME issuer.
 	ACME ACMESettings
+	// Quotas are the per-namespace quotas (default: none).
+	Quotas Quotas
 
 	// Approver replaces the approver of a role that approves (tests).
 	Approver requests.Approver
@@ -110,6 +112,40 @@ type ACMESettings struct {
 	NamespacedServers acme.ServerAllowList
 }
 
+// Quotas limit what one namespace may hold and have signed, for a
+// deployment shared by many teams. Zero means unlimited (the default).
+type Quotas struct {
+	// ObjectsPerNamespace is the most Certificates, CertificateRequests,
+	// Issuers, Roles and RoleBindings (together) one namespace may hold:
+	// Service.Apply refuses a batch whose creates would take a namespace
+	// over it (ErrForbidden, "exceeded quota"). Every object of those
+	// kinds counts, the CertificateRequests certfn creates for
+	// Certificates included (as Kubernetes' ResourceQuota counts every
+	// object of a kind); certfn's own writes are never refused, and
+	// updates of existing objects never are. Orders, Challenges and Events
+	// (certfn's bookkeeping) do not count. Env CERTFN_QUOTA_OBJECTS, flag
+	// --quota-objects.
+	ObjectsPerNamespace int
+	// IssuancesPerHourPerNamespace is the most CertificateRequests of one
+	// namespace signed in any rolling hour: the signing step leaves a
+	// request of a namespace at the limit Pending until the oldest
+	// issuance of the hour is an hour old. ACME requests count alike (no
+	// Order is created while the namespace is at its limit). Env
+	// CERTFN_QUOTA_ISSUANCES_PER_HOUR, flag --quota-issuances-per-hour.
+	IssuancesPerHourPerNamespace int
+}
+
+// Validate checks that no quota is negative; the error names the field.
+func (q Quotas) Validate() error {
+	switch {
+	case q.ObjectsPerNamespace < 0:
+		return fmt.Errorf("quotas: ObjectsPerNamespace is %d: want 0 (unlimited) or more", q.ObjectsPerNamespace)
+	case q.IssuancesPerHourPerNamespace < 0:
+		return fmt.Errorf("quotas: IssuancesPerHourPerNamespace is %d: want 0 (unlimited) or more", q.IssuancesPerHourPerNamespace)
+	}
+	return nil
+}
+
 // App is one role assembled: what a runtime drives.
 type App struct {
 	Role Role
@@ -135,6 +171,9 @@ func Build(p Ports, s Settings, role Role) (*App, error) {
 	}
 	if p.Clock == nil {
 		p.Clock = clock.Real{}
+	}
+	if err := s.Quotas.Validate(); err != nil {
+		return nil, fmt.Errorf("app: %w", err)
 	}
 	if p.Logger == nil {
 		p.Logger = slog.New(slog.DiscardHandler)
@@ -165,7 +204,8 @@ func Build(p Ports, s Settings, role Role) (*App, error) {
 		ClusterResourceNamespace: issuers.ClusterNamespace(), Identity: s.Identity,
 		WaitPoll: s.WaitPoll, ResyncInterval: s.ResyncInterval, MaxQueueDelay: p.MaxQueueDelay,
 		DeferWakes: role.DeferWakes, CertificateImporter: p.CertificateImporter,
-		Signers: map[string]signers.Signer{},
+		Signers:                      map[string]signers.Signer{},
+		IssuancesPerHourPerNamespace: s.Quotas.IssuancesPerHourPerNamespace,
 	}
 	if !role.Approves {
 		cfg.Approver = refuseApprover{role: role.Name}
@@ -211,7 +251,7 @@ func Build(p Ports, s Settings, role Role) (*App, error) {
 		return nil, fmt.Errorf("app: engine: %w", err)
 	}
 	a.Service = &Service{engine: a.Engine, secrets: secrets, readSecrets: role.Secrets && role.ServiceReadsSecrets && p.Secrets != nil,
-		deletesSecrets: role.Secrets && p.Secrets != nil, accounts: a.Accounts, log: p.Logger}
+		deletesSecrets: role.Secrets && p.Secrets != nil, accounts: a.Accounts, log: p.Logger, quotas: s.Quotas}
 	return a, nil
 }
 

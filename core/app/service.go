@@ -49,6 +49,8 @@ type Service struct {
 	deletesSecrets bool
 	accounts       *acme.Accounts
 	log            *slog.Logger
+	// quotas: Apply enforces ObjectsPerNamespace.
+	quotas Quotas
 }
 
 // authz is one call's authorization: the RBAC snapshot, built on first use.

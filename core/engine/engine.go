@@ -91,6 +91,10 @@ type Config struct {
 	// certfn.io/acm-import into AWS Certificate Manager (nil: such
 	// Certificates get a condition saying it is not configured).
 	CertificateImporter ports.CertificateImporter
+	// IssuancesPerHourPerNamespace is the issuance quota: the most
+	// CertificateRequests of one namespace the signing step lets be signed
+	// in any rolling hour (0: unlimited; see requests.Env.IssuancesPerHour).
+	IssuancesPerHourPerNamespace int
 }
 
 // Engine runs reconciles. It is safe for concurrent use by many workers as
@@ -111,6 +115,8 @@ func New(cfg Config) (*Engine, error) {
 		return nil, errors.New("engine: Queue is required")
 	case cfg.Clock == nil:
 		return nil, errors.New("engine: Clock is required")
+	case cfg.IssuancesPerHourPerNamespace < 0:
+		return nil, fmt.Errorf("engine: IssuancesPerHourPerNamespace is %d: want 0 (unlimited) or more", cfg.IssuancesPerHourPerNamespace)
 	}
 	if cfg.Metrics == nil {
 		cfg.Metrics = nopMetrics{}

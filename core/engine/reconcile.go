@@ -206,6 +206,9 @@ func (e *run) reconcileRequest(ctx context.Context, rec ports.Record) error {
 	st := &requests.State{CR: obj.(*api.CertificateRequest), Version: rec.Version, NextRunAt: rec.NextRunAt, Now: e.cfg.Clock.Now()}
 	env := &requests.Env{Clock: e.cfg.Clock, Writer: &reqWriter{e}, Approver: e.cfg.Approver, Issuers: &issuerGetter{e},
 		Signers: e.cfg.Signers, Objects: e, Metrics: e.cfg.Metrics, WaitPoll: e.cfg.WaitPoll}
+	if n := e.cfg.IssuancesPerHourPerNamespace; n > 0 {
+		env.IssuancesPerHour, env.Quota = n, issuedCounter{e}
+	}
 	res, err := step.Run(ctx, env, st, reqSteps, reqStepNames)
 	if err != nil || res.Wrote {
 		return err
@@ -225,6 +228,39 @@ func (w *reqWriter) UpdateRequest(ctx context.Context, st *requests.State, next 
 	}
 	st.Version, st.NextRunAt = v, next
 	return nil
+}
+
+// issuedCounter counts a namespace's issuances for the issuance quota
+// (requests.Quota) with one List of its CertificateRequests.
+type issuedCounter struct{ e *run }
+
+// IssuedSince implements requests.Quota: the requests whose Ready
+// condition is True with reason Issued and changed after since. Requests
+// deleted since they were issued (pruned beyond a Certificate's
+// revisionHistoryLimit, or deleted by a user) are no longer counted.
+func (q issuedCounter) IssuedSince(ctx context.Context, namespace string, since time.Time) (int, time.Time, error) {
+	recs, err := q.e.cfg.Store.List(ctx, ports.ListOptions{Kind: api.KindCertificateRequest, Namespace: namespace})
+	if err != nil {
+		return 0, time.Time{}, fmt.Errorf("list CertificateRequests of namespace %s: %w", namespace, err)
+	}
+	n, oldest := 0, time.Time{}
+	for _, r := range recs {
+		o, err := decode(r)
+		if err != nil {
+			return 0, time.Time{}, err
+		}
+		c := api.FindCondition(o.(*api.CertificateRequest).Status.Conditions, api.CertificateRequestConditionReady)
+		if c == nil || c.Status != api.ConditionTrue || c.Reason != api.CertificateRequestReasonIssued || c.LastTransitionTime == nil {
+			continue
+		}
+		if at := c.LastTransitionTime.Time; at.After(since) {
+			n++
+			if oldest.IsZero() || at.Before(oldest) {
+				oldest = at
+			}
+		}
+	}
+	return n, oldest, nil
 }
 
 type issuerGetter struct{ e *run }

@@ -87,6 +87,25 @@ type Env struct {
 	Objects  signers.Objects
 	Metrics  ports.Metrics
 	WaitPoll time.Duration
+	// IssuancesPerHour is the issuance quota: the most requests of one
+	// namespace signed in any rolling hour (0: unlimited). The signing
+	// step checks it with Quota before a signer is called.
+	IssuancesPerHour int
+	// Quota counts a namespace's issuances (required when
+	// IssuancesPerHour is set).
+	Quota Quota
+}
+
+// QuotaWindow is the rolling window of the issuance quota.
+const QuotaWindow = time.Hour
+
+// Quota counts the issuances of a namespace for the issuance quota.
+type Quota interface {
+	// IssuedSince returns how many CertificateRequests of namespace were
+	// issued (Ready=True, reason Issued) strictly after since, by the time
+	// of their Ready condition, and the earliest of those times (zero when
+	// n is 0).
+	IssuedSince(ctx context.Context, namespace string, since time.Time) (n int, oldest time.Time, err error)
 }
 
 // IssuerType names the configured type of an issuer spec, "" when none is

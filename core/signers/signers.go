@@ -32,6 +32,17 @@ type Signer interface {
 	Sign(ctx context.Context, req Request) (Result, error)
 }
 
+// Resumer is implemented by a signer whose work on a request, once begun,
+// goes on outside the signing step: the ACME issuer's Order, finalized
+// (and so signed by the ACME server) by the Order's own steps. The signing
+// step applies the issuance quota only to a request whose signing has not
+// begun: a request whose Order exists gets that Order's certificate even
+// if its namespace reached the quota meanwhile.
+type Resumer interface {
+	// Begun reports whether signing req has begun.
+	Begun(ctx context.Context, req Request) (bool, error)
+}
+
 // Request is one signing job.
 type Request struct {
 	CR     *api.CertificateRequest

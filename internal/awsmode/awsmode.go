@@ -232,7 +232,7 @@ func FromEnvWith(ctx context.Context, role Role, o Options) (*Runtime, error) {
 		}
 	}
 	rt.App, err = app.Build(p, app.Settings{
-		ClusterResourceNamespace: st.ClusterResourceNamespace, AutoApprove: st.AutoApprove,
+		ClusterResourceNamespace: st.ClusterResourceNamespace, AutoApprove: st.AutoApprove, Quotas: st.Quotas,
 		ACME: app.ACMESettings{PollInterval: o.ACME.PollInterval, MaxChallengesInFlight: o.ACME.MaxChallengesInFlight,
 			DNS01AllowInternalNames: o.ACME.DNS01AllowInternalNames,
 			HTTP01SelfCheck:         st.HTTP01Enabled, HTTP01SelfCheckAddr: o.ACME.HTTP01SelfCheckAddr,

@@ -3,6 +3,7 @@ package awsmode
 import (
 	"fmt"
 	"log/slog"
+	"math"
 	"regexp"
 	"strconv"
 	"strings"
@@ -71,6 +72,13 @@ const (
 	// EnvACMEServerAllow lists the ACME directory URL prefixes namespaced
 	// Issuers may use (comma-separated; acme.ServerAllowList); empty: any.
 	EnvACMEServerAllow = "CERTFN_ACME_SERVER_ALLOW"
+	// EnvQuotaObjects is the objects quota (app.Quotas.ObjectsPerNamespace;
+	// enforced by the api function), EnvQuotaIssuances the issuance quota
+	// (app.Quotas.IssuancesPerHourPerNamespace; enforced where requests
+	// are signed or handed off: the worker and the signer). Integers ≥ 0;
+	// unset or 0: unlimited.
+	EnvQuotaObjects   = "CERTFN_QUOTA_OBJECTS"
+	EnvQuotaIssuances = "CERTFN_QUOTA_ISSUANCES_PER_HOUR"
 	// EnvInitOnly: when "1" or "true", a function's main returns right
 	// after initialisation (cold-start measurement; see InitOnly).
 	EnvInitOnly = "CERTFN_INIT_ONLY"
@@ -137,6 +145,9 @@ type Settings struct {
 	// ACMEServerAllow restricts the ACME servers of namespaced Issuers
 	// (EnvACMEServerAllow; the worker runs the ACME issuer).
 	ACMEServerAllow acme.ServerAllowList
+	// Quotas are the per-namespace quotas (EnvQuotaObjects,
+	// EnvQuotaIssuances; zero: unlimited).
+	Quotas app.Quotas
 }
 
 var dnsLabel = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
@@ -204,6 +215,8 @@ func ParseSettings(role Role, getenv func(string) string) (Settings, error) {
 	s.SweepLimit = intVar(get(EnvSweepLimit), DefaultSweepLimit, 1, maxSweepLimit, EnvSweepLimit, bad)
 	s.BatchParallelism = intVar(get(EnvBatchParallelism), DefaultBatchParallelism, 1, maxBatchParallelism, EnvBatchParallelism, bad)
 	s.FollowUps = intVar(get(EnvFollowUps), DefaultFollowUps, 0, maxFollowUps, EnvFollowUps, bad)
+	s.Quotas.ObjectsPerNamespace = intVar(get(EnvQuotaObjects), 0, 0, math.MaxInt32, EnvQuotaObjects, bad)
+	s.Quotas.IssuancesPerHourPerNamespace = intVar(get(EnvQuotaIssuances), 0, 0, math.MaxInt32, EnvQuotaIssuances, bad)
 	if v := get(EnvLogLevel); v != "" {
 		if err := s.LogLevel.UnmarshalText([]byte(v)); err != nil {
 			bad(EnvLogLevel, "%q is not a log level (debug, info, warn, error)", v)

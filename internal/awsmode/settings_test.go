@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/certfn/certfn/core/app"
 	"github.com/certfn/certfn/internal/awsmode"
 )
 
@@ -78,6 +79,12 @@ func TestParseSettingsValues(t *testing.T) {
 			func(s awsmode.Settings) bool { return s.SignerQueueURL == "" }, "no signer queue"},
 		{"http01 needs only the table", awsmode.RoleHTTP01, []string{awsmode.EnvQueueURL, "", awsmode.EnvSignerQueueURL, ""},
 			func(s awsmode.Settings) bool { return s.Table == "certfn" }, "table only"},
+		{"quotas", awsmode.RoleAPI, []string{awsmode.EnvQuotaObjects, " 500 ", awsmode.EnvQuotaIssuances, "20"},
+			func(s awsmode.Settings) bool {
+				return s.Quotas == app.Quotas{ObjectsPerNamespace: 500, IssuancesPerHourPerNamespace: 20}
+			}, "quotas read"},
+		{"quotas of 0 are unlimited", awsmode.RoleSigner, []string{awsmode.EnvQuotaObjects, "0", awsmode.EnvQuotaIssuances, "0"},
+			func(s awsmode.Settings) bool { return s.Quotas == app.Quotas{} }, "no quota"},
 		{"matching CERTFN_FUNCTION", awsmode.RoleScheduler, []string{awsmode.EnvFunction, "scheduler"},
 			func(s awsmode.Settings) bool { return s.Role == awsmode.RoleScheduler }, "accepted"},
 	} {
@@ -118,6 +125,10 @@ func TestParseSettingsErrors(t *testing.T) {
 		{"log level", awsmode.RoleAPI, []string{awsmode.EnvLogLevel, "loud"}, []string{`CERTFN_LOG_LEVEL: "loud" is not a log level`}},
 		{"ACME server allow-list", awsmode.RoleWorker, []string{awsmode.EnvACMEServerAllow, "https://ok.example/,acme.example/directory"},
 			[]string{`CERTFN_ACME_SERVER_ALLOW[1]: "acme.example/directory" is not an absolute http(s) URL`}},
+		{"objects quota negative", awsmode.RoleAPI, []string{awsmode.EnvQuotaObjects, "-1"},
+			[]string{`CERTFN_QUOTA_OBJECTS: "-1" is not an integer from 0 to 2147483647`}},
+		{"issuance quota not a number", awsmode.RoleWorker, []string{awsmode.EnvQuotaIssuances, "10/h"},
+			[]string{`CERTFN_QUOTA_ISSUANCES_PER_HOUR: "10/h" is not an integer from 0 to 2147483647`}},
 		{"metrics", awsmode.RoleAPI, []string{awsmode.EnvMetrics, "prometheus"}, []string{`CERTFN_METRICS: "prometheus" is not emf or none`}},
 		{"every problem at once", awsmode.RoleWorker, []string{awsmode.EnvTable, "", awsmode.EnvDueShards, "x"},
 			[]string{"CERTFN_TABLE: required", "CERTFN_DUE_SHARDS:"}},

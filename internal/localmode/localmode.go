@@ -78,6 +78,11 @@ type Options struct {
 
 	// ACME holds the ACME issuer's settings.
 	ACME ACMEOptions
+
+	// Quotas are the per-namespace quotas (--quota-objects,
+	// --quota-issuances-per-hour; zero: unlimited): every one-shot command
+	// applies the objects quota in its own Service, serve both.
+	Quotas app.Quotas
 }
 
 // DeployHookOptions configure `certfn serve --deploy-hook`.
@@ -200,7 +205,7 @@ func Open(opts Options) (*Runtime, error) {
 		DNS01: providers, DNS01Resolver: opts.ACME.DNS01Resolver, CertificateImporter: opts.CertificateImporter,
 	}, app.Settings{
 		ClusterResourceNamespace: opts.ClusterResourceNamespace, AutoApprove: opts.AutoApprove, Identity: opts.Identity,
-		WaitPoll: opts.WaitPoll, ResyncInterval: time.Hour, Approver: opts.Approver, WrapSigners: opts.WrapSigners,
+		WaitPoll: opts.WaitPoll, ResyncInterval: time.Hour, Approver: opts.Approver, WrapSigners: opts.WrapSigners, Quotas: opts.Quotas,
 		ACME: app.ACMESettings{PollInterval: opts.ACME.PollInterval, MaxChallengesInFlight: opts.ACME.MaxChallengesInFlight,
 			DNS01AllowInternalNames: opts.ACME.DNS01AllowInternalNames, HTTP01SelfCheck: !opts.ACME.DisableHTTP01SelfCheck,
 			HTTP01SelfCheckAddr: opts.ACME.HTTP01SelfCheckAddr, NamespacedServers: allow},

@@ -523,6 +523,8 @@ const everyInput = `name_prefix = "pki"
   api_invoker_arns = ["arn:aws:iam::123456789012:role/platform-admin"]
   route53_assume_role_arns = ["arn:aws:iam::123456789012:role/dns01", "arn:aws:iam::210987654321:role/certfn/dns01-zones"]
   acme_server_allow = ["https://acme-v02.api.letsencrypt.org/directory", "https://ca.internal.example/acme/"]
+  quota_objects_per_namespace = 500
+  quota_issuances_per_hour_per_namespace = 20
   tags = { team = "platform" }`
 
 // planCache holds plans of the module by inputs, for the tests that plan

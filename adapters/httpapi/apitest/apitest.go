@@ -44,10 +44,16 @@ type Deployment struct {
 // Runtime builds a Deployment with a fake clock at T0.
 func Runtime(t testing.TB) (*Deployment, *clock.Fake) {
 	t.Helper()
+	return RuntimeWith(t, app.Settings{})
+}
+
+// RuntimeWith is Runtime with settings (e.g. quotas).
+func RuntimeWith(t testing.TB, settings app.Settings) (*Deployment, *clock.Fake) {
+	t.Helper()
 	clk := clock.NewFake(T0)
 	q := memory.NewQueue(clk, 5*time.Minute)
 	a, err := app.Build(app.Ports{Store: memory.NewStore(), Secrets: memory.NewSecrets(), Queue: q, Clock: clk, Logger: Discard()},
-		app.Settings{}, Role)
+		settings, Role)
 	if err != nil {
 		t.Fatalf("app.Build: %v", err)
 	}

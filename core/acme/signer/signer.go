@@ -35,7 +35,27 @@ type Signer struct {
 // New returns a Signer counting the Orders it creates in metrics (nil: none).
 func New(metrics ports.Metrics) *Signer { return &Signer{metrics: metrics} }
 
-var _ signers.Signer = (*Signer)(nil)
+var (
+	_ signers.Signer  = (*Signer)(nil)
+	_ signers.Resumer = (*Signer)(nil)
+)
+
+// Begun implements signers.Resumer: signing a request has begun once its
+// Order exists (the ACME server signs when the Order is finalized).
+func (s *Signer) Begun(ctx context.Context, req signers.Request) (bool, error) {
+	if req.Objects == nil {
+		return false, errors.New("acme signer: the step passed no Objects")
+	}
+	key := api.Key{Kind: api.KindOrder, Namespace: req.CR.Namespace, Name: acme.OrderName(req.CR)}
+	_, err := req.Objects.Get(ctx, key)
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, ports.ErrNotFound):
+		return false, nil
+	}
+	return false, fmt.Errorf("read %s: %w", key, err)
+}
 
 // Sign implements signers.Signer.
 func (s *Signer) Sign(ctx context.Context, req signers.Request) (signers.Result, error) {

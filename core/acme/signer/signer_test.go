@@ -121,3 +121,25 @@ func TestSign(t *testing.T) {
 		t.Fatalf("%d Orders, want 1", n)
 	}
 }
+
+// Signing has begun once the request's Order exists: the issuance quota
+// then lets the Order's certificate through (signers.Resumer).
+func TestBegun(t *testing.T) {
+	r := acmetest.NewRig(t, nil, challenges.Config{})
+	iss := r.Get(api.Key{Kind: api.KindClusterIssuer, Name: "le"}).(api.GenericIssuer)
+	s := signer.New(nil)
+	req := signers.Request{CR: request(t), Issuer: iss}
+	if _, err := s.Begun(r.Ctx, req); err == nil || !strings.Contains(err.Error(), "no Objects") {
+		t.Fatalf("Begun without Objects: %v", err)
+	}
+	req.Objects = r.Engine
+	if begun, err := s.Begun(r.Ctx, req); begun || err != nil {
+		t.Fatalf("no Order yet: Begun = %v, %v", begun, err)
+	}
+	if _, err := s.Sign(r.Ctx, req); !errors.Is(err, signers.ErrPending) {
+		t.Fatalf("Sign: %v", err)
+	}
+	if begun, err := s.Begun(r.Ctx, req); !begun || err != nil {
+		t.Fatalf("Order created: Begun = %v, %v", begun, err)
+	}
+}

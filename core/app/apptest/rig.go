@@ -117,10 +117,16 @@ type Rig struct {
 // needs no bindings (its identity is recorded on requests it applies).
 var Caller = app.Caller{Username: "alice", UID: "u-1", Groups: []string{"team-a", "system:authenticated", app.SuperuserGroup}}
 
-// NewRig returns a rig whose approver approves every request.
-func NewRig(t *testing.T) *Rig {
+// NewRig returns a rig whose approver approves every request; opts
+// change the settings app.Build gets (e.g. quotas).
+func NewRig(t *testing.T, opts ...func(*app.Settings)) *Rig {
 	t.Helper()
-	return newRig(t, &SwitchApprover{d: requests.Decision{Result: requests.Approved, Reason: "test", Message: "approved by a test"}})
+	return newRig(t, &SwitchApprover{d: requests.Decision{Result: requests.Approved, Reason: "test", Message: "approved by a test"}}, opts...)
+}
+
+// WithQuotas sets the rig's quotas (NewRig's option).
+func WithQuotas(q app.Quotas) func(*app.Settings) {
+	return func(s *app.Settings) { s.Quotas = q }
 }
 
 // NewPolicyRig returns a rig with certfn's own approver: no auto-approved
@@ -131,7 +137,7 @@ func NewPolicyRig(t *testing.T) *Rig {
 	return newRig(t, nil)
 }
 
-func newRig(t *testing.T, approver *SwitchApprover) *Rig {
+func newRig(t *testing.T, approver *SwitchApprover, opts ...func(*app.Settings)) *Rig {
 	t.Helper()
 	r := &Rig{T: t, Ctx: context.Background(), Clock: clock.NewFake(ct.T0), Store: &FaultyStore{Store: memory.NewStore()},
 		Secrets: memory.NewSecrets(), Metrics: ct.NewMetrics(), Approver: approver}
@@ -139,6 +145,9 @@ func newRig(t *testing.T, approver *SwitchApprover) *Rig {
 	settings := app.Settings{WaitPoll: WaitPoll, ResyncInterval: 24 * time.Hour}
 	if approver != nil {
 		settings.Approver = approver
+	}
+	for _, o := range opts {
+		o(&settings)
 	}
 	var err error
 	r.App, err = app.Build(app.Ports{Store: r.Store, Secrets: r.Secrets, Queue: r.Queue, Clock: r.Clock, Metrics: r.Metrics},

@@ -6,7 +6,10 @@
 // ready. A Denied request is marked final here, as cert-manager does. An
 // approved request whose CSR does not parse, or carries a name a CA must
 // not sign (requests.CheckNames), is marked InvalidRequest and Failed
-// before its issuer is looked up, so no signer ever sees it.
+// before its issuer is looked up, so no signer ever sees it. With an
+// issuance quota (requests.Env.IssuancesPerHour), a request of a namespace
+// that reached it stays pending until the quota frees up, before any
+// signer is called (so an ACME Order is not even created).
 package signing
 
 import (
@@ -81,7 +84,11 @@ func Step(ctx context.Context, env *requests.Env, st *requests.State) (requests.
 	if !api.IsTrue(iss.GetStatus().Conditions, api.IssuerConditionReady) {
 		return pending(ctx, env, st, fmt.Sprintf("Referenced issuer %q does not have a Ready status condition", iss.GetObjectMeta().Name))
 	}
-	res, err := signer.Sign(ctx, signers.Request{CR: cr, Issuer: iss, SecretNamespace: secretNS, Objects: env.Objects})
+	req := signers.Request{CR: cr, Issuer: iss, SecretNamespace: secretNS, Objects: env.Objects}
+	if out, held, err := quota(ctx, env, st, signer, req); held || err != nil {
+		return out, err
+	}
+	res, err := signer.Sign(ctx, req)
 	switch {
 	case err == nil:
 	case errors.Is(err, signers.ErrIssuerNotReady):
@@ -111,15 +118,66 @@ func Step(ctx context.Context, env *requests.Env, st *requests.State) (requests.
 	return write(ctx, env, st, "store signed certificate")
 }
 
+// quota applies the issuance quota (env.IssuancesPerHour) before signer
+// is called. When the requests of the namespace issued within the last
+// requests.QuotaWindow reach the limit, and signing the request has not
+// begun already (signers.Resumer: an ACME Order created before), the
+// request stays Ready=False/Pending with a message naming the quota and
+// when it frees up, and asks to run again when the oldest of those
+// issuances leaves the window. held says the request was held back (out
+// and err are then the step's result). Without a limit nothing is counted.
+func quota(ctx context.Context, env *requests.Env, st *requests.State, signer signers.Signer, req signers.Request) (out requests.Outcome, held bool, err error) {
+	limit := env.IssuancesPerHour
+	if limit <= 0 {
+		return requests.Outcome{}, false, nil
+	}
+	ns := st.CR.Namespace
+	if env.Quota == nil {
+		return requests.Outcome{}, true, errs.Permanentf("the issuance quota is set (%d per hour) but the step has no Quota to count issuances with", limit)
+	}
+	n, oldest, err := env.Quota.IssuedSince(ctx, ns, st.Now.Add(-requests.QuotaWindow))
+	if err != nil {
+		return requests.Outcome{}, true, fmt.Errorf("count the issuances of namespace %s for the issuance quota: %w", ns, err)
+	}
+	if n < limit {
+		return requests.Outcome{}, false, nil
+	}
+	if r, ok := signer.(signers.Resumer); ok {
+		begun, err := r.Begun(ctx, req)
+		if err != nil {
+			return requests.Outcome{}, true, fmt.Errorf("issuance quota: %w", err)
+		}
+		if begun {
+			return requests.Outcome{}, false, nil
+		}
+	}
+	free := oldest.Add(requests.QuotaWindow)
+	if !free.After(st.Now) {
+		// Not expected (every counted issuance is within the window);
+		// look again after WaitPoll rather than at once.
+		free = st.Now.Add(env.WaitPoll)
+	}
+	msg := fmt.Sprintf("Issuance quota of namespace %s reached: %d CertificateRequests issued in the last hour, limit %d per hour "+
+		"(CERTFN_QUOTA_ISSUANCES_PER_HOUR); signing waits until %s, when the oldest of them is an hour old",
+		ns, n, limit, free.UTC().Format(time.RFC3339))
+	out, err = pendingUntil(ctx, env, st, msg, free)
+	return out, true, err
+}
+
 // pending records why the request waits; it writes only when the message
 // changed, and asks to be checked again after WaitPoll.
 func pending(ctx context.Context, env *requests.Env, st *requests.State, msg string) (requests.Outcome, error) {
+	return pendingUntil(ctx, env, st, msg, st.Now.Add(env.WaitPoll))
+}
+
+// pendingUntil is pending, checked again at next.
+func pendingUntil(ctx context.Context, env *requests.Env, st *requests.State, msg string, next time.Time) (requests.Outcome, error) {
 	changed := api.SetCondition(&st.CR.Status.Conditions, api.Condition{Type: api.CertificateRequestConditionReady,
 		Status: api.ConditionFalse, Reason: api.CertificateRequestReasonPending, Message: msg}, st.Now)
 	if !changed {
-		return requests.Outcome{RequeueAt: st.Now.Add(env.WaitPoll), Why: "pending: " + msg}, nil
+		return requests.Outcome{RequeueAt: next, Why: "pending: " + msg}, nil
 	}
-	if err := env.Writer.UpdateRequest(ctx, st, st.Now.Add(env.WaitPoll)); err != nil {
+	if err := env.Writer.UpdateRequest(ctx, st, next); err != nil {
 		return requests.Outcome{}, fmt.Errorf("record pending reason: %w", err)
 	}
 	return requests.Outcome{Wrote: true}, nil

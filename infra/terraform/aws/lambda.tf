@@ -27,16 +27,21 @@ locals {
       CERTFN_ACM_IMPORT        = tostring(var.enable_acm_import)
       CERTFN_HTTP01_ENABLED    = tostring(var.enable_http01)
       CERTFN_ACME_SERVER_ALLOW = join(",", var.acme_server_allow)
+      # The worker holds back ACME requests (and hands off no CA request)
+      # of a namespace at its issuance quota; the signer before signing.
+      CERTFN_QUOTA_ISSUANCES_PER_HOUR = tostring(var.quota_issuances_per_hour_per_namespace)
     })
     signer = merge(local.env_common, local.env_secrets, {
-      CERTFN_QUEUE_URL = aws_sqs_queue.work["worker"].id
+      CERTFN_QUEUE_URL                = aws_sqs_queue.work["worker"].id
+      CERTFN_QUOTA_ISSUANCES_PER_HOUR = tostring(var.quota_issuances_per_hour_per_namespace)
     })
     scheduler = merge(local.env_common, {
       CERTFN_QUEUE_URL = aws_sqs_queue.work["worker"].id
     })
     api = merge(local.env_common, {
-      CERTFN_QUEUE_URL  = aws_sqs_queue.work["worker"].id
-      CERTFN_API_ADMINS = join(",", var.api_admin_arns)
+      CERTFN_QUEUE_URL     = aws_sqs_queue.work["worker"].id
+      CERTFN_API_ADMINS    = join(",", var.api_admin_arns)
+      CERTFN_QUOTA_OBJECTS = tostring(var.quota_objects_per_namespace)
     })
     http01 = local.env_common
   }

@@ -101,6 +101,28 @@ variable "acme_server_allow" {
   }
 }
 
+variable "quota_objects_per_namespace" {
+  description = "Objects quota (CERTFN_QUOTA_OBJECTS, set on the api function): the most Certificates, CertificateRequests, Issuers, Roles and RoleBindings one namespace may hold; an apply that would create more is refused with 403 exceeded quota. 0: unlimited."
+  type        = number
+  default     = 0
+
+  validation {
+    condition     = var.quota_objects_per_namespace >= 0 && floor(var.quota_objects_per_namespace) == var.quota_objects_per_namespace && var.quota_objects_per_namespace <= 2147483647
+    error_message = "quota_objects_per_namespace: must be a whole number of 0 (unlimited) to 2147483647."
+  }
+}
+
+variable "quota_issuances_per_hour_per_namespace" {
+  description = "Issuance quota (CERTFN_QUOTA_ISSUANCES_PER_HOUR, set on the worker and signer functions): the most certificates signed per namespace in any rolling hour; further requests stay Pending until the oldest issuance is an hour old. 0: unlimited."
+  type        = number
+  default     = 0
+
+  validation {
+    condition     = var.quota_issuances_per_hour_per_namespace >= 0 && floor(var.quota_issuances_per_hour_per_namespace) == var.quota_issuances_per_hour_per_namespace && var.quota_issuances_per_hour_per_namespace <= 2147483647
+    error_message = "quota_issuances_per_hour_per_namespace: must be a whole number of 0 (unlimited) to 2147483647."
+  }
+}
+
 variable "route53_zone_ids" {
   description = "Route53 hosted zone IDs in which the worker may write DNS-01 records. Empty: no Route53 permission at all."
   type        = list(string)
