@@ -203,11 +203,3 @@ func TestDuplicateSecretNameStopsAnIssuance(t *testing.T) {
 		}
 	}
 }
-
-func secretOwnerOrEmpty(r *apptest.Rig, secret string) string {
-	sec, err := r.Secrets.Get(r.Ctx, "default", secret)
-	if err != nil {
-		return ""
-	}
-	return sec.Annotations[api.AnnotationCertificateName]
-}
