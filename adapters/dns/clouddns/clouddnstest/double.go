@@ -1,6 +1,6 @@
-// Package clouddnstest holds a hand-written test double of Google Cloud DNS.
-//
 // TEST DOUBLE: NOT GOOGLE CLOUD DNS, NOT GOOGLE'S OAUTH 2.0 TOKEN ENDPOINT.
+// Package clouddnstest holds a hand-written test double of Google Cloud DNS
+// and of Google's token endpoint.
 //
 // No Cloud DNS emulator exists on these machines, so the tests of
 // adapters/dns/clouddns (and end-to-end tests that solve DNS-01 challenges
