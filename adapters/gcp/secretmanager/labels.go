@@ -72,16 +72,11 @@ func LabelValue(v string) string {
 	return b.String()
 }
 
-// maxAnnotationBytes bounds the total size of a secret's annotation keys
-// and values (Secret Manager: less than 16 KiB).
-const maxAnnotationBytes = 16 * 1024
-
-// annotationKeyRE is Secret Manager's annotation key rule: 1 to 63
-// characters, alphanumeric at both ends, '-', '_' and '.' inside.
-var annotationKeyRE = regexp.MustCompile(`^[a-zA-Z0-9]([a-zA-Z0-9._-]{0,61}[a-zA-Z0-9])?$`)
-
 // maxManagedValue bounds a managed annotation value, so that the managed
-// annotations stay far below Secret Manager's 16 KiB total.
+// annotations stay far below Secret Manager's limit of 16 KiB for all
+// annotation keys and values. (Annotation keys are 1 to 63 characters,
+// alphanumeric at both ends, '-', '_' and '.' inside: no '/', hence the
+// same certfn-* keys as the labels.)
 const maxManagedValue = 512
 
 // managedValues derives the managed keys of a secret from its names, its
