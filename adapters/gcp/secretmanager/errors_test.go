@@ -380,3 +380,38 @@ func TestCanceledContext(t *testing.T) {
 		t.Errorf("%d calls with a canceled context", n)
 	}
 }
+
+// A renewal whose label and alias update failed after its version was
+// added: the retried Put of the same content finishes the update instead
+// of writing nothing.
+func TestRetriedPutFinishesMaintenance(t *testing.T) {
+	b := newDoubleBackend(t)
+	s := b.store(t, gsm.Options{})
+	ctx := context.Background()
+	if err := s.Create(ctx, tlsSecret("1", nil)); err != nil {
+		t.Fatal(err)
+	}
+	b.fake.FailNext("UpdateSecret", codes.Unavailable, 1)
+	if err := s.Put(ctx, tlsSecret("2", nil)); status.Code(err) != codes.Unavailable {
+		t.Fatalf("Put: %v, want Unavailable", err)
+	}
+	id := mustID(t, s, gsm.ClassTLS, "default", "web-tls")
+	if got := b.fake.Secret(id).GetLabels()[gsm.KeyRevision]; got != "1" {
+		t.Fatalf("revision label %q before the retry", got)
+	}
+	if err := s.Put(ctx, tlsSecret("2", nil)); err != nil {
+		t.Fatal(err)
+	}
+	sec := b.fake.Secret(id)
+	if sec.GetLabels()[gsm.KeyRevision] != "2" || sec.GetVersionAliases()[gsm.AliasPrevious] != 1 || len(b.fake.Versions(id)) != 2 {
+		t.Errorf("after the retry: labels %v aliases %v, %d versions", sec.GetLabels(), sec.GetVersionAliases(), len(b.fake.Versions(id)))
+	}
+	// Finished: the next unchanged Put reads only.
+	b.fake.ResetCalls()
+	if err := s.Put(ctx, tlsSecret("2", nil)); err != nil {
+		t.Fatal(err)
+	}
+	if b.fake.TotalCalls() != 1 {
+		t.Errorf("unchanged Put after the repair: %v", b.fake.CallsByOp())
+	}
+}

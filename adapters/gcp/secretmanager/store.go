@@ -159,6 +159,11 @@ type Store struct {
 	// that the next Get tries it first. A hint only: a miss tries the
 	// other classes.
 	where map[string]Class
+	// unfinished holds the IDs whose version maintenance (labels, aliases,
+	// destruction) failed after a version was added: a retried Put of the
+	// same content finishes it instead of writing nothing. In this process
+	// only; otherwise the next write does it.
+	unfinished map[string]bool
 }
 
 var _ ports.SecretStore = (*Store)(nil)
@@ -214,7 +219,7 @@ func New(api API, opts Options) (*Store, error) {
 	return &Store{
 		api: api, project: opts.Project, prefix: opts.Prefix, classes: slices.Clone(opts.Classes),
 		replication: repl, labels: maps.Clone(opts.Labels), keep: opts.KeepVersions, m: opts.Metrics, clock: opts.Clock,
-		counts: Counts{Requests: map[string]int64{}}, where: map[string]Class{},
+		counts: Counts{Requests: map[string]int64{}}, where: map[string]Class{}, unfinished: map[string]bool{},
 	}, nil
 }
 
@@ -640,6 +645,9 @@ func (s *Store) put(ctx context.Context, sec ports.Secret) error {
 	id := secretID(s.prefix, c, sec.Namespace, sec.Name)
 	if found && loc.class == c {
 		if loc.data != nil && bytes.Equal(loc.data, payload) {
+			if s.isUnfinished(id) {
+				return s.maintain(ctx, id, sec)
+			}
 			return nil
 		}
 		// New content, or a newest version that cannot be read.
@@ -670,6 +678,12 @@ func (s *Store) put(ctx context.Context, sec ports.Secret) error {
 	return nil
 }
 
+func (s *Store) isUnfinished(id string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.unfinished[id]
+}
+
 // maintain runs after a version was added to id for sec: it sets the
 // managed labels and annotations for sec, points "previous" at the second
 // newest version not destroyed, and destroys the versions beyond
@@ -677,6 +691,21 @@ func (s *Store) put(ctx context.Context, sec ports.Secret) error {
 // the update conditional; a concurrent change is re-read, up to three
 // times.
 func (s *Store) maintain(ctx context.Context, id string, sec ports.Secret) error {
+	err := s.maintainOnce(ctx, id, sec)
+	s.mu.Lock()
+	if err != nil {
+		if len(s.unfinished) >= maxWhere {
+			clear(s.unfinished)
+		}
+		s.unfinished[id] = true
+	} else {
+		delete(s.unfinished, id)
+	}
+	s.mu.Unlock()
+	return err
+}
+
+func (s *Store) maintainOnce(ctx context.Context, id string, sec ports.Secret) error {
 	name := s.secretName(id)
 	values := managedValues(sec)
 	for range 3 {
