@@ -324,7 +324,7 @@ func TestClassHint(t *testing.T) {
 	b := newDoubleBackend(t)
 	ctx := context.Background()
 	worker := b.store(t, gsm.Options{Classes: gsm.WorkerClasses(false)})
-	signer := b.store(t, gsm.Options{Prefix: worker.Prefix(), Classes: gsm.SignerClasses})
+	signer := b.store(t, gsm.Options{Prefix: worker.Prefix(), Classes: gsm.SignerClasses()})
 	nk := ports.Secret{Namespace: "default", Name: "web-next-private-key", Data: map[string][]byte{"tls.key": []byte("k")},
 		Labels: map[string]string{"cert-manager.io/next-private-key": "true"}}
 	if err := worker.Create(ctx, nk); err != nil {

@@ -40,10 +40,13 @@ const (
 	ClassSolverCredentials Class = "sc"
 )
 
-// AllClasses is the default of Options.Classes: every class, the most
+// allClasses is every class, the most used first.
+var allClasses = []Class{ClassTLS, ClassPrivateKey, ClassIssuedCA, ClassCA, ClassSolverCredentials}
+
+// AllClasses returns the default of Options.Classes: every class, the most
 // used first (one identity that does everything: local tests, a
 // single-function deployment).
-var AllClasses = []Class{ClassTLS, ClassPrivateKey, ClassIssuedCA, ClassCA, ClassSolverCredentials}
+func AllClasses() []Class { return slices.Clone(allClasses) }
 
 // WorkerClasses returns the classes of the worker function: key pairs,
 // ACME account keys, next private keys, solver credentials, and with
@@ -57,9 +60,9 @@ func WorkerClasses(manageCA bool) []Class {
 	return c
 }
 
-// SignerClasses are the classes of the signer function: CA key pairs
+// SignerClasses returns the classes of the signer function: CA key pairs
 // (installed or issued) and next private keys.
-var SignerClasses = []Class{ClassCA, ClassIssuedCA, ClassPrivateKey}
+func SignerClasses() []Class { return []Class{ClassCA, ClassIssuedCA, ClassPrivateKey} }
 
 // ClassOf returns the class of a role.
 func ClassOf(r Role) Class {
@@ -80,7 +83,7 @@ func ClassOf(r Role) Class {
 // (operators own ca and sc).
 func (c Class) writable() bool { return c != ClassCA && c != ClassSolverCredentials }
 
-func (c Class) valid() bool { return slices.Contains(AllClasses, c) }
+func (c Class) valid() bool { return slices.Contains(allClasses, c) }
 
 // DefaultPrefix is the default first segment of secret IDs.
 const DefaultPrefix = "certfn"
@@ -130,7 +133,7 @@ func (s *Store) SecretID(c Class, namespace, name string) (string, error) {
 		return "", fmt.Errorf("secret %s/%s: %w", namespace, name, err)
 	}
 	if !c.valid() {
-		return "", errs.Permanentf("secret %s/%s: class %q is not one of %v", namespace, name, c, AllClasses)
+		return "", errs.Permanentf("secret %s/%s: class %q is not one of %v", namespace, name, c, allClasses)
 	}
 	return secretID(s.prefix, c, namespace, name), nil
 }

@@ -90,9 +90,9 @@ type Options struct {
 	// '-'.
 	Prefix string
 	// Classes are the classes this Store reads and writes, in the order a
-	// Get tries them (default AllClasses; a function's own: WorkerClasses,
-	// SignerClasses). Writing a secret of another class fails before any
-	// call; ca and sc are never written or deleted.
+	// Get tries them (default AllClasses(); a function's own:
+	// WorkerClasses, SignerClasses). Writing a secret of another class
+	// fails before any call; ca and sc are never written or deleted.
 	Classes []Class
 	// KMSKeyName is the customer-managed encryption key of new secrets
 	// under automatic replication (projects/P/locations/L/keyRings/R/
@@ -188,11 +188,11 @@ func New(api API, opts Options) (*Store, error) {
 		return nil, errs.Permanentf("secret manager store: prefix: %q is not valid: want a lower-case letter, then lower-case letters, digits and '-', at most 30 characters", opts.Prefix)
 	}
 	if len(opts.Classes) == 0 {
-		opts.Classes = AllClasses
+		opts.Classes = allClasses
 	}
 	for i, c := range opts.Classes {
 		if !c.valid() || slices.Contains(opts.Classes[:i], c) {
-			return nil, errs.Permanentf("secret manager store: classes[%d]: %q is not a class or is repeated: want distinct values of %v", i, c, AllClasses)
+			return nil, errs.Permanentf("secret manager store: classes[%d]: %q is not a class or is repeated: want distinct values of %v", i, c, allClasses)
 		}
 	}
 	if opts.KeepVersions == 0 {

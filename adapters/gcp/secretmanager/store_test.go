@@ -508,7 +508,7 @@ func TestOperatorClassesAndFunctionClasses(t *testing.T) {
 		ctx := context.Background()
 		all := b.store(t, gsm.Options{})
 		prefix := all.Prefix()
-		signer := b.store(t, gsm.Options{Prefix: prefix, Classes: gsm.SignerClasses})
+		signer := b.store(t, gsm.Options{Prefix: prefix, Classes: gsm.SignerClasses()})
 		worker := b.store(t, gsm.Options{Prefix: prefix, Classes: gsm.WorkerClasses(false)})
 		workerCA := b.store(t, gsm.Options{Prefix: prefix, Classes: gsm.WorkerClasses(true)})
 		exp := time.Now().Add(90 * 24 * time.Hour)
