@@ -143,6 +143,10 @@ type sharedEmu struct {
 	once sync.Once
 	host string
 	err  error
+	// proc stays referenced for the life of the binary: were it
+	// collected, the finalizer of its stdin pipe would close the pipe,
+	// and the supervisor would stop the emulator under the tests.
+	proc *GcloudProcess
 }
 
 // Shared returns e's endpoint for t: the environment's (ExternalGcloud),
@@ -171,7 +175,10 @@ func Shared(t testing.TB, e Gcloud) string {
 		}
 		// Never stopped explicitly: the supervisor ends the process group
 		// when this test binary exits (see the package comment).
-		se.host, _, se.err = StartGcloud(root, e)
+		se.proc, se.err = StartGcloudProcess(root, e)
+		if se.err == nil {
+			se.host = se.proc.Host
+		}
 	})
 	if se.err != nil {
 		t.Fatalf("%s emulator: %v", e.Name, se.err)
