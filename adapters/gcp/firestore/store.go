@@ -278,8 +278,8 @@ func lostPrecondition(err error) bool {
 	return c == codes.FailedPrecondition || c == codes.NotFound
 }
 
-// bound applies Options.Timeout to ctx. Errors are still judged on the
-// caller's ctx (wrap): a call that ran out of this bound is transient.
+// bound applies Options.Timeout to ctx. A call that runs out of it fails
+// with DeadlineExceeded: transient, like any unreachable service.
 func (s *Store) bound(ctx context.Context) (context.Context, context.CancelFunc) {
 	if s.timeout < 0 {
 		return ctx, func() {}
