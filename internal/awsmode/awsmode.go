@@ -184,7 +184,7 @@ func FromEnvWith(ctx context.Context, role Role, o Options) (*Runtime, error) {
 	}
 	rt := &Runtime{Role: role, Settings: st, Log: o.Logger, Clock: o.Clock, getenv: o.Getenv, sqs: o.SQS,
 		queues: map[string]*sqsq.Queue{}, metrics: o.Metrics, emf: sink}
-	rt.Store, err = dynamo.New(o.DynamoDB, dynamo.Options{Table: st.Table, Shards: st.DueShards, Clock: o.Clock, Metrics: o.Metrics, ExpiresAt: ExpiresAt})
+	rt.Store, err = dynamo.New(o.DynamoDB, dynamo.Options{Table: st.Table, Shards: st.DueShards, Clock: o.Clock, Metrics: o.Metrics, ExpiresAt: app.ExpiresAt})
 	if err != nil {
 		return nil, fmt.Errorf("awsmode: %s: %w", EnvTable, err)
 	}
