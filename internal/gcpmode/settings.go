@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/certfn/certfn/adapters/httpapi"
+	"github.com/certfn/certfn/core/acme"
 	"github.com/certfn/certfn/core/api"
 	"github.com/certfn/certfn/core/app"
 	"github.com/certfn/certfn/core/rbac"
@@ -88,7 +89,7 @@ type Settings struct {
 	APIAdmins                map[string]bool
 	APIAudience              string
 	Quotas                   app.Quotas
-	ACMEServerAllow          []string
+	ACMEServerAllow          acme.ServerAllowList
 }
 
 var (
@@ -160,7 +161,11 @@ func ParseSettings(role Role, getenv func(string) string) (Settings, error) {
 	}
 	s.AutoApprove = app.ExpandAutoApprove(envconf.SplitList(get(EnvAutoApprove)))
 	s.CloudDNSZones = envconf.SplitList(get(EnvCloudDNSZones))
-	s.ACMEServerAllow = envconf.SplitList(get(EnvACMEServerAllow))
+	if allow, err := acme.ParseServerAllowList(EnvACMEServerAllow, envconf.SplitList(get(EnvACMEServerAllow))); err != nil {
+		bad(EnvACMEServerAllow, "%v", err)
+	} else {
+		s.ACMEServerAllow = allow
+	}
 	s.CertificateManager = envconf.BoolVar(get(EnvCertificateManager), false, EnvCertificateManager, bad)
 	s.HTTP01Enabled = envconf.BoolVar(get(EnvHTTP01Enabled), true, EnvHTTP01Enabled, bad)
 	s.SweepLimit = envconf.IntVar(get(EnvSweepLimit), 1000, 1, 100000, EnvSweepLimit, bad)
