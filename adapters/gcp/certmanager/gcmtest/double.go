@@ -137,6 +137,8 @@ type operation struct {
 	pb    *longrunningpb.Operation
 	left  int
 	apply func() (proto.Message, *status.Status)
+	// release runs when the operation is done, failed or not.
+	release func()
 }
 
 // New starts a double serving project, stopped when t ends. Operations are
@@ -359,8 +361,9 @@ func view(c *Cert) *cmpb.Certificate {
 }
 
 // start records an operation on target (caller holds d.mu); apply runs
-// when it is done.
-func (d *Double) start(target, verb string, apply func() (proto.Message, *status.Status)) (*longrunningpb.Operation, error) {
+// when it is done (unless FailNextOperation made it fail), release in any
+// case (nil: nothing to release).
+func (d *Double) start(target, verb string, apply func() (proto.Message, *status.Status), release func()) (*longrunningpb.Operation, error) {
 	d.seq++
 	m := certNameRe.FindStringSubmatch(target)
 	name := fmt.Sprintf("%s/operations/operation-%d-%d", m[1], d.now().UnixNano(), d.seq)
@@ -370,7 +373,7 @@ func (d *Double) start(target, verb string, apply func() (proto.Message, *status
 	if err != nil {
 		return nil, status.Error(codes.Internal, err.Error())
 	}
-	op := &operation{pb: &longrunningpb.Operation{Name: name, Metadata: meta}, left: d.polls, apply: apply}
+	op := &operation{pb: &longrunningpb.Operation{Name: name, Metadata: meta}, left: d.polls, apply: apply, release: release}
 	if d.opFail != nil {
 		st := d.opFail
 		d.opFail = nil
@@ -386,6 +389,9 @@ func (d *Double) start(target, verb string, apply func() (proto.Message, *status
 // complete applies op and marks it done (caller holds d.mu).
 func (d *Double) complete(op *operation) {
 	op.pb.Done = true
+	if op.release != nil {
+		op.release()
+	}
 	res, st := op.apply()
 	if st != nil {
 		op.pb.Result = &longrunningpb.Operation_Error{Error: st.Proto()}
@@ -563,12 +569,11 @@ func (s *cmServer) CreateCertificate(_ context.Context, req *cmpb.CreateCertific
 		ChainPEM: in.GetSelfManaged().GetPemCertificate(), KeyPEM: in.GetSelfManaged().GetPemPrivateKey(), Leaf: leaf,
 	}
 	return d.start(name, "create", func() (proto.Message, *status.Status) {
-		delete(d.reserved, name)
 		now := d.now()
 		c.CreateTime, c.UpdateTime = now, now
 		d.certs[name] = c
 		return view(c), nil
-	})
+	}, func() { delete(d.reserved, name) })
 }
 
 func (s *cmServer) UpdateCertificate(_ context.Context, req *cmpb.UpdateCertificateRequest) (*longrunningpb.Operation, error) {
@@ -627,7 +632,7 @@ func (s *cmServer) UpdateCertificate(_ context.Context, req *cmpb.UpdateCertific
 		}
 		c.UpdateTime = d.now()
 		return view(c), nil
-	})
+	}, nil)
 }
 
 func (s *cmServer) DeleteCertificate(_ context.Context, req *cmpb.DeleteCertificateRequest) (*longrunningpb.Operation, error) {
@@ -644,7 +649,7 @@ func (s *cmServer) DeleteCertificate(_ context.Context, req *cmpb.DeleteCertific
 	return d.start(name, "delete", func() (proto.Message, *status.Status) {
 		delete(d.certs, name)
 		return &emptypb.Empty{}, nil
-	})
+	}, nil)
 }
 
 type opsServer struct {
