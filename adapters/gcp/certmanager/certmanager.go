@@ -293,10 +293,13 @@ func (im *Importer) check(c *cmpb.Certificate, name string, owner api.Key, hash 
 }
 
 // search lists the certificates labelled for the owner (at most
-// MaxListItems) and returns the first self-managed one. A filter the
-// service refuses (InvalidArgument) ends the search with nothing found:
-// the derived name, already read, is the import's identity; this search
-// only recovers certificates made under another NamePrefix.
+// MaxListItems) and returns the first self-managed one. The search is
+// best effort: the derived name, already read, is the import's identity,
+// and this search only recovers certificates made under another
+// NamePrefix. So a filter the service refuses (InvalidArgument) or a
+// missing certificatemanager.certs.list permission (PermissionDenied) ends
+// it with nothing found; a missing create permission is reported by the
+// create that follows.
 func (im *Importer) search(ctx context.Context, req ports.CertificateImport, hash string) (*cmpb.Certificate, error) {
 	it := im.api.ListCertificates(ctx, &cmpb.ListCertificatesRequest{
 		Parent: im.parent, Filter: fmt.Sprintf("labels.%s=%q", LabelOwner, hash), PageSize: 100,
@@ -306,7 +309,7 @@ func (im *Importer) search(ctx context.Context, req ports.CertificateImport, has
 		switch {
 		case errors.Is(err, iterator.Done):
 			return nil, nil
-		case status.Code(err) == codes.InvalidArgument:
+		case status.Code(err) == codes.InvalidArgument, status.Code(err) == codes.PermissionDenied:
 			return nil, nil
 		case err != nil:
 			return nil, classify(fmt.Errorf("certificate manager: look for an earlier import of %s: %w", req.Owner, err))

@@ -419,6 +419,22 @@ func TestPendingOperations(t *testing.T) {
 	}
 }
 
+// TestSearchIsBestEffort: without the list permission, or with a filter
+// the service refuses, a first import still creates the derived
+// certificate.
+func TestSearchIsBestEffort(t *testing.T) {
+	for _, code := range []codes.Code{codes.PermissionDenied, codes.InvalidArgument} {
+		b := newDoubleBackend(t)
+		b.double.FailNext(1, "ListCertificates", code, "no")
+		im := b.importer(t)
+		kp := issue(t)
+		res, err := im.Import(context.Background(), kp.req)
+		if err != nil || !res.Imported || res.Ref != im.Name(kp.req.Owner) || b.double.Calls("ListCertificates") != 1 {
+			t.Fatalf("%v on the search: Import = %+v, %v; want the derived certificate created", code, res, err)
+		}
+	}
+}
+
 // TestOperationsDoneAtOnce: an operation done in the answer is not polled.
 func TestOperationsDoneAtOnce(t *testing.T) {
 	b := newDoubleBackend(t)
