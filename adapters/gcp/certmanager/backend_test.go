@@ -92,12 +92,16 @@ func newRealBackend(t *testing.T) *backend {
 	return b
 }
 
-// cleanup deletes the certificates the test's deployment created (real
+// labelRun marks every certificate a test's importers create (whatever
+// their deployment), for cleanup.
+const labelRun = "test-run"
+
+// cleanup deletes the certificates the test's importers created (real
 // project only).
 func (b *backend) cleanup(t *testing.T) {
 	ctx := context.Background()
 	it := b.client.ListCertificates(ctx, &cmpb.ListCertificatesRequest{
-		Parent: b.parent(), Filter: fmt.Sprintf("labels.%s=%q", LabelDeployment, LabelValue(b.deployment)),
+		Parent: b.parent(), Filter: fmt.Sprintf("labels.%s=%q", labelRun, LabelValue(b.deployment)),
 	})
 	for {
 		c, err := it.Next()
@@ -117,7 +121,8 @@ func (b *backend) parent() string { return "projects/" + b.project + "/locations
 // importer returns an Importer for the backend; edit adjusts its options.
 func (b *backend) importer(t *testing.T, edit ...func(*Options)) *Importer {
 	t.Helper()
-	opts := Options{Project: b.project, Location: b.location, Deployment: b.deployment, Labels: map[string]string{"team": "web"}}
+	opts := Options{Project: b.project, Location: b.location, Deployment: b.deployment,
+		Labels: map[string]string{"team": "web", labelRun: LabelValue(b.deployment)}}
 	for _, e := range edit {
 		e(&opts)
 	}
