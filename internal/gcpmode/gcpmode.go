@@ -22,6 +22,7 @@ import (
 	acmeadapter "github.com/certfn/certfn/adapters/acme"
 	"github.com/certfn/certfn/adapters/dns/clouddns"
 	"github.com/certfn/certfn/adapters/dns/rfc2136"
+	"github.com/certfn/certfn/adapters/gcp/certmanager"
 	fsstore "github.com/certfn/certfn/adapters/gcp/firestore"
 	gsm "github.com/certfn/certfn/adapters/gcp/secretmanager"
 	"github.com/certfn/certfn/adapters/httpapi"
@@ -167,6 +168,19 @@ func FromEnvWith(ctx context.Context, role Role, o Options) (*Runtime, error) {
 		}
 		p.DNS01Resolver = o.ACME.DNS01Resolver
 		p.CertificateImporter = o.CertificateImporter
+		if p.CertificateImporter == nil && st.CertificateManager {
+			// certmanager.NewClient: the library's request logging would
+			// print the private key.
+			c, err := certmanager.NewClient(ctx)
+			if err != nil {
+				return nil, fmt.Errorf("gcpmode: %s: Certificate Manager client: %w", EnvCertificateManager, err)
+			}
+			imp, err := certmanager.New(c, certmanager.Options{Project: st.Project, Location: st.CertificateManagerLoc, Deployment: st.SecretPrefix})
+			if err != nil {
+				return nil, fmt.Errorf("gcpmode: %s: %w", EnvCertificateManagerLoc, err)
+			}
+			p.CertificateImporter = imp
+		}
 	}
 	rt.App, err = app.Build(p, app.Settings{
 		ClusterResourceNamespace: st.ClusterResourceNamespace, AutoApprove: st.AutoApprove, Quotas: st.Quotas,
