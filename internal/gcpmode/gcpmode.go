@@ -16,6 +16,8 @@ import (
 	"net/http"
 	"os"
 
+	cloudtasks "cloud.google.com/go/cloudtasks/apiv2"
+	"cloud.google.com/go/pubsub/v2"
 	secretmanager "cloud.google.com/go/secretmanager/apiv1"
 	"google.golang.org/api/idtoken"
 
@@ -24,6 +26,7 @@ import (
 	"github.com/certfn/certfn/adapters/dns/rfc2136"
 	"github.com/certfn/certfn/adapters/gcp/certmanager"
 	fsstore "github.com/certfn/certfn/adapters/gcp/firestore"
+	"github.com/certfn/certfn/adapters/gcp/pubsubq"
 	gsm "github.com/certfn/certfn/adapters/gcp/secretmanager"
 	"github.com/certfn/certfn/adapters/httpapi"
 	"github.com/certfn/certfn/core/acme/dns01"
@@ -127,10 +130,17 @@ func FromEnvWith(ctx context.Context, role Role, o Options) (*Runtime, error) {
 		}
 		store = fs
 	}
-	p := app.Ports{Store: store, Clock: o.Clock, Metrics: o.Metrics, Logger: o.Logger, MaxQueueDelay: maxQueueDelay}
+	p := app.Ports{Store: store, Clock: o.Clock, Metrics: o.Metrics, Logger: o.Logger, MaxQueueDelay: pubsubq.MaxDelay}
 	if role != RoleHTTP01 {
 		if o.Queue == nil {
-			return nil, fmt.Errorf("gcpmode: %s: the %s service needs its work queue", EnvTopic, role)
+			q, sq, err := queues(ctx, st, o)
+			if err != nil {
+				return nil, err
+			}
+			o.Queue, rt.queue = q, q
+			if o.SignerQueue == nil && sq != nil {
+				o.SignerQueue = sq
+			}
 		}
 		p.Queue = o.Queue
 	}
@@ -219,7 +229,39 @@ func FromEnvWith(ctx context.Context, role Role, o Options) (*Runtime, error) {
 // errNoHandler answers a request a role does not serve.
 var errNoHandler = errors.New("this service does not serve that path")
 
-// defaultDecodePush is the Pub/Sub push decoder (pubsubq.DecodePush).
-var defaultDecodePush pushDecoder = func(*http.Request, int64) (api.Key, int, error) {
-	return api.Key{}, 0, errors.New("no push decoder is configured")
+// defaultDecodePush is the Pub/Sub push decoder.
+var defaultDecodePush pushDecoder = pubsubq.DecodePush
+
+// queues builds the worker queue (and the signer queue for the worker):
+// Pub/Sub topics, with Cloud Tasks publishing delayed messages
+// (pubsubq). The signer and the scheduler publish to the worker topic.
+func queues(ctx context.Context, st Settings, o Options) (app.BatchQueue, ports.Queue, error) {
+	client, err := pubsub.NewClient(ctx, st.Project)
+	if err != nil {
+		return nil, nil, fmt.Errorf("gcpmode: Pub/Sub client: %w", err)
+	}
+	var tasks pubsubq.TasksAPI
+	if st.TasksQueue != "" {
+		tc, err := cloudtasks.NewClient(ctx)
+		if err != nil {
+			return nil, nil, fmt.Errorf("gcpmode: Cloud Tasks client: %w", err)
+		}
+		tasks = tc
+	}
+	mk := func(topic string) (*pubsubq.Queue, error) {
+		return pubsubq.New(client, tasks, pubsubq.Options{Topic: "projects/" + st.Project + "/topics/" + topic, TaskQueue: st.TasksQueue,
+			TaskServiceAccount: st.TasksServiceAccount, Clock: o.Clock, Metrics: o.Metrics})
+	}
+	q, err := mk(st.Topic)
+	if err != nil {
+		return nil, nil, fmt.Errorf("gcpmode: %s: %w", EnvTopic, err)
+	}
+	if st.Role != RoleWorker {
+		return q, nil, nil
+	}
+	sq, err := mk(st.SignerTopic)
+	if err != nil {
+		return nil, nil, fmt.Errorf("gcpmode: %s: %w", EnvSignerTopic, err)
+	}
+	return q, sq, nil
 }

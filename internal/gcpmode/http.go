@@ -10,10 +10,6 @@ import (
 	"time"
 )
 
-// maxQueueDelay is the longest delay the queue takes (Cloud Tasks: 30
-// days); the engine leaves longer waits to nextRunAt and the sweep.
-const maxQueueDelay = 30 * 24 * time.Hour
-
 // followUpReserve is the request time the worker's follow-ups leave unused
 // (Cloud Run's request timeout is the context's deadline).
 const followUpReserve = 10 * time.Second

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/certfn/certfn/adapters/gcp/pubsubq"
 	"github.com/certfn/certfn/core/api"
 	"github.com/certfn/certfn/core/errs"
 )
@@ -66,11 +67,16 @@ func (rt *Runtime) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // push handles one delivered key.
 func (rt *Runtime) push(w http.ResponseWriter, r *http.Request) {
 	key, attempt, err := rt.decode(r, maxPushBody)
-	if err != nil {
-		// Retrying cannot fix a malformed message: acknowledge it (a 4xx
-		// other than 408/429 is not retried by Pub/Sub push), logged.
+	switch {
+	case err != nil && errs.IsPermanent(err):
+		// Retrying cannot fix a message that is not a reconcile key:
+		// acknowledged (2xx, or Pub/Sub would push it again until the
+		// dead-letter topic) and logged, as the AWS worker drops it.
 		rt.Log.Warn("dropped a push that is not a reconcile key", "err", err)
-		fail(w, http.StatusBadRequest, "BadRequest", err)
+		w.WriteHeader(http.StatusNoContent)
+		return
+	case err != nil:
+		fail(w, http.StatusServiceUnavailable, "Retry", err)
 		return
 	}
 	if attempt < 1 {
@@ -109,8 +115,8 @@ type SweepResult struct {
 // retry applies).
 func (rt *Runtime) sweep(w http.ResponseWriter, r *http.Request) {
 	keys, err := rt.dueKeys(r.Context())
-	if err == nil && len(keys) > 0 {
-		err = rt.queue.EnqueueBatch(r.Context(), keys, 0)
+	for i := 0; err == nil && i < len(keys); i += pubsubq.MaxBatch {
+		err = rt.queue.EnqueueBatch(r.Context(), keys[i:min(i+pubsubq.MaxBatch, len(keys))], 0)
 	}
 	if err != nil {
 		if errs.IsPermanent(err) {

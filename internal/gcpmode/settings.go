@@ -42,7 +42,6 @@ const (
 	EnvTopic                    = "CERTFN_TOPIC"
 	EnvSignerTopic              = "CERTFN_SIGNER_TOPIC"
 	EnvTasksQueue               = "CERTFN_TASKS_QUEUE"
-	EnvTasksURL                 = "CERTFN_TASKS_URL"
 	EnvTasksServiceAccount      = "CERTFN_TASKS_SERVICE_ACCOUNT"
 	EnvSecretPrefix             = "CERTFN_SECRET_PREFIX"
 	EnvKMSKeyName               = "CERTFN_KMS_KEY_NAME"
@@ -72,7 +71,6 @@ type Settings struct {
 	Topic                    string
 	SignerTopic              string
 	TasksQueue               string
-	TasksURL                 string
 	TasksServiceAccount      string
 	SecretPrefix             string
 	KMSKeyName               string
@@ -108,7 +106,7 @@ func ParseSettings(role Role, getenv func(string) string) (Settings, error) {
 	bad := func(name, format string, a ...any) { problems = append(problems, name+": "+fmt.Sprintf(format, a...)) }
 	get := func(name string) string { return strings.TrimSpace(getenv(name)) }
 	s := Settings{Role: role, Project: get(EnvProject), Database: get(EnvDatabase), Collection: get(EnvCollection),
-		Topic: get(EnvTopic), SignerTopic: get(EnvSignerTopic), TasksQueue: get(EnvTasksQueue), TasksURL: get(EnvTasksURL),
+		Topic: get(EnvTopic), SignerTopic: get(EnvSignerTopic), TasksQueue: get(EnvTasksQueue),
 		TasksServiceAccount: get(EnvTasksServiceAccount), SecretPrefix: get(EnvSecretPrefix), KMSKeyName: get(EnvKMSKeyName),
 		CertificateManagerLoc: get(EnvCertificateManagerLoc), APIAudience: get(EnvAPIAudience)}
 	if fn := get(EnvFunction); fn != "" && Role(fn) != role {
@@ -145,19 +143,14 @@ func ParseSettings(role Role, getenv func(string) string) (Settings, error) {
 		needs(EnvTopic, s.Topic, "the worker topic the worker sends follow-ups and retries to")
 		needs(EnvSignerTopic, s.SignerTopic, "the signer topic the worker hands approved CA and selfSigned requests to")
 		needs(EnvTasksQueue, s.TasksQueue, "the Cloud Tasks queue of short delays")
-		needs(EnvTasksURL, s.TasksURL, "the worker's push URL that delayed tasks call")
+		needs(EnvTasksServiceAccount, s.TasksServiceAccount, "the service account whose token delayed tasks publish with")
 	case RoleSigner:
 		needs(EnvTopic, s.Topic, "the worker topic the signer wakes certificates on")
-		needs(EnvTasksQueue, s.TasksQueue, "the Cloud Tasks queue of short delays")
-		needs(EnvTasksURL, s.TasksURL, "the worker's push URL that delayed tasks call")
 	case RoleScheduler, RoleAPI:
 		needs(EnvTopic, s.Topic, "the worker topic")
 	}
 	if s.TasksQueue != "" && !tasksQueue.MatchString(s.TasksQueue) {
 		bad(EnvTasksQueue, "%q: want projects/<project>/locations/<location>/queues/<queue>", s.TasksQueue)
-	}
-	if s.TasksURL != "" && !strings.HasPrefix(s.TasksURL, "https://") && !strings.HasPrefix(s.TasksURL, "http://127.0.0.1") {
-		bad(EnvTasksURL, "%q: want an https URL", s.TasksURL)
 	}
 	s.AutoApprove = app.ExpandAutoApprove(envconf.SplitList(get(EnvAutoApprove)))
 	s.CloudDNSZones = envconf.SplitList(get(EnvCloudDNSZones))

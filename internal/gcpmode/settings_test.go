@@ -13,8 +13,8 @@ func (e env) get(k string) string { return e[k] }
 
 func workerEnv(kv ...string) env {
 	e := env{"CERTFN_GCP_PROJECT": "certfn-prod-1", "CERTFN_TOPIC": "certfn-worker", "CERTFN_SIGNER_TOPIC": "certfn-signer",
-		"CERTFN_TASKS_QUEUE": "projects/certfn-prod-1/locations/europe-west1/queues/certfn-delays",
-		"CERTFN_TASKS_URL":   "https://certfn-worker-abc-ew.a.run.app/push"}
+		"CERTFN_TASKS_QUEUE":           "projects/certfn-prod-1/locations/europe-west1/queues/certfn-delays",
+		"CERTFN_TASKS_SERVICE_ACCOUNT": "certfn-tasks@certfn-prod-1.iam.gserviceaccount.com"}
 	for i := 0; i+1 < len(kv); i += 2 {
 		e[kv[i]] = kv[i+1]
 	}
@@ -40,7 +40,7 @@ func TestParseSettings(t *testing.T) {
 		{"bad project", gcpmode.RoleWorker, workerEnv("CERTFN_GCP_PROJECT", "Bad_Project"), "CERTFN_GCP_PROJECT", nil},
 		{"worker without signer topic", gcpmode.RoleWorker, workerEnv("CERTFN_SIGNER_TOPIC", ""), "CERTFN_SIGNER_TOPIC: required", nil},
 		{"bad tasks queue", gcpmode.RoleWorker, workerEnv("CERTFN_TASKS_QUEUE", "certfn-delays"), "CERTFN_TASKS_QUEUE", nil},
-		{"plain http tasks URL", gcpmode.RoleWorker, workerEnv("CERTFN_TASKS_URL", "http://example.com/push"), "CERTFN_TASKS_URL", nil},
+		{"worker without the tasks service account", gcpmode.RoleWorker, workerEnv("CERTFN_TASKS_SERVICE_ACCOUNT", ""), "CERTFN_TASKS_SERVICE_ACCOUNT: required", nil},
 		{"bad follow-ups", gcpmode.RoleWorker, workerEnv("CERTFN_FOLLOW_UPS", "-1"), "CERTFN_FOLLOW_UPS", nil},
 		{"bad quota", gcpmode.RoleWorker, workerEnv("CERTFN_QUOTA_OBJECTS", "lots"), "CERTFN_QUOTA_OBJECTS", nil},
 		{"api needs an audience", gcpmode.RoleAPI, env{"CERTFN_GCP_PROJECT": "certfn-prod-1", "CERTFN_TOPIC": "t"}, "CERTFN_API_AUDIENCE: required", nil},
