@@ -30,7 +30,8 @@ var googleIssuers = map[string]bool{"accounts.google.com": true, "https://accoun
 // Application Default Credentials send it), verified here — signature,
 // expiry, issuer, audience and a verified e-mail — even behind Cloud
 // Run's own IAM check, so a service deployed without it is not open to
-// a forged token. The e-mail maps to RBAC subjects by rbac.FromGoogleEmail
+// a forged token. The audience is CERTFN_API_AUDIENCE, or by default the
+// service's own URL, https://<Host>. The e-mail maps to RBAC subjects by rbac.FromGoogleEmail
 // (users by e-mail, service accounts also in gcp:project:<project>); an
 // e-mail listed in admins is also in system:masters. No or a bad token is
 // a 401 naming what is wrong.
@@ -44,7 +45,13 @@ func GoogleAuthenticator(v TokenValidator, audience string, admins map[string]bo
 		if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(token) == "" {
 			return unauth("no Google ID token (send Authorization: Bearer <ID token for audience %s>)", audience)
 		}
-		p, err := v.Validate(r.Context(), strings.TrimSpace(token), audience)
+		aud := audience
+		if aud == "" {
+			// The service's own URL (Cloud Run's default audience); never
+			// "", which the validator would take as "any audience".
+			aud = "https://" + r.Host
+		}
+		p, err := v.Validate(r.Context(), strings.TrimSpace(token), aud)
 		if err != nil {
 			return unauth("the ID token is not valid for this service: %v", boundErr(err))
 		}

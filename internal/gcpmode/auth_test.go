@@ -119,6 +119,7 @@ func TestGoogleAuthenticator(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := httptest.NewRequest("GET", "/v1/certificates", nil)
+			r.Host = "certfn-api-abc-ew.a.run.app"
 			if tc.header != "" {
 				r.Header.Set("Authorization", tc.header)
 			}
@@ -142,5 +143,19 @@ func TestGoogleAuthenticator(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// Without a configured audience the token must name the service's own URL.
+func TestGoogleAuthenticatorDefaultAudience(t *testing.T) {
+	s := newSigner(t)
+	auth := gcpmode.GoogleAuthenticator(s.validator(t), "", nil)
+	for host, ok := range map[string]bool{"certfn-api-abc-ew.a.run.app": true, "other.example": false} {
+		r := httptest.NewRequest("GET", "/v1/certificates", nil)
+		r.Host = host
+		r.Header.Set("Authorization", "Bearer "+s.token(t, claims(nil)))
+		if _, err := auth(r); (err == nil) != ok {
+			t.Fatalf("host %s: err %v, want ok=%v", host, err, ok)
+		}
 	}
 }

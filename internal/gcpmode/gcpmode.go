@@ -117,6 +117,9 @@ func FromEnvWith(ctx context.Context, role Role, o Options) (*Runtime, error) {
 	if o.Logger == nil {
 		o.Logger = CloudLogger(os.Stdout, st.LogLevel).With("function", string(role))
 	}
+	if o.Metrics == nil && st.Metrics == "log" {
+		o.Metrics = LogMetrics{Log: o.Logger}
+	}
 	rt := &Runtime{Role: role, Settings: st, Log: o.Logger, queue: o.Queue, decode: o.DecodePush}
 	if rt.decode == nil {
 		rt.decode = defaultDecodePush
@@ -155,7 +158,7 @@ func FromEnvWith(ctx context.Context, role Role, o Options) (*Runtime, error) {
 		}
 		classes := gsm.SignerClasses()
 		if role == RoleWorker {
-			classes = gsm.WorkerClasses(false)
+			classes = gsm.WorkerClasses(st.ManageCA)
 		}
 		sec, err := gsm.New(api, gsm.Options{Project: st.Project, Prefix: st.SecretPrefix, Classes: classes, KMSKeyName: st.KMSKeyName,
 			Metrics: o.Metrics, Clock: o.Clock})
@@ -249,7 +252,7 @@ func queues(ctx context.Context, st Settings, o Options) (app.BatchQueue, ports.
 		tasks = tc
 	}
 	mk := func(topic string) (*pubsubq.Queue, error) {
-		return pubsubq.New(client, tasks, pubsubq.Options{Topic: "projects/" + st.Project + "/topics/" + topic, TaskQueue: st.TasksQueue,
+		return pubsubq.New(client, tasks, pubsubq.Options{Topic: topic, TaskQueue: st.TasksQueue,
 			TaskServiceAccount: st.TasksServiceAccount, Clock: o.Clock, Metrics: o.Metrics})
 	}
 	q, err := mk(st.Topic)

@@ -80,3 +80,34 @@ func healthy(w http.ResponseWriter, r *http.Request) bool {
 }
 
 var _ = strings.TrimSpace
+
+// ExportedMetrics are the metrics CERTFN_METRICS=log writes: few, since
+// each line is a billed log entry (the expiry alert counts the first).
+var ExportedMetrics = map[string]bool{
+	"certfn_certificate_expiry_seconds": true,
+	"certfn_permanent_errors_total":     true,
+	"certfn_transient_errors_total":     true,
+}
+
+// LogMetrics writes each observation of an exported metric as one log
+// line {"severity": "INFO", "message": "metric", "metric", "value",
+// "namespace"}, which Cloud Logging's log-based metrics count
+// (infra/terraform/gcp: the certificate expiry alert).
+type LogMetrics struct{ Log *slog.Logger }
+
+// Inc implements ports.Metrics.
+func (m LogMetrics) Inc(name string, labels ...string) { m.Observe(name, 1, labels...) }
+
+// Observe implements ports.Metrics.
+func (m LogMetrics) Observe(name string, v float64, labels ...string) {
+	if !ExportedMetrics[name] {
+		return
+	}
+	args := []any{"metric", name, "value", v}
+	for i := 0; i+1 < len(labels); i += 2 {
+		if labels[i] == "namespace" || labels[i] == "kind" {
+			args = append(args, labels[i], labels[i+1])
+		}
+	}
+	m.Log.Info("metric", args...)
+}

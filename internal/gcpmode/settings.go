@@ -36,7 +36,7 @@ var appRoles = map[Role]app.Role{RoleWorker: app.Worker, RoleSigner: app.Signer,
 // them). Names shared with AWS (internal/awsmode/settings.go) mean the same.
 const (
 	EnvFunction                 = "CERTFN_FUNCTION"
-	EnvProject                  = "CERTFN_GCP_PROJECT"
+	EnvProject                  = "CERTFN_PROJECT"
 	EnvDatabase                 = "CERTFN_FIRESTORE_DATABASE"
 	EnvCollection               = "CERTFN_FIRESTORE_COLLECTION"
 	EnvTopic                    = "CERTFN_TOPIC"
@@ -44,7 +44,9 @@ const (
 	EnvTasksQueue               = "CERTFN_TASKS_QUEUE"
 	EnvTasksServiceAccount      = "CERTFN_TASKS_SERVICE_ACCOUNT"
 	EnvSecretPrefix             = "CERTFN_SECRET_PREFIX"
-	EnvKMSKeyName               = "CERTFN_KMS_KEY_NAME"
+	EnvKMSKeyName               = "CERTFN_KMS_KEY_ID"
+	EnvManageCA                 = "CERTFN_MANAGE_CA_CERTIFICATES"
+	EnvMetrics                  = "CERTFN_METRICS"
 	EnvClusterResourceNamespace = "CERTFN_CLUSTER_RESOURCE_NAMESPACE"
 	EnvAutoApprove              = "CERTFN_AUTO_APPROVE"
 	EnvCloudDNSZones            = "CERTFN_CLOUDDNS_ZONES"
@@ -64,16 +66,21 @@ const (
 
 // Settings are one service's configuration.
 type Settings struct {
-	Role                     Role
-	Project                  string
-	Database                 string
-	Collection               string
-	Topic                    string
-	SignerTopic              string
-	TasksQueue               string
-	TasksServiceAccount      string
-	SecretPrefix             string
-	KMSKeyName               string
+	Role                Role
+	Project             string
+	Database            string
+	Collection          string
+	Topic               string
+	SignerTopic         string
+	TasksQueue          string
+	TasksServiceAccount string
+	SecretPrefix        string
+	KMSKeyName          string
+	// ManageCA: the worker's secret classes include issued CA key pairs.
+	ManageCA bool
+	// Metrics is "log" (one JSON line per observation of an exported
+	// metric, which the expiry alert counts) or "none".
+	Metrics                  string
 	ClusterResourceNamespace string
 	AutoApprove              []string
 	CloudDNSZones            []string
@@ -94,6 +101,7 @@ var (
 	dnsLabel   = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
 	projectID  = regexp.MustCompile(`^[a-z][-a-z0-9]{4,28}[a-z0-9]$`)
 	tasksQueue = regexp.MustCompile(`^projects/[^/]+/locations/[^/]+/queues/[^/]+$`)
+	topicName  = regexp.MustCompile(`^projects/[^/]+/topics/[A-Za-z][-A-Za-z0-9._~%+]{2,254}$`)
 )
 
 // ParseSettings reads role's configuration; every problem is reported at
@@ -149,6 +157,11 @@ func ParseSettings(role Role, getenv func(string) string) (Settings, error) {
 	case RoleScheduler, RoleAPI:
 		needs(EnvTopic, s.Topic, "the worker topic")
 	}
+	for _, t := range []struct{ name, v string }{{EnvTopic, s.Topic}, {EnvSignerTopic, s.SignerTopic}} {
+		if t.v != "" && !topicName.MatchString(t.v) {
+			bad(t.name, "%q: want projects/<project>/topics/<topic>", t.v)
+		}
+	}
 	if s.TasksQueue != "" && !tasksQueue.MatchString(s.TasksQueue) {
 		bad(EnvTasksQueue, "%q: want projects/<project>/locations/<location>/queues/<queue>", s.TasksQueue)
 	}
@@ -158,6 +171,14 @@ func ParseSettings(role Role, getenv func(string) string) (Settings, error) {
 		bad(EnvACMEServerAllow, "%v", err)
 	} else {
 		s.ACMEServerAllow = allow
+	}
+	s.ManageCA = envconf.BoolVar(get(EnvManageCA), false, EnvManageCA, bad)
+	switch s.Metrics = get(EnvMetrics); s.Metrics {
+	case "":
+		s.Metrics = "none"
+	case "none", "log":
+	default:
+		bad(EnvMetrics, "%q is not log or none", s.Metrics)
 	}
 	s.CertificateManager = envconf.BoolVar(get(EnvCertificateManager), false, EnvCertificateManager, bad)
 	s.HTTP01Enabled = envconf.BoolVar(get(EnvHTTP01Enabled), true, EnvHTTP01Enabled, bad)
@@ -180,7 +201,6 @@ func ParseSettings(role Role, getenv func(string) string) (Settings, error) {
 				s.APIMaxBody = n
 			}
 		}
-		needs(EnvAPIAudience, s.APIAudience, "the api service's URL, the audience its callers' ID tokens must name")
 		for i, a := range envconf.SplitList(get(EnvAPIAdmins)) {
 			id, err := rbac.FromGoogleEmail(a)
 			if err != nil {

@@ -12,7 +12,7 @@ type env map[string]string
 func (e env) get(k string) string { return e[k] }
 
 func workerEnv(kv ...string) env {
-	e := env{"CERTFN_GCP_PROJECT": "certfn-prod-1", "CERTFN_TOPIC": "certfn-worker", "CERTFN_SIGNER_TOPIC": "certfn-signer",
+	e := env{"CERTFN_PROJECT": "certfn-prod-1", "CERTFN_TOPIC": "projects/certfn-prod-1/topics/certfn-worker", "CERTFN_SIGNER_TOPIC": "projects/certfn-prod-1/topics/certfn-signer",
 		"CERTFN_TASKS_QUEUE":           "projects/certfn-prod-1/locations/europe-west1/queues/certfn-delays",
 		"CERTFN_TASKS_SERVICE_ACCOUNT": "certfn-tasks@certfn-prod-1.iam.gserviceaccount.com"}
 	for i := 0; i+1 < len(kv); i += 2 {
@@ -37,19 +37,18 @@ func TestParseSettings(t *testing.T) {
 			return len(s.AutoApprove) == 2
 		}},
 		{"wrong function", gcpmode.RoleWorker, workerEnv("CERTFN_FUNCTION", "api"), `CERTFN_FUNCTION: "api": this service runs as worker`, nil},
-		{"bad project", gcpmode.RoleWorker, workerEnv("CERTFN_GCP_PROJECT", "Bad_Project"), "CERTFN_GCP_PROJECT", nil},
+		{"bad project", gcpmode.RoleWorker, workerEnv("CERTFN_PROJECT", "Bad_Project"), "CERTFN_PROJECT", nil},
 		{"worker without signer topic", gcpmode.RoleWorker, workerEnv("CERTFN_SIGNER_TOPIC", ""), "CERTFN_SIGNER_TOPIC: required", nil},
 		{"bad tasks queue", gcpmode.RoleWorker, workerEnv("CERTFN_TASKS_QUEUE", "certfn-delays"), "CERTFN_TASKS_QUEUE", nil},
 		{"worker without the tasks service account", gcpmode.RoleWorker, workerEnv("CERTFN_TASKS_SERVICE_ACCOUNT", ""), "CERTFN_TASKS_SERVICE_ACCOUNT: required", nil},
 		{"bad follow-ups", gcpmode.RoleWorker, workerEnv("CERTFN_FOLLOW_UPS", "-1"), "CERTFN_FOLLOW_UPS", nil},
 		{"bad quota", gcpmode.RoleWorker, workerEnv("CERTFN_QUOTA_OBJECTS", "lots"), "CERTFN_QUOTA_OBJECTS", nil},
-		{"api needs an audience", gcpmode.RoleAPI, env{"CERTFN_GCP_PROJECT": "certfn-prod-1", "CERTFN_TOPIC": "t"}, "CERTFN_API_AUDIENCE: required", nil},
-		{"api admins are e-mails", gcpmode.RoleAPI, env{"CERTFN_GCP_PROJECT": "certfn-prod-1", "CERTFN_TOPIC": "t", "CERTFN_API_AUDIENCE": "https://api",
+		{"api admins are e-mails", gcpmode.RoleAPI, env{"CERTFN_PROJECT": "certfn-prod-1", "CERTFN_TOPIC": "projects/certfn-prod-1/topics/certfn-worker", "CERTFN_API_AUDIENCE": "https://api",
 			"CERTFN_API_ADMINS": "Ops@Example.com, nobody"}, `CERTFN_API_ADMINS[1]`, nil},
-		{"api ok", gcpmode.RoleAPI, env{"CERTFN_GCP_PROJECT": "certfn-prod-1", "CERTFN_TOPIC": "t", "CERTFN_API_AUDIENCE": "https://api",
+		{"api ok", gcpmode.RoleAPI, env{"CERTFN_PROJECT": "certfn-prod-1", "CERTFN_TOPIC": "projects/certfn-prod-1/topics/certfn-worker", "CERTFN_API_AUDIENCE": "https://api",
 			"CERTFN_API_ADMINS": "Ops@Example.com"}, "", func(s gcpmode.Settings) bool { return s.APIAdmins["ops@example.com"] && s.APIMaxBody == 1<<20 }},
-		{"http01 needs no topic", gcpmode.RoleHTTP01, env{"CERTFN_GCP_PROJECT": "certfn-prod-1"}, "", func(gcpmode.Settings) bool { return true }},
-		{"every problem at once", gcpmode.RoleSigner, env{"CERTFN_GCP_PROJECT": "x"}, "CERTFN_TOPIC: required", nil},
+		{"http01 needs no topic", gcpmode.RoleHTTP01, env{"CERTFN_PROJECT": "certfn-prod-1"}, "", func(gcpmode.Settings) bool { return true }},
+		{"every problem at once", gcpmode.RoleSigner, env{"CERTFN_PROJECT": "x"}, "CERTFN_TOPIC: required", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s, err := gcpmode.ParseSettings(tc.role, tc.env.get)
