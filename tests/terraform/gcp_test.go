@@ -25,6 +25,8 @@ import (
 	"strings"
 	"testing"
 
+	fsstore "github.com/certfn/certfn/adapters/gcp/firestore"
+
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/certfn/certfn/core/api"
@@ -646,13 +648,11 @@ func TestGCPCustomRoles(t *testing.T) {
 }
 
 // The store's index configuration, as adapters/gcp/firestore (package
-// fsstore) declares it: AscendingOnlyFields, IndexExemptFields and
-// TTLField. That package is being written on another branch; when it is
-// merged, compare with its exported lists instead of these copies.
+// fsstore) declares it: the module must declare exactly these.
 var (
-	storeAscendingOnly = []string{"kind", "namespace", "owner", "nextRunAt"}
-	storeIndexExempt   = []string{"data", "enc", "version", "expireAt"}
-	storeTTLField      = "expireAt"
+	storeAscendingOnly = fsstore.AscendingOnlyFields
+	storeIndexExempt   = fsstore.IndexExemptFields
+	storeTTLField      = fsstore.TTLField
 )
 
 // storeQuery is one query of the store: equality filters, and a range and
