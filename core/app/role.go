@@ -24,6 +24,10 @@ type Role struct {
 	// HandsOff lists the issuer types whose approved requests the role
 	// sends to the signer queue (Ports.SignerQueue) instead of signing.
 	HandsOff []string
+	// SignerWorkOnly: the role takes only approved requests of the issuer
+	// types it signs and CA issuers; a runtime drops anything else
+	// (Deliverer).
+	SignerWorkOnly bool
 	// ACME: the role runs the ACME issuer — account registration (issuer
 	// readiness) and the Order and Challenge handlers.
 	ACME bool
@@ -53,7 +57,7 @@ var (
 		HandsOff: []string{"ca", "selfSigned"}, ACME: true, Secrets: true, DeferWakes: true}
 	// Signer signs approved requests of CA and selfSigned issuers and
 	// checks CA issuers; it never approves.
-	Signer = Role{Name: "signer", Engine: true, Signs: []string{"ca", "selfSigned"}, Secrets: true, DeferWakes: true}
+	Signer = Role{Name: "signer", Engine: true, Signs: []string{"ca", "selfSigned"}, SignerWorkOnly: true, Secrets: true, DeferWakes: true}
 	// Scheduler sweeps the due index into the queue.
 	Scheduler = Role{Name: "scheduler", Engine: true}
 	// API serves the application service; it never reads secrets.

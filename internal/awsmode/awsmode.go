@@ -138,6 +138,7 @@ type Runtime struct {
 	queues  map[string]*sqsq.Queue // consumed queues by event source ARN
 	metrics ports.Metrics
 	emf     *emf.Sink
+	deliver *app.Deliverer // worker and signer
 }
 
 // appRoles maps each function to its core/app role.
@@ -183,7 +184,7 @@ func FromEnvWith(ctx context.Context, role Role, o Options) (*Runtime, error) {
 	}
 	rt := &Runtime{Role: role, Settings: st, Log: o.Logger, Clock: o.Clock, getenv: o.Getenv, sqs: o.SQS,
 		queues: map[string]*sqsq.Queue{}, metrics: o.Metrics, emf: sink}
-	rt.Store, err = dynamo.New(o.DynamoDB, dynamo.Options{Table: st.Table, Shards: st.DueShards, Clock: o.Clock, Metrics: o.Metrics, ExpiresAt: ExpiresAt})
+	rt.Store, err = dynamo.New(o.DynamoDB, dynamo.Options{Table: st.Table, Shards: st.DueShards, Clock: o.Clock, Metrics: o.Metrics, ExpiresAt: app.ExpiresAt})
 	if err != nil {
 		return nil, fmt.Errorf("awsmode: %s: %w", EnvTable, err)
 	}
@@ -242,6 +243,15 @@ func FromEnvWith(ctx context.Context, role Role, o Options) (*Runtime, error) {
 		return nil, fmt.Errorf("awsmode: %w", err)
 	}
 	rt.Engine, rt.HTTP01 = rt.App.Engine, rt.App.HTTP01
+	if role == RoleWorker || role == RoleSigner {
+		rt.deliver = &app.Deliverer{App: rt.App, Queue: rt.Queue, Metrics: o.Metrics, Log: o.Logger, Reserve: followUpReserve}
+		if role == RoleWorker {
+			rt.deliver.FollowUps = st.FollowUps
+			if rt.SignerQueue != nil {
+				rt.deliver.HandOff = rt.SignerQueue
+			}
+		}
+	}
 	if role == RoleAPI {
 		if rt.API, err = httpapi.New(httpapi.Config{Service: rt.App.Service, Authenticate: IAMAuthenticator(st.APIAdmins),
 			MaxBody: st.APIMaxBody, Logger: o.Logger}); err != nil {
@@ -334,6 +344,9 @@ func ClientsForEndpoints(dynamoEP, sqsEP, secretsEP string, r awscfg.Retry) (dyn
 	}
 	return d, q, sc
 }
+
+// followUpReserve is the invocation time the worker's follow-ups leave unused.
+const followUpReserve = 10 * time.Second
 
 // errNoEngine is returned by the queue and schedule handlers of roles
 // that have none.

@@ -13,7 +13,6 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/certfn/certfn/adapters/aws/sqsq"
-	"github.com/certfn/certfn/core/engine"
 )
 
 // HandleSQS is the Lambda handler of the worker and the signer (SQS event
@@ -98,18 +97,11 @@ func (rt *Runtime) handleRecord(ctx context.Context, m events.SQSMessage) bool {
 	if attempt < 1 {
 		attempt = 1
 	}
-	fu := rt.newFollowUps()
-	d := rt.route(ctx, key, attempt, rt.handle(ctx, key, attempt), fu)
-	if fu != nil {
-		n, err := rt.runFollowUps(ctx, fu)
-		if err != nil && d.Ack {
-			// Handle this message again: its follow-ups were not all sent.
-			d = engine.Disposition{RetryAfter: engine.RetryBackoff(attempt), Err: err}
-		}
-		if n > 0 {
-			rt.Log.Debug("follow-ups", "key", key.String(), "handled", n)
-		}
+	if rt.deliver == nil {
+		rt.Log.Warn("dropped: this function consumes no queue", "key", key.String())
+		return true
 	}
+	d := rt.deliver.Deliver(ctx, key, attempt)
 	if d.Err == nil && d.Why != "" {
 		rt.Log.Debug("nothing to do", "key", key.String(), "why", d.Why)
 	}

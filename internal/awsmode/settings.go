@@ -14,6 +14,7 @@ import (
 	"github.com/certfn/certfn/core/api"
 	"github.com/certfn/certfn/core/app"
 	"github.com/certfn/certfn/core/rbac"
+	"github.com/certfn/certfn/internal/envconf"
 )
 
 // Role names one deployed function (DESIGN.md §4). Each role gets only the
@@ -176,7 +177,7 @@ func ParseSettings(role Role, getenv func(string) string) (Settings, error) {
 	if s.Table == "" {
 		bad(EnvTable, "required: the DynamoDB state table")
 	}
-	s.DueShards = intVar(get(EnvDueShards), dynamo.DefaultShards, 1, dynamo.MaxShards, EnvDueShards, bad)
+	s.DueShards = envconf.IntVar(get(EnvDueShards), dynamo.DefaultShards, 1, dynamo.MaxShards, EnvDueShards, bad)
 	s.ClusterResourceNamespace = get(EnvClusterResourceNamespace)
 	if s.ClusterResourceNamespace == "" {
 		s.ClusterResourceNamespace = api.DefaultClusterResourceNamespace
@@ -200,9 +201,9 @@ func ParseSettings(role Role, getenv func(string) string) (Settings, error) {
 			bad(EnvQueueURL, "required: the worker queue")
 		}
 	}
-	s.AutoApprove = app.ExpandAutoApprove(splitList(get(EnvAutoApprove)))
-	s.Route53ZoneIDs = splitList(get(EnvRoute53ZoneIDs))
-	if allow, err := acme.ParseServerAllowList(EnvACMEServerAllow, splitList(get(EnvACMEServerAllow))); err != nil {
+	s.AutoApprove = app.ExpandAutoApprove(envconf.SplitList(get(EnvAutoApprove)))
+	s.Route53ZoneIDs = envconf.SplitList(get(EnvRoute53ZoneIDs))
+	if allow, err := acme.ParseServerAllowList(EnvACMEServerAllow, envconf.SplitList(get(EnvACMEServerAllow))); err != nil {
 		problems = append(problems, err.Error())
 	} else {
 		s.ACMEServerAllow = allow
@@ -210,13 +211,13 @@ func ParseSettings(role Role, getenv func(string) string) (Settings, error) {
 	if role == RoleAPI {
 		s.parseAPI(get, bad)
 	}
-	s.ACMImport = boolVar(get(EnvACMImport), false, EnvACMImport, bad)
-	s.HTTP01Enabled = boolVar(get(EnvHTTP01Enabled), true, EnvHTTP01Enabled, bad)
-	s.SweepLimit = intVar(get(EnvSweepLimit), DefaultSweepLimit, 1, maxSweepLimit, EnvSweepLimit, bad)
-	s.BatchParallelism = intVar(get(EnvBatchParallelism), DefaultBatchParallelism, 1, maxBatchParallelism, EnvBatchParallelism, bad)
-	s.FollowUps = intVar(get(EnvFollowUps), DefaultFollowUps, 0, maxFollowUps, EnvFollowUps, bad)
-	s.Quotas.ObjectsPerNamespace = intVar(get(EnvQuotaObjects), 0, 0, math.MaxInt32, EnvQuotaObjects, bad)
-	s.Quotas.IssuancesPerHourPerNamespace = intVar(get(EnvQuotaIssuances), 0, 0, math.MaxInt32, EnvQuotaIssuances, bad)
+	s.ACMImport = envconf.BoolVar(get(EnvACMImport), false, EnvACMImport, bad)
+	s.HTTP01Enabled = envconf.BoolVar(get(EnvHTTP01Enabled), true, EnvHTTP01Enabled, bad)
+	s.SweepLimit = envconf.IntVar(get(EnvSweepLimit), DefaultSweepLimit, 1, maxSweepLimit, EnvSweepLimit, bad)
+	s.BatchParallelism = envconf.IntVar(get(EnvBatchParallelism), DefaultBatchParallelism, 1, maxBatchParallelism, EnvBatchParallelism, bad)
+	s.FollowUps = envconf.IntVar(get(EnvFollowUps), DefaultFollowUps, 0, maxFollowUps, EnvFollowUps, bad)
+	s.Quotas.ObjectsPerNamespace = envconf.IntVar(get(EnvQuotaObjects), 0, 0, math.MaxInt32, EnvQuotaObjects, bad)
+	s.Quotas.IssuancesPerHourPerNamespace = envconf.IntVar(get(EnvQuotaIssuances), 0, 0, math.MaxInt32, EnvQuotaIssuances, bad)
 	if v := get(EnvLogLevel); v != "" {
 		if err := s.LogLevel.UnmarshalText([]byte(v)); err != nil {
 			bad(EnvLogLevel, "%q is not a log level (debug, info, warn, error)", v)
@@ -242,40 +243,6 @@ func InitOnly(getenv func(string) string) bool {
 	return err == nil && v
 }
 
-func splitList(v string) []string {
-	var out []string
-	for _, p := range strings.Split(v, ",") {
-		if p = strings.TrimSpace(p); p != "" {
-			out = append(out, p)
-		}
-	}
-	return out
-}
-
-func intVar(v string, def, lo, hi int, name string, bad func(string, string, ...any)) int {
-	if v == "" {
-		return def
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n < lo || n > hi {
-		bad(name, "%q is not an integer from %d to %d", v, lo, hi)
-		return def
-	}
-	return n
-}
-
-func boolVar(v string, def bool, name string, bad func(string, string, ...any)) bool {
-	if v == "" {
-		return def
-	}
-	b, err := strconv.ParseBool(v)
-	if err != nil {
-		bad(name, "%q is not a boolean (true or false)", v)
-		return def
-	}
-	return b
-}
-
 // parseAPI reads the api function's own variables.
 func (s *Settings) parseAPI(get func(string) string, bad func(string, string, ...any)) {
 	s.APIMaxBody = httpapi.DefaultMaxBody
@@ -287,7 +254,7 @@ func (s *Settings) parseAPI(get func(string) string, bad func(string, string, ..
 			s.APIMaxBody = n
 		}
 	}
-	for i, a := range splitList(get(EnvAPIAdmins)) {
+	for i, a := range envconf.SplitList(get(EnvAPIAdmins)) {
 		id, err := rbac.FromAWSARN(a)
 		switch {
 		case err != nil:

@@ -12,6 +12,9 @@
 // A missing emulator fails the test (never skips it): in CI (CI=true) the
 // Makefile must have installed it, and locally the message says to run
 // `make emulators`.
+//
+// Google's official Firestore and Pub/Sub emulators (gcloud SDK) are in
+// gcloud.go: one process per test binary, shared by its tests.
 package emulators
 
 import (

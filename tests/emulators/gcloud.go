@@ -53,8 +53,8 @@ type Gcloud struct {
 	Ready string
 }
 
-// The emulators. Their launchers and ready lines were checked against
-// gcloud 528 (see ../../shared/recipes).
+// The emulators. Their launchers and ready lines were checked with
+// gcloud 528.
 var (
 	FirestoreEmulator = Gcloud{
 		Name:      "Firestore",

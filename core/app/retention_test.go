@@ -1,4 +1,4 @@
-package awsmode
+package app
 
 import (
 	"encoding/json"

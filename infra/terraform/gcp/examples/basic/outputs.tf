@@ -1,0 +1,39 @@
+output "api_url" {
+  description = "The api service URL (IAM-authenticated)."
+  value       = module.certfn.api_url
+}
+
+output "http01_url" {
+  description = "The public http01 service URL."
+  value       = module.certfn.http01_url
+}
+
+output "service_account_emails" {
+  description = "The deployment's service accounts, by identity."
+  value       = module.certfn.service_account_emails
+}
+
+output "topics" {
+  description = "The work topics, by queue."
+  value       = module.certfn.topics
+}
+
+output "firestore_database" {
+  description = "The Firestore database."
+  value       = module.certfn.firestore_database
+}
+
+output "secret_prefix" {
+  description = "First segment of the Secret Manager secret IDs."
+  value       = module.certfn.secret_prefix
+}
+
+output "manifests" {
+  description = "The example's certfn manifests (multi-document YAML), to send to the api after apply."
+  value       = local.manifests
+}
+
+output "certificates" {
+  description = "namespace/name of the Certificates the manifests declare (what to wait for)."
+  value       = concat(["default/web"], local.acme_enabled ? ["default/acme-web"] : [])
+}

@@ -1,0 +1,146 @@
+package gcpmode
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/certfn/certfn/adapters/gcp/pubsubq"
+	"github.com/certfn/certfn/core/api"
+	"github.com/certfn/certfn/core/errs"
+)
+
+// maxPushBody bounds a Pub/Sub or Cloud Tasks push request: its message is
+// one reconcile key.
+const maxPushBody = 64 << 10
+
+// decodePush reads a push request's key and delivery attempt
+// (pubsubq.DecodePush); set by FromEnvWith.
+type pushDecoder func(r *http.Request, maxBody int64) (api.Key, int, error)
+
+// ServeHTTP serves the role's routes:
+//
+//	worker, signer  POST /push    a Pub/Sub push (or a Cloud Tasks task with
+//	                              the same envelope): one reconcile key;
+//	                              2xx only when the key is done or failed
+//	                              permanently (recorded), 503 to retry
+//	                              (Pub/Sub's retry policy backs off; after
+//	                              max delivery attempts the dead-letter
+//	                              topic keeps it); a malformed body is 400
+//	                              and never retried into the dead-letter
+//	                              topic as work
+//	scheduler       POST /sweep   Cloud Scheduler's minute: the due keys to
+//	                              the worker topic
+//	api             the HTTP API (docs/api.md), Google ID tokens
+//	http01          GET /.well-known/acme-challenge/{token}
+//	every role      GET /healthz
+func (rt *Runtime) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if healthy(w, r) {
+		return
+	}
+	switch rt.Role {
+	case RoleAPI:
+		rt.handler.ServeHTTP(w, r)
+	case RoleHTTP01:
+		rt.App.HTTP01.ServeHTTP(w, r)
+	case RoleScheduler:
+		if r.URL.Path != "/sweep" {
+			fail(w, http.StatusNotFound, "NotFound", errNoHandler)
+			return
+		}
+		if allow(w, r, http.MethodPost) {
+			rt.sweep(w, r)
+		}
+	case RoleWorker, RoleSigner:
+		if r.URL.Path != "/push" {
+			fail(w, http.StatusNotFound, "NotFound", errNoHandler)
+			return
+		}
+		if allow(w, r, http.MethodPost) {
+			rt.push(w, r)
+		}
+	}
+}
+
+// push handles one delivered key.
+func (rt *Runtime) push(w http.ResponseWriter, r *http.Request) {
+	key, attempt, err := rt.decode(r, maxPushBody)
+	switch {
+	case err != nil && errs.IsPermanent(err):
+		// Retrying cannot fix a message that is not a reconcile key:
+		// acknowledged (2xx, or Pub/Sub would push it again until the
+		// dead-letter topic) and logged, as the AWS worker drops it.
+		rt.Log.Warn("dropped a push that is not a reconcile key", "err", err)
+		w.WriteHeader(http.StatusNoContent)
+		return
+	case err != nil:
+		fail(w, http.StatusServiceUnavailable, "Retry", err)
+		return
+	}
+	if attempt < 1 {
+		attempt = 1
+	}
+	d := rt.deliver.Deliver(r.Context(), key, attempt)
+	switch {
+	case d.Ack && d.Err != nil:
+		rt.Log.Warn("acknowledged without retry", "key", key.String(), "attempt", attempt, "err", d.Err)
+	case d.Ack && d.Why != "":
+		rt.Log.Debug("nothing to do", "key", key.String(), "why", d.Why)
+	case !d.Ack:
+		rt.Log.Warn("will retry", "key", key.String(), "attempt", attempt, "err", d.Err)
+		w.Header().Set("Retry-After", fmt.Sprint(int(d.RetryAfter/time.Second)))
+		fail(w, http.StatusServiceUnavailable, "Retry", retryErr(d.Err))
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func retryErr(err error) error {
+	if err == nil {
+		return errors.New("retry")
+	}
+	return err
+}
+
+// SweepResult is the scheduler's answer.
+type SweepResult struct {
+	Due  int `json:"due"`
+	Sent int `json:"sent"`
+}
+
+// sweep sends the due keys to the worker topic in batches. A key not sent
+// stays due for the next sweep; an error answers 500 (Cloud Scheduler's
+// retry applies).
+func (rt *Runtime) sweep(w http.ResponseWriter, r *http.Request) {
+	keys, err := rt.dueKeys(r.Context())
+	for i := 0; err == nil && i < len(keys); i += pubsubq.MaxBatch {
+		err = rt.queue.EnqueueBatch(r.Context(), keys[i:min(i+pubsubq.MaxBatch, len(keys))], 0)
+	}
+	if err != nil {
+		if errs.IsPermanent(err) {
+			rt.Log.Error("sweep", "err", err)
+		}
+		fail(w, http.StatusInternalServerError, "InternalError", fmt.Errorf("sweep: %w", err))
+		return
+	}
+	if len(keys) > 0 {
+		rt.Log.Info("sweep", "due", len(keys))
+	}
+	writeJSON(w, http.StatusOK, SweepResult{Due: len(keys), Sent: len(keys)})
+}
+
+// dueKeys reads up to SweepLimit due keys (the engine's Sweep enqueues
+// one by one; the scheduler batches instead).
+func (rt *Runtime) dueKeys(ctx context.Context) ([]api.Key, error) {
+	items, err := rt.Engine.Store().Due(ctx, rt.Engine.Now(), rt.Settings.SweepLimit)
+	if err != nil {
+		return nil, fmt.Errorf("query the due index: %w", err)
+	}
+	keys := make([]api.Key, 0, len(items))
+	for _, it := range items {
+		keys = append(keys, it.Key)
+	}
+	return keys, nil
+}

@@ -1,0 +1,68 @@
+package gcpmode_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/certfn/certfn/internal/gcpmode"
+)
+
+type env map[string]string
+
+func (e env) get(k string) string { return e[k] }
+
+func workerEnv(kv ...string) env {
+	e := env{"CERTFN_PROJECT": "certfn-prod-1", "CERTFN_TOPIC": "projects/certfn-prod-1/topics/certfn-worker", "CERTFN_SIGNER_TOPIC": "projects/certfn-prod-1/topics/certfn-signer",
+		"CERTFN_TASKS_QUEUE":           "projects/certfn-prod-1/locations/europe-west1/queues/certfn-delays",
+		"CERTFN_TASKS_SERVICE_ACCOUNT": "certfn-tasks@certfn-prod-1.iam.gserviceaccount.com"}
+	for i := 0; i+1 < len(kv); i += 2 {
+		e[kv[i]] = kv[i+1]
+	}
+	return e
+}
+
+func TestParseSettings(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		role  gcpmode.Role
+		env   env
+		want  string // error substring; "" = valid
+		check func(gcpmode.Settings) bool
+	}{
+		{"worker defaults", gcpmode.RoleWorker, workerEnv(), "", func(s gcpmode.Settings) bool {
+			return s.Database == "(default)" && s.Collection == "certfn" && s.SecretPrefix == "certfn" && s.ClusterResourceNamespace == "cert-manager" &&
+				s.FollowUps == 32 && s.HTTP01Enabled && !s.CertificateManager && s.CertificateManagerLoc == "global"
+		}},
+		{"auto-approve star expands", gcpmode.RoleWorker, workerEnv("CERTFN_AUTO_APPROVE", "*"), "", func(s gcpmode.Settings) bool {
+			return len(s.AutoApprove) == 2
+		}},
+		{"wrong function", gcpmode.RoleWorker, workerEnv("CERTFN_FUNCTION", "api"), `CERTFN_FUNCTION: "api": this service runs as worker`, nil},
+		{"bad project", gcpmode.RoleWorker, workerEnv("CERTFN_PROJECT", "Bad_Project"), "CERTFN_PROJECT", nil},
+		{"worker without signer topic", gcpmode.RoleWorker, workerEnv("CERTFN_SIGNER_TOPIC", ""), "CERTFN_SIGNER_TOPIC: required", nil},
+		{"bad tasks queue", gcpmode.RoleWorker, workerEnv("CERTFN_TASKS_QUEUE", "certfn-delays"), "CERTFN_TASKS_QUEUE", nil},
+		{"worker without the tasks service account", gcpmode.RoleWorker, workerEnv("CERTFN_TASKS_SERVICE_ACCOUNT", ""), "CERTFN_TASKS_SERVICE_ACCOUNT: required", nil},
+		{"bad follow-ups", gcpmode.RoleWorker, workerEnv("CERTFN_FOLLOW_UPS", "-1"), "CERTFN_FOLLOW_UPS", nil},
+		{"bad quota", gcpmode.RoleWorker, workerEnv("CERTFN_QUOTA_OBJECTS", "lots"), "CERTFN_QUOTA_OBJECTS", nil},
+		{"api admins are e-mails", gcpmode.RoleAPI, env{"CERTFN_PROJECT": "certfn-prod-1", "CERTFN_TOPIC": "projects/certfn-prod-1/topics/certfn-worker", "CERTFN_API_AUDIENCE": "https://api",
+			"CERTFN_API_ADMINS": "Ops@Example.com, nobody"}, `CERTFN_API_ADMINS[1]`, nil},
+		{"api ok", gcpmode.RoleAPI, env{"CERTFN_PROJECT": "certfn-prod-1", "CERTFN_TOPIC": "projects/certfn-prod-1/topics/certfn-worker", "CERTFN_API_AUDIENCE": "https://api",
+			"CERTFN_API_ADMINS": "Ops@Example.com"}, "", func(s gcpmode.Settings) bool { return s.APIAdmins["ops@example.com"] && s.APIMaxBody == 1<<20 }},
+		{"http01 needs no topic", gcpmode.RoleHTTP01, env{"CERTFN_PROJECT": "certfn-prod-1"}, "", func(gcpmode.Settings) bool { return true }},
+		{"every problem at once", gcpmode.RoleSigner, env{"CERTFN_PROJECT": "x"}, "CERTFN_TOPIC: required", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := gcpmode.ParseSettings(tc.role, tc.env.get)
+			switch {
+			case tc.want == "" && err != nil:
+				t.Fatalf("error: %v", err)
+			case tc.want == "" && !tc.check(s):
+				t.Fatalf("settings %+v", s)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Fatalf("error %v, want %q", err, tc.want)
+			}
+		})
+	}
+	if _, err := gcpmode.ParseSettings("janitor", env{}.get); err == nil || !strings.Contains(err.Error(), "unknown role") {
+		t.Fatalf("unknown role: %v", err)
+	}
+}
