@@ -96,8 +96,11 @@ type Options struct {
 	// (required).
 	Topic string
 	// TaskQueue is the Cloud Tasks queue that holds delayed messages,
-	// projects/PROJECT/locations/LOCATION/queues/QUEUE (required). Its
-	// retry configuration retries a failed publish.
+	// projects/PROJECT/locations/LOCATION/queues/QUEUE. Its retry
+	// configuration retries a failed publish. Empty (with no tasks
+	// client) makes a queue for immediate messages only, for a function
+	// that never waits (the scheduler, the API): a delayed Enqueue then
+	// fails, permanently, naming taskQueue.
 	TaskQueue string
 	// PublishEndpoint is the base URL of the Pub/Sub REST API the tasks
 	// post to (default DefaultPublishEndpoint; a regional endpoint, or
@@ -133,28 +136,30 @@ type Queue struct {
 var _ ports.Queue = (*Queue)(nil)
 
 // New returns a Queue that publishes to opts.Topic through client and
-// creates delayed tasks in opts.TaskQueue through tasks. It makes no call.
+// creates delayed tasks in opts.TaskQueue through tasks (both or neither).
+// It makes no call.
 func New(client *pubsub.Client, tasks TasksAPI, opts Options) (*Queue, error) {
 	if client == nil {
 		return nil, errs.Permanentf("pubsub queue: client: must not be nil")
 	}
-	if tasks == nil {
-		return nil, errs.Permanentf("pubsub queue: tasks: must not be nil (Cloud Tasks carries delayed messages)")
-	}
 	if !topicName.MatchString(opts.Topic) {
 		return nil, errs.Permanentf("pubsub queue: topic: want projects/PROJECT/topics/TOPIC, got %q", opts.Topic)
-	}
-	if !queueName.MatchString(opts.TaskQueue) {
-		return nil, errs.Permanentf("pubsub queue: taskQueue: want projects/PROJECT/locations/LOCATION/queues/QUEUE, got %q", opts.TaskQueue)
 	}
 	ep := strings.TrimRight(opts.PublishEndpoint, "/")
 	if ep == "" {
 		ep = DefaultPublishEndpoint
 	}
-	if !strings.HasPrefix(ep, "https://") && !strings.HasPrefix(ep, "http://") {
+	switch {
+	case opts.TaskQueue == "" && tasks == nil:
+		// Immediate only (a scheduler or API function): delayed
+		// enqueues fail.
+	case tasks == nil:
+		return nil, errs.Permanentf("pubsub queue: tasks: a taskQueue needs a Cloud Tasks client")
+	case !queueName.MatchString(opts.TaskQueue):
+		return nil, errs.Permanentf("pubsub queue: taskQueue: want projects/PROJECT/locations/LOCATION/queues/QUEUE, got %q", opts.TaskQueue)
+	case !strings.HasPrefix(ep, "https://") && !strings.HasPrefix(ep, "http://"):
 		return nil, errs.Permanentf("pubsub queue: publishEndpoint: want an http(s) URL, got %q", opts.PublishEndpoint)
-	}
-	if ep == DefaultPublishEndpoint && opts.TaskServiceAccount == "" {
+	case ep == DefaultPublishEndpoint && opts.TaskServiceAccount == "":
 		return nil, errs.Permanentf("pubsub queue: taskServiceAccount: must be set to publish through %s", DefaultPublishEndpoint)
 	}
 	c := opts.Clock

@@ -504,6 +504,26 @@ func TestNewOptions(t *testing.T) {
 			}
 		})
 	}
+	// Without Cloud Tasks: immediate messages only; a delay is refused for
+	// good, naming the missing option.
+	imm, err := New(client, nil, Options{Topic: testTopic})
+	if err != nil {
+		t.Fatalf("New without Cloud Tasks: %v", err)
+	}
+	defer imm.Close()
+	if _, err := client.TopicAdminClient.CreateTopic(context.Background(), &pb.Topic{Name: testTopic}); err != nil {
+		t.Fatal(err)
+	}
+	if err := imm.Enqueue(context.Background(), cert("default", "web"), 0); err != nil {
+		t.Errorf("immediate enqueue without Cloud Tasks: %v", err)
+	}
+	if err := imm.Enqueue(context.Background(), cert("default", "web"), time.Second); !errs.IsPermanent(err) || !strings.Contains(err.Error(), "taskQueue: not set") {
+		t.Errorf("delayed enqueue without Cloud Tasks: %v", err)
+	}
+	if err := imm.EnqueueBatch(context.Background(), []api.Key{cert("a", "b"), cert("a", "c")}, time.Second); !errs.IsPermanent(err) || !strings.Contains(err.Error(), "taskQueue: not set") {
+		t.Errorf("delayed batch without Cloud Tasks: %v", err)
+	}
+
 	// The emulator needs no service account.
 	o := ok
 	o.TaskServiceAccount, o.PublishEndpoint = "", "http://127.0.0.1:8085/"

@@ -13,6 +13,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/certfn/certfn/core/api"
+	"github.com/certfn/certfn/core/errs"
 )
 
 // TasksAPI is the Cloud Tasks call the queue makes: *cloudtasks.Client
@@ -71,6 +72,9 @@ func (q *Queue) publishTask(key api.Key, at time.Time) *cloudtaskspb.Task {
 // name (the same key and second) already pending or recently run is
 // success: that one delivers the wake-up (see TaskID).
 func (q *Queue) createTask(ctx context.Context, key api.Key, at time.Time) error {
+	if q.tasks == nil {
+		return errs.Permanentf("taskQueue: not set: this queue sends immediate messages only")
+	}
 	_, err := q.tasks.CreateTask(ctx, &cloudtaskspb.CreateTaskRequest{Parent: q.taskQueue, Task: q.publishTask(key, at)})
 	if status.Code(err) == codes.AlreadyExists {
 		q.inc("certfn_cloudtasks_tasks_total", "duplicate", 1)
