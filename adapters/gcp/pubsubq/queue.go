@@ -13,10 +13,10 @@
 //     minute would slow every ACME flow. A delayed Enqueue therefore creates
 //     a Cloud Tasks task scheduled at the due time, whose HTTP request is a
 //     Pub/Sub REST publish of the very same message (see publishTask for why
-//     the task publishes instead of calling the worker). Delays are honoured
-//     up to MaxDelay (Cloud Tasks' 30 days); a deployment passes MaxDelay
-//     as app.Ports.MaxQueueDelay, and longer waits are left to nextRunAt and
-//     the scheduler, as on AWS.
+//     the task publishes instead of calling the worker). Enqueue honours
+//     delays up to MaxTaskDelay (Cloud Tasks' 30 days). A deployment passes
+//     MaxDelay (15 minutes, as SQS's) as app.Ports.MaxQueueDelay: longer
+//     waits are left to nextRunAt and the scheduler, as on AWS.
 //   - Tasks are named after (topic, key, schedule second) (TaskID): two
 //     enqueues of one key for the same second are one wake-up, and the
 //     second one's AlreadyExists is success.
@@ -53,11 +53,24 @@ import (
 
 // Limits.
 const (
-	// MaxDelay is the longest delay Enqueue honours: Cloud Tasks schedules
-	// a task at most 30 days ahead; a minute less leaves room for the clock
-	// of this process running ahead of Google's. A longer delay is
-	// delivered after MaxDelay (early: the handler re-checks nextRunAt).
-	MaxDelay = 30*24*time.Hour - time.Minute
+	// MaxDelay is the engine's MaxQueueDelay on Google Cloud (pass it as
+	// app.Ports.MaxQueueDelay): the engine enqueues waits up to it and
+	// leaves longer ones to nextRunAt and the scheduler's sweep. It is 15
+	// minutes, as on AWS, though Cloud Tasks could hold a task for 30 days
+	// (MaxTaskDelay): a wait longer than a few sweeps gains nothing from
+	// second-exact delivery, and the long waits are the ones that would
+	// pile up tasks — a settled Certificate wants a look within the
+	// resync interval (24 h) of every reconcile that finds nothing to do,
+	// so each such reconcile would add a task, each of which, firing
+	// early, would reconcile and add the next one, every day, for good.
+	// The sweep holds one nextRunAt per record instead.
+	MaxDelay = 15 * time.Minute
+	// MaxTaskDelay is the longest delay Enqueue honours: Cloud Tasks
+	// schedules a task at most 30 days ahead; a minute less leaves room for
+	// the clock of this process running ahead of Google's. A longer delay
+	// is delivered after MaxTaskDelay (early: the handler re-checks
+	// nextRunAt).
+	MaxTaskDelay = 30*24*time.Hour - time.Minute
 	// MaxBatch is the most keys one EnqueueBatch call accepts (a Pub/Sub
 	// publish request holds at most 1,000 messages; the sweep enqueues
 	// fewer).
@@ -343,10 +356,10 @@ func classify(what, field string, err error) error {
 // ScheduleTime is when a message enqueued at now with delay (> 0) is
 // delivered: now + delay rounded up to the whole second (never earlier than
 // asked; the second is also the task's deduplication bucket, see TaskID),
-// at most now + MaxDelay.
+// at most now + MaxTaskDelay.
 func ScheduleTime(now time.Time, delay time.Duration) time.Time {
-	latest := now.Add(MaxDelay)
-	at := now.Add(min(delay, MaxDelay))
+	latest := now.Add(MaxTaskDelay)
+	at := now.Add(min(delay, MaxTaskDelay))
 	if up := at.Truncate(time.Second); up.Before(at) {
 		at = up.Add(time.Second)
 	}

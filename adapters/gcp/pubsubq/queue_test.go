@@ -320,7 +320,7 @@ func (m *countMetrics) count(name, op string) int {
 }
 
 // Schedule times: rounded up to the second, never earlier than asked,
-// capped at MaxDelay.
+// capped at MaxTaskDelay. The engine's MaxDelay is far below.
 func TestScheduleTime(t *testing.T) {
 	odd := t0.Add(300 * time.Millisecond)
 	tests := []struct {
@@ -334,23 +334,29 @@ func TestScheduleTime(t *testing.T) {
 		{odd, time.Second, t0.Add(2 * time.Second)},
 		{odd, 700 * time.Millisecond, t0.Add(time.Second)},
 		{t0, 15 * time.Minute, t0.Add(15 * time.Minute)},
-		{t0, MaxDelay, t0.Add(MaxDelay)},
-		{t0, 90 * 24 * time.Hour, t0.Add(MaxDelay)},
-		{odd, 90 * 24 * time.Hour, t0.Add(MaxDelay)},
+		{t0, MaxTaskDelay, t0.Add(MaxTaskDelay)},
+		{t0, 90 * 24 * time.Hour, t0.Add(MaxTaskDelay)},
+		{odd, 90 * 24 * time.Hour, t0.Add(MaxTaskDelay)},
 	}
 	for _, tc := range tests {
 		got := ScheduleTime(tc.now, tc.delay)
 		if !got.Equal(tc.want) {
 			t.Errorf("ScheduleTime(%s, %s) = %s, want %s", tc.now.Format(time.StampMilli), tc.delay, got, tc.want)
 		}
-		if got.Before(tc.now.Add(min(tc.delay, MaxDelay))) && tc.delay <= MaxDelay {
+		if got.Before(tc.now.Add(min(tc.delay, MaxTaskDelay))) && tc.delay <= MaxTaskDelay {
 			t.Errorf("ScheduleTime(%s, %s) = %s: earlier than asked", tc.now, tc.delay, got)
 		}
 	}
 	// The cap is within Cloud Tasks' 30 days, which the double enforces.
 	f := newFake(t, Options{})
 	if err := f.q.Enqueue(context.Background(), cert("default", "web"), 365*24*time.Hour); err != nil {
-		t.Errorf("a year's delay: %v (want it capped at MaxDelay)", err)
+		t.Errorf("a year's delay: %v (want it capped at MaxTaskDelay)", err)
+	}
+	if tasks := f.tasks.Tasks(); len(tasks) != 1 || !tasks[0].ScheduleTime.AsTime().Equal(t0.Add(MaxTaskDelay)) {
+		t.Errorf("a year's delay: tasks %v, want one at now + MaxTaskDelay", tasks)
+	}
+	if MaxDelay != 15*time.Minute || MaxDelay > MaxTaskDelay {
+		t.Errorf("MaxDelay %s: want 15 minutes, as SQS's, within Cloud Tasks' %s", MaxDelay, MaxTaskDelay)
 	}
 }
 
