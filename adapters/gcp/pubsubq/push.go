@@ -70,13 +70,13 @@ type Push struct {
 //     and after the dead-letter policy's maximum attempts moves it to the
 //     dead-letter topic.
 //   - An error of DecodePush is permanent (errs.IsPermanent): the request
-//     can never decode, however often it comes back. Answer 2xx (or
-//     another status that says so, for a caller that is not Pub/Sub) and
-//     log it, as the AWS worker drops an SQS body that is not a key;
-//     errors.As(err, **http.MaxBytesError) tells an oversized body (413 for
-//     a caller that is not Pub/Sub). The one exception is a body that could
-//     not be read (the connection broke): that error is not permanent, and
-//     nobody is left to answer.
+//     can never decode, however often it comes back. Answer 2xx and log
+//     it, as the AWS worker drops an SQS body that is not a key; a 4xx
+//     would only have Pub/Sub push it again until it lands on the
+//     dead-letter topic, as if it were work that failed. (An oversized
+//     body's error is also an *http.MaxBytesError.) The one exception is
+//     a body that could not be read (the connection broke): that error is
+//     not permanent, and nobody is left to answer.
 //   - Messages are at least once: the same key may arrive twice, at once or
 //     much later; the handler reads fresh state and does one step.
 //

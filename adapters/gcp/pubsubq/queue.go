@@ -39,6 +39,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"cloud.google.com/go/pubsub/v2"
@@ -93,6 +94,9 @@ const DefaultPublishEndpoint = "https://pubsub.googleapis.com"
 // PubSubScope is the OAuth scope of the token Cloud Tasks mints for a
 // task's publish request.
 const PubSubScope = "https://www.googleapis.com/auth/pubsub"
+
+// taskParallelism bounds the CreateTask calls of one delayed batch.
+const taskParallelism = 8
 
 // taskDispatchDeadline bounds one publish attempt of a task (Cloud Tasks
 // accepts 15 s to 30 min): a publish takes milliseconds.
@@ -264,13 +268,27 @@ func (q *Queue) EnqueueBatch(ctx context.Context, keys []api.Key, delay time.Dur
 		}
 		return nil
 	}
+	// One task per key, so that a key's task is named as by Enqueue;
+	// taskParallelism calls at a time (a named CreateTask is slow).
 	at := ScheduleTime(q.clock.Now(), delay)
+	results := make([]error, len(keys))
+	sem := make(chan struct{}, taskParallelism)
+	var wg sync.WaitGroup
+	for i, k := range keys {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			results[i] = q.createTask(ctx, k, at)
+		}()
+	}
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("pubsub: enqueue batch: %w", err)
+	}
 	var f failures
-	for _, k := range keys {
-		if err := ctx.Err(); err != nil {
-			return fmt.Errorf("pubsub: enqueue batch: %w", err)
-		}
-		f.add(k, q.createTask(ctx, k, at))
+	for i, k := range keys {
+		f.add(k, results[i])
 	}
 	if err := f.err(len(keys)); err != nil {
 		return fmt.Errorf("pubsub: enqueue batch after %s: %w", delay, err)
