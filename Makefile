@@ -3,7 +3,7 @@
 GO ?= go
 BIN := bin/certfn
 
-.PHONY: build deps test bench demo lint fuzz clean emulators lambda
+.PHONY: build deps test bench demo lint fuzz clean emulators lambda gcp-image
 
 build:
 	$(GO) build -o $(BIN) ./cmd/certfn
@@ -56,6 +56,19 @@ lambda:
 		cp $(LAMBDA_DIR)/$$fn-$(LAMBDA_DEFAULT_ARCH).zip $(LAMBDA_DIR)/$$fn.zip; \
 	done
 	@ls -l $(LAMBDA_DIR)/*.zip
+
+# The Google Cloud container image (issue 11), built without Docker: one
+# static binary for every Cloud Run service (the role comes from
+# CERTFN_FUNCTION) in a scratch image with the CA bundle, written as an OCI
+# image tarball by tools/ociimage. Push it to a registry you have, e.g.
+# `crane push dist/gcp/certfn-amd64.tar REGION-docker.pkg.dev/PROJECT/REPO/certfn`.
+GCP_DIR := dist/gcp
+GCP_ARCH ?= amd64
+gcp-image:
+	@mkdir -p $(GCP_DIR)
+	CGO_ENABLED=0 GOOS=linux GOARCH=$(GCP_ARCH) $(GO) build -trimpath -ldflags "-s -w" -o $(GCP_DIR)/certfn-$(GCP_ARCH) ./functions/gcp/certfn
+	$(GO) run ./tools/ociimage -o $(GCP_DIR)/certfn-$(GCP_ARCH).tar -binary $(GCP_DIR)/certfn-$(GCP_ARCH) -arch $(GCP_ARCH) -ref certfn:latest
+	@ls -l $(GCP_DIR)/certfn-$(GCP_ARCH).tar
 
 # Benchmarks behind the figures in README.md.
 bench:

@@ -610,15 +610,6 @@ func byKey(insts []tfInstance) map[string]*tfBody {
 	return out
 }
 
-// instanceKeys returns the keys of insts in order.
-func instanceKeys(insts []tfInstance) []string {
-	out := make([]string, 0, len(insts))
-	for _, i := range insts {
-		out = append(out, i.Key)
-	}
-	return out
-}
-
 // traversalNames returns the references of an expression as strings such
 // as "google_cloud_run_v2_service.fn" or "local.push_path" (the first two
 // steps).
