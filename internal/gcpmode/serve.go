@@ -22,15 +22,15 @@ type pushDecoder func(r *http.Request, maxBody int64) (api.Key, int, error)
 
 // ServeHTTP serves the role's routes:
 //
-//	worker, signer  POST /push    a Pub/Sub push (or a Cloud Tasks task with
-//	                              the same envelope): one reconcile key;
-//	                              2xx only when the key is done or failed
+//	worker, signer  POST /push    a Pub/Sub push (delayed messages too: a
+//	                              Cloud Tasks task publishes them to the
+//	                              topic when due): one reconcile key; 2xx
+//	                              when the key is done or failed
 //	                              permanently (recorded), 503 to retry
 //	                              (Pub/Sub's retry policy backs off; after
 //	                              max delivery attempts the dead-letter
-//	                              topic keeps it); a malformed body is 400
-//	                              and never retried into the dead-letter
-//	                              topic as work
+//	                              topic keeps it); a body that can never
+//	                              decode is acknowledged (204) and logged
 //	scheduler       POST /sweep   Cloud Scheduler's minute: the due keys to
 //	                              the worker topic
 //	api             the HTTP API (docs/api.md), Google ID tokens
