@@ -118,7 +118,7 @@ for the bindings. See docs/api.md.`,
 		"with --auth google-id-token: send this Google ID token instead of one from Application Default Credentials, e.g. "+
 			"\"$(gcloud auth print-identity-token --impersonate-service-account=SA --audiences=URL --include-email)\" (env CERTFN_TOKEN, which other users cannot see in the process list)")
 	root.PersistentFlags().StringVar(&g.clientCert, "client-cert", os.Getenv("CERTFN_CLIENT_CERT"),
-		"with --server: authenticate with this TLS client certificate (PEM), for `certfn serve --api-listen` (env CERTFN_CLIENT_CERT)")
+		"with --server: authenticate with this TLS client certificate (PEM), for 'certfn serve --api-listen' (env CERTFN_CLIENT_CERT)")
 	root.PersistentFlags().StringVar(&g.clientKey, "client-key", os.Getenv("CERTFN_CLIENT_KEY"), "with --client-cert: its private key (PEM) (env CERTFN_CLIENT_KEY)")
 	root.PersistentFlags().StringVar(&g.serverCA, "server-ca", os.Getenv("CERTFN_SERVER_CA"), "with --server: CA certificates (PEM) the server's certificate must chain to (env CERTFN_SERVER_CA)")
 	root.PersistentFlags().StringVar(&g.region, "region", "",
