@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
 
 	"github.com/certfn/certfn/core/api"
 	"github.com/certfn/certfn/core/app"
@@ -80,10 +81,16 @@ func (g *globals) client(ctx context.Context) (client, error) {
 	}
 	if g.server != "" {
 		if g.as != "" || len(g.asGroups) > 0 {
-			return nil, fmt.Errorf("--as and --as-group are local-only: with --server your identity is the AWS principal of your credentials")
+			return nil, fmt.Errorf("--as and --as-group are local-only: with --server your identity is the one your credentials prove " +
+				"(your AWS principal, the e-mail of your Google ID token, your client certificate's subject)")
 		}
-		rc, err := newRemoteClient(ctx, remoteOptions{Server: g.server, Region: g.region, HTTPClient: g.httpClient,
-			ClientCert: g.clientCert, ClientKey: g.clientKey, ServerCA: g.serverCA})
+		token := g.token
+		if g.flags == nil || !g.flags.Changed("token") {
+			// Read here, not as the flag's default, which --help would print.
+			token = os.Getenv("CERTFN_TOKEN")
+		}
+		rc, err := newRemoteClient(ctx, remoteOptions{Server: g.server, Auth: g.auth, Region: g.region, Audience: g.audience, Token: token,
+			HTTPClient: g.httpClient, ClientCert: g.clientCert, ClientKey: g.clientKey, ServerCA: g.serverCA, Name: g.optionName})
 		if err != nil {
 			return nil, err
 		}
@@ -96,6 +103,19 @@ func (g *globals) client(ctx context.Context) (client, error) {
 	}
 	g.cl = newLocalClient(rt, g.caller())
 	return g.cl, nil
+}
+
+// remoteFlagEnv are the environment variables of the remote flags.
+var remoteFlagEnv = map[string]string{"server": "CERTFN_SERVER", "auth": "CERTFN_AUTH", "audience": "CERTFN_AUDIENCE", "token": "CERTFN_TOKEN",
+	"client-cert": "CERTFN_CLIENT_CERT", "client-key": "CERTFN_CLIENT_KEY", "server-ca": "CERTFN_SERVER_CA"}
+
+// optionName is how errors call a remote option: "--<flag>", or its
+// environment variable when the value came from there.
+func (g *globals) optionName(flag string) string {
+	if env := remoteFlagEnv[flag]; env != "" && os.Getenv(env) != "" && (g.flags == nil || !g.flags.Changed(flag)) {
+		return env
+	}
+	return "--" + flag
 }
 
 // localOnly refuses a command that has no API counterpart in remote mode.

@@ -24,6 +24,9 @@ type globals struct {
 	asGroups  []string
 	server    string
 	region    string
+	// auth, audience and token choose and configure the remote client's
+	// authentication (--auth, --audience, --token).
+	auth, audience, token string
 	// TLS client-certificate authentication for --server (serve --api-listen).
 	clientCert, clientKey, serverCA string
 	stdin                           io.Reader

@@ -84,9 +84,13 @@ Run 'certfn serve' to process work; other commands may run from another terminal
 against the same --data directory.
 
 Remote mode: with --server URL (or CERTFN_SERVER) every verb but serve and
-inspect works the same on certfn's HTTP API (the api function's Lambda Function
-URL), each request signed with SigV4 using the AWS SDK's default credentials;
-your AWS principal is your identity for the bindings. See docs/api.md.`,
+inspect works the same on certfn's HTTP API, authenticated as --auth says
+(default from the URL): on AWS (the api function's Function URL) each request
+is signed with SigV4 using the AWS SDK's default credentials; on Google Cloud
+(the api service on Cloud Run, *.run.app) it carries a Google ID token from
+Application Default Credentials (or --token); with --client-cert, a TLS client
+certificate (serve --api-listen). The identity your credentials prove is yours
+for the bindings. See docs/api.md.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
@@ -104,13 +108,21 @@ your AWS principal is your identity for the bindings. See docs/api.md.`,
 	root.PersistentFlags().StringVar(&g.as, "as", "", "act as this identity (a user name, an IAM ARN, system:serviceaccount:NS:NAME); permissions then come from the bindings")
 	root.PersistentFlags().StringSliceVar(&g.asGroups, "as-group", nil, "with --as: groups of that identity (repeatable)")
 	root.PersistentFlags().StringVar(&g.server, "server", os.Getenv("CERTFN_SERVER"),
-		"remote mode: certfn's HTTP API base URL, e.g. https://<url-id>.lambda-url.<region>.on.aws (env CERTFN_SERVER); requests are signed with SigV4 using the AWS SDK's default credentials")
+		"remote mode: certfn's HTTP API base URL, e.g. https://<url-id>.lambda-url.<region>.on.aws or https://<service>-<hash>-<region>.a.run.app (env CERTFN_SERVER)")
+	root.PersistentFlags().StringVar(&g.auth, "auth", os.Getenv("CERTFN_AUTH"),
+		"with --server: how to authenticate: "+strings.Join(authModes, ", ")+" (env CERTFN_AUTH); default: client-cert with --client-cert/--client-key, "+
+			"google-id-token with --token/--audience or a *.run.app URL, aws-sigv4 for a *.lambda-url.<region>.on.aws URL, client-cert with --server-ca, else aws-sigv4")
+	root.PersistentFlags().StringVar(&g.audience, "audience", os.Getenv("CERTFN_AUDIENCE"),
+		"with --auth google-id-token: the ID token's audience, as the api's CERTFN_API_AUDIENCE (env CERTFN_AUDIENCE; default https://<server host>)")
+	root.PersistentFlags().StringVar(&g.token, "token", "",
+		"with --auth google-id-token: send this Google ID token instead of one from Application Default Credentials, e.g. "+
+			"\"$(gcloud auth print-identity-token --impersonate-service-account=SA --audiences=URL --include-email)\" (env CERTFN_TOKEN, which other users cannot see in the process list)")
 	root.PersistentFlags().StringVar(&g.clientCert, "client-cert", os.Getenv("CERTFN_CLIENT_CERT"),
-		"with --server: authenticate with this TLS client certificate (PEM) instead of AWS SigV4, for `certfn serve --api-listen` (env CERTFN_CLIENT_CERT)")
+		"with --server: authenticate with this TLS client certificate (PEM), for 'certfn serve --api-listen' (env CERTFN_CLIENT_CERT)")
 	root.PersistentFlags().StringVar(&g.clientKey, "client-key", os.Getenv("CERTFN_CLIENT_KEY"), "with --client-cert: its private key (PEM) (env CERTFN_CLIENT_KEY)")
 	root.PersistentFlags().StringVar(&g.serverCA, "server-ca", os.Getenv("CERTFN_SERVER_CA"), "with --server: CA certificates (PEM) the server's certificate must chain to (env CERTFN_SERVER_CA)")
 	root.PersistentFlags().StringVar(&g.region, "region", "",
-		"with --server: AWS region to sign for (default: the Function URL's region, else AWS_REGION or the profile's)")
+		"with --auth aws-sigv4: AWS region to sign for (default: the Function URL's region, else AWS_REGION or the profile's)")
 	root.AddCommand(newServe(g), newApply(g), newDelete(g), newGet(g), newStatus(g), newRenew(g), newRevoke(g),
 		newApprove(g, true), newApprove(g, false), newInspect(g), newWait(g), newCreate(g))
 	return root

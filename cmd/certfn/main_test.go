@@ -70,7 +70,9 @@ func setupEnv(t *testing.T) string {
 	t.Setenv("CERTFN_AUTO_APPROVE", "")
 	t.Setenv("CERTFN_DATA", "")
 	t.Setenv("CERTFN_CLUSTER_RESOURCE_NAMESPACE", "")
-	t.Setenv("CERTFN_SERVER", "")
+	for _, k := range []string{"CERTFN_SERVER", "CERTFN_AUTH", "CERTFN_AUDIENCE", "CERTFN_TOKEN", "CERTFN_CLIENT_CERT", "CERTFN_CLIENT_KEY", "CERTFN_SERVER_CA"} {
+		t.Setenv(k, "")
+	}
 	t.Setenv("CERTFN_QUOTA_OBJECTS", "")
 	t.Setenv("CERTFN_QUOTA_ISSUANCES_PER_HOUR", "")
 	return t.TempDir()

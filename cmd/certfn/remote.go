@@ -3,10 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"crypto/tls"
 	"crypto/x509"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,10 +14,6 @@ import (
 	"os"
 	"strings"
 	"time"
-
-	"github.com/aws/aws-sdk-go-v2/aws"
-	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
-	"github.com/aws/aws-sdk-go-v2/config"
 
 	"github.com/certfn/certfn/adapters/httpapi"
 	"github.com/certfn/certfn/core/api"
@@ -35,75 +29,110 @@ const maxAnswer = 32 << 20
 
 // remoteOptions configure a remoteClient.
 type remoteOptions struct {
-	// Server is the API's base URL, e.g. https://<id>.lambda-url.<region>.on.aws.
+	// Server is the API's base URL, e.g. https://<id>.lambda-url.<region>.on.aws
+	// or https://<service>-<hash>-<region>.a.run.app.
 	Server string
-	// Region signs the requests; empty: the Function URL's region, else
-	// the SDK configuration's (AWS_REGION, the profile).
+	// Auth is aws-sigv4, google-id-token, client-cert or none; empty:
+	// chosen from the other options and the URL (selectAuth).
+	Auth string
+	// Region signs the requests (aws-sigv4); empty: the Function URL's
+	// region, else the SDK configuration's (AWS_REGION, the profile).
 	Region string
+	// Audience (google-id-token) is the ID token's audience; empty:
+	// https://<Server's host>, the api service's default.
+	Audience string
+	// Token (google-id-token) is an ID token to send instead of one from
+	// Application Default Credentials.
+	Token string
 	// HTTPClient defaults to a client with a 60 s timeout.
 	HTTPClient *http.Client
-	// ClientCert and ClientKey (PEM files), when set, authenticate with a
-	// TLS client certificate instead of SigV4 (`certfn serve --api-listen`);
-	// ServerCA (PEM), when set, is the CA the server's certificate must
-	// chain to instead of the system's.
+	// ClientCert and ClientKey (PEM files) authenticate with a TLS client
+	// certificate (`certfn serve --api-listen`); ServerCA (PEM), when
+	// set, is the CA the server's certificate must chain to instead of
+	// the system's (with any auth).
 	ClientCert, ClientKey, ServerCA string
+	// Name returns how an option is called in errors, by flag name
+	// ("auth"): "--auth", or its environment variable when it came from
+	// there; nil: "--<flag>".
+	Name func(flag string) string
 }
 
-// remoteClient runs the verbs on certfn's HTTP API, signing each request
-// with SigV4 (service "lambda") using the AWS SDK's default credentials
-// (environment, shared files and profiles, SSO, the instance or task role).
+// name is the display name of option flag.
+func (o remoteOptions) name(flag string) string {
+	if o.Name != nil {
+		return o.Name(flag)
+	}
+	return "--" + flag
+}
+
+// authorizer adds credentials to a request whose body is body.
+type authorizer func(ctx context.Context, req *http.Request, body []byte) error
+
+// remoteClient runs the verbs on certfn's HTTP API, authenticating each
+// request as selectAuth chose: SigV4 (service "lambda") with the AWS
+// SDK's default credentials, a Google ID token, or a TLS client
+// certificate.
 type remoteClient struct {
-	base   *url.URL
-	region string
-	creds  aws.CredentialsProvider
-	signer *v4.Signer
-	http   *http.Client
-	now    func() time.Time
+	base *url.URL
+	auth string
+	// authorize is nil for client-cert (the TLS handshake
+	// authenticates) and none.
+	authorize authorizer
+	http      *http.Client
 }
 
-// newRemoteClient checks the server URL and loads the SDK configuration;
-// it makes no request (credentials are resolved on the first call).
+// newRemoteClient checks the server URL and the options and prepares the
+// credentials: the AWS SDK configuration (no request: credentials are
+// resolved on the first call), the first Google ID token, or the client
+// certificate.
 func newRemoteClient(ctx context.Context, o remoteOptions) (*remoteClient, error) {
 	u, err := url.Parse(strings.TrimRight(o.Server, "/"))
 	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
-		return nil, fmt.Errorf("--server %q: want an http(s) URL such as https://<url-id>.lambda-url.<region>.on.aws", o.Server)
+		return nil, fmt.Errorf("--server %q: want an http(s) URL such as https://<url-id>.lambda-url.<region>.on.aws or https://<service>-<hash>-<region>.a.run.app", o.Server)
 	}
-	if o.ClientCert != "" || o.ClientKey != "" || o.ServerCA != "" {
-		return newX509Client(u, o)
-	}
-	var opts []func(*config.LoadOptions) error
-	if o.Region != "" {
-		opts = append(opts, config.WithRegion(o.Region))
-	}
-	cfg, err := config.LoadDefaultConfig(ctx, opts...)
+	auth, err := selectAuth(u, o)
 	if err != nil {
-		return nil, fmt.Errorf("load AWS configuration: %w", err)
+		return nil, err
 	}
-	region := o.Region
-	if region == "" {
-		region = functionURLRegion(u.Hostname())
+	if err := checkAuthFlags(auth, o); err != nil {
+		return nil, err
 	}
-	if region == "" {
-		region = cfg.Region
-	}
-	if region == "" {
-		return nil, fmt.Errorf("--server %s: no AWS region to sign with: pass --region or set AWS_REGION", u.Redacted())
-	}
-	if cfg.Credentials == nil {
-		return nil, fmt.Errorf("no AWS credentials configured (set AWS_PROFILE, AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, or run on a role)")
+	if auth == authClientCert {
+		return newX509Client(u, o)
 	}
 	hc := o.HTTPClient
 	if hc == nil {
 		hc = &http.Client{Timeout: 60 * time.Second}
+		if o.ServerCA != "" {
+			tc, err := serverTLSConfig(o.ServerCA)
+			if err != nil {
+				return nil, err
+			}
+			hc.Transport = &http.Transport{TLSClientConfig: tc}
+		}
 	}
-	return &remoteClient{base: u, region: region, creds: cfg.Credentials, signer: v4.NewSigner(), http: hc, now: time.Now}, nil
+	c := &remoteClient{base: u, auth: auth, http: hc}
+	switch auth {
+	case authAWSSigV4:
+		c.authorize, err = sigV4Authorizer(ctx, u, o)
+	case authGoogleIDToken:
+		c.authorize, err = googleAuthorizer(ctx, u, o)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
 }
 
 // newX509Client is the remote client of a local `certfn serve
-// --api-listen`: TLS with a client certificate, no SigV4.
+// --api-listen`: TLS with a client certificate.
 func newX509Client(u *url.URL, o remoteOptions) (*remoteClient, error) {
 	if u.Scheme != "https" {
 		return nil, fmt.Errorf("--server %s: client certificates need an https URL", u.Redacted())
+	}
+	if o.ClientCert == "" && o.ClientKey == "" {
+		return nil, fmt.Errorf("--auth client-cert needs --client-cert and --client-key (with --server-ca alone, choose the server's --auth: %s)",
+			strings.Join([]string{authAWSSigV4, authGoogleIDToken, authNone}, ", "))
 	}
 	if o.ClientCert == "" || o.ClientKey == "" {
 		return nil, fmt.Errorf("--client-cert and --client-key go together")
@@ -112,19 +141,29 @@ func newX509Client(u *url.URL, o remoteOptions) (*remoteClient, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--client-cert/--client-key: %w", err)
 	}
-	tc := &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{cert}}
+	tc := &tls.Config{MinVersion: tls.VersionTLS12}
 	if o.ServerCA != "" {
-		pem, err := os.ReadFile(o.ServerCA)
-		if err != nil {
-			return nil, fmt.Errorf("--server-ca: %w", err)
-		}
-		tc.RootCAs = x509.NewCertPool()
-		if !tc.RootCAs.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("--server-ca %s: no PEM certificate in it", o.ServerCA)
+		if tc, err = serverTLSConfig(o.ServerCA); err != nil {
+			return nil, err
 		}
 	}
+	tc.Certificates = []tls.Certificate{cert}
 	hc := &http.Client{Timeout: 60 * time.Second, Transport: &http.Transport{TLSClientConfig: tc}}
-	return &remoteClient{base: u, http: hc, now: time.Now}, nil
+	return &remoteClient{base: u, auth: authClientCert, http: hc}, nil
+}
+
+// serverTLSConfig trusts the CA certificates of the PEM file caFile
+// (--server-ca) instead of the system's.
+func serverTLSConfig(caFile string) (*tls.Config, error) {
+	pem, err := os.ReadFile(caFile)
+	if err != nil {
+		return nil, fmt.Errorf("--server-ca: %w", err)
+	}
+	tc := &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: x509.NewCertPool()}
+	if !tc.RootCAs.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("--server-ca %s: no PEM certificate in it", caFile)
+	}
+	return tc, nil
 }
 
 // functionURLRegion returns <region> of <url-id>.lambda-url.<region>.on.aws, else "".
@@ -187,16 +226,9 @@ func (c *remoteClient) do(ctx context.Context, method, path string, body []byte,
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	sum := sha256.Sum256(body)
-	hash := hex.EncodeToString(sum[:])
-	req.Header.Set("X-Amz-Content-Sha256", hash)
-	if c.creds != nil { // SigV4; without, the TLS client certificate authenticates
-		creds, err := c.creds.Retrieve(ctx)
-		if err != nil {
-			return fmt.Errorf("AWS credentials: %w", err)
-		}
-		if err := c.signer.SignHTTP(ctx, creds, req, hash, signingService, c.region, c.now()); err != nil {
-			return fmt.Errorf("sign %s %s: %w", method, path, err)
+	if c.authorize != nil {
+		if err := c.authorize(ctx, req, body); err != nil {
+			return err
 		}
 	}
 	resp, err := c.http.Do(req)
@@ -213,9 +245,7 @@ func (c *remoteClient) do(ctx context.Context, method, path string, body []byte,
 		if json.Unmarshal(b, &ae.body) != nil || ae.body.Error == "" {
 			// Not certfn's answer (a Function URL's own refusal, a proxy).
 			ae.body.Error = fmt.Sprintf("server %s answered %s: %s", c.base.Redacted(), resp.Status, truncate(strings.TrimSpace(string(b)), 200))
-			if resp.StatusCode == http.StatusForbidden {
-				ae.body.Error += " (the Function URL refused the request: check the signature's region and that your principal may lambda:InvokeFunctionUrl)"
-			}
+			ae.body.Error += refusalHint(c.auth, resp.StatusCode)
 		}
 		return ae
 	}
@@ -226,6 +256,19 @@ func (c *remoteClient) do(ctx context.Context, method, path string, body []byte,
 		return fmt.Errorf("server %s: %s %s: undecodable answer: %w", c.base.Redacted(), method, path, err)
 	}
 	return nil
+}
+
+// refusalHint explains a 401 or 403 that is not certfn's answer: the
+// platform in front of the api refused the request.
+func refusalHint(auth string, status int) string {
+	switch {
+	case auth == authAWSSigV4 && status == http.StatusForbidden:
+		return " (the Function URL refused the request: check the signature's region and that your principal may lambda:InvokeFunctionUrl)"
+	case auth == authGoogleIDToken && (status == http.StatusUnauthorized || status == http.StatusForbidden):
+		return " (Cloud Run refused the request: your account needs roles/run.invoker on the service (api_invoker_members), " +
+			"and the ID token's audience must be the service's URL or one of its custom audiences: see --audience)"
+	}
+	return ""
 }
 
 // objectPath returns /v1/[namespaces/NS/]PLURAL/NAME.

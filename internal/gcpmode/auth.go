@@ -40,16 +40,16 @@ func GoogleAuthenticator(v TokenValidator, audience string, admins map[string]bo
 		unauth := func(format string, a ...any) (app.Caller, error) {
 			return app.Caller{}, fmt.Errorf("%w: %s", httpapi.ErrUnauthenticated, fmt.Sprintf(format, a...))
 		}
-		h := r.Header.Get("Authorization")
-		scheme, token, ok := strings.Cut(h, " ")
-		if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(token) == "" {
-			return unauth("no Google ID token (send Authorization: Bearer <ID token for audience %s>)", audience)
-		}
 		aud := audience
 		if aud == "" {
 			// The service's own URL (Cloud Run's default audience); never
 			// "", which the validator would take as "any audience".
 			aud = "https://" + r.Host
+		}
+		h := r.Header.Get("Authorization")
+		scheme, token, ok := strings.Cut(h, " ")
+		if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(token) == "" {
+			return unauth("no Google ID token (send Authorization: Bearer <ID token for audience %s>)", aud)
 		}
 		p, err := v.Validate(r.Context(), strings.TrimSpace(token), aud)
 		if err != nil {

@@ -150,6 +150,11 @@ func TestGoogleAuthenticator(t *testing.T) {
 func TestGoogleAuthenticatorDefaultAudience(t *testing.T) {
 	s := newSigner(t)
 	auth := gcpmode.GoogleAuthenticator(s.validator(t), "", nil)
+	r := httptest.NewRequest("GET", "/v1/certificates", nil)
+	r.Host = "certfn-api-abc-ew.a.run.app"
+	if _, err := auth(r); err == nil || !strings.Contains(err.Error(), "Bearer <ID token for audience https://certfn-api-abc-ew.a.run.app>") {
+		t.Fatalf("no token: %v, want the audience to use", err)
+	}
 	for host, ok := range map[string]bool{"certfn-api-abc-ew.a.run.app": true, "other.example": false} {
 		r := httptest.NewRequest("GET", "/v1/certificates", nil)
 		r.Host = host
