@@ -26,7 +26,7 @@ const (
 	runPerRequest = 0.40 / 1e6
 	runPerVCPUs   = 0.000024
 	runPerGiBs    = 0.0000025
-	runVCPU       = 1.0         // infra/terraform/gcp: cpu = "1"
+	runVCPU       = 1.0          // infra/terraform/gcp: cpu = "1"
 	runGiB        = 512.0 / 1024 // infra/terraform/gcp memory_mb default
 	// Firestore (Standard edition, us-central1): per document read (a
 	// query that returns nothing is billed one read) and per document
@@ -158,13 +158,13 @@ func (u usage) sub(o usage) usage {
 
 // figures are a window's counts per unit of work.
 type figures struct {
-	units                                   int
-	requests                                map[string]float64
-	billedSeconds                           float64
-	fsReads, fsWrites                       float64 // billed document reads, documents written
-	published, pushes, tasksOps, tasks      float64
-	smOps, smAccess                         float64
-	acme                                    float64
+	units                              int
+	requests                           map[string]float64
+	billedSeconds                      float64
+	fsReads, fsWrites                  float64 // billed document reads, documents written
+	published, pushes, tasksOps, tasks float64
+	smOps, smAccess                    float64
+	acme                               float64
 }
 
 func perUnit(u usage, units int) figures {
