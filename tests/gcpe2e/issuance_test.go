@@ -34,8 +34,8 @@ func TestCAIssuance(t *testing.T) {
 	d.settle()
 	root := d.requireReady("cert-manager", "root", 1)
 	d.requireReady("default", "web", 1)
-	d.requireOneRequestPerRevision("cert-manager", "root")
-	d.requireOneRequestPerRevision("default", "web")
+	d.requireOnePerRevision("cert-manager", "root")
+	d.requireOnePerRevision("default", "web")
 
 	sec := d.secret("default", "web-tls")
 	roots := x509.NewCertPool()
@@ -93,6 +93,18 @@ func acmeDeployment(t *testing.T, peb *pebbleServer, h01Addr string, cd *clouddn
 	return d, acmeReqs
 }
 
+// finalizes counts the Orders the worker finalized at the ACME server:
+// one certificate each.
+func finalizes(c *acmeadapter.CountingTransport) int {
+	n := 0
+	for _, l := range c.Log() {
+		if strings.HasPrefix(l, "POST ") && strings.Contains(l, "finalize") {
+			n++
+		}
+	}
+	return n
+}
+
 // acmeCertYAML is a Certificate default/<name> for dnsNames from issuer.
 func acmeCertYAML(name, issuer string, dnsNames ...string) string {
 	q := make([]string, len(dnsNames))
@@ -127,7 +139,10 @@ func TestACMEHTTP01Issuance(t *testing.T) {
 	d.waitReady("default", "site", 1)
 	d.settle()
 	peb.verify(t, d.secret("default", "site-tls").Data["tls.crt"], "site.example.com")
-	d.requireOneRequestPerRevision("default", "site")
+	d.requireOnePerRevision("default", "site")
+	if n := finalizes(acmeReqs); n != 1 {
+		t.Errorf("%d Orders finalized at Pebble, want 1", n)
+	}
 	if d.http01.requests() == 0 {
 		t.Fatal("Pebble never reached the http01 service")
 	}
@@ -184,7 +199,10 @@ func TestACMEDNS01CloudDNSWildcard(t *testing.T) {
 			t.Fatalf("SANs %q lack %s", l.DNSNames, n)
 		}
 	}
-	d.requireOneRequestPerRevision("default", "wild")
+	d.requireOnePerRevision("default", "wild")
+	if n := finalizes(acmeReqs); n != 1 {
+		t.Errorf("%d Orders finalized at Pebble, want 1", n)
+	}
 
 	const rec = "_acme-challenge.wild.example.com."
 	changes := cd.Changes()
