@@ -35,9 +35,11 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -84,6 +86,9 @@ var (
 	retryMax    = 600 * time.Second
 	ackDeadline = map[string]time.Duration{"worker": 120 * time.Second, "signer": 60 * time.Second}
 )
+
+// trace prints every push and task (CERTFN_TRACE=1).
+var trace = os.Getenv("CERTFN_TRACE") != ""
 
 // shiftClock is the wall clock moved ahead by what the test added. Pebble
 // signs in real time; the services see the shifted time.
@@ -191,6 +196,9 @@ func (p publisher) EnqueueBatch(ctx context.Context, keys []api.Key, delay time.
 		at := pubsubq.ScheduleTime(t.clk.Now(), delay)
 		name := pubsubq.TaskID(t.full, k, at)
 		t.n.tasksCreated++
+		if trace {
+			fmt.Fprintf(os.Stderr, "TRACE %s task by %s for %s at %s\n", t.clk.Now().Format("01-02T15:04:05"), p.who, k, at.Format("01-02T15:04:05"))
+		}
 		if t.taskNames[name] {
 			t.n.tasksDuplicate++ // AlreadyExists: one wake-up
 			continue
@@ -352,6 +360,10 @@ func deploy(t *testing.T, mods options) *deployment {
 	build := func(role gcpmode.Role) *service {
 		s := &service{name: string(role), store: d.openStore()}
 		o := gcpmode.Options{Getenv: vars.get, Clock: d.clk, Store: s.store, SecretManager: d.sm, TokenValidator: fakeValidator{}}
+		if !trace {
+			// Expected failures (a killed request) log errors.
+			o.Logger = slog.New(slog.DiscardHandler)
+		}
 		if role != gcpmode.RoleHTTP01 {
 			o.Queue = publisher{t: d.workerQ, who: s.name, kill: d.kill}
 		}
@@ -467,6 +479,9 @@ func (d *deployment) push(t *topic, m message) {
 	t.mu.Unlock()
 	w := d.serve(s, httptest.NewRequest("POST", "/push", bytes.NewReader(body)).WithContext(ctx))
 	cancel()
+	if trace {
+		fmt.Fprintf(os.Stderr, "TRACE %s push %s %s attempt %d: %d\n", d.clk.Now().Format("01-02T15:04:05"), t.name, m.key, m.attempt, w.Code)
+	}
 	d.killMu.Lock()
 	killed := d.killed
 	d.cancel, d.killed = nil, false
@@ -534,16 +549,17 @@ func (d *deployment) drain() {
 	}
 }
 
-// settle delivers until nothing is due within shortWait: when only held
-// messages are left, it lets real time pass briefly (Pebble validates in
-// real time) and moves the clock to the first of them.
+// settle delivers until nothing is due within shortWait of the clock at
+// its start: when only held messages are left, it lets real time pass
+// briefly (Pebble validates in real time) and moves the clock to the
+// first of them. The scheduler's sweep is the test's to run.
 func (d *deployment) settle() { d.t.Helper(); d.runUntil("", nil) }
 
 // runUntil is settle that stops once done returns true, and fails when
 // nothing is left within shortWait before that.
 func (d *deployment) runUntil(what string, done func() bool) {
 	d.t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
+	deadline, horizon := time.Now().Add(60*time.Second), d.clk.Now().Add(shortWait)
 	for time.Now().Before(deadline) {
 		if d.round() > 0 {
 			continue
@@ -552,7 +568,7 @@ func (d *deployment) runUntil(what string, done func() bool) {
 			return
 		}
 		next, ok := d.nextDue()
-		if !ok || next.After(d.clk.Now().Add(shortWait)) {
+		if !ok || next.After(horizon) {
 			if done == nil {
 				return
 			}
