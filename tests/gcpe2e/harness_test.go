@@ -264,13 +264,6 @@ func (t *topic) counts() topicCounts {
 	return t.n
 }
 
-// pending returns the tasks not yet run.
-func (t *topic) pending() []message {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return slices.Clone(t.tasks)
-}
-
 // fakeValidator accepts "token-<email>" for any audience.
 type fakeValidator struct{}
 

@@ -13,13 +13,14 @@ import (
 	fsstore "github.com/certfn/certfn/adapters/gcp/firestore"
 )
 
-// Public list prices assumed for the cost figures, as of 2025-06 (check
-// the price pages before relying on them: cloud.google.com/run/pricing,
-// /firestore/pricing, /pubsub/pricing, /tasks/pricing,
-// /secret-manager/pricing, /scheduler/pricing). Tier 1 region
-// (us-central1, the Terraform module's default), free tiers ignored.
+// Public list prices assumed for the cost figures, in USD, as of 2025
+// (check the price pages before relying on them: Google Cloud's pricing
+// pages of Cloud Run, Firestore, Pub/Sub, Cloud Tasks, Secret Manager and
+// Cloud Scheduler). Tier 1 region us-central1 (the Terraform module's
+// default region, and its Firestore location unless firestore_location
+// names another), free tiers ignored.
 const (
-	pricesAsOf = "2025-06"
+	pricesAsOf = "2025"
 	// Cloud Run, request-based billing (cpu_idle = true, as deployed):
 	// per request, per vCPU-second and per GiB-second while a request is
 	// in flight, rounded up to 100 ms.
@@ -28,9 +29,10 @@ const (
 	runPerGiBs    = 0.0000025
 	runVCPU       = 1.0          // infra/terraform/gcp: cpu = "1"
 	runGiB        = 512.0 / 1024 // infra/terraform/gcp memory_mb default
-	// Firestore (Standard edition, us-central1): per document read (a
-	// query that returns nothing is billed one read) and per document
-	// written; deletes ($0.01/100,000) are billed here as writes.
+	// Firestore (Standard edition, regional us-central1; the nam5
+	// multi-region costs twice as much): per document read (a query that
+	// returns nothing is billed one read) and per document written;
+	// deletes ($0.01/100,000) are billed here as writes.
 	fsPerRead  = 0.03 / 100_000
 	fsPerWrite = 0.09 / 100_000
 	// Pub/Sub: $40 per TiB of publish and of delivery throughput, each
@@ -39,12 +41,12 @@ const (
 	// Cloud Tasks: per billable operation (API calls such as CreateTask,
 	// and dispatch attempts).
 	tasksPerOp = 0.40 / 1e6
-	// Secret Manager: per active (not destroyed) secret version and
-	// replica location per month, and per access operation. Every call of
-	// the store is billed as an access operation here (an upper bound:
-	// only AccessSecretVersion is one).
+	// Secret Manager: per active (enabled or disabled) secret version and
+	// location per month (automatic replication, as the store uses by
+	// default, is billed as one location), and per access operation
+	// (AccessSecretVersion); management operations are free.
 	smPerVersionMonth = 0.06
-	smPerOp           = 0.03 / 10_000
+	smPerAccess       = 0.03 / 10_000
 	// Cloud Scheduler: per job and month (the sweep's job; three jobs per
 	// billing account are free).
 	schedulerPerJobMonth = 0.10
@@ -57,7 +59,7 @@ const (
 
 // pricesLine states the prices for the test output.
 func pricesLine() string {
-	return fmt.Sprintf("public list prices as of %s (check the price pages): Cloud Run (Tier 1, request-based) $0.40/1M requests + $0.000024/vCPU-s + $0.0000025/GiB-s, 1 vCPU, 512 MiB, 100 ms rounding, billed time = handler time + %.0f ms per Google API call + %.0f ms per ACME request (estimate); Firestore (us-central1) $0.03/100k reads, $0.09/100k writes; Pub/Sub $40/TiB, 1 KiB minimum per message published and per push; Cloud Tasks $0.40/1M operations (create + dispatch); Secret Manager $0.06 per active version per month, $0.03/10k operations (every call counted); Cloud Scheduler $0.10 per job per month; free tiers ignored",
+	return fmt.Sprintf("public list prices as of %s (check the price pages): Cloud Run (Tier 1, request-based) $0.40/1M requests + $0.000024/vCPU-s + $0.0000025/GiB-s, 1 vCPU, 512 MiB, 100 ms rounding, billed time = handler time + %.0f ms per Google API call + %.0f ms per ACME request (estimate); Firestore (us-central1) $0.03/100k reads, $0.09/100k writes; Pub/Sub $40/TiB, 1 KiB minimum per message published and per push; Cloud Tasks $0.40/1M operations (create + dispatch); Secret Manager $0.06 per active version per month (automatic replication: one location), $0.03/10k access operations, management operations free; Cloud Scheduler $0.10 per job per month; free tiers ignored",
 		pricesAsOf, googleRoundTrip*1000, acmeRoundTrip*1000)
 }
 
@@ -204,7 +206,7 @@ func (f figures) totalRequests() float64 {
 // cost in dollars of one unit at the prices above.
 func (f figures) cost() float64 {
 	return f.totalRequests()*runPerRequest + f.billedSeconds*(runVCPU*runPerVCPUs+runGiB*runPerGiBs) +
-		f.fsReads*fsPerRead + f.fsWrites*fsPerWrite + (f.published+f.pushes)*psPerMessage + f.tasksOps*tasksPerOp + f.smOps*smPerOp
+		f.fsReads*fsPerRead + f.fsWrites*fsPerWrite + (f.published+f.pushes)*psPerMessage + f.tasksOps*tasksPerOp + f.smAccess*smPerAccess
 }
 
 func (f figures) String() string {
