@@ -122,7 +122,7 @@ func TestFigures(t *testing.T) {
 	fixedMonth := 30*24*60*idle.cost() + schedulerPerJobMonth
 	t.Log(pricesLine())
 	t.Logf("cost per 1,000 issuances: CA $%.4f, ACME HTTP-01 $%.4f", 1000*issue.cost(), 1000*acme.cost())
-	t.Logf("cost per 1,000 certificates kept for a month: $%.2f (Secret Manager %.1f active versions each $%.2f, daily resyncs $%.4f, renewals $%.4f) + the scheduler's fixed $%.2f per deployment and month (a sweep a minute: $%.4f; the Cloud Scheduler job $%.2f)",
+	t.Logf("cost per 1,000 certificates kept for a month: $%.2f (Secret Manager: %.1f active versions per certificate, $%.2f; daily resyncs $%.4f; renewals $%.4f) + the scheduler's fixed $%.2f per deployment and month (a sweep a minute: $%.4f; the Cloud Scheduler job $%.2f)",
 		1000*perCertMonth, perCertVersions, 1000*perCertVersions*smPerVersionMonth, 1000*30*resync.cost(), 1000*perMonthRenewals*renew.cost(),
 		fixedMonth, 30*24*60*idle.cost(), schedulerPerJobMonth)
 	d.requireClean()
