@@ -13,8 +13,8 @@
 //     subscription would (the pubsubq.PushRequest envelope, a 503 retried
 //     with the subscription's backoff), and a delayed enqueue is a Cloud
 //     Tasks task held until the shared clock passes its schedule time,
-//     then published. The pubsubq adapter itself (Pub/Sub emulator, Cloud
-//     Tasks double) is tested in adapters/gcp/pubsubq;
+//     then published. The pubsubq adapter itself (publishing, tasks, the
+//     push envelope) is tested in adapters/gcp/pubsubq;
 //   - Google ID tokens checked by a fake validator ("token-<email>");
 //   - Cloud DNS on the HAND-WRITTEN TEST DOUBLE
 //     (adapters/dns/clouddns/clouddnstest), which copies the TXT records
