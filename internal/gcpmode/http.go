@@ -6,7 +6,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"strings"
 	"time"
 )
 
@@ -78,8 +77,6 @@ func healthy(w http.ResponseWriter, r *http.Request) bool {
 	}
 	return false
 }
-
-var _ = strings.TrimSpace
 
 // ExportedMetrics are the metrics CERTFN_METRICS=log writes: few, since
 // each line is a billed log entry (the expiry alert counts the first).
