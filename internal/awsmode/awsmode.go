@@ -1,7 +1,8 @@
 // Package awsmode assembles certfn's AWS Lambda functions (issue 5;
 // DESIGN.md §3–§4) from environment variables: the DynamoDB state store,
-// the SQS queues and the Secrets Manager secret store (adapters/aws), and
-// an engine per role holding only the ports and signers that role may use:
+// the SQS queues and the Secrets Manager secret store (adapters/aws), handed
+// to core/app.Build with each function's role (core/app/role.go), which
+// holds only the ports and signers that role may use:
 //
 //	worker     every step except CA/selfSigned signing and CA issuer checks;
 //	           signers: acme, plus a hand-off for ca/selfSigned (no CA key)
@@ -11,10 +12,11 @@
 //	api        the engine for the HTTP API; no secret store, no signer
 //	http01     the HTTP-01 responder over the state store; no engine
 //
-// It mirrors internal/localmode (the local assembly) and adds the routing
-// between the worker and signer queues (route.go) and the Lambda event
-// handlers (lambda.go). The functions' mains (functions/aws/*) call FromEnv
-// and lambda.Start; only they exit.
+// Delivered keys run through core/app.Deliverer (worker↔signer routing and
+// follow-ups, shared with internal/gcpmode); what is AWS's own is the
+// Lambda event handling (lambda.go: SQS batches, the scheduler, HTTP-01 and
+// the api's Function URL). The functions' mains (functions/aws/*) call
+// FromEnv and lambda.Start; only they exit.
 package awsmode
 
 import (
