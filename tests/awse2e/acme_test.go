@@ -4,13 +4,10 @@ import (
 	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
-	"encoding/pem"
 	"fmt"
 	"io"
-	"log"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"strings"
 	"testing"
@@ -18,20 +15,18 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/letsencrypt/challtestsrv"
-	"github.com/letsencrypt/pebble/v2/ca"
-	"github.com/letsencrypt/pebble/v2/db"
-	"github.com/letsencrypt/pebble/v2/va"
-	"github.com/letsencrypt/pebble/v2/wfe"
 
 	acmeadapter "github.com/certfn/certfn/adapters/acme"
 	"github.com/certfn/certfn/core/api"
 	"github.com/certfn/certfn/internal/awsmode"
 	"github.com/certfn/certfn/internal/awsmode/awstest"
+	"github.com/certfn/certfn/tests/pebbletest"
 )
 
-// pebbleServer is Let's Encrypt's test CA in this process, set up as
-// tests/cmd/pebble does: challtestsrv answers 127.0.0.1 for every name and
-// the VA validates HTTP-01 on 127.0.0.1:<http01 port>.
+// pebbleServer is Let's Encrypt's test CA in this process, started by
+// pebbletest.Start as tests/cmd/pebble sets it up: challtestsrv answers
+// 127.0.0.1 for every name and the VA validates HTTP-01 on
+// 127.0.0.1:<http01 port>.
 type pebbleServer struct {
 	dirURL string
 	tlsPEM []byte
@@ -42,59 +37,16 @@ type pebbleServer struct {
 	dnsPort int
 }
 
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
+// freePort and startDelegationDNS are pebbletest's.
+var (
+	freePort           = pebbletest.FreePort
+	startDelegationDNS = pebbletest.StartDelegationDNS
+)
 
 func startPebble(t *testing.T, http01Port int) *pebbleServer {
 	t.Helper()
-	t.Setenv("PEBBLE_VA_NOSLEEP", "1")
-	t.Setenv("PEBBLE_WFE_NONCEREJECT", "0")
-	t.Setenv("PEBBLE_AUTHZREUSE", "0")
-	logger := log.New(io.Discard, "", 0)
-	if os.Getenv("PEBBLE_LOG") != "" {
-		logger = log.New(os.Stderr, "pebble ", log.LstdFlags)
-	}
-	dnsPort := freePort(t)
-	dnsAddr := fmt.Sprintf("127.0.0.1:%d", dnsPort)
-	dns, err := challtestsrv.New(challtestsrv.Config{DNSAddrs: []string{dnsAddr}, Log: log.New(io.Discard, "", 0)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	dns.SetDefaultDNSIPv4("127.0.0.1")
-	dns.SetDefaultDNSIPv6("")
-	dns.Run()
-	t.Cleanup(dns.Shutdown)
-	for i := 0; ; i++ {
-		c, err := net.Dial("tcp", dnsAddr)
-		if err == nil {
-			c.Close()
-			break
-		}
-		if i > 200 {
-			t.Fatalf("challtestsrv not listening on %s", dnsAddr)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	store := db.NewMemoryStore()
-	cai := ca.New(logger, store, "", "ecdsa", 0, 1, map[string]ca.Profile{"default": {Description: "default"}})
-	vai := va.New(logger, http01Port, 0, false, dnsAddr, store)
-	w := wfe.New(logger, store, vai, cai, []string{"pebble.letsencrypt.org"}, false, false, 0, 0)
-	ts := httptest.NewTLSServer(w.Handler())
-	t.Cleanup(ts.Close)
-	roots := x509.NewCertPool()
-	for i := 0; i < cai.GetNumberOfRootCerts(); i++ {
-		roots.AddCert(cai.GetRootCert(i).Cert)
-	}
-	return &pebbleServer{dirURL: ts.URL + wfe.DirectoryPath,
-		tlsPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: ts.Certificate().Raw}), roots: roots,
-		dns: dns, dnsPort: dnsPort}
+	s := pebbletest.Start(t, http01Port)
+	return &pebbleServer{dirURL: s.DirURL, tlsPEM: s.TLSPEM, roots: s.Roots, dns: s.DNS, dnsPort: s.DNSPort}
 }
 
 // serveHTTP01 plays the http01 function's Function URL: every request on

@@ -2,16 +2,11 @@ package awse2e
 
 import (
 	"fmt"
-	"maps"
-	"net"
 	"net/http"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
-
-	"github.com/miekg/dns"
 
 	acmeadapter "github.com/certfn/certfn/adapters/acme"
 	"github.com/certfn/certfn/adapters/dns/route53/route53test"
@@ -19,77 +14,6 @@ import (
 	"github.com/certfn/certfn/internal/awsmode"
 	"github.com/certfn/certfn/internal/awsmode/awstest"
 )
-
-// startDelegationDNS is a TEST DOUBLE of the public DNS above the hosted
-// zones (no resolver here knows them): for each zone apex it answers SOA,
-// and NS with glue 127.0.0.1, so that the worker's propagation check asks
-// 127.0.0.1 on dns01.Resolver.AuthoritativePort, which the test points at
-// challtestsrv, the server Pebble's VA asks too; below an apex it answers
-// NODATA with the zone's SOA, elsewhere NXDOMAIN. It returns its UDP
-// address and the number of queries it answered per type.
-func startDelegationDNS(t *testing.T, zones ...string) (string, func() map[string]int) {
-	t.Helper()
-	var mu sync.Mutex
-	queries := map[string]int{}
-	apex := map[string]bool{}
-	for _, z := range zones {
-		apex[dns.CanonicalName(z)] = true
-	}
-	zoneOf := func(name string) string {
-		for n := dns.CanonicalName(name); ; {
-			if apex[n] {
-				return n
-			}
-			i, end := dns.NextLabel(n, 0)
-			if end {
-				return ""
-			}
-			n = n[i:]
-		}
-	}
-	soa := func(z string) *dns.SOA {
-		return &dns.SOA{Hdr: dns.RR_Header{Name: z, Rrtype: dns.TypeSOA, Class: dns.ClassINET, Ttl: 60},
-			Ns: "ns1." + z, Mbox: "hostmaster." + z, Serial: 1, Refresh: 60, Retry: 60, Expire: 600, Minttl: 60}
-	}
-	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &dns.Server{PacketConn: pc, Handler: dns.HandlerFunc(func(w dns.ResponseWriter, r *dns.Msg) {
-		m := new(dns.Msg)
-		m.SetReply(r)
-		m.Authoritative = true
-		if len(r.Question) == 1 {
-			q := r.Question[0]
-			mu.Lock()
-			queries[dns.TypeToString[q.Qtype]]++
-			mu.Unlock()
-			name := dns.CanonicalName(q.Name)
-			switch z := zoneOf(name); {
-			case z == "":
-				m.Rcode = dns.RcodeNameError
-			case name == z && q.Qtype == dns.TypeSOA:
-				m.Answer = append(m.Answer, soa(z))
-			case name == z && q.Qtype == dns.TypeNS:
-				m.Answer = append(m.Answer, &dns.NS{Hdr: dns.RR_Header{Name: z, Rrtype: dns.TypeNS, Class: dns.ClassINET, Ttl: 60}, Ns: "ns1." + z})
-				m.Extra = append(m.Extra, &dns.A{Hdr: dns.RR_Header{Name: "ns1." + z, Rrtype: dns.TypeA, Class: dns.ClassINET, Ttl: 60}, A: net.IPv4(127, 0, 0, 1)})
-			default:
-				m.Ns = append(m.Ns, soa(z))
-			}
-		}
-		_ = w.WriteMsg(m)
-	})}
-	started := make(chan struct{})
-	srv.NotifyStartedFunc = func() { close(started) }
-	go func() { _ = srv.ActivateAndServe() }()
-	<-started
-	t.Cleanup(func() { _ = srv.Shutdown() })
-	return pc.LocalAddr().String(), func() map[string]int {
-		mu.Lock()
-		defer mu.Unlock()
-		return maps.Clone(queries)
-	}
-}
 
 // DNS-01 through the route53 provider on AWS: ACME ClusterIssuers with a
 // dns01.route53 solver — one naming hostedZoneID, one finding the zone by

@@ -1,20 +1,13 @@
 package secrets
 
 import (
-	"bytes"
 	"crypto/x509"
-	"encoding/base64"
-	"encoding/json"
 	"encoding/pem"
-	"errors"
-	"fmt"
-	"maps"
 	"regexp"
-	"slices"
 	"strings"
 	"time"
-	"unicode/utf8"
 
+	"github.com/certfn/certfn/adapters/secretpayload"
 	"github.com/certfn/certfn/core/api"
 	"github.com/certfn/certfn/core/errs"
 	"github.com/certfn/certfn/core/ports"
@@ -23,26 +16,9 @@ import (
 // MaxPayloadBytes is Secrets Manager's limit on a secret value (64 KiB).
 const MaxPayloadBytes = 65536
 
-// metadataKey is the payload member holding labels, annotations and the
-// list of base64-encoded keys. Data keys never start with "..", so it
-// cannot collide with one (the local store's ..metadata.json rule).
-const metadataKey = "..metadata"
-
-// metadata is the payload's metadataKey member.
-type metadata struct {
-	Labels      map[string]string `json:"labels,omitempty"`
-	Annotations map[string]string `json:"annotations,omitempty"`
-	// Base64 lists the data keys whose value is not UTF-8 text and is
-	// stored base64-encoded (keystores, DER).
-	Base64 []string `json:"base64,omitempty"`
-}
-
 // dnsSubdomain is Kubernetes' DNS-1123 subdomain: what a namespace and a
 // secret name may be.
 var dnsSubdomain = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`)
-
-// dataKeyRE is Kubernetes' rule for a secret data key.
-var dataKeyRE = regexp.MustCompile(`^[-._a-zA-Z0-9]+$`)
 
 // checkName validates a namespace or secret name.
 func checkName(field, v string) error {
@@ -52,99 +28,20 @@ func checkName(field, v string) error {
 	return nil
 }
 
-// checkDataKey validates a data key: Kubernetes' secret key rule, and no
-// leading ".." (reserved for the payload's metadata).
-func checkDataKey(k string) error {
-	if len(k) > 253 || !dataKeyRE.MatchString(k) || k == "." || strings.HasPrefix(k, "..") {
-		return errs.Permanentf("data[%q]: not a valid key: want letters, digits, '-', '_' and '.', not \".\" and not starting with \"..\", at most 253 characters", k)
-	}
-	return nil
-}
-
-// encodePayload renders a secret as the JSON secret string: every data key
-// as a member (UTF-8 text as is, anything else base64 and listed in
-// metadata), plus metadataKey. Map keys are sorted, so equal secrets give
-// equal payloads. Errors name keys and sizes, never values.
+// encodePayload renders a secret as the JSON secret string (the layout of
+// package secretpayload, shared with adapters/gcp/secretmanager).
 func encodePayload(sec ports.Secret) (string, error) {
-	doc := make(map[string]any, len(sec.Data)+1)
-	var meta metadata
-	for _, k := range slices.Sorted(maps.Keys(sec.Data)) {
-		if err := checkDataKey(k); err != nil {
-			return "", err
-		}
-		v := sec.Data[k]
-		if utf8.Valid(v) {
-			doc[k] = string(v)
-			continue
-		}
-		doc[k] = base64.StdEncoding.EncodeToString(v)
-		meta.Base64 = append(meta.Base64, k)
+	b, err := secretpayload.Encode(sec, MaxPayloadBytes, "Secrets Manager")
+	if err != nil {
+		return "", err
 	}
-	if len(sec.Labels) > 0 {
-		meta.Labels = sec.Labels
-	}
-	if len(sec.Annotations) > 0 {
-		meta.Annotations = sec.Annotations
-	}
-	doc[metadataKey] = meta
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(doc); err != nil {
-		return "", fmt.Errorf("payload: encode: %w", err)
-	}
-	out := strings.TrimSuffix(buf.String(), "\n")
-	if len(out) > MaxPayloadBytes {
-		sizes := make([]string, 0, len(sec.Data))
-		for _, k := range slices.Sorted(maps.Keys(sec.Data)) {
-			sizes = append(sizes, fmt.Sprintf("%s=%d", k, len(sec.Data[k])))
-		}
-		return "", errs.Permanentf("payload: %d bytes, over Secrets Manager's limit of %d (data sizes: %s)", len(out), MaxPayloadBytes, strings.Join(sizes, ", "))
-	}
-	return out, nil
+	return string(b), nil
 }
 
 // decodePayload parses a secret string written by encodePayload. Its
 // errors never quote the payload.
 func decodePayload(s string) (ports.Secret, error) {
-	var doc map[string]json.RawMessage
-	if err := json.Unmarshal([]byte(s), &doc); err != nil {
-		var syn *json.SyntaxError
-		if errors.As(err, &syn) {
-			return ports.Secret{}, fmt.Errorf("payload: not JSON (syntax error at byte %d of %d)", syn.Offset, len(s))
-		}
-		return ports.Secret{}, fmt.Errorf("payload: not a JSON object (%d bytes)", len(s))
-	}
-	var meta metadata
-	if raw, ok := doc[metadataKey]; ok {
-		if err := json.Unmarshal(raw, &meta); err != nil {
-			return ports.Secret{}, fmt.Errorf("payload: member %s is malformed", metadataKey)
-		}
-	}
-	b64 := map[string]bool{}
-	for _, k := range meta.Base64 {
-		b64[k] = true
-	}
-	sec := ports.Secret{Data: make(map[string][]byte, len(doc)), Labels: meta.Labels, Annotations: meta.Annotations}
-	for k, raw := range doc {
-		if k == metadataKey {
-			continue
-		}
-		var v string
-		if err := json.Unmarshal(raw, &v); err != nil {
-			return ports.Secret{}, fmt.Errorf("payload: member %q is not a string", k)
-		}
-		if !b64[k] {
-			sec.Data[k] = []byte(v)
-			continue
-		}
-		b, err := base64.StdEncoding.DecodeString(v)
-		if err != nil {
-			return ports.Secret{}, fmt.Errorf("payload: member %q is listed as base64 but is not valid base64", k)
-		}
-		sec.Data[k] = b
-	}
-	return sec, nil
+	return secretpayload.Decode([]byte(s))
 }
 
 // Tag keys set on every secret (see tagsFor).
