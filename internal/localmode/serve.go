@@ -56,8 +56,15 @@ func (r *Runtime) ListenHTTP01(addr string) (string, func(), error) {
 }
 
 // Serve runs the worker, scheduler and inbox loops until ctx ends (or,
-// with UntilIdle, until idle). It returns nil on a clean stop.
+// with UntilIdle, until idle). It returns nil on a clean stop. One serve
+// per data directory: a second one fails at once with ErrServeRunning,
+// naming the running one's PID.
 func (r *Runtime) Serve(ctx context.Context, o ServeOptions) error {
+	unlock, err := r.lockServe()
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	if o.Workers < 1 {
 		o.Workers = 4
 	}
