@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"log/slog"
 	"net"
 	"net/url"
 	"os"
@@ -58,6 +59,8 @@ this work, so --server is refused.`,
 				opts.Identity = engine.Identity{Username: ctrlUser, Groups: append([]string{"system:authenticated"}, ctrlGroups...)}
 			}
 			opts.ACME.HTTP01SelfCheckAddr = selfCheckAddr
+			opts.ACME.NoHTTP01Listener = o.HTTP01Listen == ""
+			opts.Logger = slog.New(slog.NewTextHandler(g.stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 			opts.ACME.ServerAllow = serverAllow
 			opts.DeployHook = hook
 			if err := dns01TestProviders(&opts.ACME, dns01CTS, dns01NS); err != nil {

@@ -104,6 +104,13 @@ type ACMESettings struct {
 	// HTTP01SelfCheckAddr, when set, is dialled by the self-check instead
 	// of <dnsName>:80.
 	HTTP01SelfCheckAddr string
+	// HTTP01NoResponder, when set, says that no HTTP-01 responder answers
+	// for this process's Challenges (local mode serving without
+	// --http01-listen) and how to start one: every HTTP-01 self-check
+	// failure starts with it. Empty where a responder runs (the cloud
+	// http01 functions, local mode with --http01-listen) or may run in
+	// another process.
+	HTTP01NoResponder string
 	// NamespacedServers restricts the ACME servers of namespaced Issuers
 	// (acme.ParseServerAllowList; ClusterIssuers are the platform team's
 	// and unrestricted). An Issuer with another server is not Ready
@@ -220,7 +227,7 @@ func Build(p Ports, s Settings, role Role) (*App, error) {
 		chCfg := challenges.Config{Accounts: a.Accounts, Issuers: issuers, DNS01: challenges.FromDNS01(solver),
 			MaxInFlight: s.ACME.MaxChallengesInFlight, PollInterval: s.ACME.PollInterval, WaitPoll: s.WaitPoll}
 		if s.ACME.HTTP01SelfCheck {
-			chCfg.HTTP01 = &http01.SelfCheck{Addr: s.ACME.HTTP01SelfCheckAddr}
+			chCfg.HTTP01 = &http01.SelfCheck{Addr: s.ACME.HTTP01SelfCheckAddr, NoResponder: s.ACME.HTTP01NoResponder}
 		}
 		if tokens != nil {
 			// The responder is in this process: a presented token is served at once.

@@ -101,6 +101,10 @@ type ACMEOptions struct {
 	HTTP01SelfCheckAddr string
 	// DisableHTTP01SelfCheck skips the HTTP-01 self-check.
 	DisableHTTP01SelfCheck bool
+	// NoHTTP01Listener says that this process serves without an HTTP-01
+	// responder (`certfn serve` without --http01-listen): a failing
+	// HTTP-01 self-check then says so first (NoHTTP01ListenerReason).
+	NoHTTP01Listener bool
 	// DNS01Providers are added to the DNS-01 providers (rfc2136 and
 	// route53 are built in; an entry here replaces a built-in one), keyed
 	// as in core/acme/dns01.Deps.Providers.
@@ -118,6 +122,10 @@ type ACMEOptions struct {
 	// see acme.ServerAllowList); empty: any server.
 	ServerAllow []string
 }
+
+// NoHTTP01ListenerReason starts the reason of a failing HTTP-01 self-check
+// in a `certfn serve` without --http01-listen.
+const NoHTTP01ListenerReason = "no HTTP-01 listener is running in this certfn serve (start it with --http01-listen :80)"
 
 // ServerAllowSource names the local ACME server allow-list in errors and
 // in the Ready message of a refused Issuer.
@@ -199,6 +207,10 @@ func Open(opts Options) (*Runtime, error) {
 	for k, f := range opts.ACME.DNS01Providers {
 		providers[k] = f
 	}
+	noResponder := ""
+	if opts.ACME.NoHTTP01Listener {
+		noResponder = NoHTTP01ListenerReason
+	}
 	rt.App, err = app.Build(app.Ports{
 		Store: engStore, Secrets: secrets, Queue: q, Clock: opts.Clock, Metrics: rt.Metrics, Logger: opts.Logger,
 		ACME:  acmeadapter.NewDialer(acmeadapter.Options{Wrap: opts.ACME.WrapTransport}),
@@ -208,7 +220,7 @@ func Open(opts Options) (*Runtime, error) {
 		WaitPoll: opts.WaitPoll, ResyncInterval: time.Hour, Approver: opts.Approver, WrapSigners: opts.WrapSigners, Quotas: opts.Quotas,
 		ACME: app.ACMESettings{PollInterval: opts.ACME.PollInterval, MaxChallengesInFlight: opts.ACME.MaxChallengesInFlight,
 			DNS01AllowInternalNames: opts.ACME.DNS01AllowInternalNames, HTTP01SelfCheck: !opts.ACME.DisableHTTP01SelfCheck,
-			HTTP01SelfCheckAddr: opts.ACME.HTTP01SelfCheckAddr, NamespacedServers: allow},
+			HTTP01SelfCheckAddr: opts.ACME.HTTP01SelfCheckAddr, HTTP01NoResponder: noResponder, NamespacedServers: allow},
 	}, app.Local)
 	if err != nil {
 		_ = store.Close()

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -83,6 +84,11 @@ func (r *Runtime) Serve(ctx context.Context, o ServeOptions) error {
 			return err
 		}
 		defer stop()
+	} else if names, err := r.HTTP01Issuers(ctx); err != nil {
+		r.Log.Warn("http01: list issuers", "err", err)
+	} else if len(names) > 0 {
+		r.Log.Warn("ACME issuers with an http01 solver, but no --http01-listen: their HTTP-01 challenges are not answered by this serve "+
+			"(start it with --http01-listen :80, or answer them elsewhere)", "issuers", strings.Join(names, ", "))
 	}
 	if o.API.Listen != "" {
 		_, stop, err := r.ListenAPI(o.API)
@@ -154,6 +160,36 @@ func (r *Runtime) Serve(ctx context.Context, o ServeOptions) error {
 		return nil
 	}
 	return ctx.Err()
+}
+
+// HTTP01Issuers names the stored Issuers ("Issuer namespace/name") and
+// ClusterIssuers ("ClusterIssuer name") with an ACME http01 solver.
+func (r *Runtime) HTTP01Issuers(ctx context.Context) ([]string, error) {
+	var names []string
+	for _, kind := range []string{api.KindClusterIssuer, api.KindIssuer} {
+		objs, err := r.Engine.List(ctx, kind, "")
+		if err != nil {
+			return nil, err
+		}
+		for _, o := range objs {
+			iss, ok := o.(api.GenericIssuer)
+			if !ok || iss.GetSpec().ACME == nil {
+				continue
+			}
+			for _, s := range iss.GetSpec().ACME.Solvers {
+				if s.HTTP01 != nil {
+					m := iss.GetObjectMeta()
+					if kind == api.KindIssuer {
+						names = append(names, kind+" "+m.Namespace+"/"+m.Name)
+					} else {
+						names = append(names, kind+" "+m.Name)
+					}
+					break
+				}
+			}
+		}
+	}
+	return names, nil
 }
 
 // observeAll shows every Certificate to the deploy hook.

@@ -171,6 +171,11 @@ type SelfCheck struct {
 	Addr string
 	// Timeout of one check (default 5 s).
 	Timeout time.Duration
+	// NoResponder, when set, says that no HTTP-01 responder runs in this
+	// process (and how to start one): each failure's reason starts with
+	// it, then "; " and what the check saw, so that a refused connection
+	// or a failed lookup of the name does not look like a DNS problem.
+	NoResponder string
 
 	once sync.Once
 	hc   *http.Client
@@ -207,6 +212,14 @@ func (s *SelfCheck) client() *http.Client {
 
 // Check implements challenges.SelfChecker.
 func (s *SelfCheck) Check(ctx context.Context, ch *api.Challenge) (bool, string, error) {
+	ok, why, err := s.check(ctx, ch)
+	if !ok && err == nil && s.NoResponder != "" {
+		why = s.NoResponder + "; " + why
+	}
+	return ok, why, err
+}
+
+func (s *SelfCheck) check(ctx context.Context, ch *api.Challenge) (bool, string, error) {
 	url := "http://" + ch.Spec.DNSName + PathPrefix + ch.Spec.Token
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {

@@ -150,3 +150,23 @@ func TestSelfCheck(t *testing.T) {
 		t.Errorf("dead responder: ok=%t why=%q err=%v", ok, why, err)
 	}
 }
+
+func TestSelfCheckNoResponder(t *testing.T) {
+	l, _ := net.Listen("tcp", "127.0.0.1:0")
+	dead := l.Addr().String()
+	l.Close()
+	ch := &api.Challenge{Spec: api.ChallengeSpec{DNSName: "www.example.test", Token: "good", Key: "good.thumb"}}
+	const hint = "no HTTP-01 listener is running in this certfn serve (start it with --http01-listen :80)"
+	ok, why, err := (&SelfCheck{Addr: dead, Timeout: time.Second, NoResponder: hint}).Check(context.Background(), ch)
+	if ok || err != nil || !strings.HasPrefix(why, hint+"; GET http://www.example.test/.well-known/acme-challenge/good: ") ||
+		!strings.Contains(why, "connect") {
+		t.Errorf("no responder: ok=%t why=%q err=%v", ok, why, err)
+	}
+	// Something else serves the token (a proxy to another process): no hint.
+	srv := httptest.NewServer(Handler{Tokens: mapTokens{"good": "good.thumb"}})
+	defer srv.Close()
+	ok, why, err = (&SelfCheck{Addr: srv.Listener.Addr().String(), Timeout: 2 * time.Second, NoResponder: hint}).Check(context.Background(), ch)
+	if !ok || why != "" || err != nil {
+		t.Errorf("served elsewhere: ok=%t why=%q err=%v", ok, why, err)
+	}
+}
