@@ -89,6 +89,7 @@ accepted and listed as ignored.`,
 			if err != nil {
 				return err
 			}
+			g.mayCreate = true // apply is how a data directory is first filled
 			cl, err := g.client(cmd.Context())
 			if err != nil {
 				return err

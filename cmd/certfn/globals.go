@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"os"
 	"os/user"
+	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -43,12 +44,18 @@ type globals struct {
 	quotaEnvErr map[string]error
 	flags       *pflag.FlagSet
 
+	// mayCreate is set by the commands that write (apply, create secret):
+	// they create the data directory and state.db when missing; every
+	// other local command refuses a directory without certfn data.
+	mayCreate bool
+
 	rt     *localmode.Runtime
 	cl     client
 	closer func()
 }
 
-// runtime opens the local data directory for a one-shot command: the
+// runtime opens the local data directory for a one-shot command (only
+// creating it for a command that set g.mayCreate): the
 // engine's queue is the inbox, so a running `certfn serve` picks the work up.
 // CERTFN_ACME_SERVER_ALLOW applies to the ACME requests a one-shot
 // command makes itself (`certfn revoke`) as to serve's.
@@ -60,7 +67,7 @@ func (g *globals) runtime() (*localmode.Runtime, error) {
 	if err != nil {
 		return nil, err
 	}
-	rt, err := localmode.Open(localmode.Options{DataDir: g.dataDir, ClusterResourceNamespace: g.clusterNS, QueueToInbox: true,
+	rt, err := localmode.Open(localmode.Options{DataDir: g.dataDir, MustExist: !g.mayCreate, ClusterResourceNamespace: g.clusterNS, QueueToInbox: true,
 		ACME: localmode.ACMEOptions{ServerAllow: envList("CERTFN_ACME_SERVER_ALLOW")}, Quotas: q})
 	if err != nil {
 		return nil, err
@@ -145,3 +152,27 @@ func (g *globals) envQuota(flag, env string) int {
 	}
 	return n
 }
+
+// defaultDataDir is --data's default when CERTFN_DATA is unset or empty:
+// /var/lib/certfn for root, else $XDG_DATA_HOME/certfn, else
+// ~/.local/share/certfn — never the current directory, so that which
+// store a command uses does not depend on where it is run.
+func defaultDataDir() string {
+	if geteuid() == 0 {
+		return "/var/lib/certfn"
+	}
+	if x := os.Getenv("XDG_DATA_HOME"); filepath.IsAbs(x) {
+		return filepath.Join(x, "certfn")
+	}
+	if home, err := os.UserHomeDir(); err == nil && home != "" {
+		return filepath.Join(home, ".local", "share", "certfn")
+	}
+	return ""
+}
+
+// geteuid is os.Geteuid; tests replace it.
+var geteuid = os.Geteuid
+
+// dataDirHelp is --data's help text.
+const dataDirHelp = "local data directory (env CERTFN_DATA; default /var/lib/certfn for root, else $XDG_DATA_HOME/certfn, else ~/.local/share/certfn). " +
+	"Commands that only read (get, status, wait, inspect, ...) refuse a directory without certfn data; apply, create secret and serve create it"

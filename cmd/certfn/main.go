@@ -94,8 +94,7 @@ for the bindings. See docs/api.md.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.PersistentFlags().StringVar(&g.dataDir, "data", envOr("CERTFN_DATA", ".certfn"),
-		"local data directory (env CERTFN_DATA)")
+	root.PersistentFlags().StringVar(&g.dataDir, "data", envOr("CERTFN_DATA", defaultDataDir()), dataDirHelp)
 	root.PersistentFlags().StringVar(&g.clusterNS, "cluster-resource-namespace", envOr("CERTFN_CLUSTER_RESOURCE_NAMESPACE", api.DefaultClusterResourceNamespace),
 		"namespace holding ClusterIssuer secrets (env CERTFN_CLUSTER_RESOURCE_NAMESPACE)")
 	g.flags = root.PersistentFlags()

@@ -61,6 +61,7 @@ cloud's secret store. Needs system:masters (the local user, unless --as is given
 			if len(data) == 0 {
 				return fmt.Errorf("give at least one --from-file or --from-literal")
 			}
+			g.mayCreate = true // a secret is often the first thing stored (a CA key pair)
 			rt, err := g.runtime()
 			if err != nil {
 				return err

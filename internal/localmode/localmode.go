@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net/http"
 	"os"
@@ -36,6 +37,11 @@ import (
 type Options struct {
 	// DataDir holds state.db and secrets/.
 	DataDir string
+	// MustExist makes Open refuse a data directory without state.db
+	// (missing, empty, or holding something else) with a *NoDataError
+	// instead of creating it: read-only commands use it so that a typo in
+	// --data is reported, not answered from a new, empty store.
+	MustExist bool
 	// Clock defaults to the wall clock.
 	Clock ports.Clock
 	// ClusterResourceNamespace holds ClusterIssuer secrets (default cert-manager).
@@ -156,10 +162,48 @@ func (q inboxQueue) Enqueue(ctx context.Context, key api.Key, _ time.Duration) e
 	return q.in.Push(ctx, key)
 }
 
-// Open opens (creating if needed) the data directory and assembles the
-// local role on it (core/app.Build). A data directory, secrets/ directory
-// or state.db that other users may write to is refused
-// (checkDataPermissions).
+// NoDataError is Open's error, with Options.MustExist, for a data
+// directory that holds no certfn data (no state.db).
+type NoDataError struct {
+	// Dir is the data directory as given.
+	Dir string
+	// Missing is true when Dir does not exist at all.
+	Missing bool
+}
+
+func (e *NoDataError) Error() string {
+	what := "holds no certfn data (no state.db)"
+	if e.Missing {
+		what = "does not exist"
+	}
+	return fmt.Sprintf("data directory %s %s: run 'certfn apply' or 'certfn serve' to create it, or point --data (or CERTFN_DATA) at an existing one", e.Dir, what)
+}
+
+// CheckDataDir returns a *NoDataError unless dir holds certfn data
+// (a state.db file); it creates nothing.
+func CheckDataDir(dir string) error {
+	if dir == "" {
+		return errors.New("localmode: a data directory is required (--data or CERTFN_DATA)")
+	}
+	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+		return &NoDataError{Dir: dir, Missing: true}
+	} else if err != nil {
+		return fmt.Errorf("data directory %s: %w", dir, err)
+	}
+	fi, err := os.Stat(filepath.Join(dir, "state.db"))
+	if errors.Is(err, fs.ErrNotExist) || (err == nil && !fi.Mode().IsRegular()) {
+		return &NoDataError{Dir: dir}
+	}
+	if err != nil {
+		return fmt.Errorf("data directory %s: %w", dir, err)
+	}
+	return nil
+}
+
+// Open opens (creating if needed, unless Options.MustExist) the data
+// directory and assembles the local role on it (core/app.Build). A data
+// directory, secrets/ directory or state.db that other users may write to
+// is refused (checkDataPermissions).
 func Open(opts Options) (*Runtime, error) {
 	if opts.DataDir == "" {
 		return nil, errors.New("localmode: a data directory is required (--data or CERTFN_DATA)")
@@ -173,6 +217,11 @@ func Open(opts Options) (*Runtime, error) {
 	allow, err := acme.ParseServerAllowList(ServerAllowSource, opts.ACME.ServerAllow)
 	if err != nil {
 		return nil, err
+	}
+	if opts.MustExist {
+		if err := CheckDataDir(opts.DataDir); err != nil {
+			return nil, err
+		}
 	}
 	if err := os.MkdirAll(opts.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("create data directory %s: %w", opts.DataDir, err)
