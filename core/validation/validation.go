@@ -202,3 +202,12 @@ func knownUsage(u api.KeyUsage) bool {
 	}
 	return false
 }
+
+// NamespaceName returns why s is not a valid namespace name (a DNS-1123
+// label, as Kubernetes namespaces), or "".
+func NamespaceName(s string) string {
+	if s == "" {
+		return "must not be empty"
+	}
+	return dns1123Label(s)
+}
