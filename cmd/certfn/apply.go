@@ -21,9 +21,9 @@ import (
 func readManifests(path string, stdin io.Reader) ([]api.Object, error) {
 	var files []string
 	if path == "-" {
-		b, err := io.ReadAll(io.LimitReader(stdin, 8<<20))
+		b, err := readManifest(stdin, "stdin")
 		if err != nil {
-			return nil, fmt.Errorf("read stdin: %w", err)
+			return nil, err
 		}
 		objs, err := api.Decode(b)
 		if err != nil {
@@ -55,7 +55,7 @@ func readManifests(path string, stdin io.Reader) ([]api.Object, error) {
 	}
 	var all []api.Object
 	for _, f := range files {
-		b, err := os.ReadFile(f)
+		b, err := readManifestFile(f)
 		if err != nil {
 			return nil, err
 		}
@@ -69,6 +69,31 @@ func readManifests(path string, stdin io.Reader) ([]api.Object, error) {
 		return nil, fmt.Errorf("%s: no resources found", path)
 	}
 	return all, nil
+}
+
+// readManifest reads r whole, refusing more than api.MaxManifestSize bytes
+// (rather than decoding a truncated input).
+func readManifest(r io.Reader, name string) ([]byte, error) {
+	b, err := io.ReadAll(io.LimitReader(r, api.MaxManifestSize+1))
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", name, err)
+	}
+	if len(b) > api.MaxManifestSize {
+		return nil, fmt.Errorf("%s: larger than %d bytes (8 MiB), the most one apply reads; split it into several files", name, api.MaxManifestSize)
+	}
+	return b, nil
+}
+
+func readManifestFile(name string) ([]byte, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() && fi.Size() > api.MaxManifestSize {
+		return nil, fmt.Errorf("%s: %d bytes, larger than %d bytes (8 MiB), the most one apply reads; split it into several files", name, fi.Size(), api.MaxManifestSize)
+	}
+	return readManifest(f, name)
 }
 
 func newApply(g *globals) *cobra.Command {

@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/certfn/certfn/core/api"
+	"github.com/certfn/certfn/core/validation"
 )
 
 func main() {
@@ -93,6 +94,12 @@ certificate (serve --api-listen). The identity your credentials prove is yours
 for the bindings. See docs/api.md.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		PersistentPreRunE: func(*cobra.Command, []string) error {
+			if msg := validation.NamespaceName(g.clusterNS); msg != "" {
+				return fmt.Errorf("--cluster-resource-namespace (env CERTFN_CLUSTER_RESOURCE_NAMESPACE) %q: %s", g.clusterNS, msg)
+			}
+			return nil
+		},
 	}
 	root.PersistentFlags().StringVar(&g.dataDir, "data", envOr("CERTFN_DATA", defaultDataDir()), dataDirHelp)
 	root.PersistentFlags().StringVar(&g.clusterNS, "cluster-resource-namespace", envOr("CERTFN_CLUSTER_RESOURCE_NAMESPACE", api.DefaultClusterResourceNamespace),

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -522,4 +523,33 @@ func dropNulls(v any) any {
 		}
 	}
 	return v
+}
+
+// TestDecodeTrailingGarbageAfterJSON: a JSON document followed by anything
+// that is not another JSON value is refused, naming where the rest starts
+// (YAML's parser would otherwise drop it silently).
+func TestDecodeTrailingGarbageAfterJSON(t *testing.T) {
+	const doc = `{"apiVersion":"cert-manager.io/v1","kind":"Issuer","metadata":{"name":"a"},"spec":{"selfSigned":{}}}`
+	for _, tc := range []struct {
+		name, in, want string
+	}{
+		{"word", doc + " garbage", `unexpected "garbage" after the JSON document, at line 1, column ` + strconv.Itoa(len(doc)+2)},
+		{"extra brace", doc + "}", `unexpected "}" after the JSON document, at line 1, column ` + strconv.Itoa(len(doc)+1)},
+		{"bracket on next line", doc + "\n]", `unexpected "]" after the JSON document, at line 2, column 1`},
+		{"array then word", "[" + doc + "]\n\n  x", `unexpected "x" after the JSON document, at line 3, column 3`},
+		{"truncated second", doc + "\n" + `{"x":`, `unexpected "{\"x\":" after the JSON document, at line 2, column 1`},
+		{"after separator", "kind: x\n---\n" + doc + " tail", `document 2: invalid JSON: unexpected "tail" after the JSON document, at line 3`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			objs, err := Decode([]byte(tc.in))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("want an error containing %q, got %d objects, err %v", tc.want, len(objs), err)
+			}
+		})
+	}
+	for _, ok := range []string{doc, doc + "\n  \n", doc + "\n" + doc, "[" + doc + "]", "---\n" + doc + "\n---\n" + doc + "\n" + doc, "{apiVersion: cert-manager.io/v1, kind: Issuer, metadata: {name: a}, spec: {selfSigned: {}}}"} {
+		if _, err := Decode([]byte(ok)); err != nil {
+			t.Errorf("%q: unexpected error %v", ok, err)
+		}
+	}
 }

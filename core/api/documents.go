@@ -42,6 +42,29 @@ func splitDocuments(data []byte) ([]document, FieldErrors) {
 		if len(bytes.TrimSpace(chunk.text)) == 0 {
 			continue
 		}
+		if t := bytes.TrimSpace(chunk.text); t[0] == '{' || t[0] == '[' {
+			vals, trailing, ok := jsonValues(chunk.text)
+			if ok && trailing < 0 {
+				for _, v := range vals {
+					if v != nil {
+						n++
+						docs = append(docs, document{num: n, value: v})
+					}
+				}
+				continue
+			}
+			if ok {
+				// A whole JSON document followed by something that is not
+				// one: YAML would silently drop the rest, so refuse it.
+				n++
+				line, col := lineCol(chunk.text, trailing)
+				errs = append(errs, FieldError{Doc: n, Rule: fmt.Sprintf(
+					"invalid JSON: unexpected %s after the JSON document, at line %d, column %d",
+					snippet(chunk.text[trailing:]), chunk.line+line-1, col)})
+				continue
+			}
+			// The first value is not JSON: it may be flow-style YAML.
+		}
 		j, err := yaml.YAMLToJSONStrict(chunk.text)
 		if err != nil {
 			n++
@@ -83,6 +106,51 @@ func jsonStream(data []byte) ([]document, bool) {
 		}
 		docs = append(docs, document{num: len(docs) + 1, value: v})
 	}
+}
+
+// jsonValues decodes the JSON values in data. ok is false when the first
+// value does not decode (the text is not JSON). When a later value does
+// not decode, trailing is the byte offset where it starts; otherwise -1.
+func jsonValues(data []byte) (vals []any, trailing int, ok bool) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	for {
+		end := int(dec.InputOffset())
+		var v any
+		err := dec.Decode(&v)
+		if errors.Is(err, io.EOF) {
+			return vals, -1, true
+		}
+		if err != nil {
+			if len(vals) == 0 {
+				return nil, -1, false
+			}
+			for end < len(data) && (data[end] == ' ' || data[end] == '\t' || data[end] == '\r' || data[end] == '\n') {
+				end++
+			}
+			return vals, end, true
+		}
+		vals = append(vals, v)
+	}
+}
+
+// lineCol turns a byte offset in data into a 1-based line and column.
+func lineCol(data []byte, off int) (line, col int) {
+	before := data[:off]
+	line = bytes.Count(before, []byte("\n")) + 1
+	col = off - bytes.LastIndexByte(before, '\n')
+	return line, col
+}
+
+// snippet quotes the start of b (at most 20 bytes) for an error message.
+func snippet(b []byte) string {
+	if i := bytes.IndexByte(b, '\n'); i >= 0 {
+		b = b[:i]
+	}
+	if len(b) > 20 {
+		return fmt.Sprintf("%q…", b[:20])
+	}
+	return fmt.Sprintf("%q", b)
 }
 
 func decodeJSONValue(j []byte) (any, error) {

@@ -210,6 +210,12 @@ func (s *Service) validate(obj api.Object) (field string, err error) {
 	if errl := validation.Object(obj); len(errl) > 0 {
 		return errl[0].Path, errs.Permanent(fmt.Errorf("%s is invalid: %w", key, errl.Err()))
 	}
+	if n, err := api.EncodedSize(obj); err != nil {
+		return "", errs.Permanent(fmt.Errorf("%s is invalid: %w", key, err))
+	} else if n > api.MaxObjectBytes {
+		return "", errs.Permanent(fmt.Errorf("%s is too large: %d bytes as JSON, over the limit of %d bytes an object may have (the limit every store can hold)",
+			key, n, api.MaxObjectBytes))
+	}
 	switch o := obj.(type) {
 	case *api.CertificateRequestPolicy:
 		if _, err := s.evaluator().Compile(o); err != nil {

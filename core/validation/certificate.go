@@ -353,6 +353,7 @@ func keystorePassword(path string, password *string, ref api.SecretKeySelector) 
 	case password != nil && *password == "":
 		errs.add(path+".password", "must not be empty")
 	}
+	secretRef(&errs, path+".passwordSecretRef.name", ref.Name)
 	return errs
 }
 

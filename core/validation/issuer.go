@@ -49,9 +49,7 @@ func IssuerSpec(s *api.IssuerSpec, path string) ErrorList {
 		errs.add(path, "exactly one issuer type must be set, got "+strings.Join(set, ", "))
 	}
 	if ca := s.CA; ca != nil {
-		if ca.SecretName == "" {
-			errs.add(path+".ca.secretName", "required")
-		}
+		errs = append(errs, secretName(path+".ca.secretName", ca.SecretName)...)
 		urls(&errs, path+".ca.crlDistributionPoints", ca.CRLDistributionPoints)
 		urls(&errs, path+".ca.ocspServers", ca.OCSPServers)
 		urls(&errs, path+".ca.issuingCertificateURLs", ca.IssuingCertificateURLs)
@@ -89,6 +87,8 @@ func acmeIssuer(errs *ErrorList, path string, a *api.ACMEIssuer) {
 	}
 	if a.PrivateKeySecretRef.Name == "" {
 		errs.add(path+".privateKeySecretRef.name", "required: the secret that holds (or will hold) the ACME account key")
+	} else {
+		secretRef(errs, path+".privateKeySecretRef.name", a.PrivateKeySecretRef.Name)
 	}
 	if len(a.CABundle) > 0 {
 		if a.SkipTLSVerify {
@@ -105,6 +105,8 @@ func acmeIssuer(errs *ErrorList, path string, a *api.ACMEIssuer) {
 		}
 		if eab.Key.Name == "" {
 			errs.add(ep+".keySecretRef.name", "required")
+		} else {
+			secretRef(errs, ep+".keySecretRef.name", eab.Key.Name)
 		}
 		switch eab.KeyAlgorithm {
 		case "", "HS256", "HS384", "HS512":
@@ -180,6 +182,7 @@ func dns01(errs *ErrorList, path string, d *api.ACMEChallengeSolverDNS01) {
 		if r.TSIGKeyName != "" && r.TSIGSecret.Name == "" {
 			errs.add(rp+".tsigSecretSecretRef.name", "required when tsigKeyName is set")
 		}
+		secretRef(errs, rp+".tsigSecretSecretRef.name", r.TSIGSecret.Name)
 		switch strings.ToUpper(r.TSIGAlgorithm) {
 		case "", "HMACMD5", "HMACSHA1", "HMACSHA256", "HMACSHA512":
 		default:
@@ -195,8 +198,29 @@ func dns01(errs *ErrorList, path string, d *api.ACMEChallengeSolverDNS01) {
 		if r.AccessKeyID != "" && r.SecretAccessKeyID != nil && r.SecretAccessKeyID.Name != "" {
 			errs.add(path+".route53", "only one of accessKeyID or accessKeyIDSecretRef may be set")
 		}
+		if r.SecretAccessKeyID != nil {
+			secretRef(errs, path+".route53.accessKeyIDSecretRef.name", r.SecretAccessKeyID.Name)
+		}
+		secretRef(errs, path+".route53.secretAccessKeySecretRef.name", r.SecretAccessKey.Name)
 	}
-	if c := d.CloudDNS; c != nil && c.Project == "" {
-		errs.add(path+".cloudDNS.project", "required: the Google Cloud project of the zone")
+	if c := d.CloudDNS; c != nil {
+		if c.Project == "" {
+			errs.add(path+".cloudDNS.project", "required: the Google Cloud project of the zone")
+		}
+		if c.ServiceAccount != nil {
+			secretRef(errs, path+".cloudDNS.serviceAccountSecretRef.name", c.ServiceAccount.Name)
+		}
+	}
+}
+
+// secretRef checks a named (optional here) secret reference: when set, it
+// must be a DNS-1123 subdomain, as Kubernetes secret names are. That
+// refuses "..", "/" and the like before a name reaches a store key.
+func secretRef(errs *ErrorList, path, name string) {
+	if name == "" {
+		return
+	}
+	if msg := dns1123Subdomain(name); msg != "" {
+		errs.addValue(path, name, "invalid secret name: "+msg)
 	}
 }

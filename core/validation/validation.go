@@ -115,6 +115,13 @@ func Metadata(m *api.ObjectMeta, namespaced bool) ErrorList {
 	default:
 		errs.add("metadata.name", "required")
 	}
+	annotations := 0
+	for k, v := range m.Annotations {
+		annotations += len(k) + len(v)
+	}
+	if annotations > api.MaxAnnotationsBytes {
+		errs.add("metadata.annotations", fmt.Sprintf("too large: %d bytes of keys and values, at most %d (256 KiB) in total", annotations, api.MaxAnnotationsBytes))
+	}
 	if namespaced {
 		if m.Namespace == "" {
 			errs.add("metadata.namespace", "required")
@@ -201,4 +208,13 @@ func knownUsage(u api.KeyUsage) bool {
 		}
 	}
 	return false
+}
+
+// NamespaceName returns why s is not a valid namespace name (a DNS-1123
+// label, as Kubernetes namespaces), or "".
+func NamespaceName(s string) string {
+	if s == "" {
+		return "must not be empty"
+	}
+	return dns1123Label(s)
 }

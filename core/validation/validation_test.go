@@ -601,3 +601,57 @@ func TestExamplesAreValid(t *testing.T) {
 		}
 	}
 }
+
+// TestSecretReferencesRefused: every secret reference must be a Kubernetes
+// secret name (a DNS-1123 subdomain), so "..", "/" and the like never reach
+// a store key; the error names the field and the rule.
+func TestSecretReferencesRefused(t *testing.T) {
+	type I = api.Issuer
+	acme := func(f func(*api.ACMEIssuer)) *api.Issuer { return issuer(func(i *I) { f(i.Spec.ACME) }) }
+	ref := func(n string) api.SecretKeySelector {
+		return api.SecretKeySelector{LocalObjectReference: api.LocalObjectReference{Name: n}}
+	}
+	var rows []row
+	for _, bad := range []string{"..", "../ca", "a/b", "/etc", "Upper", "a..b", "-x", "x y", strings.Repeat("a", 254)} {
+		rule := "DNS-1123 subdomain"
+		if len(bad) > 253 {
+			rule = "no more than 253 characters"
+		}
+		rows = append(rows,
+			row{"ca secretName " + bad, issuer(func(i *I) { i.Spec = api.IssuerSpec{CA: &api.CAIssuer{SecretName: bad}} }), "spec.ca.secretName", rule},
+			row{"cluster ca secretName " + bad, &api.ClusterIssuer{ObjectMeta: api.ObjectMeta{Name: "ca"}, Spec: api.IssuerSpec{CA: &api.CAIssuer{SecretName: bad}}}, "spec.ca.secretName", rule},
+			row{"acme key " + bad, acme(func(a *api.ACMEIssuer) { a.PrivateKeySecretRef.Name = bad }), "spec.acme.privateKeySecretRef.name", rule},
+			row{"eab key " + bad, acme(func(a *api.ACMEIssuer) {
+				a.ExternalAccountBinding = &api.ACMEExternalAccountBinding{KeyID: "kid", Key: ref(bad)}
+			}), "spec.acme.externalAccountBinding.keySecretRef.name", rule},
+			row{"tsig " + bad, acme(func(a *api.ACMEIssuer) {
+				a.Solvers[1].DNS01.RFC2136.TSIGKeyName, a.Solvers[1].DNS01.RFC2136.TSIGSecret = "key.", ref(bad)
+			}), "spec.acme.solvers[1].dns01.rfc2136.tsigSecretSecretRef.name", rule},
+			row{"route53 secret " + bad, acme(func(a *api.ACMEIssuer) {
+				a.Solvers[1].DNS01 = &api.ACMEChallengeSolverDNS01{Route53: &api.ACMEIssuerDNS01ProviderRoute53{AccessKeyID: "AKIA", SecretAccessKey: ref(bad)}}
+			}), "spec.acme.solvers[1].dns01.route53.secretAccessKeySecretRef.name", rule},
+			row{"route53 key id " + bad, acme(func(a *api.ACMEIssuer) {
+				a.Solvers[1].DNS01 = &api.ACMEChallengeSolverDNS01{Route53: &api.ACMEIssuerDNS01ProviderRoute53{SecretAccessKeyID: ptr(ref(bad)), SecretAccessKey: ref("aws")}}
+			}), "spec.acme.solvers[1].dns01.route53.accessKeyIDSecretRef.name", rule},
+			row{"cloudDNS " + bad, acme(func(a *api.ACMEIssuer) {
+				a.Solvers[1].DNS01 = &api.ACMEChallengeSolverDNS01{CloudDNS: &api.ACMEIssuerDNS01ProviderCloudDNS{Project: "p", ServiceAccount: ptr(ref(bad))}}
+			}), "spec.acme.solvers[1].dns01.cloudDNS.serviceAccountSecretRef.name", rule},
+			row{"jks password " + bad, cert(func(c *api.Certificate) {
+				c.Spec.Keystores = &api.CertificateKeystores{JKS: &api.JKSKeystore{Create: true, PasswordSecretRef: ref(bad)}}
+			}), "spec.keystores.jks.passwordSecretRef.name", rule},
+			row{"pkcs12 password " + bad, cert(func(c *api.Certificate) {
+				c.Spec.Keystores = &api.CertificateKeystores{PKCS12: &api.PKCS12Keystore{Create: true, PasswordSecretRef: ref(bad)}}
+			}), "spec.keystores.pkcs12.passwordSecretRef.name", rule},
+		)
+	}
+	rows = append(rows,
+		row{"good names pass", acme(func(a *api.ACMEIssuer) {
+			a.PrivateKeySecretRef = ref("acme.key-1")
+			a.ExternalAccountBinding = &api.ACMEExternalAccountBinding{KeyID: "kid", Key: ref("eab")}
+		}), "", ""},
+		row{"good keystore ref passes", cert(func(c *api.Certificate) {
+			c.Spec.Keystores = &api.CertificateKeystores{PKCS12: &api.PKCS12Keystore{Create: true, PasswordSecretRef: ref("p12-pass")}}
+		}), "", ""},
+	)
+	runRows(t, rows)
+}
