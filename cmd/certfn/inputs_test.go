@@ -26,7 +26,9 @@ func TestClusterResourceNamespaceFlagRefused(t *testing.T) {
 			}
 		})
 	}
-	if r := cli(t, t.TempDir(), "", "--cluster-resource-namespace", "cert-manager-2", "get", "certificates"); r.code != 0 {
+	// A valid namespace is taken (apply creates the data directory).
+	issuer := "apiVersion: cert-manager.io/v1\nkind: ClusterIssuer\nmetadata: {name: ss}\nspec: {selfSigned: {}}\n"
+	if r := cli(t, t.TempDir(), issuer, "--cluster-resource-namespace", "cert-manager-2", "apply", "-f", "-"); r.code != 0 {
 		t.Fatalf("a valid namespace: exit %d, stderr %q", r.code, r.stderr)
 	}
 }
