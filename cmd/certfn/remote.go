@@ -193,7 +193,8 @@ func (e *apiError) Error() string {
 }
 
 // Is lets callers test remote errors as local ones: 404 is
-// ports.ErrNotFound, 403 app.ErrForbidden, 409 ports.ErrConflict.
+// ports.ErrNotFound, 403 app.ErrForbidden, 409 ports.ErrConflict and
+// app.ErrConflict (the stored state refuses the call).
 func (e *apiError) Is(target error) bool {
 	switch e.status {
 	case http.StatusNotFound:
@@ -201,7 +202,7 @@ func (e *apiError) Is(target error) bool {
 	case http.StatusForbidden:
 		return target == app.ErrForbidden
 	case http.StatusConflict:
-		return target == ports.ErrConflict
+		return target == ports.ErrConflict || target == app.ErrConflict
 	}
 	return false
 }

@@ -1,12 +1,14 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
+	"github.com/spf13/cobra"
+
 	"github.com/certfn/certfn/core/api"
 	"github.com/certfn/certfn/core/app"
-	"github.com/spf13/cobra"
 )
 
 func newRenew(g *globals) *cobra.Command {
@@ -39,11 +41,26 @@ func newRenew(g *globals) *cobra.Command {
 			} else {
 				keys = []api.Key{{Kind: api.KindCertificate, Namespace: ns, Name: args[0]}}
 			}
+			// With --all, a Certificate already being issued is reported
+			// and skipped, and the others are still renewed; any other
+			// failure is reported and makes the command fail at the end.
+			failed := 0
 			for _, k := range keys {
-				if err := cl.Renew(cmd.Context(), k); err != nil {
+				err := cl.Renew(cmd.Context(), k)
+				switch {
+				case err == nil:
+					fmt.Fprintf(g.stdout, "Manually triggered issuance of %s\n", displayKey(k))
+				case !all:
 					return err
+				case errors.Is(err, app.ErrConflict):
+					fmt.Fprintf(g.stdout, "Skipped %s: already being issued\n", displayKey(k))
+				default:
+					failed++
+					fmt.Fprintf(g.stderr, "error: %s: %v\n", displayKey(k), err)
 				}
-				fmt.Fprintf(g.stdout, "Manually triggered issuance of %s\n", displayKey(k))
+			}
+			if failed > 0 {
+				return fmt.Errorf("%d of %d certificates could not be renewed", failed, len(keys))
 			}
 			return nil
 		},
