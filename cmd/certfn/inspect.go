@@ -9,17 +9,19 @@ import (
 	"crypto/x509"
 	"fmt"
 	"io"
+	"os"
 	"sort"
 	"strings"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/certfn/certfn/core/app"
 	"github.com/certfn/certfn/core/pki"
-	"github.com/spf13/cobra"
 )
 
 func newInspect(g *globals) *cobra.Command {
-	var ns string
+	var ns, caFile string
 	var verify bool
 	c := &cobra.Command{
 		Use:   "inspect secret NAME [--verify]",
@@ -72,22 +74,56 @@ read their key pairs from the cloud secret store (e.g. Secrets Manager) directly
 				}
 			}
 			if verify {
-				if err := verifyChain(sec.Data["tls.crt"], sec.Data["tls.key"], sec.Data["ca.crt"]); err != nil {
+				roots, against, err := verifyRoots(sec.Data["ca.crt"], caFile)
+				if err != nil {
 					return fmt.Errorf("verify %s/%s: %w", ns, args[1], err)
 				}
-				fmt.Fprintln(w, "Verified: tls.crt chains to ca.crt (Go x509 verifier), private key matches")
+				if err := verifyChain(sec.Data["tls.crt"], sec.Data["tls.key"], roots); err != nil {
+					return fmt.Errorf("verify %s/%s against %s: %w", ns, args[1], against, err)
+				}
+				fmt.Fprintf(w, "Verified: tls.crt chains to %s (Go x509 verifier), private key matches\n", against)
 			}
 			return nil
 		},
 	}
 	c.Flags().StringVarP(&ns, "namespace", "n", "default", "namespace")
-	c.Flags().BoolVar(&verify, "verify", false, "verify tls.crt against ca.crt with Go's x509 verifier (exit 1 if it fails)")
+	c.Flags().BoolVar(&verify, "verify", false, "verify tls.crt with Go's x509 verifier against ca.crt, or, when the secret has none (ACME certificates), the system's trusted roots (exit 1 if it fails)")
+	c.Flags().StringVar(&caFile, "ca-file", "", "with --verify: PEM roots to verify against instead of ca.crt or the system roots (e.g. a private ACME CA's root)")
 	return c
 }
 
-// verifyChain checks that tls.key matches the leaf and that the leaf chains to a root in caPEM (intermediates
+// verifyRoots returns the roots --verify checks against and how to name
+// them: --ca-file when given, else the secret's ca.crt, else (ACME
+// certificates carry no ca.crt, as cert-manager's) the system's roots.
+func verifyRoots(caPEM []byte, caFile string) (*x509.CertPool, string, error) {
+	switch {
+	case caFile != "":
+		b, err := os.ReadFile(caFile)
+		if err != nil {
+			return nil, "", fmt.Errorf("--ca-file: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(b) {
+			return nil, "", fmt.Errorf("--ca-file %s: no PEM certificate in it", caFile)
+		}
+		return pool, caFile, nil
+	case len(caPEM) > 0:
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(caPEM) {
+			return nil, "", fmt.Errorf("ca.crt holds no CA certificate")
+		}
+		return pool, "ca.crt", nil
+	}
+	pool, err := x509.SystemCertPool()
+	if err != nil {
+		return nil, "", fmt.Errorf("the secret has no ca.crt and the system roots cannot be read (give --ca-file): %w", err)
+	}
+	return pool, "the system's trusted roots (no ca.crt in the secret)", nil
+}
+
+// verifyChain checks that tls.key matches the leaf and that the leaf chains to a root in roots (intermediates
 // from the rest of tls.crt) for any usage, at the current time.
-func verifyChain(crtPEM, keyPEM, caPEM []byte) error {
+func verifyChain(crtPEM, keyPEM []byte, roots *x509.CertPool) error {
 	chain, err := pki.ParseChainPEM(crtPEM)
 	if err != nil {
 		return fmt.Errorf("tls.crt: %w", err)
@@ -98,10 +134,6 @@ func verifyChain(crtPEM, keyPEM, caPEM []byte) error {
 	}
 	if !pki.PublicKeysEqual(key.Public(), chain[0].PublicKey) {
 		return fmt.Errorf("tls.key does not match the certificate in tls.crt")
-	}
-	roots := x509.NewCertPool()
-	if len(caPEM) == 0 || !roots.AppendCertsFromPEM(caPEM) {
-		return fmt.Errorf("ca.crt holds no CA certificate")
 	}
 	inter := x509.NewCertPool()
 	for _, c := range chain[1:] {
