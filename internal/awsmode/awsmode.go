@@ -134,8 +134,8 @@ type Runtime struct {
 
 	getenv  func(string) string
 	sqs     sqsq.API
-	store   ports.Store // what the engine uses (maybe wrapped)
-	batch   *batchQueue // scheduler: the sweep's batched sends
+	store   ports.Store     // what the engine uses (maybe wrapped)
+	batch   *app.SweepQueue // scheduler: the sweep's batched sends
 	qmu     sync.Mutex
 	queues  map[string]*sqsq.Queue // consumed queues by event source ARN
 	metrics ports.Metrics
@@ -202,7 +202,7 @@ func FromEnvWith(ctx context.Context, role Role, o Options) (*Runtime, error) {
 		p.Queue = rt.Queue
 	}
 	if role == RoleScheduler {
-		rt.batch = &batchQueue{q: rt.Queue}
+		rt.batch = &app.SweepQueue{Q: rt.Queue}
 		p.Queue = rt.batch
 	}
 	if st.SignerQueueURL != "" && (role == RoleWorker || role == RoleSigner) {

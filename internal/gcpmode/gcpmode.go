@@ -91,6 +91,7 @@ type Runtime struct {
 	handler http.Handler
 	deliver *app.Deliverer
 	queue   app.BatchQueue
+	batch   *app.SweepQueue // scheduler: the sweep's batched publishes
 	decode  pushDecoder
 }
 
@@ -146,6 +147,10 @@ func FromEnvWith(ctx context.Context, role Role, o Options) (*Runtime, error) {
 			}
 		}
 		p.Queue = o.Queue
+		if role == RoleScheduler {
+			rt.batch = &app.SweepQueue{Q: o.Queue, MaxBatch: pubsubq.MaxBatch}
+			p.Queue = rt.batch
+		}
 	}
 	if role == RoleWorker || role == RoleSigner {
 		api := o.SecretManager

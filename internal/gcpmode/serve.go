@@ -1,13 +1,11 @@
 package gcpmode
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"net/http"
 	"time"
 
-	"github.com/certfn/certfn/adapters/gcp/pubsubq"
 	"github.com/certfn/certfn/core/api"
 	"github.com/certfn/certfn/core/errs"
 )
@@ -110,37 +108,22 @@ type SweepResult struct {
 	Sent int `json:"sent"`
 }
 
-// sweep sends the due keys to the worker topic in batches. A key not sent
-// stays due for the next sweep; an error answers 500 (Cloud Scheduler's
-// retry applies).
+// sweep sends the due keys to the worker topic in batches (Engine.Sweep
+// through the scheduler's app.SweepQueue). A key not sent stays due for
+// the next sweep; an error answers 500 (Cloud Scheduler's retry applies).
 func (rt *Runtime) sweep(w http.ResponseWriter, r *http.Request) {
-	keys, err := rt.dueKeys(r.Context())
-	for i := 0; err == nil && i < len(keys); i += pubsubq.MaxBatch {
-		err = rt.queue.EnqueueBatch(r.Context(), keys[i:min(i+pubsubq.MaxBatch, len(keys))], 0)
+	due, err := rt.Engine.Sweep(r.Context(), rt.Settings.SweepLimit)
+	sent, ferr := rt.batch.Flush(r.Context())
+	if err == nil {
+		err = ferr
 	}
 	if err != nil {
-		if errs.IsPermanent(err) {
-			rt.Log.Error("sweep", "err", err)
-		}
+		rt.Log.Error("sweep", "err", err)
 		fail(w, http.StatusInternalServerError, "InternalError", fmt.Errorf("sweep: %w", err))
 		return
 	}
-	if len(keys) > 0 {
-		rt.Log.Info("sweep", "due", len(keys))
+	if due > 0 {
+		rt.Log.Info("sweep", "due", due, "sent", sent)
 	}
-	writeJSON(w, http.StatusOK, SweepResult{Due: len(keys), Sent: len(keys)})
-}
-
-// dueKeys reads up to SweepLimit due keys (the engine's Sweep enqueues
-// one by one; the scheduler batches instead).
-func (rt *Runtime) dueKeys(ctx context.Context) ([]api.Key, error) {
-	items, err := rt.Engine.Store().Due(ctx, rt.Engine.Now(), rt.Settings.SweepLimit)
-	if err != nil {
-		return nil, fmt.Errorf("query the due index: %w", err)
-	}
-	keys := make([]api.Key, 0, len(items))
-	for _, it := range items {
-		keys = append(keys, it.Key)
-	}
-	return keys, nil
+	writeJSON(w, http.StatusOK, SweepResult{Due: due, Sent: sent})
 }
