@@ -56,8 +56,8 @@ type Config struct {
 	// cert-manager's approveSignerNames ("clusterissuers.cert-manager.io/ca",
 	// "issuers.cert-manager.io/<ns>.<name>", "issuers.cert-manager.io/*").
 	AutoApprove []string
-	// Evaluator evaluates policies (its plugins are registered by the
-	// caller); nil builds one without plugins.
+	// Evaluator evaluates policies; required. Its plugins are registered
+	// by the caller (core/app.Build in every deployment).
 	Evaluator *policy.Evaluator
 	// Signers by issuer type ("selfSigned", "ca"). A deployment whose
 	// worker must not read CA keys leaves "ca" out and runs a signer role.
@@ -115,18 +115,15 @@ func New(cfg Config) (*Engine, error) {
 		return nil, errors.New("engine: Queue is required")
 	case cfg.Clock == nil:
 		return nil, errors.New("engine: Clock is required")
+	case cfg.Evaluator == nil:
+		// The one evaluator (with its plugins) is built by the composition
+		// root, core/app.Build; a default here would be a second wiring.
+		return nil, errors.New("engine: Evaluator is required")
 	case cfg.IssuancesPerHourPerNamespace < 0:
 		return nil, fmt.Errorf("engine: IssuancesPerHourPerNamespace is %d: want 0 (unlimited) or more", cfg.IssuancesPerHourPerNamespace)
 	}
 	if cfg.Metrics == nil {
 		cfg.Metrics = nopMetrics{}
-	}
-	if cfg.Evaluator == nil {
-		ev, err := policy.NewEvaluator(policy.Options{Metrics: cfg.Metrics})
-		if err != nil {
-			return nil, err
-		}
-		cfg.Evaluator = ev
 	}
 	e := &Engine{}
 	if cfg.Approver == nil {

@@ -278,7 +278,7 @@ func TestIssuerReadyWakesWaitingRequests(t *testing.T) {
 
 func TestNewRequiresItsPorts(t *testing.T) {
 	r := apptest.NewRig(t)
-	full := engine.Config{Store: r.Store, Secrets: r.Secrets, Queue: r.Queue, Clock: r.Clock}
+	full := engine.Config{Store: r.Store, Secrets: r.Secrets, Queue: r.Queue, Clock: r.Clock, Evaluator: r.Engine.Config().Evaluator}
 	for _, tc := range []struct {
 		name string
 		drop func(*engine.Config)
@@ -288,6 +288,7 @@ func TestNewRequiresItsPorts(t *testing.T) {
 		{"secrets", func(c *engine.Config) { c.Secrets = nil }, "Secrets is required"},
 		{"queue", func(c *engine.Config) { c.Queue = nil }, "Queue is required"},
 		{"clock", func(c *engine.Config) { c.Clock = nil }, "Clock is required"},
+		{"evaluator", func(c *engine.Config) { c.Evaluator = nil }, "Evaluator is required"},
 	} {
 		cfg := full
 		tc.drop(&cfg)

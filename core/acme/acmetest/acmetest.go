@@ -24,6 +24,7 @@ import (
 	"github.com/certfn/certfn/core/engine"
 	"github.com/certfn/certfn/core/issuers"
 	"github.com/certfn/certfn/core/memory"
+	"github.com/certfn/certfn/core/policy"
 	"github.com/certfn/certfn/core/ports"
 )
 
@@ -195,8 +196,13 @@ func NewRig(t *testing.T, solvers []api.ACMEChallengeSolver, chCfg challenges.Co
 	chCfg.Accounts = r.Accounts
 	r.Chals = challenges.New(chCfg)
 	r.Orders = orders.New(orders.Config{Accounts: r.Accounts})
-	var err error
-	r.Engine, err = engine.New(engine.Config{Store: store, Secrets: r.Secrets, Queue: memory.NewQueue(clk, time.Minute), Clock: clk,
+	// Test support: the rig drives only the Order and Challenge handlers, so
+	// it needs an evaluator without plugins, not app.Build's whole wiring.
+	ev, err := policy.NewEvaluator(policy.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Engine, err = engine.New(engine.Config{Store: store, Secrets: r.Secrets, Queue: memory.NewQueue(clk, time.Minute), Clock: clk, Evaluator: ev,
 		Handlers: map[string]engine.Handler{api.KindOrder: r.Orders, api.KindChallenge: r.Chals}})
 	if err != nil {
 		t.Fatal(err)
