@@ -66,14 +66,14 @@ func ignoredIssuerFields(spec *IssuerSpec) []string {
 		if d := s.DNS01; d != nil {
 			for _, u := range []struct {
 				name string
-				raw  json.RawMessage
+				set  bool
 			}{
-				{"acmeDNS", d.AcmeDNS}, {"akamai", d.Akamai}, {"azureDNS", d.AzureDNS},
-				{"cloudflare", d.Cloudflare}, {"digitalocean", d.DigitalOcean},
+				{"acmeDNS", d.AcmeDNS != nil}, {"akamai", d.Akamai != nil}, {"azureDNS", d.AzureDNS != nil},
+				{"cloudflare", d.Cloudflare != nil}, {"digitalocean", d.DigitalOcean != nil},
 				// webhook is not listed: its solverName selects a DNS-01 provider
 				// compiled into certfn (core/acme/dns01.WebhookKey).
 			} {
-				if present(u.raw) {
+				if u.set {
 					out = append(out, p+".dns01."+u.name)
 				}
 			}

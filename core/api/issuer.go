@@ -127,16 +127,78 @@ type ACMEChallengeSolverHTTP01 struct {
 
 // ACMEChallengeSolverDNS01 configures a DNS-01 provider.
 type ACMEChallengeSolverDNS01 struct {
-	CNAMEStrategy string                           `json:"cnameStrategy,omitempty"`
-	RFC2136       *ACMEIssuerDNS01ProviderRFC2136  `json:"rfc2136,omitempty"`
-	Route53       *ACMEIssuerDNS01ProviderRoute53  `json:"route53,omitempty"`
-	CloudDNS      *ACMEIssuerDNS01ProviderCloudDNS `json:"cloudDNS,omitempty"`
-	Akamai        json.RawMessage                  `json:"akamai,omitempty"`
-	AzureDNS      json.RawMessage                  `json:"azureDNS,omitempty"`
-	Cloudflare    json.RawMessage                  `json:"cloudflare,omitempty"`
-	DigitalOcean  json.RawMessage                  `json:"digitalocean,omitempty"`
-	AcmeDNS       json.RawMessage                  `json:"acmeDNS,omitempty"`
-	Webhook       json.RawMessage                  `json:"webhook,omitempty"`
+	CNAMEStrategy string                               `json:"cnameStrategy,omitempty"`
+	RFC2136       *ACMEIssuerDNS01ProviderRFC2136      `json:"rfc2136,omitempty"`
+	Route53       *ACMEIssuerDNS01ProviderRoute53      `json:"route53,omitempty"`
+	CloudDNS      *ACMEIssuerDNS01ProviderCloudDNS     `json:"cloudDNS,omitempty"`
+	Akamai        *ACMEIssuerDNS01ProviderAkamai       `json:"akamai,omitempty"`
+	AzureDNS      *ACMEIssuerDNS01ProviderAzureDNS     `json:"azureDNS,omitempty"`
+	Cloudflare    *ACMEIssuerDNS01ProviderCloudflare   `json:"cloudflare,omitempty"`
+	DigitalOcean  *ACMEIssuerDNS01ProviderDigitalOcean `json:"digitalocean,omitempty"`
+	AcmeDNS       *ACMEIssuerDNS01ProviderAcmeDNS      `json:"acmeDNS,omitempty"`
+	Webhook       json.RawMessage                      `json:"webhook,omitempty"`
+}
+
+// ACMEIssuerDNS01ProviderAkamai is cert-manager's akamai solver. certfn
+// accepts and validates it but cannot act on it (the Issuer says so).
+type ACMEIssuerDNS01ProviderAkamai struct {
+	ServiceConsumerDomain string            `json:"serviceConsumerDomain"`
+	ClientToken           SecretKeySelector `json:"clientTokenSecretRef"`
+	ClientSecret          SecretKeySelector `json:"clientSecretSecretRef"`
+	AccessToken           SecretKeySelector `json:"accessTokenSecretRef"`
+}
+
+// ACMEIssuerDNS01ProviderCloudflare is cert-manager's cloudflare solver:
+// an API token, or a global API key with the account's e-mail.
+type ACMEIssuerDNS01ProviderCloudflare struct {
+	Email    string             `json:"email,omitempty"`
+	APIKey   *SecretKeySelector `json:"apiKeySecretRef,omitempty"`
+	APIToken *SecretKeySelector `json:"apiTokenSecretRef,omitempty"`
+}
+
+// ACMEIssuerDNS01ProviderDigitalOcean is cert-manager's digitalocean solver.
+type ACMEIssuerDNS01ProviderDigitalOcean struct {
+	Token SecretKeySelector `json:"tokenSecretRef"`
+}
+
+// ACMEIssuerDNS01ProviderAzureDNS is cert-manager's azureDNS solver: a
+// service principal (clientID, clientSecretSecretRef, tenantID) or a
+// managed identity.
+type ACMEIssuerDNS01ProviderAzureDNS struct {
+	ClientID          string                `json:"clientID,omitempty"`
+	ClientSecret      *SecretKeySelector    `json:"clientSecretSecretRef,omitempty"`
+	SubscriptionID    string                `json:"subscriptionID"`
+	TenantID          string                `json:"tenantID,omitempty"`
+	ResourceGroupName string                `json:"resourceGroupName"`
+	HostedZoneName    string                `json:"hostedZoneName,omitempty"`
+	Environment       string                `json:"environment,omitempty"`
+	ManagedIdentity   *AzureManagedIdentity `json:"managedIdentity,omitempty"`
+	ZoneType          string                `json:"zoneType,omitempty"`
+}
+
+// AzureManagedIdentity selects a managed identity for azureDNS.
+type AzureManagedIdentity struct {
+	ClientID   string `json:"clientID,omitempty"`
+	ResourceID string `json:"resourceID,omitempty"`
+	TenantID   string `json:"tenantID,omitempty"`
+}
+
+// Azure environments and zone types cert-manager accepts.
+const (
+	AzurePublicCloud       = "AzurePublicCloud"
+	AzureChinaCloud        = "AzureChinaCloud"
+	AzureGermanCloud       = "AzureGermanCloud"
+	AzureUSGovernmentCloud = "AzureUSGovernmentCloud"
+	AzurePrivateZone       = "AzurePrivateZone"
+	AzurePublicZone        = "AzurePublicZone"
+)
+
+// ACMEIssuerDNS01ProviderAcmeDNS is cert-manager's acmeDNS solver: the
+// acme-dns server and a secret key holding the registration JSON
+// (domain → username, password, fulldomain, subdomain).
+type ACMEIssuerDNS01ProviderAcmeDNS struct {
+	Host          string            `json:"host"`
+	AccountSecret SecretKeySelector `json:"accountSecretRef"`
 }
 
 // ACMEIssuerDNS01ProviderRFC2136 is cert-manager's rfc2136 solver.

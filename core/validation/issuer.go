@@ -152,8 +152,8 @@ func dns01(errs *ErrorList, path string, d *api.ACMEChallengeSolverDNS01) {
 		name string
 		ok   bool
 	}{
-		{"acmeDNS", rawSet(d.AcmeDNS)}, {"akamai", rawSet(d.Akamai)}, {"azureDNS", rawSet(d.AzureDNS)},
-		{"cloudDNS", d.CloudDNS != nil}, {"cloudflare", rawSet(d.Cloudflare)}, {"digitalocean", rawSet(d.DigitalOcean)},
+		{"acmeDNS", d.AcmeDNS != nil}, {"akamai", d.Akamai != nil}, {"azureDNS", d.AzureDNS != nil},
+		{"cloudDNS", d.CloudDNS != nil}, {"cloudflare", d.Cloudflare != nil}, {"digitalocean", d.DigitalOcean != nil},
 		{"rfc2136", d.RFC2136 != nil}, {"route53", d.Route53 != nil}, {"webhook", rawSet(d.Webhook)},
 	} {
 		if p.ok {

@@ -139,11 +139,11 @@ func providerKey(d *api.ACMEChallengeSolverDNS01, path string) (string, *Webhook
 	add(d.RFC2136 != nil, KeyRFC2136)
 	add(d.Route53 != nil, KeyRoute53)
 	add(d.CloudDNS != nil, KeyCloudDNS)
-	add(present(d.Akamai), KeyAkamai)
-	add(present(d.AzureDNS), KeyAzureDNS)
-	add(present(d.Cloudflare), KeyCloudflare)
-	add(present(d.DigitalOcean), KeyDigitalOcean)
-	add(present(d.AcmeDNS), KeyAcmeDNS)
+	add(d.Akamai != nil, KeyAkamai)
+	add(d.AzureDNS != nil, KeyAzureDNS)
+	add(d.Cloudflare != nil, KeyCloudflare)
+	add(d.DigitalOcean != nil, KeyDigitalOcean)
+	add(d.AcmeDNS != nil, KeyAcmeDNS)
 	add(present(d.Webhook), KeyWebhook)
 	switch len(set) {
 	case 0:
