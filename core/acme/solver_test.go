@@ -14,7 +14,7 @@ func solver(marker string, dns bool, sel *api.CertificateDNSNameSelector) api.AC
 	if dns {
 		s.DNS01 = &api.ACMEChallengeSolverDNS01{Webhook: json.RawMessage(`{"solverName":"` + marker + `"}`)}
 	} else {
-		s.HTTP01 = &api.ACMEChallengeSolverHTTP01{Ingress: json.RawMessage(`{"class":"` + marker + `"}`)}
+		s.HTTP01 = &api.ACMEChallengeSolverHTTP01{Ingress: &api.ACMEChallengeSolverHTTP01Ingress{Class: &marker}}
 	}
 	return s
 }

@@ -141,6 +141,7 @@ type CertificateSpec struct {
 	Duration                *Duration                           `json:"duration,omitempty"`
 	RenewBefore             *Duration                           `json:"renewBefore,omitempty"`
 	RenewBeforePercentage   *int32                              `json:"renewBeforePercentage,omitempty"`
+	Renewal                 *CertificateRenewal                 `json:"renewal,omitempty"`
 	DNSNames                []string                            `json:"dnsNames,omitempty"`
 	IPAddresses             []string                            `json:"ipAddresses,omitempty"`
 	URIs                    []string                            `json:"uris,omitempty"`
@@ -158,6 +159,37 @@ type CertificateSpec struct {
 	RevisionHistoryLimit    *int32                              `json:"revisionHistoryLimit,omitempty"`
 	AdditionalOutputFormats []CertificateAdditionalOutputFormat `json:"additionalOutputFormats,omitempty"`
 	NameConstraints         *NameConstraints                    `json:"nameConstraints,omitempty"`
+}
+
+// CertificateRenewal is cert-manager's spec.renewal: the renewal policy
+// and, for RenewBefore, the windows renewal may start in.
+type CertificateRenewal struct {
+	Policy  CertificateRenewalPolicy    `json:"policy,omitempty"`
+	Windows []CertificateRenewalWindows `json:"windows,omitempty"`
+}
+
+// CertificateRenewalPolicy is RenewBefore or Disabled.
+type CertificateRenewalPolicy string
+
+// Renewal policies.
+const (
+	// RenewalPolicyRenewBefore renews at the renewal time (renewBefore,
+	// renewBeforePercentage, 2/3 of the lifetime or the ACME renewal
+	// window), moved into the first of the windows, if any, it falls in.
+	RenewalPolicyRenewBefore CertificateRenewalPolicy = "RenewBefore"
+	// RenewalPolicyDisabled never renews the stored certificate because of
+	// time (it may expire); spec changes still cause an issuance.
+	RenewalPolicyDisabled CertificateRenewalPolicy = "Disabled"
+)
+
+// CertificateRenewalWindows is one renewal window: it opens at each time
+// the cron schedule names (five fields: minute hour day-of-month month
+// day-of-week, or a descriptor such as @daily) in Timezone (an IANA zone,
+// UTC when empty) and stays open for WindowDuration.
+type CertificateRenewalWindows struct {
+	Timezone       string    `json:"timezone,omitempty"`
+	WindowDuration *Duration `json:"windowDuration,omitempty"`
+	Cron           string    `json:"cron,omitempty"`
 }
 
 // X509Subject is the subject of the certificate.

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"strings"
 )
 
 // IgnoredFields returns the field paths present in obj that cert-manager v1
@@ -20,7 +21,12 @@ import (
 //   - spec.acme.solvers[i].dns01.<provider> for providers other than
 //     rfc2136, route53 and cloudDNS;
 //   - spec.acme.solvers[i].dns01.route53.auth (Kubernetes service-account
-//     token federation; certfn uses the function's own cloud identity).
+//     token federation; certfn uses the function's own cloud identity);
+//   - spec.acme.solvers[i].dns01.nameservers[j] that are DNS-over-HTTPS
+//     URLs (certfn's propagation check speaks plain DNS; the host:port
+//     entries are used);
+//   - spec.acme.renewalInformationSource: None (certfn still asks the
+//     ACME server for renewal windows).
 func IgnoredFields(obj Object) []string {
 	var out []string
 	if m := obj.GetObjectMeta(); m != nil {
@@ -50,16 +56,19 @@ func ignoredIssuerFields(spec *IssuerSpec) []string {
 	if acme == nil {
 		return out
 	}
+	if acme.RenewalInformationSource == ACMERenewalInformationSourceNone {
+		out = append(out, "spec.acme.renewalInformationSource")
+	}
 	if eab := acme.ExternalAccountBinding; eab != nil && eab.KeyAlgorithm != "" {
 		out = append(out, "spec.acme.externalAccountBinding.keyAlgorithm")
 	}
 	for i, s := range acme.Solvers {
 		p := fmt.Sprintf("spec.acme.solvers[%d]", i)
 		if h := s.HTTP01; h != nil {
-			if present(h.Ingress) {
+			if h.Ingress != nil {
 				out = append(out, p+".http01.ingress")
 			}
-			if present(h.GatewayHTTPRoute) {
+			if h.GatewayHTTPRoute != nil {
 				out = append(out, p+".http01.gatewayHTTPRoute")
 			}
 		}
@@ -79,6 +88,11 @@ func ignoredIssuerFields(spec *IssuerSpec) []string {
 			}
 			if d.Route53 != nil && present(d.Route53.Auth) {
 				out = append(out, p+".dns01.route53.auth")
+			}
+			for j, ns := range d.Nameservers {
+				if strings.HasPrefix(ns, "https://") {
+					out = append(out, fmt.Sprintf("%s.dns01.nameservers[%d]", p, j))
+				}
 			}
 		}
 	}

@@ -94,7 +94,16 @@ type ACMEIssuer struct {
 	DisableAccountKeyGeneration bool                        `json:"disableAccountKeyGeneration,omitempty"`
 	EnableDurationFeature       bool                        `json:"enableDurationFeature,omitempty"`
 	Profile                     string                      `json:"profile,omitempty"`
+	// RenewalInformationSource is ARI (the default: ask the server for
+	// renewal windows, RFC 9773) or None.
+	RenewalInformationSource string `json:"renewalInformationSource,omitempty"`
 }
+
+// Values of ACMEIssuer.RenewalInformationSource.
+const (
+	ACMERenewalInformationSourceARI  = "ARI"
+	ACMERenewalInformationSourceNone = "None"
+)
 
 // ACMEExternalAccountBinding is the EAB key id and HMAC secret.
 type ACMEExternalAccountBinding struct {
@@ -108,6 +117,10 @@ type ACMEChallengeSolver struct {
 	Selector *CertificateDNSNameSelector `json:"selector,omitempty"`
 	HTTP01   *ACMEChallengeSolverHTTP01  `json:"http01,omitempty"`
 	DNS01    *ACMEChallengeSolverDNS01   `json:"dns01,omitempty"`
+	// WaitInsteadOfSelfCheck, when set, skips the self-check: a presented
+	// challenge is accepted once this long has passed since it was
+	// presented (zero: at once). Must not be negative.
+	WaitInsteadOfSelfCheck *Duration `json:"waitInsteadOfSelfCheck,omitempty"`
 }
 
 // CertificateDNSNameSelector selects solvers per identifier.
@@ -118,25 +131,110 @@ type CertificateDNSNameSelector struct {
 }
 
 // ACMEChallengeSolverHTTP01 is accepted as cert-manager defines it; its
-// Kubernetes-only settings (ingress, gatewayHTTPRoute) are reported as
-// ignored: certfn serves HTTP-01 itself.
+// Kubernetes-only settings (ingress, gatewayHTTPRoute) are validated as
+// cert-manager's webhook does and reported as ignored: certfn serves
+// HTTP-01 itself. An http01 solver with neither is certfn's own form
+// ("http01: {}").
 type ACMEChallengeSolverHTTP01 struct {
-	Ingress          json.RawMessage `json:"ingress,omitempty"`
-	GatewayHTTPRoute json.RawMessage `json:"gatewayHTTPRoute,omitempty"`
+	Ingress          *ACMEChallengeSolverHTTP01Ingress          `json:"ingress,omitempty"`
+	GatewayHTTPRoute *ACMEChallengeSolverHTTP01GatewayHTTPRoute `json:"gatewayHTTPRoute,omitempty"`
+}
+
+// Kubernetes Service types an HTTP-01 solver may ask for.
+const (
+	ServiceTypeClusterIP = "ClusterIP"
+	ServiceTypeNodePort  = "NodePort"
+)
+
+// ACMEChallengeSolverHTTP01Ingress is cert-manager's ingress-based HTTP-01
+// solver. certfn does not act on it.
+type ACMEChallengeSolverHTTP01Ingress struct {
+	ServiceType      string                                       `json:"serviceType,omitempty"`
+	IngressClassName *string                                      `json:"ingressClassName,omitempty"`
+	Class            *string                                      `json:"class,omitempty"`
+	Name             string                                       `json:"name,omitempty"`
+	PodTemplate      *ACMEChallengeSolverHTTP01IngressPodTemplate `json:"podTemplate,omitempty"`
+	IngressTemplate  *ACMEChallengeSolverHTTP01IngressTemplate    `json:"ingressTemplate,omitempty"`
+}
+
+// ACMEChallengeSolverHTTP01GatewayHTTPRoute is cert-manager's Gateway API
+// HTTP-01 solver. certfn does not act on it.
+type ACMEChallengeSolverHTTP01GatewayHTTPRoute struct {
+	ServiceType string                                       `json:"serviceType,omitempty"`
+	Labels      map[string]string                            `json:"labels,omitempty"`
+	ParentRefs  []GatewayParentReference                     `json:"parentRefs,omitempty"`
+	PodTemplate *ACMEChallengeSolverHTTP01IngressPodTemplate `json:"podTemplate,omitempty"`
+}
+
+// GatewayParentReference is the Gateway API's ParentReference (v1).
+type GatewayParentReference struct {
+	Group       *string `json:"group,omitempty"`
+	Kind        *string `json:"kind,omitempty"`
+	Namespace   *string `json:"namespace,omitempty"`
+	Name        string  `json:"name"`
+	SectionName *string `json:"sectionName,omitempty"`
+	Port        *int32  `json:"port,omitempty"`
+}
+
+// ACMEChallengeSolverHTTP01IngressPodTemplate is the solver pod's template.
+type ACMEChallengeSolverHTTP01IngressPodTemplate struct {
+	Metadata ACMEChallengeSolverHTTP01ObjectMeta     `json:"metadata,omitempty"`
+	Spec     ACMEChallengeSolverHTTP01IngressPodSpec `json:"spec,omitempty"`
+}
+
+// ACMEChallengeSolverHTTP01ObjectMeta is the labels and annotations of a
+// solver pod or ingress template.
+type ACMEChallengeSolverHTTP01ObjectMeta struct {
+	Annotations map[string]string `json:"annotations,omitempty"`
+	Labels      map[string]string `json:"labels,omitempty"`
+}
+
+// ACMEChallengeSolverHTTP01IngressPodSpec is the solver pod's spec. The
+// Kubernetes core types cert-manager embeds (affinity, securityContext,
+// resources) are kept as given: certfn runs no pod.
+type ACMEChallengeSolverHTTP01IngressPodSpec struct {
+	NodeSelector       map[string]string      `json:"nodeSelector,omitempty"`
+	Affinity           json.RawMessage        `json:"affinity,omitempty"`
+	Tolerations        []Toleration           `json:"tolerations,omitempty"`
+	PriorityClassName  string                 `json:"priorityClassName,omitempty"`
+	ServiceAccountName string                 `json:"serviceAccountName,omitempty"`
+	ImagePullSecrets   []LocalObjectReference `json:"imagePullSecrets,omitempty"`
+	SecurityContext    json.RawMessage        `json:"securityContext,omitempty"`
+	Resources          json.RawMessage        `json:"resources,omitempty"`
+}
+
+// Toleration is Kubernetes' core/v1 Toleration.
+type Toleration struct {
+	Key               string `json:"key,omitempty"`
+	Operator          string `json:"operator,omitempty"`
+	Value             string `json:"value,omitempty"`
+	Effect            string `json:"effect,omitempty"`
+	TolerationSeconds *int64 `json:"tolerationSeconds,omitempty"`
+}
+
+// ACMEChallengeSolverHTTP01IngressTemplate is the solver ingress's template.
+type ACMEChallengeSolverHTTP01IngressTemplate struct {
+	Metadata ACMEChallengeSolverHTTP01ObjectMeta `json:"metadata,omitempty"`
 }
 
 // ACMEChallengeSolverDNS01 configures a DNS-01 provider.
 type ACMEChallengeSolverDNS01 struct {
-	CNAMEStrategy string                               `json:"cnameStrategy,omitempty"`
-	RFC2136       *ACMEIssuerDNS01ProviderRFC2136      `json:"rfc2136,omitempty"`
-	Route53       *ACMEIssuerDNS01ProviderRoute53      `json:"route53,omitempty"`
-	CloudDNS      *ACMEIssuerDNS01ProviderCloudDNS     `json:"cloudDNS,omitempty"`
-	Akamai        *ACMEIssuerDNS01ProviderAkamai       `json:"akamai,omitempty"`
-	AzureDNS      *ACMEIssuerDNS01ProviderAzureDNS     `json:"azureDNS,omitempty"`
-	Cloudflare    *ACMEIssuerDNS01ProviderCloudflare   `json:"cloudflare,omitempty"`
-	DigitalOcean  *ACMEIssuerDNS01ProviderDigitalOcean `json:"digitalocean,omitempty"`
-	AcmeDNS       *ACMEIssuerDNS01ProviderAcmeDNS      `json:"acmeDNS,omitempty"`
-	Webhook       json.RawMessage                      `json:"webhook,omitempty"`
+	CNAMEStrategy string `json:"cnameStrategy,omitempty"`
+	// Nameservers, when set, are the DNS servers this solver's propagation
+	// checks ask ("host:port", or a DNS-over-HTTPS URL, which certfn does
+	// not implement and reports as ignored) instead of the deployment's;
+	// the check then asks them only (not the zone's authoritative servers).
+	Nameservers []string `json:"nameservers,omitempty"`
+
+	RFC2136      *ACMEIssuerDNS01ProviderRFC2136      `json:"rfc2136,omitempty"`
+	Route53      *ACMEIssuerDNS01ProviderRoute53      `json:"route53,omitempty"`
+	CloudDNS     *ACMEIssuerDNS01ProviderCloudDNS     `json:"cloudDNS,omitempty"`
+	Akamai       *ACMEIssuerDNS01ProviderAkamai       `json:"akamai,omitempty"`
+	AzureDNS     *ACMEIssuerDNS01ProviderAzureDNS     `json:"azureDNS,omitempty"`
+	Cloudflare   *ACMEIssuerDNS01ProviderCloudflare   `json:"cloudflare,omitempty"`
+	DigitalOcean *ACMEIssuerDNS01ProviderDigitalOcean `json:"digitalocean,omitempty"`
+	AcmeDNS      *ACMEIssuerDNS01ProviderAcmeDNS      `json:"acmeDNS,omitempty"`
+	Webhook      json.RawMessage                      `json:"webhook,omitempty"`
 }
 
 // ACMEIssuerDNS01ProviderAkamai is cert-manager's akamai solver. certfn

@@ -198,3 +198,26 @@ next:
 	}
 	return known, unknown, nil
 }
+
+// KeyUsageNames names key usage bits and extended key usages with
+// cert-manager's usage names: the bits in RFC 5280 order, then the
+// extended usages in the order given ("digital signature", not its alias
+// "signing"; "email protection", not "s/mime"). Extended usages without a
+// name are left out.
+func KeyUsageNames(ku x509.KeyUsage, eku []x509.ExtKeyUsage) []api.KeyUsage {
+	var out []api.KeyUsage
+	for _, u := range api.KnownKeyUsages {
+		if bit, ok := keyUsageNames[u]; ok && u != api.UsageSigning && ku&bit != 0 {
+			out = append(out, u)
+		}
+	}
+	for _, e := range eku {
+		for _, u := range api.KnownKeyUsages {
+			if x, ok := extKeyUsageNames[u]; ok && x == e && u != api.UsageSMIME {
+				out = append(out, u)
+				break
+			}
+		}
+	}
+	return out
+}

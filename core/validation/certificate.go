@@ -1,9 +1,13 @@
 package validation
 
 import (
+	"encoding/asn1"
 	"fmt"
 	"net"
+	"net/url"
 	"strconv"
+	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/certfn/certfn/core/api"
@@ -39,6 +43,7 @@ func CertificateSpec(s *api.CertificateSpec, path string) ErrorList {
 		otherNames(p("otherNames"), s.OtherNames),
 		// Lifetime and renewal.
 		lifetime(path, s),
+		renewal(p("renewal"), s.Renewal),
 		revisionHistoryLimit(p("revisionHistoryLimit"), s.RevisionHistoryLimit),
 		// Key and signature.
 		privateKey(p("privateKey"), s.PrivateKey),
@@ -46,6 +51,7 @@ func CertificateSpec(s *api.CertificateSpec, path string) ErrorList {
 		usages(p("usages"), s.Usages),
 		nameConstraints(p("nameConstraints"), s),
 		// Outputs.
+		secretTemplate(p("secretTemplate"), s.SecretTemplate),
 		keystores(p("keystores"), s.Keystores),
 		additionalOutputFormats(p("additionalOutputFormats"), s.AdditionalOutputFormats),
 	)
@@ -71,48 +77,84 @@ func secretName(path, name string) ErrorList {
 	return errs
 }
 
-// subject checks the identity of the spec at path as a whole (at least
-// one name or subject, reported at path), commonName's length, and
-// literalSubject: an RFC 4514 name that replaces subject and commonName.
+// subject checks the identity of the spec at path as a whole, as
+// cert-manager: at least one of a common name (commonName, or the CN of
+// literalSubject), dnsNames, ipAddresses, uris, emailAddresses or
+// otherNames (reported at path); the common name's length; and
+// literalSubject, an RFC 4514 name that replaces subject and commonName.
 func subject(path string, s *api.CertificateSpec) ErrorList {
 	var errs ErrorList
 	p := func(f string) string { return path + "." + f }
-	if s.CommonName == "" && s.LiteralSubject == "" && len(s.DNSNames) == 0 && len(s.IPAddresses) == 0 &&
-		len(s.URIs) == 0 && len(s.EmailAddresses) == 0 && len(s.OtherNames) == 0 {
-		errs.add(path, "at least one of commonName, literalSubject, dnsNames, ipAddresses, uris, emailAddresses or otherNames must be set")
-	}
-	if n := utf8.RuneCountInString(s.CommonName); n > MaxCommonNameLength {
-		errs.addValue(p("commonName"), s.CommonName, fmt.Sprintf("must be no more than %d characters (has %d); put long names in dnsNames", MaxCommonNameLength, n))
-	} else if err := pki.CheckCommonName(s.CommonName); err != nil {
-		errs.addValue(p("commonName"), s.CommonName, "invalid common name: "+err.Error())
-	}
+	cn := s.CommonName
 	if s.LiteralSubject != "" {
-		if s.Subject != nil {
-			errs.add(p("subject"), "must not be set together with literalSubject")
-		}
 		if s.CommonName != "" {
-			errs.add(p("commonName"), "must not be set together with literalSubject (put CN= in literalSubject)")
+			errs.addValue(p("commonName"), s.CommonName, "must not be set together with literalSubject (put CN= in literalSubject)")
 		}
-		if _, err := pki.ParseLiteralSubject(s.LiteralSubject); err != nil {
+		if subjectSet(s.Subject) {
+			errs.add(p("subject"), "must not be set together with literalSubject (no subject properties may be provided)")
+		}
+		seq, err := pki.ParseLiteralSubject(s.LiteralSubject)
+		if err != nil {
 			errs.addValue(p("literalSubject"), s.LiteralSubject, "not an RFC 4514 distinguished name: "+err.Error())
 		}
+		for _, rdn := range seq {
+			for _, atv := range rdn {
+				if v, ok := atv.Value.(string); ok && atv.Type.Equal(oidCommonName) {
+					cn = v
+				}
+			}
+		}
+	}
+	if cn == "" && len(s.DNSNames) == 0 && len(s.IPAddresses) == 0 &&
+		len(s.URIs) == 0 && len(s.EmailAddresses) == 0 && len(s.OtherNames) == 0 {
+		errs.add(path, "at least one of commonName (from the commonName field or from a literalSubject), dnsNames, emailAddresses, ipAddresses, otherNames or uris must be set")
+	}
+	if n := utf8.RuneCountInString(cn); n > MaxCommonNameLength {
+		errs.addValue(p("commonName"), cn, fmt.Sprintf("must be no more than %d characters (has %d); put long names in dnsNames", MaxCommonNameLength, n))
+	} else if err := pki.CheckCommonName(cn); err != nil {
+		errs.addValue(p("commonName"), cn, "invalid common name: "+err.Error())
 	}
 	return errs
 }
 
+// oidCommonName is the commonName attribute type (2.5.4.3).
+var oidCommonName = asn1.ObjectIdentifier{2, 5, 4, 3}
+
+// subjectSet reports whether any subject property is set.
+func subjectSet(x *api.X509Subject) bool {
+	return x != nil && (len(x.Organizations) > 0 || len(x.Countries) > 0 || len(x.OrganizationalUnits) > 0 ||
+		len(x.Localities) > 0 || len(x.Provinces) > 0 || len(x.StreetAddresses) > 0 || len(x.PostalCodes) > 0 ||
+		x.SerialNumber != "")
+}
+
 // dnsNames checks each spec.dnsNames entry is a DNS name (wildcards
-// allowed) that the approval step will accept in the CSR
-// (pki.CheckDNSName: LDH labels, valid IDNA A-labels).
+// allowed) of the characters the approval step accepts in the CSR
+// (pki.CheckDNSName: LDH labels, valid IDNA A-labels). A label longer
+// than 63 octets is accepted here, as cert-manager does; the approval
+// step refuses to sign it (docs/migrating.md).
 func dnsNames(path string, names []string) ErrorList {
 	var errs ErrorList
 	for i, n := range names {
 		if msg := dnsName(n); msg != "" {
 			errs.addValue(idx(path, i), n, "invalid DNS name: "+msg)
-		} else if err := pki.CheckDNSName(n, true); err != nil {
+		} else if err := pki.CheckDNSName(shortLabels(n), true); err != nil {
 			errs.addValue(idx(path, i), n, "invalid DNS name: "+err.Error())
 		}
 	}
 	return errs
+}
+
+// shortLabels replaces each label of n longer than 63 octets (already
+// checked by dnsLabel) by a 63-octet stand-in, so that pki.CheckDNSName
+// judges the rest of the name.
+func shortLabels(n string) string {
+	labels := strings.Split(n, ".")
+	for i, l := range labels {
+		if len(l) > 63 {
+			labels[i] = strings.Repeat("a", 63)
+		}
+	}
+	return strings.Join(labels, ".")
 }
 
 // ipAddresses checks each spec.ipAddresses entry is an IP address.
@@ -126,15 +168,27 @@ func ipAddresses(path string, addrs []string) ErrorList {
 	return errs
 }
 
-// uris checks each spec.uris entry is an absolute URI that the approval
-// step will accept in the CSR (pki.CheckURI).
+// uris checks each spec.uris entry is a URI of the characters the
+// approval step accepts in the CSR (pki.CheckURI). A URI without a scheme
+// ("foo.bar") is accepted here, as cert-manager does, and checked as if
+// it had one; the approval step refuses to sign it (docs/migrating.md).
 func uris(path string, us []string) ErrorList {
 	var errs ErrorList
 	for i, n := range us {
-		if msg := uriSAN(n); msg != "" {
-			errs.addValue(idx(path, i), n, msg)
-		} else if err := pki.CheckURI(n); err != nil {
-			errs.addValue(idx(path, i), n, "invalid URI: "+err.Error())
+		u, err := url.Parse(n)
+		switch {
+		case n == "":
+			errs.add(idx(path, i), "invalid URI: must not be empty")
+		case err != nil:
+			errs.addValue(idx(path, i), n, "invalid URI")
+		case u.Scheme == "":
+			if err := pki.CheckURI("x://" + n); err != nil {
+				errs.addValue(idx(path, i), n, "invalid URI: "+err.Error())
+			}
+		default:
+			if err := pki.CheckURI(n); err != nil {
+				errs.addValue(idx(path, i), n, "invalid URI: "+err.Error())
+			}
 		}
 	}
 	return errs
@@ -174,10 +228,19 @@ func otherNames(path string, ons []api.OtherName) ErrorList {
 	return errs
 }
 
+// MinimumRenewBefore is cert-manager's smallest renewBefore (and
+// smallest renewBefore a renewBeforePercentage may come to).
+const MinimumRenewBefore = 5 * time.Minute
+
 // lifetime checks the duration of the spec at path (at least
-// api.MinimumDuration) and its renewal: renewBefore or
-// renewBeforePercentage, not both; renewBefore positive and shorter than
-// the duration (defaulted); the percentage within 1..99.
+// api.MinimumDuration, certfn's 600 s) and its renewal, as cert-manager's
+// ValidateDuration: renewBefore or renewBeforePercentage, not both (an
+// error at each); renewBefore at least MinimumRenewBefore and shorter
+// than the duration (defaulted); a renewBeforePercentage that comes to a
+// renewBefore of at least MinimumRenewBefore and shorter than the
+// duration. The percentage's renewBefore is computed as cert-manager's
+// webhook computes it, duration × (100 − percentage) / 100, so that the
+// same manifests are accepted.
 func lifetime(path string, s *api.CertificateSpec) ErrorList {
 	var errs ErrorList
 	p := func(f string) string { return path + "." + f }
@@ -186,18 +249,91 @@ func lifetime(path string, s *api.CertificateSpec) ErrorList {
 		errs.addValue(p("duration"), s.Duration.Duration.String(), fmt.Sprintf("must be at least %s", api.MinimumDuration))
 	}
 	if s.RenewBefore != nil && s.RenewBeforePercentage != nil {
-		errs.add(p("renewBefore"), "must not be set together with renewBeforePercentage")
+		const both = "renewBefore and renewBeforePercentage are mutually exclusive and cannot both be set"
+		errs.add(p("renewBefore"), both)
+		errs.add(p("renewBeforePercentage"), both)
 	}
 	if rb := s.RenewBefore; rb != nil {
-		switch {
-		case rb.Duration <= 0:
-			errs.addValue(p("renewBefore"), rb.Duration.String(), "must be greater than zero")
-		case rb.Duration >= duration:
+		if rb.Duration < MinimumRenewBefore {
+			errs.addValue(p("renewBefore"), rb.Duration.String(), fmt.Sprintf("must be at least %s", MinimumRenewBefore))
+		}
+		if rb.Duration >= duration {
 			errs.addValue(p("renewBefore"), rb.Duration.String(), fmt.Sprintf("must be shorter than the duration (%s)", duration))
 		}
 	}
-	if pct := s.RenewBeforePercentage; pct != nil && (*pct < 1 || *pct > 99) {
-		errs.addValue(p("renewBeforePercentage"), strconv.Itoa(int(*pct)), "must be between 1 and 99")
+	if pct := s.RenewBeforePercentage; pct != nil {
+		// float64: duration × (100 − pct) overflows int64 for long durations.
+		rb := time.Duration(float64(duration) * float64(100-*pct) / 100)
+		v := strconv.Itoa(int(*pct))
+		if rb < MinimumRenewBefore {
+			errs.addValue(p("renewBeforePercentage"), v, fmt.Sprintf("must result in a renewBefore of at least %s", MinimumRenewBefore))
+		}
+		if rb >= duration {
+			errs.addValue(p("renewBeforePercentage"), v, "must result in a renewBefore shorter than the duration (a percentage between 1 and 99)")
+		}
+	}
+	return errs
+}
+
+// renewal checks spec.renewal: the policy is RenewBefore or Disabled;
+// Disabled takes no windows; each window has a windowDuration (positive),
+// an IANA timezone (or none: UTC) and a cron schedule that parses.
+func renewal(path string, r *api.CertificateRenewal) ErrorList {
+	if r == nil {
+		return nil
+	}
+	var errs ErrorList
+	switch r.Policy {
+	case api.RenewalPolicyRenewBefore:
+	case api.RenewalPolicyDisabled:
+		if len(r.Windows) > 0 {
+			errs.add(path+".windows", "windows cannot be set when renewal.policy is Disabled")
+		}
+		return errs
+	default:
+		errs.addValue(path+".policy", string(r.Policy), "unsupported value; want Disabled or RenewBefore")
+	}
+	for i, w := range r.Windows {
+		wp := idx(path+".windows", i)
+		if w.WindowDuration == nil || w.WindowDuration.Duration <= 0 {
+			errs.add(wp+".windowDuration", "windowDuration must be specified and should be greater than 0")
+		}
+		tzOK := true
+		if w.Timezone != "" {
+			if _, err := time.LoadLocation(w.Timezone); err != nil {
+				tzOK = false
+				errs.addValue(wp+".timezone", w.Timezone, "invalid value for timezone; timezone must be an IANA time zone such as America/Denver")
+			}
+		}
+		if tzOK {
+			if _, err := pki.ParseRenewalCron(w.Cron, w.Timezone); err != nil {
+				errs.addValue(wp+".cron", w.Cron, "invalid cron syntax: "+err.Error()+"; cron needs to follow: minute hour day-of-month month day-of-week")
+			}
+		}
+	}
+	return errs
+}
+
+// secretTemplate checks spec.secretTemplate as cert-manager: labels are
+// Kubernetes labels; annotations are Kubernetes annotations (qualified
+// names, at most 256 KiB in total) and none is cert-manager's own
+// (cert-manager.io/*, except cert-manager.io/allow-direct-injection).
+func secretTemplate(path string, t *api.CertificateSecretTemplate) ErrorList {
+	if t == nil {
+		return nil
+	}
+	var errs ErrorList
+	if len(t.Labels) > 0 {
+		errs = append(errs, k8sLabels(path+".labels", t.Labels)...)
+	}
+	if len(t.Annotations) > 0 {
+		ap := path + ".annotations"
+		for _, k := range sortedStringKeys(t.Annotations) {
+			if strings.HasPrefix(k, "cert-manager.io/") && k != "cert-manager.io/allow-direct-injection" {
+				errs.addValue(ap, k, "cert-manager.io/* annotations are not allowed (cert-manager and certfn set them)")
+			}
+		}
+		errs = append(errs, k8sAnnotations(ap, t.Annotations)...)
 	}
 	return errs
 }
@@ -284,7 +420,8 @@ func additionalOutputFormats(path string, fs []api.CertificateAdditionalOutputFo
 			continue
 		}
 		if seen[f.Type] {
-			errs.addValue(fp, string(f.Type), "duplicate output format")
+			// cert-manager reports duplicates at additionalOutputFormats[type].
+			errs.addValue(path+"[type]", string(f.Type), "duplicate output format")
 		}
 		seen[f.Type] = true
 	}
@@ -332,9 +469,7 @@ func privateKey(path string, k *api.CertificatePrivateKey) ErrorList {
 			errs.addValue(path+".size", size, "ECDSA key size must be 256, 384 or 521")
 		}
 	case api.Ed25519KeyAlgorithm:
-		if k.Size != 0 {
-			errs.addValue(path+".size", size, "Ed25519 keys have no size; leave it unset")
-		}
+		// Ed25519 keys have no size; a size is ignored, as cert-manager does.
 	default:
 		errs.addValue(path+".algorithm", string(k.Algorithm), "unknown; want RSA, ECDSA or Ed25519")
 	}

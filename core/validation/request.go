@@ -2,8 +2,11 @@ package validation
 
 import (
 	"bytes"
+	"crypto/x509"
 	"fmt"
+	"maps"
 	"reflect"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -13,16 +16,24 @@ import (
 	"github.com/certfn/certfn/core/pki"
 )
 
-// CertificateRequest validates a new CertificateRequest: metadata, a PEM
-// CSR whose signature verifies, the issuer reference, the requested
-// lifetime (seed 003) and the usages.
+// CertificateRequest validates a new CertificateRequest, as cert-manager's
+// ValidateCertificateRequest plus certfn's seeds: metadata, the issuer
+// reference, a PEM CSR whose signature verifies and whose encoded basic
+// constraints and key usages agree with spec.isCA and spec.usages (the
+// defaults when empty; "cert sign" added for a CA), the requested
+// lifetime (seed 003), the usage names, and the Approved / Denied
+// conditions (at most one of each, only True, not both).
 func CertificateRequest(cr *api.CertificateRequest) ErrorList {
 	errs := Metadata(&cr.ObjectMeta, true)
 	s := &cr.Spec
-	if _, err := pki.ParseCSRPEM(s.Request); err != nil {
-		errs.add("spec.request", err.Error())
-	}
 	errs = append(errs, issuerRef("spec.issuerRef", s.IssuerRef)...)
+	if len(s.Request) == 0 {
+		errs.add("spec.request", "must be specified: a PEM-encoded CERTIFICATE REQUEST")
+	} else if csr, err := pki.ParseCSRPEM(s.Request); err != nil {
+		errs.add("spec.request", err.Error())
+	} else if msg := csrAgrees(csr, s); msg != "" {
+		errs.add("spec.request", msg)
+	}
 	if s.Duration != nil && s.Duration.Duration < api.MinimumDuration {
 		errs.addValue("spec.duration", s.Duration.Duration.String(), fmt.Sprintf("must be at least %s", api.MinimumDuration))
 	}
@@ -37,15 +48,160 @@ func CertificateRequest(cr *api.CertificateRequest) ErrorList {
 		}
 	}
 	errs = append(errs, usages("spec.usages", s.Usages)...)
+	errs = append(errs, CertificateRequestConditions(cr.Status.Conditions, "status.conditions")...)
 	return errs
 }
 
-// CertificateRequestUpdate checks an update of a CertificateRequest: the
-// whole spec is immutable after creation (seed 004), so every changed spec
-// field is an error naming its path. Metadata and status may change.
+// csrAgrees returns why the CSR's basic constraints or key usage
+// extensions disagree with the spec, or "" (cert-manager's
+// CertificateTemplateValidateAndOverrideBasicConstraints and
+// ...KeyUsages): a basicConstraints extension must say isCA as the spec
+// does; when the CSR carries a keyUsage or extKeyUsage extension, its key
+// usage bits must equal those of spec.usages (api.DefaultKeyUsages when
+// empty, plus "cert sign" for a CA) and its known extended key usages must
+// be the spec's, in order. A CSR without these extensions agrees.
+func csrAgrees(csr *x509.CertificateRequest, s *api.CertificateRequestSpec) string {
+	ku, eku, err := pki.KeyUsages(s.Usages, s.IsCA)
+	if err != nil {
+		return "" // unknown usage names are reported at spec.usages
+	}
+	ext, err := pki.ParseCSRExtensions(csr)
+	if err != nil {
+		return "encoded CSR error: " + err.Error()
+	}
+	if ext.IsCA != nil && *ext.IsCA != s.IsCA {
+		return fmt.Sprintf("encoded CSR error: IsCA %v does not match expected value %v (spec.isCA)", *ext.IsCA, s.IsCA)
+	}
+	if ext.KeyUsage == nil && !ext.HasExtKeyUsage {
+		return ""
+	}
+	var got x509.KeyUsage
+	if ext.KeyUsage != nil {
+		got = *ext.KeyUsage
+	}
+	if got != ku {
+		return fmt.Sprintf("encoded CSR error: the KeyUsages %s do not match the expected KeyUsages %s (spec.usages)",
+			formatUsages(pki.KeyUsageNames(got, nil)), formatUsages(pki.KeyUsageNames(ku, nil)))
+	}
+	gotEKU := dedupeEKU(ext.ExtKeyUsage)
+	if !slices.Equal(gotEKU, eku) {
+		return fmt.Sprintf("encoded CSR error: the ExtKeyUsages %s do not match the expected ExtKeyUsages %s (spec.usages)",
+			formatUsages(pki.KeyUsageNames(0, gotEKU)), formatUsages(pki.KeyUsageNames(0, eku)))
+	}
+	return ""
+}
+
+func dedupeEKU(in []x509.ExtKeyUsage) []x509.ExtKeyUsage {
+	var out []x509.ExtKeyUsage
+	for _, e := range in {
+		if !slices.Contains(out, e) {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// formatUsages renders usage names as cert-manager does: [ 'a', 'b' ].
+func formatUsages(us []api.KeyUsage) string {
+	if len(us) == 0 {
+		return "[]"
+	}
+	parts := make([]string, len(us))
+	for i, u := range us {
+		parts[i] = "'" + string(u) + "'"
+	}
+	return "[ " + strings.Join(parts, ", ") + " ]"
+}
+
+// CertificateRequestConditions checks a request's approval conditions at
+// path (cert-manager's ValidateCertificateRequestApprovalCondition): at
+// most one Approved and one Denied condition, each only True, and not
+// both.
+func CertificateRequestConditions(conds []api.Condition, path string) ErrorList {
+	var errs ErrorList
+	var approved, denied []api.Condition
+	for _, c := range conds {
+		switch c.Type {
+		case api.CertificateRequestConditionApproved:
+			approved = append(approved, c)
+		case api.CertificateRequestConditionDenied:
+			denied = append(denied, c)
+		}
+	}
+	for _, ct := range []struct {
+		t     string
+		found []api.Condition
+	}{{api.CertificateRequestConditionApproved, approved}, {api.CertificateRequestConditionDenied, denied}} {
+		switch {
+		case len(ct.found) == 0:
+		case len(ct.found) > 1:
+			errs.add(path, fmt.Sprintf("multiple %q conditions present", ct.t))
+		case ct.found[0].Status != api.ConditionTrue:
+			errs.addValue(path+"."+ct.t, string(ct.found[0].Status), fmt.Sprintf("%q condition may only be set to True", ct.t))
+		}
+	}
+	if len(approved) > 0 && len(denied) > 0 {
+		errs.add(path, "both 'Denied' and 'Approved' conditions cannot coexist")
+	}
+	return errs
+}
+
+// CertificateRequestConditionsUpdate checks a change of a request's
+// conditions (cert-manager's ValidateUpdateCertificateRequestApprovalCondition):
+// an Approved or Denied condition, once set, may not change or go away,
+// and the new conditions pass CertificateRequestConditions. certfn's
+// approve and deny (core/app) refuse a second decision the same way.
+func CertificateRequestConditionsUpdate(old, new []api.Condition, path string) ErrorList {
+	var errs ErrorList
+	for _, t := range []string{api.CertificateRequestConditionApproved, api.CertificateRequestConditionDenied} {
+		o := api.FindCondition(old, t)
+		if o == nil {
+			continue
+		}
+		if n := api.FindCondition(new, t); n == nil || !reflect.DeepEqual(*o, *n) {
+			errs.add(path, fmt.Sprintf("'%s' condition may not be modified once set", t))
+		}
+	}
+	return append(errs, CertificateRequestConditions(new, path)...)
+}
+
+// CertificateRequestUpdate checks an update of a CertificateRequest, as
+// cert-manager's ValidateUpdateCertificateRequest (without the conditions,
+// which an apply does not write: see CertificateRequestConditionsUpdate):
+// cert-manager's own annotations (cert-manager.io*, acme.cert-manager.io*)
+// may not be added, changed or removed after creation — each is an error
+// at metadata.annotations.<key>, as cert-manager renders it; and the
+// whole spec is immutable (seed 004) — where cert-manager reports "spec",
+// certfn names each changed field under it. Labels, other annotations and
+// status may change.
 func CertificateRequestUpdate(old, new *api.CertificateRequest) ErrorList {
 	var errs ErrorList
+	errs = append(errs, requestAnnotations(old.Annotations, new.Annotations)...)
 	diff(&errs, "spec", reflect.ValueOf(old.Spec), reflect.ValueOf(new.Spec))
+	return errs
+}
+
+// requestAnnotations reports each cert-manager annotation that differs
+// between a and b (in either direction), in key order.
+func requestAnnotations(a, b map[string]string) ErrorList {
+	var errs ErrorList
+	keys := map[string]bool{}
+	for k := range a {
+		keys[k] = true
+	}
+	for k := range b {
+		keys[k] = true
+	}
+	for _, k := range slices.Sorted(maps.Keys(keys)) {
+		if !strings.HasPrefix(k, api.CertManagerGroup) && !strings.HasPrefix(k, api.ACMEGroup) {
+			continue
+		}
+		va, ina := a[k]
+		vb, inb := b[k]
+		if ina != inb || va != vb {
+			errs.add("metadata.annotations."+k, "cannot change cert-manager annotation after creation")
+		}
+	}
 	return errs
 }
 

@@ -56,7 +56,9 @@ spec:
 	got := map[string]string{}
 	e.until(100, time.Second, func() bool {
 		for _, c := range e.challenges() {
-			got[c.Spec.DNSName] = string(c.Spec.Solver.HTTP01.Ingress)
+			if in := c.Spec.Solver.HTTP01.Ingress; in != nil && in.Class != nil {
+				got[c.Spec.DNSName] = fmt.Sprintf(`{"class":%q}`, *in.Class)
+			}
 		}
 		return len(got) == 2
 	})
