@@ -356,6 +356,9 @@ type AppliedObject struct {
 // ApplyResponse is the answer of POST /v1/apply.
 type ApplyResponse struct {
 	Results []AppliedObject `json:"results"`
+	// Warnings are what decoding changed, e.g. the namespace of a
+	// cluster-scoped object, ignored as the Kubernetes API server does.
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // Action names what Apply did: created, configured or unchanged.
@@ -398,7 +401,7 @@ func (h *Handler) apply(r *http.Request, caller app.Caller) (int, any, error) {
 	if !isYAML && trimmed[0] != '{' && trimmed[0] != '[' {
 		return 0, nil, badRequestf("", "body is not JSON (send YAML with Content-Type: application/yaml)")
 	}
-	objs, err := api.Decode(body)
+	objs, warns, err := api.DecodeWarnings(body)
 	if err != nil {
 		field := ""
 		var fe api.FieldErrors
@@ -414,7 +417,7 @@ func (h *Handler) apply(r *http.Request, caller app.Caller) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	out := ApplyResponse{Results: make([]AppliedObject, len(results))}
+	out := ApplyResponse{Results: make([]AppliedObject, len(results)), Warnings: warns}
 	for i, res := range results {
 		out.Results[i] = AppliedObject{Kind: res.Key.Kind, Namespace: res.Key.Namespace, Name: res.Key.Name, Action: Action(res), Ignored: res.Ignored}
 	}

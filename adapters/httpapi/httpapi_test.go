@@ -155,6 +155,12 @@ func TestApply(t *testing.T) {
 	if r = e.applyYAML(admin, ign); r.code != 200 || !strings.Contains(r.body, `"ignored":["metadata.finalizers"]`) {
 		t.Fatalf("apply with ignored field: %d %s", r.code, r.body)
 	}
+	// A cluster-scoped object with a namespace: applied, the namespace
+	// ignored and a warning returned, as the Kubernetes API server does.
+	r = e.applyYAML(admin, "apiVersion: cert-manager.io/v1\nkind: ClusterIssuer\nmetadata: {name: root, namespace: cert-manager}\nspec: {selfSigned: {}}\n")
+	if r.code != 200 || !strings.Contains(r.body, `"warnings":["document 1 (ClusterIssuer cert-manager/root): metadata.namespace: ignored: kind ClusterIssuer is cluster-scoped"]`) {
+		t.Fatalf("apply a ClusterIssuer with a namespace: %d %s", r.code, r.body)
+	}
 }
 
 // Bad input: malformed, invalid, oversized or of the wrong type; nothing

@@ -15,19 +15,48 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// readManifests reads FILE, every .yaml/.yml/.json file of DIR (sorted), or
-// stdin for "-", and decodes all documents. Nothing is applied unless every
-// document decodes.
-func readManifests(path string, stdin io.Reader) ([]api.Object, error) {
+// readManifests reads each of paths in order — a FILE, every
+// .yaml/.yml/.json file of a DIR (sorted), or stdin for "-" — and decodes
+// all documents, as kubectl does with repeated -f. Nothing is applied
+// unless every document decodes. Decoding warnings (a cluster-scoped
+// object's namespace, ignored as the Kubernetes API server does) go to
+// warn, prefixed "Warning: " and the input's name.
+func readManifests(paths []string, stdin io.Reader, warn io.Writer) ([]api.Object, error) {
+	if len(paths) == 0 {
+		return nil, fmt.Errorf("-f is required (a file, a directory or - for stdin; repeatable)")
+	}
+	var all []api.Object
+	for _, p := range paths {
+		objs, err := readManifestPath(p, stdin, warn)
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, objs...)
+	}
+	return all, nil
+}
+
+// readManifestPath reads one -f argument (see readManifests).
+func readManifestPath(path string, stdin io.Reader, warn io.Writer) ([]api.Object, error) {
+	decode := func(name string, b []byte) ([]api.Object, error) {
+		objs, warns, err := api.DecodeWarnings(b)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		for _, w := range warns {
+			fmt.Fprintf(warn, "Warning: %s: %s\n", name, w)
+		}
+		return objs, nil
+	}
 	var files []string
 	if path == "-" {
 		b, err := readManifest(stdin, "stdin")
 		if err != nil {
 			return nil, err
 		}
-		objs, err := api.Decode(b)
+		objs, err := decode("stdin", b)
 		if err != nil {
-			return nil, fmt.Errorf("stdin: %w", err)
+			return nil, err
 		}
 		if len(objs) == 0 {
 			return nil, fmt.Errorf("stdin: no resources found")
@@ -59,9 +88,9 @@ func readManifests(path string, stdin io.Reader) ([]api.Object, error) {
 		if err != nil {
 			return nil, err
 		}
-		objs, err := api.Decode(b)
+		objs, err := decode(f, b)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", f, err)
+			return nil, err
 		}
 		all = append(all, objs...)
 	}
@@ -97,9 +126,10 @@ func readManifestFile(name string) ([]byte, error) {
 }
 
 func newApply(g *globals) *cobra.Command {
-	var file, ns string
+	var files []string
+	var ns string
 	c := &cobra.Command{
-		Use:   "apply -f FILE|DIR|-",
+		Use:   "apply -f FILE|DIR|- [-f ...]",
 		Short: "Create or update resources from manifests (YAML or JSON, many documents per file)",
 		Long: `Create or update resources from cert-manager manifests. Every document is decoded and
 validated first; if any is invalid nothing is stored and each error names the file,
@@ -107,10 +137,7 @@ the document and the field. Fields cert-manager defines but certfn does not act 
 accepted and listed as ignored.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if file == "" {
-				return fmt.Errorf("-f is required (a file, a directory or - for stdin)")
-			}
-			objs, err := readManifests(file, g.stdin)
+			objs, err := readManifests(files, g.stdin, g.stderr)
 			if err != nil {
 				return err
 			}
@@ -138,7 +165,7 @@ accepted and listed as ignored.`,
 			return err
 		},
 	}
-	c.Flags().StringVarP(&file, "filename", "f", "", "file, directory or - (stdin)")
+	c.Flags().StringArrayVarP(&files, "filename", "f", nil, "file, directory or - (stdin); repeatable, applied in order")
 	c.Flags().StringVarP(&ns, "namespace", "n", "", "override the namespace of namespaced resources")
 	return c
 }
@@ -172,44 +199,75 @@ func displayKey(k api.Key) string {
 }
 
 func newDelete(g *globals) *cobra.Command {
-	var file, ns string
+	var files []string
+	var ns string
 	c := &cobra.Command{
-		Use:   "delete (KIND NAME | -f FILE)",
+		Use:   "delete (KIND NAME [NAME...] | KIND/NAME... | -f FILE [-f ...])",
 		Short: "Delete resources (and what they own); issued secrets are kept",
+		Long: `Delete resources and what they own, as kubectl delete does: several names of one kind,
+KIND/NAME pairs, or the objects named in manifests (-f, repeatable). A name that is not
+found is reported and the others are still deleted; the exit status is then 1.
+A Certificate's issued secret is kept (cert-manager's default); "delete secret NAME"
+removes a secret from the secret store.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var keys []api.Key
 			switch {
-			case file != "":
-				objs, err := readManifests(file, g.stdin)
+			case len(files) > 0:
+				if len(args) > 0 {
+					return fmt.Errorf("give either -f or names, not both")
+				}
+				objs, err := readManifests(files, g.stdin, g.stderr)
 				if err != nil {
 					return err
 				}
 				for _, o := range objs {
 					keys = append(keys, api.KeyOf(o))
 				}
-			case len(args) == 2:
-				k, _, err := resolveKey(args[0], args[1], ns)
-				if err != nil {
-					return err
+			case len(args) >= 1 && strings.Contains(args[0], "/"):
+				for _, a := range args {
+					kind, name, ok := strings.Cut(a, "/")
+					if !ok || kind == "" || name == "" {
+						return fmt.Errorf("%q: want KIND/NAME (every argument, once the first is KIND/NAME)", a)
+					}
+					k, _, err := resolveKey(kind, name, ns)
+					if err != nil {
+						return err
+					}
+					keys = append(keys, k)
 				}
-				keys = append(keys, k)
+			case len(args) >= 2:
+				for _, name := range args[1:] {
+					k, _, err := resolveKey(args[0], name, ns)
+					if err != nil {
+						return err
+					}
+					keys = append(keys, k)
+				}
 			default:
-				return fmt.Errorf("want KIND NAME or -f FILE")
+				return fmt.Errorf("want KIND NAME [NAME...], KIND/NAME... or -f FILE")
 			}
 			cl, err := g.client(cmd.Context())
 			if err != nil {
 				return err
 			}
+			var failed []error
 			for _, k := range keys {
 				if err := cl.Delete(cmd.Context(), k); err != nil {
-					return notFound(k, err)
+					if !errors.Is(err, ports.ErrNotFound) {
+						return err
+					}
+					failed = append(failed, notFound(k, err))
+					continue
 				}
 				fmt.Fprintf(g.stdout, "%s deleted\n", displayKey(k))
+			}
+			if len(failed) > 0 {
+				return errors.Join(failed...)
 			}
 			return nil
 		},
 	}
-	c.Flags().StringVarP(&file, "filename", "f", "", "delete the resources named in these manifests")
+	c.Flags().StringArrayVarP(&files, "filename", "f", nil, "delete the resources named in these manifests (repeatable)")
 	c.Flags().StringVarP(&ns, "namespace", "n", "default", "namespace")
 	return c
 }

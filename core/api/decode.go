@@ -63,19 +63,31 @@ func (l FieldErrors) Error() string {
 // before Decode returns. On error no objects are returned.
 //
 // Namespaced objects without a namespace get DefaultNamespace; a
-// cluster-scoped object naming a namespace is an error.
+// cluster-scoped object naming a namespace is accepted with the namespace
+// cleared, as the Kubernetes API server does (DecodeWarnings reports it).
 func Decode(data []byte) ([]Object, error) {
+	objs, _, err := DecodeWarnings(data)
+	return objs, err
+}
+
+// DecodeWarnings is Decode that also returns warnings about what it
+// changed, one line each, like the Kubernetes API server's Warning
+// headers: "document 2 (ClusterIssuer kube-system/ca): metadata.namespace:
+// ignored: kind ClusterIssuer is cluster-scoped". Warnings are returned
+// only when decoding succeeds.
+func DecodeWarnings(data []byte) ([]Object, []string, error) {
 	docs, errs := splitDocuments(data)
 	var out []Object
+	var warns []string
 	for _, d := range docs {
-		objs, derrs := decodeDocument(d)
+		objs, derrs := decodeDocument(d, &warns)
 		out = append(out, objs...)
 		errs = append(errs, derrs...)
 	}
 	if len(errs) > 0 {
-		return nil, errs
+		return nil, nil, errs
 	}
-	return out, nil
+	return out, warns, nil
 }
 
 // DecodeReader reads r (at most MaxManifestSize bytes) and decodes it as Decode does.
@@ -91,10 +103,10 @@ func DecodeReader(r io.Reader) ([]Object, error) {
 }
 
 // decodeDocument handles one document: an object, a List, or a JSON/YAML array.
-func decodeDocument(d document) ([]Object, FieldErrors) {
+func decodeDocument(d document, warns *[]string) ([]Object, FieldErrors) {
 	switch v := d.value.(type) {
 	case []any:
-		return decodeItems(d.num, "", v)
+		return decodeItems(d.num, "", v, warns)
 	case map[string]any:
 		if kind, _ := v["kind"].(string); kind == "List" {
 			items, ok := v["items"].([]any)
@@ -107,10 +119,10 @@ func decodeDocument(d document) ([]Object, FieldErrors) {
 					errs = append(errs, FieldError{Doc: d.num, Object: "List", Path: k, Rule: "unknown field"})
 				}
 			}
-			objs, ierrs := decodeItems(d.num, "items", items)
+			objs, ierrs := decodeItems(d.num, "items", items, warns)
 			return objs, append(errs, ierrs...)
 		}
-		obj, errs := decodeObject(d.num, "", v)
+		obj, errs := decodeObject(d.num, "", v, warns)
 		if obj == nil {
 			return nil, errs
 		}
@@ -120,7 +132,7 @@ func decodeDocument(d document) ([]Object, FieldErrors) {
 	}
 }
 
-func decodeItems(doc int, prefix string, items []any) ([]Object, FieldErrors) {
+func decodeItems(doc int, prefix string, items []any, warns *[]string) ([]Object, FieldErrors) {
 	var out []Object
 	var errs FieldErrors
 	for i, it := range items {
@@ -130,7 +142,7 @@ func decodeItems(doc int, prefix string, items []any) ([]Object, FieldErrors) {
 			errs = append(errs, FieldError{Doc: doc, Path: p, Rule: fmt.Sprintf("want an object with apiVersion and kind, got %s", jsonKind(it))})
 			continue
 		}
-		obj, oerrs := decodeObject(doc, p, m)
+		obj, oerrs := decodeObject(doc, p, m, warns)
 		errs = append(errs, oerrs...)
 		if obj != nil {
 			out = append(out, obj)
@@ -140,7 +152,7 @@ func decodeItems(doc int, prefix string, items []any) ([]Object, FieldErrors) {
 }
 
 // decodeObject checks one object against its kind's Go type and decodes it.
-func decodeObject(doc int, prefix string, m map[string]any) (Object, FieldErrors) {
+func decodeObject(doc int, prefix string, m map[string]any, warns *[]string) (Object, FieldErrors) {
 	join := func(p string) string {
 		switch {
 		case prefix == "":
@@ -196,7 +208,10 @@ func decodeObject(doc int, prefix string, m map[string]any) (Object, FieldErrors
 	case info.Namespaced && meta.Namespace == "":
 		meta.Namespace = DefaultNamespace
 	case !info.Namespaced && meta.Namespace != "":
-		return nil, FieldErrors{fe("metadata.namespace", fmt.Sprintf("kind %s is cluster-scoped and takes no namespace", kind))}
+		// As the Kubernetes API server does: the namespace of a
+		// cluster-scoped object is dropped, and the caller warned.
+		*warns = append(*warns, fe("metadata.namespace", fmt.Sprintf("ignored: kind %s is cluster-scoped", kind)).Error())
+		meta.Namespace = ""
 	}
 	return obj, nil
 }

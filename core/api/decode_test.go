@@ -298,7 +298,7 @@ func TestDecodeCollectsAllErrors(t *testing.T) {
 		`document 2 (Issuer default/old): apiVersion: kind Issuer is served as cert-manager.io/v1, not "cert-manager.io/v1alpha2"`,
 		"document 3 (Issuer default/x): apiVersion: required",
 		`document 4 (Widget w): kind: unknown kind "Widget"`,
-		"document 5 (ClusterIssuer kube-system/ci): metadata.namespace: kind ClusterIssuer is cluster-scoped and takes no namespace",
+		// document 5, a ClusterIssuer with a namespace, decodes (TestDecodeClusterScopedNamespaceWarns).
 		"document 6: [0]: want an object with apiVersion and kind, got a number (42)",
 		"document 7: want an object with apiVersion and kind, got a string",
 	}
@@ -551,5 +551,36 @@ func TestDecodeTrailingGarbageAfterJSON(t *testing.T) {
 		if _, err := Decode([]byte(ok)); err != nil {
 			t.Errorf("%q: unexpected error %v", ok, err)
 		}
+	}
+}
+
+// A cluster-scoped object naming a namespace is accepted with the namespace
+// cleared and a warning, as the Kubernetes API server does; namespaced
+// objects keep theirs.
+func TestDecodeClusterScopedNamespaceWarns(t *testing.T) {
+	in := "apiVersion: cert-manager.io/v1\nkind: ClusterIssuer\nmetadata: {name: ci, namespace: cert-manager}\nspec: {selfSigned: {}}\n" +
+		"---\napiVersion: policy.cert-manager.io/v1alpha1\nkind: CertificateRequestPolicy\nmetadata: {name: p, namespace: x}\nspec: {selector: {issuerRef: {}}}\n" +
+		"---\napiVersion: cert-manager.io/v1\nkind: Issuer\nmetadata: {name: i, namespace: team}\nspec: {selfSigned: {}}\n"
+	objs, warns, err := DecodeWarnings([]byte(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(objs) != 3 {
+		t.Fatalf("%d objects", len(objs))
+	}
+	for i, want := range []string{"", "", "team"} {
+		if ns := objs[i].GetObjectMeta().Namespace; ns != want {
+			t.Errorf("object %d: namespace %q, want %q", i, ns, want)
+		}
+	}
+	want := []string{
+		"document 1 (ClusterIssuer cert-manager/ci): metadata.namespace: ignored: kind ClusterIssuer is cluster-scoped",
+		"document 2 (CertificateRequestPolicy x/p): metadata.namespace: ignored: kind CertificateRequestPolicy is cluster-scoped",
+	}
+	if strings.Join(warns, "\n") != strings.Join(want, "\n") {
+		t.Errorf("warnings:\n%s\nwant:\n%s", strings.Join(warns, "\n"), strings.Join(want, "\n"))
+	}
+	if _, w2, err := DecodeWarnings([]byte(in + "---\nkind: Nope\n")); err == nil || w2 != nil {
+		t.Errorf("invalid input: err %v, warnings %v (want an error and no warnings)", err, w2)
 	}
 }

@@ -12,6 +12,9 @@ type KindInfo struct {
 	Plural string
 	// Short names accepted by the CLI (e.g. "cert", "cr").
 	Short []string
+	// InSecretStore: objects of the kind are applied into the secret store,
+	// never the state store, and never read back through the API (Secret).
+	InSecretStore bool
 	// New returns a zero value of the kind with TypeMeta filled in.
 	New func() Object
 }
@@ -42,6 +45,8 @@ var kinds = kindTable(
 		New: func() Object { return &ClusterRoleBinding{} }},
 	KindInfo{Kind: KindNamespace, APIVersion: CoreV1, Namespaced: false, Plural: "namespaces",
 		Short: []string{"ns"}, New: func() Object { return &Namespace{} }},
+	KindInfo{Kind: KindSecret, APIVersion: CoreV1, Namespaced: true, Plural: "secrets",
+		InSecretStore: true, New: func() Object { return &Secret{} }},
 	KindInfo{Kind: KindOrder, APIVersion: ACMEV1, Namespaced: true, Plural: "orders",
 		New: func() Object { return &Order{} }},
 	KindInfo{Kind: KindChallenge, APIVersion: ACMEV1, Namespaced: true, Plural: "challenges",

@@ -85,6 +85,11 @@ func (s *Service) Apply(ctx context.Context, caller Caller, objs []api.Object) (
 	}
 	for _, o := range objs {
 		key := api.KeyOf(o)
+		if secretStoreKind(key.Kind) {
+			if err := s.refuseSecretWrites(key); err != nil {
+				return nil, err
+			}
+		}
 		if who, ok := machineKinds[key.Kind]; ok {
 			info, _ := api.KindInfoFor(key.Kind)
 			return nil, forbidden(fmt.Errorf("%s: %s are created and changed only by %s; you may read them and, with permission, delete them",
@@ -93,6 +98,7 @@ func (s *Service) Apply(ctx context.Context, caller Caller, objs []api.Object) (
 	}
 	az := s.authz()
 	stored := make([]api.Object, len(objs))
+	oldSecrets := make([]*ports.Secret, len(objs)) // for the secret-store kinds
 	for i, o := range objs {
 		key := api.KeyOf(o)
 		if cr, ok := o.(*api.CertificateRequest); ok {
@@ -104,12 +110,22 @@ func (s *Service) Apply(ctx context.Context, caller Caller, objs []api.Object) (
 			return nil, forbidden(fmt.Errorf("%s may not create or update %s", identity(caller).Username, key))
 		}
 		verb := rbac.VerbCreate
-		old, err := s.engine.Get(ctx, key)
-		switch {
-		case err == nil:
-			verb, stored[i] = rbac.VerbUpdate, old
-		case !errors.Is(err, ports.ErrNotFound):
-			return nil, err
+		if secretStoreKind(key.Kind) {
+			sec, err := s.existingSecret(ctx, key)
+			if err != nil {
+				return nil, err
+			}
+			if oldSecrets[i] = sec; sec != nil {
+				verb = rbac.VerbUpdate
+			}
+		} else {
+			old, err := s.engine.Get(ctx, key)
+			switch {
+			case err == nil:
+				verb, stored[i] = rbac.VerbUpdate, old
+			case !errors.Is(err, ports.ErrNotFound):
+				return nil, err
+			}
 		}
 		if err := az.check(ctx, caller, verb, key); err != nil {
 			if az.check(ctx, caller, rbac.VerbGet, key) != nil {
@@ -146,7 +162,13 @@ func (s *Service) Apply(ctx context.Context, caller Caller, objs []api.Object) (
 	}
 	out := make([]ApplyResult, 0, len(objs))
 	for i, o := range objs {
-		res, err := s.applyObject(ctx, o, stored[i])
+		var res ApplyResult
+		var err error
+		if sec, ok := o.(*api.Secret); ok {
+			res, err = s.applySecret(ctx, sec, oldSecrets[i])
+		} else {
+			res, err = s.applyObject(ctx, o, stored[i])
+		}
 		if err != nil {
 			return out, err
 		}
@@ -217,6 +239,8 @@ func (s *Service) validate(obj api.Object) (field string, err error) {
 			key, n, api.MaxObjectBytes))
 	}
 	switch o := obj.(type) {
+	case *api.Secret:
+		return validateSecret(o)
 	case *api.CertificateRequestPolicy:
 		if _, err := s.evaluator().Compile(o); err != nil {
 			return "", errs.Permanent(fmt.Errorf("%s is invalid: %w", key, err))

@@ -258,7 +258,7 @@ func Build(p Ports, s Settings, role Role) (*App, error) {
 		return nil, fmt.Errorf("app: engine: %w", err)
 	}
 	a.Service = &Service{engine: a.Engine, secrets: secrets, readSecrets: role.Secrets && role.ServiceReadsSecrets && p.Secrets != nil,
-		deletesSecrets: role.Secrets && p.Secrets != nil, accounts: a.Accounts, log: p.Logger, quotas: s.Quotas}
+		deletesSecrets: role.Secrets && p.Secrets != nil, writesSecrets: role.Secrets && role.ServiceWritesSecrets && p.Secrets != nil, accounts: a.Accounts, log: p.Logger, quotas: s.Quotas}
 	return a, nil
 }
 

@@ -38,6 +38,10 @@ type Role struct {
 	// store (Status describes the secret's tls.crt, Revoke reads it), as
 	// local mode does for its own user. The cloud APIs never read it.
 	ServiceReadsSecrets bool
+	// ServiceWritesSecrets: the application service applies and deletes
+	// Secret manifests into the secret store (local mode). The cloud APIs
+	// hold no secret store permission and refuse them.
+	ServiceWritesSecrets bool
 	// DeferWakes: the engine returns the keys a reconcile wakes instead of
 	// enqueueing them (engine.Config.DeferWakes); the runtime routes them.
 	DeferWakes bool
@@ -49,7 +53,7 @@ type Role struct {
 var (
 	// Local is `certfn serve`: everything in one process.
 	Local = Role{Name: "local", Engine: true, Approves: true, Signs: []string{"selfSigned", "ca", "acme"},
-		ACME: true, Secrets: true, ServiceReadsSecrets: true, HTTP01: true}
+		ACME: true, Secrets: true, ServiceReadsSecrets: true, ServiceWritesSecrets: true, HTTP01: true}
 	// Worker runs every step but CA and selfSigned signing (it holds no
 	// CA key): it approves, runs the ACME issuer and hands approved CA and
 	// selfSigned requests to the signer.

@@ -47,8 +47,11 @@ type Service struct {
 	// deletesSecrets lets Delete remove a Certificate's next private key
 	// (every role with the secret store).
 	deletesSecrets bool
-	accounts       *acme.Accounts
-	log            *slog.Logger
+	// writesSecrets lets Apply and Delete write Secret manifests into the
+	// secret store (local mode; role.ServiceWritesSecrets).
+	writesSecrets bool
+	accounts      *acme.Accounts
+	log           *slog.Logger
 	// quotas: Apply enforces ObjectsPerNamespace.
 	quotas Quotas
 }
@@ -155,6 +158,9 @@ func (s *Service) Get(ctx context.Context, caller Caller, key api.Key) (api.Obje
 	if err := s.authz().check(ctx, caller, rbac.VerbGet, key); err != nil {
 		return nil, err
 	}
+	if secretStoreKind(key.Kind) {
+		return nil, badRequestf("%s: %s", key, errSecretsRead)
+	}
 	return s.engine.Get(ctx, key)
 }
 
@@ -171,6 +177,9 @@ func (s *Service) List(ctx context.Context, caller Caller, kind, namespace strin
 	if err := s.authz().check(ctx, caller, rbac.VerbList, api.Key{Kind: kind, Namespace: namespace}); err != nil {
 		return nil, err
 	}
+	if info.InSecretStore {
+		return nil, badRequestf("%s: %s", info.Plural, errSecretsRead)
+	}
 	return s.engine.List(ctx, kind, namespace)
 }
 
@@ -184,6 +193,9 @@ func (s *Service) List(ctx context.Context, caller Caller, kind, namespace strin
 func (s *Service) Delete(ctx context.Context, caller Caller, key api.Key) error {
 	if err := s.authz().check(ctx, caller, rbac.VerbDelete, key); err != nil {
 		return err
+	}
+	if secretStoreKind(key.Kind) {
+		return s.deleteSecret(ctx, key)
 	}
 	// The record, not the object: one that no longer decodes can be deleted.
 	rec, err := s.engine.Store().Get(ctx, key)

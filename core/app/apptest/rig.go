@@ -29,7 +29,7 @@ import (
 const WaitPoll = 10 * time.Minute
 
 // Role is the rig's role: the local role without the ACME issuer.
-var Role = app.Role{Name: "test", Engine: true, Approves: true, Signs: []string{"selfSigned", "ca"}, Secrets: true}
+var Role = app.Role{Name: "test", Engine: true, Approves: true, Signs: []string{"selfSigned", "ca"}, Secrets: true, ServiceWritesSecrets: true}
 
 // FaultyStore is a test double wrapping a real store: Get fails with
 // GetErr when it is set, and List calls are counted per kind.

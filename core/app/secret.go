@@ -1,0 +1,149 @@
+package app
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+
+	"github.com/certfn/certfn/core/api"
+	"github.com/certfn/certfn/core/errs"
+	"github.com/certfn/certfn/core/ports"
+)
+
+// Secret manifests (core/v1 Secret) are applied into the secret store, not
+// the state store: cert-manager's documentation pairs every DNS-01 issuer
+// with its credentials Secret, and a team copies both. Who may write one is
+// decided by the bindings (verbs create/update/delete on "secrets"); nobody
+// reads one back through the service (Get and List refuse), so its values
+// never leave the secret store through certfn's API.
+
+// errSecretsRead is the answer to a read of a Secret through the service.
+var errSecretsRead = "secrets are never read back through certfn's API: their values stay in the secret store " +
+	"(locally, `certfn inspect secret` describes a certificate secret without its key)"
+
+// secretStoreKind reports whether key's kind lives in the secret store.
+func secretStoreKind(kind string) bool {
+	info, ok := api.KindInfoFor(kind)
+	return ok && info.InSecretStore
+}
+
+// refuseSecretWrites is the answer when this role's service may not write
+// the secret store (the cloud APIs hold no secret store permission).
+func (s *Service) refuseSecretWrites(key api.Key) error {
+	if s.writesSecrets {
+		return nil
+	}
+	return forbidden(fmt.Errorf("%s: this deployment's API has no access to the secret store; write the secret with the cloud's own "+
+		"tools under certfn's naming (docs/api.md, \"Secrets\")", key))
+}
+
+// existingSecret reads the secret Apply would replace (nil: none).
+func (s *Service) existingSecret(ctx context.Context, key api.Key) (*ports.Secret, error) {
+	sec, err := s.secrets.Get(ctx, key.Namespace, key.Name)
+	switch {
+	case errors.Is(err, ports.ErrNotFound):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("read secret %s: %w", key, err)
+	}
+	return &sec, nil
+}
+
+// validateSecret checks what Kubernetes' API server checks of a Secret
+// (keys, the kubernetes.io/tls type's two keys) and what the secret store
+// can hold: at most api.MaxSecretDataBytes of values in all, and no
+// immutable secret. Errors name the key, never a value.
+func validateSecret(sec *api.Secret) (field string, err error) {
+	key := api.KeyOf(sec)
+	fail := func(path, format string, a ...any) (string, error) {
+		return path, errs.Permanent(fmt.Errorf("%s is invalid: %s: %s", key, path, fmt.Sprintf(format, a...)))
+	}
+	for _, f := range []struct {
+		path string
+		keys []string
+	}{{"data", api.SortedSecretKeys(sec.Data)}, {"stringData", sortedStrings(sec.StringData)}} {
+		for _, k := range f.keys {
+			if msg := api.SecretKeyProblem(k); msg != "" {
+				return fail(f.path, "%s", msg)
+			}
+		}
+	}
+	data := sec.MergedData()
+	total := 0
+	for _, v := range data {
+		total += len(v)
+	}
+	if total > api.MaxSecretDataBytes {
+		return fail("data", "%d bytes of values: at most %d (64 KiB, the most a cloud secret store holds in one secret)", total, api.MaxSecretDataBytes)
+	}
+	if sec.Immutable != nil && *sec.Immutable {
+		return fail("immutable", "immutable secrets are not supported: the secret store keeps versions instead (leave it out or false)")
+	}
+	if sec.Type == api.SecretTypeTLS {
+		for _, k := range []string{"tls.crt", "tls.key"} {
+			if _, ok := data[k]; !ok {
+				return fail("data", "type %s requires the key %q", api.SecretTypeTLS, k)
+			}
+		}
+	}
+	return "", nil
+}
+
+// applySecret writes sec into the secret store (the whole secret, as
+// `kubectl apply` of a Secret leaves exactly the keys given), unless it
+// holds the same data, labels and annotations already.
+func (s *Service) applySecret(ctx context.Context, sec *api.Secret, old *ports.Secret) (ApplyResult, error) {
+	key := api.KeyOf(sec)
+	want := ports.Secret{Namespace: key.Namespace, Name: key.Name, Data: sec.MergedData(),
+		Labels: sec.Labels, Annotations: sec.Annotations}
+	if sec.Type != "" && sec.Type != api.SecretTypeOpaque {
+		// The type is kept where Kubernetes keeps it for readers of the
+		// store (certfn's own secrets are kubernetes.io/tls).
+		want.Annotations = maps.Clone(want.Annotations)
+		if want.Annotations == nil {
+			want.Annotations = map[string]string{}
+		}
+		want.Annotations[SecretTypeAnnotation] = sec.Type
+	}
+	res := ApplyResult{Key: key}
+	if old != nil && sameSecret(*old, want) {
+		return res, nil
+	}
+	if err := s.secrets.Put(ctx, want); err != nil {
+		return res, fmt.Errorf("write secret %s: %w", key, err)
+	}
+	res.Created, res.Changed = old == nil, true
+	return res, nil
+}
+
+// SecretTypeAnnotation records a Secret manifest's type (other than
+// Opaque) on the stored secret.
+const SecretTypeAnnotation = "certfn.io/secret-type"
+
+func sameSecret(a, b ports.Secret) bool {
+	return maps.EqualFunc(a.Data, b.Data, bytes.Equal) && mapsEqual(a.Labels, b.Labels) && mapsEqual(a.Annotations, b.Annotations)
+}
+
+func sortedStrings(m map[string]string) []string { return slices.Sorted(maps.Keys(m)) }
+
+// deleteSecret removes the secret at key from the secret store; a missing
+// one is ErrNotFound, as for every kind.
+func (s *Service) deleteSecret(ctx context.Context, key api.Key) error {
+	if err := s.refuseSecretWrites(key); err != nil {
+		return err
+	}
+	old, err := s.existingSecret(ctx, key)
+	switch {
+	case err != nil:
+		return err
+	case old == nil:
+		return fmt.Errorf("get %s: %w", key, ports.ErrNotFound)
+	}
+	if err := s.secrets.Delete(ctx, key.Namespace, key.Name); err != nil {
+		return fmt.Errorf("delete secret %s: %w", key, err)
+	}
+	return nil
+}
