@@ -16,8 +16,12 @@ type Reason struct {
 	Reason  string
 	Message string
 	// RenewAt is when the current certificate must be renewed (zero when
-	// an issuance is needed now or nothing is issued).
+	// an issuance is needed now, nothing is issued or renewal is disabled).
 	RenewAt time.Time
+	// RenewalDisabled is set when spec.renewal.policy is Disabled and the
+	// only reason there may be is time (Expired): the trigger issues
+	// nothing for it.
+	RenewalDisabled bool
 }
 
 // Evaluate applies seed 002's triggers in cert-manager's order: missing or
@@ -49,32 +53,58 @@ func Evaluate(st *State) Reason {
 		return Reason{Reason: "SecretMismatch", Message: fmt.Sprintf("Issuing certificate as Secret was previously issued for different fields: %v", bad)}
 	}
 	leaf := issued.Chain[0]
-	renewAt := RenewalTime(st)
+	if pki.RenewalDisabled(spec.Renewal) {
+		// cert-manager's trigger never renews such a certificate, not even
+		// once expired; the Ready condition still says it expired.
+		if !st.Now.Before(leaf.NotAfter) {
+			return Reason{Reason: "Expired", Message: fmt.Sprintf("Certificate expired on %s (renewal is disabled: spec.renewal.policy is Disabled)",
+				leaf.NotAfter.UTC().Format(time.RFC3339)), RenewalDisabled: true}
+		}
+		return Reason{RenewalDisabled: true}
+	}
+	renewAt, werr := renewalTime(st, issued.Chain[0])
 	switch {
 	case !st.Now.Before(leaf.NotAfter):
 		return Reason{Reason: "Expired", Message: fmt.Sprintf("Certificate expired on %s", leaf.NotAfter.UTC().Format(time.RFC3339))}
 	case !st.Now.Before(renewAt):
-		return Reason{Reason: "Renewing", Message: fmt.Sprintf("Renewing certificate as renewal was scheduled at %s", renewAt.UTC().Format(time.RFC3339))}
+		msg := fmt.Sprintf("Renewing certificate as renewal was scheduled at %s", renewAt.UTC().Format(time.RFC3339))
+		if werr != nil {
+			msg += " (" + werr.Error() + ")"
+		}
+		return Reason{Reason: "Renewing", Message: msg}
 	}
 	return Reason{RenewAt: renewAt}
 }
 
 // RenewalTime is when the stored certificate is renewed: spec.renewBefore /
 // renewBeforePercentage, else 2/3 of its lifetime; an ACME renewal window
-// (status.renewalInfo.selectedTime) that is earlier wins. Zero when nothing
-// valid is stored.
+// (status.renewalInfo.selectedTime) that is earlier wins; the result is
+// then moved into spec.renewal's windows, if any (pki.ApplyRenewalWindows).
+// Zero when nothing valid is stored, and when spec.renewal.policy is
+// Disabled (such a certificate has no renewal time, as in cert-manager).
 func RenewalTime(st *State) time.Time {
 	issued, _ := st.Parse()
-	if issued == nil {
+	if issued == nil || pki.RenewalDisabled(st.Cert.Spec.Renewal) {
 		return time.Time{}
 	}
-	leaf := issued.Chain[0]
-	t := pki.RenewalTime(leaf.NotBefore, leaf.NotAfter, st.Cert.Spec.RenewBefore, st.Cert.Spec.RenewBeforePercentage)
+	t, _ := renewalTime(st, issued.Chain[0])
+	return t
+}
+
+// renewalTime computes RenewalTime for leaf. The error says why no
+// renewal window could be used (the time is then the one before the
+// windows, as cert-manager does).
+func renewalTime(st *State, leaf *x509.Certificate) (time.Time, error) {
+	spec := &st.Cert.Spec
+	t := pki.RenewalTime(leaf.NotBefore, leaf.NotAfter, spec.RenewBefore, spec.RenewBeforePercentage)
 	if ri := st.Cert.Status.RenewalInfo; ri != nil && ri.SelectedTime != nil && ri.SelectedTime.Before(t) &&
 		(ri.CertificateID == "" || ri.CertificateID == ARICertificateID(leaf)) {
 		t = ri.SelectedTime.Time
 	}
-	return t
+	if r := spec.Renewal; r != nil && len(r.Windows) > 0 {
+		return pki.ApplyRenewalWindows(leaf.NotBefore, leaf.NotAfter, t, r.Windows)
+	}
+	return t, nil
 }
 
 // ARICertificateID is the certificate's ACME renewal information

@@ -1,8 +1,8 @@
 package pki
 
 import (
-	"errors"
 	"fmt"
+	"strings"
 	"time"
 	// The IANA time zone database, embedded: renewal windows name zones,
 	// and certfn runs where no zoneinfo is installed (scratch images,
@@ -21,21 +21,29 @@ var cronParser = cron.NewParser(cron.Minute | cron.Hour | cron.Dom | cron.Month 
 
 // ParseRenewalCron parses a renewal window's cron schedule in timezone (an
 // IANA zone; "" is UTC). The error names what is wrong with the schedule.
-func ParseRenewalCron(spec, timezone string) (cron.Schedule, error) {
+func ParseRenewalCron(spec, timezone string) (sched cron.Schedule, err error) {
+	t := strings.TrimSpace(spec)
+	if strings.HasPrefix(t, "CRON_TZ=") || strings.HasPrefix(t, "TZ=") {
+		if _, rest, _ := strings.Cut(t, " "); strings.TrimSpace(rest) == "" {
+			return nil, fmt.Errorf("failed to parse cron spec %q: expected timezone prefix to be followed by a cron spec", spec)
+		}
+	}
+	// The parser panics on some malformed input; this is user input.
+	defer func() {
+		if r := recover(); r != nil {
+			sched, err = nil, fmt.Errorf("failed to parse cron spec %q: malformed", spec)
+		}
+	}()
 	s := spec
 	if timezone != "" {
 		s = "CRON_TZ=" + timezone + " " + spec
 	}
-	sched, err := cronParser.Parse(s)
+	sched, err = cronParser.Parse(s)
 	if err != nil {
 		return nil, fmt.Errorf("failed to parse cron spec %q: %w", spec, err)
 	}
 	return sched, nil
 }
-
-// ErrRenewalDisabled is returned by RenewalTimeForSpec for a Certificate
-// whose spec.renewal.policy is Disabled: it has no renewal time.
-var ErrRenewalDisabled = errors.New("renewal is disabled (spec.renewal.policy: Disabled)")
 
 // RenewalDisabled reports whether spec.renewal.policy is Disabled.
 func RenewalDisabled(r *api.CertificateRenewal) bool {

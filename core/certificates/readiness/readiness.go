@@ -10,6 +10,7 @@ import (
 
 	"github.com/certfn/certfn/core/api"
 	"github.com/certfn/certfn/core/certificates"
+	"github.com/certfn/certfn/core/pki"
 )
 
 // Apply sets the Ready condition and the validity fields on st.Cert from
@@ -94,6 +95,11 @@ func Step(ctx context.Context, env *certificates.Env, st *certificates.State) (c
 	next := st.NextRunAt
 	if rt := certificates.RenewalTime(st); !rt.IsZero() && !st.IsIssuing() && owner {
 		next = rt
+	} else if issued, _ := st.Parse(); issued != nil && owner && pki.RenewalDisabled(st.Cert.Spec.Renewal) {
+		// Renewal disabled: look again at expiry at the latest, to say so in Ready.
+		if exp := issued.Chain[0].NotAfter; st.Now.Before(exp) && (next.IsZero() || exp.Before(next)) {
+			next = exp
+		}
 	}
 	if err := env.Writer.UpdateCertificate(ctx, st, next); err != nil {
 		return certificates.Outcome{}, fmt.Errorf("update Ready condition: %w", err)

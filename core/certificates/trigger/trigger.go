@@ -65,6 +65,9 @@ func Step(ctx context.Context, env *certificates.Env, st *certificates.State) (c
 		return certificates.Outcome{}, err
 	}
 	r := certificates.Evaluate(st)
+	if r.RenewalDisabled {
+		return certificates.Outcome{Why: "renewal is disabled (spec.renewal.policy: Disabled): the certificate is not renewed"}, nil
+	}
 	if r.Reason == "" {
 		return certificates.Outcome{RequeueAt: r.RenewAt, Why: "no reason to issue before the renewal time"}, nil
 	}
