@@ -1,6 +1,7 @@
 package app
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -16,6 +17,7 @@ import (
 	"github.com/certfn/certfn/core/api"
 	"github.com/certfn/certfn/core/clock"
 	"github.com/certfn/certfn/core/engine"
+	issuerstep "github.com/certfn/certfn/core/issuers"
 	"github.com/certfn/certfn/core/policy"
 	"github.com/certfn/certfn/core/policy/plugins/denydomains"
 	"github.com/certfn/certfn/core/ports"
@@ -237,7 +239,15 @@ func Build(p Ports, s Settings, role Role) (*App, error) {
 			api.KindOrder:     orders.New(orders.Config{Accounts: a.Accounts, Issuers: issuers, PollInterval: s.ACME.PollInterval, WaitPoll: s.WaitPoll}),
 			api.KindChallenge: challenges.New(chCfg),
 		}
-		cfg.ACMEReady = a.Accounts.Ready
+		providers := p.DNS01
+		cfg.ACMEReady = func(ctx context.Context, st *issuerstep.State) (bool, string, string, error) {
+			// A solver this deployment cannot act on keeps the issuer not
+			// Ready, naming it, before any account work.
+			if why := dns01.Unavailable(providers, st.Issuer.GetSpec().ACME); why != "" {
+				return false, dns01.ReasonSolverNotAvailable, why, nil
+			}
+			return a.Accounts.Ready(ctx, st)
+		}
 	}
 	for typ, sig := range map[string]signers.Signer{
 		"selfSigned": selfsigned.New(secrets, p.Clock),
