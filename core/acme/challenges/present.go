@@ -3,6 +3,7 @@ package challenges
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/certfn/certfn/core/acme"
 	"github.com/certfn/certfn/core/api"
@@ -78,7 +79,10 @@ func (r *run) stepBack(ctx context.Context) error {
 
 // checkAndAccept runs one self-check; when it passes the challenge is
 // accepted (the server starts validating). A failing self-check records
-// why and looks again after CheckInterval.
+// why and looks again after CheckInterval. A solver with
+// waitInsteadOfSelfCheck runs no self-check: the challenge is accepted
+// once that long has passed since it was presented (the wait is a
+// nextRunAt, nothing sleeps).
 func (r *run) checkAndAccept(ctx context.Context) error {
 	c := r.c
 	var (
@@ -86,7 +90,21 @@ func (r *run) checkAndAccept(ctx context.Context) error {
 		why string
 		err error
 	)
-	switch {
+	switch w := c.Spec.Solver.WaitInsteadOfSelfCheck; {
+	case w != nil:
+		stamped := c.Status.PresentedAt == nil
+		if stamped {
+			// Presented by an earlier certfn: the wait starts now.
+			c.Status.PresentedAt = api.NewTime(r.now)
+		}
+		if wait, left := r.waitInsteadOfSelfCheck(w.Duration); !wait.IsZero() {
+			reason := fmt.Sprintf("Waiting %s before accepting %s challenge without self-check (waitInsteadOfSelfCheck: %s)", left, c.Spec.Type, w.Duration)
+			if c.Status.Reason == reason && !stamped {
+				return r.e.Settle(ctx, r.rec, wait)
+			}
+			c.Status.Reason = reason
+			return r.write(ctx, wait, "record the wait instead of the self-check")
+		}
 	case c.Spec.Type == api.ACMEChallengeTypeDNS01 && r.h.cfg.DNS01 != nil:
 		ok, why, err = r.h.cfg.DNS01.Check(ctx, c)
 	case c.Spec.Type == api.ACMEChallengeTypeHTTP01 && r.h.cfg.HTTP01 != nil:
@@ -142,4 +160,17 @@ func challengeStatus(az acme.Authorization, url string) string {
 		}
 	}
 	return ""
+}
+
+// waitInsteadOfSelfCheck returns when a challenge whose solver waits d
+// instead of self-checking may be accepted, and how long is left; zero
+// when it may be accepted now. The wait counts from status.presentedAt.
+func (r *run) waitInsteadOfSelfCheck(d time.Duration) (time.Time, time.Duration) {
+	until := r.c.Status.PresentedAt.Add(d)
+	if !r.now.Before(until) {
+		return time.Time{}, 0
+	}
+	// The reason names the time left rounded to the second, so an
+	// unchanged reason means nothing to write.
+	return until, until.Sub(r.now).Round(time.Second)
 }

@@ -143,6 +143,9 @@ func normalizeNameserver(s string) (string, error) {
 	host, port := s, "53"
 	if h, p, err := net.SplitHostPort(s); err == nil {
 		host, port = h, p
+		if port == "" {
+			port = "53" // "host:" as cert-manager reads it
+		}
 	} else if strings.HasPrefix(s, "[") && strings.HasSuffix(s, "]") {
 		host = s[1 : len(s)-1]
 	} else if strings.Count(s, ":") > 1 && net.ParseIP(s) != nil {

@@ -256,7 +256,7 @@ type target struct {
 func (s *solver) locate(ctx context.Context, p *prepared) (target, error) {
 	t := target{fqdn: RecordName(p.ch.Spec.DNSName), value: p.value}
 	if p.ch.Spec.Solver.DNS01.CNAMEStrategy == "Follow" {
-		f, err := s.deps.Resolver.followCNAME(ctx, t.fqdn)
+		f, err := s.resolver(p.ch).followCNAME(ctx, t.fqdn)
 		if err != nil {
 			return target{}, fmt.Errorf("%s.cnameStrategy: %w", solverPath, err)
 		}
@@ -284,7 +284,7 @@ func (s *solver) zoneOf(ctx context.Context, p *prepared, t target) (target, err
 	if t.zone != "" {
 		return t, nil
 	}
-	zone, err := s.deps.Resolver.findZone(ctx, t.fqdn)
+	zone, err := s.resolver(p.ch).findZone(ctx, t.fqdn)
 	if err != nil {
 		return target{}, err
 	}
@@ -374,7 +374,7 @@ func (s *solver) Check(ctx context.Context, ch *api.Challenge) (bool, string, er
 			return false, why, nil
 		}
 	}
-	r := s.deps.Resolver
+	r := s.resolver(ch)
 	servers, recursive := t.servers, false
 	switch {
 	case servers != nil:
@@ -421,4 +421,29 @@ func (s *solver) CleanUp(ctx context.Context, ch *api.Challenge) error {
 		return fmt.Errorf("%s.%s: delete TXT %s in zone %s: %w", solverPath, p.key, t.fqdn, t.zone, err)
 	}
 	return nil
+}
+
+// resolver is the Resolver for ch: the deployment's, unless the
+// challenge's solver names nameservers (spec.solver.dns01.nameservers,
+// cert-manager's field): then its host:port entries are the resolvers and
+// the propagation check asks them only, as cert-manager does. Its
+// DNS-over-HTTPS entries (https://...) are not used (certfn speaks plain
+// DNS; they are reported as ignored fields); with none left the
+// deployment's resolvers are used.
+func (s *solver) resolver(ch *api.Challenge) Resolver {
+	r := s.deps.Resolver
+	d := ch.Spec.Solver.DNS01
+	if d == nil {
+		return r
+	}
+	var plain []string
+	for _, ns := range d.Nameservers {
+		if !strings.HasPrefix(ns, "https://") {
+			plain = append(plain, ns)
+		}
+	}
+	if len(plain) > 0 {
+		r.Nameservers, r.RecursiveOnly = plain, true
+	}
+	return r
 }
