@@ -60,6 +60,25 @@ type CertificateRequestPolicyAllowed struct {
 	// wildcards accepted). Omitted or [] forbids every usage.
 	Usages  *AllowedUsages                              `json:"usages,omitempty"`
 	Subject *CertificateRequestPolicyAllowedX509Subject `json:"subject,omitempty"`
+	// OtherNames lists the subjectAltName otherName OIDs (GeneralName tag
+	// 0, e.g. "1.3.6.1.4.1.311.20.2.3", the Microsoft UPN) a request may
+	// carry, each with the values it allows. An otherName whose OID is not
+	// listed is denied; directoryName, x400Address, ediPartyName and
+	// registeredID SANs are always denied. OIDs are unique in the list.
+	OtherNames []CertificateRequestPolicyAllowedOtherName `json:"otherNames,omitempty"`
+}
+
+// CertificateRequestPolicyAllowedOtherName allows the otherName SANs of one
+// OID: every value of that OID in the request must match one of values
+// (wildcards accepted) and pass every validation. Neither values nor
+// validations set means the OID must be absent.
+type CertificateRequestPolicyAllowedOtherName struct {
+	// OID is the dotted, canonical ASN.1 object identifier.
+	OID    string    `json:"oid"`
+	Values *[]string `json:"values,omitempty"`
+	// Required makes at least one otherName of this OID mandatory.
+	Required    *bool            `json:"required,omitempty"`
+	Validations []ValidationRule `json:"validations,omitempty"`
 }
 
 // CertificateRequestPolicyAllowedX509Subject lists the subject attributes a
@@ -73,6 +92,24 @@ type CertificateRequestPolicyAllowedX509Subject struct {
 	StreetAddresses     *CertificateRequestPolicyAllowedStringSlice `json:"streetAddresses,omitempty"`
 	PostalCodes         *CertificateRequestPolicyAllowedStringSlice `json:"postalCodes,omitempty"`
 	SerialNumber        *CertificateRequestPolicyAllowedString      `json:"serialNumber,omitempty"`
+	// OtherAttributes lists the subject attribute OIDs other than the
+	// named fields above (e.g. "1.2.840.113549.1.9.1", emailAddress) a
+	// request may carry, each with the values it allows. An attribute whose
+	// OID is neither a named field nor listed is denied. OIDs are unique in
+	// the list and must not be those of the named fields.
+	OtherAttributes []CertificateRequestPolicyAllowedSubjectOtherAttribute `json:"otherAttributes,omitempty"`
+}
+
+// CertificateRequestPolicyAllowedSubjectOtherAttribute allows the subject
+// attributes of one OID, as CertificateRequestPolicyAllowedOtherName does
+// for otherName SANs.
+type CertificateRequestPolicyAllowedSubjectOtherAttribute struct {
+	// OID is the dotted, canonical ASN.1 object identifier.
+	OID    string    `json:"oid"`
+	Values *[]string `json:"values,omitempty"`
+	// Required makes at least one attribute of this OID mandatory.
+	Required    *bool            `json:"required,omitempty"`
+	Validations []ValidationRule `json:"validations,omitempty"`
 }
 
 // CertificateRequestPolicyAllowedString allows one string attribute.
@@ -97,7 +134,9 @@ type CertificateRequestPolicyAllowedStringSlice struct {
 
 // ValidationRule is a CEL expression evaluated per value, with `self` the
 // value (string) and `cr` the request (namespace, name, username, uid,
-// groups, extra).
+// groups, extra); approver-policy's functions isServiceAccount(string) and
+// serviceAccount(string).getNamespace()/getName() are available. Rules are
+// unique within a validations list.
 type ValidationRule struct {
 	Rule string `json:"rule"`
 	// Message is shown when the rule fails (default: "failed rule: <rule>").

@@ -7,24 +7,28 @@ import (
 	"sync"
 
 	"github.com/google/cel-go/cel"
+	"github.com/google/cel-go/checker"
 	"github.com/google/cel-go/common/types"
 	"github.com/google/cel-go/common/types/ref"
+	"github.com/google/cel-go/common/types/traits"
 	"github.com/google/cel-go/ext"
 	"github.com/google/cel-go/interpreter"
 )
 
-// The `cr` variable of a validation rule is an object of this CEL type,
-// with the request's name and namespace and the requester identity recorded
-// on it (seed 001 documents namespace and name; certfn adds the identity,
-// seed 004):
+// The `cr` variable of a validation rule is an object of this CEL type
+// (approver-policy's name for it), with the request's name and namespace
+// and the requester identity recorded on it (approver-policy has name,
+// namespace, username and groups; certfn adds uid and extra, seed 004):
 //
 //	cr.namespace, cr.name, cr.username, cr.uid  string
 //	cr.groups                                   list(string)
 //	cr.extra                                    map(string, list(string))
 //
-// `self` is the value being checked (a string). Rules are type-checked when
-// the policy compiles, so a misspelt field is a compile error.
-const celRequestTypeName = "certfn.CertificateRequest"
+// As for approver-policy's protobuf message, has(cr.<field>) is false for
+// an empty field. `self` is the value being checked (a string). Rules are
+// type-checked when the policy compiles, so a misspelt field is a compile
+// error.
+const celRequestTypeName = "cm.io.policy.pkg.internal.approver.validation.CertificateRequest"
 
 var celRequestType = types.NewObjectType(celRequestTypeName)
 
@@ -84,8 +88,20 @@ func (v *crValue) Value() any { return v }
 
 func crField(get func(*crValue) ref.Val, t *types.Type) *types.FieldType {
 	return &types.FieldType{
-		Type:  t,
-		IsSet: func(any) bool { return true },
+		Type: t,
+		IsSet: func(o any) bool {
+			v, ok := o.(*crValue)
+			if !ok {
+				return false
+			}
+			switch f := get(v).(type) {
+			case types.String:
+				return f != ""
+			case traits.Sizer:
+				return f.Size() != types.IntZero
+			}
+			return true
+		},
 		GetFrom: func(o any) (any, error) {
 			v, ok := o.(*crValue)
 			if !ok {
@@ -144,9 +160,10 @@ var (
 	celEnvErr  error
 )
 
-// celEnv is the one environment rules compile in: `self` (string), `cr`
-// (certfn.CertificateRequest), the standard library and cel-go's string
-// extensions.
+// celEnv is the one environment rules compile in, approver-policy's:
+// `self` (string), `cr` (its CertificateRequest type), the standard
+// library, cel-go's string extensions and its service account functions
+// (celServiceAccountLib).
 func celEnv() (*cel.Env, error) {
 	celEnvOnce.Do(func() {
 		reg, err := types.NewRegistry()
@@ -160,45 +177,113 @@ func celEnv() (*cel.Env, error) {
 			cel.Variable("self", cel.StringType),
 			cel.Variable("cr", celRequestType),
 			ext.Strings(),
+			celServiceAccountLib(),
 		)
 	})
 	return celEnvVal, celEnvErr
 }
 
-// celRule is a compiled validation rule.
+// Evaluation limits, approver-policy's (Kubernetes' CEL per-call limit):
+// a rule whose evaluation costs more than celCostLimit units of CEL's cost
+// model is stopped with an error (and fails), so that a policy cannot make
+// approval loop for long; comprehensions check the limit every
+// celInterruptCheckFrequency iterations.
+//
+// Tracking the cost of an evaluation is expensive (it observes every
+// step), so a rule whose cost CEL's static estimate bounds under the limit
+// runs untracked whenever the values it reads are within the sizes the
+// estimate assumed (celSizes); otherwise, and for every other rule, the
+// tracked program runs. Either way no evaluation exceeds the limit.
+const (
+	celCostLimit               = 1000000
+	celInterruptCheckFrequency = 100
+
+	// The sizes the static estimate assumes: the length of `self` and of
+	// each string of `cr`, the number of groups, of extra keys and of
+	// values per extra key. (cr.namespace and cr.name are names: at most
+	// 63 and 253 characters.)
+	celMaxString = 4096
+	celMaxList   = 256
+)
+
+// celSizes is the size estimator of the static cost estimate.
+type celSizes struct{}
+
+// EstimateSize implements checker.CostEstimator.
+func (celSizes) EstimateSize(n checker.AstNode) *checker.SizeEstimate {
+	max := uint64(0)
+	switch strings.Join(n.Path(), ".") {
+	case "self", "cr.username", "cr.uid", "cr.groups.@items", "cr.extra.@keys", "cr.extra.@values.@items":
+		max = celMaxString
+	case "cr.namespace":
+		max = 63
+	case "cr.name":
+		max = 253
+	case "cr.groups", "cr.extra", "cr.extra.@values":
+		max = celMaxList
+	default:
+		return nil
+	}
+	return &checker.SizeEstimate{Min: 0, Max: max}
+}
+
+// EstimateCallCost implements checker.CostEstimator (CEL's defaults).
+func (celSizes) EstimateCallCost(string, string, *checker.AstNode, []checker.AstNode) *checker.CallEstimate {
+	return nil
+}
+
+// withinEstimate reports whether the values a rule reads are within the
+// sizes celSizes assumes: the request's (checked once per evaluation, see
+// Request.celActivation) and self.
+func withinEstimate(self ref.Val, crBounded bool) bool {
+	s, ok := self.(types.String)
+	return crBounded && ok && len(s) <= celMaxString
+}
+
+// celRule is a compiled validation rule: prg runs with the cost limit;
+// fast, when set, runs without it (for values within the estimate).
 type celRule struct {
 	rule    string
 	message string
 	prg     cel.Program
+	fast    cel.Program
 }
 
 // compileRule parses and type-checks rule; it must evaluate to a bool.
-func compileRule(rule string) (cel.Program, error) {
+func compileRule(rule string) (prg, fast cel.Program, err error) {
 	if strings.TrimSpace(rule) == "" {
-		return nil, fmt.Errorf("empty rule")
+		return nil, nil, fmt.Errorf("empty rule")
 	}
 	env, err := celEnv()
 	if err != nil {
-		return nil, fmt.Errorf("CEL environment: %w", err)
+		return nil, nil, fmt.Errorf("CEL environment: %w", err)
 	}
 	ast, iss := env.Compile(rule)
 	if iss.Err() != nil {
-		return nil, fmt.Errorf("invalid CEL: %s", oneLine(iss.Err().Error()))
+		return nil, nil, fmt.Errorf("invalid CEL: %s", oneLine(iss.Err().Error()))
 	}
 	if !ast.OutputType().IsExactType(types.BoolType) {
-		return nil, fmt.Errorf("rule must evaluate to a bool, not %s", ast.OutputType())
+		return nil, nil, fmt.Errorf("rule must evaluate to a bool, not %s", ast.OutputType())
 	}
-	prg, err := env.Program(ast, cel.EvalOptions(cel.OptOptimize))
+	prg, err = env.Program(ast, cel.EvalOptions(cel.OptOptimize),
+		cel.CostLimit(celCostLimit), cel.InterruptCheckFrequency(celInterruptCheckFrequency))
 	if err != nil {
-		return nil, fmt.Errorf("invalid CEL: %s", oneLine(err.Error()))
+		return nil, nil, fmt.Errorf("invalid CEL: %s", oneLine(err.Error()))
 	}
-	return prg, nil
+	if est, err := env.EstimateCost(ast, celSizes{}); err == nil && est.Max <= celCostLimit {
+		if fast, err = env.Program(ast, cel.EvalOptions(cel.OptOptimize)); err != nil {
+			return nil, nil, fmt.Errorf("invalid CEL: %s", oneLine(err.Error()))
+		}
+	}
+	return prg, fast, nil
 }
 
 // activation binds self and cr without building a map per evaluation.
+// crBounded records that cr is within the sizes celSizes assumes.
 type activation struct {
-	self ref.Val
-	cr   ref.Val
+	self      ref.Val
+	cr        ref.Val
+	crBounded bool
 }
 
 func (a *activation) ResolveName(name string) (any, bool) {
@@ -214,11 +299,15 @@ func (a *activation) ResolveName(name string) (any, bool) {
 func (a *activation) Parent() interpreter.Activation { return nil }
 
 // eval runs the rule with self bound to value (a types.String). An
-// evaluation error counts as a failure (fail closed) and is returned for
-// the message.
+// evaluation error (a cost over the limit included) counts as a failure
+// (fail closed) and is returned for the message.
 func (r *celRule) eval(act *activation, value ref.Val) (bool, error) {
 	act.self = value
-	out, _, err := r.prg.Eval(act)
+	prg := r.prg
+	if r.fast != nil && withinEstimate(value, act.crBounded) {
+		prg = r.fast
+	}
+	out, _, err := prg.Eval(act)
 	if err != nil {
 		return false, err
 	}

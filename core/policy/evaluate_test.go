@@ -66,7 +66,7 @@ selector: {issuerRef: {}}
 		{"one of two applicable policies allows", set(exampleCom, exampleOrg), newCR(t, csr(dns("www.example.org"))), Approved, "b-example-org", nil},
 		{"first allowing policy in order approves", set(exampleCom, exampleOrg), newCR(t, csr(dns("www.example.com"))), Approved, "a-example-com", nil},
 		{"none of the applicable allows: each listed, sorted", set(exampleOrg, exampleCom), newCR(t, csr(dns("www.example.net"))), Denied, "",
-			[]string{`no applicable CertificateRequestPolicy allows this request: [policy "a-example-com": spec.allowed.dnsNames: "www.example.net" is not allowed (allowed: "*.example.com")] [policy "b-example-org": spec.allowed.dnsNames: "www.example.net" is not allowed (allowed: "*.example.org")]`}},
+			[]string{`no applicable CertificateRequestPolicy allows this request: [policy "a-example-com": spec.allowed.dnsNames.values: "www.example.net" is not allowed (allowed: "*.example.com")] [policy "b-example-org": spec.allowed.dnsNames.values: "www.example.net" is not allowed (allowed: "*.example.org")]`}},
 		{"a policy for another issuer is not listed in a denial", set(exampleCom, other), newCR(t, csr(dns("x.net"))), Denied, "", nil},
 		{"policy for another issuer never applies", set(other), newCR(t, csr(dns("x.net"))), Unmatched, "",
 			[]string{"of 1 policies, 1 not selecting this request"}},
@@ -152,7 +152,7 @@ subjects:
 			want: Approved, policy: "team-a-names"},
 		{name: "team-a member asks beyond its policy: denied by the one bound policy only",
 			cr: newCR(t, csr(dns("web.example.com")), inNamespace("team-a"), byUser("bob", "team-a")), want: Denied,
-			msg: []string{`[policy "team-a-names": spec.allowed.dnsNames: "web.example.com" is not allowed`}, noMatch: []string{"anything"}},
+			msg: []string{`[policy "team-a-names": spec.allowed.dnsNames.values: "web.example.com" is not allowed`}, noMatch: []string{"anything"}},
 		{name: "the RoleBinding only holds in its namespace", cr: newCR(t, csr(dns("web.team-a.example.com")), inNamespace("team-b"), byUser("bob", "team-a")),
 			want: Unmatched, msg: []string{`requester "bob"`, `2 selecting it but not bound to the requester with "use"`}},
 		{name: "not a team-a member", cr: newCR(t, csr(dns("web.team-a.example.com")), inNamespace("team-a"), byUser("carol", "team-b")), want: Unmatched},
@@ -240,14 +240,14 @@ selector: {issuerRef: {}}
 			isCA(), usages("cert sign")), want: Approved},
 		{name: "subject e-mail attribute is not allowed by any field", cr: newCR(t, csr(cn("x"),
 			extraSubject(asn1.ObjectIdentifier{1, 2, 840, 113549, 1, 9, 1}, "a@example.com"))), want: Denied,
-			msg: []string{"spec.allowed.subject: the CSR subject carries attribute 1.2.840.113549.1.9.1, which no policy field allows"}},
-		{name: "otherName SAN is not allowed by any field", cr: newCR(t, csr(extension(otherName))), want: Denied,
-			msg: []string{"spec.allowed: the CSR carries an otherName subjectAltName, which no policy field allows"}},
+			msg: []string{`spec.allowed.subject.otherAttributes[1.2.840.113549.1.9.1]: "a@example.com" is not allowed: the policy allows no subject attributes with OID 1.2.840.113549.1.9.1`}},
+		{name: "a malformed otherName SAN (no value) fails every policy", cr: newCR(t, csr(extension(otherName))), want: Denied,
+			msg: []string{"spec.allowed.subjectAltName: the CSR's subjectAltName extension could not be decoded"}},
 	})
 	runEvalCases(t, ev, []*api.CertificateRequestPolicy{onlyCN}, bindAll(), []evalCase{
 		{name: "single common name", cr: newCR(t, csr(cn("good.example.com"))), want: Approved},
 		{name: "a second CN is checked too", cr: newCR(t, csr(cn("good.example.com"), extraSubject(oidCommonName, "evil.example.com"))), want: Denied,
-			msg: []string{`spec.allowed.commonName: "evil.example.com" is not allowed`}},
+			msg: []string{`spec.allowed.commonName.value: "evil.example.com" is not allowed`}},
 	})
 }
 
@@ -405,7 +405,7 @@ selector: {}
 	c = ev.ReadyCondition(bad)
 	if c.Status != api.ConditionFalse || c.Reason != "NotReady" ||
 		!strings.Contains(c.Message, "spec.selector: required") ||
-		!strings.Contains(c.Message, "spec.allowed.uris.validations[0].rule: invalid CEL") ||
+		!strings.Contains(c.Message, "spec.allowed.uris.validations[0]: invalid CEL") ||
 		strings.Contains(c.Message, "CertificateRequestPolicy bad:") {
 		t.Errorf("bad: %+v", c)
 	}
@@ -648,9 +648,9 @@ selector: {issuerRef: {}}
 	for _, n := range []string{"evil.com\x00.team-a.example.com", "evil.org/.team-a.example.com", "evil.org .team-a.example.com"} {
 		cases = append(cases,
 			evalCase{name: "DNS " + n, cr: newCR(t, csr(dns("www.team-a.example.com", n))), want: Denied,
-				msg: []string{fmt.Sprintf("spec.allowed.dnsNames: %q is not allowed", n)}, noMatch: []string{`"www.team-a.example.com" is not allowed`}},
+				msg: []string{fmt.Sprintf("spec.allowed.dnsNames.values: %q is not allowed", n)}, noMatch: []string{`"www.team-a.example.com" is not allowed`}},
 			evalCase{name: "CN " + n, cr: newCR(t, csr(cn(n))), want: Denied,
-				msg: []string{fmt.Sprintf("spec.allowed.commonName: %q is not allowed", n)}},
+				msg: []string{fmt.Sprintf("spec.allowed.commonName.value: %q is not allowed", n)}},
 		)
 	}
 	cases = append(cases,
@@ -658,7 +658,7 @@ selector: {issuerRef: {}}
 			dns("www.team-a.example.com", "*.team-a.example.com", "a.b.team-a.example.com", "xn--bcher-kva.team-a.example.com"),
 			emails("alice@team-a.example.com"))), want: Approved},
 		evalCase{name: "e-mail across '/'", cr: newCR(t, csr(emails("x@evil.org/@team-a.example.com"))), want: Denied,
-			msg: []string{`spec.allowed.emailAddresses: "x@evil.org/@team-a.example.com" is not allowed`}},
+			msg: []string{`spec.allowed.emailAddresses.values: "x@evil.org/@team-a.example.com" is not allowed`}},
 	)
 	runEvalCases(t, newEvaluator(t), []*api.CertificateRequestPolicy{p}, bindAll(), cases)
 }

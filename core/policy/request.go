@@ -6,6 +6,7 @@ import (
 	"crypto/rsa"
 	"crypto/x509"
 	"encoding/asn1"
+	"encoding/hex"
 	"fmt"
 	"time"
 
@@ -48,11 +49,63 @@ type Request struct {
 	present attrMask // attributes with at least one value
 	// classes[a] is the classes every value of attribute a belongs to
 	// (classAll for attributes wildcards are not restricted on).
-	classes     [numAttrs]charClass
-	usages      []string
-	unsupported []string // request contents no policy can allow
-	celVals     [numAttrs][]ref.Val
-	act         activation
+	classes [numAttrs]charClass
+	usages  []string
+	// otherNames are the otherName SANs and otherAttrs the subject
+	// attributes of OIDs without a named field (their string values),
+	// grouped by OID in the order the OIDs first appear.
+	otherNames, otherAttrs []oidValues
+	// What no policy can allow, each message starting with the path it
+	// is reported under: replacedCN and replacedSerial replace the
+	// evaluation of commonName and serialNumber (a value that is not a
+	// string, see replaced); sanRejects are subjectAltName entries
+	// (reported with otherNames), subjectRejects other subject values that
+	// are not strings (reported with otherAttributes).
+	replacedCN, replacedSerial string
+	sanRejects, subjectRejects []string
+	celVals                    [numAttrs][]ref.Val
+	act                        activation
+}
+
+// oidValues is the values a request carries for one OID.
+type oidValues struct {
+	oid  string
+	vals []string
+}
+
+// rejected reports request contents no policy can allow.
+func (r *Request) rejected() bool {
+	return len(r.sanRejects)+len(r.subjectRejects) > 0 || r.replacedCN != "" || r.replacedSerial != ""
+}
+
+// replaced returns the message replacing the evaluation of attribute a's
+// field, or "".
+func (r *Request) replaced(a attr) string {
+	switch a {
+	case attrCommonName:
+		return r.replacedCN
+	case attrSerialNumber:
+		return r.replacedSerial
+	}
+	return ""
+}
+
+// addOID appends v (omitted when it is not a string) to the values of oid
+// in l.
+func addOID(l []oidValues, oid string, v string, isString bool) []oidValues {
+	for i := range l {
+		if l[i].oid == oid {
+			if isString {
+				l[i].vals = append(l[i].vals, v)
+			}
+			return l
+		}
+	}
+	e := oidValues{oid: oid}
+	if isString {
+		e.vals = []string{v}
+	}
+	return append(l, e)
 }
 
 // Subject attribute OIDs with an allowed.* field.
@@ -96,15 +149,29 @@ func newRequest(cr *api.CertificateRequest, csr *x509.CertificateRequest, nsLabe
 	}
 	// Subject: read every attribute (pkix.Name keeps only the last CN).
 	for _, atv := range csr.Subject.Names {
-		a, known := subjectAttr(atv.Type)
+		a, named := subjectAttr(atv.Type)
 		s, isString := atv.Value.(string)
 		switch {
-		case !known:
-			r.unsupported = append(r.unsupported, fmt.Sprintf("spec.allowed.subject: the CSR subject carries attribute %s, which no policy field allows", atv.Type))
-		case !isString:
-			r.unsupported = append(r.unsupported, fmt.Sprintf("spec.allowed.subject: the CSR subject attribute %s is not a string", atv.Type))
-		default:
+		case named && isString:
+			if (a == attrCommonName || a == attrSerialNumber) && s == "" {
+				continue // an empty commonName or serialNumber is no value
+			}
 			r.attrs[a] = append(r.attrs[a], s)
+		case named && (a == attrCommonName || a == attrSerialNumber):
+			msg := fmt.Sprintf("%s: subject attribute %s uses an unsupported ASN.1 type or string encoding; re-issue the certificate with a UTF8String or PrintableString subject", namedPath(a), atv.Type)
+			if a == attrCommonName {
+				r.replacedCN = msg
+			} else {
+				r.replacedSerial = msg
+			}
+		case named:
+			r.subjectRejects = append(r.subjectRejects, fmt.Sprintf("%s: subject attribute %s uses an unsupported ASN.1 type or string encoding; re-issue the certificate with a UTF8String or PrintableString subject", namedPath(a), atv.Type))
+		default:
+			oid := atv.Type.String()
+			if !isString {
+				r.subjectRejects = append(r.subjectRejects, fmt.Sprintf("spec.allowed.subject.otherAttributes[%s]: subject attribute uses an unsupported ASN.1 type or string encoding; re-issue the certificate with a UTF8String or PrintableString subject", oid))
+			}
+			r.otherAttrs = addOID(r.otherAttrs, oid, s, isString)
 		}
 	}
 	r.CommonNames = r.attrs[attrCommonName]
@@ -129,7 +196,7 @@ func newRequest(cr *api.CertificateRequest, csr *x509.CertificateRequest, nsLabe
 			r.classes[a] &= classOf(v)
 		}
 	}
-	r.unsupported = append(r.unsupported, unsupportedSANs(csr)...)
+	r.readSANs(csr)
 	for _, u := range cr.Spec.Usages {
 		r.usages = append(r.usages, string(u))
 	}
@@ -161,43 +228,115 @@ func subjectAttr(oid asn1.ObjectIdentifier) (attr, bool) {
 	return 0, false
 }
 
-// unsupportedSANs reports subjectAltName entries other than DNS names, IP
-// addresses, URIs and e-mail addresses (otherName, directoryName, ...):
-// crypto/x509 skips them, no policy field can allow them, and a signer
-// copying the extension would issue them, so they fail every policy.
-func unsupportedSANs(csr *x509.CertificateRequest) []string {
-	var out []string
+// namedPath is the path of the allowed field of a named subject
+// attribute.
+func namedPath(a attr) string {
+	switch a {
+	case attrCommonName:
+		return "spec.allowed.commonName"
+	case attrSerialNumber:
+		return "spec.allowed.subject.serialNumber"
+	case attrCountries:
+		return "spec.allowed.subject.countries"
+	case attrLocalities:
+		return "spec.allowed.subject.localities"
+	case attrProvinces:
+		return "spec.allowed.subject.provinces"
+	case attrStreetAddresses:
+		return "spec.allowed.subject.streetAddresses"
+	case attrOrganizations:
+		return "spec.allowed.subject.organizations"
+	case attrOrganizationalUnits:
+		return "spec.allowed.subject.organizationalUnits"
+	case attrPostalCodes:
+		return "spec.allowed.subject.postalCodes"
+	}
+	return "spec.allowed.subject"
+}
+
+// namedSubjectOID reports an OID with a named subject field (or
+// commonName).
+func namedSubjectOID(oid asn1.ObjectIdentifier) bool {
+	_, ok := subjectAttr(oid)
+	return ok
+}
+
+const sanPath = "spec.allowed.subjectAltName"
+
+// readSANs reads the subjectAltName GeneralNames crypto/x509 skips: each
+// otherName (by OID, its value as text or hex, as approver-policy renders
+// it) and the kinds no policy can allow (directoryName, x400Address,
+// ediPartyName, registeredID), which a signer copying the extension would
+// issue. A CSR with more than one subjectAltName extension, or one that
+// does not decode, fails every policy.
+func (r *Request) readSANs(csr *x509.CertificateRequest) {
+	n := 0
 	for _, ext := range csr.Extensions {
 		if !ext.Id.Equal(oidSubjectAltName) {
 			continue
 		}
+		if n++; n > 1 {
+			r.sanRejects = append(r.sanRejects, sanPath+": the CSR contains multiple subjectAltName extensions; at most one is permitted")
+			return
+		}
 		var seq asn1.RawValue
-		if rest, err := asn1.Unmarshal(ext.Value, &seq); err != nil || len(rest) > 0 || seq.Tag != asn1.TagSequence {
-			return append(out, "spec.allowed: the CSR's subjectAltName extension is malformed")
+		if rest, err := asn1.Unmarshal(ext.Value, &seq); err != nil || len(rest) > 0 || seq.Class != asn1.ClassUniversal || seq.Tag != asn1.TagSequence {
+			r.sanRejects = append(r.sanRejects, sanPath+": the CSR's subjectAltName extension could not be decoded")
+			return
 		}
 		for b := seq.Bytes; len(b) > 0; {
 			var gn asn1.RawValue
 			var err error
-			if b, err = asn1.Unmarshal(b, &gn); err != nil {
-				return append(out, "spec.allowed: the CSR's subjectAltName extension is malformed")
+			if b, err = asn1.Unmarshal(b, &gn); err != nil || gn.Class != asn1.ClassContextSpecific {
+				r.sanRejects = append(r.sanRejects, sanPath+": the CSR's subjectAltName extension could not be decoded")
+				return
 			}
-			switch {
-			case gn.Class != asn1.ClassContextSpecific:
-				out = append(out, "spec.allowed: the CSR's subjectAltName extension is malformed")
-			case gn.Tag == 1 || gn.Tag == 2 || gn.Tag == 6 || gn.Tag == 7: // email, DNS, URI, IP
+			switch gn.Tag {
+			case 1, 2, 6, 7: // e-mail, DNS, URI, IP: crypto/x509 parsed them
+			case 0:
+				oid, value, ok := parseOtherName(gn.Bytes)
+				if !ok {
+					r.sanRejects = append(r.sanRejects, sanPath+": the CSR's subjectAltName extension could not be decoded: an otherName is malformed")
+					return
+				}
+				r.otherNames = addOID(r.otherNames, oid, value, true)
 			default:
-				n := sanTagName(gn.Tag)
-				out = append(out, fmt.Sprintf("spec.allowed: the CSR carries %s %s subjectAltName, which no policy field allows", article(n), n))
+				k := sanTagName(gn.Tag)
+				r.sanRejects = append(r.sanRejects, fmt.Sprintf("%s.%s: %s SAN entries are not permitted", sanPath, k, k))
 			}
 		}
 	}
-	return out
+}
+
+// parseOtherName reads an otherName's content (type-id OID, [0] EXPLICIT
+// value). The value is its text for UTF8String, PrintableString,
+// IA5String and T61String, else the hex of its DER encoding (so that a
+// pattern or rule can still pin it), as approver-policy renders it.
+func parseOtherName(b []byte) (oid, value string, ok bool) {
+	var id asn1.ObjectIdentifier
+	rest, err := asn1.Unmarshal(b, &id)
+	if err != nil {
+		return "", "", false
+	}
+	var explicit asn1.RawValue
+	if rest, err = asn1.Unmarshal(rest, &explicit); err != nil || len(rest) != 0 || explicit.Class != asn1.ClassContextSpecific || explicit.Tag != 0 {
+		return "", "", false
+	}
+	var inner asn1.RawValue
+	if rest, err = asn1.Unmarshal(explicit.Bytes, &inner); err != nil || len(rest) != 0 {
+		return "", "", false
+	}
+	if inner.Class == asn1.ClassUniversal {
+		switch inner.Tag {
+		case asn1.TagUTF8String, asn1.TagPrintableString, asn1.TagIA5String, asn1.TagT61String:
+			return id.String(), string(inner.Bytes), true
+		}
+	}
+	return id.String(), hex.EncodeToString(inner.FullBytes), true
 }
 
 func sanTagName(tag int) string {
 	switch tag {
-	case 0:
-		return "otherName"
 	case 3:
 		return "x400Address"
 	case 4:
@@ -207,7 +346,7 @@ func sanTagName(tag int) string {
 	case 8:
 		return "registeredID"
 	}
-	return fmt.Sprintf("[%d]", tag)
+	return fmt.Sprintf("generalName[%d]", tag)
 }
 
 func identityOf(cr *api.CertificateRequest) rbac.Identity {
@@ -222,10 +361,36 @@ func (r *Request) celActivation() (*activation, error) {
 		if err != nil {
 			return nil, err
 		}
-		r.act.cr = newCRValue(env.CELTypeAdapter(), r.CR.Namespace, r.CR.Name, identityFields{
-			username: r.Identity.Username, uid: r.Identity.UID, groups: r.Identity.Groups, extra: r.Identity.Extra})
+		id := identityFields{username: r.Identity.Username, uid: r.Identity.UID, groups: r.Identity.Groups, extra: r.Identity.Extra}
+		r.act.cr = newCRValue(env.CELTypeAdapter(), r.CR.Namespace, r.CR.Name, id)
+		r.act.crBounded = id.withinEstimate(r.CR.Namespace, r.CR.Name)
 	}
 	return &r.act, nil
+}
+
+// withinEstimate reports whether the request's fields are within the
+// sizes the static cost estimate of rules assumes (celSizes).
+func (id identityFields) withinEstimate(namespace, name string) bool {
+	if len(namespace) > 63 || len(name) > 253 || len(id.username) > celMaxString || len(id.uid) > celMaxString ||
+		len(id.groups) > celMaxList || len(id.extra) > celMaxList {
+		return false
+	}
+	for _, g := range id.groups {
+		if len(g) > celMaxString {
+			return false
+		}
+	}
+	for k, vs := range id.extra {
+		if len(k) > celMaxString || len(vs) > celMaxList {
+			return false
+		}
+		for _, v := range vs {
+			if len(v) > celMaxString {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // celValues returns the values of attribute a as CEL strings, converted

@@ -27,15 +27,22 @@ const (
 var failedQuick = errorList{"policy violated (a quick review describes no violation)"}
 
 // review runs the evaluators of c on r (approver-policy's per-field
-// evaluators, one concern each) and concatenates their lists. The order
-// fixes the order of the messages: request contents no field can allow,
-// the allowed fields (presence and patterns), isCA, usages, the
-// constraints (duration, private key), then CEL validations and plugins.
-// The cheap ones come first, so that a quick review of a policy that fails
-// on a name never runs its rules.
+// evaluators, one concern each) and concatenates their lists.
 //
 // In quick mode review returns the first non-empty list (failedQuick), nil
-// when c allows r; in full mode every violation, nil when there is none.
+// when c allows r. The cheap evaluators come first, so that a quick review
+// of a policy that fails on a name never runs its rules: request contents
+// no policy can allow, the allowed fields (presence and patterns), isCA,
+// usages, otherNames and otherAttributes, the constraints (duration,
+// private key), then CEL validations and plugins.
+//
+// In full mode it returns every violation, nil when there is none, in the
+// order approver-policy's evaluators report them: commonName, dnsNames,
+// ipAddresses, uris, emailAddresses (each field's patterns, then its
+// rules), isCA, usages, otherNames (after the subjectAltName entries no
+// policy allows), the subject fields, serialNumber, otherAttributes (after
+// subject values that are not strings); then maxDuration, minDuration,
+// the private key; then plugins.
 //
 // Each evaluator returns its violations, nil when there are none; in quick
 // mode it returns failedQuick at its first violation and formats no
@@ -43,30 +50,60 @@ var failedQuick = errorList{"policy violated (a quick review describes no violat
 // They are called directly rather than from a table: approval runs them
 // for every applicable policy, and direct calls let the small ones inline.
 func (c *Compiled) review(ctx context.Context, r *Request, m mode) errorList {
-	out, stop := collect(nil, evalUnsupported(r, m), m) // evaluate_allowed.go
-	if stop {
-		return out
+	if m == full {
+		return c.reviewFull(ctx, r)
 	}
-	if out, stop = collect(out, c.evalAllowedValues(r, m), m); stop {
-		return out
+	if errs := evalRejected(r); errs != nil { // evaluate_allowed.go
+		return errs
 	}
-	if out, stop = collect(out, c.evalIsCA(r, m), m); stop {
-		return out
+	if errs := c.evalAllowedValues(r); errs != nil {
+		return errs
 	}
-	if out, stop = collect(out, c.evalUsages(r, m), m); stop {
-		return out
+	if errs := c.evalIsCA(r, quick); errs != nil {
+		return errs
 	}
-	if out, stop = collect(out, c.evalDuration(r, m), m); stop { // evaluate_constraints.go
-		return out
+	if errs := c.evalUsages(r, quick); errs != nil {
+		return errs
 	}
-	if out, stop = collect(out, c.evalPrivateKey(r, m), m); stop {
-		return out
+	if len(r.otherNames)+len(r.otherAttrs) > 0 || c.otherRequired {
+		if errs := c.evalOtherNames(r, quick); errs != nil {
+			return errs
+		}
+		if errs := c.evalOtherAttributes(r, quick); errs != nil {
+			return errs
+		}
 	}
-	if out, stop = collect(out, c.evalValidations(r, m), m); stop { // evaluate_validations.go
-		return out
+	if errs := c.evalDuration(r, quick); errs != nil { // evaluate_constraints.go
+		return errs
 	}
-	out, _ = collect(out, c.evalPlugins(ctx, r, m), m) // evaluate_plugins.go
-	return out
+	if errs := c.evalPrivateKey(r, quick); errs != nil {
+		return errs
+	}
+	if errs := c.evalValidations(r); errs != nil { // evaluate_validations.go
+		return errs
+	}
+	return c.evalPlugins(ctx, r, quick) // evaluate_plugins.go
+}
+
+// reviewFull is review in full mode.
+func (c *Compiled) reviewFull(ctx context.Context, r *Request) errorList {
+	var out errorList
+	// fields: commonName, dnsNames, ipAddresses, uris, emailAddresses,
+	// the subject fields (organizations ... postalCodes), serialNumber.
+	const firstSubjectField = 5
+	for _, f := range c.fields[:firstSubjectField] {
+		out = out.join(f.evalFieldFull(r))
+	}
+	out = out.join(c.evalIsCA(r, full))
+	out = out.join(c.evalUsages(r, full))
+	out = out.join(c.evalOtherNames(r, full))
+	for _, f := range c.fields[firstSubjectField:] {
+		out = out.join(f.evalFieldFull(r))
+	}
+	out = out.join(c.evalOtherAttributes(r, full))
+	out = out.join(c.evalDuration(r, full))
+	out = out.join(c.evalPrivateKey(r, full))
+	return out.join(c.evalPlugins(ctx, r, full))
 }
 
 // collect adds one evaluator's list to out. stop reports a quick review

@@ -43,7 +43,7 @@ func TestValidateBadInput(t *testing.T) {
 		{"no selector", `
 allowed:
   commonName: {value: "*"}
-`, []string{"spec.selector: required: set issuerRef or namespace"}},
+`, []string{"spec.selector: required: one of issuerRef or namespace must be defined, hint: `{}` on either matches everything"}},
 		{"empty selector object", `selector: {}`, []string{"spec.selector: required"}},
 		{"invalid CEL", `
 allowed:
@@ -51,28 +51,28 @@ allowed:
     validations:
       - rule: "self.startsWith("
 selector: {issuerRef: {}}
-`, []string{"spec.allowed.uris.validations[0].rule: invalid CEL: ERROR: <input>:1:17: Syntax error"}},
+`, []string{"spec.allowed.uris.validations[0]: invalid CEL: ERROR: <input>:1:17: Syntax error"}},
 		{"CEL typo in cr field", `
 allowed:
   dnsNames:
     validations:
       - rule: "self.endsWith(cr.namspace)"
 selector: {issuerRef: {}}
-`, []string{"spec.allowed.dnsNames.validations[0].rule: invalid CEL: ERROR: <input>:1:17: undefined field 'namspace'"}},
+`, []string{"spec.allowed.dnsNames.validations[0]: invalid CEL: ERROR: <input>:1:17: undefined field 'namspace'"}},
 		{"CEL rule not a bool", `
 allowed:
   commonName:
     validations:
       - rule: "self + 'x'"
 selector: {issuerRef: {}}
-`, []string{"spec.allowed.commonName.validations[0].rule: rule must evaluate to a bool, not string"}},
+`, []string{"spec.allowed.commonName.validations[0]: rule must evaluate to a bool, not string"}},
 		{"empty rule", `
 allowed:
   commonName:
     validations:
       - rule: " "
 selector: {issuerRef: {}}
-`, []string{"spec.allowed.commonName.validations[0].rule: empty rule"}},
+`, []string{"spec.allowed.commonName.validations[0]: empty rule"}},
 		{"message with a line break", `
 allowed:
   commonName:
@@ -129,8 +129,8 @@ allowed:
     serialNumber:
       required: true
 selector: {issuerRef: {}}
-`, []string{"spec.allowed.dnsNames.required: required is only allowed when the field also allows values: set values or validations",
-			"spec.allowed.subject.serialNumber.required: required is only allowed when the field also allows values: set value or validations"}},
+`, []string{"spec.allowed.dnsNames.values: required: at least one of 'values' or 'validations' must be defined if field is 'required'",
+			"spec.allowed.subject.serialNumber.value: required: at least one of 'value' or 'validations' must be defined if field is 'required'"}},
 		{"unknown usage", `
 allowed:
   usages: ["server auth", "server-auth", "*sign*"]
@@ -148,12 +148,15 @@ constraints:
   minDuration: 48h
   maxDuration: 24h
 selector: {issuerRef: {}}
-`, []string{"spec.constraints.minDuration: 48h0m0s is longer than maxDuration 24h0m0s"}},
-		{"zero max duration", `
+`, []string{"spec.constraints.maxDuration: 24h0m0s: maxDuration must be the same value as minDuration (48h0m0s) or larger"}},
+		{"negative durations", `
 constraints:
-  maxDuration: 0s
+  minDuration: -1m
+  maxDuration: -2m
 selector: {issuerRef: {}}
-`, []string{"spec.constraints.maxDuration: 0s: must be positive"}},
+`, []string{"spec.constraints.maxDuration: -2m0s: maxDuration must be the same value as minDuration (-1m0s) or larger",
+			"spec.constraints.maxDuration: -2m0s: maxDuration must be a value greater or equal to 0",
+			"spec.constraints.minDuration: -1m0s: minDuration must be a value greater or equal to 0"}},
 		{"key constraints", `
 constraints:
   privateKey:
@@ -161,13 +164,13 @@ constraints:
     minSize: 4096
     maxSize: 2048
 selector: {issuerRef: {}}
-`, []string{`spec.constraints.privateKey.algorithm: "DSA": want RSA, ECDSA or Ed25519`,
-			"spec.constraints.privateKey.minSize: 4096 is larger than maxSize 2048"}},
+`, []string{`spec.constraints.privateKey.algorithm: Unsupported value: "DSA": supported values: "RSA", "ECDSA", "Ed25519"`,
+			"spec.constraints.privateKey.maxSize: 2048: maxSize must be the same value as minSize (4096) or larger"}},
 		{"unknown plugin", `
 plugins:
   nope: {values: {a: b}}
 selector: {issuerRef: {}}
-`, []string{`spec.plugins.nope: plugin "nope" is not registered in this certfn build (registered: fake)`}},
+`, []string{`spec.plugins: Unsupported value: "nope": supported values: "fake" (the plugins registered in this certfn build)`}},
 		{"plugin rejects its values", `
 plugins:
   fake: {values: {bad: "x"}}
