@@ -96,6 +96,8 @@ func subject(path string, s *api.CertificateSpec) ErrorList {
 		seq, err := pki.ParseLiteralSubject(s.LiteralSubject)
 		if err != nil {
 			errs.addValue(p("literalSubject"), s.LiteralSubject, "not an RFC 4514 distinguished name: "+err.Error())
+			// Its CN is unknown: the identity rule below would only echo this.
+			return errs
 		}
 		for _, rdn := range seq {
 			for _, atv := range rdn {
@@ -135,7 +137,7 @@ func subjectSet(x *api.X509Subject) bool {
 func dnsNames(path string, names []string) ErrorList {
 	var errs ErrorList
 	for i, n := range names {
-		if msg := dnsName(n); msg != "" {
+		if msg := dnsSAN(n); msg != "" {
 			errs.addValue(idx(path, i), n, "invalid DNS name: "+msg)
 		} else if err := pki.CheckDNSName(shortLabels(n), true); err != nil {
 			errs.addValue(idx(path, i), n, "invalid DNS name: "+err.Error())

@@ -1,6 +1,7 @@
 package validation
 
 import (
+	"fmt"
 	"net"
 	"net/mail"
 	"net/url"
@@ -12,7 +13,16 @@ import (
 // dnsName returns why s is not a valid DNS SAN, or "". A leading "*."
 // wildcard label is allowed; labels are letters, digits, '-' and '_'
 // (1..63 characters, not starting or ending with '-'); at most 253 characters.
-func dnsName(s string) string {
+func dnsName(s string) string { return dnsNameLabels(s, 63) }
+
+// dnsSAN is dnsName for spec.dnsNames: labels of any length, as
+// cert-manager accepts them (the approval step refuses to sign labels
+// longer than 63 octets).
+func dnsSAN(s string) string { return dnsNameLabels(s, 0) }
+
+// dnsNameLabels is dnsName with labels of at most maxLabel octets (0: no
+// limit).
+func dnsNameLabels(s string, maxLabel int) string {
 	if s == "" {
 		return "must not be empty"
 	}
@@ -23,21 +33,21 @@ func dnsName(s string) string {
 		return "must not end with a dot"
 	}
 	for _, label := range strings.Split(strings.TrimPrefix(s, "*."), ".") {
-		if msg := dnsLabel(label); msg != "" {
+		if msg := dnsLabel(label, maxLabel); msg != "" {
 			return msg
 		}
 	}
 	return ""
 }
 
-func dnsLabel(l string) string {
+func dnsLabel(l string, maxLabel int) string {
 	switch {
 	case l == "":
 		return "empty label"
 	case l == "*":
 		return "a wildcard is only allowed as the whole first label (\"*.example.com\")"
-	case len(l) > 63:
-		return "label longer than 63 characters"
+	case maxLabel > 0 && len(l) > maxLabel:
+		return fmt.Sprintf("label longer than %d characters", maxLabel)
 	case l[0] == '-' || l[len(l)-1] == '-':
 		return "label starts or ends with '-'"
 	}
