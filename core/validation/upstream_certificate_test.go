@@ -154,7 +154,9 @@ var certificateCases = []upstreamCase{
 	{test: "TestValidateCertificate", name: "signature algorithm Ed25519 not allowed for RSA key", run: upCert(key(api.RSAKeyAlgorithm, 0), func(s *api.CertificateSpec) { s.SignatureAlgorithm = api.SignaturePureEd25519 }), paths: []string{"spec.signatureAlgorithm"}},
 	{test: "TestValidateCertificate", name: "signature algorithm Ed25519 not allowed for ECDSA key", run: upCert(key(api.ECDSAKeyAlgorithm, 0), func(s *api.CertificateSpec) { s.SignatureAlgorithm = api.SignaturePureEd25519 }), paths: []string{"spec.signatureAlgorithm"}},
 	{test: "TestValidateCertificate", name: "signature algorithm Ed25519 allowed for Ed25519 key", run: upCert(key(api.Ed25519KeyAlgorithm, 0), func(s *api.CertificateSpec) { s.SignatureAlgorithm = api.SignaturePureEd25519 })},
-	{test: "TestValidateCertificate", name: "explicit rotation policy", run: upCert(func(s *api.CertificateSpec) { s.PrivateKey = &api.CertificatePrivateKey{RotationPolicy: api.RotationPolicyNever} })},
+	{test: "TestValidateCertificate", name: "explicit rotation policy", run: upCert(func(s *api.CertificateSpec) {
+		s.PrivateKey = &api.CertificatePrivateKey{RotationPolicy: api.RotationPolicyNever}
+	})},
 	{test: "TestValidateCertificate", name: "invalid windows when renewal policy is disabled", run: upCert(func(s *api.CertificateSpec) {
 		s.PrivateKey = &api.CertificatePrivateKey{RotationPolicy: api.RotationPolicyNever}
 		s.Renewal = &api.CertificateRenewal{Policy: api.RenewalPolicyDisabled, Windows: []api.CertificateRenewalWindows{{WindowDuration: d(2 * time.Hour), Cron: "0 12 * * *"}}}
