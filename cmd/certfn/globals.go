@@ -176,3 +176,17 @@ var geteuid = os.Geteuid
 // dataDirHelp is --data's help text.
 const dataDirHelp = "local data directory (env CERTFN_DATA; default /var/lib/certfn for root, else $XDG_DATA_HOME/certfn, else ~/.local/share/certfn). " +
 	"Commands that only read (get, status, wait, inspect, ...) refuse a directory without certfn data; apply, create secret and serve create it"
+
+// noServeNote returns, for a local client, a line saying that no `certfn
+// serve` runs on the data directory (so nothing progresses), or "" when
+// one runs or the client is remote (the cloud's functions do the work).
+func (g *globals) noServeNote() string {
+	if g.server != "" {
+		return ""
+	}
+	if _, running, err := localmode.ServeRunning(g.dataDir); err != nil || running {
+		return ""
+	}
+	return fmt.Sprintf("no certfn serve is running on data directory %s: nothing progresses until one runs "+
+		"(certfn serve, or certfn serve --until-idle once)", g.dataDir)
+}

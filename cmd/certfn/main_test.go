@@ -304,10 +304,18 @@ func TestApproveAndDeny(t *testing.T) {
 	if !strings.HasPrefix(s, "Not ready: ") || !strings.Contains(s, "not today") || !strings.Contains(s, "Failed issuance attempts: 1") {
 		t.Fatalf("denied certificate status:\n%s", s)
 	}
-	// A waiting client times out with exit 1 and the last reason.
-	r = cli(t, dir, "", "wait", "certificate", "app", "--timeout", "300ms")
-	failsWith(t, r, "timed out after 300ms waiting for certificate.cert-manager.io/app (default) Ready=True")
-	if !strings.Contains(r.stdout, "waiting for certificate.cert-manager.io/app (default): Ready=False") {
+	// A waiting client stops at once on a denied request (a permanent
+	// blocker), exit 1, naming it; it does not wait for its timeout.
+	start := time.Now()
+	r = cli(t, dir, "", "wait", "certificate", "app", "--timeout", "1h")
+	failsWith(t, r, "certificate.cert-manager.io/app (default) will not become Ready=True without a change: Not ready: request app-1 denied: not today")
+	if time.Since(start) > 30*time.Second {
+		t.Fatalf("wait on a denied request took %s", time.Since(start))
+	}
+	// A blocker that may pass: the wait times out with the last one.
+	r = cli(t, dir, "", "wait", "certificate", "other", "--for", "condition=Issuing", "--timeout", "300ms")
+	failsWith(t, r, "timed out after 300ms waiting for certificate.cert-manager.io/other (default) Issuing=True")
+	if !strings.Contains(r.stdout, "waiting for certificate.cert-manager.io/other (default): no Issuing condition yet (no certfn serve is running on data directory "+dir) {
 		t.Fatalf("wait did not show the reason: %q", r.stdout)
 	}
 }

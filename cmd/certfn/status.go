@@ -11,7 +11,7 @@ func newStatus(g *globals) *cobra.Command {
 	var ns string
 	c := &cobra.Command{
 		Use:   "status certificate NAME",
-		Short: "Explain a Certificate: the whole chain (Certificate → CertificateRequest → issuer) with reasons",
+		Short: "Explain a Certificate: the whole chain (Certificate → CertificateRequest → issuer → ACME Order → Challenges) with reasons",
 		Args:  cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if info, ok := api.KindForName(args[0]); !ok || info.Kind != api.KindCertificate {
@@ -26,7 +26,13 @@ func newStatus(g *globals) *cobra.Command {
 			if err != nil {
 				return notFound(key, err)
 			}
-			return rep.Render(g.stdout)
+			if err := rep.Render(g.stdout); err != nil {
+				return err
+			}
+			if note := g.noServeNote(); note != "" && !api.IsTrue(rep.Certificate.Status.Conditions, api.CertificateConditionReady) {
+				fmt.Fprintf(g.stdout, "\nNote: %s\n", note)
+			}
+			return nil
 		},
 	}
 	c.Flags().StringVarP(&ns, "namespace", "n", "default", "namespace")

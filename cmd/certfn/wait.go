@@ -18,7 +18,12 @@ func newWait(g *globals) *cobra.Command {
 	var timeout time.Duration
 	c := &cobra.Command{
 		Use:   "wait certificate NAME --for=condition=Ready [--timeout 60s]",
-		Short: "Wait until a resource has a condition (exit 1 on timeout, with the last reason)",
+		Short: "Wait until a resource has a condition (exit 1 on timeout, or at once on a permanent failure, with the blocker)",
+		Long: `Wait until a resource has a condition, as kubectl wait does. For a Certificate each
+line names what blocks it, down to the ACME Challenge and the ACME server's error; the
+wait ends at once, with exit status 1, when the blocker is permanent (the request was
+denied or failed, the issuer is misconfigured), and says when no certfn serve runs on
+the data directory.`,
 		Args:  cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cond, want, err := parseFor(forCond)
@@ -40,6 +45,7 @@ func newWait(g *globals) *cobra.Command {
 			}
 			deadline := time.Now().Add(timeout)
 			last := ""
+			noServe := g.noServeNote()
 			for {
 				o, err := cl.Get(cmd.Context(), k)
 				line := "not found"
@@ -64,9 +70,23 @@ func newWait(g *globals) *cobra.Command {
 					} else {
 						line = "no " + cond + " condition yet"
 					}
-					if c, ok := o.(*api.Certificate); ok && api.IsTrue(c.Status.Conditions, "Issuing") {
-						line += " | Issuing: " + condMessage(c.Status.Conditions, "Issuing")
+					if _, ok := o.(*api.Certificate); ok && cond == api.CertificateConditionReady && want == "True" {
+						// The whole chain names the blocker, down to the
+						// ACME Challenge; a permanent one ends the wait.
+						rep, err := cl.Status(cmd.Context(), k)
+						if err == nil {
+							line = rep.Summary
+							if rep.Permanent {
+								if tty {
+									fmt.Fprint(g.stdout, "\r\033[K")
+								}
+								return exitError{code: 1, err: fmt.Errorf("%s will not become %s=%s without a change: %s", displayKey(k), cond, want, rep.Summary)}
+							}
+						}
 					}
+				}
+				if noServe != "" {
+					line += " (" + noServe + ")"
 				}
 				if tty {
 					fmt.Fprintf(g.stdout, "\r\033[Kwaiting for %s: %s", displayKey(k), truncate(line, 120))

@@ -21,6 +21,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/certfn/certfn/core/acme"
+	"github.com/certfn/certfn/core/acme/dns01"
 	"github.com/certfn/certfn/core/api"
 	"github.com/certfn/certfn/core/certificates"
 	"github.com/certfn/certfn/core/pki"
@@ -61,9 +63,27 @@ type Report struct {
 	// the current revision; nil when there is none (or it is hidden).
 	Request       *api.CertificateRequest `json:"request,omitempty"`
 	RequestHidden bool                    `json:"requestHidden,omitempty"`
+	// Order is the ACME Order of Request (nil: none, not ACME, or hidden);
+	// Challenges are its Challenges the caller may read, in the order of
+	// the Order's authorizations.
+	Order      *api.Order       `json:"order,omitempty"`
+	Challenges []*api.Challenge `json:"challenges,omitempty"`
 	// Events are the recorded failures (api.Event) of the Certificate, its
 	// request and its issuer that the caller may read, oldest first.
 	Events []api.Event `json:"events,omitempty"`
+	// Permanent: what blocks the Certificate will not pass by itself (the
+	// request was denied or failed, the issuer is misconfigured); waiting
+	// cannot help until someone changes something. `certfn wait` exits
+	// at once on it.
+	Permanent bool `json:"permanent,omitempty"`
+}
+
+// permanentIssuerReasons are the Ready reasons of an issuer whose
+// configuration must change before it can become Ready (a missing secret,
+// or a server that cannot be reached, may still come).
+var permanentIssuerReasons = map[string]bool{
+	"ErrInvalidKeyPair": true, acme.ReasonAccountKey: true, acme.ReasonServerNotAllowed: true,
+	dns01.ReasonSolverNotAvailable: true, "NotSupported": true, "UnsupportedIssuerType": true,
 }
 
 // IssuerInfo is the issuer the Certificate refers to.
@@ -149,6 +169,9 @@ func Explain(ctx context.Context, lookup Lookup, secrets SecretReader, key api.K
 			fillSecret(&r.Secret, crt)
 		}
 	}
+	if err := explainOrder(ctx, lookup, r); err != nil {
+		return nil, fmt.Errorf("explain %s: %w", key, err)
+	}
 	keys := []api.Key{key, ik}
 	if r.Request != nil {
 		keys = append(keys, api.KeyOf(r.Request))
@@ -163,8 +186,43 @@ func Explain(ctx context.Context, lookup Lookup, secrets SecretReader, key api.K
 		}
 	}
 	sort.SliceStable(r.Events, func(i, j int) bool { return eventTime(r.Events[i]).Before(eventTime(r.Events[j])) })
-	r.Summary = summary(r)
+	r.Summary, r.Permanent = summary(r)
 	return r, nil
+}
+
+// explainOrder adds the ACME Order of r.Request and its Challenges (by
+// their deterministic names; those the caller may not read, or that are
+// gone, are left out).
+func explainOrder(ctx context.Context, lookup Lookup, r *Report) error {
+	cr := r.Request
+	if cr == nil || cr.UID == "" {
+		return nil
+	}
+	oo, err := lookup(ctx, api.Key{Kind: api.KindOrder, Namespace: cr.Namespace, Name: acme.OrderName(cr)})
+	switch {
+	case errors.Is(err, ports.ErrNotFound), errors.Is(err, ErrForbidden):
+		return nil
+	case err != nil:
+		return fmt.Errorf("read the Order of %s: %w", cr.Name, err)
+	}
+	o, ok := oo.(*api.Order)
+	if !ok {
+		return nil
+	}
+	r.Order = o
+	for _, az := range o.Status.Authorizations {
+		co, err := lookup(ctx, api.Key{Kind: api.KindChallenge, Namespace: o.Namespace, Name: acme.ChallengeName(o.Name, az.URL)})
+		switch {
+		case errors.Is(err, ports.ErrNotFound), errors.Is(err, ErrForbidden):
+			continue
+		case err != nil:
+			return fmt.Errorf("read a Challenge of Order %s: %w", o.Name, err)
+		}
+		if ch, ok := co.(*api.Challenge); ok {
+			r.Challenges = append(r.Challenges, ch)
+		}
+	}
+	return nil
 }
 
 func eventTime(e api.Event) time.Time {
@@ -200,39 +258,98 @@ func SANs[IP, URI fmt.Stringer](dns []string, ips []IP, uris []URI, emails []str
 }
 
 // summary returns the one-line reason a certificate is (not) ready, built
-// from the whole chain.
-func summary(r *Report) string {
+// from the whole chain down to the ACME Challenge, and whether that reason
+// is permanent (see Report.Permanent).
+func summary(r *Report) (string, bool) {
 	c, cr := r.Certificate, r.Request
 	conds := c.Status.Conditions
 	if api.IsTrue(conds, api.CertificateConditionReady) && !api.IsTrue(conds, api.CertificateConditionIssuing) {
-		return "Ready: " + condMessage(conds, api.CertificateConditionReady)
+		return "Ready: " + condMessage(conds, api.CertificateConditionReady), false
 	}
 	if rc := api.FindCondition(conds, api.CertificateConditionReady); rc != nil && rc.Reason == certificates.ReasonDuplicateSecretName {
-		return "Not ready: " + rc.Message
+		return "Not ready: " + rc.Message, true
 	}
 	switch r.Issuer.State {
 	case StateMissing:
-		return fmt.Sprintf("Not ready: %s %q does not exist", r.Issuer.Kind, r.Issuer.Name)
+		return fmt.Sprintf("Not ready: %s %q does not exist", r.Issuer.Kind, r.Issuer.Name), false
 	case StateFound:
 		if !api.IsTrue(r.Issuer.Conditions, "Ready") {
-			return fmt.Sprintf("Not ready: issuer %q is not ready: %s", r.Issuer.Name, condMessage(r.Issuer.Conditions, "Ready"))
+			ready := api.FindCondition(r.Issuer.Conditions, "Ready")
+			if ready == nil {
+				return fmt.Sprintf("Not ready: issuer %q has not been checked yet", r.Issuer.Name), false
+			}
+			return fmt.Sprintf("Not ready: issuer %q is not ready (%s): %s", r.Issuer.Name, ready.Reason, ready.Message), permanentIssuerReasons[ready.Reason]
+		}
+	}
+	if cr != nil {
+		if d := api.FindCondition(cr.Status.Conditions, api.CertificateRequestConditionDenied); d != nil && d.Status == api.ConditionTrue {
+			return fmt.Sprintf("Not ready: request %s denied: %s", cr.Name, d.Message), true
+		}
+		if rc := api.FindCondition(cr.Status.Conditions, "Ready"); rc != nil && rc.Status == api.ConditionFalse && rc.Reason == api.CertificateRequestReasonFailed {
+			return fmt.Sprintf("Not ready: request %s failed: %s", cr.Name, rc.Message), true
 		}
 	}
 	if ic := api.FindCondition(conds, api.CertificateConditionIssuing); ic != nil && ic.Status == api.ConditionFalse && ic.Reason == "Failed" {
-		return "Not ready: " + ic.Message
+		return "Not ready: " + ic.Message, true
 	}
 	if cr != nil {
-		if d := api.FindCondition(cr.Status.Conditions, api.CertificateRequestConditionDenied); d != nil {
-			return fmt.Sprintf("Not ready: request %s denied: %s", cr.Name, d.Message)
+		if !api.IsTrue(cr.Status.Conditions, api.CertificateRequestConditionApproved) && !cr.IsFinal() {
+			why := condMessage(cr.Status.Conditions, "Ready")
+			if why == "" {
+				why = "no approver has approved or denied it yet"
+			}
+			return fmt.Sprintf("Not ready: request %s is waiting for approval: %s", cr.Name, why), false
+		}
+		if why := challengeBlocker(r); why != "" {
+			return "Not ready: " + why, false
 		}
 		if m := condMessage(cr.Status.Conditions, "Ready"); m != "" && !api.IsTrue(cr.Status.Conditions, "Ready") {
-			return fmt.Sprintf("Not ready: request %s: %s", cr.Name, m)
+			return fmt.Sprintf("Not ready: request %s: %s", cr.Name, m), false
 		}
 	}
 	if api.IsTrue(conds, api.CertificateConditionIssuing) {
-		return "Issuing: " + condMessage(conds, api.CertificateConditionIssuing)
+		return "Issuing: " + condMessage(conds, api.CertificateConditionIssuing), false
 	}
-	return "Not ready: " + condMessage(conds, api.CertificateConditionReady)
+	return "Not ready: " + condMessage(conds, api.CertificateConditionReady), false
+}
+
+// challengeBlocker names the first Challenge of the Order that is not
+// valid, with its state and the ACME server's or certfn's reason; or the
+// Order's own reason; "" when the Order is not what waits.
+func challengeBlocker(r *Report) string {
+	o := r.Order
+	if o == nil || o.Status.State == api.StateValid {
+		return ""
+	}
+	for _, ch := range r.Challenges {
+		if ch.Status.State == api.StateValid {
+			continue
+		}
+		state := string(ch.Status.State)
+		if state == "" {
+			state = "not yet presented"
+			if ch.Status.Presented {
+				state = "presented"
+			}
+		}
+		msg := fmt.Sprintf("order %s: challenge %s (%s for %s) is %s", o.Name, ch.Name, ch.Spec.Type, ch.Spec.DNSName, state)
+		if ch.Status.Reason != "" {
+			msg += ": " + ch.Status.Reason
+		}
+		return msg
+	}
+	msg := fmt.Sprintf("order %s is %s", o.Name, orDefault(string(o.Status.State), "being created"))
+	if o.Status.Reason != "" {
+		msg += ": " + o.Status.Reason
+	}
+	return msg
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
 }
 
 // Render prints the report as `certfn status` does: the summary, a blank
@@ -295,6 +412,19 @@ func (r *Report) Render(w io.Writer) error {
 		printConds(ew, "  ", cr.Status.Conditions)
 		if cr.Status.RequestedDuration != nil || cr.Status.HonouredDuration != nil {
 			ew.printf("  Duration requested: %s  honoured: %s\n", durStr(cr.Status.RequestedDuration), durStr(cr.Status.HonouredDuration))
+		}
+	}
+	if o := r.Order; o != nil {
+		ew.printf("Order: %s/%s (state %s)\n", o.Namespace, o.Name, orDefault(string(o.Status.State), "none yet"))
+		if o.Status.Reason != "" {
+			ew.printf("  Reason: %s\n", o.Status.Reason)
+		}
+		for _, ch := range r.Challenges {
+			ew.printf("  Challenge: %s (%s for %s, state %s, presented %t)\n", ch.Name, ch.Spec.Type, ch.Spec.DNSName,
+				orDefault(string(ch.Status.State), "none yet"), ch.Status.Presented)
+			if ch.Status.Reason != "" {
+				ew.printf("    Reason: %s\n", ch.Status.Reason)
+			}
 		}
 	}
 	if len(r.Events) > 0 {

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/certfn/certfn/core/acme"
 	"github.com/certfn/certfn/core/api"
 	"github.com/certfn/certfn/core/ports"
 )
@@ -93,13 +94,13 @@ func TestSummary(t *testing.T) {
 		{"issuer missing", world{objs: objs(cert(cond("Ready", "False", "DoesNotExist", "no secret")))},
 			`Not ready: Issuer "ca" does not exist`, StateMissing},
 		{"issuer not ready", world{objs: objs(cert(), issuer(cond("Ready", "False", "ErrGetKeyPair", "secret ca-key not found")))},
-			`Not ready: issuer "ca" is not ready: secret ca-key not found`, StateFound},
+			`Not ready: issuer "ca" is not ready (ErrGetKeyPair): secret ca-key not found`, StateFound},
 		{"issuance failed", world{objs: objs(cert(cond("Issuing", "False", "Failed", "The certificate request has failed to complete")), readyIss)},
 			"Not ready: The certificate request has failed to complete", StateFound},
 		{"request denied", world{objs: objs(cert(cond("Issuing", "True", "Issuing", "Issuing certificate")), readyIss,
 			request("web-1", cond("Denied", "True", "Nope", "not today")))}, "Not ready: request web-1 denied: not today", StateFound},
 		{"request pending", world{objs: objs(cert(cond("Issuing", "True", "Issuing", "Issuing certificate")), readyIss,
-			request("web-1", cond("Ready", "False", "Pending", "no policy applies")))}, "Not ready: request web-1: no policy applies", StateFound},
+			request("web-1", cond("Ready", "False", "Pending", "no policy applies")))}, "Not ready: request web-1 is waiting for approval: no policy applies", StateFound},
 		{"issuing", world{objs: objs(cert(cond("Issuing", "True", "Issuing", "Issuing certificate as Secret does not exist")), readyIss)},
 			"Issuing: Issuing certificate as Secret does not exist", StateFound},
 		{"issuer hidden", world{objs: objs(cert(cond("Ready", "False", "DoesNotExist", "Issuing certificate as Secret does not exist")), readyIss),
@@ -117,6 +118,80 @@ func TestSummary(t *testing.T) {
 			}
 			if rep.Summary != tc.want || rep.Issuer.State != tc.issuer {
 				t.Fatalf("summary %q issuer %s, want %q %s", rep.Summary, rep.Issuer.State, tc.want, tc.issuer)
+			}
+		})
+	}
+}
+
+// The explanation goes down to the ACME Challenge that blocks, with the
+// ACME server's error, and says which blockers are permanent (wait exits
+// at once on them).
+func TestSummaryBlockers(t *testing.T) {
+	readyIss := issuer(cond("Ready", "True", "ACMEAccountRegistered", "registered"))
+	issuing := cert(cond("Issuing", "True", "Issuing", "Issuing certificate"))
+	approved := func() *api.CertificateRequest {
+		cr := request("web-1", cond("Approved", "True", "policy.cert-manager.io", "approved"),
+			cond("Ready", "False", "Pending", "Waiting on certificate issuance from order default/web-1-abc: pending"))
+		cr.UID = "uid-1"
+		return cr
+	}
+	order := func(state api.State, reason string, authz ...string) *api.Order {
+		o := &api.Order{TypeMeta: api.TypeMeta{APIVersion: api.ACMEV1, Kind: api.KindOrder},
+			ObjectMeta: api.ObjectMeta{Name: acme.OrderName(approved()), Namespace: "default"},
+			Status:     api.OrderStatus{State: state, Reason: reason}}
+		for _, a := range authz {
+			o.Status.Authorizations = append(o.Status.Authorizations, api.ACMEAuthorization{URL: a})
+		}
+		return o
+	}
+	challenge := func(o *api.Order, authz string, state api.State, reason string) *api.Challenge {
+		return &api.Challenge{TypeMeta: api.TypeMeta{APIVersion: api.ACMEV1, Kind: api.KindChallenge},
+			ObjectMeta: api.ObjectMeta{Name: acme.ChallengeName(o.Name, authz), Namespace: "default"},
+			Spec:       api.ChallengeSpec{Type: api.ACMEChallengeTypeHTTP01, DNSName: authz + ".example.com"},
+			Status:     api.ChallengeStatus{State: state, Reason: reason, Presented: true}}
+	}
+	o := order(api.StatePending, "", "a", "b")
+	for _, tc := range []struct {
+		name      string
+		w         world
+		want      string
+		permanent bool
+	}{
+		{"challenge invalid", world{objs: objs(issuing, readyIss, approved(), o, challenge(o, "a", api.StateValid, ""),
+			challenge(o, "b", api.StateInvalid, "urn:ietf:params:acme:error:connection: connection refused"))},
+			"Not ready: order " + o.Name + ": challenge " + acme.ChallengeName(o.Name, "b") + " (HTTP-01 for b.example.com) is invalid: urn:ietf:params:acme:error:connection: connection refused", false},
+		{"challenge pending", world{objs: objs(issuing, readyIss, approved(), o, challenge(o, "a", api.StatePending, "self check: no HTTP-01 listener is running"))},
+			"Not ready: order " + o.Name + ": challenge " + acme.ChallengeName(o.Name, "a") + " (HTTP-01 for a.example.com) is pending: self check: no HTTP-01 listener is running", false},
+		{"order without challenges yet", world{objs: objs(issuing, readyIss, approved(), order("", ""))},
+			"Not ready: order " + o.Name + " is being created", false},
+		{"no order yet", world{objs: objs(issuing, readyIss, approved())},
+			"Not ready: request web-1: Waiting on certificate issuance from order default/web-1-abc: pending", false},
+		{"request failed", world{objs: objs(issuing, readyIss, request("web-1", cond("Approved", "True", "x", "y"), cond("Ready", "False", "Failed", "order invalid")))},
+			"Not ready: request web-1 failed: order invalid", true},
+		{"request denied", world{objs: objs(issuing, readyIss, request("web-1", cond("Denied", "True", "policy.cert-manager.io", "no policy approved it")))},
+			"Not ready: request web-1 denied: no policy approved it", true},
+		{"issuer misconfigured", world{objs: objs(issuing, issuer(cond("Ready", "False", "SolverNotAvailable", "spec.acme.solvers[0].dns01.akamai: no")))},
+			`Not ready: issuer "ca" is not ready (SolverNotAvailable): spec.acme.solvers[0].dns01.akamai: no`, true},
+		{"issuer secret missing: may come", world{objs: objs(issuing, issuer(cond("Ready", "False", "ErrGetKeyPair", "secret ca-key does not exist")))},
+			`Not ready: issuer "ca" is not ready (ErrGetKeyPair): secret ca-key does not exist`, false},
+		{"issuer not checked yet", world{objs: objs(issuing, issuer())}, `Not ready: issuer "ca" has not been checked yet`, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rep, err := Explain(context.Background(), tc.w.lookup, nil, certKey)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rep.Summary != tc.want || rep.Permanent != tc.permanent {
+				t.Fatalf("summary %q permanent %t\nwant    %q permanent %t", rep.Summary, rep.Permanent, tc.want, tc.permanent)
+			}
+			var b strings.Builder
+			if err := rep.Render(&b); err != nil {
+				t.Fatal(err)
+			}
+			for _, ch := range rep.Challenges {
+				if !strings.Contains(b.String(), "Challenge: "+ch.Name) || (ch.Status.Reason != "" && !strings.Contains(b.String(), ch.Status.Reason)) {
+					t.Errorf("render lacks challenge %s:\n%s", ch.Name, b.String())
+				}
 			}
 		})
 	}

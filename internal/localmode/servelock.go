@@ -44,3 +44,28 @@ func (r *Runtime) lockServe() (unlock func(), err error) {
 	}
 	return func() { _ = l.Unlock() }, nil
 }
+
+// ServeRunning reports whether a `certfn serve` holds dataDir's serve lock,
+// and its PID when known ("unknown" otherwise). It takes the lock for an
+// instant when it is free (nothing then runs the loops anyway), and
+// creates nothing: a directory without a lock file has no serve.
+func ServeRunning(dataDir string) (pid string, running bool, err error) {
+	path := filepath.Join(dataDir, ServeLockFile)
+	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+		return "", false, nil
+	}
+	l := flock.New(path, flock.SetFlag(os.O_RDWR))
+	ok, err := l.TryLock()
+	if err != nil {
+		return "", false, fmt.Errorf("check %s: %w", path, err)
+	}
+	if ok {
+		_ = l.Unlock()
+		return "", false, nil
+	}
+	pid = "unknown"
+	if b, err := os.ReadFile(path); err == nil && strings.TrimSpace(string(b)) != "" {
+		pid = strings.TrimSpace(string(b))
+	}
+	return pid, true, nil
+}

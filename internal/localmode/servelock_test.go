@@ -38,6 +38,9 @@ func TestOneServePerDataDirectory(t *testing.T) {
 			t.Fatal("the first serve never took the lock")
 		}
 	}
+	if pid, running, err := localmode.ServeRunning(dir); err != nil || !running || pid != fmt.Sprint(os.Getpid()) {
+		t.Fatalf("ServeRunning while serving: %q %t %v", pid, running, err)
+	}
 	err := second.Serve(context.Background(), localmode.ServeOptions{UntilIdle: true})
 	if !errors.Is(err, localmode.ErrServeRunning) || !strings.Contains(err.Error(), fmt.Sprintf("PID %d", os.Getpid())) {
 		t.Fatalf("second serve: %v, want ErrServeRunning naming PID %d", err, os.Getpid())
@@ -45,6 +48,12 @@ func TestOneServePerDataDirectory(t *testing.T) {
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatalf("first serve: %v", err)
+	}
+	if _, running, err := localmode.ServeRunning(dir); err != nil || running {
+		t.Fatalf("ServeRunning after the serve stopped: %t %v", running, err)
+	}
+	if _, running, err := localmode.ServeRunning(t.TempDir()); err != nil || running {
+		t.Fatalf("ServeRunning on a directory that never served: %t %v", running, err)
 	}
 	if err := second.Serve(context.Background(), localmode.ServeOptions{UntilIdle: true}); err != nil {
 		t.Fatalf("serve after the first stopped: %v", err)
