@@ -24,7 +24,7 @@ line names what blocks it, down to the ACME Challenge and the ACME server's erro
 wait ends at once, with exit status 1, when the blocker is permanent (the request was
 denied or failed, the issuer is misconfigured), and says when no certfn serve runs on
 the data directory.`,
-		Args:  cobra.ExactArgs(2),
+		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cond, want, err := parseFor(forCond)
 			if err != nil {
