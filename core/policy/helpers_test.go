@@ -61,6 +61,9 @@ type csrSpec struct {
 	extra   []pkix.Extension
 	// extraNames are raw subject attributes appended to the subject.
 	extraNames []pkix.AttributeTypeAndValue
+	// rawSubject, when set, is the subject's DER as it is (crypto/x509
+	// then ignores subject and extraNames).
+	rawSubject []byte
 }
 
 type csrOpt func(*csrSpec)
@@ -90,6 +93,7 @@ func buildCSR(t testing.TB, opts ...csrOpt) (*x509.CertificateRequest, []byte) {
 	}
 	tmpl := &x509.CertificateRequest{Subject: s.subject, DNSNames: s.dns, EmailAddresses: s.emails, ExtraExtensions: s.extra}
 	tmpl.Subject.ExtraNames = s.extraNames
+	tmpl.RawSubject = s.rawSubject
 	for _, ip := range s.ips {
 		p := net.ParseIP(ip)
 		if p == nil {
