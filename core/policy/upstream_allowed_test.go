@@ -68,7 +68,7 @@ func TestUpstreamAllowedEvaluate(t *testing.T) {
 			spec: ``, cr: newCR(t, csr())},
 		{name: "if no allowed defined, all attributes set in request, return Denied",
 			spec: ``, cr: allAttributes(t, isCA(), usages(api.UsageCRLSign, api.UsageClientAuth)),
-			want: notAllowed,
+			want:     notAllowed,
 			contains: []string{`spec.allowed.commonName: "hello-world" is not allowed`, `spec.allowed.usages: "crl sign", "client auth" are not allowed`}},
 		{name: "if all allowed defined, all attributes set in request but are different, return Denied",
 			spec: `
