@@ -127,6 +127,7 @@ const (
 	httpTest    = "TestValidateACMEIssuerHTTP01Config"
 	specTest    = "TestValidateIssuerSpec"
 	gwTest      = "TestValidateACMEIssuerGatewayParentRefs"
+	nsTest      = "util/nameserver_test.go TestValidNameserver"
 )
 
 var issuerCases = []upstreamCase{
@@ -288,6 +289,22 @@ var issuerCases = []upstreamCase{
 	{test: dnsTest, name: "valid nameservers with doh url", run: nameservers("https://cloudflare-dns.com/dns-query")},
 	{test: dnsTest, name: "invalid nameserver missing port", run: nameservers("8.8.8.8"), paths: []string{"nameservers[0]"}},
 	{test: dnsTest, name: "invalid nameserver doh url missing host", run: nameservers("https://"), paths: []string{"nameservers[0]"}},
+
+	// util/nameserver_test.go TestValidNameserver: which rfc2136
+	// nameserver forms are valid (the port 53 default is applied at run
+	// time, core/acme/dns01's normalizeNameserver, tested there).
+	{test: nsTest, name: "IPv4 with no port should return port 53", run: rfc(api.ACMEIssuerDNS01ProviderRFC2136{Nameserver: "8.8.8.8"})},
+	{test: nsTest, name: "IPv4 with : but no port number should return port 53", run: rfc(api.ACMEIssuerDNS01ProviderRFC2136{Nameserver: "8.8.8.8:"})},
+	{test: nsTest, name: "IPv4 with port number should return the same", run: rfc(api.ACMEIssuerDNS01ProviderRFC2136{Nameserver: "8.8.8.8:5353"})},
+	{test: nsTest, name: "IPv6 with no port should return port 53", run: rfc(api.ACMEIssuerDNS01ProviderRFC2136{Nameserver: "[2001:db8::1]"})},
+	{test: nsTest, name: "IPv6 with : but no port number should return port 53", run: rfc(api.ACMEIssuerDNS01ProviderRFC2136{Nameserver: "[2001:db8::1]:"})},
+	{test: nsTest, name: "IPv6 with port number should return the same", run: rfc(api.ACMEIssuerDNS01ProviderRFC2136{Nameserver: "[2001:db8::1]:5353"})},
+	{test: nsTest, name: "DNS name with no port should return port 53", run: rfc(api.ACMEIssuerDNS01ProviderRFC2136{Nameserver: "nameserver.com"})},
+	{test: nsTest, name: "DNS name with : but no port number should return port 53", run: rfc(api.ACMEIssuerDNS01ProviderRFC2136{Nameserver: "nameserver.com:"})},
+	{test: nsTest, name: "DNS name with port number should return the same", run: rfc(api.ACMEIssuerDNS01ProviderRFC2136{Nameserver: "nameserver.com:5353"})},
+	{test: nsTest, name: "Non unenclosed IPv6 should error", run: rfc(api.ACMEIssuerDNS01ProviderRFC2136{Nameserver: "2001:db8::1:5353"}), paths: []string{"rfc2136.nameserver"}},
+	{test: nsTest, name: "Port only should error", run: rfc(api.ACMEIssuerDNS01ProviderRFC2136{Nameserver: ":53"}), paths: []string{"rfc2136.nameserver"}},
+	{test: nsTest, name: "Empty nameserver should error", run: rfc(api.ACMEIssuerDNS01ProviderRFC2136{Nameserver: ""}), paths: []string{"rfc2136.nameserver"}},
 
 	// TestValidateSecretKeySelector (nil field path)
 	{test: "TestValidateSecretKeySelector", name: "valid selector", run: selector(secretKey("name", "key"))},
