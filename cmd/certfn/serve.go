@@ -13,13 +13,14 @@ import (
 	"github.com/certfn/certfn/adapters/dns/challtestsrv"
 	"github.com/certfn/certfn/core/acme/dns01"
 	"github.com/certfn/certfn/core/engine"
+	"github.com/certfn/certfn/internal/envconf"
 	"github.com/certfn/certfn/internal/localmode"
 	"github.com/spf13/cobra"
 )
 
 func newServe(g *globals) *cobra.Command {
 	var o localmode.ServeOptions
-	var autoApprove, ctrlUser, selfCheckAddr string
+	var approver, autoApprove, ctrlUser, selfCheckAddr string
 	var ctrlGroups []string
 	var dns01CTS string
 	var dns01NS []string
@@ -44,11 +45,19 @@ this work, so --server is refused.`,
 			if err := g.localOnly("serve", "on a cloud deployment the worker, signer and scheduler functions process the work"); err != nil {
 				return err
 			}
-			var signers []string
-			for _, s := range strings.Split(autoApprove, ",") {
-				if s = strings.TrimSpace(s); s != "" {
-					signers = append(signers, s)
+			var list *string
+			if v := os.Getenv("CERTFN_AUTO_APPROVE"); v != "" || cmd.Flags().Changed("auto-approve") {
+				if !cmd.Flags().Changed("auto-approve") {
+					autoApprove = v
 				}
+				list = &autoApprove
+			}
+			var badApprover error
+			mode, signers := envconf.AutoApprove(approver, list, envconf.ApproverCertManager, "--approver", func(name, format string, a ...any) {
+				badApprover = fmt.Errorf("%s: %s", name, fmt.Sprintf(format, a...))
+			})
+			if badApprover != nil {
+				return badApprover
 			}
 			quotas, err := g.quotaSettings()
 			if err != nil {
@@ -74,6 +83,7 @@ this work, so --server is refused.`,
 			if !o.UntilIdle {
 				fmt.Fprintf(g.stderr, "certfn serving data directory %s (workers %d); Ctrl-C to stop\n", g.dataDir, o.Workers)
 			}
+			fmt.Fprintln(g.stderr, envconf.DescribeApprover(mode, signers))
 			return rt.Serve(cmd.Context(), o)
 		},
 	}
@@ -99,8 +109,12 @@ this work, so --server is refused.`,
 			"an Issuer with another server is not Ready and gets no ACME request; ClusterIssuers are not restricted; default: any server (env CERTFN_ACME_SERVER_ALLOW)")
 	c.Flags().IntVar(&o.Workers, "workers", 4, "parallel workers")
 	c.Flags().DurationVar(&o.SweepInterval, "sweep-interval", 10*time.Second, "how often the scheduler looks for due work")
-	c.Flags().StringVar(&autoApprove, "auto-approve", os.Getenv("CERTFN_AUTO_APPROVE"),
-		"comma-separated signer names approved without a policy, e.g. 'issuers.cert-manager.io/*,clusterissuers.cert-manager.io/ca' (env CERTFN_AUTO_APPROVE)")
+	c.Flags().StringVar(&approver, "approver", envOr("CERTFN_APPROVER", envconf.ApproverCertManager),
+		"who approves requests: 'cert-manager' (cert-manager's built-in approver: every request for a cert-manager issuer is approved, as a plain cert-manager install) "+
+			"or 'policy' (CertificateRequestPolicies only, as with approver-policy; the cloud deployments' default). Changing it re-decides pending requests at start (env CERTFN_APPROVER)")
+	c.Flags().StringVar(&autoApprove, "auto-approve", "",
+		"comma-separated signer names approved without a policy, e.g. 'issuers.cert-manager.io/*,clusterissuers.cert-manager.io/ca' "+
+			"(cert-manager's approveSignerNames; default with --approver cert-manager: every cert-manager signer, with --approver policy: none) (env CERTFN_AUTO_APPROVE)")
 	c.Flags().StringVar(&ctrlUser, "controller-user", "", "requester identity recorded on the requests certfn creates for Certificates (default system:serviceaccount:cert-manager:cert-manager, as cert-manager); policies must be bound to it")
 	c.Flags().StringSliceVar(&ctrlGroups, "controller-group", nil, "with --controller-user: its groups (repeatable)")
 	c.Flags().StringVar(&dns01CTS, "dns01-challtestsrv", "",

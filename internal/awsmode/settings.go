@@ -54,6 +54,7 @@ const (
 	EnvQueueURL                 = "CERTFN_QUEUE_URL"
 	EnvSignerQueueURL           = "CERTFN_SIGNER_QUEUE_URL"
 	EnvAutoApprove              = "CERTFN_AUTO_APPROVE"
+	EnvApprover                 = "CERTFN_APPROVER"
 	EnvRoute53ZoneIDs           = "CERTFN_ROUTE53_ZONE_IDS"
 	EnvACMImport                = "CERTFN_ACM_IMPORT"
 	EnvHTTP01Enabled            = "CERTFN_HTTP01_ENABLED"
@@ -117,6 +118,8 @@ type Settings struct {
 	KMSKeyID     string
 	// AutoApprove lists signer names approved without a policy (worker).
 	AutoApprove []string
+	// Approver is CERTFN_APPROVER (envconf.ApproverPolicy by default).
+	Approver string
 	// Route53ZoneIDs are the hosted zones the worker's route53 DNS-01
 	// provider may change (empty: any its credentials allow); ACMImport
 	// enables the worker's ACM importer (certfn.io/acm-import).
@@ -201,7 +204,15 @@ func ParseSettings(role Role, getenv func(string) string) (Settings, error) {
 			bad(EnvQueueURL, "required: the worker queue")
 		}
 	}
-	s.AutoApprove = app.ExpandAutoApprove(envconf.SplitList(get(EnvAutoApprove)))
+	var autoApprove *string
+	if v := get(EnvAutoApprove); v != "" {
+		autoApprove = &v
+	}
+	// The cloud deployments approve by CertificateRequestPolicies only
+	// unless CERTFN_APPROVER=cert-manager (infra/terraform: var.approver).
+	var signers []string
+	s.Approver, signers = envconf.AutoApprove(get(EnvApprover), autoApprove, envconf.ApproverPolicy, EnvApprover, bad)
+	s.AutoApprove = app.ExpandAutoApprove(signers)
 	s.Route53ZoneIDs = envconf.SplitList(get(EnvRoute53ZoneIDs))
 	if allow, err := acme.ParseServerAllowList(EnvACMEServerAllow, envconf.SplitList(get(EnvACMEServerAllow))); err != nil {
 		problems = append(problems, err.Error())

@@ -37,7 +37,7 @@ func TestParseSettingsDefaults(t *testing.T) {
 		QueueURL:       "https://sqs.eu-west-1.amazonaws.com/123456789012/certfn-worker",
 		SignerQueueURL: "https://sqs.eu-west-1.amazonaws.com/123456789012/certfn-signer",
 		HTTP01Enabled:  true, SweepLimit: awsmode.DefaultSweepLimit, BatchParallelism: awsmode.DefaultBatchParallelism,
-		FollowUps: awsmode.DefaultFollowUps, LogLevel: slog.LevelInfo, Metrics: "none"}
+		FollowUps: awsmode.DefaultFollowUps, LogLevel: slog.LevelInfo, Metrics: "none", Approver: "policy"}
 	if !reflect.DeepEqual(s, want) {
 		t.Fatalf("settings\n got %+v\nwant %+v", s, want)
 	}
@@ -56,6 +56,11 @@ func TestParseSettingsValues(t *testing.T) {
 			func(s awsmode.Settings) bool {
 				return reflect.DeepEqual(s.AutoApprove, []string{"issuers.cert-manager.io/ns.ca", "issuers.cert-manager.io/*", "clusterissuers.cert-manager.io/*"})
 			}, "AutoApprove expanded"},
+		{"cert-manager's built-in approver", awsmode.RoleWorker,
+			[]string{awsmode.EnvApprover, "cert-manager"},
+			func(s awsmode.Settings) bool {
+				return s.Approver == "cert-manager" && reflect.DeepEqual(s.AutoApprove, []string{"issuers.cert-manager.io/*", "clusterissuers.cert-manager.io/*"})
+			}, "every cert-manager signer approved"},
 		{"shards, namespace, prefix, kms", awsmode.RoleSigner,
 			[]string{awsmode.EnvDueShards, "32", awsmode.EnvClusterResourceNamespace, "pki", awsmode.EnvSecretPrefix, "team/certs", awsmode.EnvKMSKeyID, "alias/x"},
 			func(s awsmode.Settings) bool {
@@ -119,6 +124,7 @@ func TestParseSettingsErrors(t *testing.T) {
 		{"namespace not a label", awsmode.RoleSigner, []string{awsmode.EnvClusterResourceNamespace, "Cert_Manager"},
 			[]string{`CERTFN_CLUSTER_RESOURCE_NAMESPACE: "Cert_Manager" is not a DNS label`}},
 		{"boolean", awsmode.RoleWorker, []string{awsmode.EnvHTTP01Enabled, "yes please"}, []string{`CERTFN_HTTP01_ENABLED: "yes please" is not a boolean`}},
+		{"approver", awsmode.RoleWorker, []string{awsmode.EnvApprover, "builtin"}, []string{`CERTFN_APPROVER: "builtin" is not an approver: want cert-manager`}},
 		{"parallelism", awsmode.RoleWorker, []string{awsmode.EnvBatchParallelism, "11"}, []string{`CERTFN_BATCH_PARALLELISM: "11" is not an integer from 1 to 10`}},
 		{"sweep limit", awsmode.RoleScheduler, []string{awsmode.EnvSweepLimit, "-1"}, []string{`CERTFN_SWEEP_LIMIT: "-1"`}},
 		{"follow-ups", awsmode.RoleWorker, []string{awsmode.EnvFollowUps, "5000"}, []string{`CERTFN_FOLLOW_UPS: "5000" is not an integer from 0 to 1000`}},

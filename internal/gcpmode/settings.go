@@ -49,6 +49,7 @@ const (
 	EnvMetrics                  = "CERTFN_METRICS"
 	EnvClusterResourceNamespace = "CERTFN_CLUSTER_RESOURCE_NAMESPACE"
 	EnvAutoApprove              = "CERTFN_AUTO_APPROVE"
+	EnvApprover                 = "CERTFN_APPROVER"
 	EnvCloudDNSZones            = "CERTFN_CLOUDDNS_ZONES"
 	EnvCertificateManager       = "CERTFN_CERTIFICATE_MANAGER_IMPORT"
 	EnvCertificateManagerLoc    = "CERTFN_CERTIFICATE_MANAGER_LOCATION"
@@ -83,18 +84,20 @@ type Settings struct {
 	Metrics                  string
 	ClusterResourceNamespace string
 	AutoApprove              []string
-	CloudDNSZones            []string
-	CertificateManager       bool
-	CertificateManagerLoc    string
-	HTTP01Enabled            bool
-	SweepLimit               int
-	FollowUps                int
-	LogLevel                 slog.Level
-	APIMaxBody               int64
-	APIAdmins                map[string]bool
-	APIAudience              string
-	Quotas                   app.Quotas
-	ACMEServerAllow          acme.ServerAllowList
+	// Approver is CERTFN_APPROVER (envconf.ApproverPolicy by default).
+	Approver              string
+	CloudDNSZones         []string
+	CertificateManager    bool
+	CertificateManagerLoc string
+	HTTP01Enabled         bool
+	SweepLimit            int
+	FollowUps             int
+	LogLevel              slog.Level
+	APIMaxBody            int64
+	APIAdmins             map[string]bool
+	APIAudience           string
+	Quotas                app.Quotas
+	ACMEServerAllow       acme.ServerAllowList
 }
 
 var (
@@ -165,7 +168,15 @@ func ParseSettings(role Role, getenv func(string) string) (Settings, error) {
 	if s.TasksQueue != "" && !tasksQueue.MatchString(s.TasksQueue) {
 		bad(EnvTasksQueue, "%q: want projects/<project>/locations/<location>/queues/<queue>", s.TasksQueue)
 	}
-	s.AutoApprove = app.ExpandAutoApprove(envconf.SplitList(get(EnvAutoApprove)))
+	var autoApprove *string
+	if v := get(EnvAutoApprove); v != "" {
+		autoApprove = &v
+	}
+	// The cloud deployments approve by CertificateRequestPolicies only
+	// unless CERTFN_APPROVER=cert-manager (infra/terraform: var.approver).
+	var signers []string
+	s.Approver, signers = envconf.AutoApprove(get(EnvApprover), autoApprove, envconf.ApproverPolicy, EnvApprover, bad)
+	s.AutoApprove = app.ExpandAutoApprove(signers)
 	s.CloudDNSZones = envconf.SplitList(get(EnvCloudDNSZones))
 	if allow, err := acme.ParseServerAllowList(EnvACMEServerAllow, envconf.SplitList(get(EnvACMEServerAllow))); err != nil {
 		bad(EnvACMEServerAllow, "%v", err)

@@ -78,6 +78,9 @@ func (r *Runtime) Serve(ctx context.Context, o ServeOptions) error {
 	if o.IdleHorizon <= 0 {
 		o.IdleHorizon = 5 * time.Second
 	}
+	if err := r.wakeUndecided(ctx); err != nil {
+		return err
+	}
 	if o.HTTP01Listen != "" {
 		_, stop, err := r.ListenHTTP01(o.HTTP01Listen)
 		if err != nil {
@@ -190,6 +193,27 @@ func (r *Runtime) HTTP01Issuers(ctx context.Context) ([]string, error) {
 		}
 	}
 	return names, nil
+}
+
+// wakeUndecided enqueues every CertificateRequest that no approver has
+// decided and that is not finished, so that a serve started with another
+// approver or auto-approve list (or new policies) decides them at once
+// instead of at their next wake-up.
+func (r *Runtime) wakeUndecided(ctx context.Context) error {
+	objs, err := r.Engine.List(ctx, api.KindCertificateRequest, "")
+	if err != nil {
+		return fmt.Errorf("list certificate requests: %w", err)
+	}
+	for _, o := range objs {
+		cr := o.(*api.CertificateRequest)
+		if cr.IsFinal() || api.IsTrue(cr.Status.Conditions, api.CertificateRequestConditionApproved) {
+			continue
+		}
+		if err := r.Queue.Enqueue(ctx, api.KeyOf(cr), 0); err != nil {
+			return fmt.Errorf("wake %s: %w", api.KeyOf(cr), err)
+		}
+	}
+	return nil
 }
 
 // observeAll shows every Certificate to the deploy hook.

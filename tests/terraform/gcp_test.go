@@ -963,7 +963,7 @@ func serviceEnv(t *testing.T, b *tfBody) map[string]string {
 // (internal/awsmode/settings.go): same names.
 var gcpEnvShared = []string{
 	awsmode.EnvFunction, awsmode.EnvClusterResourceNamespace, awsmode.EnvSecretPrefix, awsmode.EnvKMSKeyID,
-	awsmode.EnvAutoApprove, awsmode.EnvHTTP01Enabled, awsmode.EnvLogLevel, awsmode.EnvMetrics, awsmode.EnvAPIAdmins,
+	awsmode.EnvApprover, awsmode.EnvAutoApprove, awsmode.EnvHTTP01Enabled, awsmode.EnvLogLevel, awsmode.EnvMetrics, awsmode.EnvAPIAdmins,
 	awsmode.EnvACMEServerAllow, awsmode.EnvQuotaObjects, awsmode.EnvQuotaIssuances,
 }
 

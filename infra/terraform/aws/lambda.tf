@@ -22,6 +22,7 @@ locals {
     worker = merge(local.env_common, local.env_secrets, {
       CERTFN_QUEUE_URL         = aws_sqs_queue.work["worker"].id
       CERTFN_SIGNER_QUEUE_URL  = aws_sqs_queue.work["signer"].id
+      CERTFN_APPROVER          = var.approver
       CERTFN_AUTO_APPROVE      = join(",", var.auto_approve_signers)
       CERTFN_ROUTE53_ZONE_IDS  = join(",", [for z in var.route53_zone_ids : trimprefix(z, "/hostedzone/")])
       CERTFN_ACM_IMPORT        = tostring(var.enable_acm_import)

@@ -39,6 +39,7 @@ locals {
       CERTFN_SIGNER_TOPIC                 = local.topic_id["signer"]
       CERTFN_KMS_KEY_ID                   = var.secret_kms_key_name != "" ? var.secret_kms_key_name : null
       CERTFN_MANAGE_CA_CERTIFICATES       = tostring(var.worker_manages_ca_certificates)
+      CERTFN_APPROVER                     = var.approver
       CERTFN_AUTO_APPROVE                 = join(",", var.auto_approve_signers)
       CERTFN_CLOUDDNS_ZONES               = join(",", [for z in var.dns_zones : "${local.dns_project}/${z}"])
       CERTFN_CERTIFICATE_MANAGER_IMPORT   = tostring(var.enable_certificate_manager_import)

@@ -306,6 +306,16 @@ variable "cluster_resource_namespace" {
   }
 }
 
+variable "approver" {
+  description = "Who approves CertificateRequests (CERTFN_APPROVER): \"policy\" (CertificateRequestPolicies only, as with approver-policy; the default) or \"cert-manager\" (cert-manager's built-in approver: every request for a cert-manager issuer is approved, narrowed by auto_approve_signers when set)."
+  type        = string
+  default     = "policy"
+  validation {
+    condition     = contains(["policy", "cert-manager"], var.approver)
+    error_message = "approver must be \"policy\" or \"cert-manager\"."
+  }
+}
+
 variable "auto_approve_signers" {
   description = "Signer names whose CertificateRequests are approved without a CertificateRequestPolicy (CERTFN_AUTO_APPROVE), e.g. clusterissuers.cert-manager.io/selfsigned. Empty: every request needs a policy."
   type        = list(string)
