@@ -132,30 +132,4 @@ func serverURL(s string, allowHTTP bool) string {
 	return ""
 }
 
-// hostPort returns why s is not "host", "host:port" or "[v6]:port", or "".
-func hostPort(s string) string {
-	host := s
-	if h, p, err := net.SplitHostPort(s); err == nil {
-		n, perr := strconv.Atoi(p)
-		if perr != nil || n < 1 || n > 65535 {
-			return "invalid port"
-		}
-		host = h
-	} else if strings.Count(s, ":") > 1 && !strings.HasPrefix(s, "[") {
-		host = s // a bare IPv6 address
-	} else if strings.HasPrefix(s, "[") {
-		return "want [address]:port"
-	}
-	if host == "" {
-		return "missing host"
-	}
-	if net.ParseIP(host) != nil {
-		return ""
-	}
-	if msg := dnsName(host); msg != "" || strings.HasPrefix(host, "*") {
-		return "want host, host:port or [IPv6]:port"
-	}
-	return ""
-}
-
 func validUTF8(s string) bool { return utf8.ValidString(s) }
