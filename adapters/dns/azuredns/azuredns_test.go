@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -341,6 +342,32 @@ func TestCredentials(t *testing.T) {
 			}
 		})
 	}
+	t.Run("workload identity", func(t *testing.T) {
+		b := newDoubleBackend(t)
+		const wiClient = "66666666-6666-4666-8666-666666666666"
+		file := t.TempDir() + "/token"
+		if err := os.WriteFile(file, []byte("federated-token"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		b.double.AddFederatedIdentity(doubleTenant, wiClient, "federated-token")
+		t.Setenv("AZURE_FEDERATED_TOKEN_FILE", file)
+		t.Setenv("AZURE_CLIENT_ID", "")
+		t.Setenv("AZURE_TENANT_ID", "")
+		p := build(t, b.factory(Options{}), b.request(ambient, func(s *api.ACMEIssuerDNS01ProviderAzureDNS, _ *dns01.ProviderRequest) {
+			s.ManagedIdentity = &api.AzureManagedIdentity{ClientID: wiClient, TenantID: doubleTenant}
+		}))
+		if _, err := p.AppendRecords(ctx, "example.test.", rec("wi")); err != nil {
+			t.Fatal(err)
+		}
+		if b.double.Count("imds") != 0 {
+			t.Error("IMDS was asked although AZURE_FEDERATED_TOKEN_FILE is set")
+		}
+		for _, c := range b.double.Calls() {
+			if c.Op != "openid" && c.Identity != "wi:"+wiClient {
+				t.Errorf("%s made as %q, want wi:%s", c.Op, c.Identity, wiClient)
+			}
+		}
+	})
 	refused := []struct {
 		name      string
 		mods      []mod

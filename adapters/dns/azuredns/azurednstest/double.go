@@ -18,8 +18,10 @@
 //     "txtRecords");
 //   - Microsoft Entra ID: the tenant's OpenID configuration
 //     (/{tenant}/v2.0/.well-known/openid-configuration) and the token
-//     endpoint's client-credentials grant (/{tenant}/oauth2/v2.0/token,
-//     client_id and client_secret), for a service principal;
+//     endpoint's client-credentials grant (/{tenant}/oauth2/v2.0/token),
+//     with client_id and client_secret for a service principal, or with a
+//     client_assertion (jwt-bearer) for Workload Identity's federated
+//     credential;
 //   - the Instance Metadata Service's managed-identity token endpoint
 //     (/metadata/identity/oauth2/token, "Metadata: true", client_id or
 //     msi_res_id for a user-assigned identity). Client() reaches it for
@@ -100,8 +102,8 @@ type Call struct {
 	Private bool
 	// Zone and Name are the zone and relative record set name ("" if none).
 	Zone, Name string
-	// Identity made the call: "sp:<clientID>", "mi:<clientID>" or "" when
-	// unauthenticated.
+	// Identity made the call: "sp:<clientID>", "wi:<clientID>",
+	// "mi:<clientID>" or "" when unauthenticated.
 	Identity string
 	// Status is the HTTP status of the answer.
 	Status int
@@ -177,6 +179,7 @@ type Double struct {
 	subs     map[string]map[string]bool // subscription -> resource groups (lower case)
 	zones    []*zone
 	sps      map[string]principal // client ID -> tenant and secret
+	feds     map[string]principal // client ID -> tenant and the assertion it federates
 	mis      map[string]string    // managed identity: client ID or resource ID (lower case) -> identity
 	system   string               // the system-assigned identity ("" none)
 	tokens   map[string]string    // bearer token -> identity
@@ -190,7 +193,7 @@ type Double struct {
 // New starts a double that stops when the test ends.
 func New(t testing.TB) *Double {
 	d := &Double{
-		subs: map[string]map[string]bool{}, sps: map[string]principal{}, mis: map[string]string{},
+		subs: map[string]map[string]bool{}, sps: map[string]principal{}, feds: map[string]principal{}, mis: map[string]string{},
 		tokens: map[string]string{}, denied: map[string]bool{}, tenantOK: map[string]bool{},
 	}
 	d.srv = httptest.NewTLSServer(http.HandlerFunc(d.serve))
@@ -261,6 +264,16 @@ func (d *Double) AddServicePrincipal(tenant, clientID, secret string) {
 	defer d.mu.Unlock()
 	d.tenantOK[strings.ToLower(tenant)] = true
 	d.sps[strings.ToLower(clientID)] = principal{tenant: strings.ToLower(tenant), secret: secret}
+}
+
+// AddFederatedIdentity registers an application of tenant that trusts
+// assertion (the token a workload's federated token file holds); its
+// tokens act as "wi:<clientID>".
+func (d *Double) AddFederatedIdentity(tenant, clientID, assertion string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.tenantOK[strings.ToLower(tenant)] = true
+	d.feds[strings.ToLower(clientID)] = principal{tenant: strings.ToLower(tenant), secret: assertion}
 }
 
 // AddManagedIdentity assigns a user-assigned managed identity, known by
@@ -537,6 +550,21 @@ func (d *Double) token(r *http.Request, tenant string, call *Call) reply {
 	defer d.mu.Unlock()
 	if !d.tenantOK[strings.ToLower(tenant)] {
 		return oauthError(http.StatusBadRequest, "invalid_request", 90002, fmt.Sprintf("Tenant '%s' not found.", tenant))
+	}
+	if f.Get("client_assertion_type") == "urn:ietf:params:oauth:client-assertion-type:jwt-bearer" {
+		p, ok := d.feds[strings.ToLower(clientID)]
+		switch {
+		case !ok || p.tenant != strings.ToLower(tenant):
+			return oauthError(http.StatusBadRequest, "unauthorized_client", 700016, fmt.Sprintf("Application with identifier '%s' was not found in the directory '%s'.", clientID, tenant))
+		case f.Get("client_assertion") != p.secret:
+			return oauthError(http.StatusBadRequest, "invalid_client", 700211, "No matching federated identity record found for presented assertion issuer.")
+		case !scopeOK(f.Get("scope")):
+			return oauthError(http.StatusBadRequest, "invalid_scope", 70011, fmt.Sprintf("The provided value for the input parameter 'scope' is not valid: %q.", f.Get("scope")))
+		}
+		call.Identity = "wi:" + clientID
+		return reply{status: http.StatusOK, body: map[string]any{
+			"token_type": "Bearer", "expires_in": 3599, "ext_expires_in": 3599, "access_token": d.newToken(call.Identity),
+		}}
 	}
 	p, ok := d.sps[strings.ToLower(clientID)]
 	if !ok || p.tenant != strings.ToLower(tenant) {
