@@ -285,7 +285,9 @@ func TestLongValue(t *testing.T) {
 // TestCredentials (double: it tells who called): a service principal's
 // secret is exchanged once for a token (the client is cached across
 // steps); without clientID the managed identity is used through IMDS,
-// system-assigned or the user-assigned one managedIdentity names. Refused
+// system-assigned or the user-assigned one managedIdentity names, or
+// Workload Identity's federated token when AZURE_FEDERATED_TOKEN_FILE is
+// set. Refused
 // credentials are permanent errors naming the field to fix, never showing
 // the secret; a failing token endpoint is transient.
 func TestCredentials(t *testing.T) {
