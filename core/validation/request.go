@@ -80,8 +80,12 @@ func csrAgrees(csr *x509.CertificateRequest, s *api.CertificateRequestSpec) stri
 		got = *ext.KeyUsage
 	}
 	if got != ku {
-		return fmt.Sprintf("encoded CSR error: the KeyUsages %s do not match the expected KeyUsages %s (spec.usages)",
-			formatUsages(pki.KeyUsageNames(got, nil)), formatUsages(pki.KeyUsageNames(ku, nil)))
+		from := "spec.usages"
+		if s.IsCA {
+			from += ", and 'cert sign' for spec.isCA"
+		}
+		return fmt.Sprintf("encoded CSR error: the KeyUsages %s do not match the expected KeyUsages %s (%s)",
+			formatUsages(pki.KeyUsageNames(got, nil)), formatUsages(pki.KeyUsageNames(ku, nil)), from)
 	}
 	gotEKU := dedupeEKU(ext.ExtKeyUsage)
 	if !slices.Equal(gotEKU, eku) {

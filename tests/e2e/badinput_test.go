@@ -220,8 +220,12 @@ func TestCertificateRequestSpecIsImmutable(t *testing.T) {
 	}{
 		{"duration", requestManifest(csr, "  duration: 1440h\n"), "spec.duration: field is immutable"},
 		{"issuerRef", strings.Replace(requestManifest(csr, "  duration: 720h\n"), "{name: ca}", "{name: other, kind: ClusterIssuer}", 1), "spec.issuerRef.name: field is immutable"},
-		{"usages", requestManifest(csr, "  duration: 720h\n  usages: [client auth]\n"), "spec.usages: field is immutable"},
-		{"isCA", requestManifest(csr, "  duration: 720h\n  isCA: true\n"), "spec.isCA: field is immutable"},
+		// Usages with the same key usage bits as the CSR (signing is digital
+		// signature): the CSR agrees, the list changed.
+		{"usages", requestManifest(csr, "  duration: 720h\n  usages: [signing, key encipherment]\n"), "spec.usages: field is immutable"},
+		// A CSR without "cert sign" contradicts isCA: true, which validation
+		// of the object itself refuses (as cert-manager's webhook would on create).
+		{"isCA", requestManifest(csr, "  duration: 720h\n  isCA: true\n"), "spec.isCA"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := h.applyAll(tc.manifest)
