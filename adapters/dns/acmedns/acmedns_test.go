@@ -312,6 +312,8 @@ func TestErrors(t *testing.T) {
 			wantErr: "spec.solver.dns01.acmeDNS.accountSecretRef: update TXT _acme-challenge.example.com. with acme-dns registration " + ok.FullDomain + " (user " + ok.Username + "): acme-dns answered 401 forbidden"},
 		{name: "outside allowfrom", acct: fenced, wantErr: "spec.solver.dns01.acmeDNS.accountSecretRef: update TXT _acme-challenge.example.com. with acme-dns registration " + fenced.FullDomain},
 		{name: "another registration's subdomain", acct: otherSub, wantErr: "acme-dns answered 401 forbidden"},
+		{name: "forbidden by a proxy", acct: ok, fail: func() { d.double.Fail(1, http.StatusForbidden, "") },
+			wantErr: "spec.solver.dns01.acmeDNS.accountSecretRef: update TXT _acme-challenge.example.com. with acme-dns registration " + ok.FullDomain + " (user " + ok.Username + "): acme-dns answered 403"},
 		{name: "a value acme-dns does not take", acct: ok, value: "too-short",
 			wantErr: "spec.solver.dns01.acmeDNS: update TXT _acme-challenge.example.com. with acme-dns registration " + ok.FullDomain + " (user " + ok.Username + "): acme-dns answered 400 bad_txt (acme-dns takes only values of 43 base64url characters)"},
 		{name: "throttled", acct: ok, fail: func() { d.double.Fail(1, http.StatusTooManyRequests, "7") },

@@ -450,6 +450,9 @@ func TestErrors(t *testing.T) {
 			want: "spec.solver.dns01.azureDNS.hostedZoneName: read TXT _acme-challenge in zone err.example.test: no such DNS zone in resource group dns-rg: 404 ParentResourceNotFound"},
 		{name: "unknown private zone", mods: []mod{private, withZone("example.test")},
 			want: "spec.solver.dns01.azureDNS.hostedZoneName: read TXT _acme-challenge.err in zone example.test: no such Private DNS zone in resource group dns-rg: 404 ParentResourceNotFound"},
+		{name: "token refused by Resource Manager", setup: func(b *backend) {
+			b.double.Fail("zones.list", 1, http.StatusUnauthorized, "InvalidAuthenticationTokenTenant", "")
+		}, want: "spec.solver.dns01.azureDNS.clientID: find the zone: list the DNS zones of resource group dns-rg: Azure refused the credentials: 401 InvalidAuthenticationTokenTenant"},
 		{name: "refused write", mods: []mod{withZone(doubleZone)}, setup: func(b *backend) { b.double.Fail("recordsets.put", 1, http.StatusBadRequest, "BadRequest", "") },
 			want: "spec.solver.dns01.azureDNS.hostedZoneName: write TXT _acme-challenge.err in zone example.test: Azure refused the request: 400 BadRequest"},
 	}
