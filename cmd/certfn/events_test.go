@@ -29,7 +29,9 @@ spec:
 	if r.code != 0 {
 		t.Fatalf("apply: %d %s", r.code, r.stderr)
 	}
-	ok(t, dir, "serve", "--until-idle", "--auto-approve", "*")
+	if r := cli(t, dir, "", "serve", "--until-idle", "--auto-approve", "*"); r.code != 1 || !strings.Contains(r.stderr, "1 certificates not ready after serve --until-idle: default/ks: ") {
+		t.Fatalf("serve --until-idle with a failing certificate: %d\n%s", r.code, r.stderr)
+	}
 	out := ok(t, dir, "get", "events", "-A")
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	if len(lines) != 2 || !strings.Contains(lines[0], "REASON") || !strings.Contains(lines[1], "certificate/ks") ||

@@ -262,7 +262,11 @@ func TestServeIssuesTheExamples(t *testing.T) {
 		if s := ok(t, dir, "status", "certificate", "web"); !strings.Contains(s, "Issuing=True (ManuallyTriggered)") {
 			t.Fatalf("status after renew:\n%s", s)
 		}
-		ok(t, dir, "serve", "--until-idle", "--auto-approve", "*")
+		if r := cli(t, dir, "", "serve", "--until-idle", "--auto-approve", "*"); r.code != 0 ||
+			!strings.Contains(r.stderr, `msg="certificate renewed" namespace=default certificate=web secret=web-tls revision=2`) ||
+			!strings.Contains(r.stderr, "this run: 0 issued, 1 renewed, 0 failed attempts") {
+			t.Fatalf("serve after renew: %d\n%s", r.code, r.stderr)
+		}
 		if s := ok(t, dir, "status", "certificate", "web"); !strings.Contains(s, "revision 2)") || !strings.HasPrefix(s, "Ready: ") {
 			t.Fatalf("status after the renewal:\n%s", s)
 		}
@@ -279,7 +283,13 @@ func TestApproveAndDeny(t *testing.T) {
 	if r.code != 0 {
 		t.Fatalf("apply: %+v", r)
 	}
-	ok(t, dir, "serve", "--until-idle") // no auto-approval, no policy: the requests wait
+	// Policies only, and none: the requests wait, and serve --until-idle
+	// says so and exits 1 (cron sees it).
+	r = cli(t, dir, "", "serve", "--until-idle", "--approver", "policy")
+	if r.code != 1 || !strings.Contains(r.stderr, "2 certificates not ready after serve --until-idle: default/app: ") ||
+		!strings.Contains(r.stderr, "msg=\"serve --until-idle: 2 certificates: 0 ready, 2 not ready; this run: 0 issued, 0 renewed, 0 failed attempts\"") {
+		t.Fatalf("serve with pending requests: %d\n%s", r.code, r.stderr)
+	}
 	out := ok(t, dir, "get", "cr", "-o", "wide")
 	if !strings.Contains(out, "app-1") || !strings.Contains(out, "no policy applies") {
 		t.Fatalf("requests not pending:\n%s", out)
@@ -296,7 +306,14 @@ func TestApproveAndDeny(t *testing.T) {
 	failsWith(t, cli(t, dir, "", "deny", "other-1"), "already Approved")
 	failsWith(t, cli(t, dir, "", "approve", "missing-1"), "not found")
 
-	ok(t, dir, "serve", "--until-idle")
+	// The approved one issues (logged at the default level); the denied one
+	// fails: exit 1, naming it.
+	r = cli(t, dir, "", "serve", "--until-idle", "--approver", "policy")
+	if r.code != 1 || !strings.Contains(r.stderr, "msg=\"certificate issued\" namespace=default certificate=other secret=other-tls revision=1") ||
+		!strings.Contains(r.stderr, "msg=\"certificate issuance failed\" namespace=default certificate=app") ||
+		!strings.Contains(r.stderr, "1 certificates not ready after serve --until-idle: default/app: ") {
+		t.Fatalf("serve after approve and deny: %d\n%s", r.code, r.stderr)
+	}
 	if s := ok(t, dir, "status", "certificate", "other"); !strings.HasPrefix(s, "Ready: ") {
 		t.Fatalf("approved certificate not ready:\n%s", s)
 	}

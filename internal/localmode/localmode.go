@@ -153,6 +153,8 @@ type Runtime struct {
 	Log    *slog.Logger
 	// Hooks runs the deploy hook; nil without one.
 	Hooks *deployhook.Runner
+	// progress logs issuances, renewals and failures while serving.
+	progress *progress
 }
 
 type inboxQueue struct{ in *local.Inbox }
@@ -239,7 +241,8 @@ func Open(opts Options) (*Runtime, error) {
 		secrets = opts.WrapSecrets(secrets)
 	}
 	rt := &Runtime{Opts: opts, Store: store, Secrets: secrets, Inbox: store.Inbox(opts.Clock),
-		Queue: local.NewMemQueue(opts.Clock, 5*time.Minute), Metrics: local.NewCounters(), Log: opts.Logger}
+		Queue: local.NewMemQueue(opts.Clock, 5*time.Minute), Metrics: local.NewCounters(), Log: opts.Logger,
+		progress: newProgress(opts.Logger)}
 	var q ports.Queue = rt.Queue
 	switch {
 	case opts.Queue != nil:
@@ -299,9 +302,12 @@ func (r *Runtime) handle(ctx context.Context, d local.Delivery) {
 	} else if disp.Why != "" {
 		r.Log.Debug("reconcile: nothing to do", "key", d.Key.String(), "why", disp.Why)
 	}
-	if r.Hooks != nil && d.Key.Kind == api.KindCertificate {
+	if d.Key.Kind == api.KindCertificate {
 		if o, err := r.Engine.Get(ctx, d.Key); err == nil {
-			r.Hooks.Observe(o.(*api.Certificate))
+			r.progress.observe(o.(*api.Certificate))
+			if r.Hooks != nil {
+				r.Hooks.Observe(o.(*api.Certificate))
+			}
 		}
 	}
 	var err error

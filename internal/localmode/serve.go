@@ -81,6 +81,13 @@ func (r *Runtime) Serve(ctx context.Context, o ServeOptions) error {
 	if err := r.wakeUndecided(ctx); err != nil {
 		return err
 	}
+	certs, err := r.listCertificates(ctx)
+	if err != nil {
+		return err
+	}
+	for _, c := range certs {
+		r.progress.baseline(c)
+	}
 	if o.HTTP01Listen != "" {
 		_, stop, err := r.ListenHTTP01(o.HTTP01Listen)
 		if err != nil {
@@ -228,7 +235,27 @@ func (r *Runtime) observeAll(ctx context.Context) error {
 	return nil
 }
 
+// serveUntilIdle processes what is due until idle, then logs a summary
+// line and returns a *NotReadyError naming the Certificates that are not
+// Ready (the run could not resolve them), so that cron sees a failure.
 func (r *Runtime) serveUntilIdle(ctx context.Context, o ServeOptions) error {
+	if err := r.runUntilIdle(ctx, o); err != nil {
+		return err
+	}
+	certs, err := r.listCertificates(ctx)
+	if err != nil {
+		return err
+	}
+	line, notReady := r.progress.summary(certs)
+	if len(notReady) > 0 {
+		r.Log.Warn("serve --until-idle: " + line)
+		return &NotReadyError{Certificates: notReady}
+	}
+	r.Log.Info("serve --until-idle: " + line)
+	return nil
+}
+
+func (r *Runtime) runUntilIdle(ctx context.Context, o ServeOptions) error {
 	for {
 		if _, err := r.RunUntilIdle(ctx, o.Workers); err != nil {
 			return err
