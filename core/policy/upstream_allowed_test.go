@@ -229,7 +229,7 @@ var (
 
 // rawSAN is a CSR option adding a subjectAltName extension holding gns as
 // they are.
-func rawSAN(t *testing.T, gns ...asn1.RawValue) csrOpt {
+func rawSAN(t testing.TB, gns ...asn1.RawValue) csrOpt {
 	t.Helper()
 	body, err := asn1.Marshal(gns)
 	if err != nil {
@@ -244,7 +244,7 @@ func dnsGN(name string) asn1.RawValue {
 }
 
 // otherNameGN is an otherName GeneralName with a UTF8String value.
-func otherNameGN(t *testing.T, oid asn1.ObjectIdentifier, value string) asn1.RawValue {
+func otherNameGN(t testing.TB, oid asn1.ObjectIdentifier, value string) asn1.RawValue {
 	t.Helper()
 	inner, err := asn1.MarshalWithParams(value, "utf8")
 	if err != nil {
@@ -254,7 +254,7 @@ func otherNameGN(t *testing.T, oid asn1.ObjectIdentifier, value string) asn1.Raw
 }
 
 // otherNameRawGN is an otherName GeneralName whose value is the DER inner.
-func otherNameRawGN(t *testing.T, oid asn1.ObjectIdentifier, inner []byte) asn1.RawValue {
+func otherNameRawGN(t testing.TB, oid asn1.ObjectIdentifier, inner []byte) asn1.RawValue {
 	t.Helper()
 	explicit := mustMarshal(t, asn1.RawValue{Class: asn1.ClassContextSpecific, Tag: 0, IsCompound: true, Bytes: inner})
 	return asn1.RawValue{Class: asn1.ClassContextSpecific, Tag: 0, IsCompound: true, Bytes: append(mustMarshal(t, oid), explicit...)}
@@ -276,7 +276,7 @@ func registeredIDGN(t *testing.T, oid asn1.ObjectIdentifier) asn1.RawValue {
 // attribute per RDN; a value is a Go string (UTF8String or
 // PrintableString as encoding/asn1 chooses), []byte (OCTET STRING) or an
 // asn1.RawValue as it is.
-func rawSubject(t *testing.T, atvs ...pkix.AttributeTypeAndValue) csrOpt {
+func rawSubject(t testing.TB, atvs ...pkix.AttributeTypeAndValue) csrOpt {
 	t.Helper()
 	var rdns pkix.RDNSequence
 	for _, atv := range atvs {
