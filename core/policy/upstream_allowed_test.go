@@ -488,11 +488,27 @@ func TestOtherNamesValuesAndValidations(t *testing.T) {
 			spec: `allowed: {otherNames: [{oid: "1.3.6.1.4.1.311.20.2.3", validations: [{rule: "self.startsWith(cr.username + '@')"}]}]}`,
 			cr:   newCR(t, csr(rawSAN(t, otherNameGN(t, oidUPN, "alice@corp.example"), otherNameGN(t, oidUPN, "bob@corp.example")))),
 			want: []string{"spec.allowed.otherNames[1.3.6.1.4.1.311.20.2.3].validations[0]"}, contains: []string{`"bob@corp.example"`}},
+		{name: "an otherName wildcard never matches across a control character (certfn; approver-policy matches it)",
+			spec: `allowed: {otherNames: [{oid: "1.3.6.1.4.1.311.20.2.3", values: ["*@tenant.example.com"]}]}`,
+			cr:   newCR(t, csr(rawSAN(t, otherNameRawGN(t, oidUPN, mustMarshalIA5(t, "admin\x01@tenant.example.com"))))),
+			want: []string{"spec.allowed.otherNames[1.3.6.1.4.1.311.20.2.3].values"}},
+		{name: "an IA5String otherName is matched as text",
+			spec: `allowed: {otherNames: [{oid: "1.3.6.1.4.1.311.20.2.3", values: ["*@tenant.example.com"]}]}`,
+			cr:   newCR(t, csr(rawSAN(t, otherNameRawGN(t, oidUPN, mustMarshalIA5(t, "admin@tenant.example.com")))))},
 		{name: "otherAttributes entry without values or validations allows nothing",
 			spec: `allowed: {subject: {otherAttributes: [{oid: "0.9.2342.19200300.100.1.25"}]}}`,
 			cr:   newCR(t, csr(rawSubject(t, atv(asn1.ObjectIdentifier{0, 9, 2342, 19200300, 100, 1, 25}, "example")))),
 			want: []string{"spec.allowed.subject.otherAttributes[0.9.2342.19200300.100.1.25]"}},
 	})
+}
+
+func mustMarshalIA5(t testing.TB, s string) []byte {
+	t.Helper()
+	b, err := asn1.MarshalWithParams(s, "ia5")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
 
 // ed25519CSR returns a request whose CSR has an Ed25519 key.

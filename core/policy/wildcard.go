@@ -97,13 +97,16 @@ func isDNSChar(c byte) bool {
 // address's for emailAddresses, a URI's for uris; for commonName, no
 // control characters, and a DNS name's characters when the pattern is
 // shaped like a DNS name (its literal text is letters, digits, '-' and
-// dots, with at least one dot: "*.example.com"). Exact patterns and other
-// attributes (subject fields, usages, selectors) need nothing.
+// dots, with at least one dot: "*.example.com"); for otherNames (e.g. a
+// UPN), no control characters. Exact patterns and other attributes
+// (subject fields, usages, selectors) need nothing.
 func wildcardNeed(a attr, p *pattern) charClass {
 	if p.kind == patExact {
 		return 0
 	}
 	switch a {
+	case attrOtherName:
+		return classText
 	case attrDNSNames:
 		return classDNS
 	case attrEmailAddresses:
