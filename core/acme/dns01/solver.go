@@ -375,6 +375,22 @@ func (s *solver) Check(ctx context.Context, ch *api.Challenge) (bool, string, er
 		}
 	}
 	r := s.resolver(ch)
+	if _, isAuthority := p.provider.(Authority); !isAuthority && !r.RecursiveOnly {
+		// As cert-manager's propagation check: the name checked is where
+		// its CNAME chain ends (acme-dns, or a delegation through a CNAME
+		// with cnameStrategy None), in that name's zone.
+		end, err := r.followCNAME(ctx, t.fqdn)
+		if err != nil {
+			return false, err.Error(), err
+		}
+		if !strings.EqualFold(dns.CanonicalName(end), t.fqdn) {
+			zone, err := r.findZone(ctx, end)
+			if err != nil {
+				return false, err.Error(), err
+			}
+			t.fqdn, t.zone = dns.CanonicalName(end), zone
+		}
+	}
 	servers, recursive := t.servers, false
 	switch {
 	case servers != nil:

@@ -278,6 +278,34 @@ func TestCNAMEFollow(t *testing.T) {
 	}
 }
 
+// TestCheckFollowsCNAMEs: with cnameStrategy None a provider that writes
+// where the CNAME points (acme-dns: its fulldomain) is checked there, as
+// cert-manager's propagation check follows CNAMEs whatever the strategy.
+func TestCheckFollowsCNAMEs(t *testing.T) {
+	e := newEnv(t, false)
+	for _, d := range []*zoneData{e.dns.ns1.data, e.dns.ns2.data} {
+		d.setCNAME("_acme-challenge.alias.example.test.", "a1b2.delegate.test.")
+	}
+	ctx := context.Background()
+	ch := challenge("alias.example.test")
+	res, err := e.solver.Present(ctx, ch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok, _, err := e.solver.Check(ctx, ch); ok || err != nil {
+		t.Fatalf("Check before the value is at the CNAME target = %v, %v; want not yet", ok, err)
+	}
+	// What acme-dns does: the value appears at the registration's fulldomain.
+	for _, d := range []*zoneData{e.dns.ns1.data, e.dns.ns2.data} {
+		d.mu.Lock()
+		d.txt["a1b2.delegate.test."] = append(d.txt["a1b2.delegate.test."], res.Value)
+		d.mu.Unlock()
+	}
+	if ok, why, err := e.solver.Check(ctx, ch); !ok || err != nil {
+		t.Fatalf("Check = %v, %q, %v; want ok at the CNAME target", ok, why, err)
+	}
+}
+
 func TestCNAMELoopIsPermanent(t *testing.T) {
 	e := newEnv(t, false)
 	e.dns.ns1.data.setCNAME("_acme-challenge.loop.example.test.", "a.example.test.")
