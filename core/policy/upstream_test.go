@@ -2,6 +2,8 @@ package policy
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -141,5 +143,24 @@ func runUpstreamValidate(t *testing.T, addSelector bool, cases []upstreamValidat
 				}
 			}
 		})
+	}
+}
+
+// The copies of approver-policy's examples (examples_test.go) name the
+// commit the tests were transcribed at.
+func TestUpstreamExamplesAtTranscribedCommit(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("testdata", "approver-policy", "*.yaml"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no example copies: %v", err)
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		header, _, _ := strings.Cut(string(b), "\napiVersion:")
+		if !strings.Contains(header, "docs/examples/"+filepath.Base(f)) || !strings.Contains(header, upstreamCommit) {
+			t.Errorf("%s: header does not name its source file and commit %s:\n%s", f, upstreamCommit, header)
+		}
 	}
 }
