@@ -4,12 +4,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
+	"k8s.io/client-go/util/jsonpath"
 	"sigs.k8s.io/yaml"
 
 	"github.com/certfn/certfn/core/api"
@@ -17,87 +19,230 @@ import (
 )
 
 func newGet(g *globals) *cobra.Command {
-	var ns, output string
+	var ns, output, labels string
 	var all bool
 	c := &cobra.Command{
-		Use:   "get KIND [NAME]",
-		Short: "List or show resources (-o wide|yaml|json)",
-		Long: `List or show resources. KIND is a kind, plural or short name: certificates (cert),
-certificaterequests (cr), issuers, clusterissuers, orders, challenges,
-certificaterequestpolicies, roles, rolebindings, clusterroles, clusterrolebindings, namespaces.`,
-		Args: cobra.RangeArgs(1, 2),
+		Use:   "get TYPE[,TYPE...] [NAME...] | get TYPE/NAME...",
+		Short: "List or show resources (-o wide|yaml|json|name|jsonpath=TEMPLATE, -l SELECTOR)",
+		Long: `List or show resources, as kubectl get does. TYPE is a kind, plural or short name:
+certificates (cert), certificaterequests (cr), issuers, clusterissuers, orders, challenges,
+certificaterequestpolicies (crp), roles, rolebindings, clusterroles, clusterrolebindings,
+namespaces, events; several are separated by commas (get certificates,certificaterequests).
+-l filters by labels (key=value, key!=value, key, !key, key in (a,b), key notin (a,b)).
+-o json prints the object for one named object, else always a List; -o name prints
+kind.group/name; -o jsonpath='{.items[*].metadata.name}' uses kubectl's JSONPath templates.
+Secrets are never read back (their values stay in the secret store).`,
+		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			switch output {
-			case "", "wide", "yaml", "json":
-			default:
-				return fmt.Errorf("-o %q: want wide, yaml or json", output)
+			out, err := parseOutput(output)
+			if err != nil {
+				return err
 			}
-			info, ok := api.KindForName(args[0])
-			if !ok {
-				return fmt.Errorf("unknown resource type %q", args[0])
+			sel, err := parseSelector(labels)
+			if err != nil {
+				return err
+			}
+			queries, single, err := getQueries(args, ns)
+			if err != nil {
+				return err
 			}
 			cl, err := g.client(cmd.Context())
 			if err != nil {
 				return err
 			}
-			var objs []api.Object
-			if len(args) == 2 {
-				k, _, _ := resolveKey(args[0], args[1], ns)
-				o, err := cl.Get(cmd.Context(), k)
-				if err != nil {
-					return notFound(k, err)
+			var groups []objectGroup
+			for _, q := range queries {
+				var objs []api.Object
+				if len(q.names) > 0 {
+					for _, name := range q.names {
+						k, _, _ := resolveKey(q.info.Plural, name, ns)
+						o, err := cl.Get(cmd.Context(), k)
+						if err != nil {
+							return notFound(k, err)
+						}
+						objs = append(objs, o)
+					}
+				} else {
+					listNS := ns
+					if all || !q.info.Namespaced {
+						listNS = ""
+					}
+					if objs, err = cl.List(cmd.Context(), q.info.Kind, listNS); err != nil {
+						return err
+					}
 				}
-				objs = []api.Object{o}
-			} else {
-				listNS := ns
-				if all || !info.Namespaced {
-					listNS = ""
-				}
-				if objs, err = cl.List(cmd.Context(), info.Kind, listNS); err != nil {
-					return err
-				}
+				objs = slices.DeleteFunc(objs, func(o api.Object) bool { return !sel.matches(o.GetObjectMeta().Labels) })
+				groups = append(groups, objectGroup{info: q.info, objs: objs})
 			}
-			return printObjects(g.stdout, objs, info, output, all, clock.Real{}.Now())
+			return printGroups(g.stdout, groups, out, single, all, len(queries) > 1, clock.Real{}.Now())
 		},
 	}
 	c.Flags().StringVarP(&ns, "namespace", "n", "default", "namespace")
 	c.Flags().BoolVarP(&all, "all-namespaces", "A", false, "list across all namespaces")
-	c.Flags().StringVarP(&output, "output", "o", "", "output format: wide, yaml or json")
+	c.Flags().StringVarP(&output, "output", "o", "", "output format: wide, yaml, json, name or jsonpath=TEMPLATE")
+	c.Flags().StringVarP(&labels, "selector", "l", "", "label selector, e.g. 'app=web,tier in (frontend)'")
 	return c
 }
 
-func printObjects(w io.Writer, objs []api.Object, info api.KindInfo, output string, showNS bool, now time.Time) error {
-	switch output {
-	case "json":
-		var v any = objs
-		if len(objs) == 1 {
-			v = objs[0]
-		} else {
-			v = map[string]any{"apiVersion": "v1", "kind": "List", "items": objs}
+// getQuery is one kind of a get and the names asked for (none: list).
+type getQuery struct {
+	info  api.KindInfo
+	names []string
+}
+
+// getQueries parses get's arguments: TYPE[,TYPE...] [NAME...] or
+// TYPE/NAME.... single reports one named object (printed bare by -o json
+// and -o yaml, as kubectl does).
+func getQueries(args []string, ns string) ([]getQuery, bool, error) {
+	kindOf := func(name string) (api.KindInfo, error) {
+		info, ok := api.KindForName(name)
+		if !ok {
+			return info, fmt.Errorf("unknown resource type %q (try certificates, certificaterequests, issuers, clusterissuers, orders, challenges)", name)
 		}
-		b, err := json.MarshalIndent(v, "", "  ")
+		return info, nil
+	}
+	if strings.Contains(args[0], "/") {
+		var qs []getQuery
+		for _, a := range args {
+			kind, name, ok := strings.Cut(a, "/")
+			if !ok || kind == "" || name == "" {
+				return nil, false, fmt.Errorf("%q: want TYPE/NAME (every argument, once the first is TYPE/NAME)", a)
+			}
+			info, err := kindOf(kind)
+			if err != nil {
+				return nil, false, err
+			}
+			if i := slices.IndexFunc(qs, func(q getQuery) bool { return q.info.Kind == info.Kind }); i >= 0 {
+				qs[i].names = append(qs[i].names, name)
+			} else {
+				qs = append(qs, getQuery{info: info, names: []string{name}})
+			}
+		}
+		return qs, len(args) == 1, nil
+	}
+	var qs []getQuery
+	for _, k := range strings.Split(args[0], ",") {
+		info, err := kindOf(strings.TrimSpace(k))
+		if err != nil {
+			return nil, false, err
+		}
+		qs = append(qs, getQuery{info: info, names: args[1:]})
+	}
+	if len(qs) > 1 && len(args) > 1 {
+		return nil, false, fmt.Errorf("names need one resource type: use TYPE/NAME to name objects of several types")
+	}
+	return qs, len(qs) == 1 && len(args) == 2, nil
+}
+
+// objectGroup is the objects of one kind a get found.
+type objectGroup struct {
+	info api.KindInfo
+	objs []api.Object
+}
+
+// outputFormat is a parsed -o.
+type outputFormat struct {
+	kind     string // "", wide, yaml, json, name, jsonpath
+	jsonpath *jsonpath.JSONPath
+}
+
+func parseOutput(o string) (outputFormat, error) {
+	switch {
+	case o == "" || o == "wide" || o == "yaml" || o == "json" || o == "name":
+		return outputFormat{kind: o}, nil
+	case strings.HasPrefix(o, "jsonpath="):
+		jp := jsonpath.New("output")
+		jp.AllowMissingKeys(true)
+		if err := jp.Parse(strings.TrimPrefix(o, "jsonpath=")); err != nil {
+			return outputFormat{}, fmt.Errorf("-o %s: %w", o, err)
+		}
+		return outputFormat{kind: "jsonpath", jsonpath: jp}, nil
+	}
+	return outputFormat{}, fmt.Errorf("-o %q: want wide, yaml, json, name or jsonpath=TEMPLATE", o)
+}
+
+// printGroups prints what a get found: one table per kind (objects named
+// kind.group/name when several kinds are shown), or every object as one
+// List for json, yaml and jsonpath (the object itself when single).
+func printGroups(w io.Writer, groups []objectGroup, out outputFormat, single, showNS, manyKinds bool, now time.Time) error {
+	var all []api.Object
+	for _, gr := range groups {
+		all = append(all, gr.objs...)
+	}
+	var doc any = map[string]any{"apiVersion": "v1", "kind": "List", "items": all, "metadata": map[string]any{}}
+	if single && len(all) == 1 {
+		doc = all[0]
+	}
+	switch out.kind {
+	case "json":
+		b, err := json.MarshalIndent(doc, "", "  ")
 		if err != nil {
 			return err
 		}
 		_, err = fmt.Fprintln(w, string(b))
 		return err
 	case "yaml":
-		for i, o := range objs {
-			b, err := yaml.Marshal(o)
-			if err != nil {
-				return err
-			}
-			if i > 0 {
-				fmt.Fprintln(w, "---")
-			}
-			fmt.Fprint(w, string(b))
+		b, err := yaml.Marshal(doc)
+		if err != nil {
+			return err
+		}
+		_, err = w.Write(b)
+		return err
+	case "jsonpath":
+		// JSONPath runs on the generic JSON form, as kubectl's does.
+		b, err := json.Marshal(doc)
+		if err != nil {
+			return err
+		}
+		var v any
+		if err := json.Unmarshal(b, &v); err != nil {
+			return err
+		}
+		if err := out.jsonpath.Execute(w, v); err != nil {
+			return fmt.Errorf("-o jsonpath: %w", err)
+		}
+		return nil
+	case "name":
+		for _, o := range all {
+			fmt.Fprintln(w, kindName(api.KeyOf(o)))
 		}
 		return nil
 	}
-	if len(objs) == 0 {
-		fmt.Fprintf(w, "No %s found.\n", info.Plural)
+	if len(all) == 0 {
+		var names []string
+		for _, gr := range groups {
+			names = append(names, gr.info.Plural)
+		}
+		fmt.Fprintf(w, "No %s found.\n", strings.Join(names, ", "))
 		return nil
 	}
+	first := true
+	for _, gr := range groups {
+		if len(gr.objs) == 0 {
+			continue
+		}
+		if !first {
+			fmt.Fprintln(w)
+		}
+		first = false
+		if err := printTable(w, gr.objs, gr.info, out.kind == "wide", showNS, manyKinds, now); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// kindName renders a key as kubectl's -o name does: certificate.cert-manager.io/web.
+func kindName(k api.Key) string {
+	info, _ := api.KindInfoFor(k.Kind)
+	s := strings.ToLower(k.Kind)
+	if group, _, ok := strings.Cut(info.APIVersion, "/"); ok {
+		s += "." + group
+	}
+	return s + "/" + k.Name
+}
+
+func printTable(w io.Writer, objs []api.Object, info api.KindInfo, wide, showNS, qualified bool, now time.Time) error {
 	sort.Slice(objs, func(i, j int) bool {
 		a, b := objs[i].GetObjectMeta(), objs[j].GetObjectMeta()
 		if a.Namespace != b.Namespace {
@@ -106,20 +251,24 @@ func printObjects(w io.Writer, objs []api.Object, info api.KindInfo, output stri
 		return a.Name < b.Name
 	})
 	tw := tabwriter.NewWriter(w, 0, 4, 3, ' ', 0)
-	defer tw.Flush()
-	cols, row := columns(info.Kind, output == "wide", now)
+	cols, row := columns(info.Kind, wide, now)
+	nameCol := slices.Index(cols, "NAME")
 	if showNS && info.Namespaced {
 		cols = append([]string{"NAMESPACE"}, cols...)
 	}
 	fmt.Fprintln(tw, strings.Join(cols, "\t"))
 	for _, o := range objs {
 		cells := row(o)
+		if qualified && nameCol >= 0 {
+			// With several kinds, names are qualified as kubectl does.
+			cells[nameCol] = kindName(api.KeyOf(o))
+		}
 		if showNS && info.Namespaced {
 			cells = append([]string{o.GetObjectMeta().Namespace}, cells...)
 		}
 		fmt.Fprintln(tw, strings.Join(cells, "\t"))
 	}
-	return nil
+	return tw.Flush()
 }
 
 func condStatus(conds []api.Condition, t string) string {
