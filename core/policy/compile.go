@@ -53,16 +53,19 @@ type Compiled struct {
 // or one entry of allowed.otherNames or allowed.subject.otherAttributes
 // (attr attrOtherName or attrOtherAttribute, with its oid).
 type stringField struct {
-	path     string // "spec.allowed.dnsNames", "spec.allowed.otherNames[1.2.3]"
-	what     string // "DNS name", for messages
-	attr     attr   // which request attribute it checks
-	oid      string // the OID of an otherNames / otherAttributes entry
-	single   bool   // a `value` field (commonName, serialNumber), not `values`
-	set      bool   // the field is present in the policy
-	values   *patterns
-	need     charClass // union of the values' need: what a value must be to skip classOf
-	required bool
-	rules    []celRule
+	path string // "spec.allowed.dnsNames", "spec.allowed.otherNames[1.2.3]"
+	// valuesPath is path.values (path.value for a single field), for
+	// messages.
+	valuesPath string
+	what       string // "DNS name", for messages
+	attr       attr   // which request attribute it checks
+	oid        string // the OID of an otherNames / otherAttributes entry
+	single     bool   // a `value` field (commonName, serialNumber), not `values`
+	set        bool   // the field is present in the policy
+	values     *patterns
+	need       charClass // union of the values' need: what a value must be to skip classOf
+	required   bool
+	rules      []celRule
 }
 
 // allows reports whether the field allows some value (by values or
@@ -411,10 +414,8 @@ func (c *compiler) fillField(f *stringField, hasValues bool, values []string, re
 // field), patterns at path.values[i], rules at path.validations[i].
 func (c *compiler) fillFieldAt(f *stringField, path string, hasValues bool, values []string, required *bool, rules []api.ValidationRule) {
 	f.set = true
-	valuesPath := path + ".values"
-	if f.single {
-		valuesPath = path + ".value"
-	}
+	f.valuesPath = f.path + valuesSuffix(f.single)
+	valuesPath := path + valuesSuffix(f.single)
 	if hasValues {
 		ps := patterns{}
 		for i, v := range values {

@@ -173,9 +173,9 @@ func (f *stringField) describeNotAllowed(path string, vals []string) errorList {
 // whose values all have class have) that matches no pattern of the field,
 // in order, under path.value(s).
 func (f *stringField) describeUnmatched(path string, vals []string, have charClass) errorList {
-	valuesPath := path + ".values"
-	if f.single {
-		valuesPath = path + ".value"
+	valuesPath := f.valuesPath
+	if path != f.path || valuesPath == "" {
+		valuesPath = path + valuesSuffix(f.single)
 	}
 	var errs errorList
 	for _, v := range vals {
@@ -189,6 +189,14 @@ func (f *stringField) describeUnmatched(path string, vals []string, have charCla
 		}
 	}
 	return errs
+}
+
+// valuesSuffix is the field holding a field's patterns: value or values.
+func valuesSuffix(single bool) string {
+	if single {
+		return ".value"
+	}
+	return ".values"
 }
 
 // evalIsCA fails a request for a CA certificate unless allowed.isCA is
