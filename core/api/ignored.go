@@ -18,8 +18,8 @@ import (
 //     cert-manager; the EAB MAC is always HS256);
 //   - spec.acme.solvers[i].http01.ingress and .gatewayHTTPRoute (certfn's
 //     http01 function serves the challenge itself);
-//   - spec.acme.solvers[i].dns01.<provider> for providers other than
-//     rfc2136, route53 and cloudDNS;
+//   - spec.acme.solvers[i].dns01.akamai (the one cert-manager provider
+//     certfn has no client for);
 //   - spec.acme.solvers[i].dns01.route53.auth (Kubernetes service-account
 //     token federation; certfn uses the function's own cloud identity);
 //   - spec.acme.solvers[i].dns01.nameservers[j] that are DNS-over-HTTPS
@@ -77,8 +77,10 @@ func ignoredIssuerFields(spec *IssuerSpec) []string {
 				name string
 				set  bool
 			}{
-				{"acmeDNS", d.AcmeDNS != nil}, {"akamai", d.Akamai != nil}, {"azureDNS", d.AzureDNS != nil},
-				{"cloudflare", d.Cloudflare != nil}, {"digitalocean", d.DigitalOcean != nil},
+				// akamai is accepted and validated, and keeps the issuer not
+				// Ready (core/acme/dns01.Unavailable); every other provider
+				// cert-manager defines is acted on.
+				{"akamai", d.Akamai != nil},
 				// webhook is not listed: its solverName selects a DNS-01 provider
 				// compiled into certfn (core/acme/dns01.WebhookKey).
 			} {

@@ -358,7 +358,7 @@ func dns01(errs *ErrorList, path string, d *api.ACMEChallengeSolverDNS01) {
 		}
 	}
 	if n == 0 {
-		errs.add(path, "no DNS01 provider configured (certfn acts on rfc2136, route53, cloudDNS and webhook solvers it knows)")
+		errs.add(path, "no DNS01 provider configured (certfn acts on rfc2136, route53, cloudDNS, cloudflare, digitalocean, acmeDNS and azureDNS, and webhook solvers it knows)")
 	}
 }
 

@@ -42,7 +42,7 @@ import (
 	"github.com/certfn/certfn/adapters/aws/emf"
 	"github.com/certfn/certfn/adapters/aws/secrets"
 	"github.com/certfn/certfn/adapters/aws/sqsq"
-	"github.com/certfn/certfn/adapters/dns/rfc2136"
+	dnsproviders "github.com/certfn/certfn/adapters/dns/providers"
 	"github.com/certfn/certfn/adapters/dns/route53"
 	"github.com/certfn/certfn/adapters/httpapi"
 	"github.com/certfn/certfn/core/acme/dns01"
@@ -222,8 +222,8 @@ func FromEnvWith(ctx context.Context, role Role, o Options) (*Runtime, error) {
 	}
 	if role == RoleWorker {
 		p.ACME = acmeadapter.NewDialer(acmeadapter.Options{Wrap: o.ACME.WrapTransport})
-		p.DNS01 = map[string]dns01.ProviderFactory{dns01.KeyRFC2136: rfc2136.Factory,
-			dns01.KeyRoute53: route53.NewFactory(route53.Options{AllowedZoneIDs: st.Route53ZoneIDs, Retry: o.Retry}).Build}
+		p.DNS01 = dnsproviders.Standard()
+		p.DNS01[dns01.KeyRoute53] = route53.NewFactory(route53.Options{AllowedZoneIDs: st.Route53ZoneIDs, Retry: o.Retry}).Build
 		for k, f := range o.ACME.DNS01Providers {
 			p.DNS01[k] = f
 		}

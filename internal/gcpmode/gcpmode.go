@@ -23,7 +23,7 @@ import (
 
 	acmeadapter "github.com/certfn/certfn/adapters/acme"
 	"github.com/certfn/certfn/adapters/dns/clouddns"
-	"github.com/certfn/certfn/adapters/dns/rfc2136"
+	dnsproviders "github.com/certfn/certfn/adapters/dns/providers"
 	"github.com/certfn/certfn/adapters/gcp/certmanager"
 	fsstore "github.com/certfn/certfn/adapters/gcp/firestore"
 	"github.com/certfn/certfn/adapters/gcp/pubsubq"
@@ -180,7 +180,8 @@ func FromEnvWith(ctx context.Context, role Role, o Options) (*Runtime, error) {
 		p.ACME = acmeadapter.NewDialer(acmeadapter.Options{Wrap: o.ACME.WrapTransport})
 		dnsOpts := o.CloudDNS
 		dnsOpts.AllowedZones = st.CloudDNSZones
-		p.DNS01 = map[string]dns01.ProviderFactory{dns01.KeyRFC2136: rfc2136.Factory, dns01.KeyCloudDNS: clouddns.NewFactory(dnsOpts).Build}
+		p.DNS01 = dnsproviders.Standard()
+		p.DNS01[dns01.KeyCloudDNS] = clouddns.NewFactory(dnsOpts).Build
 		for k, f := range o.ACME.DNS01Providers {
 			p.DNS01[k] = f
 		}

@@ -18,7 +18,8 @@ import (
 	"time"
 
 	acmeadapter "github.com/certfn/certfn/adapters/acme"
-	"github.com/certfn/certfn/adapters/dns/rfc2136"
+	"github.com/certfn/certfn/adapters/dns/clouddns"
+	dnsproviders "github.com/certfn/certfn/adapters/dns/providers"
 	"github.com/certfn/certfn/adapters/dns/route53"
 	"github.com/certfn/certfn/adapters/local"
 	"github.com/certfn/certfn/core/acme"
@@ -254,8 +255,9 @@ func Open(opts Options) (*Runtime, error) {
 	if opts.WrapStore != nil {
 		engStore = opts.WrapStore(store)
 	}
-	providers := map[string]dns01.ProviderFactory{dns01.KeyRFC2136: rfc2136.Factory,
-		dns01.KeyRoute53: route53.NewFactory(route53.Options{}).Build}
+	providers := dnsproviders.Standard()
+	providers[dns01.KeyRoute53] = route53.NewFactory(route53.Options{}).Build
+	providers[dns01.KeyCloudDNS] = clouddns.NewFactory(clouddns.Options{}).Build
 	for k, f := range opts.ACME.DNS01Providers {
 		providers[k] = f
 	}
