@@ -47,12 +47,17 @@ const getAttempts = 5
 // creates a new version directory and swaps ..data with rename(2): a reader
 // that resolves ..data once sees the whole old or the whole new secret,
 // never a new tls.crt with an old tls.key. The previous version directory is
-// kept for rollback; older ones are removed. Directories are 0700, files 0600.
+// kept for rollback; older ones are removed. Directories are 0700, files
+// 0600, unless FilePerms say otherwise (fileperms.go: a group or mode that
+// lets a web server read a certificate's key).
 // Writers of one secret are serialised by a lock file (flock on
 // <namespace>/..lock.<name>), which also makes Create exclusive across
 // processes; writers of different secrets run in parallel.
 type SecretStore struct {
 	dir string
+	// certPerms are the FilePerms of Certificates' secrets
+	// (SetCertificateFilePerms).
+	certPerms FilePerms
 }
 
 var _ ports.SecretStore = (*SecretStore)(nil)
@@ -316,6 +321,10 @@ func (s *SecretStore) write(ctx context.Context, sec ports.Secret, exclusive boo
 			return fail(err)
 		}
 	}
+	perms, err := s.filePerms(sec)
+	if err != nil {
+		return fail(err)
+	}
 	if err := ctx.Err(); err != nil {
 		return fail(err)
 	}
@@ -340,6 +349,10 @@ func (s *SecretStore) write(ctx context.Context, sec ports.Secret, exclusive boo
 		return fail(err)
 	}
 	if err := writeVersion(vdir, sec); err != nil {
+		_ = os.RemoveAll(vdir)
+		return fail(err)
+	}
+	if err := s.applyPerms(dir, vdir, keysOf(sec.Data), perms); err != nil {
 		_ = os.RemoveAll(vdir)
 		return fail(err)
 	}
@@ -483,4 +496,12 @@ func prune(dir, current, previous string) error {
 		}
 	}
 	return nil
+}
+
+func keysOf(m map[string][]byte) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
 }

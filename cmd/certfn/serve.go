@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net"
 	"net/url"
@@ -11,7 +12,9 @@ import (
 	"time"
 
 	"github.com/certfn/certfn/adapters/dns/challtestsrv"
+	"github.com/certfn/certfn/adapters/local"
 	"github.com/certfn/certfn/core/acme/dns01"
+	"github.com/certfn/certfn/core/api"
 	"github.com/certfn/certfn/core/engine"
 	"github.com/certfn/certfn/internal/envconf"
 	"github.com/certfn/certfn/internal/localmode"
@@ -21,6 +24,7 @@ import (
 func newServe(g *globals) *cobra.Command {
 	var o localmode.ServeOptions
 	var approver, autoApprove, ctrlUser, selfCheckAddr string
+	var fileMode, fileOwner, fileGroup string
 	var ctrlGroups []string
 	var dns01CTS string
 	var dns01NS []string
@@ -63,7 +67,12 @@ this work, so --server is refused.`,
 			if err != nil {
 				return err
 			}
-			opts := localmode.Options{DataDir: g.dataDir, ClusterResourceNamespace: g.clusterNS, AutoApprove: signers, Quotas: quotas}
+			files, err := certificateFilePerms(fileMode, fileOwner, fileGroup)
+			if err != nil {
+				return err
+			}
+			opts := localmode.Options{DataDir: g.dataDir, ClusterResourceNamespace: g.clusterNS, AutoApprove: signers, Quotas: quotas,
+				CertificateFiles: files}
 			if ctrlUser != "" {
 				opts.Identity = engine.Identity{Username: ctrlUser, Groups: append([]string{"system:authenticated"}, ctrlGroups...)}
 			}
@@ -107,6 +116,14 @@ this work, so --server is refused.`,
 	c.Flags().StringSliceVar(&serverAllow, "acme-server-allow", envList("CERTFN_ACME_SERVER_ALLOW"),
 		"ACME directory URL prefixes (comma-separated, repeatable) namespaced Issuers may use, e.g. 'https://acme-v02.api.letsencrypt.org/directory'; "+
 			"an Issuer with another server is not Ready and gets no ACME request; ClusterIssuers are not restricted; default: any server (env CERTFN_ACME_SERVER_ALLOW)")
+	c.Flags().StringVar(&fileMode, "secret-file-mode", os.Getenv("CERTFN_SECRET_FILE_MODE"),
+		"mode of the files of Certificates' secrets, e.g. 0640 so that --secret-file-group can read tls.key (default 0600; "+
+			"per Certificate: spec.secretTemplate.annotations certfn.io/secret-file-mode) (env CERTFN_SECRET_FILE_MODE)")
+	c.Flags().StringVar(&fileOwner, "secret-file-owner", os.Getenv("CERTFN_SECRET_FILE_OWNER"),
+		"owner (name or uid) of the files of Certificates' secrets; needs root (per Certificate: certfn.io/secret-file-owner) (env CERTFN_SECRET_FILE_OWNER)")
+	c.Flags().StringVar(&fileGroup, "secret-file-group", os.Getenv("CERTFN_SECRET_FILE_GROUP"),
+		"group (name or gid) of the files of Certificates' secrets, e.g. www-data; certfn must be root or a member "+
+			"(per Certificate: certfn.io/secret-file-group) (env CERTFN_SECRET_FILE_GROUP)")
 	c.Flags().IntVar(&o.Workers, "workers", 4, "parallel workers")
 	c.Flags().DurationVar(&o.SweepInterval, "sweep-interval", 10*time.Second, "how often the scheduler looks for due work")
 	c.Flags().StringVar(&approver, "approver", envOr("CERTFN_APPROVER", envconf.ApproverCertManager),
@@ -187,4 +204,30 @@ func nameserverAddr(ns string) (string, error) {
 		return "", fmt.Errorf("is not host:port")
 	}
 	return net.JoinHostPort(host, port), nil
+}
+
+// certificateFilePerms parses --secret-file-mode, --secret-file-owner and
+// --secret-file-group; an invalid value is an error naming the flag.
+func certificateFilePerms(mode, owner, group string) (local.FilePerms, error) {
+	var p local.FilePerms
+	if mode != "" {
+		m, err := api.ParseSecretFileMode(mode)
+		if err != nil {
+			return p, fmt.Errorf("--secret-file-mode: %w", err)
+		}
+		p.Mode = fs.FileMode(m)
+	}
+	for _, f := range []struct {
+		flag, v string
+		dst     *string
+	}{{"--secret-file-owner", owner, &p.Owner}, {"--secret-file-group", group, &p.Group}} {
+		if f.v == "" {
+			continue
+		}
+		if err := api.CheckSecretFileOwner(f.v); err != nil {
+			return p, fmt.Errorf("%s: %w", f.flag, err)
+		}
+		*f.dst = f.v
+	}
+	return p, nil
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/certfn/certfn/core/api"
 	"github.com/certfn/certfn/core/errs"
 	"github.com/certfn/certfn/core/ports"
+	"github.com/certfn/certfn/core/validation"
 )
 
 // Secret manifests (core/v1 Secret) are applied into the secret store, not
@@ -70,6 +71,9 @@ func validateSecret(sec *api.Secret) (field string, err error) {
 				return fail(f.path, "%s", msg)
 			}
 		}
+	}
+	if errl := validation.SecretFileAnnotations("metadata.annotations", sec.Annotations); len(errl) > 0 {
+		return errl[0].Path, errs.Permanent(fmt.Errorf("%s is invalid: %w", key, errl.Err()))
 	}
 	data := sec.MergedData()
 	total := 0

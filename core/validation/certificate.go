@@ -336,6 +336,27 @@ func secretTemplate(path string, t *api.CertificateSecretTemplate) ErrorList {
 			}
 		}
 		errs = append(errs, k8sAnnotations(ap, t.Annotations)...)
+		errs = append(errs, SecretFileAnnotations(ap, t.Annotations)...)
+	}
+	return errs
+}
+
+// SecretFileAnnotations checks certfn's secret file annotations
+// (api.AnnotationSecretFileMode, …Owner, …Group) in annotations at path:
+// a mode no other user can write, user and group names or numbers.
+func SecretFileAnnotations(path string, annotations map[string]string) ErrorList {
+	var errs ErrorList
+	if v, ok := annotations[api.AnnotationSecretFileMode]; ok {
+		if _, err := api.ParseSecretFileMode(v); err != nil {
+			errs.add(path+"["+api.AnnotationSecretFileMode+"]", err.Error())
+		}
+	}
+	for _, k := range []string{api.AnnotationSecretFileOwner, api.AnnotationSecretFileGroup} {
+		if v, ok := annotations[k]; ok {
+			if err := api.CheckSecretFileOwner(v); err != nil {
+				errs.add(path+"["+k+"]", err.Error())
+			}
+		}
 	}
 	return errs
 }

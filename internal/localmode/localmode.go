@@ -54,6 +54,10 @@ type Options struct {
 	// Approver replaces the default approver (auto-approve list, then
 	// CertificateRequestPolicies); tests only.
 	Approver requests.Approver
+	// CertificateFiles are the owner, group and mode of the files of
+	// Certificates' secrets (local.SecretStore.SetCertificateFilePerms;
+	// zero: the process's user, 0600). Annotations on a secret override.
+	CertificateFiles local.FilePerms
 	// QueueToInbox makes the engine's enqueues go to the inbox, for one-shot
 	// CLI commands: a running `certfn serve` picks them up.
 	QueueToInbox bool
@@ -237,6 +241,7 @@ func Open(opts Options) (*Runtime, error) {
 		return nil, err
 	}
 	fileSecrets := local.NewSecretStore(filepath.Join(opts.DataDir, "secrets"))
+	fileSecrets.SetCertificateFilePerms(opts.CertificateFiles)
 	var secrets ports.SecretStore = fileSecrets
 	if opts.WrapSecrets != nil {
 		secrets = opts.WrapSecrets(secrets)
