@@ -160,6 +160,8 @@ type Runtime struct {
 	Hooks *deployhook.Runner
 	// progress logs issuances, renewals and failures while serving.
 	progress *progress
+	// http01Warned: issuers warned about having no HTTP-01 listener.
+	http01Warned http01Warnings
 }
 
 type inboxQueue struct{ in *local.Inbox }
@@ -308,6 +310,9 @@ func (r *Runtime) handle(ctx context.Context, d local.Delivery) {
 		r.Log.Warn("reconcile", "key", d.Key.String(), "attempt", d.Attempt, "retry", !disp.Ack, "err", disp.Err)
 	} else if disp.Why != "" {
 		r.Log.Debug("reconcile: nothing to do", "key", d.Key.String(), "why", disp.Why)
+	}
+	if d.Key.Kind == api.KindIssuer || d.Key.Kind == api.KindClusterIssuer {
+		r.observeIssuer(ctx, d.Key)
 	}
 	if d.Key.Kind == api.KindCertificate {
 		if o, err := r.Engine.Get(ctx, d.Key); err == nil {

@@ -97,6 +97,7 @@ func (r *Runtime) Serve(ctx context.Context, o ServeOptions) error {
 	} else if names, err := r.HTTP01Issuers(ctx); err != nil {
 		r.Log.Warn("http01: list issuers", "err", err)
 	} else if len(names) > 0 {
+		r.rememberHTTP01Issuers(ctx) // warned here, not again at their first reconcile
 		r.Log.Warn("ACME issuers with an http01 solver, but no --http01-listen: their HTTP-01 challenges are not answered by this serve "+
 			"(start it with --http01-listen :80, or answer them elsewhere)", "issuers", strings.Join(names, ", "))
 	}
@@ -182,24 +183,88 @@ func (r *Runtime) HTTP01Issuers(ctx context.Context) ([]string, error) {
 			return nil, err
 		}
 		for _, o := range objs {
-			iss, ok := o.(api.GenericIssuer)
-			if !ok || iss.GetSpec().ACME == nil {
-				continue
-			}
-			for _, s := range iss.GetSpec().ACME.Solvers {
-				if s.HTTP01 != nil {
-					m := iss.GetObjectMeta()
-					if kind == api.KindIssuer {
-						names = append(names, kind+" "+m.Namespace+"/"+m.Name)
-					} else {
-						names = append(names, kind+" "+m.Name)
-					}
-					break
-				}
+			if iss, ok := o.(api.GenericIssuer); ok && hasHTTP01Solver(iss) {
+				names = append(names, issuerName(iss))
 			}
 		}
 	}
 	return names, nil
+}
+
+func hasHTTP01Solver(iss api.GenericIssuer) bool {
+	if iss.GetSpec().ACME == nil {
+		return false
+	}
+	for _, s := range iss.GetSpec().ACME.Solvers {
+		if s.HTTP01 != nil {
+			return true
+		}
+	}
+	return false
+}
+
+func issuerName(iss api.GenericIssuer) string {
+	m := iss.GetObjectMeta()
+	if m.Namespace != "" {
+		return api.KindIssuer + " " + m.Namespace + "/" + m.Name
+	}
+	return api.KindClusterIssuer + " " + m.Name
+}
+
+// http01Warnings warns, once per issuer generation, when an issuer with an
+// http01 solver appears (applied while serving) and this serve answers no
+// HTTP-01 challenges (no --http01-listen).
+type http01Warnings struct {
+	mu   sync.Mutex
+	seen map[api.Key]int64 // generation warned about
+}
+
+// rememberHTTP01Issuers records every stored issuer's generation as
+// warned about.
+func (r *Runtime) rememberHTTP01Issuers(ctx context.Context) {
+	for _, kind := range []string{api.KindClusterIssuer, api.KindIssuer} {
+		objs, err := r.Engine.List(ctx, kind, "")
+		if err != nil {
+			return
+		}
+		w := &r.http01Warned
+		w.mu.Lock()
+		if w.seen == nil {
+			w.seen = map[api.Key]int64{}
+		}
+		for _, o := range objs {
+			w.seen[api.KeyOf(o)] = o.GetObjectMeta().Generation
+		}
+		w.mu.Unlock()
+	}
+}
+
+// observeIssuer is called after each reconcile of an issuer key.
+func (r *Runtime) observeIssuer(ctx context.Context, key api.Key) {
+	if !r.Opts.ACME.NoHTTP01Listener {
+		return
+	}
+	o, err := r.Engine.Get(ctx, key)
+	if err != nil {
+		return
+	}
+	iss, ok := o.(api.GenericIssuer)
+	if !ok || !hasHTTP01Solver(iss) {
+		return
+	}
+	w := &r.http01Warned
+	w.mu.Lock()
+	if w.seen == nil {
+		w.seen = map[api.Key]int64{}
+	}
+	gen := iss.GetObjectMeta().Generation
+	warned := w.seen[key] == gen
+	w.seen[key] = gen
+	w.mu.Unlock()
+	if !warned {
+		r.Log.Warn("ACME issuer with an http01 solver, but this serve has no --http01-listen: its HTTP-01 challenges are not answered "+
+			"(restart serve with --http01-listen :80, or answer them elsewhere)", "issuer", issuerName(iss))
+	}
 }
 
 // wakeUndecided enqueues every CertificateRequest that no approver has
