@@ -359,6 +359,9 @@ type ApplyResponse struct {
 	// Warnings are what decoding changed, e.g. the namespace of a
 	// cluster-scoped object, ignored as the Kubernetes API server does.
 	Warnings []string `json:"warnings,omitempty"`
+	// DryRun holds the results of POST /v1/apply?dryRun=All (Results is
+	// then empty): what apply would do, nothing written.
+	DryRun []app.DryRunResult `json:"dryRun,omitempty"`
 }
 
 // Action names what Apply did: created, configured or unchanged.
@@ -412,6 +415,18 @@ func (h *Handler) apply(r *http.Request, caller app.Caller) (int, any, error) {
 	}
 	if len(objs) == 0 {
 		return 0, nil, badRequestf("", "body: no resources found")
+	}
+	switch dry := r.URL.Query().Get("dryRun"); dry {
+	case "":
+	case "All":
+		// Kubernetes' dryRun=All: every check, nothing written.
+		res, err := h.svc.DryRun(r.Context(), caller, objs)
+		if err != nil {
+			return 0, nil, err
+		}
+		return http.StatusOK, ApplyResponse{Results: []AppliedObject{}, Warnings: warns, DryRun: res}, nil
+	default:
+		return 0, nil, badRequestf("dryRun", "dryRun=%q: want All (or leave it out)", dry)
 	}
 	results, err := h.svc.Apply(r.Context(), caller, objs)
 	if err != nil {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -127,9 +128,9 @@ func readManifestFile(name string) ([]byte, error) {
 
 func newApply(g *globals) *cobra.Command {
 	var files []string
-	var ns string
+	var ns, dryRun string
 	c := &cobra.Command{
-		Use:   "apply -f FILE|DIR|- [-f ...]",
+		Use:   "apply -f FILE|DIR|- [-f ...] [--dry-run]",
 		Short: "Create or update resources from manifests (YAML or JSON, many documents per file)",
 		Long: `Create or update resources from cert-manager manifests. Every document is decoded and
 validated first; if any is invalid nothing is stored and each error names the file,
@@ -153,6 +154,13 @@ accepted and listed as ignored.`,
 					}
 				}
 			}
+			switch dryRun {
+			case "none", "":
+			case "client", "server":
+				return printDryRun(g, cl, cmd.Context(), objs)
+			default:
+				return fmt.Errorf("--dry-run=%q: want none, client or server", dryRun)
+			}
 			// On a failure part-way (a lost race, a store error) what was
 			// applied before it is still reported.
 			results, err := cl.Apply(cmd.Context(), objs)
@@ -167,7 +175,38 @@ accepted and listed as ignored.`,
 	}
 	c.Flags().StringArrayVarP(&files, "filename", "f", nil, "file, directory or - (stdin); repeatable, applied in order")
 	c.Flags().StringVarP(&ns, "namespace", "n", "", "override the namespace of namespaced resources")
+	c.Flags().StringVar(&dryRun, "dry-run", "none",
+		"client or server (the same here): make every check (permissions, validation, quotas), store nothing, and say what the "+
+			"CertificateRequestPolicies would decide about each Certificate's request; --dry-run alone means server")
+	c.Flags().Lookup("dry-run").NoOptDefVal = "server"
 	return c
+}
+
+// printDryRun prints what apply would do with objs, and the policies'
+// verdict on each request, writing nothing.
+func printDryRun(g *globals, cl client, ctx context.Context, objs []api.Object) error {
+	res, err := cl.DryRun(ctx, objs)
+	if err != nil {
+		return err
+	}
+	for _, r := range res {
+		fmt.Fprintf(g.stdout, "%s %s (dry run)\n", displayKey(r.Key), r.Action)
+		if len(r.Ignored) > 0 {
+			fmt.Fprintf(g.stdout, "  ignored (accepted, not acted on by certfn): %s\n", strings.Join(r.Ignored, ", "))
+		}
+		if a := r.Approval; a != nil {
+			switch a.Result {
+			case "Approved":
+				fmt.Fprintf(g.stdout, "  request: would be approved by CertificateRequestPolicy %q\n", a.Policy)
+			case "Denied":
+				fmt.Fprintf(g.stdout, "  request: would be denied: %s\n", a.Message)
+			default:
+				fmt.Fprintf(g.stdout, "  request: no CertificateRequestPolicy applies (%s): it waits under --approver policy, "+
+					"and is approved by the built-in approver (--approver cert-manager, the local default) or an auto-approve list\n", a.Message)
+			}
+		}
+	}
+	return nil
 }
 
 // notFound rewrites a not-found error as "<kind>/<name> (<ns>) not found".

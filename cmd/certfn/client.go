@@ -19,6 +19,9 @@ type client interface {
 	// Apply validates every object and applies them only if all are valid
 	// and allowed.
 	Apply(ctx context.Context, objs []api.Object) ([]app.ApplyResult, error)
+	// DryRun makes every check of Apply and writes nothing; it says what
+	// Apply would do and what the policies decide about requests.
+	DryRun(ctx context.Context, objs []api.Object) ([]app.DryRunResult, error)
 	Get(ctx context.Context, key api.Key) (api.Object, error)
 	// List lists kind in namespace ("" = every namespace).
 	List(ctx context.Context, kind, namespace string) ([]api.Object, error)
@@ -45,6 +48,10 @@ func newLocalClient(rt *localmode.Runtime, caller app.Caller) *localClient {
 
 func (c *localClient) Apply(ctx context.Context, objs []api.Object) ([]app.ApplyResult, error) {
 	return c.svc.Apply(ctx, c.caller, objs)
+}
+
+func (c *localClient) DryRun(ctx context.Context, objs []api.Object) ([]app.DryRunResult, error) {
+	return c.svc.DryRun(ctx, c.caller, objs)
 }
 
 func (c *localClient) Get(ctx context.Context, key api.Key) (api.Object, error) {

@@ -216,9 +216,10 @@ func isUnauthenticated(err error) bool {
 // do sends a signed request and decodes a 2xx JSON answer into out.
 func (c *remoteClient) do(ctx context.Context, method, path string, body []byte, out any) error {
 	u := *c.base
-	u.Path = strings.TrimRight(c.base.Path, "/") + path
+	p, query, _ := strings.Cut(path, "?")
+	u.Path = strings.TrimRight(c.base.Path, "/") + p
 	u.RawPath = ""
-	u.RawQuery = ""
+	u.RawQuery = query
 	req, err := http.NewRequestWithContext(ctx, method, u.String(), bytes.NewReader(body))
 	if err != nil {
 		return fmt.Errorf("%s %s: %w", method, path, err)
@@ -303,6 +304,18 @@ func (c *remoteClient) Apply(ctx context.Context, objs []api.Object) ([]app.Appl
 			Created: r.Action == "created", Changed: r.Action != "unchanged", Ignored: r.Ignored}
 	}
 	return res, nil
+}
+
+func (c *remoteClient) DryRun(ctx context.Context, objs []api.Object) ([]app.DryRunResult, error) {
+	body, err := json.Marshal(objs)
+	if err != nil {
+		return nil, fmt.Errorf("encode manifests: %w", err)
+	}
+	var out httpapi.ApplyResponse
+	if err := c.do(ctx, http.MethodPost, "/v1/apply?dryRun=All", body, &out); err != nil {
+		return nil, err
+	}
+	return out.DryRun, nil
 }
 
 // decodeObject decodes one object of kind from its JSON.

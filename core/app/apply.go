@@ -77,6 +77,37 @@ var machineKinds = map[string]string{
 // take a namespace over it is refused whole (ErrForbidden, "exceeded
 // quota"), after authorization and validation.
 func (s *Service) Apply(ctx context.Context, caller Caller, objs []api.Object) ([]ApplyResult, error) {
+	p, err := s.checkApply(ctx, caller, objs)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]ApplyResult, 0, len(objs))
+	for i, o := range objs {
+		var res ApplyResult
+		var err error
+		if sec, ok := o.(*api.Secret); ok {
+			res, err = s.applySecret(ctx, sec, p.oldSecrets[i])
+		} else {
+			res, err = s.applyObject(ctx, o, p.stored[i])
+		}
+		if err != nil {
+			return out, err
+		}
+		out = append(out, res)
+	}
+	return out, nil
+}
+
+// checkedApply is what checkApply read: for each object, the stored one
+// (nil: none) or, for a secret-store kind, the stored secret.
+type checkedApply struct {
+	stored     []api.Object
+	oldSecrets []*ports.Secret
+}
+
+// checkApply makes every check of Apply — kinds, authorization (each
+// object read once), validation, escalation, quota — and writes nothing.
+func (s *Service) checkApply(ctx context.Context, caller Caller, objs []api.Object) (*checkedApply, error) {
 	switch {
 	case len(objs) == 0:
 		return nil, badRequestf("no resources to apply")
@@ -160,21 +191,7 @@ func (s *Service) Apply(ctx context.Context, caller Caller, objs []api.Object) (
 	if err := s.checkObjectQuota(ctx, objs, stored); err != nil {
 		return nil, err
 	}
-	out := make([]ApplyResult, 0, len(objs))
-	for i, o := range objs {
-		var res ApplyResult
-		var err error
-		if sec, ok := o.(*api.Secret); ok {
-			res, err = s.applySecret(ctx, sec, oldSecrets[i])
-		} else {
-			res, err = s.applyObject(ctx, o, stored[i])
-		}
-		if err != nil {
-			return out, err
-		}
-		out = append(out, res)
-	}
-	return out, nil
+	return &checkedApply{stored: stored, oldSecrets: oldSecrets}, nil
 }
 
 // QuotaKinds are the kinds Quotas.ObjectsPerNamespace counts: the

@@ -25,27 +25,9 @@ type policyApprover struct {
 const policyReason = "policy.cert-manager.io"
 
 func (p *policyApprover) Decide(ctx context.Context, cr *api.CertificateRequest) (requests.Decision, error) {
-	in := policy.Input{Request: cr}
-	pols, err := p.e.List(ctx, api.KindCertificateRequestPolicy, "")
+	in, err := p.e.PolicyInput(ctx, cr)
 	if err != nil {
 		return requests.Decision{}, err
-	}
-	for _, o := range pols {
-		in.Policies = append(in.Policies, o.(*api.CertificateRequestPolicy))
-	}
-	if in.Authorizer, err = p.e.Authorizer(ctx); err != nil {
-		return requests.Decision{}, err
-	}
-	nsObj, err := p.e.cfg.Store.Get(ctx, api.Key{Kind: api.KindNamespace, Name: cr.Namespace})
-	switch {
-	case err == nil:
-		o, err := decode(nsObj)
-		if err != nil {
-			return requests.Decision{}, err
-		}
-		in.NamespaceLabels = o.GetObjectMeta().Labels
-	case !errors.Is(err, ports.ErrNotFound):
-		return requests.Decision{}, fmt.Errorf("read Namespace %s: %w", cr.Namespace, err)
 	}
 	d := p.ap.Decide(ctx, in)
 	switch d.Result {
@@ -80,4 +62,33 @@ func (e *Engine) Authorizer(ctx context.Context) (*rbac.Authorizer, error) {
 		}
 	}
 	return rbac.NewAuthorizer(s), nil
+}
+
+// PolicyInput is the evaluation input of cr as the approver builds it:
+// every CertificateRequestPolicy, the RBAC snapshot (for `use`), and the
+// labels of the request's Namespace object.
+func (e *Engine) PolicyInput(ctx context.Context, cr *api.CertificateRequest) (policy.Input, error) {
+	in := policy.Input{Request: cr}
+	pols, err := e.List(ctx, api.KindCertificateRequestPolicy, "")
+	if err != nil {
+		return in, err
+	}
+	for _, o := range pols {
+		in.Policies = append(in.Policies, o.(*api.CertificateRequestPolicy))
+	}
+	if in.Authorizer, err = e.Authorizer(ctx); err != nil {
+		return in, err
+	}
+	nsObj, err := e.cfg.Store.Get(ctx, api.Key{Kind: api.KindNamespace, Name: cr.Namespace})
+	switch {
+	case err == nil:
+		o, err := decode(nsObj)
+		if err != nil {
+			return in, err
+		}
+		in.NamespaceLabels = o.GetObjectMeta().Labels
+	case !errors.Is(err, ports.ErrNotFound):
+		return in, fmt.Errorf("read Namespace %s: %w", cr.Namespace, err)
+	}
+	return in, nil
 }

@@ -125,6 +125,10 @@ func (e *Evaluator) Evaluate(ctx context.Context, in Input) Decision {
 	return d
 }
 
+// Preview is Evaluate without counting the outcome: what the policies
+// would decide (a dry run).
+func (e *Evaluator) Preview(ctx context.Context, in Input) Decision { return e.evaluate(ctx, in) }
+
 func (e *Evaluator) count(cr *api.CertificateRequest, r Result) {
 	if e.metrics == nil {
 		return
