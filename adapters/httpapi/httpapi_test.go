@@ -550,3 +550,24 @@ func contains(l []string, s string) bool {
 	}
 	return false
 }
+
+// POST /v1/apply?dryRun=All checks as apply does and stores nothing;
+// another dryRun value is refused naming the parameter.
+func TestApplyDryRun(t *testing.T) {
+	e := newEnv(t, 8<<10)
+	docs := apitest.Docs(apitest.Issuer("default", "ss"), apitest.Certificate("default", "web", "ss", "web.example.com"))
+	r := e.mustDo(200, http.MethodPost, "/v1/apply?dryRun=All", admin, "application/yaml", docs)
+	var out httpapi.ApplyResponse
+	if err := json.Unmarshal([]byte(r.body), &out); err != nil {
+		t.Fatal(err)
+	}
+	if len(out.DryRun) != 2 || out.DryRun[1].Action != "created" || out.DryRun[1].Approval == nil || len(out.Results) != 0 {
+		t.Fatalf("dry run answer: %s", r.body)
+	}
+	if n := e.count(api.KindCertificate, "default") + e.count(api.KindIssuer, "default"); n != 0 {
+		t.Fatalf("the dry run stored %d objects", n)
+	}
+	if r := e.do(http.MethodPost, "/v1/apply?dryRun=Yes", admin, "application/yaml", docs); r.code != 400 || !strings.Contains(r.body, `dryRun=\"Yes\": want All`) {
+		t.Fatalf("dryRun=Yes: %d %s", r.code, r.body)
+	}
+}
