@@ -505,3 +505,50 @@ func keysOf(m map[string][]byte) []string {
 	}
 	return out
 }
+
+// ListSecrets implements ports.SecretLister: the secret directories (those
+// with a current version) under namespace ("" = every namespace).
+func (s *SecretStore) ListSecrets(ctx context.Context, namespace string) ([]ports.SecretRef, error) {
+	var namespaces []string
+	if namespace != "" {
+		if err := checkName("namespace", namespace); err != nil {
+			return nil, err
+		}
+		namespaces = []string{namespace}
+	} else {
+		entries, err := os.ReadDir(s.dir)
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("list secrets: %w", err)
+		}
+		for _, e := range entries {
+			if e.IsDir() && checkName("namespace", e.Name()) == nil {
+				namespaces = append(namespaces, e.Name())
+			}
+		}
+	}
+	var out []ports.SecretRef
+	for _, ns := range namespaces {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		entries, err := os.ReadDir(filepath.Join(s.dir, ns))
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("list secrets of namespace %s: %w", ns, err)
+		}
+		for _, e := range entries {
+			if !e.IsDir() || checkName("name", e.Name()) != nil {
+				continue
+			}
+			if _, err := currentVersion(filepath.Join(s.dir, ns, e.Name())); err == nil {
+				out = append(out, ports.SecretRef{Namespace: ns, Name: e.Name()})
+			}
+		}
+	}
+	return out, nil // ReadDir sorts by name
+}

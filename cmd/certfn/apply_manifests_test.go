@@ -62,8 +62,14 @@ spec: {secretName: b-tls, dnsNames: [b.example.com], issuerRef: {name: root, kin
 	if out := ok(t, dir, "inspect", "secret", "cloudflare-api-token-secret", "-n", "cert-manager"); !strings.Contains(out, "api-token") || strings.Contains(out, "never-printed-token") {
 		t.Errorf("inspect secret:\n%s", out)
 	}
-	if r := cli(t, dir, "", "get", "secret", "cloudflare-api-token-secret", "-n", "cert-manager"); r.code == 0 || !strings.Contains(r.stderr, "never read back") {
-		t.Errorf("get secret: %d %s%s", r.code, r.stdout, r.stderr)
+	// get secrets lists names, types and keys, never values.
+	if out := ok(t, dir, "get", "secrets", "-A"); !strings.Contains(out, "cert-manager   cloudflare-api-token-secret   Opaque   api-token") ||
+		strings.Contains(out, "never-printed-token") {
+		t.Errorf("get secrets -A:\n%s", out)
+	}
+	if out := ok(t, dir, "get", "secret", "cloudflare-api-token-secret", "-n", "cert-manager", "-o", "json"); !strings.Contains(out, `"keys": [`) ||
+		strings.Contains(out, "never-printed-token") || strings.Contains(out, `"data"`) {
+		t.Errorf("get secret -o json:\n%s", out)
 	}
 	// Re-applying the same files changes nothing.
 	if out := ok(t, dir, "apply", "-f", secret, "-f", certs); strings.Count(out, "unchanged") != 3 {

@@ -357,6 +357,15 @@ func columns(kind string, wide bool, now time.Time) ([]string, func(api.Object) 
 			}
 			return cells
 		}
+	case api.KindSecret:
+		return []string{"NAME", "TYPE", "KEYS", "NOT AFTER"}, func(o api.Object) []string {
+			s := o.(*api.Secret)
+			keys, notAfter := "", ""
+			if s.Summary != nil {
+				keys, notAfter = strings.Join(s.Summary.Keys, ","), ts(s.Summary.NotAfter)
+			}
+			return []string{s.Name, orDefault(s.Type, api.SecretTypeOpaque), keys, notAfter}
+		}
 	case api.KindEvent:
 		return []string{"LAST SEEN", "TYPE", "REASON", "OBJECT", "COUNT", "MESSAGE"}, func(o api.Object) []string {
 			e := o.(*api.Event)
@@ -382,4 +391,11 @@ func certStatusLine(c *api.Certificate) string {
 		return ic.Message
 	}
 	return condMessage(conds, "Ready")
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
 }

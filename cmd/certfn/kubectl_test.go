@@ -43,6 +43,9 @@ spec: {secretName: api-tls, dnsNames: [api.example.com], issuerRef: {name: selfs
 			t.Errorf("get certificates,certificaterequests lacks %q:\n%s", want, out)
 		}
 	}
+	if out := ok(t, dir, "get", "secrets"); !strings.Contains(out, "web-tls   kubernetes.io/tls   ca.crt,tls.crt,tls.key   20") {
+		t.Errorf("get secrets:\n%s", out)
+	}
 	if out := ok(t, dir, "get", "orders,challenges"); out != "No orders, challenges found.\n" {
 		t.Errorf("get orders,challenges: %q", out)
 	}

@@ -38,6 +38,18 @@ type Secret struct {
 	Data       map[string][]byte `json:"data,omitempty"`
 	StringData map[string]string `json:"stringData,omitempty"`
 	Immutable  *bool             `json:"immutable,omitempty"`
+	// Summary is set by certfn when it lists or gets a secret: what the
+	// secret holds without its values (which are never read back). A
+	// manifest must leave it out.
+	Summary *SecretSummary `json:"summary,omitempty"`
+}
+
+// SecretSummary describes a stored secret without its values.
+type SecretSummary struct {
+	// Keys are the data keys, sorted.
+	Keys []string `json:"keys"`
+	// NotAfter is the expiry of the certificate in tls.crt, when there is one.
+	NotAfter *Time `json:"notAfter,omitempty"`
 }
 
 // MergedData returns Data with StringData merged over it, as the

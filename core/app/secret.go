@@ -10,6 +10,7 @@ import (
 
 	"github.com/certfn/certfn/core/api"
 	"github.com/certfn/certfn/core/errs"
+	"github.com/certfn/certfn/core/pki"
 	"github.com/certfn/certfn/core/ports"
 	"github.com/certfn/certfn/core/validation"
 )
@@ -21,9 +22,10 @@ import (
 // reads one back through the service (Get and List refuse), so its values
 // never leave the secret store through certfn's API.
 
-// errSecretsRead is the answer to a read of a Secret through the service.
-var errSecretsRead = "secrets are never read back through certfn's API: their values stay in the secret store " +
-	"(locally, `certfn inspect secret` describes a certificate secret without its key)"
+// errSecretsRead is the answer to a read of a Secret where the service may
+// not read the secret store (the cloud APIs).
+var errSecretsRead = "secrets are not read through this deployment's API: their values stay in the secret store " +
+	"(locally, `certfn get secrets` lists names, keys and expiry, never values)"
 
 // secretStoreKind reports whether key's kind lives in the secret store.
 func secretStoreKind(kind string) bool {
@@ -82,6 +84,9 @@ func validateSecret(sec *api.Secret) (field string, err error) {
 	}
 	if total > api.MaxSecretDataBytes {
 		return fail("data", "%d bytes of values: at most %d (64 KiB, the most a cloud secret store holds in one secret)", total, api.MaxSecretDataBytes)
+	}
+	if sec.Summary != nil {
+		return fail("summary", "set by certfn when it lists secrets; leave it out of manifests")
 	}
 	if sec.Immutable != nil && *sec.Immutable {
 		return fail("immutable", "immutable secrets are not supported: the secret store keeps versions instead (leave it out or false)")
@@ -150,4 +155,56 @@ func (s *Service) deleteSecret(ctx context.Context, key api.Key) error {
 		return fmt.Errorf("delete secret %s: %w", key, err)
 	}
 	return nil
+}
+
+// secretSummaries lists the secrets in namespace ("" = all) as
+// api.Secret summaries (keys and the tls.crt expiry, never values), where
+// the service reads the secret store and the store can list.
+func (s *Service) secretSummaries(ctx context.Context, namespace string) ([]api.Object, error) {
+	lister, ok := s.secrets.(ports.SecretLister)
+	if !s.readSecrets || !ok {
+		return nil, badRequestf("secrets: %s", errSecretsRead)
+	}
+	refs, err := lister.ListSecrets(ctx, namespace)
+	if err != nil {
+		return nil, fmt.Errorf("list secrets: %w", err)
+	}
+	out := make([]api.Object, 0, len(refs))
+	for _, r := range refs {
+		o, err := s.secretSummary(ctx, api.Key{Kind: api.KindSecret, Namespace: r.Namespace, Name: r.Name})
+		if errors.Is(err, ports.ErrNotFound) {
+			continue // deleted meanwhile
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, o)
+	}
+	return out, nil
+}
+
+// secretSummary returns the secret at key as an api.Secret with its
+// metadata and Summary only.
+func (s *Service) secretSummary(ctx context.Context, key api.Key) (*api.Secret, error) {
+	if !s.readSecrets {
+		return nil, badRequestf("%s: %s", key, errSecretsRead)
+	}
+	sec, err := s.secrets.Get(ctx, key.Namespace, key.Name)
+	if err != nil {
+		return nil, fmt.Errorf("get %s: %w", key, err)
+	}
+	info, _ := api.KindInfoFor(api.KindSecret)
+	out := info.New().(*api.Secret)
+	out.Name, out.Namespace, out.Labels, out.Annotations = key.Name, key.Namespace, sec.Labels, sec.Annotations
+	out.Type = sec.Annotations[SecretTypeAnnotation]
+	if _, hasKey := sec.Data["tls.key"]; out.Type == "" && hasKey {
+		out.Type = api.SecretTypeTLS
+	}
+	out.Summary = &api.SecretSummary{Keys: api.SortedSecretKeys(sec.Data)}
+	if crt := sec.Data["tls.crt"]; len(crt) > 0 {
+		if chain, err := pki.ParseChainPEM(crt); err == nil {
+			out.Summary.NotAfter = api.NewTime(chain[0].NotAfter)
+		}
+	}
+	return out, nil
 }

@@ -88,6 +88,7 @@ func TestApplySecretInvalid(t *testing.T) {
 		{"dot key", "stringData: {\"..\": topsecret}", "stringData", "not allowed"},
 		{"too large", "stringData: {k: " + big + "}", "data", "at most 65536"},
 		{"immutable", "immutable: true\nstringData: {k: topsecret}", "immutable", "not supported"},
+		{"summary", "summary: {keys: [k]}\nstringData: {k: topsecret}", "summary", "set by certfn when it lists secrets"},
 		{"tls without key", "type: kubernetes.io/tls\nstringData: {tls.crt: topsecret}", "data", `requires the key "tls.key"`},
 		{"bad name", "stringData: {k: topsecret}", "metadata.name", "" /* set below */},
 	} {

@@ -159,7 +159,11 @@ func (s *Service) Get(ctx context.Context, caller Caller, key api.Key) (api.Obje
 		return nil, err
 	}
 	if secretStoreKind(key.Kind) {
-		return nil, badRequestf("%s: %s", key, errSecretsRead)
+		sec, err := s.secretSummary(ctx, key)
+		if err != nil {
+			return nil, err
+		}
+		return sec, nil
 	}
 	return s.engine.Get(ctx, key)
 }
@@ -178,7 +182,7 @@ func (s *Service) List(ctx context.Context, caller Caller, kind, namespace strin
 		return nil, err
 	}
 	if info.InSecretStore {
-		return nil, badRequestf("%s: %s", info.Plural, errSecretsRead)
+		return s.secretSummaries(ctx, namespace)
 	}
 	return s.engine.List(ctx, kind, namespace)
 }

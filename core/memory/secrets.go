@@ -1,10 +1,12 @@
 package memory
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/certfn/certfn/core/errs"
@@ -127,4 +129,23 @@ func (s *Secrets) Len() int {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	return len(s.data)
+}
+
+// ListSecrets implements ports.SecretLister.
+func (s *Secrets) ListSecrets(ctx context.Context, namespace string) ([]ports.SecretRef, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	var out []ports.SecretRef
+	for r := range s.data {
+		if namespace == "" || r.namespace == namespace {
+			out = append(out, ports.SecretRef{Namespace: r.namespace, Name: r.name})
+		}
+	}
+	slices.SortFunc(out, func(a, b ports.SecretRef) int {
+		return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name))
+	})
+	return out, nil
 }

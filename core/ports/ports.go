@@ -99,6 +99,17 @@ type SecretStore interface {
 	Delete(ctx context.Context, namespace, name string) error
 }
 
+// SecretLister is implemented by secret stores that can list the secrets
+// they hold (local mode's files, memory): namespace/name pairs sorted by
+// namespace then name, in namespace ("" = every namespace). It never
+// returns values.
+type SecretLister interface {
+	ListSecrets(ctx context.Context, namespace string) ([]SecretRef, error)
+}
+
+// SecretRef names one secret.
+type SecretRef struct{ Namespace, Name string }
+
 // Queue carries reconcile keys. Delivery is at least once; duplicates and
 // reordering are expected. Backends may cap delay (SQS: 15 minutes) and
 // then deliver early; handlers re-check their nextRunAt.

@@ -65,6 +65,7 @@ func SecretSuite(t *testing.T, newSecrets func(t *testing.T) ports.SecretStore) 
 	t.Run("Put", func(t *testing.T) { secretPut(t, newSecrets) })
 	t.Run("Delete", func(t *testing.T) { secretDelete(t, newSecrets(t)) })
 	t.Run("Isolation", func(t *testing.T) { secretIsolation(t, newSecrets(t)) })
+	t.Run("List", func(t *testing.T) { secretList(t, newSecrets(t)) })
 }
 
 // noLeak fails if err's message contains secret material.
@@ -267,5 +268,45 @@ func secretIsolation(t *testing.T, s ports.SecretStore) {
 	checkSecret(t, "team-b/web-tls", mustGetSecret(t, s, "team-b", "web-tls"), b)
 	if _, err := s.Get(ctx, "team-a", "web-tls-2"); !errors.Is(err, ports.ErrNotFound) {
 		t.Errorf("Get of deleted team-a/web-tls-2: %v, want ErrNotFound", err)
+	}
+}
+
+// secretList: a store that implements ports.SecretLister lists exactly the
+// secrets it holds, sorted, per namespace or all, and no deleted one.
+// Stores that do not list (the cloud ones) are not asked.
+func secretList(t *testing.T, s ports.SecretStore) {
+	l, ok := s.(ports.SecretLister)
+	if !ok {
+		t.Logf("%T does not implement ports.SecretLister: nothing to check", s)
+		return
+	}
+	ctx := context.Background()
+	if got, err := l.ListSecrets(ctx, ""); err != nil || len(got) != 0 {
+		t.Fatalf("ListSecrets of an empty store = %v, %v", got, err)
+	}
+	for _, r := range []ports.SecretRef{{Namespace: "b-ns", Name: "one"}, {Namespace: "a-ns", Name: "two"}, {Namespace: "a-ns", Name: "one"}, {Namespace: "b-ns", Name: "gone"}} {
+		sec := newSecret(r.Namespace, r.Name, "list")
+		if err := s.Put(ctx, sec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Delete(ctx, "b-ns", "gone"); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		ns   string
+		want []ports.SecretRef
+	}{
+		{"", []ports.SecretRef{{Namespace: "a-ns", Name: "one"}, {Namespace: "a-ns", Name: "two"}, {Namespace: "b-ns", Name: "one"}}},
+		{"a-ns", []ports.SecretRef{{Namespace: "a-ns", Name: "one"}, {Namespace: "a-ns", Name: "two"}}},
+		{"c-ns", nil},
+	} {
+		got, err := l.ListSecrets(ctx, tc.ns)
+		if err != nil {
+			t.Fatalf("ListSecrets(%q): %v", tc.ns, err)
+		}
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("ListSecrets(%q) = %v, want %v", tc.ns, got, tc.want)
+		}
 	}
 }
