@@ -3,20 +3,26 @@
 GO ?= go
 BIN := bin/certfn
 
-.PHONY: build deps test bench demo lint fuzz clean emulators lambda gcp-image
+.PHONY: build deps test bench demo lint fuzz clean emulators lambda gcp-image install uninstall release
 
 build:
 	$(GO) build -o $(BIN) ./cmd/certfn
 
 # System packages the tests need: bind9's named (the RFC2136 DNS-01 tests start
-# it on a loopback port). Installed only when missing; needs root (or sudo).
+# it on a loopback port), systemd's systemd-analyze (tools/release verifies the
+# unit with it) and dpkg-deb (tools/release inspects the .deb). Installed only
+# when missing; needs root (or sudo).
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 deps:
-	@if command -v named >/dev/null 2>&1 || [ -x /usr/sbin/named ]; then \
-		echo "deps: named present"; \
+	@pkgs=""; \
+	if ! command -v named >/dev/null 2>&1 && [ ! -x /usr/sbin/named ]; then pkgs="$$pkgs bind9 bind9-utils"; fi; \
+	if ! command -v systemd-analyze >/dev/null 2>&1; then pkgs="$$pkgs systemd"; fi; \
+	if ! command -v dpkg-deb >/dev/null 2>&1; then pkgs="$$pkgs dpkg"; fi; \
+	if [ -z "$$pkgs" ]; then \
+		echo "deps: named, systemd-analyze and dpkg-deb present"; \
 	else \
 		$(SUDO) apt-get update && \
-		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y --no-install-recommends bind9 bind9-utils; \
+		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y --no-install-recommends $$pkgs; \
 	fi
 
 # The whole test suite (what CI runs).
@@ -98,6 +104,59 @@ fuzz:
 
 clean:
 	rm -rf bin
+
+# Installing on a VM (docs/install.md): `make build && sudo make install`
+# copies bin/certfn (building it only when missing) to $(PREFIX)/bin, the
+# systemd unit (its ExecStart pointed at that binary) to
+# $(PREFIX)/lib/systemd/system — on systemd's unit path for /usr/local and
+# /usr, and leaving /etc/systemd/system to the administrator's overrides; set
+# SYSTEMD_UNIT_DIR=/etc/systemd/system for another PREFIX — and the example
+# /etc/default/certfn (0600) unless one exists. Everything goes under
+# $(DESTDIR); nothing else is created (no user, no daemon-reload: see
+# docs/install.md). `make uninstall` removes the binary and the unit, and
+# /etc/default/certfn only when it is unchanged.
+PREFIX ?= /usr/local
+BINDIR ?= $(PREFIX)/bin
+SYSTEMD_UNIT_DIR ?= $(PREFIX)/lib/systemd/system
+DEFAULTS_FILE := /etc/default/certfn
+INSTALL ?= install
+install:
+	@[ -x $(BIN) ] || $(MAKE) build
+	$(INSTALL) -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(SYSTEMD_UNIT_DIR) $(DESTDIR)$(dir $(DEFAULTS_FILE))
+	$(INSTALL) -m 0755 $(BIN) $(DESTDIR)$(BINDIR)/certfn
+	sed 's|/usr/bin/certfn|$(BINDIR)/certfn|' packaging/systemd/certfn.service > $(DESTDIR)$(SYSTEMD_UNIT_DIR)/.certfn.service.tmp
+	chmod 0644 $(DESTDIR)$(SYSTEMD_UNIT_DIR)/.certfn.service.tmp
+	mv -f $(DESTDIR)$(SYSTEMD_UNIT_DIR)/.certfn.service.tmp $(DESTDIR)$(SYSTEMD_UNIT_DIR)/certfn.service
+	@if [ -e $(DESTDIR)$(DEFAULTS_FILE) ]; then \
+		echo "install: kept the existing $(DESTDIR)$(DEFAULTS_FILE)"; \
+	else \
+		echo "$(INSTALL) -m 0600 packaging/default/certfn $(DESTDIR)$(DEFAULTS_FILE)"; \
+		$(INSTALL) -m 0600 packaging/default/certfn $(DESTDIR)$(DEFAULTS_FILE); \
+	fi
+
+uninstall:
+	rm -f $(DESTDIR)$(BINDIR)/certfn $(DESTDIR)$(SYSTEMD_UNIT_DIR)/certfn.service
+	@if cmp -s packaging/default/certfn $(DESTDIR)$(DEFAULTS_FILE); then \
+		echo "rm -f $(DESTDIR)$(DEFAULTS_FILE)"; rm -f $(DESTDIR)$(DEFAULTS_FILE); \
+	elif [ -e $(DESTDIR)$(DEFAULTS_FILE) ]; then \
+		echo "uninstall: kept $(DESTDIR)$(DEFAULTS_FILE) (changed since installed)"; \
+	fi
+
+# Release files (docs/install.md): dist/certfn_<VERSION>_linux_<arch>.tar.gz
+# and dist/certfn_<VERSION>_<arch>.deb for amd64 and arm64, and
+# dist/SHA256SUMS, written by tools/release: static binaries (-trimpath,
+# main.version set), reproducible archives whose entries carry
+# SOURCE_DATE_EPOCH (default: the last commit's time). VERSION defaults to
+# the last v* tag (without the v; git describe's suffix after it), else
+# 0.0.0~git<commit date>.<commit>.
+VERSION ?= $(shell v=$$(git describe --tags --match 'v[0-9]*' --dirty 2>/dev/null) && echo "$$v" | sed 's/^v//' || \
+	echo "0.0.0~git$$(git log -1 --format=%cd --date=format:%Y%m%d).$$(git rev-parse --short=12 HEAD)")
+SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct)
+RELEASE_ARCHS ?= amd64 arm64
+DEB_MAINTAINER ?= certfn maintainers <maintainers@certfn.invalid>
+release:
+	$(GO) run ./tools/release -version '$(VERSION)' -mtime '$(SOURCE_DATE_EPOCH)' -arch '$(RELEASE_ARCHS)' \
+		-maintainer '$(DEB_MAINTAINER)' -go '$(GO)' -o dist
 
 # Terraform checks of infra/terraform/aws: fmt -check, init -backend=false,
 # validate and plan (provider mirror, no AWS account) and the IAM

@@ -1,0 +1,101 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"debug/buildinfo"
+	"debug/elf"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+)
+
+// A real release (the one test that builds: certfn for linux/amd64 and
+// linux/arm64): static, stripped binaries of the right machine, built with
+// -trimpath and main.version set; the host's one prints that version; the
+// .deb holds the tarball's binary; SHA256SUMS checks.
+func TestReleaseBuildsStaticBinaries(t *testing.T) {
+	dpkgDeb := requireTool(t, "dpkg-deb", "dpkg")
+	requireTool(t, "go", "golang")
+	out := t.TempDir()
+	o := newRelease(repoRoot(t), out).version("1.2.3~test").build()
+	if _, err := release(context.Background(), o); err != nil {
+		t.Fatal(err)
+	}
+	machines := map[string]elf.Machine{"amd64": elf.EM_X86_64, "arm64": elf.EM_AARCH64}
+	for _, arch := range o.Archs {
+		t.Run(arch, func(t *testing.T) {
+			entries, _ := readTarGz(t, readFile(t, filepath.Join(out, tarballName(o.Version, arch))))
+			var bin []byte
+			for _, e := range entries {
+				if e.hdr.Name == "certfn_1.2.3~test_linux_"+arch+"/certfn" {
+					bin = e.data
+				}
+			}
+			if bin == nil {
+				t.Fatal("no certfn binary in the tarball")
+			}
+			f, err := elf.NewFile(bytes.NewReader(bin))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if f.Machine != machines[arch] {
+				t.Errorf("ELF machine %v, want %v", f.Machine, machines[arch])
+			}
+			for _, p := range f.Progs {
+				if p.Type == elf.PT_INTERP || p.Type == elf.PT_DYNAMIC {
+					t.Errorf("program header %v: the binary is dynamically linked", p.Type)
+				}
+			}
+			for _, s := range f.Sections {
+				if s.Name == ".symtab" || strings.HasPrefix(s.Name, ".debug") || strings.HasPrefix(s.Name, ".zdebug") {
+					t.Errorf("section %s: the binary is not stripped (-s -w)", s.Name)
+				}
+			}
+			bi, err := buildinfo.Read(bytes.NewReader(bin))
+			if err != nil {
+				t.Fatal(err)
+			}
+			settings := map[string]string{}
+			for _, s := range bi.Settings {
+				settings[s.Key] = s.Value
+			}
+			// (-trimpath leaves -ldflags out of the build information: the
+			// version is checked in the binary's data below.)
+			for k, want := range map[string]string{"CGO_ENABLED": "0", "GOOS": "linux", "GOARCH": arch, "-trimpath": "true"} {
+				if settings[k] != want {
+					t.Errorf("build setting %s = %q, want %q", k, settings[k], want)
+				}
+			}
+			if bi.Path != "github.com/certfn/certfn/cmd/certfn" {
+				t.Errorf("main package %s", bi.Path)
+			}
+			// The commit is recorded (-buildvcs=auto, whatever GOFLAGS says)
+			// when the sources are a git checkout.
+			if _, err := os.Stat(filepath.Join(repoRoot(t), ".git")); err == nil && (settings["vcs"] != "git" || len(settings["vcs.revision"]) != 40) {
+				t.Errorf("build settings vcs %q vcs.revision %q, want git and a commit", settings["vcs"], settings["vcs.revision"])
+			}
+			if !bytes.Contains(bin, []byte("1.2.3~test")) {
+				t.Error("the binary does not hold its version 1.2.3~test: -X main.version had no variable to set")
+			}
+
+			ctrl := t.TempDir()
+			runCmd(t, "", dpkgDeb, "--extract", filepath.Join(out, debName(o.Version, arch)), ctrl)
+			if !bytes.Equal(readFile(t, filepath.Join(ctrl, "usr/bin/certfn")), bin) {
+				t.Error("the .deb's /usr/bin/certfn differs from the tarball's binary")
+			}
+			if arch == runtime.GOARCH && runtime.GOOS == "linux" {
+				got := runCmd(t, "", filepath.Join(ctrl, "usr/bin/certfn"), "version")
+				if !strings.HasPrefix(got, "certfn 1.2.3~test (") || !strings.Contains(got, "linux/"+arch+")") {
+					t.Errorf("certfn version: %q, want certfn 1.2.3~test (... linux/%s)", got, arch)
+				}
+			}
+		})
+	}
+	got := runCmd(t, out, requireTool(t, "sha256sum", "coreutils"), "--check", "--strict", "SHA256SUMS")
+	if strings.Count(got, ": OK\n") != 4 {
+		t.Errorf("sha256sum --check:\n%s", got)
+	}
+}
