@@ -155,8 +155,14 @@ func requireTool(t testing.TB, name, pkg string) string {
 // runCmd runs a command and returns its stdout, failing t on an error.
 func runCmd(t testing.TB, dir string, name string, args ...string) string {
 	t.Helper()
+	return runCmdEnv(t, nil, dir, name, args...)
+}
+
+// runCmdEnv is runCmd with the environment env (nil: this process's).
+func runCmdEnv(t testing.TB, env []string, dir string, name string, args ...string) string {
+	t.Helper()
 	cmd := exec.Command(name, args...)
-	cmd.Dir = dir
+	cmd.Dir, cmd.Env = dir, env
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {

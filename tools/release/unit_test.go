@@ -175,6 +175,13 @@ func TestMakeInstall(t *testing.T) {
 	writeFile(t, bin, []byte("#!/bin/sh\necho stand-in certfn\n"), 0o755)
 	unit := readFile(t, filepath.Join(root, "packaging/systemd/certfn.service"))
 	defaults := readFile(t, filepath.Join(root, "packaging/default/certfn"))
+	// Not the make flags of a `make test` running this test (-j, jobserver).
+	var env []string
+	for _, kv := range os.Environ() {
+		if k, _, _ := strings.Cut(kv, "="); k != "MAKEFLAGS" && k != "MFLAGS" && k != "MAKELEVEL" {
+			env = append(env, kv)
+		}
+	}
 	for _, tc := range []struct {
 		name             string
 		vars             []string
@@ -187,7 +194,8 @@ func TestMakeInstall(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			dest := t.TempDir()
 			makeArgs := append([]string{"-s", "-C", root, "DESTDIR=" + dest, "BIN=" + bin}, tc.vars...)
-			runCmd(t, "", makeCmd, append(makeArgs, "install")...)
+			runMake := func(target string) { runCmdEnv(t, env, "", makeCmd, append(makeArgs, target)...) }
+			runMake("install")
 			unitPath := tc.unitDir + "/certfn.service"
 			want := map[string]os.FileMode{tc.binPath: 0o755, unitPath: 0o644, "etc/default/certfn": 0o600}
 			if got := regularFiles(t, dest); !maps.Equal(got, want) {
@@ -207,8 +215,8 @@ func TestMakeInstall(t *testing.T) {
 			// A changed /etc/default/certfn survives a reinstall and an uninstall.
 			changed := append(slices.Clone(defaults), "CERTFN_HTTP01_LISTEN=:80\n"...)
 			writeFile(t, filepath.Join(dest, "etc/default/certfn"), changed, 0o600)
-			runCmd(t, "", makeCmd, append(makeArgs, "install")...)
-			runCmd(t, "", makeCmd, append(makeArgs, "uninstall")...)
+			runMake("install")
+			runMake("uninstall")
 			if got := regularFiles(t, dest); !maps.Equal(got, map[string]os.FileMode{"etc/default/certfn": 0o600}) {
 				t.Errorf("after uninstall: %v, want the changed etc/default/certfn only", got)
 			}
@@ -218,7 +226,7 @@ func TestMakeInstall(t *testing.T) {
 
 			// An unchanged one goes with the rest.
 			writeFile(t, filepath.Join(dest, "etc/default/certfn"), defaults, 0o600)
-			runCmd(t, "", makeCmd, append(makeArgs, "uninstall")...)
+			runMake("uninstall")
 			if got := regularFiles(t, dest); len(got) != 0 {
 				t.Errorf("after uninstall: %v, want no files", got)
 			}
