@@ -246,8 +246,11 @@ func TestUnusableACMEServer(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if want := fmt.Sprintf("Not ready: issuer %q is not ready: %s", s.name, c.Message); rep.Summary != want {
+			if want := fmt.Sprintf("Not ready: issuer %q is not ready (%s): %s", s.name, c.Reason, c.Message); rep.Summary != want {
 				t.Errorf("status summary %q, want %q", rep.Summary, want)
+			}
+			if rep.Permanent {
+				t.Errorf("an unreachable ACME server is reported as permanent: a wait would give up on what may pass")
 			}
 		})
 	}
