@@ -49,6 +49,7 @@ import (
 	"github.com/libdns/libdns"
 	"github.com/miekg/dns"
 
+	"github.com/certfn/certfn/adapters/dns/txtrr"
 	"github.com/certfn/certfn/core/acme/dns01"
 	"github.com/certfn/certfn/core/api"
 	"github.com/certfn/certfn/core/errs"
@@ -427,13 +428,13 @@ var (
 // TTL, 60 s by default). A value already there is not written again. It
 // returns the records as libdns.TXT. Only TXT records are supported.
 func (p *Provider) AppendRecords(ctx context.Context, zone string, recs []libdns.Record) ([]libdns.Record, error) {
-	groups, err := p.group(zone, recs)
+	groups, err := txtrr.GroupByName(zone, recs, p.Config.Path, defaultTTL)
 	if err != nil {
 		return nil, err
 	}
 	var out []libdns.Record
 	for _, g := range groups {
-		z, rel, err := p.locate(ctx, g.fqdn)
+		z, rel, err := p.locate(ctx, g.FQDN)
 		if err != nil {
 			return nil, err
 		}
@@ -441,12 +442,12 @@ func (p *Provider) AppendRecords(ctx context.Context, zone string, recs []libdns
 		if err != nil {
 			return nil, err
 		}
-		next := txtSet{ttl: int64(g.ttl / time.Second)}
+		next := txtSet{ttl: int64(g.TTL / time.Second)}
 		if set != nil {
 			next = txtSet{ttl: set.ttl, records: slices.Clone(set.records)}
 		}
 		changed := false
-		for _, r := range g.recs {
+		for _, r := range g.Recs {
 			if !slices.Contains(next.texts(), r.Text) {
 				next.records = append(next.records, split(r.Text))
 				changed = true
@@ -470,13 +471,13 @@ func (p *Provider) AppendRecords(ctx context.Context, zone string, recs []libdns
 // value or set that is not there is not an error. It returns the records
 // it removed.
 func (p *Provider) DeleteRecords(ctx context.Context, zone string, recs []libdns.Record) ([]libdns.Record, error) {
-	groups, err := p.group(zone, recs)
+	groups, err := txtrr.GroupByName(zone, recs, p.Config.Path, defaultTTL)
 	if err != nil {
 		return nil, err
 	}
 	var out []libdns.Record
 	for _, g := range groups {
-		z, rel, err := p.locate(ctx, g.fqdn)
+		z, rel, err := p.locate(ctx, g.FQDN)
 		if err != nil {
 			return nil, err
 		}
@@ -487,13 +488,13 @@ func (p *Provider) DeleteRecords(ctx context.Context, zone string, recs []libdns
 		if set == nil {
 			continue
 		}
-		all := slices.ContainsFunc(g.recs, func(r libdns.TXT) bool { return r.Text == "" })
+		all := slices.ContainsFunc(g.Recs, func(r libdns.TXT) bool { return r.Text == "" })
 		next := txtSet{ttl: set.ttl}
 		var removed []libdns.Record
 		for _, rec := range set.records {
 			text := strings.Join(rec, "")
-			if all || slices.ContainsFunc(g.recs, func(r libdns.TXT) bool { return r.Text == text }) {
-				removed = append(removed, libdns.TXT{Name: g.rel, TTL: time.Duration(set.ttl) * time.Second, Text: text})
+			if all || slices.ContainsFunc(g.Recs, func(r libdns.TXT) bool { return r.Text == text }) {
+				removed = append(removed, libdns.TXT{Name: g.Rel, TTL: time.Duration(set.ttl) * time.Second, Text: text})
 				continue
 			}
 			next.records = append(next.records, rec)
@@ -510,39 +511,6 @@ func (p *Provider) DeleteRecords(ctx context.Context, zone string, recs []libdns
 }
 
 // group is the TXT records of one name.
-type group struct {
-	fqdn, rel string
-	ttl       time.Duration
-	recs      []libdns.TXT
-}
-
-// group checks recs (TXT only) and groups them by name, in first-seen order.
-func (p *Provider) group(zone string, recs []libdns.Record) ([]*group, error) {
-	zone = dns.CanonicalName(zone)
-	var out []*group
-	by := map[string]*group{}
-	for _, r := range recs {
-		rr := r.RR()
-		if !strings.EqualFold(rr.Type, "TXT") {
-			return nil, errs.Permanentf("%s: %s record %s: only TXT records are supported", p.Config.Path, rr.Type, rr.Name)
-		}
-		fqdn := dns.CanonicalName(libdns.AbsoluteName(rr.Name, zone))
-		if _, ok := dns.IsDomainName(fqdn); !ok {
-			return nil, errs.Permanentf("%s: %q is not a valid record name", p.Config.Path, rr.Name)
-		}
-		g := by[fqdn]
-		if g == nil {
-			g = &group{fqdn: fqdn, rel: libdns.RelativeName(fqdn, zone), ttl: defaultTTL}
-			by[fqdn] = g
-			out = append(out, g)
-		}
-		if rr.TTL > 0 {
-			g.ttl = rr.TTL
-		}
-		g.recs = append(g.recs, libdns.TXT{Name: g.rel, TTL: rr.TTL, Text: strings.Trim(rr.Data, `"`)})
-	}
-	return out, nil
-}
 
 // locate returns the Azure zone that holds fqdn and fqdn's record set name
 // relative to it ("@" at the apex): hostedZoneName, or the zone of the

@@ -40,6 +40,7 @@ import (
 	"google.golang.org/api/googleapi"
 	"google.golang.org/api/option"
 
+	"github.com/certfn/certfn/adapters/dns/txtrr"
 	"github.com/certfn/certfn/core/acme/dns01"
 	"github.com/certfn/certfn/core/api"
 	"github.com/certfn/certfn/core/errs"
@@ -272,27 +273,27 @@ var (
 // value already there is not written again (no change is submitted). It
 // returns the records as libdns.TXT. Only TXT records are supported.
 func (p *Provider) AppendRecords(ctx context.Context, zone string, recs []libdns.Record) ([]libdns.Record, error) {
-	groups, err := p.group(zone, recs)
+	groups, err := txtrr.GroupByName(zone, recs, p.Config.Path, defaultTTL)
 	if err != nil {
 		return nil, err
 	}
 	var out []libdns.Record
 	for _, g := range groups {
-		mz, err := p.managedZone(ctx, g.fqdn)
+		mz, err := p.managedZone(ctx, g.FQDN)
 		if err != nil {
 			return nil, err
 		}
-		set, err := p.readTXT(ctx, mz, g.fqdn)
+		set, err := p.readTXT(ctx, mz, g.FQDN)
 		if err != nil {
 			return nil, err
 		}
 		var values []string
-		ttl := int64(g.ttl / time.Second)
+		ttl := int64(g.TTL / time.Second)
 		if set != nil {
 			values, ttl = slices.Clone(set.Rrdatas), set.Ttl
 		}
 		changed := false
-		for _, r := range g.recs {
+		for _, r := range g.Recs {
 			if !slices.Contains(decodeAll(values), r.Text) {
 				values = append(values, EncodeTXT(r.Text))
 				changed = true
@@ -302,7 +303,7 @@ func (p *Provider) AppendRecords(ctx context.Context, zone string, recs []libdns
 		if !changed {
 			continue
 		}
-		if err := p.replace(ctx, mz, g.fqdn, set, ttl, values); err != nil {
+		if err := p.replace(ctx, mz, g.FQDN, set, ttl, values); err != nil {
 			return nil, err
 		}
 	}
@@ -316,30 +317,30 @@ func (p *Provider) AppendRecords(ctx context.Context, zone string, recs []libdns
 // rule). A value or set that is not there is not an error. It returns the
 // records it removed.
 func (p *Provider) DeleteRecords(ctx context.Context, zone string, recs []libdns.Record) ([]libdns.Record, error) {
-	groups, err := p.group(zone, recs)
+	groups, err := txtrr.GroupByName(zone, recs, p.Config.Path, defaultTTL)
 	if err != nil {
 		return nil, err
 	}
 	var out []libdns.Record
 	for _, g := range groups {
-		mz, err := p.managedZone(ctx, g.fqdn)
+		mz, err := p.managedZone(ctx, g.FQDN)
 		if err != nil {
 			return nil, err
 		}
-		set, err := p.readTXT(ctx, mz, g.fqdn)
+		set, err := p.readTXT(ctx, mz, g.FQDN)
 		if err != nil {
 			return nil, err
 		}
 		if set == nil {
 			continue
 		}
-		all := slices.ContainsFunc(g.recs, func(r libdns.TXT) bool { return r.Text == "" })
+		all := slices.ContainsFunc(g.Recs, func(r libdns.TXT) bool { return r.Text == "" })
 		var keep []string
 		var removed []libdns.Record
 		for _, v := range set.Rrdatas {
 			text := DecodeTXT(v)
-			if all || slices.ContainsFunc(g.recs, func(r libdns.TXT) bool { return r.Text == text }) {
-				removed = append(removed, libdns.TXT{Name: g.rel, TTL: time.Duration(set.Ttl) * time.Second, Text: text})
+			if all || slices.ContainsFunc(g.Recs, func(r libdns.TXT) bool { return r.Text == text }) {
+				removed = append(removed, libdns.TXT{Name: g.Rel, TTL: time.Duration(set.Ttl) * time.Second, Text: text})
 				continue
 			}
 			keep = append(keep, v)
@@ -347,7 +348,7 @@ func (p *Provider) DeleteRecords(ctx context.Context, zone string, recs []libdns
 		if len(removed) == 0 {
 			continue
 		}
-		if err := p.replace(ctx, mz, g.fqdn, set, set.Ttl, keep); err != nil {
+		if err := p.replace(ctx, mz, g.FQDN, set, set.Ttl, keep); err != nil {
 			return nil, err
 		}
 		out = append(out, removed...)
@@ -399,39 +400,6 @@ func parseChange(s string) (project, mz, id string, ok bool) {
 }
 
 // group is the TXT records of one name.
-type group struct {
-	fqdn, rel string
-	ttl       time.Duration
-	recs      []libdns.TXT
-}
-
-// group checks recs (TXT only) and groups them by name, in first-seen order.
-func (p *Provider) group(zone string, recs []libdns.Record) ([]*group, error) {
-	zone = dns.CanonicalName(zone)
-	var out []*group
-	by := map[string]*group{}
-	for _, r := range recs {
-		rr := r.RR()
-		if !strings.EqualFold(rr.Type, "TXT") {
-			return nil, errs.Permanentf("%s: %s record %s: only TXT records are supported", p.Config.Path, rr.Type, rr.Name)
-		}
-		fqdn := dns.CanonicalName(libdns.AbsoluteName(rr.Name, zone))
-		if _, ok := dns.IsDomainName(fqdn); !ok {
-			return nil, errs.Permanentf("%s: %q is not a valid record name", p.Config.Path, rr.Name)
-		}
-		g := by[fqdn]
-		if g == nil {
-			g = &group{fqdn: fqdn, rel: libdns.RelativeName(fqdn, zone), ttl: defaultTTL}
-			by[fqdn] = g
-			out = append(out, g)
-		}
-		if rr.TTL > 0 {
-			g.ttl = rr.TTL
-		}
-		g.recs = append(g.recs, libdns.TXT{Name: g.rel, TTL: rr.TTL, Text: strings.Trim(rr.Data, `"`)})
-	}
-	return out, nil
-}
 
 // managedZone returns the name of the managed zone for fqdn: the
 // configured one, or the public managed zone of the project (among the

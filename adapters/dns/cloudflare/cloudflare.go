@@ -44,6 +44,7 @@ import (
 	"github.com/libdns/libdns"
 	"github.com/miekg/dns"
 
+	"github.com/certfn/certfn/adapters/dns/txtrr"
 	"github.com/certfn/certfn/core/acme/dns01"
 	"github.com/certfn/certfn/core/errs"
 )
@@ -244,23 +245,23 @@ var (
 // written. It returns the records as libdns.TXT. Only TXT records are
 // supported.
 func (p *Provider) AppendRecords(ctx context.Context, zone string, recs []libdns.Record) ([]libdns.Record, error) {
-	groups, err := p.group(zone, recs)
+	groups, err := txtrr.GroupByName(zone, recs, p.Config.Path, 0)
 	if err != nil {
 		return nil, err
 	}
 	var out []libdns.Record
 	for _, g := range groups {
-		z, err := p.zoneOf(ctx, g.fqdn)
+		z, err := p.zoneOf(ctx, g.FQDN)
 		if err != nil {
 			return nil, err
 		}
-		have, err := p.listTXT(ctx, z, g.fqdn)
+		have, err := p.listTXT(ctx, z, g.FQDN)
 		if err != nil {
 			return nil, err
 		}
-		for _, r := range g.recs {
+		for _, r := range g.Recs {
 			if !slices.ContainsFunc(have, func(h txtRecord) bool { return h.text == r.Text }) {
-				if err := p.create(ctx, z, g.fqdn, r); err != nil {
+				if err := p.create(ctx, z, g.FQDN, r); err != nil {
 					return nil, err
 				}
 				have = append(have, txtRecord{text: r.Text})
@@ -278,64 +279,35 @@ func (p *Provider) AppendRecords(ctx context.Context, zone string, recs []libdns
 // someone else in between, is not an error. It returns the records it
 // removed.
 func (p *Provider) DeleteRecords(ctx context.Context, zone string, recs []libdns.Record) ([]libdns.Record, error) {
-	groups, err := p.group(zone, recs)
+	groups, err := txtrr.GroupByName(zone, recs, p.Config.Path, 0)
 	if err != nil {
 		return nil, err
 	}
 	var out []libdns.Record
 	for _, g := range groups {
-		z, err := p.zoneOf(ctx, g.fqdn)
+		z, err := p.zoneOf(ctx, g.FQDN)
 		if err != nil {
 			return nil, err
 		}
-		have, err := p.listTXT(ctx, z, g.fqdn)
+		have, err := p.listTXT(ctx, z, g.FQDN)
 		if err != nil {
 			return nil, err
 		}
-		all := slices.ContainsFunc(g.recs, func(r libdns.TXT) bool { return r.Text == "" })
+		all := slices.ContainsFunc(g.Recs, func(r libdns.TXT) bool { return r.Text == "" })
 		for _, h := range have {
-			if !all && !slices.ContainsFunc(g.recs, func(r libdns.TXT) bool { return r.Text == h.text }) {
+			if !all && !slices.ContainsFunc(g.Recs, func(r libdns.TXT) bool { return r.Text == h.text }) {
 				continue
 			}
 			if err := p.delete(ctx, z, h); err != nil {
 				return nil, err
 			}
-			out = append(out, libdns.TXT{Name: g.rel, TTL: h.ttl, Text: h.text})
+			out = append(out, libdns.TXT{Name: g.Rel, TTL: h.ttl, Text: h.text})
 		}
 	}
 	return out, nil
 }
 
 // group is the TXT records of one name.
-type group struct {
-	fqdn, rel string
-	recs      []libdns.TXT
-}
-
-// group checks recs (TXT only) and groups them by name, in first-seen order.
-func (p *Provider) group(zone string, recs []libdns.Record) ([]*group, error) {
-	zone = dns.CanonicalName(zone)
-	var out []*group
-	by := map[string]*group{}
-	for _, r := range recs {
-		rr := r.RR()
-		if !strings.EqualFold(rr.Type, "TXT") {
-			return nil, errs.Permanentf("%s: %s record %s: only TXT records are supported", p.Config.Path, rr.Type, rr.Name)
-		}
-		fqdn := dns.CanonicalName(libdns.AbsoluteName(rr.Name, zone))
-		if _, ok := dns.IsDomainName(fqdn); !ok {
-			return nil, errs.Permanentf("%s: %q is not a valid record name", p.Config.Path, rr.Name)
-		}
-		g := by[fqdn]
-		if g == nil {
-			g = &group{fqdn: fqdn, rel: libdns.RelativeName(fqdn, zone)}
-			by[fqdn] = g
-			out = append(out, g)
-		}
-		g.recs = append(g.recs, libdns.TXT{Name: g.rel, TTL: rr.TTL, Text: strings.Trim(rr.Data, `"`)})
-	}
-	return out, nil
-}
 
 // zoneOf returns the zone of fqdn: for each suffix of fqdn, longest first
 // (wildcard labels skipped), the zones named exactly so; the first suffix

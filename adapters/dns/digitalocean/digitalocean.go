@@ -38,6 +38,7 @@ import (
 	"github.com/miekg/dns"
 	"golang.org/x/oauth2"
 
+	"github.com/certfn/certfn/adapters/dns/txtrr"
 	"github.com/certfn/certfn/core/acme/dns01"
 	"github.com/certfn/certfn/core/errs"
 )
@@ -189,23 +190,23 @@ var (
 // there is not written again. It returns the records as libdns.TXT. Only
 // TXT records are supported.
 func (p *Provider) AppendRecords(ctx context.Context, zone string, recs []libdns.Record) ([]libdns.Record, error) {
-	groups, err := p.group(zone, recs)
+	groups, err := txtrr.GroupByName(zone, recs, p.Config.Path, 0)
 	if err != nil {
 		return nil, err
 	}
 	var out []libdns.Record
 	for _, g := range groups {
-		domain, err := p.domainOf(ctx, g.fqdn)
+		domain, err := p.domainOf(ctx, g.FQDN)
 		if err != nil {
 			return nil, err
 		}
-		have, err := p.listTXT(ctx, domain, g.fqdn)
+		have, err := p.listTXT(ctx, domain, g.FQDN)
 		if err != nil {
 			return nil, err
 		}
-		for _, r := range g.recs {
+		for _, r := range g.Recs {
 			if !slices.ContainsFunc(have, func(h godo.DomainRecord) bool { return h.Data == r.Text }) {
-				rec, err := p.create(ctx, domain, g.fqdn, r)
+				rec, err := p.create(ctx, domain, g.FQDN, r)
 				if err != nil {
 					return nil, err
 				}
@@ -224,65 +225,36 @@ func (p *Provider) AppendRecords(ctx context.Context, zone string, recs []libdns
 // someone else in between (404), is not an error. It returns the records
 // it removed.
 func (p *Provider) DeleteRecords(ctx context.Context, zone string, recs []libdns.Record) ([]libdns.Record, error) {
-	groups, err := p.group(zone, recs)
+	groups, err := txtrr.GroupByName(zone, recs, p.Config.Path, 0)
 	if err != nil {
 		return nil, err
 	}
 	var out []libdns.Record
 	for _, g := range groups {
-		domain, err := p.domainOf(ctx, g.fqdn)
+		domain, err := p.domainOf(ctx, g.FQDN)
 		if err != nil {
 			return nil, err
 		}
-		have, err := p.listTXT(ctx, domain, g.fqdn)
+		have, err := p.listTXT(ctx, domain, g.FQDN)
 		if err != nil {
 			return nil, err
 		}
-		all := slices.ContainsFunc(g.recs, func(r libdns.TXT) bool { return r.Text == "" })
+		all := slices.ContainsFunc(g.Recs, func(r libdns.TXT) bool { return r.Text == "" })
 		for _, h := range have {
-			if !all && !slices.ContainsFunc(g.recs, func(r libdns.TXT) bool { return r.Text == h.Data }) {
+			if !all && !slices.ContainsFunc(g.Recs, func(r libdns.TXT) bool { return r.Text == h.Data }) {
 				continue
 			}
 			_, err := p.Domains.DeleteRecord(ctx, domain, h.ID)
 			if err != nil && status(err) != http.StatusNotFound {
-				return nil, p.classify(fmt.Errorf("delete TXT record %d of %s in domain %s: %w", h.ID, g.fqdn, domain, err), opChange)
+				return nil, p.classify(fmt.Errorf("delete TXT record %d of %s in domain %s: %w", h.ID, g.FQDN, domain, err), opChange)
 			}
-			out = append(out, libdns.TXT{Name: g.rel, TTL: time.Duration(h.TTL) * time.Second, Text: h.Data})
+			out = append(out, libdns.TXT{Name: g.Rel, TTL: time.Duration(h.TTL) * time.Second, Text: h.Data})
 		}
 	}
 	return out, nil
 }
 
 // group is the TXT records of one name.
-type group struct {
-	fqdn, rel string
-	recs      []libdns.TXT
-}
-
-// group checks recs (TXT only) and groups them by name, in first-seen order.
-func (p *Provider) group(zone string, recs []libdns.Record) ([]*group, error) {
-	zone = dns.CanonicalName(zone)
-	var out []*group
-	by := map[string]*group{}
-	for _, r := range recs {
-		rr := r.RR()
-		if !strings.EqualFold(rr.Type, "TXT") {
-			return nil, errs.Permanentf("%s: %s record %s: only TXT records are supported", p.Config.Path, rr.Type, rr.Name)
-		}
-		fqdn := dns.CanonicalName(libdns.AbsoluteName(rr.Name, zone))
-		if _, ok := dns.IsDomainName(fqdn); !ok {
-			return nil, errs.Permanentf("%s: %q is not a valid record name", p.Config.Path, rr.Name)
-		}
-		g := by[fqdn]
-		if g == nil {
-			g = &group{fqdn: fqdn, rel: libdns.RelativeName(fqdn, zone)}
-			by[fqdn] = g
-			out = append(out, g)
-		}
-		g.recs = append(g.recs, libdns.TXT{Name: g.rel, TTL: rr.TTL, Text: strings.Trim(rr.Data, `"`)})
-	}
-	return out, nil
-}
 
 // domainOf returns the account's domain whose name is the longest suffix
 // of fqdn. None is a permanent error naming the solver.

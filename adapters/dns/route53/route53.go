@@ -41,6 +41,7 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/certfn/certfn/adapters/aws/awscfg"
+	"github.com/certfn/certfn/adapters/dns/txtrr"
 	"github.com/certfn/certfn/core/acme/dns01"
 	"github.com/certfn/certfn/core/api"
 	"github.com/certfn/certfn/core/errs"
@@ -312,23 +313,23 @@ var (
 // written again (no change is submitted). It returns the records as
 // libdns.TXT. Only TXT records are supported.
 func (p *Provider) AppendRecords(ctx context.Context, zone string, recs []libdns.Record) ([]libdns.Record, error) {
-	groups, err := p.group(zone, recs)
+	groups, err := txtrr.GroupByName(zone, recs, p.Config.Path, defaultTTL)
 	if err != nil {
 		return nil, err
 	}
 	var out []libdns.Record
 	for _, g := range groups {
-		zoneID, err := p.hostedZone(ctx, g.fqdn)
+		zoneID, err := p.hostedZone(ctx, g.FQDN)
 		if err != nil {
 			return nil, err
 		}
-		set, err := p.readTXT(ctx, zoneID, g.fqdn)
+		set, err := p.readTXT(ctx, zoneID, g.FQDN)
 		if err != nil {
 			return nil, err
 		}
 		values := set.values()
 		changed := false
-		for _, r := range g.recs {
+		for _, r := range g.Recs {
 			if !slices.Contains(decodeValues(values), r.Text) {
 				values = append(values, EncodeTXT(r.Text))
 				changed = true
@@ -338,11 +339,11 @@ func (p *Provider) AppendRecords(ctx context.Context, zone string, recs []libdns
 		if !changed {
 			continue
 		}
-		ttl := g.ttl
+		ttl := g.TTL
 		if set != nil && set.TTL != nil {
 			ttl = time.Duration(*set.TTL) * time.Second
 		}
-		if err := p.change(ctx, zoneID, g.fqdn, types.ChangeActionUpsert, ttl, values); err != nil {
+		if err := p.change(ctx, zoneID, g.FQDN, types.ChangeActionUpsert, ttl, values); err != nil {
 			return nil, err
 		}
 	}
@@ -355,17 +356,17 @@ func (p *Provider) AppendRecords(ctx context.Context, zone string, recs []libdns
 // removes the whole TXT set of its name (libdns's rule). A value or set
 // that is not there is not an error. It returns the records it removed.
 func (p *Provider) DeleteRecords(ctx context.Context, zone string, recs []libdns.Record) ([]libdns.Record, error) {
-	groups, err := p.group(zone, recs)
+	groups, err := txtrr.GroupByName(zone, recs, p.Config.Path, defaultTTL)
 	if err != nil {
 		return nil, err
 	}
 	var out []libdns.Record
 	for _, g := range groups {
-		zoneID, err := p.hostedZone(ctx, g.fqdn)
+		zoneID, err := p.hostedZone(ctx, g.FQDN)
 		if err != nil {
 			return nil, err
 		}
-		set, err := p.readTXT(ctx, zoneID, g.fqdn)
+		set, err := p.readTXT(ctx, zoneID, g.FQDN)
 		if err != nil {
 			return nil, err
 		}
@@ -375,12 +376,12 @@ func (p *Provider) DeleteRecords(ctx context.Context, zone string, recs []libdns
 		old := set.values()
 		var keep []string
 		var removed []libdns.Record
-		all := slices.ContainsFunc(g.recs, func(r libdns.TXT) bool { return r.Text == "" })
+		all := slices.ContainsFunc(g.Recs, func(r libdns.TXT) bool { return r.Text == "" })
 		for _, v := range old {
 			text := DecodeTXT(v)
-			i := slices.IndexFunc(g.recs, func(r libdns.TXT) bool { return r.Text == text })
+			i := slices.IndexFunc(g.Recs, func(r libdns.TXT) bool { return r.Text == text })
 			if all || i >= 0 {
-				removed = append(removed, libdns.TXT{Name: g.rel, TTL: time.Duration(aws.ToInt64(set.TTL)) * time.Second, Text: text})
+				removed = append(removed, libdns.TXT{Name: g.Rel, TTL: time.Duration(aws.ToInt64(set.TTL)) * time.Second, Text: text})
 				continue
 			}
 			keep = append(keep, v)
@@ -390,9 +391,9 @@ func (p *Provider) DeleteRecords(ctx context.Context, zone string, recs []libdns
 		}
 		ttl := time.Duration(aws.ToInt64(set.TTL)) * time.Second
 		if len(keep) == 0 {
-			err = p.change(ctx, zoneID, g.fqdn, types.ChangeActionDelete, ttl, old)
+			err = p.change(ctx, zoneID, g.FQDN, types.ChangeActionDelete, ttl, old)
 		} else {
-			err = p.change(ctx, zoneID, g.fqdn, types.ChangeActionUpsert, ttl, keep)
+			err = p.change(ctx, zoneID, g.FQDN, types.ChangeActionUpsert, ttl, keep)
 		}
 		if err != nil {
 			return nil, err
@@ -426,39 +427,6 @@ func (p *Provider) Synced(ctx context.Context, _ string, change string) (bool, e
 }
 
 // group is the TXT records of one name.
-type group struct {
-	fqdn, rel string
-	ttl       time.Duration
-	recs      []libdns.TXT
-}
-
-// group checks recs (TXT only) and groups them by name, in first-seen order.
-func (p *Provider) group(zone string, recs []libdns.Record) ([]*group, error) {
-	zone = dns.CanonicalName(zone)
-	var out []*group
-	by := map[string]*group{}
-	for _, r := range recs {
-		rr := r.RR()
-		if !strings.EqualFold(rr.Type, "TXT") {
-			return nil, errs.Permanentf("%s: %s record %s: only TXT records are supported", p.Config.Path, rr.Type, rr.Name)
-		}
-		fqdn := dns.CanonicalName(libdns.AbsoluteName(rr.Name, zone))
-		if _, ok := dns.IsDomainName(fqdn); !ok {
-			return nil, errs.Permanentf("%s: %q is not a valid record name", p.Config.Path, rr.Name)
-		}
-		g := by[fqdn]
-		if g == nil {
-			g = &group{fqdn: fqdn, rel: libdns.RelativeName(fqdn, zone), ttl: defaultTTL}
-			by[fqdn] = g
-			out = append(out, g)
-		}
-		if rr.TTL > 0 {
-			g.ttl = rr.TTL
-		}
-		g.recs = append(g.recs, libdns.TXT{Name: g.rel, TTL: rr.TTL, Text: strings.Trim(rr.Data, `"`)})
-	}
-	return out, nil
-}
 
 // hostedZone returns the ID of the hosted zone for fqdn: the configured
 // one, or the public hosted zone named by the longest suffix of fqdn
