@@ -130,14 +130,28 @@ func (z *zoneView) serve(w dns.ResponseWriter, r *dns.Msg) {
 // registered at acme-dns, _acme-challenge.<domain> CNAMEd to the
 // registration's fulldomain (in challtestsrv, which Pebble's VA asks and
 // which follows the CNAME), the registration JSON in the ClusterIssuer's
-// secret, cnameStrategy Follow (certfn's Solver checks propagation at the
-// name it wrote, the fulldomain, whose zone the test's public DNS
-// delegates to challtestsrv's records). The double mirrors the two values
+// secret (certfn's Solver checks propagation at the end of the CNAME, the
+// fulldomain, whose zone the test's public DNS delegates to challtestsrv's
+// records). The double mirrors the two values
 // it keeps into challtestsrv at the fulldomain. Asserted: Ready, both
 // names in the certificate, which chains to Pebble's root; exactly two
 // updates (one value per name) with the registration's credentials, both
 // values served at once; nothing deleted (acme-dns cannot).
+//
+// It runs with cnameStrategy Follow and with the default (None), as most
+// cert-manager acme-dns Issuers are written: the propagation check follows
+// the CNAME either way, as cert-manager's does.
 func TestDNS01AcmeDNS(t *testing.T) {
+	for _, strategy := range []string{"Follow", ""} {
+		name := strategy
+		if name == "" {
+			name = "None (default)"
+		}
+		t.Run(name, func(t *testing.T) { testDNS01AcmeDNS(t, strategy) })
+	}
+}
+
+func testDNS01AcmeDNS(t *testing.T, strategy string) {
 	view := startZoneView(t, "example.test", acmednstest.DefaultDomain)
 	e := newEnv(t, envOpts{local: func(o *localmode.Options) {
 		o.ACME.DNS01Providers = map[string]dns01.ProviderFactory{dns01.KeyAcmeDNS: acmedns.NewFactory(acmedns.Options{}).Build}
@@ -163,10 +177,13 @@ func TestDNS01AcmeDNS(t *testing.T) {
 	if err := e.rt.Secrets.Put(context.Background(), ports.Secret{Namespace: "cert-manager", Name: "acme-dns", Data: map[string][]byte{"acmedns.json": regs}}); err != nil {
 		t.Fatal(err)
 	}
+	cname := ""
+	if strategy != "" {
+		cname = "        cnameStrategy: " + strategy + "\n"
+	}
 	e.apply(e.issuerYAML(`    solvers:
     - dns01:
-        cnameStrategy: Follow
-        acmeDNS:
+` + cname + `        acmeDNS:
           host: ` + d.URL + `
           accountSecretRef: {name: acme-dns, key: acmedns.json}
 `))
