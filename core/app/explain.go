@@ -392,7 +392,7 @@ func (r *Report) Render(w io.Writer) error {
 		if s.Invalid != "" {
 			ew.printf("  tls.crt: invalid: %s\n", s.Invalid)
 		} else {
-			ew.printf("  Subject: %s  Issuer: %s\n  SANs: %s\n  Valid: %s → %s\n", s.Subject, s.Issuer,
+			ew.printf("  Subject: %s  Issuer: %s\n  SANs: %s\n  Valid: %s → %s\n", orDefault(s.Subject, "(empty)"), orDefault(s.Issuer, "(empty)"),
 				strings.Join(s.SANs, ", "), s.NotBefore.Format(time.RFC3339), s.NotAfter.Format(time.RFC3339))
 		}
 	case StateMissing:
