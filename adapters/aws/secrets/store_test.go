@@ -36,21 +36,32 @@ import (
 var fastRetry = awscfg.Retry{MaxAttempts: 4, MaxBackoff: 20 * time.Millisecond}
 
 // backend is where a test's secrets live: the hand-written double
-// (fake != nil), or the external endpoint named by AWS_ENDPOINT_URL
-// (LocalStack).
+// (fake != nil), moto, or the external endpoint named by
+// AWS_ENDPOINT_URL[_SECRETS_MANAGER] (LocalStack, AWS).
 type backend struct {
 	fake   *secretstest.Double
 	client *sm.Client
 }
 
-// newBackend returns the external endpoint if the environment names one,
-// else a fresh test double.
-func newBackend(t *testing.T) *backend {
-	t.Helper()
-	if ep, ok := emulators.External(emulators.SecretsManager); ok {
-		return &backend{client: sm.NewFromConfig(awscfg.ForEndpoint(ep, fastRetry))}
-	}
-	return newDoubleBackend(t)
+// forEachBackend runs f against every backend: the double and moto
+// (tests/emulators.Moto, one moto_server per test binary) always, and the
+// endpoint of the environment when there is one (skipped with the reason
+// otherwise).
+func forEachBackend(t *testing.T, f func(t *testing.T, b *backend)) {
+	t.Run("double", func(t *testing.T) { f(t, newDoubleBackend(t)) })
+	t.Run("moto", func(t *testing.T) { f(t, newEndpointBackend(emulators.Moto(t))) })
+	t.Run("endpoint", func(t *testing.T) {
+		ep, ok := emulators.External(emulators.SecretsManager)
+		if !ok {
+			t.Skip("AWS_ENDPOINT_URL_SECRETS_MANAGER and AWS_ENDPOINT_URL unset: no external Secrets Manager to run against (LocalStack, AWS)")
+		}
+		f(t, newEndpointBackend(ep))
+	})
+}
+
+// newEndpointBackend talks to the Secrets Manager at ep (moto, LocalStack).
+func newEndpointBackend(ep string) *backend {
+	return &backend{client: sm.NewFromConfig(awscfg.ForEndpoint(ep, fastRetry))}
 }
 
 // newDoubleBackend always uses the double (tests that inject failures or
@@ -136,8 +147,10 @@ func (s tracking) Put(ctx context.Context, sec ports.Secret) error {
 }
 
 func TestSecretContract(t *testing.T) {
-	porttest.SecretSuite(t, func(t *testing.T) ports.SecretStore {
-		return tracking{newBackend(t).store(t, Options{})}
+	forEachBackend(t, func(t *testing.T, b *backend) {
+		porttest.SecretSuite(t, func(t *testing.T) ports.SecretStore {
+			return tracking{b.store(t, Options{})}
+		})
 	})
 }
 
@@ -204,8 +217,9 @@ func rawValue(t *testing.T, b *backend, id, stage string) string {
 
 // The stored payload: the local store's keys, UTF-8 values as text,
 // binary values base64 and listed, labels and annotations in ..metadata.
-func TestPayloadLayout(t *testing.T) {
-	b := newBackend(t)
+func TestPayloadLayout(t *testing.T) { forEachBackend(t, testPayloadLayout) }
+
+func testPayloadLayout(t *testing.T, b *backend) {
 	s := tracking{b.store(t, Options{Prefix: fmt.Sprintf("certfn-test/layout-%d", time.Now().UnixNano()%1e9)})}
 	sec := ports.Secret{Namespace: "team-a", Name: "api-tls",
 		Data: map[string][]byte{
@@ -250,8 +264,9 @@ func TestPayloadLayout(t *testing.T) {
 // Create sets the KMS key and the tags; Put of new content puts a new
 // version, keeps the replaced one as AWSPREVIOUS and updates the tags;
 // Rollback swaps them back.
-func TestVersionsTagsAndRollback(t *testing.T) {
-	b := newBackend(t)
+func TestVersionsTagsAndRollback(t *testing.T) { forEachBackend(t, testVersionsTagsAndRollback) }
+
+func testVersionsTagsAndRollback(t *testing.T, b *backend) {
 	s := tracking{b.store(t, Options{KMSKeyID: "alias/certfn", Tags: map[string]string{"team": "platform"}})}
 	ctx := context.Background()
 	exp1 := time.Date(2031, 3, 4, 5, 6, 7, 0, time.UTC)
@@ -326,8 +341,10 @@ func TestVersionsTagsAndRollback(t *testing.T) {
 	}
 }
 
-func TestRollbackErrors(t *testing.T) {
-	s := tracking{newBackend(t).store(t, Options{})}
+func TestRollbackErrors(t *testing.T) { forEachBackend(t, testRollbackErrors) }
+
+func testRollbackErrors(t *testing.T, b *backend) {
+	s := tracking{b.store(t, Options{})}
 	ctx := context.Background()
 	if err := s.Rollback(ctx, "default", "missing"); !errors.Is(err, ports.ErrNotFound) {
 		t.Errorf("Rollback of a missing secret: %v, want ErrNotFound", err)
