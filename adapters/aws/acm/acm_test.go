@@ -27,19 +27,32 @@ import (
 var fastRetry = awscfg.Retry{MaxAttempts: 3, MaxBackoff: 10 * time.Millisecond}
 
 // backend is where a test's certificates live: the hand-written double
-// (fake != nil; adapters/aws/acm/acmtest), or the endpoint named by
-// AWS_ENDPOINT_URL / AWS_ENDPOINT_URL_ACM (LocalStack).
+// (fake != nil; adapters/aws/acm/acmtest), moto, or the endpoint named by
+// AWS_ENDPOINT_URL / AWS_ENDPOINT_URL_ACM (LocalStack, AWS).
 type backend struct {
 	fake   *acmtest.Double
 	client *awsacm.Client
 }
 
-func newBackend(t *testing.T) *backend {
-	t.Helper()
-	if ep, ok := emulators.External(emulators.Service("ACM")); ok {
-		return &backend{client: awsacm.NewFromConfig(awscfg.ForEndpoint(ep, fastRetry))}
-	}
-	return newDoubleBackend(t)
+// forEachBackend runs f against every backend: the double and moto
+// (tests/emulators.Moto, one moto_server per test binary) always, and the
+// endpoint of the environment when there is one (skipped with the reason
+// otherwise).
+func forEachBackend(t *testing.T, f func(t *testing.T, b *backend)) {
+	t.Run("double", func(t *testing.T) { f(t, newDoubleBackend(t)) })
+	t.Run("moto", func(t *testing.T) { f(t, newEndpointBackend(emulators.Moto(t))) })
+	t.Run("endpoint", func(t *testing.T) {
+		ep, ok := emulators.External(emulators.Service("ACM"))
+		if !ok {
+			t.Skip("AWS_ENDPOINT_URL_ACM and AWS_ENDPOINT_URL unset: no external ACM to run against (LocalStack, AWS)")
+		}
+		f(t, newEndpointBackend(ep))
+	})
+}
+
+// newEndpointBackend talks to the ACM at ep (moto, LocalStack).
+func newEndpointBackend(ep string) *backend {
+	return &backend{client: awsacm.NewFromConfig(awscfg.ForEndpoint(ep, fastRetry))}
 }
 
 // newDoubleBackend always uses the double (failure injection, IAM
@@ -95,7 +108,9 @@ type keyPair struct {
 
 // issue returns a key pair for a Certificate with a name no other test
 // (or earlier LocalStack run) uses, issued by an intermediate-like CA sent
-// as the chain; opts adjust the Certificate.
+// as the chain; opts adjust the Certificate. The CA and the leaves are
+// made now and valid now (ACM refuses to import a certificate outside its
+// validity period).
 func issue(t *testing.T, opts ...func(*api.Certificate)) *keyPair {
 	t.Helper()
 	n := uniq.Add(1)
@@ -103,7 +118,8 @@ func issue(t *testing.T, opts ...func(*api.Certificate)) *keyPair {
 	all := append([]func(*api.Certificate){func(c *api.Certificate) {
 		c.Name, c.Spec.CommonName, c.Spec.DNSNames = fmt.Sprintf("web%d", n), host, []string{host}
 	}}, opts...)
-	kp := &keyPair{ca: certtest.NewCA(t), crt: certtest.Cert(all...)}
+	now := time.Now()
+	kp := &keyPair{ca: certtest.NewCAValid(t, now.Add(-24*time.Hour), now.Add(10*365*24*time.Hour), true), crt: certtest.Cert(all...)}
 	kp.renew(t)
 	return kp
 }
@@ -112,7 +128,7 @@ func issue(t *testing.T, opts ...func(*api.Certificate)) *keyPair {
 func (kp *keyPair) renew(t *testing.T) {
 	t.Helper()
 	kp.key = certtest.Key(t, kp.crt.Spec.PrivateKey)
-	leaf, certPEM := kp.ca.Issue(t, kp.crt, kp.key, certtest.Leaf{})
+	leaf, certPEM := kp.ca.Issue(t, kp.crt, kp.key, certtest.Leaf{NotBefore: time.Now().Add(-time.Hour)})
 	ref := kp.req.Ref
 	kp.req = ports.CertificateImport{
 		Ref: ref, Owner: api.KeyOf(kp.crt), Serial: leaf.SerialNumber,
@@ -133,9 +149,10 @@ func newImporter(t *testing.T, b *backend, deployment string) *Importer {
 // TestImportLifecycle: a first import creates a tagged certificate holding
 // the leaf and chain; importing the same serial again sends nothing; a
 // renewal is re-imported into the same ARN.
-func TestImportLifecycle(t *testing.T) {
+func TestImportLifecycle(t *testing.T) { forEachBackend(t, testImportLifecycle) }
+
+func testImportLifecycle(t *testing.T, b *backend) {
 	ctx := context.Background()
-	b := newBackend(t)
 	im := newImporter(t, b, "certfn-test")
 	kp := issue(t)
 
@@ -144,7 +161,14 @@ func TestImportLifecycle(t *testing.T) {
 		t.Fatalf("first Import = %+v, %v; want a new ARN", first, err)
 	}
 	leaf, chain := b.held(t, first.Ref)
-	if leaf != kp.leaf || chain != strings.TrimSpace(string(kp.ca.PEM)) {
+	wantChain := strings.TrimSpace(string(kp.ca.PEM))
+	if b.fake == nil {
+		// moto (and LocalStack, built on it) appends its own Amazon
+		// intermediate to the chain GetCertificate returns; ACM and the
+		// double return the imported chain alone.
+		chain = chain[:min(len(chain), len(wantChain))]
+	}
+	if leaf != kp.leaf || chain != wantChain {
 		t.Fatalf("ACM holds leaf %q chain %q; want the imported ones", leaf, chain)
 	}
 	tags := b.tagsOf(t, first.Ref)
@@ -182,7 +206,9 @@ func TestImportLifecycle(t *testing.T) {
 // for the same Certificate in this deployment is found by its tags (any
 // key type), not duplicated; other Certificates and deployments are not
 // taken.
-func TestUnrecordedImportIsFound(t *testing.T) {
+func TestUnrecordedImportIsFound(t *testing.T) { forEachBackend(t, testUnrecordedImportIsFound) }
+
+func testUnrecordedImportIsFound(t *testing.T, b *backend) {
 	ctx := context.Background()
 	cases := []struct {
 		name       string
@@ -201,7 +227,10 @@ func TestUnrecordedImportIsFound(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			b := newBackend(t)
+			b := b
+			if b.fake != nil {
+				b = newDoubleBackend(t) // a double of its own: its Deployment is set below
+			}
 			kp := issue(t, tc.opts...)
 			earlier := kp.req
 			deployment := "certfn-test"
@@ -379,4 +408,41 @@ func TestDoubleBehaviour(t *testing.T) {
 	if _, err := pki.ParseChainPEM(kp.req.Certificate); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestValidityPeriod: ACM imports a certificate only between its NotBefore
+// and NotAfter ("The current time must be between the Not Before and Not
+// After certificate fields", ImportCertificate's reference) and answers
+// ValidationException otherwise, which the importer reports as permanent.
+// The double must refuse what moto and ACM refuse.
+func TestValidityPeriod(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b *backend) {
+		now := time.Now()
+		cases := []struct {
+			name    string
+			leaf    certtest.Leaf
+			wantErr bool
+		}{
+			{"valid now", certtest.Leaf{NotBefore: now.Add(-time.Hour), NotAfter: now.Add(time.Hour)}, false},
+			{"expired", certtest.Leaf{NotBefore: now.Add(-48 * time.Hour), NotAfter: now.Add(-24 * time.Hour)}, true},
+			{"not yet valid", certtest.Leaf{NotBefore: now.Add(24 * time.Hour), NotAfter: now.Add(48 * time.Hour)}, true},
+		}
+		for _, tc := range cases {
+			t.Run(tc.name, func(t *testing.T) {
+				kp := issue(t)
+				leaf, certPEM := kp.ca.Issue(t, kp.crt, kp.key, tc.leaf)
+				kp.req.Certificate, kp.req.Serial = certPEM, leaf.SerialNumber
+				got, err := newImporter(t, b, "certfn-test").Import(context.Background(), kp.req)
+				if !tc.wantErr {
+					if err != nil || !got.Imported {
+						t.Fatalf("Import = %+v, %v; want imported", got, err)
+					}
+					return
+				}
+				if err == nil || !errs.IsPermanent(err) || !strings.Contains(err.Error(), "ValidationException") {
+					t.Fatalf("Import = %+v, %v; want a permanent ValidationException", got, err)
+				}
+			})
+		}
+	})
 }

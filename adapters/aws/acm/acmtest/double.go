@@ -12,7 +12,9 @@
 // ListTagsForCertificate, with the behaviour AWS documents for them: an
 // import checks that the certificate, chain and key are PEM and that the
 // key matches the certificate (RSA 1024-4096 and ECDSA P-256/384/521 only),
-// a re-import keeps the ARN and refuses tags, an unknown ARN is
+// that the current time (Now) is between the certificate's NotBefore and
+// NotAfter (ValidationException otherwise, as ImportCertificate's
+// reference requires), a re-import keeps the ARN and refuses tags, an unknown ARN is
 // ResourceNotFoundException, ListCertificates returns only RSA_2048
 // certificates unless Includes.keyTypes says otherwise and pages with
 // MaxItems/NextToken, Serial is ACM's colon-separated hex. It can also
@@ -20,7 +22,7 @@
 // certfn-deployment tag answer AccessDeniedException to
 // DescribeCertificate, ListTagsForCertificate and re-import), answer a
 // chosen error for the next N calls, and count calls per operation. It is
-// not a faithful emulator (no expiry, export, renewal, in-use checks, tag
+// not a faithful emulator (no expiry of held certificates, export, renewal, in-use checks, tag
 // policies or quotas); tests run against LocalStack instead when
 // AWS_ENDPOINT_URL (or AWS_ENDPOINT_URL_ACM) is set.
 package acmtest
@@ -65,6 +67,9 @@ type Double struct {
 	// whose certfn-deployment tag differs may not be described, re-imported
 	// or have their tags listed, and new imports must carry the tag.
 	Deployment string
+	// Now is the time an import's validity is checked against; nil is the
+	// wall clock, as ACM's. Set it before the first call.
+	Now func() time.Time
 
 	mu       sync.Mutex
 	certs    map[string]*Cert
@@ -230,6 +235,15 @@ func (d *Double) importCertificate(in map[string]any) (map[string]any, *apiError
 	leaf, err := onlyCertificate(certPEM)
 	if err != nil {
 		return nil, &apiError{typ: "ValidationException", msg: "The certificate field contains " + err.Error()}
+	}
+	now := time.Now()
+	if d.Now != nil {
+		now = d.Now()
+	}
+	if now.Before(leaf.NotBefore) || now.After(leaf.NotAfter) {
+		return nil, &apiError{typ: "ValidationException", msg: fmt.Sprintf(
+			"The certificate is not valid at the current time: it is valid from %s to %s",
+			leaf.NotBefore.UTC().Format(time.RFC3339), leaf.NotAfter.UTC().Format(time.RFC3339))}
 	}
 	chainPEM, _ := blob(in, "CertificateChain")
 	if len(chainPEM) > 0 {
