@@ -43,6 +43,7 @@ func withACM(t *testing.T) (*acmtest.Double, func(*localmode.Options)) {
 func TestACMImportFollowsIssuanceAndRenewal(t *testing.T) {
 	d, opt := withACM(t)
 	h := newHarness(t, opt)
+	d.Now = h.clk.Now // ACM checks validity at the harness's (fake) time
 	h.applyExamples()
 	h.apply(annotatedLeaf())
 	h.run()
@@ -108,6 +109,7 @@ func TestACMImportAnnotationLaterAndNotConfigured(t *testing.T) {
 	t.Run("added later", func(t *testing.T) {
 		d, opt := withACM(t)
 		h := newHarness(t, opt)
+		d.Now = h.clk.Now // ACM checks validity at the harness's (fake) time
 		h.applyExamples()
 		h.apply(leafYAML(""))
 		h.run()
