@@ -108,8 +108,20 @@ resource "aws_lambda_event_source_mapping" "queue" {
   }
 }
 
-# api: a Function URL with IAM auth. Callers need lambda:InvokeFunctionUrl on
-# it, from their own IAM policy or from the resource policy below.
+# api: a Function URL with IAM auth. Since October 2025 a Function URL
+# created in an account answers 403 unless the caller holds both
+# lambda:InvokeFunctionUrl and lambda:InvokeFunction ("Control access to
+# Lambda function URLs", AWS Lambda developer guide). lambda:InvokeFunction
+# is only ever granted under the lambda:InvokedViaFunctionUrl condition, so
+# that it permits calls through the URL and never a direct Invoke.
+#
+# - Same-account callers: their identity policy grants both (the
+#   api_invoker_policy_json output; api_invoker_role_names attaches it).
+# - api_invoker_arns: resource-policy grants. lambda:InvokeFunctionUrl
+#   below; lambda:InvokeFunction with the condition cannot be written by
+#   aws_lambda_permission before hashicorp/aws 6.28.0 (invoked_via_function_url),
+#   so this module, which also supports 5.x, adds it with the AWS CLI when
+#   function_url_invoke_permissions_via_cli is true (below).
 resource "aws_lambda_function_url" "api" {
   function_name      = aws_lambda_function.fn["api"].function_name
   authorization_type = "AWS_IAM"
@@ -123,6 +135,41 @@ resource "aws_lambda_permission" "api_invoke_url" {
   function_name          = aws_lambda_function.fn["api"].function_name
   principal              = each.value
   function_url_auth_type = "AWS_IAM"
+}
+
+locals {
+  api_function_arn = "arn:${local.partition}:lambda:${local.region}:${local.account}:function:${local.functions["api"].name}"
+
+  # What a caller of the api URL needs in its own IAM policy (same account):
+  # the URL action for AWS_IAM URLs, and Invoke only through the URL.
+  api_invoker_policy = jsonencode({
+    Version = "2012-10-17"
+    Statement = [
+      {
+        Sid       = "CertfnApiFunctionUrl"
+        Effect    = "Allow"
+        Action    = "lambda:InvokeFunctionUrl"
+        Resource  = local.api_function_arn
+        Condition = { StringEquals = { "lambda:FunctionUrlAuthType" = "AWS_IAM" } }
+      },
+      {
+        Sid       = "CertfnApiInvokeViaFunctionUrl"
+        Effect    = "Allow"
+        Action    = "lambda:InvokeFunction"
+        Resource  = local.api_function_arn
+        Condition = { Bool = { "lambda:InvokedViaFunctionUrl" = "true" } }
+      },
+    ]
+  })
+}
+
+# The invoker policy attached to roles of this account that call the api.
+resource "aws_iam_role_policy" "api_invoker" {
+  for_each = toset(var.api_invoker_role_names)
+
+  name   = "${local.prefix}-api-invoker"
+  role   = each.value
+  policy = local.api_invoker_policy
 }
 
 # http01: public (auth NONE), it only answers GET
@@ -142,4 +189,51 @@ resource "aws_lambda_permission" "http01_public_url" {
   function_name          = aws_lambda_function.fn["http01"].function_name
   principal              = "*"
   function_url_auth_type = "NONE"
+}
+
+# lambda:InvokeFunction through the URL, for the public http01 URL and the
+# api_invoker_arns: hashicorp/aws >= 6.28.0 adds the http01 statement itself
+# when it creates an auth NONE URL, and 5.x cannot express it
+# (aws_lambda_permission has no invoked_via_function_url and Lambda refuses
+# function_url_auth_type with any action but lambda:InvokeFunctionUrl). With
+# function_url_invoke_permissions_via_cli the module runs
+# `aws lambda add-permission --invoked-via-function-url` for each (the AWS
+# CLI with credentials for this account must be on the PATH of the machine
+# that applies). The statements go with the function when it is destroyed.
+locals {
+  invoke_via_url_grants = var.function_url_invoke_permissions_via_cli ? merge(
+    var.enable_http01 ? {
+      http01 = { function = local.functions["http01"].name, principal = "*", sid = "certfn-http01-invoke-via-url" }
+    } : {},
+    {
+      for a in var.api_invoker_arns : "api-${substr(sha256(a), 0, 16)}" => {
+        function = local.functions["api"].name, principal = a, sid = "certfn-api-invoke-${substr(sha256(a), 0, 16)}"
+      }
+    },
+  ) : {}
+}
+
+resource "terraform_data" "invoke_via_url" {
+  for_each = local.invoke_via_url_grants
+
+  triggers_replace = [each.value, aws_lambda_function.fn[split("-", each.key)[0]].arn]
+
+  provisioner "local-exec" {
+    interpreter = ["/bin/sh", "-c"]
+    # Idempotent: a statement already there (same id) is success.
+    command = <<-EOT
+      out=$(aws lambda add-permission --region "$REGION" --function-name "$FUNCTION" \
+        --statement-id "$SID" --action lambda:InvokeFunction --principal "$PRINCIPAL" \
+        --invoked-via-function-url 2>&1) || case "$out" in
+        *ResourceConflictException*) ;;
+        *) echo "$out" >&2; exit 1 ;;
+      esac
+    EOT
+    environment = {
+      REGION    = local.region
+      FUNCTION  = each.value.function
+      SID       = each.value.sid
+      PRINCIPAL = each.value.principal
+    }
+  }
 }

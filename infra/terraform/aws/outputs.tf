@@ -62,3 +62,13 @@ output "role_arns" {
   description = "ARNs of the functions' IAM roles, by function."
   value       = { for fn, r in aws_iam_role.fn : fn => r.arn }
 }
+
+output "api_invoker_policy_json" {
+  description = "IAM policy document (JSON) for a same-account caller of the api: lambda:InvokeFunctionUrl on the api URL and lambda:InvokeFunction only via the Function URL (condition lambda:InvokedViaFunctionUrl). Attach it to the callers' roles or users, or list the roles in api_invoker_role_names."
+  value       = local.api_invoker_policy
+}
+
+output "api_function_arn" {
+  description = "ARN of the api function (the Resource of the invoker policy)."
+  value       = local.api_function_arn
+}

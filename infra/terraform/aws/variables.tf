@@ -303,7 +303,7 @@ variable "auto_approve_signers" {
 }
 
 variable "api_admin_arns" {
-  description = "IAM user or role ARNs (or an account's root ARN) that the api treats as administrators (CERTFN_API_ADMINS, group system:masters): they apply the first RBAC bindings. Name a role by its ARN without path. They still need lambda:InvokeFunctionUrl on the api URL (api_invoker_arns or their own IAM policy)."
+  description = "IAM user or role ARNs (or an account's root ARN) that the api treats as administrators (CERTFN_API_ADMINS, group system:masters): they apply the first RBAC bindings. Name a role by its ARN without path. They still need the permissions of an api caller (api_invoker_role_names, api_invoker_policy_json or api_invoker_arns)."
   type        = list(string)
   default     = []
 
@@ -314,7 +314,24 @@ variable "api_admin_arns" {
 }
 
 variable "api_invoker_arns" {
-  description = "IAM principal ARNs (roles, users) or account IDs granted lambda:InvokeFunctionUrl on the api Function URL by resource policy. Principals of the same account can instead be granted it by their own IAM policy."
+  description = "IAM principal ARNs (roles, users) or account IDs granted lambda:InvokeFunctionUrl on the api Function URL by resource policy (needed for other accounts). They also need lambda:InvokeFunction via the URL: their own IAM policy (api_invoker_policy_json) and, from another account, the resource-policy statement that function_url_invoke_permissions_via_cli adds (or that you add yourself). Same-account principals can use api_invoker_role_names instead."
   type        = list(string)
   default     = []
+}
+
+variable "api_invoker_role_names" {
+  description = "Names (not ARNs) of IAM roles of this account that call the api: each gets an inline policy (the api_invoker_policy_json output) granting lambda:InvokeFunctionUrl on the api URL and lambda:InvokeFunction only via the Function URL, which a Function URL created since October 2025 requires."
+  type        = list(string)
+  default     = []
+
+  validation {
+    condition     = alltrue([for n in var.api_invoker_role_names : can(regex("^[A-Za-z0-9+=,.@_-]{1,64}$", n))])
+    error_message = "api_invoker_role_names: each entry must be a role name (1-64 of A-Za-z0-9+=,.@_-), not an ARN or path."
+  }
+}
+
+variable "function_url_invoke_permissions_via_cli" {
+  description = "Add the lambda:InvokeFunction resource-policy statements conditioned on lambda:InvokedViaFunctionUrl (public for the http01 URL, one per api_invoker_arns entry) by running the AWS CLI (`aws lambda add-permission --invoked-via-function-url`) on the applying machine. Needed with hashicorp/aws 5.x, whose aws_lambda_permission cannot set that condition; with 6.28.0 or later the provider adds the http01 statement itself when it creates the URL."
+  type        = bool
+  default     = false
 }

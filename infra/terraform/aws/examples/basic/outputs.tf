@@ -9,19 +9,23 @@ output "http01_url" {
 }
 
 output "table_name" {
-  value = module.certfn.table_name
+  description = "Name of the DynamoDB state table (module output table_name)."
+  value       = module.certfn.table_name
 }
 
 output "queue_name" {
-  value = module.certfn.queue_name
+  description = "Name of the worker queue (module output queue_name)."
+  value       = module.certfn.queue_name
 }
 
 output "dead_letter_queue_name" {
-  value = module.certfn.dead_letter_queue_name
+  description = "Name of the worker queue's dead-letter queue; a message there is a reconcile that kept failing (module output dead_letter_queue_name)."
+  value       = module.certfn.dead_letter_queue_name
 }
 
 output "secret_prefix" {
-  value = module.certfn.secret_prefix
+  description = "Secrets Manager name prefix: the example Certificate web is stored as <secret_prefix>/default/web-tls (module output secret_prefix)."
+  value       = module.certfn.secret_prefix
 }
 
 output "manifests" {
