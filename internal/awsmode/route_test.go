@@ -176,13 +176,13 @@ func TestWorkerSignersHandOff(t *testing.T) {
 		if !ok {
 			t.Fatalf("worker has no %s entry", typ)
 		}
-		r.SM.ResetCalls()
+		r.SMCalls.Reset()
 		res, err := sig.Sign(r.Ctx, signers.Request{CR: request(t, "ops-ca", ct.Approved(ct.T0)), Issuer: iss, SecretNamespace: "cert-manager"})
 		if !errors.Is(err, signers.ErrPending) || err.Error() != app.HandoffMessage || len(res.Certificate) != 0 {
 			t.Fatalf("%s: Sign = %+v, %v; want pending %q", typ, res, err, app.HandoffMessage)
 		}
-		if n := r.SM.TotalCalls(); n != 0 {
-			t.Fatalf("%s: the hand-off made %d Secrets Manager calls", typ, n)
+		if n := len(r.SMCalls.Counts()); n != 0 {
+			t.Fatalf("%s: the hand-off called %d Secrets Manager operations: %v", typ, n, r.SMCalls.Counts())
 		}
 		if got := drain(t, r.Env, r.SignerQueueURL); len(got) != 1 || got[0] != webReq.String() {
 			t.Fatalf("%s: signer queue %v, want [%s]", typ, got, webReq)

@@ -20,8 +20,14 @@ import (
 // The examples' CA is a Certificate with isCA (certfn-role issued-ca):
 // the deployment has worker_manages_ca_certificates, as docs/deploy-aws.md
 // says such a CA needs; without it the worker's CreateSecret is refused.
+//
+// Secrets Manager is the double (or the environment's endpoint) and moto.
 func TestExamplesIssueAndRenewOnAWS(t *testing.T) {
-	d := deployEnv(t, func(e *awstest.Env) { e.WorkerManagesCACertificates = true }, nil)
+	forEachSecretsManager(t, testExamplesIssueAndRenew)
+}
+
+func testExamplesIssueAndRenew(t *testing.T, useSM func(*awstest.Env)) {
+	d := deployEnv(t, func(e *awstest.Env) { e.WorkerManagesCACertificates = true; useSM(e) }, nil)
 	d.applyFiles("../../examples/0[123]*.yaml")
 	d.run()
 	d.requireReady("cert-manager", "demo-ca")
@@ -94,12 +100,14 @@ func TestExamplesIssueAndRenewOnAWS(t *testing.T) {
 // secret for the worker, and a signer that may not write any secret, a
 // leaf is issued and the worker made no attempt on the CA secret.
 func TestWorkerNeverReadsTheCAKey(t *testing.T) {
-	workerSM := &denySecrets{deny: func(id string) bool { return strings.HasPrefix(id, "certfn/cert-manager/ops-ca") }}
+	var caID string // the CA secret's id, once the deployment's prefix is known
+	workerSM := &denySecrets{deny: func(id string) bool { return caID != "" && strings.HasPrefix(id, caID) }}
 	signerSM := &denySecrets{denyWrites: true}
 	d := deploy(t, map[awsmode.Role]func(*awsmode.Options){
 		awsmode.RoleWorker: func(o *awsmode.Options) { workerSM.API = o.SecretsManager; o.SecretsManager = workerSM },
 		awsmode.RoleSigner: func(o *awsmode.Options) { signerSM.API = o.SecretsManager; o.SecretsManager = signerSM },
 	})
+	caID = d.Vars[awsmode.EnvSecretPrefix] + "/cert-manager/ops-ca"
 	d.installCA("ops-ca")
 	d.apply(leafYAML("app", "ops-ca"))
 	d.run()

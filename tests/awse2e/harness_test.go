@@ -41,6 +41,7 @@ import (
 	"github.com/certfn/certfn/core/ports"
 	"github.com/certfn/certfn/internal/awsmode"
 	"github.com/certfn/certfn/internal/awsmode/awstest"
+	"github.com/certfn/certfn/tests/emulators"
 )
 
 var caller = app.Caller{Username: "arn:aws:iam::123456789012:role/platform", Groups: []string{"system:authenticated", app.SuperuserGroup}}
@@ -133,7 +134,8 @@ func (d *deployment) requireReady(ns, name string) *api.Certificate {
 	return c
 }
 
-// secret reads a secret from the double (stage "" = AWSCURRENT).
+// secret reads a secret from the functions' Secrets Manager (stage "" =
+// AWSCURRENT).
 func (d *deployment) secret(ns, name, stage string) ports.Secret {
 	d.t.Helper()
 	if stage == "" {
@@ -143,8 +145,9 @@ func (d *deployment) secret(ns, name, stage string) ports.Secret {
 		}
 		return s
 	}
-	c := sm.NewFromConfig(awscfg.ForEndpoint(d.SM.URL(), awstest.FastRetry))
-	out, err := c.GetSecretValue(d.Ctx, &sm.GetSecretValueInput{SecretId: aws.String("certfn/" + ns + "/" + name), VersionStage: aws.String(stage)})
+	c := sm.NewFromConfig(awscfg.ForEndpoint(d.SMEndpoint, awstest.FastRetry))
+	id := d.Vars[awsmode.EnvSecretPrefix] + "/" + ns + "/" + name
+	out, err := c.GetSecretValue(d.Ctx, &sm.GetSecretValueInput{SecretId: aws.String(id), VersionStage: aws.String(stage)})
 	if err != nil {
 		d.t.Fatalf("secret %s/%s at %s: %v", ns, name, stage, err)
 	}
@@ -190,8 +193,8 @@ func leaf(t *testing.T, pemChain []byte) *x509.Certificate {
 func (d *deployment) installCA(name string) *ct.CA {
 	d.t.Helper()
 	ca := ct.NewCA(d.t)
-	c := sm.NewFromConfig(awscfg.ForEndpoint(d.SM.URL(), awstest.FastRetry))
-	ops, err := secrets.New(c, secrets.Options{Prefix: "certfn", Tags: map[string]string{"certfn-role": "ca"}})
+	c := sm.NewFromConfig(awscfg.ForEndpoint(d.SMEndpoint, awstest.FastRetry))
+	ops, err := secrets.New(c, secrets.Options{Prefix: d.Vars[awsmode.EnvSecretPrefix], Tags: map[string]string{"certfn-role": "ca"}})
 	if err != nil {
 		d.t.Fatal(err)
 	}
@@ -330,4 +333,16 @@ func (d *deployment) requirePrevious(ns, name string, want *x509.Certificate) {
 	if pl, _ := payload["tls.crt"].(string); !bytes.Equal(leaf(d.t, []byte(pl)).Raw, want.Raw) {
 		d.t.Errorf("AWSPREVIOUS of %s/%s does not hold the first certificate", ns, name)
 	}
+}
+
+// forEachSecretsManager runs f with the functions' Secrets Manager on the
+// Env's default (the HAND-WRITTEN TEST DOUBLE, or the environment's
+// AWS_ENDPOINT_URL[_SECRETS_MANAGER]) and on moto (tests/emulators.Moto).
+// f passes useSM to the Env before its functions are built.
+func forEachSecretsManager(t *testing.T, f func(t *testing.T, useSM func(*awstest.Env))) {
+	t.Run("default", func(t *testing.T) { f(t, func(*awstest.Env) {}) })
+	t.Run("moto", func(t *testing.T) {
+		ep := emulators.Moto(t)
+		f(t, func(e *awstest.Env) { e.UseSecretsManager(ep) })
+	})
 }

@@ -3,7 +3,9 @@
 // suite in tests/awse2e: DynamoDB on dynalite and SQS on local-aws-sqs
 // (tests/emulators; or LocalStack when AWS_ENDPOINT_URL is set), and
 // Secrets Manager on the HAND-WRITTEN TEST DOUBLE of
-// adapters/aws/secrets/secretstest (not AWS; no emulator is available).
+// adapters/aws/secrets/secretstest (not AWS), or on the endpoint the
+// environment names (AWS_ENDPOINT_URL[_SECRETS_MANAGER]) or a test chooses
+// (UseSecretsManager, e.g. moto).
 //
 // An Env is one deployment: a fresh table, a worker queue and a signer
 // queue (each with a dead-letter queue), a fake clock shared by every
@@ -28,11 +30,13 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/certfn/certfn/adapters/aws/awscfg"
 	"github.com/certfn/certfn/adapters/aws/dynamo"
+	"github.com/certfn/certfn/adapters/aws/secrets"
 	"github.com/certfn/certfn/adapters/aws/secrets/secretstest"
 	"github.com/certfn/certfn/core/api"
 	"github.com/certfn/certfn/core/clock"
@@ -104,8 +108,16 @@ type Env struct {
 	SQS *CountingSQS
 	// DynamoDB is the raw client (table setup, inspection).
 	DynamoDB *dynamodb.Client
-	// SM is the Secrets Manager test double (call counts per operation).
+	// SM is the Secrets Manager test double, started for every Env; the
+	// functions use it unless SMEndpoint names another Secrets Manager.
 	SM *secretstest.Double
+	// SMEndpoint is the Secrets Manager the functions and InstallSecret
+	// use: the environment's (AWS_ENDPOINT_URL[_SECRETS_MANAGER]) when
+	// set, else SM's URL; UseSecretsManager changes it.
+	SMEndpoint string
+	// SMCalls counts the functions' Secrets Manager calls per operation
+	// (Usage), whichever Secrets Manager they use.
+	SMCalls *SecretCounts
 
 	Table                          string
 	WorkerQueueURL, SignerQueueURL string
@@ -143,8 +155,9 @@ func New(t testing.TB) *Env {
 	e := &Env{T: t, Ctx: ctx, Clock: clock.NewFake(T0), Metrics: NewCounters(),
 		DynamoDB: dynamodb.NewFromConfig(awscfg.ForEndpoint(ddbEP, FastRetry)),
 		SQS:      NewCountingSQS(sqs.NewFromConfig(awscfg.ForEndpoint(sqsEP, FastRetry))),
-		SM:       secretstest.New(t), arns: map[string]string{},
+		SM:       secretstest.New(t), SMCalls: &SecretCounts{}, arns: map[string]string{},
 		invocations: map[awsmode.Role]int{}, messages: map[awsmode.Role]int{}, durations: map[awsmode.Role]time.Duration{}}
+	e.SMEndpoint = e.SM.URL()
 	e.Log = slog.New(slog.NewJSONHandler(io.Discard, nil))
 	if os.Getenv("CERTFN_TEST_LOG") == "1" {
 		e.Log = slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
@@ -174,6 +187,9 @@ func New(t testing.TB) *Env {
 		awsmode.EnvSignerQueueURL: e.SignerQueueURL,
 		awsmode.EnvSecretPrefix:   "certfn",
 		awsmode.EnvAutoApprove:    "*",
+	}
+	if ep, ok := emulators.External(emulators.SecretsManager); ok {
+		e.UseSecretsManager(ep)
 	}
 	return e
 }
@@ -229,14 +245,14 @@ func (e *Env) Getenv(role awsmode.Role) func(string) string {
 
 // Options are the awsmode.Options of a function of this Env.
 func (e *Env) Options(role awsmode.Role) awsmode.Options {
-	ddb, _, smc := awsmode.ClientsForEndpoints(Endpoint(e.T, emulators.DynamoDB), "", e.SM.URL(), FastRetry)
+	ddb, _, smc := awsmode.ClientsForEndpoints(Endpoint(e.T, emulators.DynamoDB), "", e.SMEndpoint, FastRetry)
 	var clk ports.Clock = e.Clock
 	if e.EngineClock != nil {
 		clk = e.EngineClock
 	}
 	guard := NewIAMGuard(ddb, role, e.Table)
-	smGuard := NewSecretsGuard(smc, role, e.WorkerManagesCACertificates)
-	smGuard.Tags = e.SM.Tags // uncounted: Usage reports the functions' calls only
+	smGuard := NewSecretsGuard(countingSecrets{api: smc, counts: e.SMCalls}, role, e.WorkerManagesCACertificates)
+	smGuard.Tags = e.secretTags(smc) // uncounted: Usage reports the functions' calls only
 	smGuard.Prefix = e.Vars[awsmode.EnvSecretPrefix]
 	e.mu.Lock()
 	e.guards = append(e.guards, guard)
@@ -259,6 +275,34 @@ func (e *Env) IAMDenied() []string {
 		out = append(out, g.Denied()...)
 	}
 	return out
+}
+
+// UseSecretsManager points the functions (built after the call) and
+// InstallSecret at the Secrets Manager at endpoint (moto, LocalStack)
+// instead of the double. Secret names are prefixed by the Env's table
+// name, so Envs sharing one endpoint do not meet.
+func (e *Env) UseSecretsManager(endpoint string) {
+	e.SMEndpoint = endpoint
+	e.Vars[awsmode.EnvSecretPrefix] = "certfn/" + e.Table
+}
+
+// secretTags returns the guard's tag lookup: the double's state when the
+// functions use it, else DescribeSecret through api (not counted).
+func (e *Env) secretTags(api secrets.API) func(id string) map[string]string {
+	if e.SMEndpoint == e.SM.URL() {
+		return e.SM.Tags
+	}
+	return func(id string) map[string]string {
+		out, err := api.DescribeSecret(e.Ctx, &secretsmanager.DescribeSecretInput{SecretId: aws.String(id)})
+		if err != nil {
+			return nil // not found (or unreadable): the guard treats it as absent
+		}
+		m := map[string]string{}
+		for _, t := range out.Tags {
+			m[aws.ToString(t.Key)] = aws.ToString(t.Value)
+		}
+		return m
+	}
 }
 
 // Runtime builds role's function; mods adjust its options.
@@ -413,7 +457,7 @@ type Usage struct {
 	// SQSRequests counts SQS API requests per operation (functions and the
 	// event source mapping's receive/delete).
 	SQSRequests map[string]int
-	// SecretsManager counts calls per operation on the double.
+	// SecretsManager counts the functions' calls per operation.
 	SecretsManager map[string]int
 }
 
@@ -470,13 +514,14 @@ func (e *Env) ResetUsage() {
 	}
 	e.SQS.Reset()
 	e.SM.ResetCalls()
+	e.SMCalls.Reset()
 }
 
 // Usage returns the counts since the last ResetUsage.
 func (e *Env) Usage() Usage {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	u := Usage{Invocations: map[awsmode.Role]int{}, Messages: map[awsmode.Role]int{}, SQSRequests: e.SQS.Counts(), SecretsManager: e.SM.CallsByOp()}
+	u := Usage{Invocations: map[awsmode.Role]int{}, Messages: map[awsmode.Role]int{}, SQSRequests: e.SQS.Counts(), SecretsManager: e.SMCalls.Counts()}
 	for k, v := range e.invocations {
 		u.Invocations[k] = v
 	}

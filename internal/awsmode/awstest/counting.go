@@ -7,7 +7,10 @@ import (
 	"strings"
 	"sync"
 
+	sm "github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/certfn/certfn/adapters/aws/secrets"
 )
 
 // CountingSQS is an SQS client that counts requests per operation (what
@@ -158,3 +161,76 @@ func (c *Counters) Get(series string) float64 {
 	defer c.mu.Unlock()
 	return c.m[series]
 }
+
+// SecretCounts counts the functions' Secrets Manager calls per operation,
+// whichever Secrets Manager they use (the double, moto, LocalStack).
+type SecretCounts struct {
+	mu     sync.Mutex
+	counts map[string]int
+}
+
+func (c *SecretCounts) inc(op string) {
+	c.mu.Lock()
+	if c.counts == nil {
+		c.counts = map[string]int{}
+	}
+	c.counts[op]++
+	c.mu.Unlock()
+}
+
+// Counts returns a copy of the counts.
+func (c *SecretCounts) Counts() map[string]int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return maps.Clone(c.counts)
+}
+
+// Reset zeroes the counts.
+func (c *SecretCounts) Reset() {
+	c.mu.Lock()
+	c.counts = nil
+	c.mu.Unlock()
+}
+
+// countingSecrets is a secrets.API that counts every call in counts.
+type countingSecrets struct {
+	api    secrets.API
+	counts *SecretCounts
+}
+
+func (s countingSecrets) CreateSecret(ctx context.Context, in *sm.CreateSecretInput, o ...func(*sm.Options)) (*sm.CreateSecretOutput, error) {
+	s.counts.inc("CreateSecret")
+	return s.api.CreateSecret(ctx, in, o...)
+}
+
+func (s countingSecrets) GetSecretValue(ctx context.Context, in *sm.GetSecretValueInput, o ...func(*sm.Options)) (*sm.GetSecretValueOutput, error) {
+	s.counts.inc("GetSecretValue")
+	return s.api.GetSecretValue(ctx, in, o...)
+}
+
+func (s countingSecrets) PutSecretValue(ctx context.Context, in *sm.PutSecretValueInput, o ...func(*sm.Options)) (*sm.PutSecretValueOutput, error) {
+	s.counts.inc("PutSecretValue")
+	return s.api.PutSecretValue(ctx, in, o...)
+}
+
+func (s countingSecrets) DeleteSecret(ctx context.Context, in *sm.DeleteSecretInput, o ...func(*sm.Options)) (*sm.DeleteSecretOutput, error) {
+	s.counts.inc("DeleteSecret")
+	return s.api.DeleteSecret(ctx, in, o...)
+}
+
+func (s countingSecrets) DescribeSecret(ctx context.Context, in *sm.DescribeSecretInput, o ...func(*sm.Options)) (*sm.DescribeSecretOutput, error) {
+	s.counts.inc("DescribeSecret")
+	return s.api.DescribeSecret(ctx, in, o...)
+}
+
+func (s countingSecrets) TagResource(ctx context.Context, in *sm.TagResourceInput, o ...func(*sm.Options)) (*sm.TagResourceOutput, error) {
+	s.counts.inc("TagResource")
+	return s.api.TagResource(ctx, in, o...)
+}
+
+func (s countingSecrets) UpdateSecretVersionStage(ctx context.Context, in *sm.UpdateSecretVersionStageInput, o ...func(*sm.Options)) (*sm.UpdateSecretVersionStageOutput, error) {
+	s.counts.inc("UpdateSecretVersionStage")
+	return s.api.UpdateSecretVersionStage(ctx, in, o...)
+}
+
+var _ secrets.API = countingSecrets{}

@@ -215,7 +215,7 @@ func (g *SecretsGuard) UpdateSecretVersionStage(ctx context.Context, in *sm.Upda
 // function and its IAM guard: CA key pairs ("ca"), solver credentials.
 func (e *Env) InstallSecret(sec ports.Secret, role string) {
 	e.T.Helper()
-	_, _, smc := awsmode.ClientsForEndpoints("", "", e.SM.URL(), FastRetry)
+	_, _, smc := awsmode.ClientsForEndpoints("", "", e.SMEndpoint, FastRetry)
 	ops, err := secrets.New(smc, secrets.Options{Prefix: e.Vars[awsmode.EnvSecretPrefix], Tags: map[string]string{secrets.TagRole: role}})
 	if err != nil {
 		e.T.Fatal(err)
