@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	r53 "github.com/aws/aws-sdk-go-v2/service/route53"
 	"github.com/aws/aws-sdk-go-v2/service/route53/types"
+	"github.com/aws/aws-sdk-go-v2/service/sts"
 	"github.com/libdns/libdns"
 
 	"github.com/certfn/certfn/adapters/aws/awscfg"
@@ -389,9 +390,16 @@ func TestHostedZoneIDGiven(t *testing.T) {
 // fetched once per factory; a role STS refuses is a permanent error
 // naming role.
 func TestRoleAssumption(t *testing.T) {
-	const role = "arn:aws:iam::000000000000:role/certfn-dns01"
-	const denied = "arn:aws:iam::000000000000:role/not-for-you"
 	b := newBackend(t)
+	// The roles live in the caller's account: the double's, or the one
+	// the endpoint's STS names (LocalStack's 000000000000, moto's
+	// 123456789012, or a real account).
+	account := "000000000000"
+	if b.fake == nil {
+		account = callerAccount(t, b.endpoint)
+	}
+	role := "arn:aws:iam::" + account + ":role/certfn-dns01"
+	denied := "arn:aws:iam::" + account + ":role/not-for-you"
 	zone := base()
 	id := b.zone(t, zone, false)
 	if b.fake != nil {
@@ -469,6 +477,16 @@ func TestRoleAssumption(t *testing.T) {
 			}
 		})
 	}
+}
+
+// callerAccount is the account STS GetCallerIdentity names at endpoint.
+func callerAccount(t *testing.T, endpoint string) string {
+	t.Helper()
+	out, err := sts.NewFromConfig(awscfg.ForEndpoint(endpoint, fastRetry)).GetCallerIdentity(context.Background(), &sts.GetCallerIdentityInput{})
+	if err != nil || aws.ToString(out.Account) == "" {
+		t.Fatalf("STS GetCallerIdentity at %s: %+v, %v", endpoint, out, err)
+	}
+	return aws.ToString(out.Account)
 }
 
 // TestStaticAndAmbientCredentials: without role, the Route 53 calls are
