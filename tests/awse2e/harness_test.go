@@ -3,7 +3,8 @@
 // (internal/awsmode) driving the flow, with the state in dynalite, the
 // queues in local-aws-sqs (an emulation of Lambda's SQS event source
 // mapping delivers their messages) and the secrets in the HAND-WRITTEN
-// Secrets Manager TEST DOUBLE (adapters/aws/secrets/secretstest; not AWS).
+// Secrets Manager TEST DOUBLE (adapters/aws/secrets/secretstest; not AWS)
+// and, for the tests that say so, in moto (tests/emulators.Moto).
 // A fake clock shared by every function is advanced for renewals. It
 // issues from CA and self-signed issuers, and from ACME (HTTP-01) against
 // an in-process Pebble set up as tests/cmd/pebble does (tests/acme's
@@ -11,7 +12,12 @@
 // validation, and renews it; it solves DNS-01 through the route53
 // provider on the HAND-WRITTEN Route 53 TEST DOUBLE
 // (adapters/dns/route53/route53test) and imports into ACM on the
-// HAND-WRITTEN ACM TEST DOUBLE (adapters/aws/acm/acmtest).
+// HAND-WRITTEN ACM TEST DOUBLE (adapters/aws/acm/acmtest) and on moto.
+//
+// Every AWS service comes from the environment's endpoint when one is set
+// (AWS_ENDPOINT_URL or AWS_ENDPOINT_URL_<SERVICE>: DynamoDB, SQS, Secrets
+// Manager, Route 53, ACM; e.g. LocalStack) instead of the emulator or
+// double; the moto variants use moto regardless.
 package awse2e
 
 import (
