@@ -3,12 +3,10 @@ package emulators
 import (
 	"errors"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"strings"
 	"testing"
-	"time"
 )
 
 // moto_server starts on a loopback port, answers its own API, is shared by
@@ -41,12 +39,12 @@ func TestMotoStartStop(t *testing.T) {
 	if p.Host == u.Host {
 		t.Fatalf("private server on the shared one's port %s", p.Host)
 	}
-	p.Stop()
-	p.Stop() // idempotent
-	if c, err := net.DialTimeout("tcp", p.Host, time.Second); err == nil {
-		c.Close()
-		t.Errorf("%s still listening after Stop", p.Host)
+	if len(alive(p.Pgid())) < 2 {
+		t.Errorf("process group %d: %v, want the supervisor and moto_server", p.Pgid(), alive(p.Pgid()))
 	}
+	p.Stop()
+	p.Stop()                      // idempotent
+	waitGone(t, p.Pgid(), p.Host) // SIGKILL is delivered asynchronously
 }
 
 // A missing moto_server says what to install, and in CI that the image is
