@@ -14,7 +14,9 @@
 // `make emulators`.
 //
 // Google's official Firestore and Pub/Sub emulators (gcloud SDK) are in
-// gcloud.go: one process per test binary, shared by its tests.
+// gcloud.go, and moto (moto_server: Secrets Manager, ACM and more behind
+// one endpoint) in moto.go: one process per test binary, shared by its
+// tests.
 package emulators
 
 import (
