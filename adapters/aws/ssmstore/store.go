@@ -1,0 +1,590 @@
+// Package ssmstore implements ports.SecretStore on AWS Systems Manager
+// Parameter Store (issue 14): the cheaper alternative to
+// adapters/aws/secrets (Secrets Manager bills $0.40 per secret and month;
+// a standard-tier parameter costs nothing to store). See docs/aws.md,
+// "SSM Parameter Store secret store".
+//
+//   - A secret is the SecureString parameter
+//     /<prefix>/<class>/<namespace>/<name>. The class (Class) follows from
+//     the content by adapters/aws/secrets.RoleOf, as the Google adapter's
+//     does (docs/gcp-secret-manager.md, "Secret IDs and classes"): tls
+//     (certificates, ACME account keys), pk (next private keys), ica (CA
+//     key pairs certfn issued), ca (CA key pairs operators installed) and
+//     sc (solver credentials). IAM separates classes by path
+//     (arn:aws:ssm:R:A:parameter/<prefix>/<class>/*): only the signer reads
+//     CA key pairs.
+//   - A Get has only a namespace and a name: it tries the classes the
+//     Store serves (Options.Classes), in order, the class a secret was
+//     last found in first. ParameterNotFound means "try the next class";
+//     any other error, AccessDenied included, ends the search.
+//   - The value is the JSON payload of adapters/secretpayload, byte for
+//     byte what the Secrets Manager store writes, encrypted with a
+//     configurable KMS key. It is written in the standard tier when it fits
+//     4096 bytes, else in the advanced tier (8192 bytes at most); larger is
+//     a permanent error naming sizes.
+//   - Put writes a new version only when the content changed; SSM keeps
+//     the replaced version in the parameter's history, which Rollback
+//     writes back as a new version.
+//   - Errors name parameters, keys and sizes, never values.
+package ssmstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ssm"
+	"github.com/aws/aws-sdk-go-v2/service/ssm/types"
+	"github.com/aws/smithy-go"
+
+	"github.com/certfn/certfn/adapters/aws/secrets"
+	"github.com/certfn/certfn/adapters/secretpayload"
+	"github.com/certfn/certfn/core/errs"
+	"github.com/certfn/certfn/core/ports"
+)
+
+// API is the subset of *ssm.Client the store calls.
+type API interface {
+	GetParameter(ctx context.Context, in *ssm.GetParameterInput, optFns ...func(*ssm.Options)) (*ssm.GetParameterOutput, error)
+	PutParameter(ctx context.Context, in *ssm.PutParameterInput, optFns ...func(*ssm.Options)) (*ssm.PutParameterOutput, error)
+	DeleteParameter(ctx context.Context, in *ssm.DeleteParameterInput, optFns ...func(*ssm.Options)) (*ssm.DeleteParameterOutput, error)
+}
+
+var _ API = (*ssm.Client)(nil)
+
+// Size limits of a parameter value (bytes), by tier.
+const (
+	MaxStandardBytes = 4096
+	MaxAdvancedBytes = 8192
+)
+
+// DefaultPrefix is the default first path segment.
+const DefaultPrefix = "certfn"
+
+// maxNameLen is Parameter Store's limit on a parameter name (the whole
+// path); maxLevels its limit on the hierarchy depth.
+const (
+	maxNameLen = 1011
+	maxLevels  = 15
+)
+
+// Class is the path segment IAM separates on (see the package comment).
+type Class string
+
+// Classes.
+const (
+	// ClassTLS: issued key pairs (role certificate) and ACME account keys
+	// (role acme-account).
+	ClassTLS Class = "tls"
+	// ClassPrivateKey: next private keys (role private-key).
+	ClassPrivateKey Class = "pk"
+	// ClassIssuedCA: CA key pairs certfn issued (role issued-ca).
+	ClassIssuedCA Class = "ica"
+	// ClassCA: CA key pairs operators installed; never written by certfn.
+	ClassCA Class = "ca"
+	// ClassSolverCredentials: DNS-01 solver credentials operators
+	// installed; never written by certfn.
+	ClassSolverCredentials Class = "sc"
+)
+
+var allClasses = []Class{ClassTLS, ClassPrivateKey, ClassIssuedCA, ClassCA, ClassSolverCredentials}
+
+// AllClasses is every class, for one identity that does everything (the
+// default of Options.Classes).
+func AllClasses() []Class { return slices.Clone(allClasses) }
+
+// WorkerClasses are the classes the worker reads: tls, pk, sc, and ica
+// when it manages CA certificates.
+func WorkerClasses(manageCA bool) []Class {
+	c := []Class{ClassTLS, ClassPrivateKey, ClassSolverCredentials}
+	if manageCA {
+		c = append(c, ClassIssuedCA)
+	}
+	return c
+}
+
+// SignerClasses are the classes the signer reads: ca, ica, pk.
+func SignerClasses() []Class { return []Class{ClassCA, ClassIssuedCA, ClassPrivateKey} }
+
+// ClassOf maps a role of secrets.RoleOf (the Secrets Manager tag
+// certfn-role) to its class; "" for an unknown role.
+func ClassOf(role string) Class {
+	switch role {
+	case secrets.RoleCertificate, secrets.RoleACMEAccount:
+		return ClassTLS
+	case secrets.RolePrivateKey:
+		return ClassPrivateKey
+	case secrets.RoleIssuedCA:
+		return ClassIssuedCA
+	case "ca":
+		return ClassCA
+	case "solver-credentials":
+		return ClassSolverCredentials
+	}
+	return ""
+}
+
+// writable: certfn never writes or deletes operators' classes.
+func (c Class) writable() bool { return c != ClassCA && c != ClassSolverCredentials }
+
+// segmentRE is one segment of a prefix: parameter name characters.
+var segmentRE = regexp.MustCompile(`^[A-Za-z0-9_.-]+$`)
+
+// dnsSubdomain is what a namespace and a name may be.
+var dnsSubdomain = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`)
+
+// Options configure a Store.
+type Options struct {
+	// Prefix is the first part of every parameter path, without leading
+	// or trailing '/' (default "certfn"): '/'-separated segments of
+	// letters, digits, '_', '.' and '-', at most 11 of them, not starting
+	// with "aws" or "ssm" (reserved by AWS).
+	Prefix string
+	// Classes are the classes this Store reads and writes, in the order a
+	// Get tries them (default AllClasses(); a function's own:
+	// WorkerClasses, SignerClasses). Writing a secret of another class
+	// fails before any call; ca and sc are never written or deleted.
+	Classes []Class
+	// KMSKeyID encrypts the SecureString values (a key id, ARN or alias);
+	// empty means the account's aws/ssm key.
+	KMSKeyID string
+	// Metrics, when set, counts certfn_ssm_requests_total{op}.
+	Metrics ports.Metrics
+}
+
+// Store is the ports.SecretStore on Parameter Store. It is safe for
+// concurrent use.
+type Store struct {
+	client  API
+	prefix  string
+	classes []Class
+	kms     string
+	m       ports.Metrics
+
+	mu sync.Mutex
+	// where remembers the class a secret was last found or written in, so
+	// that the next Get tries it first. A hint only.
+	where map[string]Class
+}
+
+var _ ports.SecretStore = (*Store)(nil)
+
+// maxWhere bounds the class hints kept (reset when full).
+const maxWhere = 4096
+
+// New returns a Store through client. It makes no call.
+func New(client API, opts Options) (*Store, error) {
+	if opts.Prefix == "" {
+		opts.Prefix = DefaultPrefix
+	}
+	segs := strings.Split(opts.Prefix, "/")
+	low := strings.ToLower(opts.Prefix)
+	if len(segs) > maxLevels-4 || strings.HasPrefix(low, "aws") || strings.HasPrefix(low, "ssm") || slices.ContainsFunc(segs, func(s string) bool { return !segmentRE.MatchString(s) }) {
+		return nil, errs.Permanentf("ssm store: prefix: %q is not valid: want at most %d '/'-separated segments of letters, digits, '_', '.' and '-', not starting with \"aws\" or \"ssm\"", opts.Prefix, maxLevels-4)
+	}
+	if len(opts.Classes) == 0 {
+		opts.Classes = allClasses
+	}
+	for i, c := range opts.Classes {
+		if !slices.Contains(allClasses, c) || slices.Contains(opts.Classes[:i], c) {
+			return nil, errs.Permanentf("ssm store: classes[%d]: %q is not a class or is repeated: want distinct values of %v", i, c, allClasses)
+		}
+	}
+	return &Store{client: client, prefix: opts.Prefix, classes: slices.Clone(opts.Classes), kms: opts.KMSKeyID, m: opts.Metrics, where: map[string]Class{}}, nil
+}
+
+// Prefix returns the Store's path prefix.
+func (s *Store) Prefix() string { return s.prefix }
+
+// checkNames validates a namespace and a name (DNS subdomains).
+func checkNames(namespace, name string) error {
+	for _, f := range [][2]string{{"namespace", namespace}, {"name", name}} {
+		if len(f[1]) > 253 || !dnsSubdomain.MatchString(f[1]) {
+			return errs.Permanentf("%s: %q is not a valid name: want a DNS subdomain (lower-case letters, digits, '-' and '.', at most 253 characters)", f[0], f[1])
+		}
+	}
+	return nil
+}
+
+// ParameterName returns the parameter of namespace/name in class c,
+// /<prefix>/<class>/<namespace>/<name>, after validating both.
+func (s *Store) ParameterName(c Class, namespace, name string) (string, error) {
+	if err := checkNames(namespace, name); err != nil {
+		return "", err
+	}
+	if !slices.Contains(allClasses, c) {
+		return "", errs.Permanentf("class %q: want one of %v", c, allClasses)
+	}
+	p := "/" + s.prefix + "/" + string(c) + "/" + namespace + "/" + name
+	if len(p) > maxNameLen {
+		return "", errs.Permanentf("parameter name %d characters long, Parameter Store allows %d", len(p), maxNameLen)
+	}
+	return p, nil
+}
+
+func (s *Store) inc(op string) {
+	if s.m != nil {
+		s.m.Inc("certfn_ssm_requests_total", "op", op)
+	}
+}
+
+// permanentCodes are the service's answers no retry can change. Anything
+// else (ThrottlingException, TooManyUpdates, InternalServerError, network)
+// stays transient.
+var permanentCodes = map[string]bool{
+	"AccessDeniedException":                true,
+	"ValidationException":                  true,
+	"InvalidKeyId":                         true,
+	"ParameterLimitExceeded":               true,
+	"ParameterMaxVersionLimitExceeded":     true,
+	"ParameterPatternMismatchException":    true,
+	"HierarchyLevelLimitExceededException": true,
+	"HierarchyTypeMismatchException":       true,
+	"UnsupportedParameterType":             true,
+	"InvalidAllowedPatternException":       true,
+	"KMSAccessDeniedException":             true,
+	"KMSDisabledException":                 true,
+	"KMSNotFoundException":                 true,
+	"KMSInvalidStateException":             true,
+	"UnrecognizedClientException":          true,
+}
+
+// classify marks permanent errors; see permanentCodes.
+func classify(err error) error {
+	var ae smithy.APIError
+	if errors.As(err, &ae) && permanentCodes[ae.ErrorCode()] {
+		return errs.Permanent(err)
+	}
+	return err
+}
+
+func isNotFound(err error) bool {
+	var nf *types.ParameterNotFound
+	var vnf *types.ParameterVersionNotFound
+	return errors.As(err, &nf) || errors.As(err, &vnf)
+}
+
+func isExists(err error) bool {
+	var ex *types.ParameterAlreadyExists
+	return errors.As(err, &ex)
+}
+
+func isValidation(err error) bool {
+	var ae smithy.APIError
+	return errors.As(err, &ae) && ae.ErrorCode() == "ValidationException"
+}
+
+func (s *Store) hint(namespace, name string) (Class, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c, ok := s.where[namespace+"/"+name]
+	return c, ok
+}
+
+func (s *Store) remember(namespace, name string, c Class) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.where) >= maxWhere {
+		clear(s.where)
+	}
+	s.where[namespace+"/"+name] = c
+}
+
+func (s *Store) forget(namespace, name string) {
+	s.mu.Lock()
+	delete(s.where, namespace+"/"+name)
+	s.mu.Unlock()
+}
+
+// order returns the classes a Get tries: the remembered one first, then
+// the others in Options.Classes order.
+func (s *Store) order(namespace, name string) []Class {
+	c, ok := s.hint(namespace, name)
+	if !ok || !slices.Contains(s.classes, c) {
+		return s.classes
+	}
+	out := []Class{c}
+	for _, o := range s.classes {
+		if o != c {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// read returns the value of parameter p (selector: "" for the latest,
+// ":<version>" for one version) and its version; ports.ErrNotFound when
+// missing.
+func (s *Store) read(ctx context.Context, p, selector string) (value string, version int64, err error) {
+	if err := ctx.Err(); err != nil {
+		return "", 0, err
+	}
+	out, err := s.client.GetParameter(ctx, &ssm.GetParameterInput{Name: aws.String(p + selector), WithDecryption: aws.Bool(true)})
+	s.inc("GetParameter")
+	if isNotFound(err) {
+		return "", 0, ports.ErrNotFound
+	}
+	if err != nil {
+		return "", 0, classify(err)
+	}
+	if out.Parameter == nil {
+		return "", 0, fmt.Errorf("%s: answer without a parameter", p)
+	}
+	return aws.ToString(out.Parameter.Value), out.Parameter.Version, nil
+}
+
+// located is where locate found a secret.
+type located struct {
+	class   Class
+	param   string
+	value   string
+	version int64
+}
+
+// locate finds namespace/name in the Store's classes; found is false when
+// no class holds it. Any error but ParameterNotFound ends the search: an
+// AccessDenied is a misconfigured class list or policy, not a miss.
+func (s *Store) locate(ctx context.Context, namespace, name string) (loc located, found bool, err error) {
+	for _, c := range s.order(namespace, name) {
+		p, err := s.ParameterName(c, namespace, name)
+		if err != nil {
+			return located{}, false, err
+		}
+		v, ver, err := s.read(ctx, p, "")
+		switch {
+		case errors.Is(err, ports.ErrNotFound):
+			continue
+		case err != nil:
+			return located{}, false, fmt.Errorf("class %s: %w", c, err)
+		}
+		s.remember(namespace, name, c)
+		return located{class: c, param: p, value: v, version: ver}, true, nil
+	}
+	return located{}, false, nil
+}
+
+// Get returns the secret, or ports.ErrNotFound when no class of the Store
+// holds it.
+func (s *Store) Get(ctx context.Context, namespace, name string) (ports.Secret, error) {
+	if err := checkNames(namespace, name); err != nil {
+		return ports.Secret{}, fmt.Errorf("secret %s/%s: get: %w", namespace, name, err)
+	}
+	loc, found, err := s.locate(ctx, namespace, name)
+	if err == nil && !found {
+		err = ports.ErrNotFound
+	}
+	if err != nil {
+		return ports.Secret{}, fmt.Errorf("secret %s/%s: get: %w", namespace, name, err)
+	}
+	sec, err := secretpayload.Decode([]byte(loc.value))
+	if err != nil {
+		return ports.Secret{}, fmt.Errorf("secret %s/%s: get: %s: %w", namespace, name, loc.param, errs.Permanent(err))
+	}
+	sec.Namespace, sec.Name = namespace, name
+	return sec, nil
+}
+
+// ClassFor is the class sec is stored in (secrets.RoleOf).
+func ClassFor(sec ports.Secret) Class { return ClassOf(secrets.RoleOf(sec)) }
+
+// TierFor returns the tier a payload of n bytes is written in, or a
+// permanent error naming the sizes when it fits no tier.
+func TierFor(n int) (types.ParameterTier, error) {
+	switch {
+	case n <= MaxStandardBytes:
+		return types.ParameterTierStandard, nil
+	case n <= MaxAdvancedBytes:
+		return types.ParameterTierAdvanced, nil
+	}
+	return "", errs.Permanentf("payload: %d bytes, over Parameter Store's limit of %d (advanced tier)", n, MaxAdvancedBytes)
+}
+
+// prepare encodes sec and checks that this Store writes its class.
+func (s *Store) prepare(sec ports.Secret) (payload string, c Class, p string, err error) {
+	if err := checkNames(sec.Namespace, sec.Name); err != nil {
+		return "", "", "", err
+	}
+	b, err := secretpayload.Encode(sec, MaxAdvancedBytes, "Parameter Store (advanced tier)")
+	if err != nil {
+		return "", "", "", err
+	}
+	c = ClassFor(sec)
+	if !slices.Contains(s.classes, c) || !c.writable() {
+		return "", "", "", errs.Permanentf("class %s: this store does not write it (its classes: %v)", c, s.classes)
+	}
+	p, err = s.ParameterName(c, sec.Namespace, sec.Name)
+	if err != nil {
+		return "", "", "", err
+	}
+	return string(b), c, p, nil
+}
+
+// write is PutParameter of payload at p: a SecureString in the tier its
+// size needs. overwrite false fails with ports.ErrAlreadyExists when p
+// exists. An advanced parameter cannot go back to the standard tier: a
+// standard write the service refuses (ValidationException) is tried once
+// more in the advanced tier.
+func (s *Store) write(ctx context.Context, p, payload string, overwrite bool) error {
+	tier, err := TierFor(len(payload))
+	if err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	in := &ssm.PutParameterInput{
+		Name:      aws.String(p),
+		Value:     aws.String(payload),
+		Type:      types.ParameterTypeSecureString,
+		Tier:      tier,
+		Overwrite: aws.Bool(overwrite),
+	}
+	if s.kms != "" {
+		in.KeyId = aws.String(s.kms)
+	}
+	_, err = s.client.PutParameter(ctx, in)
+	s.inc("PutParameter")
+	if err != nil && tier == types.ParameterTierStandard && overwrite && isValidation(err) {
+		in.Tier = types.ParameterTierAdvanced
+		_, err = s.client.PutParameter(ctx, in)
+		s.inc("PutParameter")
+	}
+	if isExists(err) {
+		return ports.ErrAlreadyExists
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %w", p, classify(err))
+	}
+	return nil
+}
+
+// Create writes a new secret; ports.ErrAlreadyExists if it exists in any
+// class of the Store (one of concurrent creators wins).
+func (s *Store) Create(ctx context.Context, sec ports.Secret) error {
+	fail := func(err error) error { return fmt.Errorf("secret %s/%s: create: %w", sec.Namespace, sec.Name, err) }
+	payload, c, p, err := s.prepare(sec)
+	if err != nil {
+		return fail(err)
+	}
+	loc, found, err := s.locate(ctx, sec.Namespace, sec.Name)
+	if err != nil {
+		return fail(err)
+	}
+	if found {
+		return fail(fmt.Errorf("%s: %w", loc.param, ports.ErrAlreadyExists))
+	}
+	if err := s.write(ctx, p, payload, false); err != nil {
+		return fail(err)
+	}
+	s.remember(sec.Namespace, sec.Name, c)
+	return nil
+}
+
+// Put creates the secret or replaces its whole content. Unchanged content
+// writes nothing, so a retried Put never pushes the real previous version
+// out of the top of the history. Content whose class changed is written
+// in its new class and removed from the old one.
+func (s *Store) Put(ctx context.Context, sec ports.Secret) error {
+	fail := func(err error) error { return fmt.Errorf("secret %s/%s: put: %w", sec.Namespace, sec.Name, err) }
+	payload, c, p, err := s.prepare(sec)
+	if err != nil {
+		return fail(err)
+	}
+	loc, found, err := s.locate(ctx, sec.Namespace, sec.Name)
+	if err != nil {
+		return fail(err)
+	}
+	if found && loc.class == c && loc.value == payload {
+		return nil
+	}
+	if err := s.write(ctx, p, payload, true); err != nil {
+		return fail(err)
+	}
+	s.remember(sec.Namespace, sec.Name, c)
+	if found && loc.class != c && loc.class.writable() {
+		if err := s.delete(ctx, loc.param); err != nil {
+			return fail(fmt.Errorf("removing it from class %s: %w", loc.class, err))
+		}
+	}
+	return nil
+}
+
+// delete removes parameter p; nil if missing.
+func (s *Store) delete(ctx context.Context, p string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	_, err := s.client.DeleteParameter(ctx, &ssm.DeleteParameterInput{Name: aws.String(p)})
+	s.inc("DeleteParameter")
+	if err != nil && !isNotFound(err) {
+		return fmt.Errorf("%s: %w", p, classify(err))
+	}
+	return nil
+}
+
+// Delete removes the secret from every class the Store writes (with its
+// history); nil if it is missing. ca and sc are never deleted.
+func (s *Store) Delete(ctx context.Context, namespace, name string) error {
+	if err := checkNames(namespace, name); err != nil {
+		return fmt.Errorf("secret %s/%s: delete: %w", namespace, name, err)
+	}
+	s.forget(namespace, name)
+	for _, c := range s.classes {
+		if !c.writable() {
+			continue
+		}
+		p, err := s.ParameterName(c, namespace, name)
+		if err == nil {
+			err = s.delete(ctx, p)
+		}
+		if err != nil {
+			return fmt.Errorf("secret %s/%s: delete: %w", namespace, name, err)
+		}
+	}
+	return nil
+}
+
+// Rollback writes the version before the current one back as a new
+// version (a second Rollback undoes the first, since the rolled-back
+// content is then the previous version). ports.ErrNotFound if the secret
+// is missing; a permanent error if it has no previous version in the
+// parameter's history (a new parameter, or one whose class changed).
+func (s *Store) Rollback(ctx context.Context, namespace, name string) error {
+	fail := func(err error) error { return fmt.Errorf("secret %s/%s: rollback: %w", namespace, name, err) }
+	if err := checkNames(namespace, name); err != nil {
+		return fail(err)
+	}
+	loc, found, err := s.locate(ctx, namespace, name)
+	if err != nil {
+		return fail(err)
+	}
+	if !found {
+		return fail(ports.ErrNotFound)
+	}
+	if !loc.class.writable() || !slices.Contains(s.classes, loc.class) {
+		return fail(errs.Permanentf("class %s: this store does not write it", loc.class))
+	}
+	if loc.version < 2 {
+		return fail(errs.Permanentf("%s: no previous version kept", loc.param))
+	}
+	prev, _, err := s.read(ctx, loc.param, ":"+strconv.FormatInt(loc.version-1, 10))
+	if errors.Is(err, ports.ErrNotFound) {
+		return fail(errs.Permanentf("%s: no previous version kept (version %d is gone from the history)", loc.param, loc.version-1))
+	}
+	if err != nil {
+		return fail(err)
+	}
+	if _, err := secretpayload.Decode([]byte(prev)); err != nil {
+		return fail(errs.Permanent(fmt.Errorf("%s: version %d: %w", loc.param, loc.version-1, err)))
+	}
+	if err := s.write(ctx, loc.param, prev, true); err != nil {
+		return fail(err)
+	}
+	return nil
+}

@@ -1,0 +1,396 @@
+package ssmstore
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ssm"
+	"github.com/aws/aws-sdk-go-v2/service/ssm/types"
+	"github.com/aws/smithy-go"
+
+	"github.com/certfn/certfn/adapters/secretpayload"
+	"github.com/certfn/certfn/core/api"
+	"github.com/certfn/certfn/core/errs"
+	"github.com/certfn/certfn/core/ports"
+)
+
+// stubAPI is a stub of the API interface, not SSM: it answers from a map
+// of parameter values and a map of scripted errors by parameter name, and
+// records the calls in order. It exists for what moto cannot show
+// (AccessDenied, throttling past the retries, the order of class probes);
+// the store's behaviour is tested on moto (store_test.go).
+type stubAPI struct {
+	mu     sync.Mutex
+	values map[string]string
+	fail   map[string]error
+	calls  []string
+	puts   []*ssm.PutParameterInput
+}
+
+func newStub() *stubAPI { return &stubAPI{values: map[string]string{}, fail: map[string]error{}} }
+
+func (a *stubAPI) record(op, name string) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.calls = append(a.calls, op+" "+name)
+	return a.fail[name]
+}
+
+func (a *stubAPI) GetParameter(_ context.Context, in *ssm.GetParameterInput, _ ...func(*ssm.Options)) (*ssm.GetParameterOutput, error) {
+	name := aws.ToString(in.Name)
+	if err := a.record("Get", name); err != nil {
+		return nil, err
+	}
+	v, ok := a.values[name]
+	if !ok {
+		return nil, &types.ParameterNotFound{Message: aws.String("not found")}
+	}
+	return &ssm.GetParameterOutput{Parameter: &types.Parameter{Name: in.Name, Value: aws.String(v), Version: 1}}, nil
+}
+
+func (a *stubAPI) PutParameter(_ context.Context, in *ssm.PutParameterInput, _ ...func(*ssm.Options)) (*ssm.PutParameterOutput, error) {
+	name := aws.ToString(in.Name)
+	if err := a.record("Put", name); err != nil {
+		return nil, err
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.puts = append(a.puts, in)
+	if _, ok := a.values[name]; ok && !aws.ToBool(in.Overwrite) {
+		return nil, &types.ParameterAlreadyExists{Message: aws.String("exists")}
+	}
+	a.values[name] = aws.ToString(in.Value)
+	return &ssm.PutParameterOutput{Version: 1, Tier: in.Tier}, nil
+}
+
+func (a *stubAPI) DeleteParameter(_ context.Context, in *ssm.DeleteParameterInput, _ ...func(*ssm.Options)) (*ssm.DeleteParameterOutput, error) {
+	name := aws.ToString(in.Name)
+	if err := a.record("Delete", name); err != nil {
+		return nil, err
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if _, ok := a.values[name]; !ok {
+		return nil, &types.ParameterNotFound{Message: aws.String("not found")}
+	}
+	delete(a.values, name)
+	return &ssm.DeleteParameterOutput{}, nil
+}
+
+func (a *stubAPI) takeCalls() []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	c := a.calls
+	a.calls = nil
+	return c
+}
+
+func apiErr(code string) error {
+	return &smithy.GenericAPIError{Code: code, Message: "scripted " + code}
+}
+
+func TestNewValidatesOptions(t *testing.T) {
+	tests := []struct {
+		name    string
+		opts    Options
+		wantErr string
+	}{
+		{"defaults", Options{}, ""},
+		{"nested prefix", Options{Prefix: "org/certfn.prod"}, ""},
+		{"worker classes", Options{Classes: WorkerClasses(true)}, ""},
+		{"leading slash", Options{Prefix: "/certfn"}, "prefix"},
+		{"trailing slash", Options{Prefix: "certfn/"}, "prefix"},
+		{"space", Options{Prefix: "cert fn"}, "prefix"},
+		{"reserved aws", Options{Prefix: "AWS-certs"}, "prefix"},
+		{"reserved ssm", Options{Prefix: "ssm/certfn"}, "prefix"},
+		{"too deep", Options{Prefix: "a/b/c/d/e/f/g/h/i/j/k/l"}, "prefix"},
+		{"unknown class", Options{Classes: []Class{ClassTLS, "secret"}}, "classes[1]"},
+		{"repeated class", Options{Classes: []Class{ClassTLS, ClassTLS}}, "classes[1]"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := New(newStub(), tc.opts)
+			if tc.wantErr == "" {
+				if err != nil {
+					t.Fatalf("New: %v", err)
+				}
+				return
+			}
+			if !errs.IsPermanent(err) || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("New: %v, want a permanent error naming %s", err, tc.wantErr)
+			}
+		})
+	}
+}
+
+func TestParameterName(t *testing.T) {
+	s, err := New(newStub(), Options{Prefix: "org/certfn"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		class           Class
+		namespace, name string
+		want, wantErr   string
+	}{
+		{ClassTLS, "default", "web-tls", "/org/certfn/tls/default/web-tls", ""},
+		{ClassPrivateKey, "team-a", "www.example.com", "/org/certfn/pk/team-a/www.example.com", ""},
+		{ClassCA, "cert-manager", "my-ca", "/org/certfn/ca/cert-manager/my-ca", ""},
+		{ClassTLS, "Default", "web", "", "namespace"},
+		{ClassTLS, "default", "web/../x", "", "name"},
+		{ClassTLS, "default", "", "", "name"},
+		{"nope", "default", "web", "", "class"},
+	}
+	for _, tc := range tests {
+		got, err := s.ParameterName(tc.class, tc.namespace, tc.name)
+		if tc.wantErr != "" {
+			if !errs.IsPermanent(err) || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("ParameterName(%s, %q, %q): %v, want a permanent error naming %s", tc.class, tc.namespace, tc.name, err, tc.wantErr)
+			}
+			continue
+		}
+		if err != nil || got != tc.want {
+			t.Errorf("ParameterName(%s, %q, %q) = %q, %v; want %q", tc.class, tc.namespace, tc.name, got, err, tc.want)
+		}
+	}
+}
+
+func TestClassOfEveryRole(t *testing.T) {
+	for role, want := range map[string]Class{
+		"certificate": ClassTLS, "acme-account": ClassTLS, "private-key": ClassPrivateKey,
+		"issued-ca": ClassIssuedCA, "ca": ClassCA, "solver-credentials": ClassSolverCredentials, "other": "",
+	} {
+		if got := ClassOf(role); got != want {
+			t.Errorf("ClassOf(%q) = %q, want %q", role, got, want)
+		}
+	}
+}
+
+func TestTierFor(t *testing.T) {
+	tests := []struct {
+		n    int
+		want types.ParameterTier
+	}{
+		{0, types.ParameterTierStandard},
+		{4096, types.ParameterTierStandard},
+		{4097, types.ParameterTierAdvanced},
+		{8192, types.ParameterTierAdvanced},
+	}
+	for _, tc := range tests {
+		if got, err := TierFor(tc.n); err != nil || got != tc.want {
+			t.Errorf("TierFor(%d) = %s, %v; want %s", tc.n, got, err, tc.want)
+		}
+	}
+	if _, err := TierFor(8193); !errs.IsPermanent(err) || !strings.Contains(err.Error(), "8193 bytes") {
+		t.Errorf("TierFor(8193): %v", err)
+	}
+}
+
+// Get tries the configured classes in order (one GetParameter each), the
+// class a secret was found in first next time; a miss in every class is
+// ErrNotFound.
+func TestClassProbingOrder(t *testing.T) {
+	a := newStub()
+	s, err := New(a, Options{Prefix: "p", Classes: SignerClasses()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, err := s.Get(ctx, "ns", "x"); !errors.Is(err, ports.ErrNotFound) {
+		t.Fatalf("Get of a missing secret: %v", err)
+	}
+	if got, want := a.takeCalls(), []string{"Get /p/ca/ns/x", "Get /p/ica/ns/x", "Get /p/pk/ns/x"}; !slices.Equal(got, want) {
+		t.Errorf("calls %v, want %v", got, want)
+	}
+	payload, err := secretpayload.Encode(aSecret("ns", "x").data("tls.key", []byte(marker)).label(api.LabelNextPrivateKey, "true").build(), MaxAdvancedBytes, "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.values["/p/pk/ns/x"] = string(payload)
+	for i, want := range [][]string{
+		{"Get /p/ca/ns/x", "Get /p/ica/ns/x", "Get /p/pk/ns/x"},
+		{"Get /p/pk/ns/x"}, // remembered
+	} {
+		if _, err := s.Get(ctx, "ns", "x"); err != nil {
+			t.Fatal(err)
+		}
+		if got := a.takeCalls(); !slices.Equal(got, want) {
+			t.Errorf("Get %d: calls %v, want %v", i+1, got, want)
+		}
+	}
+	// Deleted, and remembered no more: every class again.
+	delete(a.values, "/p/pk/ns/x")
+	if _, err := s.Get(ctx, "ns", "x"); !errors.Is(err, ports.ErrNotFound) {
+		t.Fatalf("Get after removal: %v", err)
+	}
+	if got, want := a.takeCalls(), []string{"Get /p/pk/ns/x", "Get /p/ca/ns/x", "Get /p/ica/ns/x"}; !slices.Equal(got, want) {
+		t.Errorf("calls %v, want %v", got, want)
+	}
+}
+
+// The store writes only its own writable classes, and never ca or sc;
+// refusals come before any call.
+func TestWritesOnlyItsClasses(t *testing.T) {
+	ctx := context.Background()
+	ca := aSecret("ns", "ca").keyPair(cert(t, true), "1").build()
+	tests := []struct {
+		name    string
+		classes []Class
+		sec     ports.Secret
+	}{
+		{"worker without CA management writing a CA", WorkerClasses(false), ca},
+		{"signer writing a certificate", SignerClasses(), aSecret("ns", "web").keyPair(cert(t, false), "1").build()},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			a := newStub()
+			s, err := New(a, Options{Classes: tc.classes})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, op := range []func(context.Context, ports.Secret) error{s.Create, s.Put} {
+				if err := op(ctx, tc.sec); !errs.IsPermanent(err) || !strings.Contains(err.Error(), "does not write") {
+					t.Errorf("write: %v, want a permanent refusal", err)
+				}
+			}
+			if calls := a.takeCalls(); len(calls) != 0 {
+				t.Errorf("calls before refusing: %v", calls)
+			}
+		})
+	}
+	a := newStub()
+	s, _ := New(a, Options{Prefix: "p"})
+	if err := s.Delete(ctx, "ns", "x"); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range a.takeCalls() {
+		if strings.Contains(c, "/p/ca/") || strings.Contains(c, "/p/sc/") {
+			t.Errorf("Delete touched an operator's class: %s", c)
+		}
+	}
+}
+
+// Errors are classified: AccessDenied and validation permanent (and stop
+// the class search), throttling transient, ParameterAlreadyExists is
+// ErrAlreadyExists. No error carries a value.
+func TestErrorClassification(t *testing.T) {
+	ctx := context.Background()
+	sec := aSecret("ns", "web").keyPair(cert(t, false), "1").build()
+	tests := []struct {
+		name      string
+		failOn    string
+		err       error
+		op        func(s *Store) error
+		wantClass errs.Class
+		wantIs    error
+		wantCalls int
+		// putOnly scripts the error on PutParameter only (the class
+		// probes before the write pass).
+		putOnly bool
+	}{
+		{"access denied ends the search", "/p/ca/ns/web", apiErr("AccessDeniedException"),
+			func(s *Store) error { _, err := s.Get(ctx, "ns", "web"); return err }, errs.PermanentClass, nil, 1, false},
+		{"throttled get", "/p/ca/ns/web", apiErr("ThrottlingException"),
+			func(s *Store) error { _, err := s.Get(ctx, "ns", "web"); return err }, errs.Transient, nil, 1, false},
+		{"too many updates", "/p/tls/ns/web", &types.TooManyUpdates{Message: aws.String("busy")},
+			func(s *Store) error { return s.Create(ctx, sec) }, errs.Transient, nil, 6, true},
+		{"invalid KMS key", "/p/tls/ns/web", &types.InvalidKeyId{Message: aws.String("no key")},
+			func(s *Store) error { return s.Create(ctx, sec) }, errs.PermanentClass, nil, 6, true},
+		{"kms access denied on put", "/p/tls/ns/web", apiErr("KMSAccessDeniedException"),
+			func(s *Store) error { return s.Create(ctx, sec) }, errs.PermanentClass, nil, 6, true},
+		{"already exists", "/p/tls/ns/web", &types.ParameterAlreadyExists{Message: aws.String("exists")},
+			func(s *Store) error { return s.Create(ctx, sec) }, errs.Conflict, ports.ErrAlreadyExists, 6, true},
+		{"delete denied", "/p/tls/ns/web", apiErr("AccessDeniedException"),
+			func(s *Store) error { return s.Delete(ctx, "ns", "web") }, errs.PermanentClass, nil, 1, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			a := newStub()
+			s, err := New(a, Options{Prefix: "p", Classes: []Class{ClassCA, ClassTLS, ClassPrivateKey, ClassIssuedCA, ClassSolverCredentials}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.putOnly {
+				s.client = putFails{a, tc.failOn, tc.err}
+			} else {
+				a.fail[tc.failOn] = tc.err
+			}
+			err = tc.op(s)
+			if err == nil {
+				t.Fatal("no error")
+			}
+			if got := errs.Classify(err); got != tc.wantClass {
+				t.Errorf("class %v, want %v: %v", got, tc.wantClass, err)
+			}
+			if tc.wantIs != nil && !errors.Is(err, tc.wantIs) {
+				t.Errorf("%v is not %v", err, tc.wantIs)
+			}
+			if !strings.Contains(err.Error(), "ns/web") || strings.Contains(err.Error(), marker) || strings.Contains(err.Error(), "PRIVATE KEY") {
+				t.Errorf("error %q must name the secret and no value", err)
+			}
+			if got := len(a.takeCalls()); got != tc.wantCalls {
+				t.Errorf("%d calls, want %d", got, tc.wantCalls)
+			}
+		})
+	}
+}
+
+// putFails wraps the stub so that PutParameter of one name fails.
+type putFails struct {
+	*stubAPI
+	name string
+	err  error
+}
+
+func (p putFails) PutParameter(ctx context.Context, in *ssm.PutParameterInput, o ...func(*ssm.Options)) (*ssm.PutParameterOutput, error) {
+	if aws.ToString(in.Name) == p.name {
+		_ = p.record("Put", p.name)
+		return nil, p.err
+	}
+	return p.stubAPI.PutParameter(ctx, in, o...)
+}
+
+// Writes are SecureStrings with the KMS key, in the tier the size needs;
+// a standard write refused over an advanced parameter is retried as
+// advanced.
+func TestPutParameterInput(t *testing.T) {
+	ctx := context.Background()
+	a := newStub()
+	s, err := New(a, Options{Prefix: "p", KMSKeyID: "alias/certfn"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Create(ctx, aSecret("ns", "web").data("tls.key", []byte(marker)).build()); err != nil {
+		t.Fatal(err)
+	}
+	in := a.puts[0]
+	if in.Type != types.ParameterTypeSecureString || aws.ToString(in.KeyId) != "alias/certfn" || in.Tier != types.ParameterTierStandard || aws.ToBool(in.Overwrite) {
+		t.Errorf("Create's PutParameter: type %s key %s tier %s overwrite %v", in.Type, aws.ToString(in.KeyId), in.Tier, aws.ToBool(in.Overwrite))
+	}
+	a.puts = nil
+	refuse := &standardRefused{stubAPI: a}
+	s.client = refuse
+	if err := s.Put(ctx, aSecret("ns", "web").data("tls.key", []byte(marker+"2")).build()); err != nil {
+		t.Fatal(err)
+	}
+	if len(a.puts) != 1 || a.puts[0].Tier != types.ParameterTierAdvanced || !aws.ToBool(a.puts[0].Overwrite) {
+		t.Errorf("after a refused standard write: %d puts, want one advanced overwrite", len(a.puts))
+	}
+}
+
+// standardRefused answers a standard-tier PutParameter with a
+// ValidationException, as for a parameter already in the advanced tier.
+type standardRefused struct{ *stubAPI }
+
+func (r *standardRefused) PutParameter(ctx context.Context, in *ssm.PutParameterInput, o ...func(*ssm.Options)) (*ssm.PutParameterOutput, error) {
+	if in.Tier == types.ParameterTierStandard {
+		_ = r.record("Put", aws.ToString(in.Name))
+		return nil, apiErr("ValidationException")
+	}
+	return r.stubAPI.PutParameter(ctx, in, o...)
+}
