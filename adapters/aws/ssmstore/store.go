@@ -44,6 +44,7 @@ import (
 	"github.com/aws/smithy-go"
 
 	"github.com/certfn/certfn/adapters/aws/secrets"
+	"github.com/certfn/certfn/adapters/secretclass"
 	"github.com/certfn/certfn/adapters/secretpayload"
 	"github.com/certfn/certfn/core/errs"
 	"github.com/certfn/certfn/core/ports"
@@ -170,13 +171,10 @@ type Store struct {
 	mu sync.Mutex
 	// where remembers the class a secret was last found or written in, so
 	// that the next Get tries it first. A hint only.
-	where map[string]Class
+	where secretclass.Hints[Class]
 }
 
 var _ ports.SecretStore = (*Store)(nil)
-
-// maxWhere bounds the class hints kept (reset when full).
-const maxWhere = 4096
 
 // New returns a Store through client. It makes no call.
 func New(client API, opts Options) (*Store, error) {
@@ -196,7 +194,7 @@ func New(client API, opts Options) (*Store, error) {
 			return nil, errs.Permanentf("ssm store: classes[%d]: %q is not a class or is repeated: want distinct values of %v", i, c, allClasses)
 		}
 	}
-	return &Store{client: client, prefix: opts.Prefix, classes: slices.Clone(opts.Classes), kms: opts.KMSKeyID, m: opts.Metrics, where: map[string]Class{}}, nil
+	return &Store{client: client, prefix: opts.Prefix, classes: slices.Clone(opts.Classes), kms: opts.KMSKeyID, m: opts.Metrics}, nil
 }
 
 // Prefix returns the Store's path prefix.
@@ -280,44 +278,6 @@ func isValidation(err error) bool {
 	return errors.As(err, &ae) && ae.ErrorCode() == "ValidationException"
 }
 
-func (s *Store) hint(namespace, name string) (Class, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	c, ok := s.where[namespace+"/"+name]
-	return c, ok
-}
-
-func (s *Store) remember(namespace, name string, c Class) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if len(s.where) >= maxWhere {
-		clear(s.where)
-	}
-	s.where[namespace+"/"+name] = c
-}
-
-func (s *Store) forget(namespace, name string) {
-	s.mu.Lock()
-	delete(s.where, namespace+"/"+name)
-	s.mu.Unlock()
-}
-
-// order returns the classes a Get tries: the remembered one first, then
-// the others in Options.Classes order.
-func (s *Store) order(namespace, name string) []Class {
-	c, ok := s.hint(namespace, name)
-	if !ok || !slices.Contains(s.classes, c) {
-		return s.classes
-	}
-	out := []Class{c}
-	for _, o := range s.classes {
-		if o != c {
-			out = append(out, o)
-		}
-	}
-	return out
-}
-
 // read returns the value of parameter p (selector: "" for the latest,
 // ":<version>" for one version) and its version; ports.ErrNotFound when
 // missing.
@@ -351,7 +311,7 @@ type located struct {
 // no class holds it. Any error but ParameterNotFound ends the search: an
 // AccessDenied is a misconfigured class list or policy, not a miss.
 func (s *Store) locate(ctx context.Context, namespace, name string) (loc located, found bool, err error) {
-	for _, c := range s.order(namespace, name) {
+	for _, c := range s.where.Order(namespace, name, s.classes) {
 		p, err := s.ParameterName(c, namespace, name)
 		if err != nil {
 			return located{}, false, err
@@ -363,7 +323,7 @@ func (s *Store) locate(ctx context.Context, namespace, name string) (loc located
 		case err != nil:
 			return located{}, false, fmt.Errorf("class %s: %w", c, err)
 		}
-		s.remember(namespace, name, c)
+		s.where.Remember(namespace, name, c)
 		return located{class: c, param: p, value: v, version: ver}, true, nil
 	}
 	return located{}, false, nil
@@ -482,7 +442,7 @@ func (s *Store) Create(ctx context.Context, sec ports.Secret) error {
 	if err := s.write(ctx, p, payload, false); err != nil {
 		return fail(err)
 	}
-	s.remember(sec.Namespace, sec.Name, c)
+	s.where.Remember(sec.Namespace, sec.Name, c)
 	return nil
 }
 
@@ -506,7 +466,7 @@ func (s *Store) Put(ctx context.Context, sec ports.Secret) error {
 	if err := s.write(ctx, p, payload, true); err != nil {
 		return fail(err)
 	}
-	s.remember(sec.Namespace, sec.Name, c)
+	s.where.Remember(sec.Namespace, sec.Name, c)
 	if found && loc.class != c && loc.class.writable() {
 		if err := s.delete(ctx, loc.param); err != nil {
 			return fail(fmt.Errorf("removing it from class %s: %w", loc.class, err))
@@ -534,7 +494,7 @@ func (s *Store) Delete(ctx context.Context, namespace, name string) error {
 	if err := checkNames(namespace, name); err != nil {
 		return fmt.Errorf("secret %s/%s: delete: %w", namespace, name, err)
 	}
-	s.forget(namespace, name)
+	s.where.Forget(namespace, name)
 	for _, c := range s.classes {
 		if !c.writable() {
 			continue

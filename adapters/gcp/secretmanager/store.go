@@ -50,6 +50,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/fieldmaskpb"
 
+	"github.com/certfn/certfn/adapters/secretclass"
 	"github.com/certfn/certfn/core/clock"
 	"github.com/certfn/certfn/core/errs"
 	"github.com/certfn/certfn/core/ports"
@@ -158,7 +159,7 @@ type Store struct {
 	// where remembers the class a secret was last found or written in, so
 	// that the next Get tries it first. A hint only: a miss tries the
 	// other classes.
-	where map[string]Class
+	where secretclass.Hints[Class]
 	// unfinished holds the IDs whose version maintenance (labels, aliases,
 	// destruction) failed after a version was added: a retried Put of the
 	// same content finishes it instead of writing nothing. In this process
@@ -167,9 +168,6 @@ type Store struct {
 }
 
 var _ ports.SecretStore = (*Store)(nil)
-
-// maxWhere bounds the class hints kept (reset when full).
-const maxWhere = 4096
 
 var (
 	projectRE = regexp.MustCompile(`^[a-z0-9][a-z0-9.:-]{0,62}$`)
@@ -219,7 +217,7 @@ func New(api API, opts Options) (*Store, error) {
 	return &Store{
 		api: api, project: opts.Project, prefix: opts.Prefix, classes: slices.Clone(opts.Classes),
 		replication: repl, labels: maps.Clone(opts.Labels), keep: opts.KeepVersions, m: opts.Metrics, clock: opts.Clock,
-		counts: Counts{Requests: map[string]int64{}}, where: map[string]Class{}, unfinished: map[string]bool{},
+		counts: Counts{Requests: map[string]int64{}}, unfinished: map[string]bool{},
 	}, nil
 }
 
@@ -289,47 +287,6 @@ func (s *Store) count(op string, added, destroyed int64) {
 	}
 }
 
-// hint returns the remembered class of namespace/name.
-func (s *Store) hint(namespace, name string) (Class, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	c, ok := s.where[namespace+"/"+name]
-	return c, ok
-}
-
-// remember records the class of namespace/name; forget drops it.
-func (s *Store) remember(namespace, name string, c Class) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if len(s.where) >= maxWhere {
-		clear(s.where)
-	}
-	s.where[namespace+"/"+name] = c
-}
-
-func (s *Store) forget(namespace, name string) {
-	s.mu.Lock()
-	delete(s.where, namespace+"/"+name)
-	s.mu.Unlock()
-}
-
-// order returns the classes to try for namespace/name: the remembered
-// one first, then the others in Options.Classes order.
-func (s *Store) order(namespace, name string) []Class {
-	c, ok := s.hint(namespace, name)
-	if !ok || !slices.Contains(s.classes, c) {
-		return s.classes
-	}
-	out := make([]Class, 0, len(s.classes))
-	out = append(out, c)
-	for _, o := range s.classes {
-		if o != c {
-			out = append(out, o)
-		}
-	}
-	return out
-}
-
 // secretName is the resource name of secret id.
 func (s *Store) secretName(id string) string {
 	return "projects/" + s.project + "/secrets/" + id
@@ -382,23 +339,23 @@ func (s *Store) access(ctx context.Context, id, version string) ([]byte, error) 
 // unreadable newest version (a secret without versions counts as
 // missing).
 func (s *Store) locate(ctx context.Context, namespace, name string) (loc located, found bool, err error) {
-	for _, c := range s.order(namespace, name) {
+	for _, c := range s.where.Order(namespace, name, s.classes) {
 		id := secretID(s.prefix, c, namespace, name)
 		data, err := s.access(ctx, id, "latest")
 		switch {
 		case err == nil:
-			s.remember(namespace, name, c)
+			s.where.Remember(namespace, name, c)
 			return located{class: c, id: id, data: data}, true, nil
 		case isCode(err, codes.NotFound):
 			continue
 		case isCode(err, codes.FailedPrecondition):
-			s.remember(namespace, name, c)
+			s.where.Remember(namespace, name, c)
 			return located{class: c, id: id, unreadable: err}, true, nil
 		default:
 			return located{}, false, classify(err)
 		}
 	}
-	s.forget(namespace, name)
+	s.where.Forget(namespace, name)
 	return located{}, false, nil
 }
 
@@ -581,7 +538,7 @@ func (s *Store) create(ctx context.Context, sec ports.Secret) error {
 		cancel()
 		return err
 	}
-	s.remember(sec.Namespace, sec.Name, c)
+	s.where.Remember(sec.Namespace, sec.Name, c)
 	return nil
 }
 
@@ -669,7 +626,7 @@ func (s *Store) put(ctx context.Context, sec ports.Secret) error {
 			return err
 		}
 	}
-	s.remember(sec.Namespace, sec.Name, c)
+	s.where.Remember(sec.Namespace, sec.Name, c)
 	if found {
 		if err := s.deleteSecret(ctx, loc.id, ""); err != nil {
 			return fmt.Errorf("moved to %s, but deleting %s: %w", id, loc.id, err)
@@ -694,7 +651,7 @@ func (s *Store) maintain(ctx context.Context, id string, sec ports.Secret) error
 	err := s.maintainOnce(ctx, id, sec)
 	s.mu.Lock()
 	if err != nil {
-		if len(s.unfinished) >= maxWhere {
+		if len(s.unfinished) >= secretclass.MaxHints {
 			clear(s.unfinished)
 		}
 		s.unfinished[id] = true
@@ -818,7 +775,7 @@ func (s *Store) Delete(ctx context.Context, namespace, name string) error {
 	if err := checkNames(namespace, name); err != nil {
 		return fmt.Errorf("secret %s/%s: delete: %w", namespace, name, err)
 	}
-	s.forget(namespace, name)
+	s.where.Forget(namespace, name)
 	for _, c := range s.classes {
 		if !c.writable() {
 			continue
