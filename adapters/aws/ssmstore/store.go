@@ -36,7 +36,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
@@ -168,7 +167,6 @@ type Store struct {
 	kms     string
 	m       ports.Metrics
 
-	mu sync.Mutex
 	// where remembers the class a secret was last found or written in, so
 	// that the next Get tries it first. A hint only.
 	where secretclass.Hints[Class]
