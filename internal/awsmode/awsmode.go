@@ -1,6 +1,7 @@
 // Package awsmode assembles certfn's AWS Lambda functions (issue 5;
 // DESIGN.md §3–§4) from environment variables: the DynamoDB state store,
-// the SQS queues and the Secrets Manager secret store (adapters/aws), handed
+// the SQS queues and the secret store (Secrets Manager, or Parameter Store
+// with CERTFN_SECRET_STORE=ssm; adapters/aws), handed
 // to core/app.Build with each function's role (core/app/role.go), which
 // holds only the ports and signers that role may use:
 //
@@ -34,6 +35,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	sm "github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/ssm"
 
 	acmeadapter "github.com/certfn/certfn/adapters/acme"
 	"github.com/certfn/certfn/adapters/aws/acm"
@@ -42,6 +44,7 @@ import (
 	"github.com/certfn/certfn/adapters/aws/emf"
 	"github.com/certfn/certfn/adapters/aws/secrets"
 	"github.com/certfn/certfn/adapters/aws/sqsq"
+	"github.com/certfn/certfn/adapters/aws/ssmstore"
 	dnsproviders "github.com/certfn/certfn/adapters/dns/providers"
 	"github.com/certfn/certfn/adapters/dns/route53"
 	"github.com/certfn/certfn/adapters/httpapi"
@@ -77,6 +80,9 @@ type Options struct {
 	DynamoDB       dynamo.API
 	SQS            sqsq.API
 	SecretsManager secrets.API
+	// SSM replaces the Parameter Store client of the secret store when
+	// CERTFN_SECRET_STORE=ssm; nil: built from awscfg.Load.
+	SSM ssmstore.API
 	// ACM replaces the ACM client of the worker's importer
 	// (CERTFN_ACM_IMPORT=true); nil: built from awscfg.Load.
 	ACM acm.API
@@ -125,8 +131,10 @@ type Runtime struct {
 	// work to the signer) and for the signer when CERTFN_SIGNER_QUEUE_URL
 	// is set (the queue it consumes).
 	SignerQueue *sqsq.Queue
-	// Secrets is the Secrets Manager store (worker and signer only).
-	Secrets *secrets.Store
+	// Secrets is the secret store (worker and signer only): the Secrets
+	// Manager store (*secrets.Store) or, with CERTFN_SECRET_STORE=ssm, the
+	// Parameter Store one (*ssmstore.Store).
+	Secrets ports.SecretStore
 	// HTTP01 answers /.well-known/acme-challenge/{token} (http01 role only).
 	HTTP01 http.Handler
 	// API serves the HTTP API (api role only).
@@ -214,9 +222,8 @@ func FromEnvWith(ctx context.Context, role Role, o Options) (*Runtime, error) {
 		}
 	}
 	if role == RoleWorker || role == RoleSigner {
-		rt.Secrets, err = secrets.New(o.SecretsManager, secrets.Options{Prefix: st.SecretPrefix, KMSKeyID: st.KMSKeyID, Metrics: o.Metrics})
-		if err != nil {
-			return nil, fmt.Errorf("awsmode: %s: %w", EnvSecretPrefix, err)
+		if rt.Secrets, err = o.secretStore(ctx, st); err != nil {
+			return nil, err
 		}
 		p.Secrets = rt.Secrets
 	}
@@ -283,6 +290,31 @@ func (o *Options) clients(ctx context.Context) error {
 		o.SecretsManager = sm.NewFromConfig(cfg)
 	}
 	return nil
+}
+
+// secretStore builds the worker's or signer's secret store
+// (CERTFN_SECRET_STORE).
+func (o *Options) secretStore(ctx context.Context, st Settings) (ports.SecretStore, error) {
+	if st.SecretStore != SecretStoreSSM {
+		s, err := secrets.New(o.SecretsManager, secrets.Options{Prefix: st.SecretPrefix, KMSKeyID: st.KMSKeyID, Metrics: o.Metrics})
+		if err != nil {
+			return nil, fmt.Errorf("awsmode: %s: %w", EnvSecretPrefix, err)
+		}
+		return s, nil
+	}
+	client := o.SSM
+	if client == nil {
+		cfg, err := awscfg.Load(ctx, o.Retry)
+		if err != nil {
+			return nil, fmt.Errorf("awsmode: %w", err)
+		}
+		client = ssm.NewFromConfig(cfg)
+	}
+	s, err := ssmstore.New(client, ssmstore.Options{Prefix: st.SecretPrefix, Classes: st.SecretClasses, KMSKeyID: st.KMSKeyID, Metrics: o.Metrics})
+	if err != nil {
+		return nil, fmt.Errorf("awsmode: %s: %w", EnvSecretPrefix, err)
+	}
+	return s, nil
 }
 
 // acmImporter builds the worker's ACM importer (CERTFN_ACM_IMPORT): new

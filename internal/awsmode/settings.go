@@ -5,10 +5,12 @@ import (
 	"log/slog"
 	"math"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/certfn/certfn/adapters/aws/dynamo"
+	"github.com/certfn/certfn/adapters/aws/ssmstore"
 	"github.com/certfn/certfn/adapters/httpapi"
 	"github.com/certfn/certfn/core/acme"
 	"github.com/certfn/certfn/core/api"
@@ -51,13 +53,22 @@ const (
 	EnvClusterResourceNamespace = "CERTFN_CLUSTER_RESOURCE_NAMESPACE"
 	EnvSecretPrefix             = "CERTFN_SECRET_PREFIX"
 	EnvKMSKeyID                 = "CERTFN_KMS_KEY_ID"
-	EnvQueueURL                 = "CERTFN_QUEUE_URL"
-	EnvSignerQueueURL           = "CERTFN_SIGNER_QUEUE_URL"
-	EnvAutoApprove              = "CERTFN_AUTO_APPROVE"
-	EnvApprover                 = "CERTFN_APPROVER"
-	EnvRoute53ZoneIDs           = "CERTFN_ROUTE53_ZONE_IDS"
-	EnvACMImport                = "CERTFN_ACM_IMPORT"
-	EnvHTTP01Enabled            = "CERTFN_HTTP01_ENABLED"
+	// EnvSecretStore chooses the secret store of the worker and signer:
+	// "secretsmanager" (the default) or "ssm" (Parameter Store
+	// SecureStrings, adapters/aws/ssmstore). EnvSecretClasses lists, for
+	// "ssm", the parameter classes the function reads, in the order a Get
+	// tries them (comma-separated; default ssmstore.WorkerClasses(false)
+	// for the worker, ssmstore.SignerClasses() for the signer); Terraform
+	// sets it from the same list as the function's IAM paths.
+	EnvSecretStore    = "CERTFN_SECRET_STORE"
+	EnvSecretClasses  = "CERTFN_SECRET_CLASSES"
+	EnvQueueURL       = "CERTFN_QUEUE_URL"
+	EnvSignerQueueURL = "CERTFN_SIGNER_QUEUE_URL"
+	EnvAutoApprove    = "CERTFN_AUTO_APPROVE"
+	EnvApprover       = "CERTFN_APPROVER"
+	EnvRoute53ZoneIDs = "CERTFN_ROUTE53_ZONE_IDS"
+	EnvACMImport      = "CERTFN_ACM_IMPORT"
+	EnvHTTP01Enabled  = "CERTFN_HTTP01_ENABLED"
 
 	EnvSweepLimit       = "CERTFN_SWEEP_LIMIT"
 	EnvBatchParallelism = "CERTFN_BATCH_PARALLELISM"
@@ -112,10 +123,16 @@ type Settings struct {
 	// CA/selfSigned requests and CA issuers there; the signer consumes it
 	// (optional for the signer: otherwise derived from the event's queue ARN).
 	SignerQueueURL string
-	// SecretPrefix and KMSKeyID configure the Secrets Manager store
-	// (worker and signer).
+	// SecretPrefix and KMSKeyID configure the secret store (worker and
+	// signer): the Secrets Manager name prefix or the Parameter Store
+	// path prefix, and the KMS key new secrets are encrypted with.
 	SecretPrefix string
 	KMSKeyID     string
+	// SecretStore is SecretStoreSecretsManager (default) or
+	// SecretStoreSSM; SecretClasses are the Parameter Store classes the
+	// function reads (SecretStoreSSM only).
+	SecretStore   string
+	SecretClasses []ssmstore.Class
 	// AutoApprove lists signer names approved without a policy (worker).
 	AutoApprove []string
 	// Approver is CERTFN_APPROVER (envconf.ApproverPolicy by default).
@@ -222,6 +239,7 @@ func ParseSettings(role Role, getenv func(string) string) (Settings, error) {
 	if role == RoleAPI {
 		s.parseAPI(get, bad)
 	}
+	s.parseSecretStore(role, get, bad)
 	s.ACMImport = envconf.BoolVar(get(EnvACMImport), false, EnvACMImport, bad)
 	s.HTTP01Enabled = envconf.BoolVar(get(EnvHTTP01Enabled), true, EnvHTTP01Enabled, bad)
 	s.SweepLimit = envconf.IntVar(get(EnvSweepLimit), DefaultSweepLimit, 1, maxSweepLimit, EnvSweepLimit, bad)
@@ -245,6 +263,51 @@ func ParseSettings(role Role, getenv func(string) string) (Settings, error) {
 		return Settings{}, fmt.Errorf("awsmode: %s function environment: %s", role, strings.Join(problems, "; "))
 	}
 	return s, nil
+}
+
+// The secret stores CERTFN_SECRET_STORE names.
+const (
+	SecretStoreSecretsManager = "secretsmanager"
+	SecretStoreSSM            = "ssm"
+)
+
+// parseSecretStore reads EnvSecretStore and, for Parameter Store,
+// EnvSecretClasses (worker and signer: the roles with a secret store).
+func (s *Settings) parseSecretStore(role Role, get func(string) string, bad func(string, string, ...any)) {
+	switch s.SecretStore = strings.ToLower(get(EnvSecretStore)); s.SecretStore {
+	case "":
+		s.SecretStore = SecretStoreSecretsManager
+	case SecretStoreSecretsManager, SecretStoreSSM:
+	default:
+		bad(EnvSecretStore, "%q is not secretsmanager or ssm", s.SecretStore)
+		return
+	}
+	v := get(EnvSecretClasses)
+	if s.SecretStore != SecretStoreSSM || (role != RoleWorker && role != RoleSigner) {
+		if v != "" && s.SecretStore != SecretStoreSSM {
+			bad(EnvSecretClasses, "set, but %s is not ssm (classes are Parameter Store paths)", EnvSecretStore)
+		}
+		return
+	}
+	if v == "" {
+		if role == RoleWorker {
+			s.SecretClasses = ssmstore.WorkerClasses(false)
+		} else {
+			s.SecretClasses = ssmstore.SignerClasses()
+		}
+		return
+	}
+	for _, c := range envconf.SplitList(v) {
+		cl := ssmstore.Class(c)
+		switch {
+		case !slices.Contains(ssmstore.AllClasses(), cl):
+			bad(EnvSecretClasses, "%q is not a class (want some of %v)", c, ssmstore.AllClasses())
+		case slices.Contains(s.SecretClasses, cl):
+			bad(EnvSecretClasses, "%q is listed twice", c)
+		default:
+			s.SecretClasses = append(s.SecretClasses, cl)
+		}
+	}
 }
 
 // InitOnly reports whether EnvInitOnly asks main to return right after

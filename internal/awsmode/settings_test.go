@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/certfn/certfn/adapters/aws/ssmstore"
 	"github.com/certfn/certfn/core/app"
 	"github.com/certfn/certfn/internal/awsmode"
 )
@@ -37,7 +38,8 @@ func TestParseSettingsDefaults(t *testing.T) {
 		QueueURL:       "https://sqs.eu-west-1.amazonaws.com/123456789012/certfn-worker",
 		SignerQueueURL: "https://sqs.eu-west-1.amazonaws.com/123456789012/certfn-signer",
 		HTTP01Enabled:  true, SweepLimit: awsmode.DefaultSweepLimit, BatchParallelism: awsmode.DefaultBatchParallelism,
-		FollowUps: awsmode.DefaultFollowUps, LogLevel: slog.LevelInfo, Metrics: "none", Approver: "policy"}
+		FollowUps: awsmode.DefaultFollowUps, LogLevel: slog.LevelInfo, Metrics: "none", Approver: "policy",
+		SecretStore: awsmode.SecretStoreSecretsManager}
 	if !reflect.DeepEqual(s, want) {
 		t.Fatalf("settings\n got %+v\nwant %+v", s, want)
 	}
@@ -90,6 +92,22 @@ func TestParseSettingsValues(t *testing.T) {
 			}, "quotas read"},
 		{"quotas of 0 are unlimited", awsmode.RoleSigner, []string{awsmode.EnvQuotaObjects, "0", awsmode.EnvQuotaIssuances, "0"},
 			func(s awsmode.Settings) bool { return s.Quotas == app.Quotas{} }, "no quota"},
+		{"Parameter Store, the worker's default classes", awsmode.RoleWorker, []string{awsmode.EnvSecretStore, "SSM"},
+			func(s awsmode.Settings) bool {
+				return s.SecretStore == awsmode.SecretStoreSSM && reflect.DeepEqual(s.SecretClasses, ssmstore.WorkerClasses(false))
+			}, "ssm with tls, pk, sc"},
+		{"Parameter Store, the signer's default classes", awsmode.RoleSigner, []string{awsmode.EnvSecretStore, "ssm"},
+			func(s awsmode.Settings) bool { return reflect.DeepEqual(s.SecretClasses, ssmstore.SignerClasses()) }, "ssm with ca, ica, pk"},
+		{"Parameter Store, classes as Terraform sets them", awsmode.RoleWorker,
+			[]string{awsmode.EnvSecretStore, "ssm", awsmode.EnvSecretClasses, "tls, pk,sc,ica"},
+			func(s awsmode.Settings) bool {
+				return reflect.DeepEqual(s.SecretClasses, []ssmstore.Class{ssmstore.ClassTLS, ssmstore.ClassPrivateKey, ssmstore.ClassSolverCredentials, ssmstore.ClassIssuedCA})
+			}, "the listed classes in order"},
+		{"Parameter Store classes ignored where no secret store runs", awsmode.RoleAPI,
+			[]string{awsmode.EnvSecretStore, "ssm", awsmode.EnvSecretClasses, "tls"},
+			func(s awsmode.Settings) bool {
+				return s.SecretStore == awsmode.SecretStoreSSM && s.SecretClasses == nil
+			}, "no classes"},
 		{"matching CERTFN_FUNCTION", awsmode.RoleScheduler, []string{awsmode.EnvFunction, "scheduler"},
 			func(s awsmode.Settings) bool { return s.Role == awsmode.RoleScheduler }, "accepted"},
 	} {
@@ -136,6 +154,13 @@ func TestParseSettingsErrors(t *testing.T) {
 		{"issuance quota not a number", awsmode.RoleWorker, []string{awsmode.EnvQuotaIssuances, "10/h"},
 			[]string{`CERTFN_QUOTA_ISSUANCES_PER_HOUR: "10/h" is not an integer from 0 to 2147483647`}},
 		{"metrics", awsmode.RoleAPI, []string{awsmode.EnvMetrics, "prometheus"}, []string{`CERTFN_METRICS: "prometheus" is not emf or none`}},
+		{"secret store", awsmode.RoleWorker, []string{awsmode.EnvSecretStore, "s3"}, []string{`CERTFN_SECRET_STORE: "s3" is not secretsmanager or ssm`}},
+		{"secret classes without ssm", awsmode.RoleSigner, []string{awsmode.EnvSecretClasses, "ca"},
+			[]string{"CERTFN_SECRET_CLASSES: set, but CERTFN_SECRET_STORE is not ssm"}},
+		{"unknown secret class", awsmode.RoleWorker, []string{awsmode.EnvSecretStore, "ssm", awsmode.EnvSecretClasses, "tls,keys"},
+			[]string{`CERTFN_SECRET_CLASSES: "keys" is not a class`}},
+		{"secret class twice", awsmode.RoleSigner, []string{awsmode.EnvSecretStore, "ssm", awsmode.EnvSecretClasses, "ca,ca"},
+			[]string{`CERTFN_SECRET_CLASSES: "ca" is listed twice`}},
 		{"every problem at once", awsmode.RoleWorker, []string{awsmode.EnvTable, "", awsmode.EnvDueShards, "x"},
 			[]string{"CERTFN_TABLE: required", "CERTFN_DUE_SHARDS:"}},
 	} {

@@ -103,7 +103,7 @@ spec:
 `)
 	d.run()
 	c := d.requireReady("default", "web")
-	first := leaf(t, d.secret("default", "web-tls", "").Data["tls.crt"])
+	first := leaf(t, d.secret("default", "web-tls").Data["tls.crt"])
 	arn := c.Status.ACMCertificateARN
 	if arn == "" || !api.IsTrue(c.Status.Conditions, api.CertificateConditionACMImported) {
 		t.Fatalf("not imported: ARN %q, conditions %+v", arn, c.Status.Conditions)
@@ -124,7 +124,7 @@ spec:
 	if revision(c) != 2 {
 		t.Fatalf("revision %d after the renewal, want 2", revision(c))
 	}
-	second := leaf(t, d.secret("default", "web-tls", "").Data["tls.crt"])
+	second := leaf(t, d.secret("default", "web-tls").Data["tls.crt"])
 	if bytes.Equal(second.Raw, first.Raw) {
 		t.Fatal("the secret still holds the first certificate")
 	}

@@ -90,7 +90,7 @@ spec:
   issuerRef: {name: pebble, kind: ClusterIssuer}
 `)
 	d.waitReady("default", "renew", 90*time.Second)
-	first := verifyPebble(t, peb, d.secret("default", "renew-tls", "").Data["tls.crt"], "renew.example.com")
+	first := verifyPebble(t, peb, d.secret("default", "renew-tls").Data["tls.crt"], "renew.example.com")
 
 	// The renewal time settles once the Order's ARI window is copied to
 	// the Certificate: the earlier of 2/3 of the lifetime and the window's
@@ -138,7 +138,7 @@ spec:
 	t.Logf("renewal: %d ACME requests; the first certificate's renewal time %s; the second's %s (clock now %s)",
 		acmeReqs.Count()-acmeBefore, renewAt.Format(time.RFC3339), c.Status.RenewalTime.Format(time.RFC3339), clk.Now().Format(time.RFC3339))
 
-	sec := d.secret("default", "renew-tls", "")
+	sec := d.secret("default", "renew-tls")
 	second := verifyPebble(t, peb, sec.Data["tls.crt"], "renew.example.com")
 	if bytes.Equal(second.Raw, first.Raw) || second.SerialNumber.Cmp(first.SerialNumber) == 0 {
 		t.Fatal("the secret still holds the first certificate")

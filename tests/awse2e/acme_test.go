@@ -162,7 +162,7 @@ spec:
 		name := fmt.Sprintf("site-%d", i)
 		d.apply(certYAML(name))
 		d.waitReady("default", name, 90*time.Second)
-		sec := d.secret("default", name+"-tls", "")
+		sec := d.secret("default", name+"-tls")
 		l := leaf(t, sec.Data["tls.crt"])
 		inter := x509.NewCertPool()
 		chain := strings.SplitAfter(string(sec.Data["tls.crt"]), "-----END CERTIFICATE-----\n")
@@ -175,7 +175,7 @@ spec:
 	}
 	u := d.Usage()
 	h01Calls := h01Invocations() - h01Before
-	issue := perUnit(u, n+h01Calls /* api calls + http01 invocations */, n)
+	issue := perUnit(u, n+h01Calls /* api calls + http01 invocations */, n, secretsManagerPrices)
 	t.Logf("issuance (ACME HTTP-01, Pebble), per certificate: %s; %.1f ACME requests; http01 invocations %.1f\n    detail for %d: %s",
 		issue, float64(acmeReqs.Count()-acmeBefore)/n, float64(h01Calls)/n, n, u)
 	t.Logf("cost per 1,000 ACME issuances: $%.4f (prices as in TestCostPerIssuance)", 1000*issue.cost())

@@ -21,9 +21,10 @@ import (
 // the deployment has worker_manages_ca_certificates, as docs/deploy-aws.md
 // says such a CA needs; without it the worker's CreateSecret is refused.
 //
-// Secrets Manager is the double (or the environment's endpoint) and moto.
+// The secret store is Secrets Manager on the double (or the environment's
+// endpoint) and on moto, and Parameter Store on moto.
 func TestExamplesIssueAndRenewOnAWS(t *testing.T) {
-	forEachSecretsManager(t, testExamplesIssueAndRenew)
+	forEachSecretStore(t, testExamplesIssueAndRenew)
 }
 
 func testExamplesIssueAndRenew(t *testing.T, useSM func(*awstest.Env)) {
@@ -35,7 +36,7 @@ func testExamplesIssueAndRenew(t *testing.T, useSM func(*awstest.Env)) {
 	if revision(web) != 1 {
 		t.Fatalf("web revision %d, want 1", revision(web))
 	}
-	sec := d.secret("default", "web-tls", "")
+	sec := d.secret("default", "web-tls")
 	for _, k := range []string{"tls.crt", "tls.key", "ca.crt", "tls-combined.pem", "keystore.p12"} {
 		if len(sec.Data[k]) == 0 {
 			t.Errorf("secret default/web-tls has no %s", k)
@@ -81,7 +82,7 @@ func testExamplesIssueAndRenew(t *testing.T, useSM func(*awstest.Env)) {
 	if revision(web) != 2 {
 		t.Fatalf("web revision %d after the renewal time, want 2", revision(web))
 	}
-	renewed := leaf(t, d.secret("default", "web-tls", "").Data["tls.crt"])
+	renewed := leaf(t, d.secret("default", "web-tls").Data["tls.crt"])
 	if renewed.NotBefore.Before(renewAt) || bytes.Equal(renewed.Raw, first.Raw) {
 		t.Fatalf("secret holds the old certificate (notBefore %s)", renewed.NotBefore)
 	}
@@ -90,6 +91,15 @@ func testExamplesIssueAndRenew(t *testing.T, useSM func(*awstest.Env)) {
 		t.Error("the key was not rotated (rotationPolicy: Always)")
 	}
 	d.requirePrevious("default", "web-tls", first)
+	// The secrets went to the store the deployment names.
+	ops := d.Usage().SecretStore
+	if d.SSMEndpoint != "" {
+		if ops["PutParameter"] == 0 || ops["GetSecretValue"]+ops["PutSecretValue"]+ops["CreateSecret"] != 0 {
+			t.Errorf("secret store calls %v: want Parameter Store's only (CERTFN_SECRET_STORE=ssm)", ops)
+		}
+	} else if ops["PutSecretValue"]+ops["CreateSecret"] == 0 || ops["PutParameter"] != 0 {
+		t.Errorf("secret store calls %v: want Secrets Manager's only", ops)
+	}
 	// Nothing is left to do and no message went to a dead-letter queue.
 	if n := d.VisibleMessages(d.WorkerDLQURL) + d.VisibleMessages(d.SignerDLQURL); n != 0 {
 		t.Errorf("%d messages in the dead-letter queues", n)

@@ -24,7 +24,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/x509"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -38,7 +37,6 @@ import (
 	sm "github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	smithy "github.com/aws/smithy-go"
 
-	"github.com/certfn/certfn/adapters/aws/awscfg"
 	"github.com/certfn/certfn/adapters/aws/secrets"
 	"github.com/certfn/certfn/core/api"
 	"github.com/certfn/certfn/core/app"
@@ -140,24 +138,14 @@ func (d *deployment) requireReady(ns, name string) *api.Certificate {
 	return c
 }
 
-// secret reads a secret from the functions' Secrets Manager (stage "" =
-// AWSCURRENT).
-func (d *deployment) secret(ns, name, stage string) ports.Secret {
+// secret reads a secret through the worker's secret store.
+func (d *deployment) secret(ns, name string) ports.Secret {
 	d.t.Helper()
-	if stage == "" {
-		s, err := d.worker.Secrets.Get(d.Ctx, ns, name)
-		if err != nil {
-			d.t.Fatalf("secret %s/%s: %v", ns, name, err)
-		}
-		return s
-	}
-	c := sm.NewFromConfig(awscfg.ForEndpoint(d.SMEndpoint, awstest.FastRetry))
-	id := d.Vars[awsmode.EnvSecretPrefix] + "/" + ns + "/" + name
-	out, err := c.GetSecretValue(d.Ctx, &sm.GetSecretValueInput{SecretId: aws.String(id), VersionStage: aws.String(stage)})
+	s, err := d.worker.Secrets.Get(d.Ctx, ns, name)
 	if err != nil {
-		d.t.Fatalf("secret %s/%s at %s: %v", ns, name, stage, err)
+		d.t.Fatalf("secret %s/%s: %v", ns, name, err)
 	}
-	return ports.Secret{Data: map[string][]byte{"raw": []byte(aws.ToString(out.SecretString))}}
+	return s
 }
 
 // deliverUntil delivers both queues, in real time (SQS delays are real),
@@ -199,14 +187,7 @@ func leaf(t *testing.T, pemChain []byte) *x509.Certificate {
 func (d *deployment) installCA(name string) *ct.CA {
 	d.t.Helper()
 	ca := ct.NewCA(d.t)
-	c := sm.NewFromConfig(awscfg.ForEndpoint(d.SMEndpoint, awstest.FastRetry))
-	ops, err := secrets.New(c, secrets.Options{Prefix: d.Vars[awsmode.EnvSecretPrefix], Tags: map[string]string{"certfn-role": "ca"}})
-	if err != nil {
-		d.t.Fatal(err)
-	}
-	if err := ops.Create(d.Ctx, ca.Secret(d.t, "cert-manager", name)); err != nil {
-		d.t.Fatal(err)
-	}
+	d.InstallSecret(ca.Secret(d.t, "cert-manager", name), "ca")
 	d.apply(fmt.Sprintf("apiVersion: cert-manager.io/v1\nkind: ClusterIssuer\nmetadata: {name: %s}\nspec: {ca: {secretName: %s}}\n", name, name))
 	return ca
 }
@@ -327,28 +308,31 @@ func (s *denySecrets) UpdateSecretVersionStage(ctx context.Context, in *sm.Updat
 
 var _ secrets.API = (*denySecrets)(nil)
 
-// requirePrevious fails the test unless the AWSPREVIOUS version of the
-// secret ns/name holds want as its certificate (renewal keeps the previous
-// key pair for rollback).
+// requirePrevious fails the test unless the previous version of the
+// secret ns/name (Secrets Manager's AWSPREVIOUS, Parameter Store's version
+// before the current one) holds want as its certificate: renewal keeps
+// the previous key pair for rollback.
 func (d *deployment) requirePrevious(ns, name string, want *x509.Certificate) {
 	d.t.Helper()
-	var payload map[string]any
-	if err := json.Unmarshal(d.secret(ns, name, "AWSPREVIOUS").Data["raw"], &payload); err != nil {
-		d.t.Fatal(err)
-	}
-	if pl, _ := payload["tls.crt"].(string); !bytes.Equal(leaf(d.t, []byte(pl)).Raw, want.Raw) {
-		d.t.Errorf("AWSPREVIOUS of %s/%s does not hold the first certificate", ns, name)
+	if got := leaf(d.t, d.PreviousSecret(ns, name).Data["tls.crt"]); !bytes.Equal(got.Raw, want.Raw) {
+		d.t.Errorf("the previous version of %s/%s does not hold the first certificate", ns, name)
 	}
 }
 
-// forEachSecretsManager runs f with the functions' Secrets Manager on the
-// Env's default (the HAND-WRITTEN TEST DOUBLE, or the environment's
-// AWS_ENDPOINT_URL[_SECRETS_MANAGER]) and on moto (tests/emulators.Moto).
-// f passes useSM to the Env before its functions are built.
-func forEachSecretsManager(t *testing.T, f func(t *testing.T, useSM func(*awstest.Env))) {
+// forEachSecretStore runs f with the functions' secret store on the Env's
+// default Secrets Manager (the HAND-WRITTEN TEST DOUBLE, or the
+// environment's AWS_ENDPOINT_URL[_SECRETS_MANAGER]), on moto's Secrets
+// Manager, and on moto's Parameter Store (CERTFN_SECRET_STORE=ssm, as
+// the Terraform module's secret_store = "ssm"). f passes use to the Env
+// before its functions are built.
+func forEachSecretStore(t *testing.T, f func(t *testing.T, use func(*awstest.Env))) {
 	t.Run("default", func(t *testing.T) { f(t, func(*awstest.Env) {}) })
 	t.Run("moto", func(t *testing.T) {
 		ep := emulators.Moto(t)
 		f(t, func(e *awstest.Env) { e.UseSecretsManager(ep) })
+	})
+	t.Run("ssm-moto", func(t *testing.T) {
+		ep := emulators.Moto(t)
+		f(t, func(e *awstest.Env) { e.UseSSM(ep) })
 	})
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/certfn/certfn/core/api"
 	"github.com/certfn/certfn/internal/awsmode/awstest"
+	"github.com/certfn/certfn/tests/emulators"
 )
 
 // Without worker_manages_ca_certificates the worker may not write a CA key
@@ -36,6 +37,32 @@ func TestIssuedCAWithoutPermission(t *testing.T) {
 		t.Fatalf("no Event about demo-ca: %v", err)
 	}
 	if ev := o.(*api.Event); ev.Type != api.EventTypeWarning || !strings.Contains(ev.Message, "AccessDenied") {
+		t.Fatalf("event %+v", ev)
+	}
+}
+
+// The same on Parameter Store (secret_store = "ssm"): the worker's
+// classes (CERTFN_SECRET_CLASSES, from the same list as its IAM paths)
+// lack ica, so the store refuses the issued CA key pair before any call
+// (no IAM refusal needed) with a permanent error naming the class, and the
+// Certificate's Warning Event says so.
+func TestIssuedCAWithoutPermissionSSM(t *testing.T) {
+	ep := emulators.Moto(t)
+	d := deployEnv(t, func(e *awstest.Env) { e.UseSSM(ep) }, nil)
+	d.applyFiles("../../examples/0[12]*.yaml")
+	d.run()
+	c := d.cert("cert-manager", "demo-ca")
+	if api.IsTrue(c.Status.Conditions, "Ready") {
+		t.Fatal("demo-ca Ready without worker_manages_ca_certificates")
+	}
+	if denied := d.IAMDenied(); len(denied) != 0 {
+		t.Fatalf("IAM denials %v: the store should not have tried", denied)
+	}
+	o, err := d.api.Engine.Get(d.Ctx, api.EventKeyFor(api.Key{Kind: api.KindCertificate, Namespace: "cert-manager", Name: "demo-ca"}))
+	if err != nil {
+		t.Fatalf("no Event about demo-ca: %v", err)
+	}
+	if ev := o.(*api.Event); ev.Type != api.EventTypeWarning || ev.Reason != "FailedPermanently" || !strings.Contains(ev.Message, "class ica") {
 		t.Fatalf("event %+v", ev)
 	}
 }

@@ -132,7 +132,7 @@ spec:
 		d.apply(certYAML(name, issuer, quote(dnsNames...)...))
 		d.waitReady("default", name, 120*time.Second)
 		d.deliverUntil("the TXT records of "+name+" removed", 60*time.Second, func() bool { return len(txtLeft(txtSets(), peb, dnsNames)) == 0 })
-		sec := d.secret("default", name+"-tls", "")
+		sec := d.secret("default", name+"-tls")
 		l := verifyPebble(t, peb, sec.Data["tls.crt"], "host"+strings.TrimPrefix(dnsNames[0], "*"))
 		for _, n := range dnsNames {
 			if !slices.Contains(l.DNSNames, n) {
@@ -159,7 +159,7 @@ spec:
 			r53Calls[c.Op]++
 		}
 	}
-	issuance := perUnit(u, n /* api calls */, n)
+	issuance := perUnit(u, n /* api calls */, n, secretsManagerPrices)
 	t.Logf("issuance (ACME DNS-01 over Route53, Pebble), per certificate: %s; %.1f ACME requests; Route53 calls %v for %d\n    detail for %d: %s",
 		issuance, float64(acmeReqs.Count()-acmeBefore)/n, r53Calls, n, n, u)
 	if issuance.invocations > 15 || issuance.dynamoWrites > 40 {

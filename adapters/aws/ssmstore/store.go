@@ -13,10 +13,12 @@
 //     sc (solver credentials). IAM separates classes by path
 //     (arn:aws:ssm:R:A:parameter/<prefix>/<class>/*): only the signer reads
 //     CA key pairs.
-//   - A Get has only a namespace and a name: it tries the classes the
-//     Store serves (Options.Classes), in order, the class a secret was
-//     last found in first. ParameterNotFound means "try the next class";
-//     any other error, AccessDenied included, ends the search.
+//   - A Get has only a namespace and a name: one GetParameters call names
+//     the parameter in every class the Store serves (Options.Classes), so
+//     a Get, found or missing, is one request whatever the number of
+//     classes (Parameter Store's standard throughput is 40 requests a
+//     second per account and region). Any error, AccessDenied included,
+//     is an error, never a miss.
 //   - The value is the JSON payload of adapters/secretpayload, byte for
 //     byte what the Secrets Manager store writes, encrypted with a
 //     configurable KMS key. It is written in the standard tier when it fits
@@ -43,7 +45,6 @@ import (
 	"github.com/aws/smithy-go"
 
 	"github.com/certfn/certfn/adapters/aws/secrets"
-	"github.com/certfn/certfn/adapters/secretclass"
 	"github.com/certfn/certfn/adapters/secretpayload"
 	"github.com/certfn/certfn/core/errs"
 	"github.com/certfn/certfn/core/ports"
@@ -52,6 +53,7 @@ import (
 // API is the subset of *ssm.Client the store calls.
 type API interface {
 	GetParameter(ctx context.Context, in *ssm.GetParameterInput, optFns ...func(*ssm.Options)) (*ssm.GetParameterOutput, error)
+	GetParameters(ctx context.Context, in *ssm.GetParametersInput, optFns ...func(*ssm.Options)) (*ssm.GetParametersOutput, error)
 	PutParameter(ctx context.Context, in *ssm.PutParameterInput, optFns ...func(*ssm.Options)) (*ssm.PutParameterOutput, error)
 	DeleteParameter(ctx context.Context, in *ssm.DeleteParameterInput, optFns ...func(*ssm.Options)) (*ssm.DeleteParameterOutput, error)
 }
@@ -130,6 +132,31 @@ func ClassOf(role string) Class {
 	return ""
 }
 
+// what describes the class in an error.
+func (c Class) what() string {
+	switch c {
+	case ClassTLS:
+		return "certificates and ACME account keys"
+	case ClassPrivateKey:
+		return "next private keys"
+	case ClassIssuedCA:
+		return "CA key pairs certfn issued"
+	case ClassCA:
+		return "CA key pairs operators installed"
+	case ClassSolverCredentials:
+		return "DNS-01 solver credentials"
+	}
+	return "unknown"
+}
+
+// hint says how a deployment lets its worker write the class, where it can.
+func (c Class) hint() string {
+	if c == ClassIssuedCA {
+		return "; the worker writes the key pairs of CA Certificates only with the Terraform module's worker_manages_ca_certificates = true"
+	}
+	return ""
+}
+
 // writable: certfn never writes or deletes operators' classes.
 func (c Class) writable() bool { return c != ClassCA && c != ClassSolverCredentials }
 
@@ -166,10 +193,6 @@ type Store struct {
 	classes []Class
 	kms     string
 	m       ports.Metrics
-
-	// where remembers the class a secret was last found or written in, so
-	// that the next Get tries it first. A hint only.
-	where secretclass.Hints[Class]
 }
 
 var _ ports.SecretStore = (*Store)(nil)
@@ -305,26 +328,47 @@ type located struct {
 	version int64
 }
 
-// locate finds namespace/name in the Store's classes; found is false when
-// no class holds it. Any error but ParameterNotFound ends the search: an
-// AccessDenied is a misconfigured class list or policy, not a miss.
+// locate finds namespace/name in the Store's classes with one
+// GetParameters call naming the parameter of every class (Parameter Store
+// answers the missing ones as InvalidParameters); found is false when no
+// class holds it. When two classes hold it (a Put that moved it to
+// another class stopped before removing the old one), the one modified
+// last is the secret. An error, AccessDenied included, is never a miss: a
+// class list wider than the function's policy is a misconfiguration.
 func (s *Store) locate(ctx context.Context, namespace, name string) (loc located, found bool, err error) {
-	for _, c := range s.where.Order(namespace, name, s.classes) {
+	names := make([]string, 0, len(s.classes))
+	byName := make(map[string]Class, len(s.classes))
+	for _, c := range s.classes {
 		p, err := s.ParameterName(c, namespace, name)
 		if err != nil {
 			return located{}, false, err
 		}
-		v, ver, err := s.read(ctx, p, "")
-		switch {
-		case errors.Is(err, ports.ErrNotFound):
-			continue
-		case err != nil:
-			return located{}, false, fmt.Errorf("class %s: %w", c, err)
-		}
-		s.where.Remember(namespace, name, c)
-		return located{class: c, param: p, value: v, version: ver}, true, nil
+		names = append(names, p)
+		byName[p] = c
 	}
-	return located{}, false, nil
+	if err := ctx.Err(); err != nil {
+		return located{}, false, err
+	}
+	out, err := s.client.GetParameters(ctx, &ssm.GetParametersInput{Names: names, WithDecryption: aws.Bool(true)})
+	s.inc("GetParameters")
+	if err != nil {
+		return located{}, false, fmt.Errorf("%s: %w", strings.Join(names, ", "), classify(err))
+	}
+	var newest *types.Parameter
+	for i := range out.Parameters {
+		p := &out.Parameters[i]
+		if _, ok := byName[aws.ToString(p.Name)]; !ok {
+			continue
+		}
+		if newest == nil || aws.ToTime(p.LastModifiedDate).After(aws.ToTime(newest.LastModifiedDate)) {
+			newest = p
+		}
+	}
+	if newest == nil {
+		return located{}, false, nil
+	}
+	n := aws.ToString(newest.Name)
+	return located{class: byName[n], param: n, value: aws.ToString(newest.Value), version: newest.Version}, true, nil
 }
 
 // Get returns the secret, or ports.ErrNotFound when no class of the Store
@@ -374,7 +418,7 @@ func (s *Store) prepare(sec ports.Secret) (payload string, c Class, p string, er
 	}
 	c = ClassFor(sec)
 	if !slices.Contains(s.classes, c) || !c.writable() {
-		return "", "", "", errs.Permanentf("class %s: this store does not write it (its classes: %v)", c, s.classes)
+		return "", "", "", errs.Permanentf("class %s (%s): this store does not write it (its classes: %v)%s", c, c.what(), s.classes, c.hint())
 	}
 	p, err = s.ParameterName(c, sec.Namespace, sec.Name)
 	if err != nil {
@@ -426,7 +470,7 @@ func (s *Store) write(ctx context.Context, p, payload string, overwrite bool) er
 // class of the Store (one of concurrent creators wins).
 func (s *Store) Create(ctx context.Context, sec ports.Secret) error {
 	fail := func(err error) error { return fmt.Errorf("secret %s/%s: create: %w", sec.Namespace, sec.Name, err) }
-	payload, c, p, err := s.prepare(sec)
+	payload, _, p, err := s.prepare(sec)
 	if err != nil {
 		return fail(err)
 	}
@@ -440,7 +484,6 @@ func (s *Store) Create(ctx context.Context, sec ports.Secret) error {
 	if err := s.write(ctx, p, payload, false); err != nil {
 		return fail(err)
 	}
-	s.where.Remember(sec.Namespace, sec.Name, c)
 	return nil
 }
 
@@ -464,7 +507,6 @@ func (s *Store) Put(ctx context.Context, sec ports.Secret) error {
 	if err := s.write(ctx, p, payload, true); err != nil {
 		return fail(err)
 	}
-	s.where.Remember(sec.Namespace, sec.Name, c)
 	if found && loc.class != c && loc.class.writable() {
 		if err := s.delete(ctx, loc.param); err != nil {
 			return fail(fmt.Errorf("removing it from class %s: %w", loc.class, err))
@@ -492,7 +534,6 @@ func (s *Store) Delete(ctx context.Context, namespace, name string) error {
 	if err := checkNames(namespace, name); err != nil {
 		return fmt.Errorf("secret %s/%s: delete: %w", namespace, name, err)
 	}
-	s.where.Forget(namespace, name)
 	for _, c := range s.classes {
 		if !c.writable() {
 			continue

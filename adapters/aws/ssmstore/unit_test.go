@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
@@ -27,12 +28,43 @@ import (
 type stubAPI struct {
 	mu     sync.Mutex
 	values map[string]string
-	fail   map[string]error
-	calls  []string
-	puts   []*ssm.PutParameterInput
+	// modified orders the writes (LastModifiedDate).
+	modified map[string]int
+	clock    int
+	fail     map[string]error
+	calls    []string
+	puts     []*ssm.PutParameterInput
 }
 
-func newStub() *stubAPI { return &stubAPI{values: map[string]string{}, fail: map[string]error{}} }
+func newStub() *stubAPI {
+	return &stubAPI{values: map[string]string{}, modified: map[string]int{}, fail: map[string]error{}}
+}
+
+// set stores a value as a write would.
+func (a *stubAPI) set(name, value string) {
+	a.clock++
+	a.values[name], a.modified[name] = value, a.clock
+}
+
+func (a *stubAPI) GetParameters(_ context.Context, in *ssm.GetParametersInput, _ ...func(*ssm.Options)) (*ssm.GetParametersOutput, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.calls = append(a.calls, "Gets "+strings.Join(in.Names, ","))
+	out := &ssm.GetParametersOutput{}
+	for _, n := range in.Names {
+		if err := a.fail[n]; err != nil {
+			return nil, err
+		}
+		v, ok := a.values[n]
+		if !ok {
+			out.InvalidParameters = append(out.InvalidParameters, n)
+			continue
+		}
+		out.Parameters = append(out.Parameters, types.Parameter{Name: aws.String(n), Value: aws.String(v), Version: 1,
+			LastModifiedDate: aws.Time(time.Unix(int64(a.modified[n]), 0))})
+	}
+	return out, nil
+}
 
 func (a *stubAPI) record(op, name string) error {
 	a.mu.Lock()
@@ -64,7 +96,7 @@ func (a *stubAPI) PutParameter(_ context.Context, in *ssm.PutParameterInput, _ .
 	if _, ok := a.values[name]; ok && !aws.ToBool(in.Overwrite) {
 		return nil, &types.ParameterAlreadyExists{Message: aws.String("exists")}
 	}
-	a.values[name] = aws.ToString(in.Value)
+	a.set(name, aws.ToString(in.Value))
 	return &ssm.PutParameterOutput{Version: 1, Tier: in.Tier}, nil
 }
 
@@ -191,45 +223,41 @@ func TestTierFor(t *testing.T) {
 	}
 }
 
-// Get tries the configured classes in order (one GetParameter each), the
-// class a secret was found in first next time; a miss in every class is
-// ErrNotFound.
-func TestClassProbingOrder(t *testing.T) {
+// A Get is one GetParameters call naming the parameter of every
+// configured class, found or missing; when two classes hold the secret
+// (a class move cut short), the one written last is it.
+func TestOneCallPerGet(t *testing.T) {
 	a := newStub()
 	s, err := New(a, Options{Prefix: "p", Classes: SignerClasses()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
+	all := []string{"Gets /p/ca/ns/x,/p/ica/ns/x,/p/pk/ns/x"}
 	if _, err := s.Get(ctx, "ns", "x"); !errors.Is(err, ports.ErrNotFound) {
 		t.Fatalf("Get of a missing secret: %v", err)
 	}
-	if got, want := a.takeCalls(), []string{"Get /p/ca/ns/x", "Get /p/ica/ns/x", "Get /p/pk/ns/x"}; !slices.Equal(got, want) {
-		t.Errorf("calls %v, want %v", got, want)
+	if got := a.takeCalls(); !slices.Equal(got, all) {
+		t.Errorf("calls %v, want %v", got, all)
 	}
-	payload, err := secretpayload.Encode(aSecret("ns", "x").data("tls.key", []byte(marker)).label(api.LabelNextPrivateKey, "true").build(), MaxAdvancedBytes, "t")
+	older, err := secretpayload.Encode(aSecret("ns", "x").data("tls.key", []byte(marker)).label(api.LabelNextPrivateKey, "true").build(), MaxAdvancedBytes, "t")
 	if err != nil {
 		t.Fatal(err)
 	}
-	a.values["/p/pk/ns/x"] = string(payload)
-	for i, want := range [][]string{
-		{"Get /p/ca/ns/x", "Get /p/ica/ns/x", "Get /p/pk/ns/x"},
-		{"Get /p/pk/ns/x"}, // remembered
-	} {
-		if _, err := s.Get(ctx, "ns", "x"); err != nil {
-			t.Fatal(err)
-		}
-		if got := a.takeCalls(); !slices.Equal(got, want) {
-			t.Errorf("Get %d: calls %v, want %v", i+1, got, want)
-		}
+	a.set("/p/pk/ns/x", string(older))
+	if got, err := s.Get(ctx, "ns", "x"); err != nil || string(got.Data["tls.key"]) != marker {
+		t.Fatalf("Get: %v", err)
 	}
-	// Deleted, and remembered no more: every class again.
-	delete(a.values, "/p/pk/ns/x")
-	if _, err := s.Get(ctx, "ns", "x"); !errors.Is(err, ports.ErrNotFound) {
-		t.Fatalf("Get after removal: %v", err)
+	newer, err := secretpayload.Encode(aSecret("ns", "x").data("tls.key", []byte(marker+"2")).build(), MaxAdvancedBytes, "t")
+	if err != nil {
+		t.Fatal(err)
 	}
-	if got, want := a.takeCalls(), []string{"Get /p/pk/ns/x", "Get /p/ca/ns/x", "Get /p/ica/ns/x"}; !slices.Equal(got, want) {
-		t.Errorf("calls %v, want %v", got, want)
+	a.set("/p/ica/ns/x", string(newer))
+	if got, err := s.Get(ctx, "ns", "x"); err != nil || string(got.Data["tls.key"]) != marker+"2" {
+		t.Fatalf("Get with two classes holding the secret: %v, want the one written last", err)
+	}
+	if got := a.takeCalls(); !slices.Equal(got, append(all, all...)) {
+		t.Errorf("calls %v, want one GetParameters per Get", got)
 	}
 }
 
@@ -293,18 +321,18 @@ func TestErrorClassification(t *testing.T) {
 		// probes before the write pass).
 		putOnly bool
 	}{
-		{"access denied ends the search", "/p/ca/ns/web", apiErr("AccessDeniedException"),
+		{"access denied is no miss", "/p/ca/ns/web", apiErr("AccessDeniedException"),
 			func(s *Store) error { _, err := s.Get(ctx, "ns", "web"); return err }, errs.PermanentClass, nil, 1, false},
 		{"throttled get", "/p/ca/ns/web", apiErr("ThrottlingException"),
 			func(s *Store) error { _, err := s.Get(ctx, "ns", "web"); return err }, errs.Transient, nil, 1, false},
 		{"too many updates", "/p/tls/ns/web", &types.TooManyUpdates{Message: aws.String("busy")},
-			func(s *Store) error { return s.Create(ctx, sec) }, errs.Transient, nil, 6, true},
+			func(s *Store) error { return s.Create(ctx, sec) }, errs.Transient, nil, 2, true},
 		{"invalid KMS key", "/p/tls/ns/web", &types.InvalidKeyId{Message: aws.String("no key")},
-			func(s *Store) error { return s.Create(ctx, sec) }, errs.PermanentClass, nil, 6, true},
+			func(s *Store) error { return s.Create(ctx, sec) }, errs.PermanentClass, nil, 2, true},
 		{"kms access denied on put", "/p/tls/ns/web", apiErr("KMSAccessDeniedException"),
-			func(s *Store) error { return s.Create(ctx, sec) }, errs.PermanentClass, nil, 6, true},
+			func(s *Store) error { return s.Create(ctx, sec) }, errs.PermanentClass, nil, 2, true},
 		{"already exists", "/p/tls/ns/web", &types.ParameterAlreadyExists{Message: aws.String("exists")},
-			func(s *Store) error { return s.Create(ctx, sec) }, errs.Conflict, ports.ErrAlreadyExists, 6, true},
+			func(s *Store) error { return s.Create(ctx, sec) }, errs.Conflict, ports.ErrAlreadyExists, 2, true},
 		{"delete denied", "/p/tls/ns/web", apiErr("AccessDeniedException"),
 			func(s *Store) error { return s.Delete(ctx, "ns", "web") }, errs.PermanentClass, nil, 1, false},
 	}

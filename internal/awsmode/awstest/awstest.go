@@ -33,6 +33,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/aws/aws-sdk-go-v2/service/ssm"
 
 	"github.com/certfn/certfn/adapters/aws/awscfg"
 	"github.com/certfn/certfn/adapters/aws/dynamo"
@@ -115,9 +116,13 @@ type Env struct {
 	// use: the environment's (AWS_ENDPOINT_URL[_SECRETS_MANAGER]) when
 	// set, else SM's URL; UseSecretsManager changes it.
 	SMEndpoint string
-	// SMCalls counts the functions' Secrets Manager calls per operation
-	// (Usage), whichever Secrets Manager they use.
+	// SMCalls counts the functions' secret store calls per operation
+	// (Usage), whichever Secrets Manager or Parameter Store they use.
 	SMCalls *SecretCounts
+	// SSMEndpoint, when set (UseSSM), is the Parameter Store the worker
+	// and signer keep secrets in (CERTFN_SECRET_STORE=ssm) instead of
+	// Secrets Manager.
+	SSMEndpoint string
 
 	Table                          string
 	WorkerQueueURL, SignerQueueURL string
@@ -144,6 +149,7 @@ type Env struct {
 	runtimes    []*awsmode.Runtime
 	guards      []*IAMGuard
 	smGuards    []*SecretsGuard
+	ssmGuards   []*SSMGuard
 }
 
 // New creates a table and the two queues with their dead-letter queues,
@@ -233,11 +239,23 @@ func (e *Env) ARN(url string) string {
 	return a
 }
 
-// Getenv reads e.Vars plus CERTFN_FUNCTION = role.
+// Getenv reads e.Vars plus CERTFN_FUNCTION = role and, with Parameter
+// Store (UseSSM), the role's CERTFN_SECRET_CLASSES as lambda.tf sets it.
 func (e *Env) Getenv(role awsmode.Role) func(string) string {
 	return func(k string) string {
-		if k == awsmode.EnvFunction {
+		switch {
+		case k == awsmode.EnvFunction:
 			return string(role)
+		case k == awsmode.EnvSecretClasses && e.SSMEndpoint != "":
+			read, _ := SSMClasses(role, e.WorkerManagesCACertificates)
+			var b strings.Builder
+			for i, c := range read {
+				if i > 0 {
+					b.WriteByte(',')
+				}
+				b.WriteString(string(c))
+			}
+			return b.String()
 		}
 		return e.Vars[k]
 	}
@@ -254,12 +272,19 @@ func (e *Env) Options(role awsmode.Role) awsmode.Options {
 	smGuard := NewSecretsGuard(countingSecrets{api: smc, counts: e.SMCalls}, role, e.WorkerManagesCACertificates)
 	smGuard.Tags = e.secretTags(smc) // uncounted: Usage reports the functions' calls only
 	smGuard.Prefix = e.Vars[awsmode.EnvSecretPrefix]
+	o := awsmode.Options{Getenv: e.Getenv(role), Clock: clk, Logger: e.Log.With("function", string(role)),
+		Metrics: e.Metrics, DynamoDB: guard, SQS: e.SQS, SecretsManager: smGuard}
 	e.mu.Lock()
 	e.guards = append(e.guards, guard)
 	e.smGuards = append(e.smGuards, smGuard)
+	if e.SSMEndpoint != "" {
+		g := NewSSMGuard(countingSSM{api: ssm.NewFromConfig(awscfg.ForEndpoint(e.SSMEndpoint, FastRetry)), counts: e.SMCalls},
+			role, e.Vars[awsmode.EnvSecretPrefix], e.WorkerManagesCACertificates)
+		e.ssmGuards = append(e.ssmGuards, g)
+		o.SSM = g
+	}
 	e.mu.Unlock()
-	return awsmode.Options{Getenv: e.Getenv(role), Clock: clk, Logger: e.Log.With("function", string(role)),
-		Metrics: e.Metrics, DynamoDB: guard, SQS: e.SQS, SecretsManager: smGuard}
+	return o
 }
 
 // IAMDenied lists the DynamoDB and Secrets Manager calls the IAM guards
@@ -274,6 +299,9 @@ func (e *Env) IAMDenied() []string {
 	for _, g := range e.smGuards {
 		out = append(out, g.Denied()...)
 	}
+	for _, g := range e.ssmGuards {
+		out = append(out, g.Denied()...)
+	}
 	return out
 }
 
@@ -283,6 +311,18 @@ func (e *Env) IAMDenied() []string {
 // name, so Envs sharing one endpoint do not meet.
 func (e *Env) UseSecretsManager(endpoint string) {
 	e.SMEndpoint = endpoint
+	e.Vars[awsmode.EnvSecretPrefix] = "certfn/" + e.Table
+}
+
+// UseSSM makes the worker and signer (built after the call) keep their
+// secrets in the Parameter Store at endpoint (moto, LocalStack;
+// CERTFN_SECRET_STORE=ssm), as the Terraform module's secret_store = "ssm"
+// deploys them; InstallSecret and PreviousSecret follow. Parameter paths
+// are prefixed by the Env's table name, so Envs sharing one endpoint do
+// not meet.
+func (e *Env) UseSSM(endpoint string) {
+	e.SSMEndpoint = endpoint
+	e.Vars[awsmode.EnvSecretStore] = awsmode.SecretStoreSSM
 	e.Vars[awsmode.EnvSecretPrefix] = "certfn/" + e.Table
 }
 
@@ -457,8 +497,9 @@ type Usage struct {
 	// SQSRequests counts SQS API requests per operation (functions and the
 	// event source mapping's receive/delete).
 	SQSRequests map[string]int
-	// SecretsManager counts the functions' calls per operation.
-	SecretsManager map[string]int
+	// SecretStore counts the functions' secret store calls per operation
+	// (Secrets Manager's, or Parameter Store's with UseSSM).
+	SecretStore map[string]int
 }
 
 // TotalInvocations sums Invocations.
@@ -484,8 +525,8 @@ func (u Usage) TotalSQS() int {
 // time does.
 func (u Usage) HandledMessages() int { return sum(u.Messages) }
 
-// TotalSecrets sums SecretsManager.
-func (u Usage) TotalSecrets() int { return sum(u.SecretsManager) }
+// TotalSecrets sums SecretStore.
+func (u Usage) TotalSecrets() int { return sum(u.SecretStore) }
 
 func sum[K comparable](m map[K]int) int {
 	n := 0
@@ -498,9 +539,9 @@ func sum[K comparable](m map[K]int) int {
 // String is a one-line summary.
 func (u Usage) String() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "invocations %d %v, messages %v; dynamodb reads %d (items %d, units %.1f) writes %d (items %d, units %.1f); sqs requests %d %v; secretsmanager calls %d %v",
+	fmt.Fprintf(&b, "invocations %d %v, messages %v; dynamodb reads %d (items %d, units %.1f) writes %d (items %d, units %.1f); sqs requests %d %v; secret store calls %d %v",
 		u.TotalInvocations(), u.Invocations, u.Messages, u.DynamoDB.Reads, u.DynamoDB.ItemsRead, u.DynamoDB.ReadUnits,
-		u.DynamoDB.Writes, u.DynamoDB.ItemsWritten, u.DynamoDB.WriteUnits, u.TotalSQS(), u.SQSRequests, u.TotalSecrets(), u.SecretsManager)
+		u.DynamoDB.Writes, u.DynamoDB.ItemsWritten, u.DynamoDB.WriteUnits, u.TotalSQS(), u.SQSRequests, u.TotalSecrets(), u.SecretStore)
 	return b.String()
 }
 
@@ -521,7 +562,7 @@ func (e *Env) ResetUsage() {
 func (e *Env) Usage() Usage {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	u := Usage{Invocations: map[awsmode.Role]int{}, Messages: map[awsmode.Role]int{}, SQSRequests: e.SQS.Counts(), SecretsManager: e.SMCalls.Counts()}
+	u := Usage{Invocations: map[awsmode.Role]int{}, Messages: map[awsmode.Role]int{}, SQSRequests: e.SQS.Counts(), SecretStore: e.SMCalls.Counts()}
 	for k, v := range e.invocations {
 		u.Invocations[k] = v
 	}

@@ -162,8 +162,9 @@ func (c *Counters) Get(series string) float64 {
 	return c.m[series]
 }
 
-// SecretCounts counts the functions' Secrets Manager calls per operation,
-// whichever Secrets Manager they use (the double, moto, LocalStack).
+// SecretCounts counts the functions' secret store calls per operation,
+// whichever Secrets Manager (the double, moto, LocalStack) or Parameter
+// Store (moto, LocalStack) they use.
 type SecretCounts struct {
 	mu     sync.Mutex
 	counts map[string]int

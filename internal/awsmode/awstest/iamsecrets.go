@@ -11,9 +11,14 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	sm "github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	smtypes "github.com/aws/aws-sdk-go-v2/service/secretsmanager/types"
+	"github.com/aws/aws-sdk-go-v2/service/ssm"
+	ssmtypes "github.com/aws/aws-sdk-go-v2/service/ssm/types"
 	smithy "github.com/aws/smithy-go"
 
+	"github.com/certfn/certfn/adapters/aws/awscfg"
 	"github.com/certfn/certfn/adapters/aws/secrets"
+	"github.com/certfn/certfn/adapters/aws/ssmstore"
+	"github.com/certfn/certfn/adapters/secretpayload"
 	"github.com/certfn/certfn/core/ports"
 	"github.com/certfn/certfn/internal/awsmode"
 )
@@ -211,10 +216,17 @@ func (g *SecretsGuard) UpdateSecretVersionStage(ctx context.Context, in *sm.Upda
 }
 
 // InstallSecret stores sec as an operator would (`aws secretsmanager
-// create-secret ... --tags Key=certfn-role,Value=<role>`), outside every
-// function and its IAM guard: CA key pairs ("ca"), solver credentials.
+// create-secret ... --tags Key=certfn-role,Value=<role>`, or with UseSSM
+// `aws ssm put-parameter --type SecureString --name
+// /<prefix>/<class>/<namespace>/<name>` in the class of role), outside
+// every function and its IAM guard: CA key pairs ("ca"), solver
+// credentials.
 func (e *Env) InstallSecret(sec ports.Secret, role string) {
 	e.T.Helper()
+	if e.SSMEndpoint != "" {
+		e.installParameter(sec, role)
+		return
+	}
 	_, _, smc := awsmode.ClientsForEndpoints("", "", e.SMEndpoint, FastRetry)
 	ops, err := secrets.New(smc, secrets.Options{Prefix: e.Vars[awsmode.EnvSecretPrefix], Tags: map[string]string{secrets.TagRole: role}})
 	if err != nil {
@@ -223,4 +235,65 @@ func (e *Env) InstallSecret(sec ports.Secret, role string) {
 	if err := ops.Create(e.Ctx, sec); err != nil {
 		e.T.Fatalf("install secret %s/%s: %v", sec.Namespace, sec.Name, err)
 	}
+}
+
+// installParameter is InstallSecret on Parameter Store.
+func (e *Env) installParameter(sec ports.Secret, role string) {
+	e.T.Helper()
+	c := ssmstore.ClassOf(role)
+	if c == "" {
+		e.T.Fatalf("install secret %s/%s: role %q has no Parameter Store class", sec.Namespace, sec.Name, role)
+	}
+	payload, err := secretpayload.Encode(sec, ssmstore.MaxStandardBytes, "Parameter Store (standard tier)")
+	if err != nil {
+		e.T.Fatal(err)
+	}
+	name := "/" + e.Vars[awsmode.EnvSecretPrefix] + "/" + string(c) + "/" + sec.Namespace + "/" + sec.Name
+	client := ssm.NewFromConfig(awscfg.ForEndpoint(e.SSMEndpoint, FastRetry))
+	if _, err := client.PutParameter(e.Ctx, &ssm.PutParameterInput{Name: aws.String(name), Value: aws.String(string(payload)),
+		Type: ssmtypes.ParameterTypeSecureString}); err != nil {
+		e.T.Fatalf("install secret %s/%s as %s: %v", sec.Namespace, sec.Name, name, err)
+	}
+}
+
+// PreviousSecret returns the version of namespace/name the secret store
+// keeps from before the current one, read outside the functions:
+// Secrets Manager's AWSPREVIOUS, or with UseSSM the parameter version
+// before the current one (what ssmstore.Store.Rollback restores).
+func (e *Env) PreviousSecret(namespace, name string) ports.Secret {
+	e.T.Helper()
+	var raw string
+	if e.SSMEndpoint != "" {
+		client := ssm.NewFromConfig(awscfg.ForEndpoint(e.SSMEndpoint, FastRetry))
+		for _, c := range ssmstore.AllClasses() {
+			p := "/" + e.Vars[awsmode.EnvSecretPrefix] + "/" + string(c) + "/" + namespace + "/" + name
+			cur, err := client.GetParameter(e.Ctx, &ssm.GetParameterInput{Name: aws.String(p), WithDecryption: aws.Bool(true)})
+			if err != nil {
+				continue
+			}
+			prev, err := client.GetParameter(e.Ctx, &ssm.GetParameterInput{Name: aws.String(fmt.Sprintf("%s:%d", p, cur.Parameter.Version-1)), WithDecryption: aws.Bool(true)})
+			if err != nil {
+				e.T.Fatalf("previous version of %s: %v", p, err)
+			}
+			raw = aws.ToString(prev.Parameter.Value)
+			break
+		}
+		if raw == "" {
+			e.T.Fatalf("no parameter holds %s/%s", namespace, name)
+		}
+	} else {
+		_, _, smc := awsmode.ClientsForEndpoints("", "", e.SMEndpoint, FastRetry)
+		out, err := smc.GetSecretValue(e.Ctx, &sm.GetSecretValueInput{SecretId: aws.String(e.Vars[awsmode.EnvSecretPrefix] + "/" + namespace + "/" + name),
+			VersionStage: aws.String("AWSPREVIOUS")})
+		if err != nil {
+			e.T.Fatalf("secret %s/%s at AWSPREVIOUS: %v", namespace, name, err)
+		}
+		raw = aws.ToString(out.SecretString)
+	}
+	sec, err := secretpayload.Decode([]byte(raw))
+	if err != nil {
+		e.T.Fatalf("previous version of %s/%s: %v", namespace, name, err)
+	}
+	sec.Namespace, sec.Name = namespace, name
+	return sec
 }
