@@ -39,6 +39,7 @@ type variant struct {
 	http01          bool     // enable_http01
 	acm             bool     // enable_acm_import
 	workerManagesCA bool     // worker_manages_ca_certificates
+	ssm             bool     // secret_store = "ssm"
 	assumeRoles     []string // route53_assume_role_arns
 }
 
@@ -69,6 +70,9 @@ func (b *checkBuilder) queue(n string) string { return b.arn("sqs", b.v.prefix+"
 func (b *checkBuilder) secret(ns, name string) string {
 	// Secrets Manager appends "-" and six random characters to a name.
 	return b.arn("secretsmanager", "secret:"+b.v.secretPrefix+"/"+ns+"/"+name+"-AbCdEf")
+}
+func (b *checkBuilder) parameter(class, ns, name string) string {
+	return b.arn("ssm", "parameter/"+b.v.secretPrefix+"/"+class+"/"+ns+"/"+name)
 }
 func (b *checkBuilder) logStream(fn string) string {
 	return b.arn("logs", "log-group:/aws/lambda/"+b.fn(fn)+":log-stream:2026/01/01/[$LATEST]abc")
@@ -140,70 +144,11 @@ func iamChecks(v variant) []iamCheck {
 	if v.http01 {
 		noSecretRoles = append(noSecretRoles, "http01")
 	}
-	web := b.secret("default", "web-tls")
-
-	// --- api, scheduler, http01: no secret value, whatever its tag.
-	for _, r := range noSecretRoles {
-		for _, tag := range append([]string{""}, secretRoles...) {
-			b.deny(r+" may not read secret values (tag "+tag+")", r, "secretsmanager:GetSecretValue", web, tagged(tag))
-			b.deny(r+" may not write secrets (tag "+tag+")", r, "secretsmanager:PutSecretValue", web, tagged(tag))
-		}
-		b.deny(r+" may not read secret values outside the prefix", r, "secretsmanager:GetSecretValue", b.arn("secretsmanager", "secret:elsewhere/x-AbCdEf"), nil)
-		b.deny(r+" may not create secrets", r, "secretsmanager:CreateSecret", web, withReq(nil, "aws:RequestTag/certfn-role", "certificate"))
-		key, c := b.kmsKey("secretsmanager")
-		b.deny(r+" may not decrypt through Secrets Manager", r, "kms:Decrypt", key, c)
-	}
-
-	// --- worker: its secrets, never a CA key.
-	workerRW := []string{"private-key", "certificate", "acme-account"}
-	caRoles := []string{"ca"}
-	if v.workerManagesCA {
-		workerRW = append(workerRW, "issued-ca")
+	if v.ssm {
+		parameterChecks(b, noSecretRoles)
 	} else {
-		caRoles = append(caRoles, "issued-ca")
+		secretsManagerChecks(b, noSecretRoles)
 	}
-	for _, tag := range workerRW {
-		b.allow("worker reads its secrets ("+tag+")", "worker", "secretsmanager:GetSecretValue", web, tagged(tag))
-		b.allow("worker writes its secrets ("+tag+")", "worker", "secretsmanager:PutSecretValue", web, tagged(tag))
-		b.allow("worker creates its secrets ("+tag+")", "worker", "secretsmanager:CreateSecret", web, withReq(nil, "aws:RequestTag/certfn-role", tag))
-		b.allow("worker tags new secrets ("+tag+")", "worker", "secretsmanager:TagResource", web, withReq(nil, "aws:RequestTag/certfn-role", tag))
-		b.allow("worker re-tags its secrets after a renewal ("+tag+")", "worker", "secretsmanager:TagResource", web, withReq(tagged(tag), "aws:RequestTag/certfn.io/not-after", "2027-01-01T00:00:00Z"))
-		b.allow("worker rolls its secrets back ("+tag+")", "worker", "secretsmanager:UpdateSecretVersionStage", web, tagged(tag))
-	}
-	b.deny("worker may not tag untagged secrets without a role", "worker", "secretsmanager:TagResource", web, withReq(nil, "aws:RequestTag/certfn.io/not-after", "2027-01-01T00:00:00Z"))
-	b.allow("worker reads solver credentials", "worker", "secretsmanager:GetSecretValue", web, tagged("solver-credentials"))
-	b.deny("worker may not overwrite solver credentials", "worker", "secretsmanager:PutSecretValue", web, tagged("solver-credentials"))
-	for _, ca := range caRoles {
-		for _, a := range []string{"GetSecretValue", "PutSecretValue", "UpdateSecret", "DeleteSecret", "RestoreSecret", "UntagResource", "UpdateSecretVersionStage"} {
-			b.deny("worker may not touch CA keys ("+ca+", "+a+")", "worker", "secretsmanager:"+a, web, tagged(ca))
-		}
-		b.deny("worker may not create CA keys ("+ca+")", "worker", "secretsmanager:CreateSecret", web, withReq(nil, "aws:RequestTag/certfn-role", ca))
-		b.deny("worker may not re-tag CA keys ("+ca+")", "worker", "secretsmanager:TagResource", web, withReq(tagged(ca), "aws:RequestTag/certfn-role", "certificate"))
-		b.deny("worker may not tag a secret as a CA key ("+ca+")", "worker", "secretsmanager:TagResource", web, withReq(tagged("certificate"), "aws:RequestTag/certfn-role", ca))
-	}
-	// A secret that does not exist has no tags: looking it up must reach
-	// Secrets Manager (ResourceNotFoundException), or issuance cannot start.
-	b.allow("worker looks up a secret that does not exist yet", "worker", "secretsmanager:GetSecretValue", web, nil)
-	b.allow("worker describes a secret that does not exist yet", "worker", "secretsmanager:DescribeSecret", web, nil)
-	for _, a := range []string{"PutSecretValue", "DeleteSecret", "UpdateSecretVersionStage", "TagResource"} {
-		b.deny("worker may not change untagged secrets ("+a+")", "worker", "secretsmanager:"+a, web, nil)
-	}
-	b.deny("worker may not create untagged secrets", "worker", "secretsmanager:CreateSecret", web, nil)
-	b.deny("worker may not read secrets outside the prefix", "worker", "secretsmanager:GetSecretValue",
-		b.arn("secretsmanager", "secret:"+v.secretPrefix+"-other/default/web-tls-AbCdEf"), tagged("certificate"))
-
-	// --- signer: CA keys and request keys, read only.
-	for _, tag := range []string{"ca", "issued-ca", "private-key"} {
-		b.allow("signer reads signing keys ("+tag+")", "signer", "secretsmanager:GetSecretValue", web, tagged(tag))
-	}
-	b.allow("signer looks up a CA secret that does not exist yet", "signer", "secretsmanager:GetSecretValue", web, nil)
-	for _, tag := range []string{"certificate", "acme-account", "solver-credentials"} {
-		b.deny("signer may not read other secrets ("+tag+")", "signer", "secretsmanager:GetSecretValue", web, tagged(tag))
-	}
-	for _, a := range []string{"PutSecretValue", "DeleteSecret", "UpdateSecret", "TagResource"} {
-		b.deny("signer may not write secrets ("+a+")", "signer", "secretsmanager:"+a, web, tagged("ca"))
-	}
-	b.deny("signer may not create secrets", "signer", "secretsmanager:CreateSecret", web, withReq(nil, "aws:RequestTag/certfn-role", "ca"))
 
 	// --- DynamoDB
 	b.allow("api writes resources", "api", "dynamodb:PutItem", b.table(), leading("Certificate/default/web"))
@@ -278,13 +223,21 @@ func iamChecks(v variant) []iamCheck {
 		key, c = b.kmsKey("dynamodb")
 		b.allow(r+" uses the key through DynamoDB", r, "kms:Decrypt", key, c)
 	}
+	secretsVia := "secretsmanager"
+	if v.ssm {
+		secretsVia = "ssm"
+	}
 	for _, r := range []string{"worker", "signer"} {
-		key, c := b.kmsKey("secretsmanager")
+		key, c := b.kmsKey(secretsVia)
 		b.allow(r+" decrypts secrets", r, "kms:Decrypt", key, c)
 	}
-	key, c := b.kmsKey("secretsmanager")
+	key, c := b.kmsKey(secretsVia)
 	b.allow("worker encrypts new secret versions", "worker", "kms:GenerateDataKey", key, c)
 	b.deny("signer may not encrypt secrets", "signer", "kms:GenerateDataKey", key, c)
+	if v.ssm {
+		b.allow("worker encrypts standard SecureStrings", "worker", "kms:Encrypt", key, c)
+		b.deny("signer may not encrypt parameters", "signer", "kms:Encrypt", key, c)
+	}
 
 	// --- Route53: only the listed zones, only ACME TXT records.
 	zoneARN := func(id string) string { return "arn:aws:route53:::hostedzone/" + id }
@@ -370,6 +323,121 @@ func iamChecks(v variant) []iamCheck {
 	b.deny("schedule may not invoke the worker", "schedule", "lambda:InvokeFunction", b.arn("lambda", "function:"+b.fn("worker")), nil)
 	b.deny("schedule may not invoke the signer", "schedule", "lambda:InvokeFunction", b.arn("lambda", "function:"+b.fn("signer")), nil)
 	return b.checks
+}
+
+// secretsManagerChecks are the secret rows with secret_store =
+// "secretsmanager": by certfn-role tag.
+func secretsManagerChecks(b *checkBuilder, noSecretRoles []string) {
+	v := b.v
+	web := b.secret("default", "web-tls")
+	// --- api, scheduler, http01: no secret value, whatever its tag.
+	for _, r := range noSecretRoles {
+		for _, tag := range append([]string{""}, secretRoles...) {
+			b.deny(r+" may not read secret values (tag "+tag+")", r, "secretsmanager:GetSecretValue", web, tagged(tag))
+			b.deny(r+" may not write secrets (tag "+tag+")", r, "secretsmanager:PutSecretValue", web, tagged(tag))
+		}
+		b.deny(r+" may not read secret values outside the prefix", r, "secretsmanager:GetSecretValue", b.arn("secretsmanager", "secret:elsewhere/x-AbCdEf"), nil)
+		b.deny(r+" may not create secrets", r, "secretsmanager:CreateSecret", web, withReq(nil, "aws:RequestTag/certfn-role", "certificate"))
+		key, c := b.kmsKey("secretsmanager")
+		b.deny(r+" may not decrypt through Secrets Manager", r, "kms:Decrypt", key, c)
+	}
+
+	// --- worker: its secrets, never a CA key.
+	workerRW := []string{"private-key", "certificate", "acme-account"}
+	caRoles := []string{"ca"}
+	if v.workerManagesCA {
+		workerRW = append(workerRW, "issued-ca")
+	} else {
+		caRoles = append(caRoles, "issued-ca")
+	}
+	for _, tag := range workerRW {
+		b.allow("worker reads its secrets ("+tag+")", "worker", "secretsmanager:GetSecretValue", web, tagged(tag))
+		b.allow("worker writes its secrets ("+tag+")", "worker", "secretsmanager:PutSecretValue", web, tagged(tag))
+		b.allow("worker creates its secrets ("+tag+")", "worker", "secretsmanager:CreateSecret", web, withReq(nil, "aws:RequestTag/certfn-role", tag))
+		b.allow("worker tags new secrets ("+tag+")", "worker", "secretsmanager:TagResource", web, withReq(nil, "aws:RequestTag/certfn-role", tag))
+		b.allow("worker re-tags its secrets after a renewal ("+tag+")", "worker", "secretsmanager:TagResource", web, withReq(tagged(tag), "aws:RequestTag/certfn.io/not-after", "2027-01-01T00:00:00Z"))
+		b.allow("worker rolls its secrets back ("+tag+")", "worker", "secretsmanager:UpdateSecretVersionStage", web, tagged(tag))
+	}
+	b.deny("worker may not tag untagged secrets without a role", "worker", "secretsmanager:TagResource", web, withReq(nil, "aws:RequestTag/certfn.io/not-after", "2027-01-01T00:00:00Z"))
+	b.allow("worker reads solver credentials", "worker", "secretsmanager:GetSecretValue", web, tagged("solver-credentials"))
+	b.deny("worker may not overwrite solver credentials", "worker", "secretsmanager:PutSecretValue", web, tagged("solver-credentials"))
+	for _, ca := range caRoles {
+		for _, a := range []string{"GetSecretValue", "PutSecretValue", "UpdateSecret", "DeleteSecret", "RestoreSecret", "UntagResource", "UpdateSecretVersionStage"} {
+			b.deny("worker may not touch CA keys ("+ca+", "+a+")", "worker", "secretsmanager:"+a, web, tagged(ca))
+		}
+		b.deny("worker may not create CA keys ("+ca+")", "worker", "secretsmanager:CreateSecret", web, withReq(nil, "aws:RequestTag/certfn-role", ca))
+		b.deny("worker may not re-tag CA keys ("+ca+")", "worker", "secretsmanager:TagResource", web, withReq(tagged(ca), "aws:RequestTag/certfn-role", "certificate"))
+		b.deny("worker may not tag a secret as a CA key ("+ca+")", "worker", "secretsmanager:TagResource", web, withReq(tagged("certificate"), "aws:RequestTag/certfn-role", ca))
+	}
+	// A secret that does not exist has no tags: looking it up must reach
+	// Secrets Manager (ResourceNotFoundException), or issuance cannot start.
+	b.allow("worker looks up a secret that does not exist yet", "worker", "secretsmanager:GetSecretValue", web, nil)
+	b.allow("worker describes a secret that does not exist yet", "worker", "secretsmanager:DescribeSecret", web, nil)
+	for _, a := range []string{"PutSecretValue", "DeleteSecret", "UpdateSecretVersionStage", "TagResource"} {
+		b.deny("worker may not change untagged secrets ("+a+")", "worker", "secretsmanager:"+a, web, nil)
+	}
+	b.deny("worker may not create untagged secrets", "worker", "secretsmanager:CreateSecret", web, nil)
+	b.deny("worker may not read secrets outside the prefix", "worker", "secretsmanager:GetSecretValue",
+		b.arn("secretsmanager", "secret:"+v.secretPrefix+"-other/default/web-tls-AbCdEf"), tagged("certificate"))
+
+	// --- signer: CA keys and request keys, read only.
+	for _, tag := range []string{"ca", "issued-ca", "private-key"} {
+		b.allow("signer reads signing keys ("+tag+")", "signer", "secretsmanager:GetSecretValue", web, tagged(tag))
+	}
+	b.allow("signer looks up a CA secret that does not exist yet", "signer", "secretsmanager:GetSecretValue", web, nil)
+	for _, tag := range []string{"certificate", "acme-account", "solver-credentials"} {
+		b.deny("signer may not read other secrets ("+tag+")", "signer", "secretsmanager:GetSecretValue", web, tagged(tag))
+	}
+	for _, a := range []string{"PutSecretValue", "DeleteSecret", "UpdateSecret", "TagResource"} {
+		b.deny("signer may not write secrets ("+a+")", "signer", "secretsmanager:"+a, web, tagged("ca"))
+	}
+	b.deny("signer may not create secrets", "signer", "secretsmanager:CreateSecret", web, withReq(nil, "aws:RequestTag/certfn-role", "ca"))
+}
+
+// parameterChecks are the secret rows with secret_store = "ssm": by
+// Parameter Store class path (adapters/aws/ssmstore), the same split as
+// the tags.
+func parameterChecks(b *checkBuilder, noSecretRoles []string) {
+	v := b.v
+	classes := []string{"tls", "pk", "ica", "ca", "sc"}
+	reads := []string{"ssm:GetParameter", "ssm:GetParameters"}
+	writes := []string{"ssm:PutParameter", "ssm:DeleteParameter"}
+	for _, r := range noSecretRoles {
+		for _, c := range classes {
+			for _, a := range append(append(slices.Clone(reads), writes...), "ssm:GetParametersByPath", "ssm:GetParameterHistory") {
+				b.deny(r+" may not touch parameters ("+c+", "+a+")", r, a, b.parameter(c, "default", "web-tls"), nil)
+			}
+		}
+		key, c := b.kmsKey("ssm")
+		b.deny(r+" may not decrypt through Parameter Store", r, "kms:Decrypt", key, c)
+	}
+	workerRead := []string{"tls", "pk", "sc"}
+	workerWrite := []string{"tls", "pk"}
+	if v.workerManagesCA {
+		workerRead = append(workerRead, "ica")
+		workerWrite = append(workerWrite, "ica")
+	}
+	for _, c := range classes {
+		p := b.parameter(c, "default", "web-tls")
+		for _, a := range reads {
+			want := slices.Contains(workerRead, c)
+			b.checks = append(b.checks, iamCheck{fmt.Sprintf("worker reads class %s: %v (%s)", c, want, a), "worker", a, p, nil, want})
+			want = slices.Contains([]string{"ca", "ica", "pk"}, c)
+			b.checks = append(b.checks, iamCheck{fmt.Sprintf("signer reads class %s: %v (%s)", c, want, a), "signer", a, p, nil, want})
+		}
+		for _, a := range writes {
+			want := slices.Contains(workerWrite, c)
+			b.checks = append(b.checks, iamCheck{fmt.Sprintf("worker writes class %s: %v (%s)", c, want, a), "worker", a, p, nil, want})
+			b.deny("signer may not write parameters ("+c+", "+a+")", "signer", a, p, nil)
+		}
+		for _, r := range []string{"worker", "signer"} {
+			b.deny(r+" may not list parameters by path ("+c+")", r, "ssm:GetParametersByPath", p, nil)
+			b.deny(r+" reads parameters outside the prefix ("+c+")", r, "ssm:GetParameter", b.arn("ssm", "parameter/"+v.secretPrefix+"-other/"+c+"/default/web-tls"), nil)
+		}
+	}
+	for _, r := range []string{"worker", "signer"} {
+		b.deny(r+" may not read Secrets Manager secrets with secret_store = ssm", r, "secretsmanager:GetSecretValue", b.secret("default", "web-tls"), tagged("certificate"))
+	}
 }
 
 // absoluteForbidden are actions for which a role may not have any Allow
@@ -595,6 +663,18 @@ var iamVariants = []struct {
 		name:   "no zones",
 		inputs: ``,
 		v:      variant{prefix: "certfn", secretPrefix: "certfn", http01: true},
+	},
+	{
+		name:   "Parameter Store",
+		inputs: `secret_store = "ssm"`,
+		v:      variant{prefix: "certfn", secretPrefix: "certfn", http01: true, ssm: true},
+	},
+	{
+		name: "Parameter Store, the worker manages CA certificates",
+		inputs: `secret_store = "ssm"
+  secret_prefix = "org/pki"
+  worker_manages_ca_certificates = true`,
+		v: variant{prefix: "certfn", secretPrefix: "org/pki", http01: true, ssm: true, workerManagesCA: true},
 	},
 }
 

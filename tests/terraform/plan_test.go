@@ -357,6 +357,7 @@ func TestModuleRejectsBadInputs(t *testing.T) {
 		{`acme_server_allow = ["https://acme.example/dir", "https://user@evil.example/dir"]`, "acme_server_allow: each entry must be an http(s) URL"},
 		{`quota_objects_per_namespace = -1`, "quota_objects_per_namespace: must be a whole number of 0 (unlimited)"},
 		{`quota_issuances_per_hour_per_namespace = 2.5`, "quota_issuances_per_hour_per_namespace: must be a whole number of 0 (unlimited)"},
+		{`secret_store = "s3"`, `secret_store: must be "secretsmanager" or "ssm"`},
 	}
 	var inputs []string
 	for _, c := range cases {
@@ -379,7 +380,25 @@ func TestModuleRejectsBadInputs(t *testing.T) {
 	msgs := strings.Join(strings.Fields(string(errOut)), " ")
 	for _, c := range cases {
 		if !strings.Contains(msgs, c.wantMsg) {
-			t.Errorf("no error %q for %s", c.wantMsg, c.input)
+			t.Errorf("no error %q for %s\n%s", c.wantMsg, c.input, msgs)
+		}
+	}
+}
+
+// TestModuleRejectsParameterStorePrefix: with secret_store = "ssm" the
+// secret prefix must follow Parameter Store's rules (no '@', not starting
+// with aws or ssm), which Secrets Manager's do not impose.
+func TestModuleRejectsParameterStorePrefix(t *testing.T) {
+	for _, prefix := range []string{"aws-certs", "team@org/certs"} {
+		mod := copyModule(t)
+		r := newTF(t, moduleRoot(t, mod, fmt.Sprintf("secret_store = \"ssm\"\n  secret_prefix = %q", prefix)))
+		r.run("init", "-backend=false", "-input=false", "-no-color")
+		out, errOut, err := r.try("plan", "-input=false", "-lock=false", "-no-color", "-var", "lambda_zip_dir="+placeholderZips(t))
+		if err == nil {
+			t.Fatalf("plan accepted secret_prefix %q with Parameter Store:\n%s", prefix, out)
+		}
+		if msgs := strings.Join(strings.Fields(string(errOut)), " "); !strings.Contains(msgs, `with secret_store = "ssm", must be path segments`) {
+			t.Errorf("secret_prefix %q: error does not name the rule:\n%s", prefix, errOut)
 		}
 	}
 }

@@ -384,11 +384,40 @@ func (s *Store) Get(ctx context.Context, namespace, name string) (ports.Secret, 
 	if err != nil {
 		return ports.Secret{}, fmt.Errorf("secret %s/%s: get: %w", namespace, name, err)
 	}
-	sec, err := secretpayload.Decode([]byte(loc.value))
+	sec, err := s.resolve(ctx, loc.param, loc.value)
 	if err != nil {
-		return ports.Secret{}, fmt.Errorf("secret %s/%s: get: %s: %w", namespace, name, loc.param, errs.Permanent(err))
+		return ports.Secret{}, fmt.Errorf("secret %s/%s: get: %w", namespace, name, err)
 	}
 	sec.Namespace, sec.Name = namespace, name
+	return sec, nil
+}
+
+// resolve decodes the payload of parameter p and, for a split secret,
+// reads the companion version it names (split.go).
+func (s *Store) resolve(ctx context.Context, p, value string) (ports.Secret, error) {
+	sec, keyVersion, err := decodeMain(value)
+	if err != nil {
+		return ports.Secret{}, fmt.Errorf("%s: %w", p, errs.Permanent(err))
+	}
+	if keyVersion == 0 {
+		return sec, nil
+	}
+	kp := p + keyPartSuffix
+	v, _, err := s.read(ctx, kp, ":"+strconv.FormatInt(keyVersion, 10))
+	if errors.Is(err, ports.ErrNotFound) {
+		return ports.Secret{}, errs.Permanentf("%s: version %d, which %s names, is gone", kp, keyVersion, p)
+	}
+	if err != nil {
+		return ports.Secret{}, err
+	}
+	key, err := secretpayload.Decode([]byte(v))
+	if err != nil || len(key.Data[splitKey]) == 0 {
+		return ports.Secret{}, errs.Permanentf("%s: version %d holds no %s", kp, keyVersion, splitKey)
+	}
+	if sec.Data == nil {
+		sec.Data = map[string][]byte{}
+	}
+	sec.Data[splitKey] = key.Data[splitKey]
 	return sec, nil
 }
 
@@ -407,38 +436,56 @@ func TierFor(n int) (types.ParameterTier, error) {
 	return "", errs.Permanentf("payload: %d bytes, over Parameter Store's limit of %d (advanced tier)", n, MaxAdvancedBytes)
 }
 
-// prepare encodes sec and checks that this Store writes its class.
-func (s *Store) prepare(sec ports.Secret) (payload string, c Class, p string, err error) {
+// prepare encodes sec (split.go) and checks that this Store writes its
+// class.
+func (s *Store) prepare(sec ports.Secret) (enc encoded, c Class, p string, err error) {
 	if err := checkNames(sec.Namespace, sec.Name); err != nil {
-		return "", "", "", err
+		return encoded{}, "", "", err
 	}
-	b, err := secretpayload.Encode(sec, MaxAdvancedBytes, "Parameter Store (advanced tier)")
-	if err != nil {
-		return "", "", "", err
+	if enc, err = encode(sec); err != nil {
+		return encoded{}, "", "", err
 	}
 	c = ClassFor(sec)
 	if !slices.Contains(s.classes, c) || !c.writable() {
-		return "", "", "", errs.Permanentf("class %s (%s): this store does not write it (its classes: %v)%s", c, c.what(), s.classes, c.hint())
+		return encoded{}, "", "", errs.Permanentf("class %s (%s): this store does not write it (its classes: %v)%s", c, c.what(), s.classes, c.hint())
 	}
 	p, err = s.ParameterName(c, sec.Namespace, sec.Name)
 	if err != nil {
-		return "", "", "", err
+		return encoded{}, "", "", err
 	}
-	return string(b), c, p, nil
+	return enc, c, p, nil
+}
+
+// store writes enc at p: the companion first (overwritten), then the
+// parameter with the companion's version in it (overwrite false fails with
+// ports.ErrAlreadyExists when p exists).
+func (s *Store) store(ctx context.Context, p string, enc encoded, overwrite bool) error {
+	main := enc.main
+	if enc.key != "" {
+		v, err := s.write(ctx, p+keyPartSuffix, enc.key, true)
+		if err != nil {
+			return err
+		}
+		if main, err = withKeyVersion(main, v); err != nil {
+			return err
+		}
+	}
+	_, err := s.write(ctx, p, main, overwrite)
+	return err
 }
 
 // write is PutParameter of payload at p: a SecureString in the tier its
 // size needs. overwrite false fails with ports.ErrAlreadyExists when p
 // exists. An advanced parameter cannot go back to the standard tier: a
 // standard write the service refuses (ValidationException) is tried once
-// more in the advanced tier.
-func (s *Store) write(ctx context.Context, p, payload string, overwrite bool) error {
+// more in the advanced tier. It returns the version written.
+func (s *Store) write(ctx context.Context, p, payload string, overwrite bool) (int64, error) {
 	tier, err := TierFor(len(payload))
 	if err != nil {
-		return err
+		return 0, err
 	}
 	if err := ctx.Err(); err != nil {
-		return err
+		return 0, err
 	}
 	in := &ssm.PutParameterInput{
 		Name:      aws.String(p),
@@ -450,27 +497,27 @@ func (s *Store) write(ctx context.Context, p, payload string, overwrite bool) er
 	if s.kms != "" {
 		in.KeyId = aws.String(s.kms)
 	}
-	_, err = s.client.PutParameter(ctx, in)
+	out, err := s.client.PutParameter(ctx, in)
 	s.inc("PutParameter")
 	if err != nil && tier == types.ParameterTierStandard && overwrite && isValidation(err) {
 		in.Tier = types.ParameterTierAdvanced
-		_, err = s.client.PutParameter(ctx, in)
+		out, err = s.client.PutParameter(ctx, in)
 		s.inc("PutParameter")
 	}
 	if isExists(err) {
-		return ports.ErrAlreadyExists
+		return 0, ports.ErrAlreadyExists
 	}
 	if err != nil {
-		return fmt.Errorf("%s: %w", p, classify(err))
+		return 0, fmt.Errorf("%s: %w", p, classify(err))
 	}
-	return nil
+	return out.Version, nil
 }
 
 // Create writes a new secret; ports.ErrAlreadyExists if it exists in any
 // class of the Store (one of concurrent creators wins).
 func (s *Store) Create(ctx context.Context, sec ports.Secret) error {
 	fail := func(err error) error { return fmt.Errorf("secret %s/%s: create: %w", sec.Namespace, sec.Name, err) }
-	payload, _, p, err := s.prepare(sec)
+	enc, _, p, err := s.prepare(sec)
 	if err != nil {
 		return fail(err)
 	}
@@ -481,7 +528,7 @@ func (s *Store) Create(ctx context.Context, sec ports.Secret) error {
 	if found {
 		return fail(fmt.Errorf("%s: %w", loc.param, ports.ErrAlreadyExists))
 	}
-	if err := s.write(ctx, p, payload, false); err != nil {
+	if err := s.store(ctx, p, enc, false); err != nil {
 		return fail(err)
 	}
 	return nil
@@ -489,11 +536,12 @@ func (s *Store) Create(ctx context.Context, sec ports.Secret) error {
 
 // Put creates the secret or replaces its whole content. Unchanged content
 // writes nothing, so a retried Put never pushes the real previous version
-// out of the top of the history. Content whose class changed is written
-// in its new class and removed from the old one.
+// out of the top of the history (for a split secret this costs one more
+// read: the companion). Content whose class changed is written in its new
+// class and removed from the old one.
 func (s *Store) Put(ctx context.Context, sec ports.Secret) error {
 	fail := func(err error) error { return fmt.Errorf("secret %s/%s: put: %w", sec.Namespace, sec.Name, err) }
-	payload, c, p, err := s.prepare(sec)
+	enc, c, p, err := s.prepare(sec)
 	if err != nil {
 		return fail(err)
 	}
@@ -501,18 +549,31 @@ func (s *Store) Put(ctx context.Context, sec ports.Secret) error {
 	if err != nil {
 		return fail(err)
 	}
-	if found && loc.class == c && loc.value == payload {
-		return nil
+	if found && loc.class == c {
+		if enc.key == "" && loc.value == enc.main {
+			return nil
+		}
+		if cur, err := s.resolve(ctx, loc.param, loc.value); err == nil && enc.key != "" && same(cur, sec) {
+			return nil
+		}
 	}
-	if err := s.write(ctx, p, payload, true); err != nil {
+	if err := s.store(ctx, p, enc, true); err != nil {
 		return fail(err)
 	}
 	if found && loc.class != c && loc.class.writable() {
-		if err := s.delete(ctx, loc.param); err != nil {
+		if err := s.deleteWithKey(ctx, loc.param); err != nil {
 			return fail(fmt.Errorf("removing it from class %s: %w", loc.class, err))
 		}
 	}
 	return nil
+}
+
+// deleteWithKey removes parameter p and its companion (split.go).
+func (s *Store) deleteWithKey(ctx context.Context, p string) error {
+	if err := s.delete(ctx, p); err != nil {
+		return err
+	}
+	return s.delete(ctx, p+keyPartSuffix)
 }
 
 // delete removes parameter p; nil if missing.
@@ -529,7 +590,8 @@ func (s *Store) delete(ctx context.Context, p string) error {
 }
 
 // Delete removes the secret from every class the Store writes (with its
-// history); nil if it is missing. ca and sc are never deleted.
+// history and its companion); nil if it is missing. ca and sc are never
+// deleted.
 func (s *Store) Delete(ctx context.Context, namespace, name string) error {
 	if err := checkNames(namespace, name); err != nil {
 		return fmt.Errorf("secret %s/%s: delete: %w", namespace, name, err)
@@ -540,13 +602,55 @@ func (s *Store) Delete(ctx context.Context, namespace, name string) error {
 		}
 		p, err := s.ParameterName(c, namespace, name)
 		if err == nil {
-			err = s.delete(ctx, p)
+			err = s.deleteWithKey(ctx, p)
 		}
 		if err != nil {
 			return fmt.Errorf("secret %s/%s: delete: %w", namespace, name, err)
 		}
 	}
 	return nil
+}
+
+// previous locates namespace/name and reads the version before the
+// current one, whole (a split one's key version must still be in the
+// companion's history): its raw payload and the secret.
+func (s *Store) previous(ctx context.Context, namespace, name string) (loc located, raw string, sec ports.Secret, err error) {
+	if err := checkNames(namespace, name); err != nil {
+		return located{}, "", ports.Secret{}, err
+	}
+	loc, found, err := s.locate(ctx, namespace, name)
+	if err != nil {
+		return located{}, "", ports.Secret{}, err
+	}
+	if !found {
+		return located{}, "", ports.Secret{}, ports.ErrNotFound
+	}
+	if loc.version < 2 {
+		return located{}, "", ports.Secret{}, errs.Permanentf("%s: no previous version kept", loc.param)
+	}
+	raw, _, err = s.read(ctx, loc.param, ":"+strconv.FormatInt(loc.version-1, 10))
+	if errors.Is(err, ports.ErrNotFound) {
+		return located{}, "", ports.Secret{}, errs.Permanentf("%s: no previous version kept (version %d is gone from the history)", loc.param, loc.version-1)
+	}
+	if err != nil {
+		return located{}, "", ports.Secret{}, err
+	}
+	if sec, err = s.resolve(ctx, loc.param, raw); err != nil {
+		return located{}, "", ports.Secret{}, fmt.Errorf("version %d: %w", loc.version-1, err)
+	}
+	sec.Namespace, sec.Name = namespace, name
+	return loc, raw, sec, nil
+}
+
+// Previous returns the version of the secret before the current one (what
+// Rollback would restore). ports.ErrNotFound if the secret is missing; a
+// permanent error if it has no previous version.
+func (s *Store) Previous(ctx context.Context, namespace, name string) (ports.Secret, error) {
+	_, _, sec, err := s.previous(ctx, namespace, name)
+	if err != nil {
+		return ports.Secret{}, fmt.Errorf("secret %s/%s: previous: %w", namespace, name, err)
+	}
+	return sec, nil
 }
 
 // Rollback writes the version before the current one back as a new
@@ -556,33 +660,14 @@ func (s *Store) Delete(ctx context.Context, namespace, name string) error {
 // parameter's history (a new parameter, or one whose class changed).
 func (s *Store) Rollback(ctx context.Context, namespace, name string) error {
 	fail := func(err error) error { return fmt.Errorf("secret %s/%s: rollback: %w", namespace, name, err) }
-	if err := checkNames(namespace, name); err != nil {
-		return fail(err)
-	}
-	loc, found, err := s.locate(ctx, namespace, name)
+	loc, prev, _, err := s.previous(ctx, namespace, name)
 	if err != nil {
 		return fail(err)
-	}
-	if !found {
-		return fail(ports.ErrNotFound)
 	}
 	if !loc.class.writable() || !slices.Contains(s.classes, loc.class) {
 		return fail(errs.Permanentf("class %s: this store does not write it", loc.class))
 	}
-	if loc.version < 2 {
-		return fail(errs.Permanentf("%s: no previous version kept", loc.param))
-	}
-	prev, _, err := s.read(ctx, loc.param, ":"+strconv.FormatInt(loc.version-1, 10))
-	if errors.Is(err, ports.ErrNotFound) {
-		return fail(errs.Permanentf("%s: no previous version kept (version %d is gone from the history)", loc.param, loc.version-1))
-	}
-	if err != nil {
-		return fail(err)
-	}
-	if _, err := secretpayload.Decode([]byte(prev)); err != nil {
-		return fail(errs.Permanent(fmt.Errorf("%s: version %d: %w", loc.param, loc.version-1, err)))
-	}
-	if err := s.write(ctx, loc.param, prev, true); err != nil {
+	if _, err := s.write(ctx, loc.param, prev, true); err != nil {
 		return fail(err)
 	}
 	return nil

@@ -186,7 +186,7 @@ func testLayout(t *testing.T, c *ssm.Client) {
 		{"acme account", aSecret("default", "acme-key").data("tls.key", []byte(marker)).build(), ClassTLS, types.ParameterTierStandard},
 		{"next private key", aSecret("default", "web-next").data("tls.key", []byte(marker)).label(api.LabelNextPrivateKey, "true").build(), ClassPrivateKey, types.ParameterTierStandard},
 		{"issued CA", aSecret("cert-manager", "my-ca").keyPair(cert(t, true), "1").build(), ClassIssuedCA, types.ParameterTierStandard},
-		{"advanced tier", aSecret("default", "big").data("tls.key", bytes.Repeat([]byte("k"), 6000)).build(), ClassTLS, types.ParameterTierAdvanced},
+		{"advanced tier (no tls.key to split off)", aSecret("default", "big").data("tls.crt", cert(t, false)).data("truststore.p12", bytes.Repeat([]byte{0xff}, 5000)).build(), ClassTLS, types.ParameterTierAdvanced},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -217,6 +217,83 @@ func testLayout(t *testing.T, c *ssm.Client) {
 	if !errs.IsPermanent(err) || !strings.Contains(err.Error(), "8192") || !strings.Contains(err.Error(), "tls.key=13300") || strings.Contains(err.Error(), marker) {
 		t.Errorf("Put of a payload over 8192 bytes: %v", err)
 	}
+}
+
+// A secret over 4,096 bytes with a tls.key is kept in two standard
+// parameters: the key alone in <parameter>_tls.key, the rest in the
+// parameter with the key's version; Get joins them, an unchanged Put
+// writes nothing, a renewal writes both, Rollback restores the previous
+// pair, Delete removes both.
+func TestSplitKeyPair(t *testing.T) { forEachBackend(t, testSplit) }
+
+func testSplit(t *testing.T, c *ssm.Client) {
+	ctx := context.Background()
+	s := newTracking(t, c, Options{})
+	pair := func(gen string) ports.Secret {
+		return aSecret("default", "rsa-tls").data("tls.crt", append(cert(t, false), bytes.Repeat([]byte("c"), 3500)...)).
+			data("tls.key", []byte("-----BEGIN PRIVATE KEY-----\n"+marker+" "+gen+strings.Repeat("k", 1600)+"\n-----END PRIVATE KEY-----\n")).build()
+	}
+	first, second := pair("1"), pair("2")
+	if err := s.Create(ctx, first); err != nil {
+		t.Fatal(err)
+	}
+	p := "/" + s.Prefix() + "/tls/default/rsa-tls"
+	for _, name := range []string{p, p + "_tls.key"} {
+		if tier, _ := describeTier(t, c, name); tier != types.ParameterTierStandard {
+			t.Errorf("%s: tier %s, want Standard", name, tier)
+		}
+	}
+	main, _ := rawValue(t, c, p)
+	if strings.Contains(main, marker) || !strings.Contains(main, `"..parameters":{"tls.key":1}`) {
+		t.Errorf("%s: the key is in it or its version is not named: %d bytes", p, len(main))
+	}
+	get := func() ports.Secret {
+		t.Helper()
+		got, err := s.Get(ctx, "default", "rsa-tls")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	if got := get(); !same(got, first) {
+		t.Fatal("Get does not return the secret written")
+	}
+	if err := s.Put(ctx, first); err != nil {
+		t.Fatal(err)
+	}
+	if v := version(t, c, p); v != 1 {
+		t.Errorf("an unchanged Put wrote version %d", v)
+	}
+	if err := s.Put(ctx, second); err != nil {
+		t.Fatal(err)
+	}
+	if got := get(); !same(got, second) {
+		t.Fatal("Get after the renewal does not return the new pair")
+	}
+	if err := s.Rollback(ctx, "default", "rsa-tls"); err != nil {
+		t.Fatal(err)
+	}
+	if got := get(); !same(got, first) {
+		t.Fatal("Rollback did not restore the first pair (key and certificate)")
+	}
+	if err := s.Delete(ctx, "default", "rsa-tls"); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{p, p + "_tls.key"} {
+		if _, ok := rawValue(t, c, name); ok {
+			t.Errorf("%s left after Delete", name)
+		}
+	}
+}
+
+// version returns the current version of parameter p.
+func version(t *testing.T, c *ssm.Client, p string) int64 {
+	t.Helper()
+	out, err := c.GetParameter(context.Background(), &ssm.GetParameterInput{Name: aws.String(p)})
+	if err != nil {
+		t.Fatalf("GetParameter(%s): %v", p, err)
+	}
+	return out.Parameter.Version
 }
 
 // Put of new content adds a version; unchanged content adds none;

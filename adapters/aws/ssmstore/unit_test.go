@@ -78,6 +78,8 @@ func (a *stubAPI) GetParameter(_ context.Context, in *ssm.GetParameterInput, _ .
 	if err := a.record("Get", name); err != nil {
 		return nil, err
 	}
+	// The stub keeps one version: a ":<version>" selector reads it.
+	name, _, _ = strings.Cut(name, ":")
 	v, ok := a.values[name]
 	if !ok {
 		return nil, &types.ParameterNotFound{Message: aws.String("not found")}

@@ -21,6 +21,12 @@
 #   scheduler the due index and the worker queue, nothing else.
 #   http01    Challenge items, read only.
 #
+# With secret_store = "ssm" the same split is made by Parameter Store path
+# instead of tag: the worker reads /<prefix>/{tls,pk,sc}/* and writes
+# /<prefix>/{tls,pk}/* (ica too with worker_manages_ca_certificates), the
+# signer reads /<prefix>/{ca,ica,pk}/*; api, scheduler and http01 are
+# denied every parameter read.
+#
 # The secret naming and tagging scheme is in docs/deploy-aws.md. No managed
 # policy is attached anywhere: tests/terraform evaluates these documents.
 
@@ -32,6 +38,18 @@ locals {
   worker_secret_ro    = ["solver-credentials"]
   worker_denied_roles = concat(["ca"], var.worker_manages_ca_certificates ? [] : ["issued-ca"])
   signer_secret_ro    = ["ca", "issued-ca", "private-key"]
+
+  # Parameter Store classes (secret_store = "ssm"; adapters/aws/ssmstore):
+  # what each function reads (also its CERTFN_SECRET_CLASSES, in this
+  # order) and writes. The same split as the tags above, by path.
+  use_ssm = var.secret_store == "ssm"
+  ssm_read = {
+    worker = concat(["tls", "pk", "sc"], var.worker_manages_ca_certificates ? ["ica"] : [])
+    signer = ["ca", "ica", "pk"]
+  }
+  ssm_write = {
+    worker = concat(["tls", "pk"], var.worker_manages_ca_certificates ? ["ica"] : [])
+  }
 
   # Secrets Manager actions that touch a secret's value, its versions or its
   # tags: denied to the worker on CA keys whatever else is allowed.
@@ -61,7 +79,7 @@ locals {
   via = {
     sqs      = "sqs.${local.region}.amazonaws.com"
     dynamodb = "dynamodb.${local.region}.amazonaws.com"
-    secrets  = "secretsmanager.${local.region}.amazonaws.com"
+    secrets  = local.use_ssm ? "ssm.${local.region}.amazonaws.com" : "secretsmanager.${local.region}.amazonaws.com"
   }
 
   # Statements shared by several functions.
@@ -76,7 +94,7 @@ locals {
   st_no_secret_values = {
     Sid      = "NoSecretValues"
     Effect   = "Deny"
-    Action   = ["secretsmanager:GetSecretValue", "secretsmanager:BatchGetSecretValue"]
+    Action   = ["secretsmanager:GetSecretValue", "secretsmanager:BatchGetSecretValue", "ssm:GetParameter", "ssm:GetParameters", "ssm:GetParametersByPath", "ssm:GetParameterHistory"]
     Resource = ["*"]
   }
   st_consume = {
@@ -91,8 +109,9 @@ locals {
 
   # KMS statements per function: which operations, through which services.
   kms_specs = {
-    # worker: secrets (read and write), queues (send and receive), table.
-    worker = [{ actions = ["kms:Decrypt", "kms:GenerateDataKey"], via = ["secrets", "sqs", "dynamodb"] }]
+    # worker: secrets (read and write; Parameter Store encrypts a standard
+    # SecureString with kms:Encrypt), queues (send and receive), table.
+    worker = [{ actions = concat(["kms:Decrypt", "kms:GenerateDataKey"], local.use_ssm ? ["kms:Encrypt"] : []), via = ["secrets", "sqs", "dynamodb"] }]
     # signer: reads secrets (never writes one), sends and receives messages.
     signer = [
       { actions = ["kms:Decrypt"], via = ["secrets", "sqs", "dynamodb"] },
@@ -152,84 +171,102 @@ locals {
         Action   = ["sqs:SendMessage"]
         Resource = [local.arn.worker_queue, local.arn.signer_queue]
       },
-      {
-        Sid    = "WorkerSecrets"
-        Effect = "Allow"
-        Action = [
-          "secretsmanager:GetSecretValue",
-          "secretsmanager:DescribeSecret",
-          "secretsmanager:PutSecretValue",
-          "secretsmanager:UpdateSecret",
-          "secretsmanager:UpdateSecretVersionStage",
-          "secretsmanager:DeleteSecret",
-          "secretsmanager:RestoreSecret",
-        ]
-        Resource  = [local.arn.secrets]
-        Condition = { "StringEquals" = { "secretsmanager:ResourceTag/${local.secret_role_tag}" = local.worker_secret_rw } }
-      },
-      {
-        # A secret that does not exist yet has no tags, so the tag-scoped
-        # statements cannot allow looking it up: this one lets the lookup
-        # reach Secrets Manager, which answers ResourceNotFoundException (a
-        # missing secret is how issuance starts). IAM cannot tell an
-        # untagged secret from a missing one, so an untagged secret under
-        # the prefix is readable too: tag every secret you install
-        # (docs/deploy-aws.md, "Secrets").
-        Sid       = "LookUpMissingSecrets"
-        Effect    = "Allow"
-        Action    = ["secretsmanager:GetSecretValue", "secretsmanager:DescribeSecret"]
-        Resource  = [local.arn.secrets]
-        Condition = { "Null" = { "secretsmanager:ResourceTag/${local.secret_role_tag}" = "true" } }
-      },
-      {
-        Sid       = "SolverCredentials"
-        Effect    = "Allow"
-        Action    = ["secretsmanager:GetSecretValue", "secretsmanager:DescribeSecret"]
-        Resource  = [local.arn.secrets]
-        Condition = { "StringEquals" = { "secretsmanager:ResourceTag/${local.secret_role_tag}" = local.worker_secret_ro } }
-      },
-      {
-        # A new secret must carry a worker role tag (TagResource too: tags
-        # given to CreateSecret may be authorized as TagResource). A secret
-        # already tagged with another role is refused by the IfExists
-        # resource-tag condition.
-        Sid      = "CreateWorkerSecrets"
-        Effect   = "Allow"
-        Action   = ["secretsmanager:CreateSecret", "secretsmanager:TagResource"]
-        Resource = [local.arn.secrets]
-        Condition = {
-          "StringEquals"         = { "aws:RequestTag/${local.secret_role_tag}" = local.worker_secret_rw }
-          "StringEqualsIfExists" = { "secretsmanager:ResourceTag/${local.secret_role_tag}" = local.worker_secret_rw }
-        }
-      },
-      {
-        # Re-tagging after a renewal (adapters/aws/secrets refreshes its
-        # certfn.io/* tags): only secrets that already have a worker role,
-        # and a certfn-role in the request, if any, must stay a worker role.
-        Sid      = "RetagWorkerSecrets"
-        Effect   = "Allow"
-        Action   = ["secretsmanager:TagResource"]
-        Resource = [local.arn.secrets]
-        Condition = {
-          "StringEquals"         = { "secretsmanager:ResourceTag/${local.secret_role_tag}" = local.worker_secret_rw }
-          "StringEqualsIfExists" = { "aws:RequestTag/${local.secret_role_tag}" = local.worker_secret_rw }
-        }
-      },
-      {
-        Sid       = "NeverCAKeys"
-        Effect    = "Deny"
-        Action    = local.secret_value_actions
-        Resource  = [local.arn.any_secret]
-        Condition = { "StringEquals" = { "secretsmanager:ResourceTag/${local.secret_role_tag}" = local.worker_denied_roles } }
-      },
-      {
-        Sid       = "NeverCreateCAKeys"
-        Effect    = "Deny"
-        Action    = ["secretsmanager:CreateSecret", "secretsmanager:TagResource"]
-        Resource  = ["*"]
-        Condition = { "StringEquals" = { "aws:RequestTag/${local.secret_role_tag}" = local.worker_denied_roles } }
-      },
       ],
+      # Secrets Manager (secret_store = "secretsmanager"): by certfn-role tag.
+      [for st in [
+        {
+          Sid    = "WorkerSecrets"
+          Effect = "Allow"
+          Action = [
+            "secretsmanager:GetSecretValue",
+            "secretsmanager:DescribeSecret",
+            "secretsmanager:PutSecretValue",
+            "secretsmanager:UpdateSecret",
+            "secretsmanager:UpdateSecretVersionStage",
+            "secretsmanager:DeleteSecret",
+            "secretsmanager:RestoreSecret",
+          ]
+          Resource  = [local.arn.secrets]
+          Condition = { "StringEquals" = { "secretsmanager:ResourceTag/${local.secret_role_tag}" = local.worker_secret_rw } }
+        },
+        {
+          # A secret that does not exist yet has no tags, so the tag-scoped
+          # statements cannot allow looking it up: this one lets the lookup
+          # reach Secrets Manager, which answers ResourceNotFoundException (a
+          # missing secret is how issuance starts). IAM cannot tell an
+          # untagged secret from a missing one, so an untagged secret under
+          # the prefix is readable too: tag every secret you install
+          # (docs/deploy-aws.md, "Secrets").
+          Sid       = "LookUpMissingSecrets"
+          Effect    = "Allow"
+          Action    = ["secretsmanager:GetSecretValue", "secretsmanager:DescribeSecret"]
+          Resource  = [local.arn.secrets]
+          Condition = { "Null" = { "secretsmanager:ResourceTag/${local.secret_role_tag}" = "true" } }
+        },
+        {
+          Sid       = "SolverCredentials"
+          Effect    = "Allow"
+          Action    = ["secretsmanager:GetSecretValue", "secretsmanager:DescribeSecret"]
+          Resource  = [local.arn.secrets]
+          Condition = { "StringEquals" = { "secretsmanager:ResourceTag/${local.secret_role_tag}" = local.worker_secret_ro } }
+        },
+        {
+          # A new secret must carry a worker role tag (TagResource too: tags
+          # given to CreateSecret may be authorized as TagResource). A secret
+          # already tagged with another role is refused by the IfExists
+          # resource-tag condition.
+          Sid      = "CreateWorkerSecrets"
+          Effect   = "Allow"
+          Action   = ["secretsmanager:CreateSecret", "secretsmanager:TagResource"]
+          Resource = [local.arn.secrets]
+          Condition = {
+            "StringEquals"         = { "aws:RequestTag/${local.secret_role_tag}" = local.worker_secret_rw }
+            "StringEqualsIfExists" = { "secretsmanager:ResourceTag/${local.secret_role_tag}" = local.worker_secret_rw }
+          }
+        },
+        {
+          # Re-tagging after a renewal (adapters/aws/secrets refreshes its
+          # certfn.io/* tags): only secrets that already have a worker role,
+          # and a certfn-role in the request, if any, must stay a worker role.
+          Sid      = "RetagWorkerSecrets"
+          Effect   = "Allow"
+          Action   = ["secretsmanager:TagResource"]
+          Resource = [local.arn.secrets]
+          Condition = {
+            "StringEquals"         = { "secretsmanager:ResourceTag/${local.secret_role_tag}" = local.worker_secret_rw }
+            "StringEqualsIfExists" = { "aws:RequestTag/${local.secret_role_tag}" = local.worker_secret_rw }
+          }
+        },
+        {
+          Sid       = "NeverCAKeys"
+          Effect    = "Deny"
+          Action    = local.secret_value_actions
+          Resource  = [local.arn.any_secret]
+          Condition = { "StringEquals" = { "secretsmanager:ResourceTag/${local.secret_role_tag}" = local.worker_denied_roles } }
+        },
+        {
+          Sid       = "NeverCreateCAKeys"
+          Effect    = "Deny"
+          Action    = ["secretsmanager:CreateSecret", "secretsmanager:TagResource"]
+          Resource  = ["*"]
+          Condition = { "StringEquals" = { "aws:RequestTag/${local.secret_role_tag}" = local.worker_denied_roles } }
+        },
+      ] : st if !local.use_ssm],
+      # Parameter Store (secret_store = "ssm"): by class path.
+      [for st in [
+        {
+          Sid      = "WorkerParametersRead"
+          Effect   = "Allow"
+          Action   = ["ssm:GetParameter", "ssm:GetParameters"]
+          Resource = [for c in local.ssm_read.worker : local.arn.parameters[c]]
+        },
+        {
+          Sid      = "WorkerParametersWrite"
+          Effect   = "Allow"
+          Action   = ["ssm:PutParameter", "ssm:DeleteParameter"]
+          Resource = [for c in local.ssm_write.worker : local.arn.parameters[c]]
+        },
+      ] : st if local.use_ssm],
       local.kms_statements["worker"],
       # (for ... if: a conditional cannot choose between tuples of different lengths)
       [for s in [
@@ -329,28 +366,41 @@ locals {
         Action   = ["sqs:SendMessage"]
         Resource = [local.arn.worker_queue]
       },
-      {
-        # A secret that does not exist yet has no tags, so the tag-scoped
-        # statements cannot allow looking it up: this one lets the lookup
-        # reach Secrets Manager, which answers ResourceNotFoundException (a
-        # missing CA secret makes the issuer not Ready). IAM cannot tell an
-        # untagged secret from a missing one, so an untagged secret under
-        # the prefix is readable too: tag every secret you install
-        # (docs/deploy-aws.md, "Secrets").
-        Sid       = "LookUpMissingSecrets"
-        Effect    = "Allow"
-        Action    = ["secretsmanager:GetSecretValue", "secretsmanager:DescribeSecret"]
-        Resource  = [local.arn.secrets]
-        Condition = { "Null" = { "secretsmanager:ResourceTag/${local.secret_role_tag}" = "true" } }
-      },
-      {
-        Sid       = "SigningKeys"
-        Effect    = "Allow"
-        Action    = ["secretsmanager:GetSecretValue", "secretsmanager:DescribeSecret"]
-        Resource  = [local.arn.secrets]
-        Condition = { "StringEquals" = { "secretsmanager:ResourceTag/${local.secret_role_tag}" = local.signer_secret_ro } }
-      },
-    ], local.kms_statements["signer"])
+      ],
+      # Secrets Manager (secret_store = "secretsmanager"): by certfn-role tag.
+      [for st in [
+        {
+          # A secret that does not exist yet has no tags, so the tag-scoped
+          # statements cannot allow looking it up: this one lets the lookup
+          # reach Secrets Manager, which answers ResourceNotFoundException (a
+          # missing CA secret makes the issuer not Ready). IAM cannot tell an
+          # untagged secret from a missing one, so an untagged secret under
+          # the prefix is readable too: tag every secret you install
+          # (docs/deploy-aws.md, "Secrets").
+          Sid       = "LookUpMissingSecrets"
+          Effect    = "Allow"
+          Action    = ["secretsmanager:GetSecretValue", "secretsmanager:DescribeSecret"]
+          Resource  = [local.arn.secrets]
+          Condition = { "Null" = { "secretsmanager:ResourceTag/${local.secret_role_tag}" = "true" } }
+        },
+        {
+          Sid       = "SigningKeys"
+          Effect    = "Allow"
+          Action    = ["secretsmanager:GetSecretValue", "secretsmanager:DescribeSecret"]
+          Resource  = [local.arn.secrets]
+          Condition = { "StringEquals" = { "secretsmanager:ResourceTag/${local.secret_role_tag}" = local.signer_secret_ro } }
+        },
+      ] : st if !local.use_ssm],
+      # Parameter Store (secret_store = "ssm"): by class path, read only.
+      [for st in [
+        {
+          Sid      = "SigningKeyParameters"
+          Effect   = "Allow"
+          Action   = ["ssm:GetParameter", "ssm:GetParameters"]
+          Resource = [for c in local.ssm_read.signer : local.arn.parameters[c]]
+        },
+      ] : st if local.use_ssm],
+    local.kms_statements["signer"])
 
     scheduler = concat([
       local.st_logs["scheduler"],
@@ -410,6 +460,15 @@ resource "aws_iam_role" "fn" {
 
 resource "aws_iam_role_policy" "fn" {
   for_each = local.functions
+
+  lifecycle {
+    # Parameter Store's naming rules for the paths the policies name (a
+    # variable validation cannot depend on another variable's validity).
+    precondition {
+      condition     = !local.use_ssm || (can(regex("^[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+)*$", local.secret_prefix)) && !can(regex("^(?i)(aws|ssm)", local.secret_prefix)))
+      error_message = "secret_prefix (or name_prefix when it is empty): with secret_store = \"ssm\", must be path segments of A-Z a-z 0-9 _.- separated by '/', not starting with aws or ssm (Parameter Store's rules)."
+    }
+  }
 
   name   = "${each.value.name}-least-privilege"
   role   = aws_iam_role.fn[each.key].name

@@ -17,9 +17,12 @@ locals {
   env_secrets = {
     CERTFN_SECRET_PREFIX = local.secret_prefix
     CERTFN_KMS_KEY_ID    = local.kms_key_arn
+    CERTFN_SECRET_STORE  = var.secret_store
   }
   env = {
     worker = merge(local.env_common, local.env_secrets, {
+      # The Parameter Store classes the worker reads, as its IAM paths (iam.tf).
+      CERTFN_SECRET_CLASSES    = local.use_ssm ? join(",", local.ssm_read.worker) : null
       CERTFN_QUEUE_URL         = aws_sqs_queue.work["worker"].id
       CERTFN_SIGNER_QUEUE_URL  = aws_sqs_queue.work["signer"].id
       CERTFN_APPROVER          = var.approver
@@ -33,6 +36,7 @@ locals {
       CERTFN_QUOTA_ISSUANCES_PER_HOUR = tostring(var.quota_issuances_per_hour_per_namespace)
     })
     signer = merge(local.env_common, local.env_secrets, {
+      CERTFN_SECRET_CLASSES           = local.use_ssm ? join(",", local.ssm_read.signer) : null
       CERTFN_QUEUE_URL                = aws_sqs_queue.work["worker"].id
       CERTFN_QUOTA_ISSUANCES_PER_HOUR = tostring(var.quota_issuances_per_hour_per_namespace)
     })

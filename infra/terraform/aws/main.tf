@@ -51,16 +51,18 @@ locals {
 
   # ARNs known at plan time (see the note at the top of this file).
   arn = {
-    table          = "arn:${local.partition}:dynamodb:${local.region}:${local.account}:table/${local.table_name}"
-    index_due      = "arn:${local.partition}:dynamodb:${local.region}:${local.account}:table/${local.table_name}/index/due"
-    index_kind_ns  = "arn:${local.partition}:dynamodb:${local.region}:${local.account}:table/${local.table_name}/index/kind_ns"
-    index_owner    = "arn:${local.partition}:dynamodb:${local.region}:${local.account}:table/${local.table_name}/index/owner"
-    worker_queue   = "arn:${local.partition}:sqs:${local.region}:${local.account}:${local.queues.worker.name}"
-    signer_queue   = "arn:${local.partition}:sqs:${local.region}:${local.account}:${local.queues.signer.name}"
-    worker_dlq     = "arn:${local.partition}:sqs:${local.region}:${local.account}:${local.queues.worker.dlq}"
-    signer_dlq     = "arn:${local.partition}:sqs:${local.region}:${local.account}:${local.queues.signer.dlq}"
-    secrets        = "arn:${local.partition}:secretsmanager:${local.region}:${local.account}:secret:${local.secret_prefix}/*"
-    any_secret     = "arn:${local.partition}:secretsmanager:${local.region}:${local.account}:secret:*"
+    table         = "arn:${local.partition}:dynamodb:${local.region}:${local.account}:table/${local.table_name}"
+    index_due     = "arn:${local.partition}:dynamodb:${local.region}:${local.account}:table/${local.table_name}/index/due"
+    index_kind_ns = "arn:${local.partition}:dynamodb:${local.region}:${local.account}:table/${local.table_name}/index/kind_ns"
+    index_owner   = "arn:${local.partition}:dynamodb:${local.region}:${local.account}:table/${local.table_name}/index/owner"
+    worker_queue  = "arn:${local.partition}:sqs:${local.region}:${local.account}:${local.queues.worker.name}"
+    signer_queue  = "arn:${local.partition}:sqs:${local.region}:${local.account}:${local.queues.signer.name}"
+    worker_dlq    = "arn:${local.partition}:sqs:${local.region}:${local.account}:${local.queues.worker.dlq}"
+    signer_dlq    = "arn:${local.partition}:sqs:${local.region}:${local.account}:${local.queues.signer.dlq}"
+    secrets       = "arn:${local.partition}:secretsmanager:${local.region}:${local.account}:secret:${local.secret_prefix}/*"
+    any_secret    = "arn:${local.partition}:secretsmanager:${local.region}:${local.account}:secret:*"
+    # Parameter Store (secret_store = "ssm"): one path per class.
+    parameters     = { for c in ["tls", "pk", "ica", "ca", "sc"] : c => "arn:${local.partition}:ssm:${local.region}:${local.account}:parameter/${local.secret_prefix}/${c}/*" }
     kms_keys       = "arn:${local.partition}:kms:${local.region}:${local.account}:key/*"
     route53_change = "arn:${local.partition}:route53:::change/*"
     acm_certs      = "arn:${local.partition}:acm:${local.region}:${local.account}:certificate/*"

@@ -13,13 +13,24 @@ variable "name_prefix" {
 }
 
 variable "secret_prefix" {
-  description = "Prefix of the Secrets Manager names: secrets are <secret_prefix>/<namespace>/<secretName>. Empty means name_prefix."
+  description = "Prefix of the secret names: Secrets Manager secrets are <secret_prefix>/<namespace>/<secretName>, Parameter Store parameters (secret_store = \"ssm\") /<secret_prefix>/<class>/<namespace>/<secretName>. Empty means name_prefix."
   type        = string
   default     = ""
 
   validation {
     condition     = var.secret_prefix == "" || can(regex("^[A-Za-z0-9_+=.@-]+(/[A-Za-z0-9_+=.@-]+)*$", var.secret_prefix))
     error_message = "secret_prefix: must be path segments of A-Z a-z 0-9 _+=.@- separated by '/', with no leading or trailing '/'."
+  }
+}
+
+variable "secret_store" {
+  description = "Where the worker and signer keep private keys and certificates: \"secretsmanager\" (the default; $0.40 per secret and month) or \"ssm\" (Parameter Store SecureString parameters, /<secret_prefix>/<class>/<namespace>/<name>, with IAM separating classes by path; standard parameters cost nothing to store, payloads over 4 KB use the advanced tier at $0.05 per parameter and month). See docs/aws.md, \"Choosing the secret store\"."
+  type        = string
+  default     = "secretsmanager"
+
+  validation {
+    condition     = contains(["secretsmanager", "ssm"], var.secret_store)
+    error_message = "secret_store: must be \"secretsmanager\" or \"ssm\"."
   }
 }
 

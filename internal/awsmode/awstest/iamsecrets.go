@@ -262,35 +262,24 @@ func (e *Env) installParameter(sec ports.Secret, role string) {
 // before the current one (what ssmstore.Store.Rollback restores).
 func (e *Env) PreviousSecret(namespace, name string) ports.Secret {
 	e.T.Helper()
-	var raw string
 	if e.SSMEndpoint != "" {
-		client := ssm.NewFromConfig(awscfg.ForEndpoint(e.SSMEndpoint, FastRetry))
-		for _, c := range ssmstore.AllClasses() {
-			p := "/" + e.Vars[awsmode.EnvSecretPrefix] + "/" + string(c) + "/" + namespace + "/" + name
-			cur, err := client.GetParameter(e.Ctx, &ssm.GetParameterInput{Name: aws.String(p), WithDecryption: aws.Bool(true)})
-			if err != nil {
-				continue
-			}
-			prev, err := client.GetParameter(e.Ctx, &ssm.GetParameterInput{Name: aws.String(fmt.Sprintf("%s:%d", p, cur.Parameter.Version-1)), WithDecryption: aws.Bool(true)})
-			if err != nil {
-				e.T.Fatalf("previous version of %s: %v", p, err)
-			}
-			raw = aws.ToString(prev.Parameter.Value)
-			break
-		}
-		if raw == "" {
-			e.T.Fatalf("no parameter holds %s/%s", namespace, name)
-		}
-	} else {
-		_, _, smc := awsmode.ClientsForEndpoints("", "", e.SMEndpoint, FastRetry)
-		out, err := smc.GetSecretValue(e.Ctx, &sm.GetSecretValueInput{SecretId: aws.String(e.Vars[awsmode.EnvSecretPrefix] + "/" + namespace + "/" + name),
-			VersionStage: aws.String("AWSPREVIOUS")})
+		ops, err := ssmstore.New(ssm.NewFromConfig(awscfg.ForEndpoint(e.SSMEndpoint, FastRetry)), ssmstore.Options{Prefix: e.Vars[awsmode.EnvSecretPrefix]})
 		if err != nil {
-			e.T.Fatalf("secret %s/%s at AWSPREVIOUS: %v", namespace, name, err)
+			e.T.Fatal(err)
 		}
-		raw = aws.ToString(out.SecretString)
+		sec, err := ops.Previous(e.Ctx, namespace, name)
+		if err != nil {
+			e.T.Fatal(err)
+		}
+		return sec
 	}
-	sec, err := secretpayload.Decode([]byte(raw))
+	_, _, smc := awsmode.ClientsForEndpoints("", "", e.SMEndpoint, FastRetry)
+	out, err := smc.GetSecretValue(e.Ctx, &sm.GetSecretValueInput{SecretId: aws.String(e.Vars[awsmode.EnvSecretPrefix] + "/" + namespace + "/" + name),
+		VersionStage: aws.String("AWSPREVIOUS")})
+	if err != nil {
+		e.T.Fatalf("secret %s/%s at AWSPREVIOUS: %v", namespace, name, err)
+	}
+	sec, err := secretpayload.Decode([]byte(aws.ToString(out.SecretString)))
 	if err != nil {
 		e.T.Fatalf("previous version of %s/%s: %v", namespace, name, err)
 	}
