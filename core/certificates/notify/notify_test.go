@@ -194,7 +194,7 @@ func TestStep(t *testing.T) {
 				if got := w.LastCert().Status.NotifiedExpiryTime; got == nil || !got.Equal(ct.T0) {
 					t.Errorf("notifiedExpiryTime = %v, want T0", got)
 				}
-				if n := sent[0]; !n.NotAfter.Equal(ct.T0.Add(10*day)) {
+				if n := sent[0]; !n.NotAfter.Equal(ct.T0.Add(10 * day)) {
 					t.Errorf("notAfter = %v", n.NotAfter)
 				}
 				if got, want := w.Calls[0].NextRunAt, time.Date(2026, 1, 2, 0, 0, 0, 0, time.UTC); !got.Equal(want) {
