@@ -50,9 +50,9 @@
 //
 // A transient publishing error is returned (the message is retried with
 // backoff). A permanent one (a permission or the event bus missing) is
-// counted (MetricNotifications, result failed) and the step asks to try
-// again after PermanentRetry without returning it: returned, it would
-// make the sweep run the Certificate again every minute while it is due.
+// counted (MetricNotificationFailures) and the step asks to try again
+// after PermanentRetry without returning it: returned, it would make the
+// sweep run the Certificate again every minute while it is due.
 package notify
 
 import (
@@ -86,6 +86,12 @@ const (
 // MetricNotifications counts publications by type (Issued, Renewed,
 // Failed, Expiring) and result (published, failed).
 const MetricNotifications = "certfn_notifications_total"
+
+// MetricNotificationFailures counts publications that failed permanently
+// (the step does not return those errors, so the engine's
+// certfn_permanent_errors_total does not count them); AWS mode exports it
+// to CloudWatch as NotificationFailures.
+const MetricNotificationFailures = "certfn_notification_failures_total"
 
 // Step publishes the first pending event of the Certificate and records
 // it (see the package comment for the rules).
@@ -281,6 +287,9 @@ func publish(ctx context.Context, env *certificates.Env, st *certificates.State,
 	if err := env.Notifier.Notify(ctx, n); err != nil {
 		if errs.IsPermanent(err) {
 			count(env, n, "failed")
+			if env.Metrics != nil {
+				env.Metrics.Inc(MetricNotificationFailures, "type", string(n.Type))
+			}
 			retry := st.Now.Add(PermanentRetry)
 			return certificates.Outcome{RequeueAt: retry,
 				Why: fmt.Sprintf("publishing %s failed permanently (tried again after %s): %v", n, retry.UTC().Format(time.RFC3339), err)}, nil
