@@ -133,7 +133,9 @@ func TestHandlersOfOtherRoles(t *testing.T) {
 
 // putEventsStub is a TEST DOUBLE of the EventBridge API that accepts
 // every entry.
-type putEventsStub struct{ entries []ebtypes.PutEventsRequestEntry }
+type putEventsStub struct {
+	entries []ebtypes.PutEventsRequestEntry
+}
 
 func (s *putEventsStub) PutEvents(_ context.Context, in *eventbridge.PutEventsInput, _ ...func(*eventbridge.Options)) (*eventbridge.PutEventsOutput, error) {
 	s.entries = append(s.entries, in.Entries...)
