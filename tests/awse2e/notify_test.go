@@ -63,7 +63,9 @@ func testNotifications(t *testing.T, ebEP, sqsEP string) {
 		t.Fatal(err)
 	}
 	queueURL := aws.ToString(out.QueueUrl)
-	t.Cleanup(func() { _, _ = q.DeleteQueue(context.Background(), &sqs.DeleteQueueInput{QueueUrl: aws.String(queueURL)}) })
+	t.Cleanup(func() {
+		_, _ = q.DeleteQueue(context.Background(), &sqs.DeleteQueueInput{QueueUrl: aws.String(queueURL)})
+	})
 	attrs, err := q.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(queueURL), AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameQueueArn}})
 	if err != nil {
 		t.Fatal(err)
