@@ -309,6 +309,17 @@ type CertificateStatus struct {
 	// of the certificate last imported into ACMCertificateARN (certfn
 	// extension): an unchanged serial is not imported again.
 	ACMCertificateSerial string `json:"acmCertificateSerial,omitempty"`
+	// NotifiedRevision is the last revision announced as issued or renewed
+	// (certfn extension, core/certificates/notify): a later revision is
+	// announced, this one is not again. Absent until the first event.
+	NotifiedRevision *int `json:"notifiedRevision,omitempty"`
+	// NotifiedFailureTime is the lastFailureTime of the last failed
+	// issuance announced (certfn extension): each failure is announced
+	// once.
+	NotifiedFailureTime *Time `json:"notifiedFailureTime,omitempty"`
+	// NotifiedExpiryTime is when the last "approaching expiration" event
+	// was published (certfn extension): at most one per UTC day.
+	NotifiedExpiryTime *Time `json:"notifiedExpiryTime,omitempty"`
 }
 
 // RenewalInfo records the last ACME renewal information fetched.

@@ -60,6 +60,10 @@ type Ports struct {
 	// certfn.io/acm-import (nil: such Certificates get a condition saying
 	// it is not configured).
 	CertificateImporter ports.CertificateImporter
+	// Notifier publishes events about Certificates — issued, renewed,
+	// failed, approaching expiration (core/certificates/notify); nil:
+	// notifications are off. Only roles with an engine use it.
+	Notifier ports.Notifier
 }
 
 // Settings are a deployment's choices, parsed from its configuration.
@@ -85,6 +89,10 @@ type Settings struct {
 	ACME ACMESettings
 	// Quotas are the per-namespace quotas (default: none).
 	Quotas Quotas
+	// NotifyExpiryWindow is how long before its expiry a certificate is
+	// announced as expiring through Ports.Notifier, once a day (0: never;
+	// the deployments default to notify.DefaultExpiryWindow, 14 days).
+	NotifyExpiryWindow time.Duration
 
 	// Approver replaces the approver of a role that approves (tests).
 	Approver requests.Approver
@@ -213,6 +221,7 @@ func Build(p Ports, s Settings, role Role) (*App, error) {
 		ClusterResourceNamespace: issuers.ClusterNamespace(), Identity: s.Identity,
 		WaitPoll: s.WaitPoll, ResyncInterval: s.ResyncInterval, MaxQueueDelay: p.MaxQueueDelay,
 		DeferWakes: role.DeferWakes, CertificateImporter: p.CertificateImporter,
+		Notifier: p.Notifier, NotifyExpiryWindow: s.NotifyExpiryWindow,
 		Signers:                      map[string]signers.Signer{},
 		IssuancesPerHourPerNamespace: s.Quotas.IssuancesPerHourPerNamespace,
 	}

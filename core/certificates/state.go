@@ -73,6 +73,12 @@ type Env struct {
 	// Certificates annotated certfn.io/acm-import (nil: not configured;
 	// see core/certificates/acmimport).
 	Importer ports.CertificateImporter
+	// Notifier publishes what happens to Certificates (nil: notifications
+	// are off; see core/certificates/notify).
+	Notifier ports.Notifier
+	// NotifyExpiryWindow is how long before its expiry a certificate is
+	// announced as expiring, once a day (0: never).
+	NotifyExpiryWindow time.Duration
 }
 
 // State is everything one reconcile of a Certificate reads. The engine

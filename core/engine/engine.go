@@ -91,6 +91,11 @@ type Config struct {
 	// certfn.io/acm-import into AWS Certificate Manager (nil: such
 	// Certificates get a condition saying it is not configured).
 	CertificateImporter ports.CertificateImporter
+	// Notifier publishes events about Certificates (nil: none; see
+	// core/certificates/notify), NotifyExpiryWindow how long before expiry
+	// they are announced as expiring (0: never).
+	Notifier           ports.Notifier
+	NotifyExpiryWindow time.Duration
 	// IssuancesPerHourPerNamespace is the issuance quota: the most
 	// CertificateRequests of one namespace the signing step lets be signed
 	// in any rolling hour (0: unlimited; see requests.Env.IssuancesPerHour).

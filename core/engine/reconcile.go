@@ -11,6 +11,7 @@ import (
 	"github.com/certfn/certfn/core/certificates/acmimport"
 	"github.com/certfn/certfn/core/certificates/issuing"
 	"github.com/certfn/certfn/core/certificates/keymanager"
+	"github.com/certfn/certfn/core/certificates/notify"
 	"github.com/certfn/certfn/core/certificates/readiness"
 	"github.com/certfn/certfn/core/certificates/requestmanager"
 	"github.com/certfn/certfn/core/certificates/trigger"
@@ -23,14 +24,16 @@ import (
 )
 
 // certSteps is seed 002's controller order; issuing's output refresh runs
-// on a certificate that needs no issuance, then certfn's ACM import.
+// on a certificate that needs no issuance, then certfn's ACM import and
+// notifications (last: they see a settled Certificate).
 var certSteps = []step.Func[*certificates.Env, *certificates.State]{
 	trigger.Step, keymanager.Step, requestmanager.Step, issuing.Step, readiness.Step, issuing.OutputsStep,
 	acmimport.Step, // certfn extension: certfn.io/acm-import
+	notify.Step,    // certfn extension: events about Certificates
 }
 
 // certStepNames name certSteps in debug logs.
-var certStepNames = []string{"trigger", "keymanager", "requestmanager", "issuing", "readiness", "outputs", "acmimport"}
+var certStepNames = []string{"trigger", "keymanager", "requestmanager", "issuing", "readiness", "outputs", "acmimport", "notify"}
 
 func (e *run) reconcileCertificate(ctx context.Context, rec ports.Record) error {
 	obj, err := decode(rec)
@@ -71,7 +74,7 @@ func (e *run) reconcileCertificate(ctx context.Context, rec ports.Record) error 
 	env := &certificates.Env{
 		Clock: e.cfg.Clock, Secrets: e.cfg.Secrets, Writer: &certWriter{e}, Metrics: e.cfg.Metrics,
 		Username: e.cfg.Identity.Username, UID: e.cfg.Identity.UID, Groups: e.cfg.Identity.Groups, WaitPoll: e.cfg.WaitPoll,
-		Importer: e.cfg.CertificateImporter,
+		Importer: e.cfg.CertificateImporter, Notifier: e.cfg.Notifier, NotifyExpiryWindow: e.cfg.NotifyExpiryWindow,
 	}
 	res, err := step.Run(ctx, env, st, certSteps, certStepNames)
 	if err != nil || res.Wrote {

@@ -51,3 +51,10 @@ func TestQueueContract(t *testing.T) {
 		}
 	})
 }
+
+func TestNotifierContract(t *testing.T) {
+	porttest.NotifierSuite(t, func(t *testing.T) porttest.NotifierHarness {
+		n := memory.NewNotifier()
+		return porttest.NotifierHarness{Notifier: n, Delivered: func(*testing.T, int) []ports.Notification { return n.Delivered() }}
+	})
+}

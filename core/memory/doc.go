@@ -1,8 +1,9 @@
 // Package memory holds in-memory implementations of the ports in
-// core/ports: Store (ports.Store), Secrets (ports.SecretStore) and Queue
-// (ports.Queue). They keep the same contracts as every adapter — their
-// tests run the suites of core/ports/porttest — so core's own tests can
-// run the engine on them instead of on an adapter.
+// core/ports: Store (ports.Store), Secrets (ports.SecretStore), Queue
+// (ports.Queue) and Notifier (ports.Notifier). They keep the same
+// contracts as every adapter — their tests run the suites of
+// core/ports/porttest — so core's own tests can run the engine on them
+// instead of on an adapter.
 //
 // Everything is held in the process's memory and lost with it; nothing
 // here reads the wall clock (Queue measures delays and leases on an

@@ -21,6 +21,7 @@
 package awsmode
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -33,6 +34,7 @@ import (
 
 	awsacm "github.com/aws/aws-sdk-go-v2/service/acm"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
 	sm "github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
@@ -41,6 +43,7 @@ import (
 	"github.com/certfn/certfn/adapters/aws/acm"
 	"github.com/certfn/certfn/adapters/aws/awscfg"
 	"github.com/certfn/certfn/adapters/aws/dynamo"
+	"github.com/certfn/certfn/adapters/aws/ebnotify"
 	"github.com/certfn/certfn/adapters/aws/emf"
 	"github.com/certfn/certfn/adapters/aws/secrets"
 	"github.com/certfn/certfn/adapters/aws/sqsq"
@@ -50,6 +53,7 @@ import (
 	"github.com/certfn/certfn/adapters/httpapi"
 	"github.com/certfn/certfn/core/acme/dns01"
 	"github.com/certfn/certfn/core/app"
+	"github.com/certfn/certfn/core/certificates/notify"
 	"github.com/certfn/certfn/core/certificates/readiness"
 	"github.com/certfn/certfn/core/clock"
 	"github.com/certfn/certfn/core/engine"
@@ -86,6 +90,9 @@ type Options struct {
 	// ACM replaces the ACM client of the worker's importer
 	// (CERTFN_ACM_IMPORT=true); nil: built from awscfg.Load.
 	ACM acm.API
+	// EventBridge replaces the EventBridge client of the worker's
+	// notifier (CERTFN_NOTIFY_EVENT_BUS set); nil: built from awscfg.Load.
+	EventBridge ebnotify.API
 	// WrapStore, when set, wraps the state store the engine writes through
 	// (tests inject failures).
 	WrapStore func(ports.Store) ports.Store
@@ -240,6 +247,11 @@ func FromEnvWith(ctx context.Context, role Role, o Options) (*Runtime, error) {
 				return nil, err
 			}
 		}
+		if st.NotifyEventBus != "" {
+			if p.Notifier, err = o.notifier(ctx, st); err != nil {
+				return nil, err
+			}
+		}
 	}
 	rt.App, err = app.Build(p, app.Settings{
 		ClusterResourceNamespace: st.ClusterResourceNamespace, AutoApprove: st.AutoApprove, Quotas: st.Quotas,
@@ -247,6 +259,7 @@ func FromEnvWith(ctx context.Context, role Role, o Options) (*Runtime, error) {
 			DNS01AllowInternalNames: o.ACME.DNS01AllowInternalNames,
 			HTTP01SelfCheck:         st.HTTP01Enabled, HTTP01SelfCheckAddr: o.ACME.HTTP01SelfCheckAddr,
 			NamespacedServers: st.ACMEServerAllow},
+		NotifyExpiryWindow: time.Duration(st.NotifyExpiryDays) * 24 * time.Hour,
 	}, appRoles[role])
 	if err != nil {
 		return nil, fmt.Errorf("awsmode: %w", err)
@@ -329,11 +342,30 @@ func (o *Options) acmImporter(ctx context.Context, st Settings) (*acm.Importer, 
 		}
 		client = awsacm.NewFromConfig(cfg)
 	}
-	imp, err := acm.New(client, acm.Options{Deployment: acm.DeploymentFromEnv(o.Getenv, st.SecretPrefix)})
+	imp, err := acm.New(client, acm.Options{Deployment: acm.DeploymentFromEnv(o.Getenv, cmp.Or(st.SecretPrefix, "certfn"))})
 	if err != nil {
 		return nil, fmt.Errorf("awsmode: %s: %w", EnvACMImport, err)
 	}
 	return imp, nil
+}
+
+// notifier builds the worker's EventBridge notifier (CERTFN_NOTIFY_EVENT_BUS):
+// events name the deployment as the ACM importer's tags do
+// (acm.DeploymentFromEnv: the Terraform module's name_prefix).
+func (o *Options) notifier(ctx context.Context, st Settings) (*ebnotify.Notifier, error) {
+	client := o.EventBridge
+	if client == nil {
+		cfg, err := awscfg.Load(ctx, o.Retry)
+		if err != nil {
+			return nil, fmt.Errorf("awsmode: %w", err)
+		}
+		client = eventbridge.NewFromConfig(cfg)
+	}
+	n, err := ebnotify.New(client, ebnotify.Options{EventBus: st.NotifyEventBus, Deployment: acm.DeploymentFromEnv(o.Getenv, cmp.Or(st.SecretPrefix, "certfn"))})
+	if err != nil {
+		return nil, fmt.Errorf("awsmode: %s: %w", EnvNotifyEventBus, err)
+	}
+	return n, nil
 }
 
 // ExportedMetrics are the metrics CERTFN_METRICS=emf sends to CloudWatch
@@ -345,6 +377,9 @@ var ExportedMetrics = map[string]emf.Export{
 	readiness.MetricExpirySeconds:   {Name: "CertificateExpirySeconds", Unit: "Seconds"},
 	"certfn_permanent_errors_total": {Name: "PermanentErrors", Unit: "Count"},
 	"certfn_transient_errors_total": {Name: "TransientErrors", Unit: "Count"},
+	// Notifications that EventBridge refused for good (a permission or
+	// the bus missing): the step retries them hourly and returns no error.
+	notify.MetricNotificationFailures: {Name: "NotificationFailures", Unit: "Count"},
 }
 
 // flushMetrics writes the invocation's EMF line, if metrics are exported.

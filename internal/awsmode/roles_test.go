@@ -6,7 +6,12 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
+	ebtypes "github.com/aws/aws-sdk-go-v2/service/eventbridge/types"
+
+	"github.com/certfn/certfn/adapters/aws/ebnotify"
 	"github.com/certfn/certfn/core/api"
 	"github.com/certfn/certfn/core/errs"
 	"github.com/certfn/certfn/core/ports"
@@ -123,5 +128,40 @@ func TestHandlersOfOtherRoles(t *testing.T) {
 	}
 	if _, err := sched.HandleHTTP(e.Ctx, []byte(`{}`)); err == nil {
 		t.Error("scheduler HandleHTTP: no error")
+	}
+}
+
+// putEventsStub is a TEST DOUBLE of the EventBridge API that accepts
+// every entry.
+type putEventsStub struct {
+	entries []ebtypes.PutEventsRequestEntry
+}
+
+func (s *putEventsStub) PutEvents(_ context.Context, in *eventbridge.PutEventsInput, _ ...func(*eventbridge.Options)) (*eventbridge.PutEventsOutput, error) {
+	s.entries = append(s.entries, in.Entries...)
+	return &eventbridge.PutEventsOutput{Entries: make([]ebtypes.PutEventsResultEntry, len(in.Entries))}, nil
+}
+
+// Only the worker, which runs the Certificate steps, notifies, and only
+// with CERTFN_NOTIFY_EVENT_BUS set; CERTFN_NOTIFY_EXPIRY_DAYS sets the
+// window.
+func TestOnlyTheWorkerNotifies(t *testing.T) {
+	e := awstest.New(t)
+	stub := &putEventsStub{}
+	withStub := func(o *awsmode.Options) { o.EventBridge = stub }
+	if cfg := e.Runtime(awsmode.RoleWorker, withStub).Engine.Config(); cfg.Notifier != nil {
+		t.Fatalf("worker without %s: notifier %v", awsmode.EnvNotifyEventBus, cfg.Notifier)
+	}
+	e.Vars[awsmode.EnvNotifyEventBus] = "pki-events"
+	e.Vars[awsmode.EnvNotifyExpiryDays] = "21"
+	for _, role := range []awsmode.Role{awsmode.RoleWorker, awsmode.RoleSigner, awsmode.RoleScheduler, awsmode.RoleAPI} {
+		cfg := e.Runtime(role, withStub).Engine.Config()
+		n, ok := cfg.Notifier.(*ebnotify.Notifier)
+		if (role == awsmode.RoleWorker) != ok {
+			t.Errorf("%s: notifier %T, want one only on the worker", role, cfg.Notifier)
+		}
+		if ok && (n.EventBus() != "pki-events" || cfg.NotifyExpiryWindow != 21*24*time.Hour) {
+			t.Errorf("worker: bus %q window %v, want pki-events and 21 days", n.EventBus(), cfg.NotifyExpiryWindow)
+		}
 	}
 }

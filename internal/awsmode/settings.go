@@ -43,8 +43,8 @@ const (
 // Roles lists every role.
 var Roles = []Role{RoleWorker, RoleSigner, RoleScheduler, RoleAPI, RoleHTTP01}
 
-// Environment variables. The CERTFN_* names up to EnvHTTP01Enabled are the
-// ones infra/terraform/aws/lambda.tf sets; the rest are optional tuning
+// Environment variables. The CERTFN_* names up to EnvNotifyExpiryDays are
+// the ones infra/terraform/aws/lambda.tf sets; the rest are optional tuning
 // knobs with defaults. docs/aws.md ("Lambda functions") lists them.
 const (
 	EnvFunction                 = "CERTFN_FUNCTION"
@@ -69,6 +69,14 @@ const (
 	EnvRoute53ZoneIDs = "CERTFN_ROUTE53_ZONE_IDS"
 	EnvACMImport      = "CERTFN_ACM_IMPORT"
 	EnvHTTP01Enabled  = "CERTFN_HTTP01_ENABLED"
+	// EnvNotifyEventBus is the EventBridge bus (name or ARN) the worker
+	// publishes notifications on (core/certificates/notify,
+	// adapters/aws/ebnotify); empty: notifications are off.
+	// EnvNotifyExpiryDays is how many days before expiry a certificate is
+	// announced as expiring, once a day (default 14, the Terraform
+	// module's certificate_expiry_alarm_days default; 0: never).
+	EnvNotifyEventBus   = "CERTFN_NOTIFY_EVENT_BUS"
+	EnvNotifyExpiryDays = "CERTFN_NOTIFY_EXPIRY_DAYS"
 
 	EnvSweepLimit       = "CERTFN_SWEEP_LIMIT"
 	EnvBatchParallelism = "CERTFN_BATCH_PARALLELISM"
@@ -169,7 +177,24 @@ type Settings struct {
 	// Quotas are the per-namespace quotas (EnvQuotaObjects,
 	// EnvQuotaIssuances; zero: unlimited).
 	Quotas app.Quotas
+	// NotifyEventBus is the event bus of the worker's notifications
+	// (EnvNotifyEventBus; empty: off); NotifyExpiryDays the expiry
+	// window in days (EnvNotifyExpiryDays; 0: no expiry events).
+	NotifyEventBus   string
+	NotifyExpiryDays int
 }
+
+// DefaultNotifyExpiryDays is EnvNotifyExpiryDays' default
+// (notify.DefaultExpiryWindow in days).
+const DefaultNotifyExpiryDays = 14
+
+// maxNotifyExpiryDays bounds EnvNotifyExpiryDays (as the module bounds
+// certificate_expiry_alarm_days).
+const maxNotifyExpiryDays = 365
+
+// eventBus is what EventBridge accepts as an event bus: a name or an ARN
+// (PutEventsRequestEntry.EventBusName), at most 1600 characters.
+var eventBus = regexp.MustCompile(`^(arn:aws[\w-]*:events:[a-z0-9-]+:[0-9]{12}:event-bus/)?[.\-_A-Za-z0-9]+$`)
 
 var dnsLabel = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
 
@@ -242,6 +267,10 @@ func ParseSettings(role Role, getenv func(string) string) (Settings, error) {
 	s.parseSecretStore(role, get, bad)
 	s.ACMImport = envconf.BoolVar(get(EnvACMImport), false, EnvACMImport, bad)
 	s.HTTP01Enabled = envconf.BoolVar(get(EnvHTTP01Enabled), true, EnvHTTP01Enabled, bad)
+	if s.NotifyEventBus = get(EnvNotifyEventBus); s.NotifyEventBus != "" && (len(s.NotifyEventBus) > 1600 || !eventBus.MatchString(s.NotifyEventBus)) {
+		bad(EnvNotifyEventBus, "%q is not an EventBridge event bus name (letters, digits, '.', '-', '_') or ARN (arn:aws:events:<region>:<account>:event-bus/<name>)", s.NotifyEventBus)
+	}
+	s.NotifyExpiryDays = envconf.IntVar(get(EnvNotifyExpiryDays), DefaultNotifyExpiryDays, 0, maxNotifyExpiryDays, EnvNotifyExpiryDays, bad)
 	s.SweepLimit = envconf.IntVar(get(EnvSweepLimit), DefaultSweepLimit, 1, maxSweepLimit, EnvSweepLimit, bad)
 	s.BatchParallelism = envconf.IntVar(get(EnvBatchParallelism), DefaultBatchParallelism, 1, maxBatchParallelism, EnvBatchParallelism, bad)
 	s.FollowUps = envconf.IntVar(get(EnvFollowUps), DefaultFollowUps, 0, maxFollowUps, EnvFollowUps, bad)

@@ -39,7 +39,7 @@ func TestParseSettingsDefaults(t *testing.T) {
 		SignerQueueURL: "https://sqs.eu-west-1.amazonaws.com/123456789012/certfn-signer",
 		HTTP01Enabled:  true, SweepLimit: awsmode.DefaultSweepLimit, BatchParallelism: awsmode.DefaultBatchParallelism,
 		FollowUps: awsmode.DefaultFollowUps, LogLevel: slog.LevelInfo, Metrics: "none", Approver: "policy",
-		SecretStore: awsmode.SecretStoreSecretsManager}
+		SecretStore: awsmode.SecretStoreSecretsManager, NotifyExpiryDays: awsmode.DefaultNotifyExpiryDays}
 	if !reflect.DeepEqual(s, want) {
 		t.Fatalf("settings\n got %+v\nwant %+v", s, want)
 	}
@@ -75,6 +75,14 @@ func TestParseSettingsValues(t *testing.T) {
 				return !s.HTTP01Enabled && s.ACMImport && s.SweepLimit == 50 && s.BatchParallelism == 1 && s.LogLevel == slog.LevelDebug && s.FollowUps == 0 &&
 					reflect.DeepEqual(s.Route53ZoneIDs, []string{"Z1", "Z2"})
 			}, "values read"},
+		{"notifications on the default bus, 30 days", awsmode.RoleWorker,
+			[]string{awsmode.EnvNotifyEventBus, " default ", awsmode.EnvNotifyExpiryDays, "30"},
+			func(s awsmode.Settings) bool { return s.NotifyEventBus == "default" && s.NotifyExpiryDays == 30 }, "bus and window read"},
+		{"notifications on a bus by ARN, no expiry events", awsmode.RoleWorker,
+			[]string{awsmode.EnvNotifyEventBus, "arn:aws:events:eu-west-1:123456789012:event-bus/pki-events", awsmode.EnvNotifyExpiryDays, "0"},
+			func(s awsmode.Settings) bool {
+				return s.NotifyEventBus == "arn:aws:events:eu-west-1:123456789012:event-bus/pki-events" && s.NotifyExpiryDays == 0
+			}, "bus ARN read, window off"},
 		{"ACME server allow-list", awsmode.RoleWorker,
 			[]string{awsmode.EnvACMEServerAllow, " https://acme-v02.api.letsencrypt.org/directory, https://ca.internal.example/acme/ ,"},
 			func(s awsmode.Settings) bool {
@@ -153,6 +161,14 @@ func TestParseSettingsErrors(t *testing.T) {
 			[]string{`CERTFN_QUOTA_OBJECTS: "-1" is not an integer from 0 to 2147483647`}},
 		{"issuance quota not a number", awsmode.RoleWorker, []string{awsmode.EnvQuotaIssuances, "10/h"},
 			[]string{`CERTFN_QUOTA_ISSUANCES_PER_HOUR: "10/h" is not an integer from 0 to 2147483647`}},
+		{"event bus", awsmode.RoleWorker, []string{awsmode.EnvNotifyEventBus, "my bus"},
+			[]string{`CERTFN_NOTIFY_EVENT_BUS: "my bus" is not an EventBridge event bus name`}},
+		{"event bus ARN of another service", awsmode.RoleWorker, []string{awsmode.EnvNotifyEventBus, "arn:aws:sns:eu-west-1:123456789012:topic"},
+			[]string{`CERTFN_NOTIFY_EVENT_BUS: "arn:aws:sns:eu-west-1:123456789012:topic" is not`}},
+		{"expiry days", awsmode.RoleWorker, []string{awsmode.EnvNotifyExpiryDays, "400"},
+			[]string{`CERTFN_NOTIFY_EXPIRY_DAYS: "400" is not an integer from 0 to 365`}},
+		{"expiry days not a number", awsmode.RoleWorker, []string{awsmode.EnvNotifyExpiryDays, "2w"},
+			[]string{`CERTFN_NOTIFY_EXPIRY_DAYS: "2w" is not an integer`}},
 		{"metrics", awsmode.RoleAPI, []string{awsmode.EnvMetrics, "prometheus"}, []string{`CERTFN_METRICS: "prometheus" is not emf or none`}},
 		{"secret store", awsmode.RoleWorker, []string{awsmode.EnvSecretStore, "s3"}, []string{`CERTFN_SECRET_STORE: "s3" is not secretsmanager or ssm`}},
 		{"secret classes without ssm", awsmode.RoleSigner, []string{awsmode.EnvSecretClasses, "ca"},

@@ -12,11 +12,13 @@
 // validation, and renews it; it solves DNS-01 through the route53
 // provider on the HAND-WRITTEN Route 53 TEST DOUBLE
 // (adapters/dns/route53/route53test) and imports into ACM on the
-// HAND-WRITTEN ACM TEST DOUBLE (adapters/aws/acm/acmtest) and on moto.
+// HAND-WRITTEN ACM TEST DOUBLE (adapters/aws/acm/acmtest) and on moto;
+// it publishes notifications on moto's EventBridge, routed by a rule to an
+// SQS queue (notify_test.go).
 //
 // Every AWS service comes from the environment's endpoint when one is set
 // (AWS_ENDPOINT_URL or AWS_ENDPOINT_URL_<SERVICE>: DynamoDB, SQS, Secrets
-// Manager, Route 53, ACM; e.g. LocalStack) instead of the emulator or
+// Manager, Route 53, ACM, EventBridge; e.g. LocalStack) instead of the emulator or
 // double; the moto variants use moto regardless.
 package awse2e
 

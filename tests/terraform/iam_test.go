@@ -41,6 +41,7 @@ type variant struct {
 	workerManagesCA bool     // worker_manages_ca_certificates
 	ssm             bool     // secret_store = "ssm"
 	assumeRoles     []string // route53_assume_role_arns
+	noNotifications bool     // notifications = false
 }
 
 // iamCheck is one row of the table: may role perform action on resource
@@ -303,6 +304,27 @@ func iamChecks(v variant) []iamCheck {
 		b.deny(r+" may not export ACM certificates", r, "acm:ExportCertificate", cert, withReq(nil, "aws:ResourceTag/certfn-deployment", v.prefix))
 	}
 
+	// --- EventBridge: the worker publishes notifications on the default
+	// bus with source certfn, when they are on; nobody else publishes.
+	bus := b.arn("events", "event-bus/default")
+	source := func(s string) map[string][]string { return map[string][]string{"events:source": {s}} }
+	if v.noNotifications {
+		b.deny("worker may not publish events with notifications off", "worker", "events:PutEvents", bus, source("certfn"))
+	} else {
+		b.allow("worker publishes certfn events on the default bus", "worker", "events:PutEvents", bus, source("certfn"))
+	}
+	b.deny("worker may not publish events of another source", "worker", "events:PutEvents", bus, source("aws.acm"))
+	b.deny("worker may not publish events without a source", "worker", "events:PutEvents", bus, nil)
+	b.deny("worker may not publish on another bus", "worker", "events:PutEvents", b.arn("events", "event-bus/other"), source("certfn"))
+	b.deny("worker may not change rules", "worker", "events:PutRule", b.arn("events", "rule/certfn-notifications"), nil)
+	b.deny("worker may not retarget rules", "worker", "events:PutTargets", b.arn("events", "rule/certfn-notifications"), nil)
+	for _, r := range roles {
+		if r != "worker" {
+			b.deny(r+" may not publish events", r, "events:PutEvents", bus, source("certfn"))
+		}
+		b.deny(r+" may not publish to SNS", r, "sns:Publish", b.arn("sns", v.prefix+"-notifications"), nil)
+	}
+
 	// --- Logs, and no privilege escalation for anyone.
 	for _, r := range roles {
 		b.allow(r+" writes its own logs", r, "logs:PutLogEvents", b.logStream(r), nil)
@@ -445,10 +467,10 @@ func parameterChecks(b *checkBuilder, noSecretRoles []string) {
 // api reads no private key; scheduler and http01 touch nothing but their
 // own data).
 var absoluteForbidden = map[string][]string{
-	"api":       {"secretsmanager:GetSecretValue", "secretsmanager:BatchGetSecretValue", "secretsmanager:PutSecretValue", "secretsmanager:CreateSecret", "route53:ChangeResourceRecordSets", "acm:ImportCertificate", "sts:AssumeRole"},
-	"scheduler": {"secretsmanager:GetSecretValue", "secretsmanager:BatchGetSecretValue", "secretsmanager:PutSecretValue", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem", "route53:ChangeResourceRecordSets", "sts:AssumeRole"},
-	"http01":    {"secretsmanager:GetSecretValue", "secretsmanager:BatchGetSecretValue", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem", "sqs:SendMessage", "sts:AssumeRole"},
-	"signer":    {"secretsmanager:PutSecretValue", "secretsmanager:CreateSecret", "secretsmanager:DeleteSecret", "dynamodb:DeleteItem", "route53:ChangeResourceRecordSets", "acm:ImportCertificate", "sts:AssumeRole"},
+	"api":       {"secretsmanager:GetSecretValue", "secretsmanager:BatchGetSecretValue", "secretsmanager:PutSecretValue", "secretsmanager:CreateSecret", "route53:ChangeResourceRecordSets", "acm:ImportCertificate", "sts:AssumeRole", "events:PutEvents"},
+	"scheduler": {"secretsmanager:GetSecretValue", "secretsmanager:BatchGetSecretValue", "secretsmanager:PutSecretValue", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem", "route53:ChangeResourceRecordSets", "sts:AssumeRole", "events:PutEvents"},
+	"http01":    {"secretsmanager:GetSecretValue", "secretsmanager:BatchGetSecretValue", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem", "sqs:SendMessage", "sts:AssumeRole", "events:PutEvents"},
+	"signer":    {"secretsmanager:PutSecretValue", "secretsmanager:CreateSecret", "secretsmanager:DeleteSecret", "dynamodb:DeleteItem", "route53:ChangeResourceRecordSets", "acm:ImportCertificate", "sts:AssumeRole", "events:PutEvents"},
 	"schedule":  {"sts:AssumeRole"},
 }
 
@@ -565,8 +587,10 @@ func iamViolations(policies map[string][]iamPolicy, checks []iamCheck) []string 
 	return out
 }
 
-// everyInput sets every input of the module to a non-default value
-// (TestModulePlan and TestIAMLeastPrivilege share its plan).
+// everyInput sets every input of the module to a non-default value but
+// notifications, which notification_sns_topic needs (the variant
+// "notifications off" turns it off) (TestModulePlan and
+// TestIAMLeastPrivilege share its plan).
 const everyInput = `name_prefix = "pki"
   secret_prefix = "org/pki"
   kms_key_arn = "arn:aws:kms:us-east-1:123456789012:key/0a1b2c3d-1111-4000-8000-00000000abcd"
@@ -593,6 +617,7 @@ const everyInput = `name_prefix = "pki"
   acme_server_allow = ["https://acme-v02.api.letsencrypt.org/directory", "https://ca.internal.example/acme/"]
   quota_objects_per_namespace = 500
   quota_issuances_per_hour_per_namespace = 20
+  notification_sns_topic = true
   tags = { team = "platform" }`
 
 // planCache holds plans of the module by inputs, for the tests that plan
@@ -675,6 +700,11 @@ var iamVariants = []struct {
   secret_prefix = "org/pki"
   worker_manages_ca_certificates = true`,
 		v: variant{prefix: "certfn", secretPrefix: "org/pki", http01: true, ssm: true, workerManagesCA: true},
+	},
+	{
+		name:   "notifications off",
+		inputs: `notifications = false`,
+		v:      variant{prefix: "certfn", secretPrefix: "certfn", http01: true, noNotifications: true},
 	},
 }
 

@@ -27,6 +27,9 @@ package terraform_test
 //	                                            | or Logs client in go.mod)             | iam_test.go evaluates the policies
 //	Secrets Manager                             | -                                     | the module creates no secret (the functions do)
 //	Lambda code                                 | stored, never run                     | placeholder zips (above)
+//	aws_cloudwatch_event_target → SNS topic     | stored; moto's EventBridge cannot     | the rule, its target and the topic policy are
+//	(notification_sns_topic)                    | deliver to SNS (PutEvents fails 500   | read back; delivery is tested by
+//	                                            | when such a rule matches)             | adapters/aws/ebnotify (relay queue on moto)
 //
 // The test takes about two minutes, mostly the provider's own waits (the
 // SQS attribute propagation check, about 25 s per queue level, and Lambda's
@@ -52,9 +55,11 @@ import (
 	cwschemas "github.com/aws/aws-sdk-go-v2/service/cloudwatch/schemas"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
 	"github.com/aws/aws-sdk-go-v2/service/kms"
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
 	"github.com/aws/aws-sdk-go-v2/service/scheduler"
+	"github.com/aws/aws-sdk-go-v2/service/sns"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/aws/smithy-go/transport/http/protocol/awsquery"
@@ -108,6 +113,7 @@ func TestExampleApplyMoto(t *testing.T) {
 		"-var", "account_id=" + emulators.MotoAccountID,
 		"-var", "lambda_zip_dir=" + placeholderZips(t),
 		"-var", fmt.Sprintf("api_invoker_arns=[%q]", motoInvoker),
+		"-var", "notification_sns_topic=true",
 	}
 	r.run("init", "-input=false", "-no-color")
 	r.run(append([]string{"apply", "-auto-approve", "-input=false", "-no-color"}, vars...)...)
@@ -134,6 +140,7 @@ func TestExampleApplyMoto(t *testing.T) {
 	checkMotoQueues(ctx, t, sqs.NewFromConfig(cfg), keyArn)
 	checkMotoLambda(ctx, t, lambda.NewFromConfig(cfg), out)
 	checkMotoSchedule(ctx, t, scheduler.NewFromConfig(cfg))
+	checkMotoNotifications(ctx, t, eventbridge.NewFromConfig(cfg), sns.NewFromConfig(cfg), out("notification_sns_topic_arn"))
 	// CloudWatch accepts AWS Query, JSON 1.1 and RPC v2 CBOR; the SDK
 	// speaks CBOR by default, which moto 5.2 does not route: Query, which
 	// the service still serves, is chosen here.
@@ -344,6 +351,12 @@ func checkMotoLambda(ctx context.Context, t *testing.T, c *lambda.Client, out fu
 		if fn == "worker" && !strings.HasSuffix(env["CERTFN_SIGNER_QUEUE_URL"], "/certfn-signer") {
 			t.Errorf("function worker: CERTFN_SIGNER_QUEUE_URL=%q", env["CERTFN_SIGNER_QUEUE_URL"])
 		}
+		// Notifications: the worker publishes on the default bus, with the
+		// expiry alarm's window; no other function has the variables.
+		if bus, days := env["CERTFN_NOTIFY_EVENT_BUS"], env["CERTFN_NOTIFY_EXPIRY_DAYS"]; (fn == "worker") != (bus == "default" && days == "14") ||
+			(fn != "worker" && (bus != "" || days != "")) {
+			t.Errorf("function %s: CERTFN_NOTIFY_EVENT_BUS=%q CERTFN_NOTIFY_EXPIRY_DAYS=%q, want default and 14 on the worker only", name, bus, days)
+		}
 		// moto gap (table above): cf.LoggingConfig is not stored.
 	}
 
@@ -464,5 +477,58 @@ func checkMotoAlarms(ctx context.Context, t *testing.T, c *cloudwatch.Client) {
 	}
 	if !slices.Equal(names(got), names(want)) {
 		t.Errorf("alarms:\n got %v\nwant %v", names(got), names(want))
+	}
+}
+
+// checkMotoNotifications reads back notification_sns_topic: the topic
+// (the output's ARN) whose policy lets only the rule publish, the rule on
+// the default bus matching this deployment's certfn events, and its
+// target, the topic.
+func checkMotoNotifications(ctx context.Context, t *testing.T, eb *eventbridge.Client, sn *sns.Client, topicARN string) {
+	t.Helper()
+	if !strings.HasSuffix(topicARN, ":"+emulators.MotoAccountID+":certfn-notifications") {
+		t.Fatalf("output notification_sns_topic_arn = %q, want the topic certfn-notifications", topicARN)
+	}
+	rule, err := eb.DescribeRule(ctx, &eventbridge.DescribeRuleInput{Name: aws.String("certfn-notifications"), EventBusName: aws.String("default")})
+	if err != nil {
+		t.Fatalf("DescribeRule certfn-notifications: %v", err)
+	}
+	var pattern map[string]any
+	if err := json.Unmarshal([]byte(aws.ToString(rule.EventPattern)), &pattern); err != nil {
+		t.Fatalf("rule pattern %q: %v", aws.ToString(rule.EventPattern), err)
+	}
+	if got := fmt.Sprint(pattern); got != "map[detail:map[deployment:[certfn]] source:[certfn]]" || string(rule.State) != "ENABLED" {
+		t.Errorf("rule certfn-notifications: pattern %s state %s, want source certfn and deployment certfn, enabled", got, rule.State)
+	}
+	targets, err := eb.ListTargetsByRule(ctx, &eventbridge.ListTargetsByRuleInput{Rule: aws.String("certfn-notifications"), EventBusName: aws.String("default")})
+	if err != nil {
+		t.Fatalf("ListTargetsByRule: %v", err)
+	}
+	if len(targets.Targets) != 1 || aws.ToString(targets.Targets[0].Arn) != topicARN || aws.ToString(targets.Targets[0].Id) != "sns" {
+		t.Errorf("rule targets = %+v, want the topic %s", targets.Targets, topicARN)
+	}
+	attrs, err := sn.GetTopicAttributes(ctx, &sns.GetTopicAttributesInput{TopicArn: aws.String(topicARN)})
+	if err != nil {
+		t.Fatalf("GetTopicAttributes: %v", err)
+	}
+	var policy struct {
+		Statement []struct {
+			Effect    string                    `json:"Effect"`
+			Principal map[string]any            `json:"Principal"`
+			Action    any                       `json:"Action"`
+			Resource  string                    `json:"Resource"`
+			Condition map[string]map[string]any `json:"Condition"`
+		} `json:"Statement"`
+	}
+	if err := json.Unmarshal([]byte(attrs.Attributes["Policy"]), &policy); err != nil {
+		t.Fatalf("topic policy %q: %v", attrs.Attributes["Policy"], err)
+	}
+	if len(policy.Statement) != 1 {
+		t.Fatalf("topic policy has %d statements, want 1: %s", len(policy.Statement), attrs.Attributes["Policy"])
+	}
+	st := policy.Statement[0]
+	if st.Effect != "Allow" || fmt.Sprint(st.Principal["Service"]) != "events.amazonaws.com" || fmt.Sprint(st.Action) != "sns:Publish" ||
+		st.Resource != topicARN || fmt.Sprint(st.Condition["ArnEquals"]["aws:SourceArn"]) != aws.ToString(rule.Arn) {
+		t.Errorf("topic policy = %s, want sns:Publish for events.amazonaws.com from the rule %s only", attrs.Attributes["Policy"], aws.ToString(rule.Arn))
 	}
 }

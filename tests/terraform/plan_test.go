@@ -302,6 +302,7 @@ func TestModulePlan(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			p := planModuleVariant(t, c.inputs, nil)
 			checkModulePlan(t, p, c.want)
+			checkNotificationPlan(t, p, c.want.prefix, c.name == "every input")
 			if c.name == "every input" {
 				fn := p.ofType("aws_lambda_function")["fn[worker]"]
 				tags, _ := fn.Values["tags"].(map[string]any)
@@ -330,6 +331,52 @@ func TestModulePlan(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// checkNotificationPlan checks the notification resources of a plan: with
+// topic, the SNS topic, its policy, the rule on this deployment's events
+// and its target; none without. (The worker's CERTFN_NOTIFY_* are unknown
+// at plan time, in a map with the queue URLs: TestExampleApplyMoto reads
+// them back.)
+func checkNotificationPlan(t *testing.T, p *planJSON, prefix string, topic bool) {
+	t.Helper()
+	topics, rules, targets, policies := p.ofType("aws_sns_topic"), p.ofType("aws_cloudwatch_event_rule"), p.ofType("aws_cloudwatch_event_target"), p.ofType("aws_sns_topic_policy")
+	if !topic {
+		if len(topics)+len(rules)+len(targets)+len(policies) != 0 {
+			t.Errorf("notification_sns_topic off, yet topics %v rules %v targets %v policies %v", keysOf(topics), keysOf(rules), keysOf(targets), keysOf(policies))
+		}
+		return
+	}
+	if tp, ok := topics["notifications[0]"]; !ok || tp.str("name") != prefix+"-notifications" {
+		t.Errorf("SNS topic = %v, want %s-notifications", tp.Values, prefix)
+	}
+	if _, ok := policies["notifications[0]"]; !ok {
+		t.Error("no policy on the SNS topic (EventBridge could not publish)")
+	}
+	rule, ok := rules["notifications[0]"]
+	var pattern map[string]any
+	if ok {
+		_ = json.Unmarshal([]byte(rule.str("event_pattern")), &pattern)
+	}
+	if !ok || rule.str("name") != prefix+"-notifications" || rule.str("event_bus_name") != "default" ||
+		fmt.Sprint(pattern) != fmt.Sprintf("map[detail:map[deployment:[%s]] source:[certfn]]", prefix) {
+		t.Errorf("rule = %v, want %s-notifications on the default bus matching source certfn and deployment %s", rule.Values, prefix, prefix)
+	}
+	if tg, ok := targets["notifications[0]"]; !ok || tg.str("rule") != prefix+"-notifications" || tg.str("target_id") != "sns" {
+		t.Errorf("rule target = %v", tg.Values)
+	}
+}
+
+// TestNotificationTopicNeedsNotifications: an SNS topic for events the
+// worker does not publish is refused at plan time, naming the inputs.
+func TestNotificationTopicNeedsNotifications(t *testing.T) {
+	mod := copyModule(t)
+	r := newTF(t, moduleRoot(t, mod, "  notifications = false\n  notification_sns_topic = true"))
+	r.run("init", "-backend=false", "-input=false", "-no-color")
+	_, errOut, err := r.try("plan", "-input=false", "-lock=false", "-no-color", "-var", "lambda_zip_dir="+placeholderZips(t))
+	if msg := strings.Join(strings.Fields(string(errOut)), " "); err == nil || !strings.Contains(msg, "notification_sns_topic: needs notifications = true") {
+		t.Fatalf("plan with notification_sns_topic and without notifications: %v\n%s", err, errOut)
 	}
 }
 

@@ -17,6 +17,7 @@ import (
 	"github.com/certfn/certfn/core/api"
 	"github.com/certfn/certfn/core/app"
 	ct "github.com/certfn/certfn/core/certificates/certtest"
+	"github.com/certfn/certfn/core/certificates/notify"
 	"github.com/certfn/certfn/core/clock"
 	"github.com/certfn/certfn/core/engine"
 	"github.com/certfn/certfn/core/errs"
@@ -121,7 +122,16 @@ var Caller = app.Caller{Username: "alice", UID: "u-1", Groups: []string{"team-a"
 // change the settings app.Build gets (e.g. quotas).
 func NewRig(t *testing.T, opts ...func(*app.Settings)) *Rig {
 	t.Helper()
-	return newRig(t, &SwitchApprover{d: requests.Decision{Result: requests.Approved, Reason: "test", Message: "approved by a test"}}, opts...)
+	return newRig(t, &SwitchApprover{d: requests.Decision{Result: requests.Approved, Reason: "test", Message: "approved by a test"}}, nil, opts...)
+}
+
+// NewNotifyingRig is NewRig with n as the deployment's notifier
+// (app.Ports.Notifier) and notify.DefaultExpiryWindow; opts may change
+// the window.
+func NewNotifyingRig(t *testing.T, n ports.Notifier, opts ...func(*app.Settings)) *Rig {
+	t.Helper()
+	opts = append([]func(*app.Settings){func(s *app.Settings) { s.NotifyExpiryWindow = notify.DefaultExpiryWindow }}, opts...)
+	return newRig(t, &SwitchApprover{d: requests.Decision{Result: requests.Approved, Reason: "test", Message: "approved by a test"}}, n, opts...)
 }
 
 // WithQuotas sets the rig's quotas (NewRig's option).
@@ -134,10 +144,10 @@ func WithQuotas(q app.Quotas) func(*app.Settings) {
 // applied to it (Rig.Approver is nil).
 func NewPolicyRig(t *testing.T) *Rig {
 	t.Helper()
-	return newRig(t, nil)
+	return newRig(t, nil, nil)
 }
 
-func newRig(t *testing.T, approver *SwitchApprover, opts ...func(*app.Settings)) *Rig {
+func newRig(t *testing.T, approver *SwitchApprover, notifier ports.Notifier, opts ...func(*app.Settings)) *Rig {
 	t.Helper()
 	r := &Rig{T: t, Ctx: context.Background(), Clock: clock.NewFake(ct.T0), Store: &FaultyStore{Store: memory.NewStore()},
 		Secrets: memory.NewSecrets(), Metrics: ct.NewMetrics(), Approver: approver}
@@ -150,7 +160,7 @@ func newRig(t *testing.T, approver *SwitchApprover, opts ...func(*app.Settings))
 		o(&settings)
 	}
 	var err error
-	r.App, err = app.Build(app.Ports{Store: r.Store, Secrets: r.Secrets, Queue: r.Queue, Clock: r.Clock, Metrics: r.Metrics},
+	r.App, err = app.Build(app.Ports{Store: r.Store, Secrets: r.Secrets, Queue: r.Queue, Clock: r.Clock, Metrics: r.Metrics, Notifier: notifier},
 		settings, Role)
 	if err != nil {
 		t.Fatalf("app.Build: %v", err)

@@ -1,6 +1,6 @@
 // Package porttest holds the contract suites of the ports in core/ports
-// (StoreSuite, SecretSuite, QueueSuite) and of the DNS-01 providers
-// (DNSProviderSuite). Every implementation — core/memory, adapters/local,
+// (StoreSuite, SecretSuite, QueueSuite, NotifierSuite) and of the DNS-01
+// providers (DNSProviderSuite). Every implementation — core/memory, adapters/local,
 // adapters/aws/*, adapters/dns/* — runs them from its own tests, so that
 // all backends keep the same semantics:
 //

@@ -8,9 +8,10 @@
 #             write) and solver-credentials (read); Route53 TXT records under
 #             _acme-challenge in the listed zones; sts:AssumeRole on the
 #             route53_assume_role_arns only (route53 solvers' role field);
-#             ACM import when enabled. Never a CA key (explicit deny on
-#             certfn-role = ca, and issued-ca unless
-#             worker_manages_ca_certificates).
+#             ACM import when enabled; events:PutEvents with source certfn
+#             on the default event bus when notifications are on. Never a
+#             CA key (explicit deny on certfn-role = ca, and issued-ca
+#             unless worker_manages_ca_certificates).
 #   signer    CertificateRequest / Issuer / ClusterIssuer items only; lists
 #             CertificateRequests (Query on the kind_ns index for that kind
 #             only) to wake the requests waiting for a CA issuer that became
@@ -325,6 +326,17 @@ locals {
           Resource = ["*"]
         },
       ] : s if var.enable_acm_import],
+      [for s in [
+        {
+          # Notifications: the deployment's bus, with source certfn only
+          # (a rule of another source's events cannot be fed from here).
+          Sid       = "PublishNotifications"
+          Effect    = "Allow"
+          Action    = ["events:PutEvents"]
+          Resource  = [local.arn.event_bus]
+          Condition = { "StringEquals" = { "events:source" = ["certfn"] } }
+        },
+      ] : s if var.notifications],
       [for s in [
         {
           # The role field of route53 DNS-01 solvers: exactly the listed

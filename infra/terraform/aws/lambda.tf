@@ -34,6 +34,10 @@ locals {
       # The worker holds back ACME requests (and hands off no CA request)
       # of a namespace at its issuance quota; the signer before signing.
       CERTFN_QUOTA_ISSUANCES_PER_HOUR = tostring(var.quota_issuances_per_hour_per_namespace)
+      # Notifications (notifications.tf): the bus, empty when off, and the
+      # expiry window of the daily "Approaching Expiration" events.
+      CERTFN_NOTIFY_EVENT_BUS   = var.notifications ? local.notification_bus : ""
+      CERTFN_NOTIFY_EXPIRY_DAYS = tostring(var.certificate_expiry_alarm_days)
     })
     signer = merge(local.env_common, local.env_secrets, {
       CERTFN_SECRET_CLASSES           = local.use_ssm ? join(",", local.ssm_read.signer) : null

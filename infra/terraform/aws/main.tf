@@ -66,6 +66,7 @@ locals {
     kms_keys       = "arn:${local.partition}:kms:${local.region}:${local.account}:key/*"
     route53_change = "arn:${local.partition}:route53:::change/*"
     acm_certs      = "arn:${local.partition}:acm:${local.region}:${local.account}:certificate/*"
+    event_bus      = "arn:${local.partition}:events:${local.region}:${local.account}:event-bus/${local.notification_bus}"
   }
   # Over every function name, deployed or not (names are fixed).
   all_function_names = ["worker", "signer", "scheduler", "api", "http01"]

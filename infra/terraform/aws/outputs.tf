@@ -77,3 +77,13 @@ output "api_function_arn" {
   description = "ARN of the api function (the Resource of the invoker policy)."
   value       = local.api_function_arn
 }
+
+output "notification_event_pattern" {
+  description = "EventBridge event pattern (JSON) of this deployment's certificate events on the default bus, for rules of your own; null when notifications is false."
+  value       = var.notifications ? local.notification_pattern : null
+}
+
+output "notification_sns_topic_arn" {
+  description = "ARN of the SNS topic that receives this deployment's certificate events (notification_sns_topic), or null."
+  value       = var.notification_sns_topic ? aws_sns_topic.notifications[0].arn : null
+}

@@ -259,7 +259,7 @@ variable "enable_metrics" {
 }
 
 variable "certificate_expiry_alarm_days" {
-  description = "Alarm when the soonest-expiring certificate (CertificateExpirySeconds, minimum over a day; every Certificate reports daily) has fewer days left than this. 0 disables; needs enable_metrics."
+  description = "Alarm when the soonest-expiring certificate (CertificateExpirySeconds, minimum over a day; every Certificate reports daily) has fewer days left than this; needs enable_metrics. Also the window of the \"Certificate Approaching Expiration\" events (CERTFN_NOTIFY_EXPIRY_DAYS, with notifications). 0 disables both."
   type        = number
   default     = 14
 
@@ -267,6 +267,18 @@ variable "certificate_expiry_alarm_days" {
     condition     = var.certificate_expiry_alarm_days >= 0 && var.certificate_expiry_alarm_days <= 365
     error_message = "certificate_expiry_alarm_days: must be 0 (off) to 365."
   }
+}
+
+variable "notifications" {
+  description = "Let the worker publish EventBridge events on the account's default event bus (source certfn; detail-types Certificate Issued, Certificate Renewed, Certificate Issuance Failed, Certificate Approaching Expiration; docs/aws.md, \"Notifications\"): IAM events:PutEvents on that bus with source certfn only. Route them with your own rules, or set notification_sns_topic."
+  type        = bool
+  default     = true
+}
+
+variable "notification_sns_topic" {
+  description = "Create an SNS topic <name_prefix>-notifications and an EventBridge rule that sends it this deployment's events (the topic policy lets only that rule publish); subscribe e-mail addresses, chat webhooks or queues to it (output notification_sns_topic_arn). Needs notifications."
+  type        = bool
+  default     = false
 }
 
 variable "alarm_actions" {

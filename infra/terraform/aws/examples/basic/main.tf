@@ -27,12 +27,14 @@ provider "aws" {
     cloudwatch     = var.aws_endpoint_url
     cloudwatchlogs = var.aws_endpoint_url
     dynamodb       = var.aws_endpoint_url
+    events         = var.aws_endpoint_url
     iam            = var.aws_endpoint_url
     kms            = var.aws_endpoint_url
     lambda         = var.aws_endpoint_url
     route53        = var.aws_endpoint_url
     scheduler      = var.aws_endpoint_url
     secretsmanager = var.aws_endpoint_url
+    sns            = var.aws_endpoint_url
     sqs            = var.aws_endpoint_url
     sts            = var.aws_endpoint_url
   }
@@ -54,6 +56,10 @@ module "certfn" {
   api_admin_arns      = var.api_admin_arns
   api_invoker_arns    = var.api_invoker_arns
   log_retention_days  = 14
+
+  # Certificate events on the default EventBridge bus (on by default) and,
+  # when asked, an SNS topic receiving them.
+  notification_sns_topic = var.notification_sns_topic
 }
 
 locals {

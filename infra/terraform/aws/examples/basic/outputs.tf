@@ -37,3 +37,8 @@ output "certificates" {
   description = "namespace/name of the Certificates the manifests declare (what to wait for)."
   value       = concat(["default/web"], local.acme_enabled ? ["default/acme-web"] : [])
 }
+
+output "notification_sns_topic_arn" {
+  description = "The SNS topic of the deployment's certificate events, or null (module output notification_sns_topic_arn)."
+  value       = module.certfn.notification_sns_topic_arn
+}

@@ -92,3 +92,9 @@ variable "api_invoker_arns" {
   type        = list(string)
   default     = []
 }
+
+variable "notification_sns_topic" {
+  description = "Create an SNS topic receiving the deployment's certificate events (module input notification_sns_topic); subscribe to it after apply."
+  type        = bool
+  default     = false
+}
