@@ -141,8 +141,13 @@ func (r *run) enqueue(ctx context.Context, k api.Key, delay time.Duration) error
 
 // settle is called when no step wrote: it keeps the due index right (a
 // record whose due time passed, or that would wake too late, gets the time
-// it wants now) and sends a delayed message for a short wait.
+// it wants now) and sends a delayed message for a short wait. A final
+// object (a CertificateRequest, Order or Challenge) also wakes its owner
+// (see wakeOwnerOfFinal).
 func (r *run) settle(ctx context.Context, rec ports.Record, want time.Time) error {
+	if err := r.wakeOwnerOfFinal(ctx, rec); err != nil {
+		return err
+	}
 	now := r.cfg.Clock.Now()
 	stale := !rec.NextRunAt.IsZero() && !rec.NextRunAt.After(now)
 	late := !want.IsZero() && (rec.NextRunAt.IsZero() || rec.NextRunAt.After(want))
@@ -157,4 +162,29 @@ func (r *run) settle(ctx context.Context, rec ports.Record, want time.Time) erro
 		return r.enqueue(ctx, rec.Key, want.Sub(now))
 	}
 	return nil
+}
+
+// wakeOwnerOfFinal wakes the owner of a final object that was reconciled
+// again with nothing to do. Its final write woke the owner, but a process
+// that died after that write and before the wake-up left (an in-memory
+// queue, a Lambda or Cloud Run instance killed before it sent the keys it
+// woke) lost it; the queue then redelivers the message of the key it was
+// handling, which finds the object final and writes nothing. Waking the
+// owner here makes that redelivery carry the lost wake-up, so the owner
+// moves on within one visibility timeout instead of at its own safety
+// net (an Order's WaitPoll, a Certificate's FollowUpGrace). The cost is
+// one owner reconcile per extra delivery of a final object; ownership is
+// a tree and no step wakes an existing final child, so it cannot loop.
+func (r *run) wakeOwnerOfFinal(ctx context.Context, rec ports.Record) error {
+	if rec.Owner.IsZero() {
+		return nil
+	}
+	obj, err := decode(rec)
+	if err != nil {
+		return err
+	}
+	if f, ok := obj.(Finalizer); !ok || !f.IsFinal() {
+		return nil
+	}
+	return r.wake(ctx, ownerKey(obj))
 }

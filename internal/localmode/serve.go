@@ -78,7 +78,7 @@ func (r *Runtime) Serve(ctx context.Context, o ServeOptions) error {
 	if o.IdleHorizon <= 0 {
 		o.IdleHorizon = 5 * time.Second
 	}
-	if err := r.wakeUndecided(ctx); err != nil {
+	if err := r.Resume(ctx); err != nil {
 		return err
 	}
 	certs, err := r.listCertificates(ctx)
@@ -267,23 +267,20 @@ func (r *Runtime) observeIssuer(ctx context.Context, key api.Key) {
 	}
 }
 
-// wakeUndecided enqueues every CertificateRequest that no approver has
-// decided and that is not finished, so that a serve started with another
-// approver or auto-approve list (or new policies) decides them at once
-// instead of at their next wake-up.
-func (r *Runtime) wakeUndecided(ctx context.Context) error {
-	objs, err := r.Engine.List(ctx, api.KindCertificateRequest, "")
+// Resume is what serve does first, with and without --until-idle, with
+// the work a previous process left in flight: a wake-up it had queued in
+// memory died with it, so every object that is not final is enqueued now
+// (engine.WakeUnfinished: one List per kind; a Certificate whose secret
+// may be ahead of its status goes first). That also decides at once the
+// requests a previous serve left undecided, when this one runs with
+// another approver, auto-approve list or policies.
+func (r *Runtime) Resume(ctx context.Context) error {
+	n, err := r.Engine.WakeUnfinished(ctx)
 	if err != nil {
-		return fmt.Errorf("list certificate requests: %w", err)
+		return err
 	}
-	for _, o := range objs {
-		cr := o.(*api.CertificateRequest)
-		if cr.IsFinal() || api.IsTrue(cr.Status.Conditions, api.CertificateRequestConditionApproved) {
-			continue
-		}
-		if err := r.Queue.Enqueue(ctx, api.KeyOf(cr), 0); err != nil {
-			return fmt.Errorf("wake %s: %w", api.KeyOf(cr), err)
-		}
+	if n > 0 {
+		r.Log.Info("serve: resuming unfinished work", "keys", n)
 	}
 	return nil
 }

@@ -166,8 +166,10 @@ type Rig struct {
 	Client   *Client
 	Accounts *acme.Accounts
 	Engine   *engine.Engine
-	Orders   *orders.Handler
-	Chals    *challenges.Handler
+	// Queue is the engine's queue (what reconciles wake).
+	Queue  *memory.Queue
+	Orders *orders.Handler
+	Chals  *challenges.Handler
 
 	solvers []api.ACMEChallengeSolver
 }
@@ -202,7 +204,8 @@ func NewRig(t *testing.T, solvers []api.ACMEChallengeSolver, chCfg challenges.Co
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.Engine, err = engine.New(engine.Config{Store: store, Secrets: r.Secrets, Queue: memory.NewQueue(clk, time.Minute), Clock: clk, Evaluator: ev,
+	r.Queue = memory.NewQueue(clk, time.Minute)
+	r.Engine, err = engine.New(engine.Config{Store: store, Secrets: r.Secrets, Queue: r.Queue, Clock: clk, Evaluator: ev,
 		Handlers: map[string]engine.Handler{api.KindOrder: r.Orders, api.KindChallenge: r.Chals}})
 	if err != nil {
 		t.Fatal(err)

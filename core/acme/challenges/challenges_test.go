@@ -225,3 +225,40 @@ func TestDeletedWithOwnerIsCleanedUp(t *testing.T) {
 		t.Fatalf("clean-ups %v, want [d]", d.cleaned)
 	}
 }
+
+// A valid Challenge reconciled again (its message redelivered because the
+// process that wrote it valid died before the Order's wake-up was sent)
+// wakes its Order, without a write or an ACME call: the Order finalizes
+// within one redelivery instead of after its WaitPoll.
+func TestFinalChallengeReconciledAgainWakesItsOrder(t *testing.T) {
+	r := acmetest.NewRig(t, nil, challenges.Config{})
+	c := challenge("c", "www.example.com", api.ACMEChallengeTypeHTTP01, 0)
+	r.Create(c)
+	r.Mutate(key("c"), func(o api.Object) { o.(*api.Challenge).Status.State = api.StateValid })
+	r.MustReconcile(key("c")) // the first delivery: its due time is cleared
+	for {
+		ds, _ := r.Queue.Receive(r.Ctx, 100)
+		if len(ds) == 0 {
+			break
+		}
+		for _, d := range ds {
+			_ = r.Queue.Ack(r.Ctx, d)
+		}
+	}
+	v := r.Record(key("c")).Version
+	r.MustReconcile(key("c"))
+	if got := r.Record(key("c")).Version; got != v {
+		t.Fatalf("the valid Challenge was written again (version %d, was %d)", got, v)
+	}
+	ds, _ := r.Queue.Receive(r.Ctx, 100)
+	var woken []string
+	for _, d := range ds {
+		woken = append(woken, d.Key.String())
+	}
+	if want := "Order/ns/c-order"; len(woken) != 1 || woken[0] != want {
+		t.Fatalf("woke %v, want [%s]", woken, want)
+	}
+	if calls := r.Client.Calls(); len(calls) != 0 {
+		t.Fatalf("ACME calls: %v", calls)
+	}
+}

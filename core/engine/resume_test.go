@@ -1,0 +1,127 @@
+package engine_test
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/certfn/certfn/core/api"
+	"github.com/certfn/certfn/core/app/apptest"
+	"github.com/certfn/certfn/core/ports"
+)
+
+// putObject stores obj as it is, owned by owner, waking nothing.
+func putObject(t *testing.T, r *apptest.Rig, obj api.Object, owner api.Key) {
+	t.Helper()
+	data, err := json.Marshal(obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Store.Store.Create(r.Ctx, ports.Record{Key: api.KeyOf(obj), Owner: owner, Data: data}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func order(name string, state api.State) *api.Order {
+	return &api.Order{TypeMeta: api.TypeMeta{APIVersion: api.ACMEV1, Kind: api.KindOrder},
+		ObjectMeta: api.ObjectMeta{Name: name, Namespace: "default"}, Status: api.OrderStatus{State: state}}
+}
+
+func challenge(name string, state api.State, presented, processing bool) *api.Challenge {
+	return &api.Challenge{TypeMeta: api.TypeMeta{APIVersion: api.ACMEV1, Kind: api.KindChallenge},
+		ObjectMeta: api.ObjectMeta{Name: name, Namespace: "default"},
+		Status:     api.ChallengeStatus{State: state, Presented: presented, Processing: processing}}
+}
+
+// reconcileUntil reconciles k until done or 20 steps.
+func reconcileUntil(t *testing.T, r *apptest.Rig, k api.Key, done func() bool) {
+	t.Helper()
+	for i := 0; i < 20 && !done(); i++ {
+		r.Reconcile(k)
+	}
+	if !done() {
+		t.Fatalf("%s: never got there", k)
+	}
+}
+
+// What a restarted serve wakes (engine.WakeUnfinished): every object
+// that is not final, and objects whose clean-up was interrupted, with a
+// Certificate whose next revision's request is issued (its secret may be
+// ahead of its status) first; nothing final or settled.
+func TestWakeUnfinishedWakesWhatIsInFlight(t *testing.T) {
+	r := apptest.NewRig(t)
+	r.Apply(apptest.SelfSignedYAML)
+	r.Apply(sharedCertYAML("done", "done-tls"))
+	r.Drain()
+	r.Apply(apptest.CAIssuerYAML) // no CA secret: not Ready
+	r.Apply(strings.Replace(sharedCertYAML("waiting", "waiting-tls"), "{name: selfsigned, kind: ClusterIssuer}", "{name: ca}", 1))
+	r.Apply(sharedCertYAML("ahead", "ahead-tls"))
+	r.ClearQueue()
+	// "waiting": its request exists and waits for the CA issuer.
+	waitingReq := api.Key{Kind: api.KindCertificateRequest, Namespace: "default", Name: "waiting-1"}
+	reconcileUntil(t, r, certKey("waiting"), func() bool { _, err := r.Engine.Get(r.Ctx, waitingReq); return err == nil })
+	r.Reconcile(waitingReq)
+	// "ahead": its request is issued, the Certificate has not taken it yet.
+	aheadReq := api.Key{Kind: api.KindCertificateRequest, Namespace: "default", Name: "ahead-1"}
+	reconcileUntil(t, r, certKey("ahead"), func() bool { _, err := r.Engine.Get(r.Ctx, aheadReq); return err == nil })
+	reconcileUntil(t, r, aheadReq, func() bool { return r.Get(aheadReq).(*api.CertificateRequest).IsIssued() })
+	r.ClearQueue()
+
+	owner := api.Key{Kind: api.KindCertificateRequest, Namespace: "default", Name: "ahead-1"}
+	for _, o := range []*api.Order{order("pending", api.StatePending), order("failed", api.StateInvalid),
+		order("valid-cleaning", api.StateValid), order("valid-clean", api.StateValid)} {
+		putObject(t, r, o, owner)
+	}
+	ord := func(name string) api.Key { return api.Key{Kind: api.KindOrder, Namespace: "default", Name: name} }
+	putObject(t, r, challenge("c-processing", api.StatePending, false, true), ord("pending"))
+	putObject(t, r, challenge("c-failed", api.StateInvalid, false, false), ord("failed"))
+	putObject(t, r, challenge("c-valid-presented", api.StateValid, true, false), ord("valid-cleaning"))
+
+	kinds := []string{api.KindCertificate, api.KindCertificateRequest, api.KindOrder, api.KindChallenge, api.KindIssuer, api.KindClusterIssuer}
+	for _, k := range kinds {
+		r.Store.Listed(k) // reset the counts
+	}
+	n, err := r.Engine.WakeUnfinished(r.Ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"Certificate/default/ahead", // first: its secret may be ahead of its status
+		"Certificate/default/waiting",
+		"CertificateRequest/default/waiting-1",
+		"Order/default/pending", "Order/default/valid-cleaning",
+		"Challenge/default/c-processing", "Challenge/default/c-valid-presented",
+		"Issuer/default/ca",
+	}
+	if got := r.Visible(); strings.Join(got, "\n") != strings.Join(want, "\n") || n != len(want) {
+		t.Fatalf("woke %d:\n%s\nwant:\n%s", n, strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	for _, k := range kinds {
+		if got := r.Store.Listed(k); got != 1 {
+			t.Errorf("%d Lists of %s, want 1", got, k)
+		}
+	}
+}
+
+// A final object reconciled again with nothing to do (a message
+// redelivered after the process that wrote it died before its wake-ups
+// were sent, as a cloud queue does) wakes its owner: the owner's wake-up
+// that the final write queued may be what was lost.
+func TestFinalRequestReconciledAgainWakesItsCertificate(t *testing.T) {
+	r := apptest.NewRig(t)
+	r.Apply(apptest.SelfSignedYAML)
+	r.Apply(apptest.CertYAML)
+	r.Drain()
+	req := api.Key{Kind: api.KindCertificateRequest, Namespace: "default", Name: "web-1"}
+	if !r.Get(req).(*api.CertificateRequest).IsIssued() {
+		t.Fatal("web-1 not issued")
+	}
+	v := r.Rec(req).Version
+	r.Reconcile(req)
+	if got := r.Rec(req).Version; got != v {
+		t.Fatalf("the final request was written again (version %d, was %d)", got, v)
+	}
+	if got := r.Visible(); len(got) != 1 || got[0] != apptest.CertKey.String() {
+		t.Fatalf("woke %v, want [%s]", got, apptest.CertKey)
+	}
+}
