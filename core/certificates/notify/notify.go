@@ -106,6 +106,11 @@ func Step(ctx context.Context, env *certificates.Env, st *certificates.State) (c
 	if issued, _ := st.Parse(); issued != nil {
 		leaf = issued.Chain[0]
 	}
+	if _, notOwner := st.NotOwner(); notOwner {
+		// The secret holds another Certificate's key pair: it is not this
+		// one's to describe or to announce as expiring.
+		leaf = nil
+	}
 	s := &st.Cert.Status
 	var whys []string
 	if n, why := revisionEvent(st, leaf); n != nil {

@@ -36,6 +36,7 @@ type fixture struct {
 	notedFail  bool          // notifiedFailureTime = lastFailureTime
 	expiryAgo  time.Duration // notifiedExpiryTime, before T0 (0: none)
 	nextRunAt  time.Duration // the record's due time from T0 (0: T0+24h)
+	sharedWith string        // another, older Certificate owning spec.secretName
 }
 
 func intp(n int) *int { return &n }
@@ -96,6 +97,16 @@ func (f fixture) build(t *testing.T) (*certificates.State, string) {
 		crt.Status.NotifiedExpiryTime = api.NewTime(ct.T0.Add(-f.expiryAgo))
 	}
 	st := ct.State(crt, sec, reqs...)
+	if f.sharedWith != "" {
+		// The older Certificate owns the secret (its annotation names it).
+		if sec != nil {
+			sec.Annotations[api.AnnotationCertificateName] = f.sharedWith
+		}
+		ct.Sharing(st, ct.Cert(ct.Named(f.sharedWith), ct.CreatedAt(ct.T0.Add(-48*time.Hour))))
+		if _, err := st.Ownership(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
 	readiness.Apply(st)
 	st.NextRunAt = ct.T0.Add(day)
 	if f.nextRunAt != 0 {
@@ -213,6 +224,8 @@ func TestStep(t *testing.T) {
 		{name: "in the window, renewal still ahead: wakes an hour after the renewal time",
 			f:        fixture{rev: 1, notified: intp(1), notBefore: -time.Hour, lifetime: day},
 			wantWake: ct.T0.Add(-time.Hour + 16*time.Hour + RenewalGrace)},
+		{name: "the secret is another Certificate's: not announced as expiring", f: fixture{rev: 1, notified: intp(1), notBefore: -80 * day, sharedWith: "aaa"},
+			wantWhy: "nothing to notify"},
 		{name: "expired: no more events", f: fixture{rev: 1, notified: intp(1), notBefore: -91 * day, noRenewal: true}, wantWhy: "has expired"},
 		{name: "transient failure: returned, nothing written", f: fixture{rev: 1}, fail: transient, wantErr: true},
 		{name: "permanent failure: counted, retried in an hour, nothing written", f: fixture{rev: 1}, fail: permanent,
