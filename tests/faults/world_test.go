@@ -56,6 +56,9 @@ type world struct {
 	settingUp bool
 	// firstKey is the public key (PKIX DER) of revision 1 (renewals).
 	firstKey []byte
+	// cloud, when set, runs the cloud deployment shape instead of local
+	// mode (cloud_test.go).
+	cloud *cloud
 }
 
 // proc is one certfn process: local mode's role (app.Local) built by
@@ -78,6 +81,9 @@ func (w *world) close() { w.env.tokens.remove(w.store) }
 // loops: it enqueues the work a previous process left unfinished
 // (localmode.Runtime.Resume → engine.WakeUnfinished).
 func (w *world) boot() error {
+	if w.cloud != nil {
+		return w.bootCloud()
+	}
 	q := memory.NewQueue(w.clk, memory.DefaultVisibility)
 	p := app.Ports{
 		Store: store{s: w.store, in: w.in, l: w.l}, Secrets: secrets{s: w.sec, in: w.in, l: w.l}, Queue: queue{q: q, in: w.in},
@@ -113,7 +119,13 @@ func (w *world) apply(manifest string) error {
 	if err != nil {
 		return err
 	}
-	_, err = w.p.app.Service.Apply(w.ctx, caller, objs)
+	var svc *app.Service
+	if w.cloud != nil {
+		svc = w.cloud.api.Service
+	} else {
+		svc = w.p.app.Service
+	}
+	_, err = svc.Apply(w.ctx, caller, objs)
 	return err
 }
 
@@ -135,6 +147,9 @@ type outcome struct {
 // is restarted (boot). It returns once the flow has converged and nothing
 // is due within quiet.
 func (w *world) drive(start time.Time) (outcome, error) {
+	if w.cloud != nil {
+		return w.driveCloud(start)
+	}
 	var out outcome
 	var ref, convergedAt time.Time // ref: the restart or the transient fault
 	faulted := false
