@@ -18,14 +18,16 @@ import (
 // (Pub/Sub: the acknowledgement deadline), and the scheduler sweeps the
 // due index every sweepEvery.
 type shape struct {
-	name                            string
+	name                               string
 	workerVisibility, signerVisibility time.Duration
-	sweepEvery                      time.Duration
+	sweepEvery                         time.Duration
 }
 
 // bound is the cloud liveness bound: a key whose invocation died is back
 // within one visibility timeout plus one sweep.
-func (s *shape) bound() time.Duration { return max(s.workerVisibility, s.signerVisibility) + s.sweepEvery }
+func (s *shape) bound() time.Duration {
+	return max(s.workerVisibility, s.signerVisibility) + s.sweepEvery
+}
 
 // The shapes' defaults. Google Cloud (infra/terraform/gcp): the push
 // subscriptions' ack deadline is the service's timeout (worker 120 s,

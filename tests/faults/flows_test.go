@@ -322,4 +322,3 @@ func requestCondition(w *world, name, typ, want string) error {
 	}
 	return fmt.Errorf("no request %s", name)
 }
-
