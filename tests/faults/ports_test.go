@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
 	"sync"
 	"time"
 
@@ -101,21 +100,6 @@ func (in *injector) revive() {
 	in.mu.Lock()
 	in.dead = false
 	in.mu.Unlock()
-}
-
-func (in *injector) count() int {
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	return len(in.labels)
-}
-
-func (in *injector) label(n int) string {
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	if n < 1 || n > len(in.labels) {
-		return ""
-	}
-	return in.labels[n-1]
 }
 
 // ledger is what the wrappers saw take effect during a run, across
@@ -456,15 +440,4 @@ func (p dnsProvider) DeleteRecords(ctx context.Context, zone string, recs []libd
 
 func (p dnsProvider) Authority(ctx context.Context, fqdn string) (string, []string, error) {
 	return p.p.(dns01.Authority).Authority(ctx, fqdn)
-}
-
-// revision parses a "#revision" suffix (0 when absent).
-func revision(k string) int {
-	for i := len(k) - 1; i >= 0; i-- {
-		if k[i] == '#' {
-			n, _ := strconv.Atoi(k[i+1:])
-			return n
-		}
-	}
-	return 0
 }
