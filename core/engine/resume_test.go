@@ -132,23 +132,41 @@ func TestWakeUnfinishedWakesWhatIsInFlight(t *testing.T) {
 
 // A final object reconciled again with nothing to do (a message
 // redelivered after the process that wrote it died before its wake-ups
-// were sent, as a cloud queue does) wakes its owner: the owner's wake-up
-// that the final write queued may be what was lost.
+// were sent, as a cloud queue does) wakes its owner while the owner still
+// waits for it: the owner's wake-up that the final write queued may be
+// what was lost. An owner that is done is not woken.
 func TestFinalRequestReconciledAgainWakesItsCertificate(t *testing.T) {
-	r := apptest.NewRig(t)
-	r.Apply(apptest.SelfSignedYAML)
-	r.Apply(apptest.CertYAML)
-	r.Drain()
 	req := api.Key{Kind: api.KindCertificateRequest, Namespace: "default", Name: "web-1"}
-	if !r.Get(req).(*api.CertificateRequest).IsIssued() {
-		t.Fatal("web-1 not issued")
-	}
-	v := r.Rec(req).Version
-	r.Reconcile(req)
-	if got := r.Rec(req).Version; got != v {
-		t.Fatalf("the final request was written again (version %d, was %d)", got, v)
-	}
-	if got := r.Visible(); len(got) != 1 || got[0] != apptest.CertKey.String() {
-		t.Fatalf("woke %v, want [%s]", got, apptest.CertKey)
+	for _, tc := range []struct {
+		name string
+		// issued: the Certificate has taken the request (Ready, not issuing).
+		issued bool
+		want   []string
+	}{
+		{"the Certificate has not taken the issued request", false, []string{apptest.CertKey.String()}},
+		{"the Certificate is done", true, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := apptest.NewRig(t)
+			r.Apply(apptest.SelfSignedYAML)
+			r.Drain()
+			r.Apply(apptest.CertYAML)
+			r.ClearQueue()
+			reconcileUntil(t, r, apptest.CertKey, func() bool { _, err := r.Engine.Get(r.Ctx, req); return err == nil })
+			reconcileUntil(t, r, req, func() bool { return r.Get(req).(*api.CertificateRequest).IsIssued() })
+			if tc.issued {
+				r.Drain()
+			}
+			r.Reconcile(req) // settles the request's due time
+			r.ClearQueue()
+			v := r.Rec(req).Version
+			r.Reconcile(req)
+			if got := r.Rec(req).Version; got != v {
+				t.Fatalf("the final request was written again (version %d, was %d)", got, v)
+			}
+			if got := r.Visible(); strings.Join(got, ",") != strings.Join(tc.want, ",") {
+				t.Fatalf("woke %v, want %v", got, tc.want)
+			}
+		})
 	}
 }
