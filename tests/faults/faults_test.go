@@ -33,9 +33,20 @@
 // The process is local mode's role (app.Local) built by app.Build over
 // core/memory's store, secrets and queue (what the local adapters
 // implement, under the same contract suites), so that the whole harness
-// runs in `make test` in under a minute. The counts (flows × N × fault
-// kinds) and the measured convergence are logged and summed up in one
-// line: `go test -run TestFaultHarness -v ./tests/faults/`.
+// runs in `make test` in under a minute. TestFaultHarnessCloud runs the
+// same flows on the cloud shape (cloud_test.go): worker, signer, scheduler
+// and api functions through app.Deliverer, over queues that return a dead
+// invocation's message after its visibility timeout, with Google Cloud's
+// and AWS's defaults; its bound is one visibility timeout plus one sweep.
+// The counts (flows × N × fault kinds) and the measured convergence are
+// logged per flow and summed up in one line per shape:
+// `go test -run TestFaultHarness -v ./tests/faults/`.
+//
+// The wrappers change one thing the server says: ARI windows are narrowed
+// to their first nanosecond (certfn picks a random moment in the window,
+// which would make runs differ). Pebble validates and issues
+// asynchronously: AcceptChallenge and Finalize wait for it (uncounted
+// requests), so every run sees the same answers.
 package faults
 
 import (
