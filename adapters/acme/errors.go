@@ -55,7 +55,12 @@ var permanentProblems = map[string]bool{
 // names a certificate already replaced.
 const ProblemAlreadyReplaced = "urn:ietf:params:acme:error:alreadyReplaced"
 
-// problemText renders a problem for status fields: its short type and detail.
+// maxProblemText bounds problemText: the text ends up in status
+// conditions and Events, and a server chooses its detail and subproblems.
+const maxProblemText = 1000
+
+// problemText renders a problem for status fields: its short type and
+// detail (at most maxProblemText bytes).
 func problemText(p acme.Problem) string {
 	t := strings.TrimPrefix(p.Type, "urn:ietf:params:acme:error:")
 	s := t
@@ -63,12 +68,15 @@ func problemText(p acme.Problem) string {
 		s += ": " + p.Detail
 	}
 	for _, sp := range p.Subproblems {
+		if len(s) > maxProblemText {
+			break
+		}
 		s += fmt.Sprintf("; %s: %s", strings.TrimPrefix(sp.Type, "urn:ietf:params:acme:error:"), sp.Detail)
 		if sp.Identifier.Value != "" {
 			s += " (" + sp.Identifier.Value + ")"
 		}
 	}
-	return s
+	return clip(s, maxProblemText)
 }
 
 // ProblemError is the error for an ACME problem document; errors.As finds
@@ -101,7 +109,7 @@ func transientf(format string, a ...any) error { return fmt.Errorf(format, a...)
 func (c *Client) mapError(op string, err error, m *meta) error {
 	var ra time.Duration
 	if m != nil {
-		ra = m.RetryAfter()
+		ra = min(m.RetryAfter(), MaxRetryAfter)
 	}
 	var p acme.Problem
 	if errors.As(err, &p) {
@@ -149,7 +157,7 @@ func (c *Client) mapError(op string, err error, m *meta) error {
 	case strings.Contains(msg, "required directory fields are missing"), strings.Contains(msg, "provisioning client"):
 		return fmt.Errorf("%s: %s does not serve an ACME directory: %w", op, c.dir, err)
 	}
-	return fmt.Errorf("%s: %s: %w", op, c.dir, err)
+	return clipped{err: err, msg: clip(fmt.Sprintf("%s: %s: %v", op, c.dir, err), maxProblemText)}
 }
 
 // httpStatusRE finds acmez's "HTTP <code>: <body>" error for a response

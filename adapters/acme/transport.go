@@ -90,21 +90,30 @@ func (c captureTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	return resp, err
 }
 
+// MaxRetryAfter is the longest delay a Retry-After is taken for: a longer
+// one (or a number of seconds a time.Duration cannot hold) is taken as
+// this, so a server cannot park an Order for years; if it still throttles
+// then, it says so again.
+const MaxRetryAfter = 24 * time.Hour
+
 // ParseRetryAfter parses a Retry-After value (seconds or an HTTP date
-// relative to now); zero when absent or invalid.
+// relative to now), at most MaxRetryAfter; zero when absent or invalid.
 func ParseRetryAfter(v string, now time.Time) time.Duration {
 	if v == "" {
 		return 0
 	}
-	if s, err := strconv.Atoi(v); err == nil {
-		if s < 0 {
+	if s, err := strconv.ParseInt(v, 10, 64); err == nil || errors.Is(err, strconv.ErrRange) {
+		switch {
+		case s < 0:
 			return 0
+		case s > int64(MaxRetryAfter/time.Second):
+			return MaxRetryAfter
 		}
 		return time.Duration(s) * time.Second
 	}
 	if t, err := http.ParseTime(v); err == nil {
 		if d := t.Sub(now); d > 0 {
-			return d
+			return min(d, MaxRetryAfter)
 		}
 	}
 	return 0

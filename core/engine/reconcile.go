@@ -108,7 +108,12 @@ func (w *certWriter) UpdateCertificate(ctx context.Context, st *certificates.Sta
 func (w *certWriter) CreateRequest(ctx context.Context, st *certificates.State, cr *api.CertificateRequest) error {
 	now := w.e.cfg.Clock.Now()
 	cr.UID, cr.CreationTimestamp, cr.Generation = newUID(), api.NewTime(now), 1
-	_, err := w.e.create(ctx, cr, now.Add(requests.FollowUpGrace))
+	// Due at once, as the Orders and Challenges the ACME steps create: the
+	// request is another key than the Certificate being handled, so if its
+	// wake-up is lost (a failed enqueue, a process gone before sending it)
+	// the Certificate's retry finds it existing and waits, and only the
+	// sweep brings it back.
+	_, err := w.e.create(ctx, cr, now)
 	if err == nil {
 		w.e.cfg.Metrics.Inc("certfn_requests_created_total", "namespace", cr.Namespace)
 	}

@@ -17,7 +17,9 @@ import (
 // `certfn serve` calls it when it starts, with and without --until-idle.
 //
 // Woken, for one List per kind and no secret read:
-//   - Certificates that are issuing or not Ready;
+//   - Certificates that are issuing or not Ready, and Ready ones that
+//     still name a next-private-key secret (its deletion after the
+//     issuance was interrupted);
 //   - CertificateRequests that are not final;
 //   - Orders that are not final, and valid Orders that still own
 //     Challenges (their clean-up was interrupted);
@@ -72,7 +74,7 @@ func (e *Engine) WakeUnfinished(ctx context.Context) (int, error) {
 		}
 		c := o.(*api.Certificate)
 		issuing := api.IsTrue(c.Status.Conditions, api.CertificateConditionIssuing)
-		if !issuing && api.IsTrue(c.Status.Conditions, api.CertificateConditionReady) {
+		if !issuing && api.IsTrue(c.Status.Conditions, api.CertificateConditionReady) && c.Status.NextPrivateKeySecretName == nil {
 			continue
 		}
 		next := 1

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"sync"
@@ -165,16 +166,19 @@ func (r *run) settle(ctx context.Context, rec ports.Record, want time.Time) erro
 }
 
 // wakeOwnerOfFinal wakes the owner of a final object that was reconciled
-// again with nothing to do. Its final write woke the owner, but a process
-// that died after that write and before the wake-up left (an in-memory
-// queue, a Lambda or Cloud Run instance killed before it sent the keys it
-// woke) lost it; the queue then redelivers the message of the key it was
-// handling, which finds the object final and writes nothing. Waking the
-// owner here makes that redelivery carry the lost wake-up, so the owner
-// moves on within one visibility timeout instead of at its own safety
-// net (an Order's WaitPoll, a Certificate's FollowUpGrace). The cost is
-// one owner reconcile per extra delivery of a final object; ownership is
-// a tree and no step wakes an existing final child, so it cannot loop.
+// again with nothing to do, while the owner still waits for its children.
+// The object's final write woke the owner, but a process that died after
+// that write and before the wake-up left (an in-memory queue, a Lambda or
+// Cloud Run instance killed before it sent the keys it woke) lost it; the
+// queue then redelivers the message of the key it was handling, which
+// finds the object final and writes nothing. Waking the owner here makes
+// that redelivery carry the lost wake-up, so the owner moves on within
+// one visibility timeout instead of at its own safety net (an Order's
+// WaitPoll, a Certificate's FollowUpGrace). It costs one read of the
+// owner per extra delivery of a final object (an Order's later renewal
+// information checks included); an owner that is done (a final request
+// or Order, a Certificate not issuing) is not woken. Ownership is a tree
+// and no step wakes an existing final child, so it cannot loop.
 func (r *run) wakeOwnerOfFinal(ctx context.Context, rec ports.Record) error {
 	if rec.Owner.IsZero() {
 		return nil
@@ -186,5 +190,27 @@ func (r *run) wakeOwnerOfFinal(ctx context.Context, rec ports.Record) error {
 	if f, ok := obj.(Finalizer); !ok || !f.IsFinal() {
 		return nil
 	}
-	return r.wake(ctx, ownerKey(obj))
+	owner := ownerKey(obj)
+	orec, err := r.cfg.Store.Get(ctx, owner)
+	if errors.Is(err, ports.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("load owner %s of %s: %w", owner, rec.Key, err)
+	}
+	o, err := decode(orec)
+	if err != nil {
+		return err
+	}
+	switch v := o.(type) {
+	case *api.Certificate:
+		if !api.IsTrue(v.Status.Conditions, api.CertificateConditionIssuing) {
+			return nil
+		}
+	case Finalizer:
+		if v.IsFinal() {
+			return nil
+		}
+	}
+	return r.wake(ctx, owner)
 }

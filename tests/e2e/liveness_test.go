@@ -231,3 +231,46 @@ func readyAt(h *harness, k api.Key, rev int) bool {
 }
 
 func decodeJSON(data []byte, v any) bool { return json.Unmarshal(data, v) == nil }
+
+// `certfn serve --until-idle` itself, on the wall clock, after a serve
+// killed right after a request was issued (the Certificate's wake-up lost
+// with the in-memory queue): the restarted serve resumes the Certificate
+// at start and exits with it Ready, instead of finding nothing due within
+// its 5 s horizon and reporting it not Ready.
+func TestServeUntilIdleResumesAfterCrash(t *testing.T) {
+	d := &dying{trigger: func(op string, k api.Key, data []byte) bool {
+		cr := &api.CertificateRequest{}
+		return op == "update" && k.Kind == api.KindCertificateRequest && k.Namespace == "default" && decodeJSON(data, cr) && cr.IsIssued()
+	}}
+	o := localmode.Options{DataDir: t.TempDir(), AutoApprove: []string{"*"}, Logger: quietLogger(),
+		WrapStore: func(s ports.Store) ports.Store { return dyingStore{Store: s, d: d} }}
+	rt, err := localmode.Open(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &harness{t: t, ctx: context.Background(), rt: rt}
+	h.applyExamples()
+	h.run()
+	h.requireReady("cert-manager", "demo-ca")
+	d.mu.Lock()
+	d.armed = true
+	d.mu.Unlock()
+	h.apply(leafYAML(""))
+	_, _ = rt.RunUntilIdle(h.ctx, 1)
+	if !d.isDead() {
+		t.Fatal("the process never reached the crash point")
+	}
+	_ = rt.Close()
+
+	o.WrapStore = nil
+	if h.rt, err = localmode.Open(o); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = h.rt.Close() })
+	began := time.Now()
+	if err := h.rt.Serve(h.ctx, localmode.ServeOptions{UntilIdle: true, Workers: 1}); err != nil {
+		t.Fatalf("serve --until-idle after the crash: %v", err)
+	}
+	t.Logf("serve --until-idle converged in %s", time.Since(began).Round(time.Millisecond))
+	h.requireReady("default", "app")
+}

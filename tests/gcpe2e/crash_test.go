@@ -11,15 +11,16 @@ import (
 // A service killed between its write and its publish (DESIGN.md §3.4):
 // the publish is lost, the request's context is canceled at that moment
 // (nothing more is written) and its answer never reaches Pub/Sub, which
-// pushes the message again after the acknowledgement deadline (that
-// redelivery finds the write done and has nothing to publish). When the
-// lost publish was the signer's wake-up of the Certificate, that
-// redelivery re-reconciles the issued request, which wakes its owner
-// (issue 15): Ready without a sweep. Otherwise, without a sweep the
-// certificate is not Ready; the state written before the death
-// carries a nextRunAt (minutes ahead: a request's follow-up grace, a
-// Certificate's poll of its request), so Cloud Scheduler's sweeps, a
-// minute apart, find the key that lost its message due: the certificate is Ready at revision 1 with one
+// pushes the message again after the acknowledgement deadline. When the
+// write made the handled object final (the signer's signed request), that
+// redelivery finds it final and wakes its owner again (issue 15: a final
+// object reconciled again wakes its owner), so the certificate is Ready
+// without a sweep. Otherwise the redelivery finds the write done and has
+// nothing to publish, and without a sweep the certificate is not Ready;
+// the state written before the death carries a nextRunAt (a request is
+// due at once, a Certificate's own write a follow-up grace ahead), so
+// Cloud Scheduler's sweeps, a minute apart, find the key that lost its
+// message due. Either way the certificate is Ready at revision 1 with one
 // certificate for it, nothing left due, no dead letter. Every message is
 // delivered twice and reordered throughout.
 func TestKilledBetweenWriteAndPublish(t *testing.T) {
@@ -28,9 +29,8 @@ func TestKilledBetweenWriteAndPublish(t *testing.T) {
 		// topic (of d) and the publish that is lost there.
 		topic func(d *deployment) *topic
 		drop  func(publisher string, k api.Key) bool
-		// swept is the key the sweep must find due ("" when Pub/Sub's
-		// redelivery alone recovers: the redelivered message re-reconciles
-		// a final request, which wakes its owner — core/engine, issue 15).
+		// swept is the key the sweep must find due ("": the redelivery
+		// carries the lost wake-up, no sweep is needed).
 		swept string
 	}{
 		{"api after storing the Certificate", func(d *deployment) *topic { return d.workerQ },
@@ -64,7 +64,9 @@ func TestKilledBetweenWriteAndPublish(t *testing.T) {
 				t.Fatal("the publish to lose was never made")
 			}
 			if tc.swept == "" {
-				// The redelivered CertificateRequest message woke the Certificate.
+				if c := d.cert("default", "web"); !ready(c) {
+					t.Fatalf("not Ready after the redelivery: %+v", c.Status.Conditions)
+				}
 				d.requireReady("default", "web", 1)
 				d.requireOnePerRevision("default", "web")
 				d.requireClean()

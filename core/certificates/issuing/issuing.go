@@ -73,7 +73,13 @@ func Step(ctx context.Context, env *certificates.Env, st *certificates.State) (c
 	rev := st.NextRevision()
 	s := &st.Cert.Status
 	s.Revision = &rev
-	s.LastFailureTime, s.FailedIssuanceAttempts, s.NextPrivateKeySecretName = nil, nil, nil
+	// status.nextPrivateKeySecretName stays set until the next-key secret
+	// is gone (below): a crash or a failed delete then leaves it named,
+	// and the keymanager's clean-up deletes it on a later step. Unset
+	// first, a leftover would be a private key nothing refers to, which
+	// the next issuance would adopt as its "new" key, defeating
+	// rotationPolicy Always.
+	s.LastFailureTime, s.FailedIssuanceAttempts = nil, nil
 	api.RemoveCondition(&s.Conditions, api.CertificateConditionIssuing)
 	st.SetSecret(&sec)
 	readiness.Apply(st)
@@ -83,11 +89,7 @@ func Step(ctx context.Context, env *certificates.Env, st *certificates.State) (c
 	if env.Metrics != nil {
 		env.Metrics.Inc("certfn_certificates_issued_total", "namespace", st.Cert.Namespace, "issuer", st.Cert.Spec.IssuerRef.Name)
 	}
-	// After the status no longer points at it, the next-key secret goes.
-	// A failure here leaves an unused key that the next issuance adopts.
-	if err := env.Secrets.Delete(ctx, nk.Namespace, nk.Name); err != nil && env.Metrics != nil {
-		env.Metrics.Inc("certfn_cleanup_errors_total", "what", "next_private_key")
-	}
+	forgetNextKey(ctx, env, st, nk)
 	if err := pruneHistory(ctx, env, st, rev); err != nil {
 		return certificates.Outcome{Wrote: true}, err
 	}
@@ -95,6 +97,23 @@ func Step(ctx context.Context, env *certificates.Env, st *certificates.State) (c
 		return certificates.Outcome{Wrote: true}, err
 	}
 	return certificates.Outcome{Wrote: true}, nil
+}
+
+// forgetNextKey deletes the next-key secret of the completed revision
+// (its key is in spec.secretName now), then unsets
+// status.nextPrivateKeySecretName. Either failing is left to the
+// keymanager's clean-up, which runs on the Certificate's next step (the
+// completion write woke it) while the name is set, so it is only counted.
+func forgetNextKey(ctx context.Context, env *certificates.Env, st *certificates.State, nk *ports.Secret) {
+	err := env.Secrets.Delete(ctx, nk.Namespace, nk.Name)
+	if err == nil {
+		st.Cert.Status.NextPrivateKeySecretName = nil
+		st.SetNextKeySecret(nil)
+		err = env.Writer.UpdateCertificate(ctx, st, st.NextRunAt)
+	}
+	if err != nil && env.Metrics != nil {
+		env.Metrics.Inc("certfn_cleanup_errors_total", "what", "next_private_key")
+	}
 }
 
 func requestFailureMessage(cr *api.CertificateRequest) string {

@@ -15,6 +15,7 @@ import (
 	"github.com/certfn/certfn/core/certificates"
 	ct "github.com/certfn/certfn/core/certificates/certtest"
 	"github.com/certfn/certfn/core/certificates/issuing"
+	"github.com/certfn/certfn/core/certificates/keymanager"
 	"github.com/certfn/certfn/core/pki"
 	"github.com/certfn/certfn/core/ports"
 )
@@ -97,8 +98,9 @@ func TestStepStoresAnIssuedCertificate(t *testing.T) {
 				t.Fatal("Step did not write")
 			}
 
-			// Writer: the status, then the pruned history, then SecretWritten.
-			wantOps := []string{"UpdateCertificate"}
+			// Writer: the status, the next key unset once its secret is
+			// deleted, then the pruned history, then SecretWritten.
+			wantOps := []string{"UpdateCertificate", "UpdateCertificate"}
 			for range tc.wantDeleted {
 				wantOps = append(wantOps, "DeleteRequest")
 			}
@@ -117,7 +119,8 @@ func TestStepStoresAnIssuedCertificate(t *testing.T) {
 				t.Errorf("SecretWritten(%s/%s), want default/web-tls", sw.Namespace, sw.Name)
 			}
 
-			// Status: revision, Issuing removed, failures and next key cleared, Ready.
+			// Status: revision, Issuing removed, failures cleared, the next
+			// key still named until its secret is deleted, Ready.
 			up := w.Only("UpdateCertificate")[0]
 			s := up.Cert.Status
 			if s.Revision == nil || *s.Revision != tc.wantRev {
@@ -126,8 +129,16 @@ func TestStepStoresAnIssuedCertificate(t *testing.T) {
 			if api.FindCondition(s.Conditions, api.CertificateConditionIssuing) != nil {
 				t.Error("Issuing condition not removed")
 			}
-			if s.LastFailureTime != nil || s.FailedIssuanceAttempts != nil || s.NextPrivateKeySecretName != nil {
-				t.Errorf("failure/next-key fields not cleared: %v %v %v", s.LastFailureTime, s.FailedIssuanceAttempts, s.NextPrivateKeySecretName)
+			if s.LastFailureTime != nil || s.FailedIssuanceAttempts != nil {
+				t.Errorf("failure fields not cleared: %v %v", s.LastFailureTime, s.FailedIssuanceAttempts)
+			}
+			if s.NextPrivateKeySecretName == nil || *s.NextPrivateKeySecretName != nextKeyName {
+				t.Errorf("nextPrivateKeySecretName = %v, want %s until its secret is deleted", s.NextPrivateKeySecretName, nextKeyName)
+			}
+			if second := w.Only("UpdateCertificate")[1]; second.Cert.Status.NextPrivateKeySecretName != nil ||
+				second.Cert.Status.Revision == nil || *second.Cert.Status.Revision != tc.wantRev || !second.NextRunAt.Equal(up.NextRunAt) {
+				t.Errorf("second write: nextPrivateKeySecretName %v revision %v nextRunAt %s, want unset, %d, %s",
+					second.Cert.Status.NextPrivateKeySecretName, second.Cert.Status.Revision, second.NextRunAt, tc.wantRev, up.NextRunAt)
 			}
 			if !api.IsTrue(s.Conditions, api.CertificateConditionReady) {
 				t.Errorf("Ready not True: %+v", s.Conditions)
@@ -362,6 +373,44 @@ func TestStepErrors(t *testing.T) {
 				t.Fatal("status recorded although the step failed")
 			}
 		})
+	}
+}
+
+// The next-key secret cannot be deleted after the revision completed (or
+// the process dies before): status.nextPrivateKeySecretName stays set, so
+// the keymanager's clean-up on the Certificate's next step deletes it
+// and unsets the name. Nothing is left behind for the next issuance to
+// adopt as its "new" key.
+func TestStepLeavesAFailedNextKeyDeleteToTheCleanUp(t *testing.T) {
+	f := newFixture(t)
+	f.secrets.DeleteErr = errors.New("secret store unavailable")
+	w := &ct.Writer{}
+	env, _, m := ct.Env(f.secrets, w)
+	st := ct.State(f.crt, nil, f.next(t, ct.Issued(f.leafPEM, f.ca.PEM, ct.T0)))
+	out, err := issuing.Step(context.Background(), env, st)
+	if err != nil || !out.Wrote {
+		t.Fatalf("Step = %+v, %v; want a write and no error", out, err)
+	}
+	if ups := w.Only("UpdateCertificate"); len(ups) != 1 || ups[0].Cert.Status.NextPrivateKeySecretName == nil {
+		t.Fatalf("status writes %d, want only the completion, still naming the next key", len(ups))
+	}
+	if m.Get("certfn_cleanup_errors_total") != 1 {
+		t.Error("the failed delete is not counted")
+	}
+	if _, ok := f.secrets.Lookup(ct.Namespace, nextKeyName); !ok {
+		t.Fatal("next key gone although its delete failed")
+	}
+	// The next step: not issuing, the next key named.
+	f.secrets.DeleteErr = nil
+	out, err = keymanager.Step(context.Background(), env, st)
+	if err != nil || !out.Wrote {
+		t.Fatalf("keymanager.Step = %+v, %v; want its clean-up", out, err)
+	}
+	if _, ok := f.secrets.Lookup(ct.Namespace, nextKeyName); ok {
+		t.Fatal("next key not deleted by the clean-up")
+	}
+	if st.Cert.Status.NextPrivateKeySecretName != nil {
+		t.Fatal("next key still named after the clean-up")
 	}
 }
 
