@@ -107,6 +107,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzMapError$$' -fuzztime 20s ./adapters/acme/
 	$(GO) test -run '^$$' -fuzz '^FuzzRenewalInfo$$' -fuzztime 20s ./adapters/acme/
 	$(GO) test -run '^$$' -fuzz '^FuzzApprovalAndObjectPaths$$' -fuzztime 20s ./adapters/httpapi/
+	$(GO) test -run '^$$' -fuzz '^FuzzDecodeMain$$' -fuzztime 20s ./adapters/aws/ssmstore/
 
 clean:
 	rm -rf bin

@@ -424,3 +424,46 @@ func (r *standardRefused) PutParameter(ctx context.Context, in *ssm.PutParameter
 	}
 	return r.stubAPI.PutParameter(ctx, in, o...)
 }
+
+// A split payload whose key reference is malformed, or names a key
+// version that is gone, is a permanent error naming the parameters and
+// never a value; a Put whose companion write fails writes no parameter
+// (the old pair stays readable).
+func TestSplitFailures(t *testing.T) {
+	ctx := context.Background()
+	big := aSecret("ns", "web").data("tls.crt", []byte(strings.Repeat("c", 3000))).data("tls.key", []byte(marker+strings.Repeat("k", 1500))).build()
+	tests := []struct {
+		name, value, want string
+	}{
+		{"reference not an object", `{"tls.crt":"c","..parameters":"tls.key=1","..metadata":{}}`, "member ..parameters is malformed"},
+		{"version zero", `{"tls.crt":"c","..parameters":{"tls.key":0},"..metadata":{}}`, "member ..parameters is malformed"},
+		{"another key", `{"tls.crt":"c","..parameters":{"tls.crt":1},"..metadata":{}}`, "member ..parameters is malformed"},
+		{"key version gone", `{"tls.crt":"c","..parameters":{"tls.key":1},"..metadata":{}}`, "/p/tls/ns/web_tls.key: version 1, which /p/tls/ns/web names, is gone"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			a := newStub()
+			s, err := New(a, Options{Prefix: "p", Classes: WorkerClasses(false)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			a.set("/p/tls/ns/web", tc.value)
+			_, err = s.Get(ctx, "ns", "web")
+			if !errs.IsPermanent(err) || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("Get: %v, want a permanent error containing %q", err, tc.want)
+			}
+		})
+	}
+	a := newStub()
+	s, err := New(a, Options{Prefix: "p"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.client = putFails{a, "/p/tls/ns/web_tls.key", apiErr("ThrottlingException")}
+	if err := s.Put(ctx, big); err == nil || errs.IsPermanent(err) || strings.Contains(err.Error(), marker) {
+		t.Fatalf("Put with the key write throttled: %v, want a transient error without the value", err)
+	}
+	if _, ok := a.values["/p/tls/ns/web"]; ok {
+		t.Error("the parameter was written although its key was not")
+	}
+}
