@@ -131,6 +131,18 @@ func (d *Deliverer) Handle(ctx context.Context, key api.Key, attempt int) engine
 	case a.Role.SignerWorkOnly:
 		switch key.Kind {
 		case api.KindCertificateRequest:
+			rec, err := a.Engine.Store().Get(ctx, key)
+			if err != nil && !errors.Is(err, ports.ErrNotFound) {
+				return retryDisposition(fmt.Errorf("read %s: %w", key, err), attempt)
+			}
+			if err == nil {
+				if o, derr := a.Engine.Decode(rec); derr == nil {
+					if cr, ok := o.(*api.CertificateRequest); ok && cr.IsFinal() {
+						return d.finalRequest(ctx, key, attempt)
+					}
+				}
+				m.Loaded = &rec
+			}
 		case api.KindIssuer, api.KindClusterIssuer:
 			ok, rec, err := d.signerWork(ctx, key)
 			if err != nil {
@@ -145,6 +157,28 @@ func (d *Deliverer) Handle(ctx context.Context, key api.Key, attempt int) engine
 		}
 	}
 	return a.Engine.Handle(ctx, m)
+}
+
+// finalRequest handles, in a signer-only role, a request that is already
+// final: a second delivery of its message (SQS delivers at least once), or
+// a redelivery after an invocation died between the final write and the
+// wake-up of the Certificate. The engine would then wake the Certificate
+// if it still issues, which takes reading it — a read the signer may not
+// make (infra/terraform/aws/iam.tf: CertificateRequest and issuer items
+// only), so every such delivery failed until the dead-letter queue. The
+// request goes to the worker queue instead: the worker, which may read
+// the Certificate, reconciles the final request and wakes its owner only
+// if that still issues. It is no longer the signer's work, so the worker
+// does not hand it back.
+func (d *Deliverer) finalRequest(ctx context.Context, key api.Key, attempt int) engine.Disposition {
+	if d.Queue == nil {
+		return engine.Disposition{Ack: true, Err: fmt.Errorf("signer: %s is final and no worker queue is configured: dropped", key)}
+	}
+	if err := d.Queue.Enqueue(ctx, key, 0); err != nil {
+		return retryDisposition(fmt.Errorf("send final %s to the worker queue: %w", key, err), attempt)
+	}
+	d.inc("certfn_final_requests_to_worker_total")
+	return engine.Disposition{Ack: true}
 }
 
 // signerWork reports whether key is the signer's work (see Deliverer) and

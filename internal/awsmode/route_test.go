@@ -120,6 +120,35 @@ func TestSignerSignsButNeverApproves(t *testing.T) {
 			t.Fatalf("signer queue %v, want empty", got)
 		}
 	})
+	// SQS delivers at least once: a second copy of a signed request's
+	// message reaches the signer after the request is final. It must not
+	// read the Certificate (the signer's IAM policy refuses it: the Env
+	// fails the test at cleanup on any refusal, and every such copy used to
+	// be retried into the dead-letter queue); the worker, which may read
+	// it, gets the final request and wakes the Certificate if it still
+	// issues.
+	t.Run("a second delivery of a signed request goes to the worker, reading no Certificate", func(t *testing.T) {
+		r := newRouteEnv(t, true)
+		put(t, r.worker, request(t, "ops-ca", ct.Approved(ct.T0)))
+		if d := r.signer.Handle(r.Ctx, webReq, 1); !d.Ack || d.Err != nil {
+			t.Fatalf("first delivery: disposition %+v", d)
+		}
+		drain(t, r.Env, r.WorkerQueueURL)
+		_, v := load(t, r.signer, webReq)
+		d := r.signer.Handle(r.Ctx, webReq, 1)
+		if !d.Ack || d.Err != nil {
+			t.Fatalf("second delivery: disposition %+v", d)
+		}
+		if _, after := load(t, r.signer, webReq); after != v {
+			t.Fatalf("the second delivery wrote the request (version %d -> %d)", v, after)
+		}
+		if got := drain(t, r.Env, r.WorkerQueueURL); len(got) != 1 || got[0] != "CertificateRequest/default/web-1" {
+			t.Fatalf("worker queue %v, want the final request CertificateRequest/default/web-1", got)
+		}
+		if got := r.IAMDenied(); len(got) != 0 {
+			t.Fatalf("calls the signer's IAM policy refuses: %v", got)
+		}
+	})
 	t.Run("a request without a decision is acknowledged, not approved", func(t *testing.T) {
 		r := newRouteEnv(t, true)
 		v := put(t, r.worker, request(t, "ops-ca"))
