@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -88,10 +89,43 @@ func (e *Engine) dispose(ctx context.Context, m Message, err error) Disposition 
 		return Disposition{Ack: true, Err: err}
 	}
 	e.cfg.Metrics.Inc("certfn_transient_errors_total", "kind", key.Kind)
-	if d, ok := errs.SuggestedDelay(err); ok {
-		return Disposition{RetryAfter: d, Err: err}
+	d, ok := errs.SuggestedDelay(err)
+	if !ok {
+		d = RetryBackoff(m.Attempt)
 	}
-	return Disposition{RetryAfter: RetryBackoff(m.Attempt), Err: err}
+	if rerr := e.deferDue(ctx, key, e.cfg.Clock.Now().Add(d)); rerr != nil {
+		err = fmt.Errorf("%w (and its due time could not be deferred: %v)", err, rerr)
+	}
+	return Disposition{RetryAfter: d, Err: err}
+}
+
+// deferDue moves a record's due time that has passed (or comes before at)
+// to at, after a transient failure: otherwise every sweep finds the record
+// due and enqueues it at once, and the failing step runs at the sweep's
+// pace instead of backing off (issue 15: an ACME server answering 500 was
+// asked every sweep). A record that is not in the due index, or is due
+// later, is left alone; a lost race is no failure (the writer rescheduled
+// it).
+func (e *Engine) deferDue(ctx context.Context, key api.Key, at time.Time) error {
+	if key.Kind == api.KindEvent {
+		return nil
+	}
+	rec, err := e.cfg.Store.Get(ctx, key)
+	if errors.Is(err, ports.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if rec.NextRunAt.IsZero() || !rec.NextRunAt.Before(at) {
+		return nil
+	}
+	rec.NextRunAt = at
+	if _, err := e.cfg.Store.Update(ctx, rec); err != nil && errs.Classify(err) != errs.Conflict {
+		return err
+	}
+	e.cfg.Metrics.Inc("certfn_state_writes_total", "kind", key.Kind)
+	return nil
 }
 
 // RetryBackoff is 1 s doubling per attempt, capped at 5 minutes.

@@ -107,6 +107,9 @@ type ACMEOptions struct {
 	// WrapTransport wraps the ACME client's HTTP transport (tests count
 	// requests, trust a test CA's TLS certificate or inject failures).
 	WrapTransport func(http.RoundTripper) http.RoundTripper
+	// Timeout bounds one ACME HTTP request (default 30 s; tests of a
+	// server that never answers shorten it).
+	Timeout time.Duration
 	// HTTP01SelfCheckAddr, when set, is dialled by the HTTP-01 self-check
 	// instead of <dnsName>:80 (a responder on another port).
 	HTTP01SelfCheckAddr string
@@ -274,7 +277,7 @@ func Open(opts Options) (*Runtime, error) {
 	}
 	rt.App, err = app.Build(app.Ports{
 		Store: engStore, Secrets: secrets, Queue: q, Clock: opts.Clock, Metrics: rt.Metrics, Logger: opts.Logger,
-		ACME:  acmeadapter.NewDialer(acmeadapter.Options{Wrap: opts.ACME.WrapTransport}),
+		ACME:  acmeadapter.NewDialer(acmeadapter.Options{Wrap: opts.ACME.WrapTransport, Timeout: opts.ACME.Timeout}),
 		DNS01: providers, DNS01Resolver: opts.ACME.DNS01Resolver, CertificateImporter: opts.CertificateImporter,
 	}, app.Settings{
 		ClusterResourceNamespace: opts.ClusterResourceNamespace, AutoApprove: opts.AutoApprove, Identity: opts.Identity,

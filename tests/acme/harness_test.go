@@ -192,13 +192,22 @@ type recorder struct {
 	// turns the response into a network error (the request reached the
 	// server, the caller never learns the answer: a crash after an ACME call).
 	failAfter func(r *http.Request) bool
+	// answer, when set, is asked before each round trip; handled means
+	// the server's answer is replaced by resp, err (a misbehaving server:
+	// the request never reaches Pebble).
+	answer func(r *http.Request) (resp *http.Response, err error, handled bool)
 }
 
 func (r *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
 	r.mu.Lock()
 	r.reqs = append(r.reqs, timedRequest{at: r.clk.Now(), line: req.Method + " " + req.URL.Path})
-	fail := r.failAfter
+	fail, answer := r.failAfter, r.answer
 	r.mu.Unlock()
+	if answer != nil {
+		if resp, err, ok := answer(req); ok {
+			return resp, err
+		}
+	}
 	resp, err := r.next.RoundTrip(req)
 	if err == nil && fail != nil && fail(req) {
 		resp.Body.Close()
