@@ -590,22 +590,40 @@ func (s *Store) delete(ctx context.Context, p string) error {
 }
 
 // Delete removes the secret from every class the Store writes (with its
-// history and its companion); nil if it is missing. ca and sc are never
-// deleted.
+// history and its key part, split.go); nil if it is missing. ca and sc
+// are never deleted. One GetParameters call finds which of those
+// parameters exist, so a delete costs one read and one DeleteParameter
+// per parameter found, not one per class and part.
 func (s *Store) Delete(ctx context.Context, namespace, name string) error {
+	fail := func(err error) error { return fmt.Errorf("secret %s/%s: delete: %w", namespace, name, err) }
 	if err := checkNames(namespace, name); err != nil {
-		return fmt.Errorf("secret %s/%s: delete: %w", namespace, name, err)
+		return fail(err)
 	}
+	var names []string
 	for _, c := range s.classes {
 		if !c.writable() {
 			continue
 		}
 		p, err := s.ParameterName(c, namespace, name)
-		if err == nil {
-			err = s.deleteWithKey(ctx, p)
-		}
 		if err != nil {
-			return fmt.Errorf("secret %s/%s: delete: %w", namespace, name, err)
+			return fail(err)
+		}
+		names = append(names, p, p+keyPartSuffix)
+	}
+	if len(names) == 0 {
+		return nil
+	}
+	if err := ctx.Err(); err != nil {
+		return fail(err)
+	}
+	out, err := s.client.GetParameters(ctx, &ssm.GetParametersInput{Names: names})
+	s.inc("GetParameters")
+	if err != nil {
+		return fail(fmt.Errorf("%s: %w", strings.Join(names, ", "), classify(err)))
+	}
+	for _, p := range out.Parameters {
+		if err := s.delete(ctx, aws.ToString(p.Name)); err != nil {
+			return fail(err)
 		}
 	}
 	return nil
