@@ -494,11 +494,11 @@ func (h *Handler) approval(r *http.Request, caller app.Caller) (int, any, error)
 // renew: POST /v1/namespaces/{ns}/certificates/{name}/renew.
 func (h *Handler) renew(r *http.Request, caller app.Caller) (int, any, error) {
 	key := api.Key{Kind: api.KindCertificate, Namespace: r.PathValue("ns"), Name: r.PathValue("name")}
-	c, err := h.svc.Renew(r.Context(), caller, key)
+	res, err := h.svc.Renew(r.Context(), caller, key)
 	if err != nil {
 		return 0, nil, err
 	}
-	return http.StatusOK, c, nil
+	return http.StatusOK, res, nil
 }
 
 // status: GET /v1/namespaces/{ns}/certificates/{name}/status.

@@ -28,7 +28,7 @@ type client interface {
 	Delete(ctx context.Context, key api.Key) error
 	// Status explains a Certificate (the report `certfn status` prints).
 	Status(ctx context.Context, key api.Key) (*app.Report, error)
-	Renew(ctx context.Context, key api.Key) error
+	Renew(ctx context.Context, key api.Key) (*app.RenewResult, error)
 	// Approve approves (approve=true) or denies a CertificateRequest; an
 	// empty message becomes "manually approved by <caller>".
 	Approve(ctx context.Context, key api.Key, approve bool, reason, message string) error
@@ -70,9 +70,8 @@ func (c *localClient) Status(ctx context.Context, key api.Key) (*app.Report, err
 	return c.svc.Status(ctx, c.caller, key)
 }
 
-func (c *localClient) Renew(ctx context.Context, key api.Key) error {
-	_, err := c.svc.Renew(ctx, c.caller, key)
-	return err
+func (c *localClient) Renew(ctx context.Context, key api.Key) (*app.RenewResult, error) {
+	return c.svc.Renew(ctx, c.caller, key)
 }
 
 func (c *localClient) Approve(ctx context.Context, key api.Key, approve bool, reason, message string) error {

@@ -258,7 +258,10 @@ func TestServeIssuesTheExamples(t *testing.T) {
 		if out := ok(t, dir, "renew", "web"); out != "Manually triggered issuance of certificate.cert-manager.io/web (default)\n" {
 			t.Fatalf("renew: %q", out)
 		}
-		failsWith(t, cli(t, dir, "", "renew", "web"), "already being issued")
+		// Already being issued: woken, not refused (issue 15).
+		if out := ok(t, dir, "renew", "web"); out != "certificate.cert-manager.io/web (default) is already being issued: woke Certificate/default/web to run now\n" {
+			t.Fatalf("renew again: %q", out)
+		}
 		if s := ok(t, dir, "status", "certificate", "web"); !strings.Contains(s, "Issuing=True (ManuallyTriggered)") {
 			t.Fatalf("status after renew:\n%s", s)
 		}

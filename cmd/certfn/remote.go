@@ -392,12 +392,19 @@ func (c *remoteClient) Status(ctx context.Context, key api.Key) (*app.Report, er
 	return &rep, nil
 }
 
-func (c *remoteClient) Renew(ctx context.Context, key api.Key) error {
+func (c *remoteClient) Renew(ctx context.Context, key api.Key) (*app.RenewResult, error) {
 	p, err := objectPath(key)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	return c.do(ctx, http.MethodPost, p+"/renew", nil, nil)
+	var res app.RenewResult
+	if err := c.do(ctx, http.MethodPost, p+"/renew", nil, &res); err != nil {
+		return nil, err
+	}
+	if res.Certificate == nil {
+		return nil, errors.New("server answered a renewal without a certificate")
+	}
+	return &res, nil
 }
 
 func (c *remoteClient) Approve(ctx context.Context, key api.Key, approve bool, reason, message string) error {

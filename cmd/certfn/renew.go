@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 
@@ -41,19 +40,20 @@ func newRenew(g *globals) *cobra.Command {
 			} else {
 				keys = []api.Key{{Kind: api.KindCertificate, Namespace: ns, Name: args[0]}}
 			}
-			// With --all, a Certificate already being issued is reported
-			// and skipped, and the others are still renewed; any other
-			// failure is reported and makes the command fail at the end.
+			// A Certificate already being issued is not triggered again:
+			// its issuance in flight is woken to run now instead (a step
+			// that waits on a lost wake-up goes on at once). With --all,
+			// any failure is reported and makes the command fail at the end.
 			failed := 0
 			for _, k := range keys {
-				err := cl.Renew(cmd.Context(), k)
+				res, err := cl.Renew(cmd.Context(), k)
 				switch {
+				case err == nil && res.InFlight:
+					fmt.Fprintf(g.stdout, "%s is already being issued: woke %s to run now\n", displayKey(k), strings.Join(res.Woken, ", "))
 				case err == nil:
 					fmt.Fprintf(g.stdout, "Manually triggered issuance of %s\n", displayKey(k))
 				case !all:
 					return err
-				case errors.Is(err, app.ErrConflict):
-					fmt.Fprintf(g.stdout, "Skipped %s: already being issued\n", displayKey(k))
 				default:
 					failed++
 					fmt.Fprintf(g.stderr, "error: %s: %v\n", displayKey(k), err)

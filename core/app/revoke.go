@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -94,7 +95,7 @@ func (s *Service) Revoke(ctx context.Context, caller Caller, key api.Key, reason
 	if api.IsTrue(crt.Status.Conditions, api.CertificateConditionIssuing) {
 		return nil // a re-issuance is under way already
 	}
-	if _, err := s.renew(ctx, key); err != nil {
+	if _, err := s.renew(ctx, key); err != nil && !errors.Is(err, errInFlight) {
 		return fmt.Errorf("revoked %s; trigger its re-issuance: %w", key, err)
 	}
 	return nil

@@ -242,11 +242,29 @@ func (s *Service) wakeSharers(ctx context.Context, namespace, secretName string)
 	}
 }
 
+// RenewResult is what Renew did.
+type RenewResult struct {
+	// Certificate is the Certificate after the call.
+	Certificate *api.Certificate `json:"certificate"`
+	// InFlight: the Certificate was already being issued, so nothing was
+	// written (cmctl renew sets the same condition again); instead the
+	// objects of the issuance in flight were woken to run now.
+	InFlight bool `json:"inFlight,omitempty"`
+	// Woken lists, when InFlight, the objects enqueued to run now: the
+	// Certificate and, of its request in flight, the CertificateRequest,
+	// its ACME Order and Challenges that are not final.
+	Woken []string `json:"woken,omitempty"`
+}
+
 // Renew forces the re-issuance of the Certificate at key by setting
 // Issuing=True (as `cmctl renew`) if caller may update it, and returns
-// the updated Certificate. It refuses (ErrConflict) while an issuance is
-// already in progress.
-func (s *Service) Renew(ctx context.Context, caller Caller, key api.Key) (*api.Certificate, error) {
+// the updated Certificate. While an issuance is already in progress it
+// writes nothing and wakes that issuance instead (issue 15: a wake-up
+// lost in a crash left an Order waiting for its 10-minute safety net, and
+// renew only refused): every object of the chain that is not final is
+// enqueued to run now, as a Kubernetes status update makes the informers
+// of cert-manager's controllers look again.
+func (s *Service) Renew(ctx context.Context, caller Caller, key api.Key) (*RenewResult, error) {
 	if key.Kind != api.KindCertificate {
 		return nil, badRequestf("renew applies to certificates, not %s", key.Kind)
 	}
@@ -254,22 +272,60 @@ func (s *Service) Renew(ctx context.Context, caller Caller, key api.Key) (*api.C
 		return nil, err
 	}
 	o, err := s.renew(ctx, key)
+	if errors.Is(err, errInFlight) {
+		return s.wakeInFlight(ctx, key)
+	}
 	if err != nil {
 		return nil, err
 	}
-	return o.(*api.Certificate), nil
+	return &RenewResult{Certificate: o.(*api.Certificate)}, nil
 }
+
+// errInFlight is renew's answer for a Certificate already being issued.
+var errInFlight = errors.New("already being issued")
 
 func (s *Service) renew(ctx context.Context, key api.Key) (api.Object, error) {
 	return s.mutate(ctx, key, func(o api.Object) error {
 		c := o.(*api.Certificate)
 		if api.IsTrue(c.Status.Conditions, api.CertificateConditionIssuing) {
-			return conflictf("%s is already being issued", key)
+			return fmt.Errorf("%s is %w", key, errInFlight)
 		}
 		api.SetCondition(&c.Status.Conditions, api.Condition{Type: api.CertificateConditionIssuing, Status: api.ConditionTrue,
 			Reason: "ManuallyTriggered", Message: "Certificate re-issuance manually triggered", ObservedGeneration: c.Generation}, s.engine.Now())
 		return nil
 	})
+}
+
+// wakeInFlight enqueues, to run now, the Certificate at key and the
+// objects of its issuance in flight that are not final (the chain `certfn
+// status` shows), and says which.
+func (s *Service) wakeInFlight(ctx context.Context, key api.Key) (*RenewResult, error) {
+	rep, err := Explain(ctx, s.engine.Get, nil, key)
+	if err != nil {
+		return nil, fmt.Errorf("renew %s: %w", key, err)
+	}
+	objs := []api.Object{rep.Certificate}
+	if rep.Request != nil {
+		objs = append(objs, rep.Request)
+	}
+	if rep.Order != nil {
+		objs = append(objs, rep.Order)
+	}
+	for _, ch := range rep.Challenges {
+		objs = append(objs, ch)
+	}
+	res := &RenewResult{Certificate: rep.Certificate, InFlight: true}
+	for _, o := range objs {
+		if f, ok := o.(engine.Finalizer); ok && f.IsFinal() {
+			continue
+		}
+		k := api.KeyOf(o)
+		if err := s.engine.Enqueue(ctx, k, 0); err != nil {
+			return nil, fmt.Errorf("renew %s: wake %s: %w", key, k, err)
+		}
+		res.Woken = append(res.Woken, k.String())
+	}
+	return res, nil
 }
 
 // DefaultApprovalMessage is the message recorded on an approval or denial

@@ -2,6 +2,7 @@ package app_test
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -141,8 +142,16 @@ func TestRenew(t *testing.T) {
 	if ic == nil || ic.Status != api.ConditionTrue || ic.Reason != "ManuallyTriggered" || r.Rec(apptest.CertKey).Version != v+1 {
 		t.Fatalf("Issuing = %+v, version %d", ic, r.Rec(apptest.CertKey).Version)
 	}
-	if _, err := r.Service.Renew(r.Ctx, caller, apptest.CertKey); !errs.IsPermanent(err) || !strings.Contains(err.Error(), "already being issued") {
-		t.Fatalf("second Renew: %v", err)
+	// Already being issued: nothing is written, the issuance in flight is
+	// woken instead (it used to be refused, which left a lost wake-up to
+	// its safety net).
+	r.ClearQueue()
+	res, err := r.Service.Renew(r.Ctx, caller, apptest.CertKey)
+	if err != nil || !res.InFlight || r.Rec(apptest.CertKey).Version != v+1 {
+		t.Fatalf("second Renew: %+v, %v, version %d", res, err, r.Rec(apptest.CertKey).Version)
+	}
+	if want := []string{apptest.CertKey.String()}; !slices.Equal(res.Woken, want) || !slices.Equal(r.Visible(), want) {
+		t.Fatalf("woken %q, queued %q, want %q", res.Woken, r.Visible(), want)
 	}
 	if _, err := r.Service.Renew(r.Ctx, caller, api.Key{Kind: api.KindCertificate, Namespace: "default", Name: "nope"}); !errors.Is(err, ports.ErrNotFound) {
 		t.Fatalf("Renew of a missing certificate: %v", err)

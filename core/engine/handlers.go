@@ -85,6 +85,12 @@ func (e *Engine) UpdateObject(ctx context.Context, obj api.Object, version int64
 	return e.direct().update(ctx, obj, version, next)
 }
 
+// Enqueue asks for key to be reconciled after delay, outside a reconcile
+// (renew of a Certificate already being issued wakes its chain).
+func (e *Engine) Enqueue(ctx context.Context, key api.Key, delay time.Duration) error {
+	return e.direct().enqueue(ctx, key, delay)
+}
+
 // CreateObject implements Objects.
 func (r *run) CreateObject(ctx context.Context, obj api.Object, next time.Time) (int64, error) {
 	m := obj.GetObjectMeta()

@@ -428,7 +428,8 @@ func (e *env) issue(name string) *api.Certificate {
 	e.t.Helper()
 	if !e.until(400, 2*time.Second, func() bool { return e.ready(name) }) {
 		c := e.cert(name)
-		e.t.Fatalf("certificate %s not Ready: %+v\norders: %s\nchallenges: %s", name, c.Status.Conditions, e.describe(api.KindOrder), e.describe(api.KindChallenge))
+		e.t.Fatalf("certificate %s not Ready: %+v\nissuers: %s\nrequests: %s\norders: %s\nchallenges: %s", name, c.Status.Conditions,
+			e.describe(api.KindClusterIssuer), e.describe(api.KindCertificateRequest), e.describe(api.KindOrder), e.describe(api.KindChallenge))
 	}
 	return e.cert(name)
 }
@@ -464,9 +465,22 @@ func (e *env) describe(kind string) string {
 		switch v := o.(type) {
 		case *api.Order:
 			fmt.Fprintf(&b, "\n  %s state=%q reason=%q url=%s", v.Name, v.Status.State, v.Status.Reason, v.Status.URL)
+		case *api.CertificateRequest:
+			fmt.Fprintf(&b, "\n  %s conditions=%+v", v.Name, v.Status.Conditions)
+		case api.GenericIssuer:
+			if c := api.FindCondition(v.GetStatus().Conditions, "Ready"); c != nil {
+				fmt.Fprintf(&b, "\n  %s Ready=%s %s: %s", v.GetObjectMeta().Name, c.Status, c.Reason, c.Message)
+			}
 		case *api.Challenge:
 			fmt.Fprintf(&b, "\n  %s %s %s processing=%t presented=%t accepted=%t state=%q reason=%q", v.Name, v.Spec.Type, v.Spec.DNSName,
 				v.Status.Processing, v.Status.Presented, v.Status.Accepted, v.Status.State, v.Status.Reason)
+		}
+	}
+	// The Warning Events of that kind's objects say why a reconcile failed.
+	evs, _ := e.rt.Engine.List(e.ctx, api.KindEvent, "")
+	for _, o := range evs {
+		if ev := o.(*api.Event); ev.InvolvedObject.Kind == kind {
+			fmt.Fprintf(&b, "\n  event %s: %s x%d: %s", ev.InvolvedObject.Name, ev.Reason, ev.Count, ev.Message)
 		}
 	}
 	return b.String()
