@@ -262,3 +262,60 @@ func TestFinalChallengeReconciledAgainWakesItsOrder(t *testing.T) {
 		t.Fatalf("ACME calls: %v", calls)
 	}
 }
+
+// A DNS provider that accepted the change and never serves it: the
+// Challenge says why it waits (its reason), makes no ACME request, and
+// its self-checks back off — at most 32 in the first hour and 12 an hour
+// after (the fixed 5-s interval made 720 an hour), never a tight loop.
+func TestSelfCheckBacksOff(t *testing.T) {
+	ck := &checker{}
+	r := acmetest.NewRig(t, nil, challenges.Config{DNS01: &neverVisible{ck}})
+	r.Create(challenge("d", "x.example.com", api.ACMEChallengeTypeDNS01, 0))
+	r.MustReconcile(key("d")) // schedule
+	r.MustReconcile(key("d")) // present
+	start := r.Clock.Now()
+	perHour := []int{}
+	for h := 1; h <= 3; h++ {
+		before := ck.calls
+		for r.Clock.Now().Before(start.Add(time.Duration(h) * time.Hour)) {
+			next := r.Record(key("d")).NextRunAt
+			if next.After(r.Clock.Now()) {
+				r.Clock.Advance(next.Sub(r.Clock.Now()))
+			} else {
+				r.Clock.Advance(time.Second) // settled without a due time: a message after its delay
+			}
+			r.MustReconcile(key("d"))
+		}
+		perHour = append(perHour, ck.calls-before)
+	}
+	t.Logf("self-checks per hour of a record never visible: %v", perHour)
+	if perHour[0] > 32 || perHour[1] > 13 || perHour[2] > 13 {
+		t.Fatalf("self-checks per hour %v, want at most 32, then 13", perHour)
+	}
+	c := get(r, "d")
+	if c.Status.Accepted || !strings.Contains(c.Status.Reason, "Waiting for DNS-01 challenge propagation: not served yet") {
+		t.Fatalf("status %+v", c.Status)
+	}
+	if len(r.Client.Calls()) != 0 {
+		t.Fatalf("ACME requests while the record is not visible: %v", r.Client.Calls())
+	}
+	// Once visible, it is seen at the next check (at most 5 minutes).
+	ck.ok = true
+	r.Clock.Advance(challenges.MaxCheckInterval)
+	r.MustReconcile(key("d"))
+	if c := get(r, "d"); !c.Status.Accepted {
+		t.Fatalf("not accepted once visible: %+v", c.Status)
+	}
+}
+
+// neverVisible is a DNS01Solver TEST DOUBLE whose records are presented
+// and then checked by ck.
+type neverVisible struct{ ck *checker }
+
+func (n *neverVisible) Present(ctx context.Context, ch *api.Challenge) (api.ChallengeDNS01Status, error) {
+	return (&dnsSolver{}).Present(ctx, ch)
+}
+func (n *neverVisible) Check(ctx context.Context, ch *api.Challenge) (bool, string, error) {
+	return n.ck.Check(ctx, ch)
+}
+func (n *neverVisible) CleanUp(context.Context, *api.Challenge) error { return nil }

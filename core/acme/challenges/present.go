@@ -79,7 +79,7 @@ func (r *run) stepBack(ctx context.Context) error {
 
 // checkAndAccept runs one self-check; when it passes the challenge is
 // accepted (the server starts validating). A failing self-check records
-// why and looks again after CheckInterval. A solver with
+// why and looks again after CheckInterval, backing off (checkAfter). A solver with
 // waitInsteadOfSelfCheck runs no self-check: the challenge is accepted
 // once that long has passed since it was presented (the wait is a
 // nextRunAt, nothing sleeps).
@@ -118,7 +118,7 @@ func (r *run) checkAndAccept(ctx context.Context) error {
 	}
 	if !ok {
 		reason := fmt.Sprintf("Waiting for %s challenge propagation: %s", c.Spec.Type, why)
-		next := r.now.Add(r.h.cfg.CheckInterval)
+		next := r.now.Add(r.checkAfter())
 		if c.Status.Reason == reason {
 			return r.e.Settle(ctx, r.rec, next)
 		}

@@ -46,6 +46,8 @@ func Step(ctx context.Context, env *certificates.Env, st *certificates.State) (c
 	}
 	sec, err := env.Secrets.Get(ctx, crt.Namespace, name)
 	switch {
+	case errors.Is(err, ports.ErrNotFound) && recorded(crt, name):
+		return forgetGone(ctx, env, st)
 	case errors.Is(err, ports.ErrNotFound):
 		sec, err = create(ctx, env, st, name)
 		if err != nil {
@@ -78,6 +80,31 @@ func Step(ctx context.Context, env *certificates.Env, st *certificates.State) (c
 	crt.Status.NextPrivateKeySecretName = &name
 	if err := env.Writer.UpdateCertificate(ctx, st, st.Now.Add(certificates.FollowUpGrace)); err != nil {
 		return certificates.Outcome{}, fmt.Errorf("record next private key secret: %w", err)
+	}
+	return certificates.Outcome{Wrote: true}, nil
+}
+
+// recorded says whether status already names the next-key secret name.
+func recorded(crt *api.Certificate, name string) bool {
+	n := crt.Status.NextPrivateKeySecretName
+	return n != nil && *n == name
+}
+
+// forgetGone handles a next-key secret that status names but that is
+// gone. The issuance that completes deletes it (issuing.forgetNextKey), so
+// this reconcile most likely read the Certificate before that completion,
+// while another reconcile of the same key went on (on a cloud queue, a
+// duplicate message in another invocation): creating the secret again
+// would leave a private key nothing refers to (issue 15, 0–9 of 600
+// Certificates per revision on the AWS shape). Instead the name is unset
+// with a write conditional on the version read: a stale read loses that
+// race and the reconcile runs again on fresh state; otherwise (someone
+// deleted the secret during the issuance) the next step creates a new key.
+func forgetGone(ctx context.Context, env *certificates.Env, st *certificates.State) (certificates.Outcome, error) {
+	st.Cert.Status.NextPrivateKeySecretName = nil
+	st.SetNextKeySecret(nil)
+	if err := env.Writer.UpdateCertificate(ctx, st, st.Now.Add(certificates.FollowUpGrace)); err != nil {
+		return certificates.Outcome{}, fmt.Errorf("forget the next private key secret that is gone: %w", err)
 	}
 	return certificates.Outcome{Wrote: true}, nil
 }

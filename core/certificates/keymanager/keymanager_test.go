@@ -352,6 +352,54 @@ func TestStepCreateRaceAdoptsTheWinnersKey(t *testing.T) {
 	}
 }
 
+// A next-key secret that status names but that is gone is not created
+// again: the reconcile most likely read the Certificate before another
+// completed the issuance and deleted it (issue 15's orphaned keys). The
+// name is unset with a write conditional on the version read, so a stale
+// reconcile loses the race and leaves no secret behind; on fresh state
+// the following step creates a new key.
+func TestStepDoesNotRecreateARecordedKeyThatIsGone(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		conflict bool
+	}{
+		{"stale read: the write loses its race", true},
+		{"fresh read: someone deleted the secret", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			crt := issuing(func(c *api.Certificate) { n := nextKeyName; c.Status.NextPrivateKeySecretName = &n })
+			secrets := ct.NewMemSecrets()
+			w := &ct.Writer{}
+			if tc.conflict {
+				w.Err = ports.ErrConflict
+			}
+			env, _, _ := ct.Env(secrets, w)
+			out, err := keymanager.Step(context.Background(), env, ct.State(crt, nil))
+			if got := secrets.Writes(); len(got) != 0 {
+				t.Fatalf("secret writes %v: a key nothing refers to", got)
+			}
+			if tc.conflict { // (the double records successful writes only)
+				if !errors.Is(err, ports.ErrConflict) {
+					t.Fatalf("Step: %v, want the conflict (run again on fresh state)", err)
+				}
+				return
+			}
+			updates := w.Only("UpdateCertificate")
+			if len(updates) != 1 || updates[0].Cert.Status.NextPrivateKeySecretName != nil {
+				t.Fatalf("want one write unsetting the name: %v", w.Ops())
+			}
+			if err != nil || !out.Wrote {
+				t.Fatalf("Step: %+v %v", out, err)
+			}
+			// The next step, on the state it wrote, creates a new key.
+			out, err = keymanager.Step(context.Background(), env, ct.State(updates[0].Cert, nil))
+			if err != nil || !out.Wrote || strings.Join(secrets.Writes(), ",") != "create default/"+nextKeyName {
+				t.Fatalf("second step: %+v %v, writes %v", out, err, secrets.Writes())
+			}
+		})
+	}
+}
+
 func TestStepNothingWhenNotIssuing(t *testing.T) {
 	for _, crt := range []*api.Certificate{
 		ct.Cert(),
