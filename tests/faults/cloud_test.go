@@ -214,7 +214,7 @@ func (w *world) driveCloud(start time.Time) (outcome, error) {
 		}
 		if !faulted && w.firedLabel() != "" {
 			faulted = true
-			if w.in.kind == transient {
+			if w.in.kind == transient || w.in.kind == lost {
 				ref = w.clk.Now()
 			}
 		}

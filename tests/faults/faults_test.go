@@ -4,8 +4,8 @@
 // against Pebble in this process — it runs the flow once counting every
 // port call (state store, secret store, queue, ACME client, DNS provider)
 // through wrapping adapters, then, for every N, runs it again with the
-// N-th call failing once as a crash and once as a transient error, to
-// completion on a fake clock, and asserts for every N:
+// N-th call failing once as a crash, once as a transient error and once as
+// a lost answer, to completion on a fake clock, and asserts for every N:
 //
 //   - it converges (the flow's goal; every request, Order and Challenge
 //     final, no Challenge left, no Certificate issuing, every issuer Ready)
@@ -28,7 +28,9 @@
 // `serve --until-idle` does: messages one at a time, a sweep when idle,
 // the fake clock moved to the next due time when the sweep finds nothing.
 // A transient error: the call fails without effect with an error
-// errs.Classify calls transient, and the process goes on.
+// errs.Classify calls transient, and the process goes on. A lost answer:
+// the call takes effect and its caller sees a timeout (a secret store that
+// times out after writing), and the process goes on.
 //
 // The process is local mode's role (app.Local) built by app.Build over
 // core/memory's store, secrets and queue (what the local adapters
@@ -288,7 +290,7 @@ func harness(t *testing.T, sh *shape) {
 	}
 	began := time.Now()
 	var total, calls int
-	var worstCrash, worstTransient time.Duration
+	var worstCrash, worstTransient, worstLost time.Duration
 	var lines []string
 	for fi, f := range flows() {
 		t.Run(strings.NewReplacer(" ", "_", ",", "").Replace(f.name), func(t *testing.T) {
@@ -306,7 +308,7 @@ func harness(t *testing.T, sh *shape) {
 			}
 			var jobs []result
 			for n := 1; n <= len(labels); n++ {
-				jobs = append(jobs, result{n: n, kind: crash}, result{n: n, kind: transient})
+				jobs = append(jobs, result{n: n, kind: crash}, result{n: n, kind: transient}, result{n: n, kind: lost})
 			}
 			results := make([]result, len(jobs))
 			var wg sync.WaitGroup
@@ -322,7 +324,7 @@ func harness(t *testing.T, sh *shape) {
 							r.err = fmt.Errorf("not deterministic: call %d is %s, it was %s in the clean run", r.n, r.label, labels[r.n-1])
 						}
 						if r.err == nil && r.out.lag > limit {
-							r.err = fmt.Errorf("converged %s after the %s, want at most %s", r.out.lag, map[kind]string{crash: "crash's restart", transient: "fault"}[r.kind], limit)
+							r.err = fmt.Errorf("converged %s after the %s, want at most %s", r.out.lag, map[kind]string{crash: "crash's restart", transient: "fault", lost: "fault"}[r.kind], limit)
 						}
 						results[j] = r
 					}
@@ -333,7 +335,7 @@ func harness(t *testing.T, sh *shape) {
 			}
 			close(next)
 			wg.Wait()
-			var worst [3]time.Duration
+			var worst [4]time.Duration
 			failed := 0
 			for _, r := range results {
 				if r.err != nil {
@@ -348,18 +350,19 @@ func harness(t *testing.T, sh *shape) {
 				ports = append(ports, fmt.Sprintf("%s %d", p, n))
 			}
 			sort.Strings(ports)
-			line := fmt.Sprintf("%s, %s: %d port calls (%s) × 2 fault kinds = %d faulted runs, %d failed; clean run %s of fake time; "+
-				"converged at most %s after a crash, %s after a transient fault; %s real",
-				where, f.name, len(labels), strings.Join(ports, ", "), len(jobs), failed, clean.took, worst[crash], worst[transient],
+			line := fmt.Sprintf("%s, %s: %d port calls (%s) × 3 fault kinds = %d faulted runs, %d failed; clean run %s of fake time; "+
+				"converged at most %s after a crash, %s after a transient fault, %s after a lost answer; %s real",
+				where, f.name, len(labels), strings.Join(ports, ", "), len(jobs), failed, clean.took, worst[crash], worst[transient], worst[lost],
 				time.Since(flowBegan).Round(time.Millisecond))
 			t.Log(line)
 			lines = append(lines, line)
 			total += len(jobs)
 			calls += len(labels)
 			worstCrash, worstTransient = max(worstCrash, worst[crash]), max(worstTransient, worst[transient])
+			worstLost = max(worstLost, worst[lost])
 		})
 	}
-	t.Logf("fault harness summary, %s: %d flows, %d port calls, %d faulted runs (%d crashes + %d transient errors); "+
-		"converged at most %s (fake time) after a crash's restart, %s after a transient fault (bound %s); %s real",
-		where, len(lines), calls, total, calls, calls, worstCrash, worstTransient, limit, time.Since(began).Round(time.Millisecond))
+	t.Logf("fault harness summary, %s: %d flows, %d port calls, %d faulted runs (%d crashes + %d transient errors + %d lost answers); "+
+		"converged at most %s (fake time) after a crash's restart, %s after a transient fault, %s after a lost answer (bound %s); %s real",
+		where, len(lines), calls, total, calls, calls, calls, worstCrash, worstTransient, worstLost, limit, time.Since(began).Round(time.Millisecond))
 }

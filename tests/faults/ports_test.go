@@ -34,6 +34,10 @@ const (
 	// calls transient (a 503, a throttle, a dropped connection before the
 	// request was sent); the process goes on.
 	transient
+	// lost: the call takes effect, but its caller sees a timeout (the
+	// answer was lost: a secret store or DynamoDB write that timed out
+	// after it was made); the process goes on and retries.
+	lost
 )
 
 func (k kind) String() string {
@@ -42,6 +46,8 @@ func (k kind) String() string {
 		return "crash"
 	case transient:
 		return "transient"
+	case lost:
+		return "lost"
 	}
 	return "none"
 }
@@ -79,6 +85,9 @@ func (in *injector) call(label string, do func() error) error {
 		return fmt.Errorf("fault harness: injected transient failure of %s", label)
 	}
 	err := do()
+	if fault == lost {
+		return fmt.Errorf("fault harness: %s took effect, then its answer was lost: %w", label, context.DeadlineExceeded)
+	}
 	if fault == crash {
 		in.mu.Lock()
 		in.dead = true

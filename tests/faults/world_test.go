@@ -151,7 +151,7 @@ func (w *world) drive(start time.Time) (outcome, error) {
 		return w.driveCloud(start)
 	}
 	var out outcome
-	var ref, convergedAt time.Time // ref: the restart or the transient fault
+	var ref, convergedAt time.Time // ref: the restart, or the transient fault or lost answer
 	faulted := false
 	for out.steps = 0; out.steps < 20000; out.steps++ {
 		if w.in.isDead() {
@@ -164,7 +164,7 @@ func (w *world) drive(start time.Time) (outcome, error) {
 		}
 		if !faulted && w.firedLabel() != "" {
 			faulted = true
-			if w.in.kind == transient {
+			if w.in.kind == transient || w.in.kind == lost {
 				ref = w.clk.Now()
 			}
 		}
