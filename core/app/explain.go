@@ -69,7 +69,8 @@ type Report struct {
 	Order      *api.Order       `json:"order,omitempty"`
 	Challenges []*api.Challenge `json:"challenges,omitempty"`
 	// Events are the recorded failures (api.Event) of the Certificate, its
-	// request and its issuer that the caller may read, oldest first.
+	// request, Order and Challenges and its issuer that the caller may
+	// read, oldest first.
 	Events []api.Event `json:"events,omitempty"`
 	// Permanent: what blocks the Certificate will not pass by itself (the
 	// request was denied or failed, the issuer is misconfigured); waiting
@@ -175,6 +176,12 @@ func Explain(ctx context.Context, lookup Lookup, secrets SecretReader, key api.K
 	keys := []api.Key{key, ik}
 	if r.Request != nil {
 		keys = append(keys, api.KeyOf(r.Request))
+	}
+	if r.Order != nil {
+		keys = append(keys, api.KeyOf(r.Order))
+	}
+	for _, ch := range r.Challenges {
+		keys = append(keys, api.KeyOf(ch))
 	}
 	for _, k := range keys {
 		eo, err := lookup(ctx, api.EventKeyFor(k))
@@ -336,13 +343,36 @@ func challengeBlocker(r *Report) string {
 		if ch.Status.Reason != "" {
 			msg += ": " + ch.Status.Reason
 		}
-		return msg
+		return msg + lastFailure(r, ch)
 	}
 	msg := fmt.Sprintf("order %s is %s", o.Name, orDefault(string(o.Status.State), "being created"))
 	if o.Status.Reason != "" {
 		msg += ": " + o.Status.Reason
 	}
-	return msg
+	return msg + lastFailure(r, o)
+}
+
+// lastFailure says how the last reconcile of obj failed, from its Warning
+// Event, when that was recorded after obj was created (issue 15: an ACME
+// server answering 500s left the Certificate "Issuing" with the cause only
+// in an Event): "; its last attempt failed at <time> (once | <n> times): <message>".
+// Events outlive a recovery, so the time is given; "" when there is none.
+func lastFailure(r *Report, obj api.Object) string {
+	k, m := api.KeyOf(obj), obj.GetObjectMeta()
+	for _, e := range r.Events {
+		ref := e.InvolvedObject
+		if e.Type != api.EventTypeWarning || ref.Kind != k.Kind || ref.Namespace != k.Namespace || ref.Name != k.Name {
+			continue
+		}
+		if at := eventTime(e); m.CreationTimestamp == nil || !at.Before(m.CreationTimestamp.Time) {
+			times := "once"
+			if e.Count > 1 {
+				times = fmt.Sprintf("%d times", e.Count)
+			}
+			return fmt.Sprintf("; its last attempt failed at %s (%s): %s", at.UTC().Format(time.RFC3339), times, e.Message)
+		}
+	}
+	return ""
 }
 
 func orDefault(s, def string) string {

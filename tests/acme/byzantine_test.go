@@ -203,6 +203,15 @@ func TestByzantineACMEServer(t *testing.T) {
 			if cond := api.FindCondition(cert.Status.Conditions, api.CertificateConditionIssuing); cond != nil {
 				t.Logf("Certificate Issuing=%s %s: %s", cond.Status, cond.Reason, cond.Message)
 			}
+			// `certfn status` (and `wait`, the API's status) names the cause.
+			rep, err := e.rt.App.Service.Status(e.ctx, caller, api.KeyOf(cert))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(rep.Summary, "its last attempt failed at") || !strings.Contains(rep.Summary, c.want[0]) {
+				t.Errorf("status summary does not name the cause %q: %s", c.want[0], rep.Summary)
+			}
+			t.Logf("certfn status: %s", rep.Summary)
 
 			// (3) The server recovers: issued, one finalized order.
 			e.issue("byz")
