@@ -58,3 +58,12 @@ func TestNotifierContract(t *testing.T) {
 		return porttest.NotifierHarness{Notifier: n, Delivered: func(*testing.T, int) []ports.Notification { return n.Delivered() }}
 	})
 }
+
+func TestImporterContract(t *testing.T) {
+	porttest.ImporterSuite(t, func(t *testing.T) porttest.ImporterHarness {
+		im := memory.NewImporter()
+		return porttest.ImporterHarness{Importer: im, Now: time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC),
+			Held:   func(_ *testing.T, ref string) (string, bool) { b, ok := im.Held(ref); return string(b), ok },
+			Delete: func(_ *testing.T, ref string) { im.Delete(ref) }}
+	})
+}

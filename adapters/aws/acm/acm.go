@@ -29,6 +29,7 @@ import (
 	"github.com/aws/smithy-go"
 
 	"github.com/certfn/certfn/core/errs"
+	"github.com/certfn/certfn/core/pki"
 	"github.com/certfn/certfn/core/ports"
 )
 
@@ -118,6 +119,11 @@ func (im *Importer) importOnce(ctx context.Context, req ports.CertificateImport)
 	leaf, err := parseLeaf(req.Certificate)
 	if err != nil {
 		return ports.CertificateImported{}, errs.Permanent(fmt.Errorf("acm import of %s: %w", req.Owner, err))
+	}
+	// ACM refuses a key that is not the leaf's (emulators do not): refused
+	// here, before any call, for good and without the key in the error.
+	if key, err := pki.DecodePrivateKeyPEM(req.PrivateKey); err != nil || !pki.PublicKeysEqual(key.Public(), leaf.PublicKey) {
+		return ports.CertificateImported{}, errs.Permanent(fmt.Errorf("acm import of %s: the private key does not decode or does not match the certificate", req.Owner))
 	}
 	serial := req.Serial
 	if serial == nil {

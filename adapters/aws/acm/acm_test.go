@@ -294,7 +294,7 @@ func TestErrorsAreClassified(t *testing.T) {
 	}{
 		{name: "key of another certificate", mutate: func(t *testing.T, kp *keyPair) {
 			kp.req.PrivateKey = certtest.KeyPEM(t, certtest.Key(t, kp.crt.Spec.PrivateKey))
-		}, permanent: true, want: "ValidationException"},
+		}, permanent: true, want: "the private key does not decode or does not match the certificate"},
 		{name: "not PEM", mutate: func(_ *testing.T, kp *keyPair) { kp.req.Certificate = []byte("junk") }, permanent: true, want: "the certificate is not PEM"},
 		{name: "throttled beyond the retries", fail: func(b *backend, _ *keyPair) {
 			b.fake.FailNext(10, "ImportCertificate", "ThrottlingException", "Rate exceeded", 400)
