@@ -91,6 +91,9 @@ func (e *ProblemError) Error() string {
 	return fmt.Sprintf("%s: the ACME server answered HTTP %d %s", e.Op, e.Problem.Status, problemText(e.Problem))
 }
 
+// Is makes every problem error match core/acme.ErrProblem.
+func (e *ProblemError) Is(target error) bool { return target == core.ErrProblem }
+
 // ProblemType returns the problem's type URN.
 func (e *ProblemError) ProblemType() string { return e.Problem.Type }
 

@@ -160,6 +160,11 @@ var ErrOrderNotReady = fmt.Errorf("the ACME order is not ready to be finalized")
 // certificate named by "replaces" already has a replacement (RFC 9773).
 var ErrAlreadyReplaced = fmt.Errorf("the certificate named in replaces was already replaced")
 
+// ErrProblem is matched (errors.Is) by every error that carries an ACME
+// problem document: the server answered and refused, as opposed to a
+// request that never got an answer.
+var ErrProblem = fmt.Errorf("the ACME server answered with a problem document")
+
 // ServerConfig selects a server and how to reach it (the issuer's
 // server, caBundle and skipTLSVerify).
 type ServerConfig struct {

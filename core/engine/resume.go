@@ -19,7 +19,8 @@ import (
 // Woken, for one List per kind and no secret read:
 //   - Certificates that are issuing or not Ready, and Ready ones that
 //     still name a next-private-key secret (its deletion after the
-//     issuance was interrupted);
+//     issuance was interrupted) or whose steps after the issuance may not
+//     have run (followUpPending: an ACM import, a notification);
 //   - CertificateRequests that are not final;
 //   - Orders that are not final, and valid Orders that still own
 //     Challenges (their clean-up was interrupted);
@@ -74,7 +75,8 @@ func (e *Engine) WakeUnfinished(ctx context.Context) (int, error) {
 		}
 		c := o.(*api.Certificate)
 		issuing := api.IsTrue(c.Status.Conditions, api.CertificateConditionIssuing)
-		if !issuing && api.IsTrue(c.Status.Conditions, api.CertificateConditionReady) && c.Status.NextPrivateKeySecretName == nil {
+		if !issuing && api.IsTrue(c.Status.Conditions, api.CertificateConditionReady) && c.Status.NextPrivateKeySecretName == nil &&
+			!e.followUpPending(c) {
 			continue
 		}
 		next := 1
@@ -132,4 +134,22 @@ func (e *Engine) WakeUnfinished(ctx context.Context) (int, error) {
 		}
 	}
 	return len(first) + len(rest), nil
+}
+
+// followUpPending says whether a Ready Certificate may still owe a step
+// that runs after its issuance completed: the import of an annotated
+// Certificate (whether the stored certificate is the imported one takes a
+// secret read, so every annotated one is woken: its step compares serials
+// and imports nothing when they match), or, with notifications on, the
+// announcement of its current revision. The completion write schedules the
+// renewal, not these steps, so a crash right after it would leave them to
+// the resync (an hour) without this.
+func (e *Engine) followUpPending(c *api.Certificate) bool {
+	if c.Annotations[api.AnnotationACMImport] == "true" {
+		return true
+	}
+	if e.cfg.Notifier == nil || c.Status.Revision == nil {
+		return false
+	}
+	return c.Status.NotifiedRevision == nil || *c.Status.NotifiedRevision != *c.Status.Revision
 }

@@ -54,6 +54,7 @@ func TestWakeUnfinishedWakesWhatIsInFlight(t *testing.T) {
 	r.Apply(apptest.SelfSignedYAML)
 	r.Apply(sharedCertYAML("done", "done-tls"))
 	r.Apply(sharedCertYAML("done-cleaning", "done-cleaning-tls"))
+	r.Apply(strings.Replace(sharedCertYAML("done-import", "done-import-tls"), "namespace: default", "namespace: default, annotations: {certfn.io/acm-import: \"true\"}", 1))
 	r.Drain()
 	// "done-cleaning": Ready, but its next-key secret's deletion was
 	// interrupted (status still names it).
@@ -106,6 +107,7 @@ func TestWakeUnfinishedWakesWhatIsInFlight(t *testing.T) {
 	want := []string{
 		"Certificate/default/ahead", // first: its secret may be ahead of its status
 		"Certificate/default/done-cleaning",
+		"Certificate/default/done-import", // Ready: its import may be owed (a crash after the completion write)
 		"Certificate/default/waiting",
 		"CertificateRequest/default/waiting-1",
 		"Order/default/pending", "Order/default/valid-cleaning",

@@ -157,6 +157,7 @@ func (w *world) bootCloud() error {
 	s := app.Settings{AutoApprove: w.flow.autoApprove}
 	wp := ports()
 	wp.SignerQueue = sq
+	wp.CertificateImporter = importer{im: w.imp, in: w.in}
 	wp.ACME = dialer{d: w.env.dialer, in: w.in, l: w.l}
 	ct := &challtestsrv.Provider{Server: w.env.peb.DNS, DNSAddr: w.env.dnsAddr}
 	inner := ct.Factory()
@@ -227,7 +228,7 @@ func (w *world) driveCloud(start time.Time) (outcome, error) {
 			convergedAt = time.Time{}
 		}
 		if !ok && !ref.IsZero() && now.Sub(ref) > giveUp {
-			return out, fmt.Errorf("stuck: not converged %s after the fault: %s", now.Sub(ref), why)
+			return out, fmt.Errorf("stuck: not converged %s after the fault: %s%s", now.Sub(ref), why, w.dump())
 		}
 		handled := false
 		for _, qd := range []struct {

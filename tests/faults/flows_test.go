@@ -8,6 +8,7 @@ import (
 
 	"github.com/certfn/certfn/core/api"
 	ct "github.com/certfn/certfn/core/certificates/certtest"
+	"github.com/certfn/certfn/core/pki"
 )
 
 func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
@@ -17,6 +18,9 @@ type flow struct {
 	name string
 	// acme: the flow talks to Pebble (ACME client and DNS provider ports).
 	acme bool
+	// localOnly says why the flow does not run on the cloud shapes ("":
+	// it does).
+	localOnly string
 	// autoApprove is the approver setting (nil: policies decide).
 	autoApprove []string
 	// setup brings the world to the flow's starting point, without
@@ -213,6 +217,32 @@ func flows() []*flow {
 			start: func(w *world) error { return w.apply(certYAML("web.example.com", "{name: ca}", "", "")) },
 			goal:  readyAt(1),
 		},
+		{
+			name: "ACM import", autoApprove: []string{"*"},
+			setup: func(w *world) error {
+				if err := putCA(w); err != nil {
+					return err
+				}
+				if err := w.apply(caIssuerYAML); err != nil {
+					return err
+				}
+				return settle(w)
+			},
+			start: func(w *world) error {
+				return w.apply(strings.Replace(certYAML("web.example.com", "{name: ca}", "", ""),
+					"metadata: {name: web, namespace: default}", "metadata: {name: web, namespace: default, annotations: {certfn.io/acm-import: \"true\"}}", 1))
+			},
+			goal: func(w *world) (bool, string) {
+				if ok, why := readyAt(1)(w); !ok {
+					return false, why
+				}
+				if c := w.cert("web"); c.Status.ACMCertificateARN == "" {
+					return false, "not imported yet"
+				}
+				return true, ""
+			},
+			check: checkImported,
+		},
 		renewal("Always"),
 		renewal("Never"),
 		{
@@ -285,6 +315,45 @@ func flows() []*flow {
 			goal: readyAt(1),
 		},
 		{
+			// Revocation (`certfn revoke`: the certificate is revoked at
+			// Pebble with the account key, then re-issued as renew does):
+			// the revocation itself is the CLI's call; what it starts is
+			// faulted.
+			name: "ACME revocation and replacement (Pebble)", acme: true, autoApprove: []string{"*"},
+			localOnly: "revocation reads the secret store from the CLI: the cloud APIs have no revoke route",
+			setup: func(w *world) error {
+				if err := w.apply(acmeIssuerYAML(w.env, "    - http01: {ingress: {}}\n")); err != nil {
+					return err
+				}
+				if err := w.apply(certYAML(w.name+".example.test", "{name: pebble, kind: ClusterIssuer}", "", "")); err != nil {
+					return err
+				}
+				if err := settle(w); err != nil {
+					return err
+				}
+				if ok, why := readyAt(1)(w); !ok {
+					return fmt.Errorf("set-up: %s", why)
+				}
+				k, err := publicKey(w)
+				w.firstKey = k
+				return err
+			},
+			start: func(w *world) error {
+				return w.p.app.Service.Revoke(w.ctx, caller, api.Key{Kind: api.KindCertificate, Namespace: "default", Name: "web"}, "keyCompromise")
+			},
+			goal: readyAt(2),
+			check: func(w *world) error {
+				k, err := publicKey(w)
+				if err != nil {
+					return err
+				}
+				if string(k) == string(w.firstKey) {
+					return fmt.Errorf("the replacement of the revoked certificate reuses its key")
+				}
+				return nil
+			},
+		},
+		{
 			name: "ACME DNS-01 (Pebble, challtestsrv)", acme: true, autoApprove: []string{"*"},
 			setup: func(w *world) error {
 				if err := w.apply(acmeIssuerYAML(w.env, "    - dns01: {webhook: {groupName: acme.certfn.io, solverName: challtestsrv}}\n")); err != nil {
@@ -321,4 +390,35 @@ func requestCondition(w *world, name, typ, want string) error {
 		return nil
 	}
 	return fmt.Errorf("no request %s", name)
+}
+
+// checkImported: the certificate manager holds one entry for web, the one
+// its status names, holding the certificate in web-tls (no orphaned or
+// duplicated import).
+func checkImported(w *world) error {
+	c := w.cert("web")
+	entries := w.imp.Entries()
+	if len(entries) != 1 {
+		refs := make([]string, len(entries))
+		for i, e := range entries {
+			refs[i] = e.Ref
+		}
+		return fmt.Errorf("%d imported certificates, want 1: %v", len(entries), refs)
+	}
+	e := entries[0]
+	if e.Ref != c.Status.ACMCertificateARN || e.Owner != api.KeyOf(c) {
+		return fmt.Errorf("imported %s for %s, status names %q", e.Ref, e.Owner, c.Status.ACMCertificateARN)
+	}
+	sec, err := w.sec.Get(w.ctx, "default", "web-tls")
+	if err != nil {
+		return err
+	}
+	chain, err := pki.ParseChainPEM(sec.Data["tls.crt"])
+	if err != nil {
+		return err
+	}
+	if e.Serial.Cmp(chain[0].SerialNumber) != 0 {
+		return fmt.Errorf("the imported certificate (serial %x) is not web-tls's (%x)", e.Serial, chain[0].SerialNumber)
+	}
+	return nil
 }

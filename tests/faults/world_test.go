@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -47,6 +48,7 @@ type world struct {
 	clk   *clock.Fake
 	store *memory.Store
 	sec   *memory.Secrets
+	imp   *memory.Importer // the certificate manager (ACM) imports go to
 	in    *injector
 	l     *ledger
 	p     *proc
@@ -70,7 +72,7 @@ type proc struct {
 
 func newWorld(t testing.TB, e *env, f *flow, name string, start time.Time) *world {
 	w := &world{t: t, ctx: context.Background(), env: e, flow: f, name: name, clk: clock.NewFake(start),
-		store: memory.NewStore(), sec: memory.NewSecrets(), in: &injector{}, l: newLedger()}
+		store: memory.NewStore(), sec: memory.NewSecrets(), imp: memory.NewImporter(), in: &injector{}, l: newLedger()}
 	e.tokens.add(w.store)
 	return w
 }
@@ -87,7 +89,7 @@ func (w *world) boot() error {
 	q := memory.NewQueue(w.clk, memory.DefaultVisibility)
 	p := app.Ports{
 		Store: store{s: w.store, in: w.in, l: w.l}, Secrets: secrets{s: w.sec, in: w.in, l: w.l}, Queue: queue{q: q, in: w.in},
-		Clock: w.clk,
+		Clock: w.clk, CertificateImporter: importer{im: w.imp, in: w.in},
 	}
 	s := app.Settings{AutoApprove: w.flow.autoApprove, ResyncInterval: time.Hour}
 	p.ACME = dialer{d: w.env.dialer, in: w.in, l: w.l}
@@ -177,7 +179,7 @@ func (w *world) drive(start time.Time) (outcome, error) {
 			convergedAt = time.Time{}
 		}
 		if !ok && !ref.IsZero() && now.Sub(ref) > giveUp {
-			return out, fmt.Errorf("stuck: not converged %s after the fault: %s", now.Sub(ref), why)
+			return out, fmt.Errorf("stuck: not converged %s after the fault: %s%s", now.Sub(ref), why, w.dump())
 		}
 		ds, err := w.p.q.Receive(w.ctx, 1)
 		if err != nil {
@@ -356,4 +358,38 @@ func (h *tokenHub) KeyAuthorization(ctx context.Context, token string) (string, 
 		}
 	}
 	return "", false, nil
+}
+
+// dump describes the requests, Orders and Challenges of a stuck run.
+func (w *world) dump() string {
+	var b strings.Builder
+	for _, o := range w.list(api.KindCertificateRequest) {
+		cr := o.(*api.CertificateRequest)
+		fmt.Fprintf(&b, "\n  request %s rev %s: %s", cr.Name, cr.Annotations[api.AnnotationRevision], conditions(cr.Status.Conditions))
+	}
+	for _, o := range w.list(api.KindOrder) {
+		ord := o.(*api.Order)
+		fmt.Fprintf(&b, "\n  order %s rev %s: %s %s", ord.Name, ord.Annotations[api.AnnotationRevision], ord.Status.State, ord.Status.Reason)
+	}
+	for _, o := range w.list(api.KindChallenge) {
+		ch := o.(*api.Challenge)
+		fmt.Fprintf(&b, "\n  challenge %s: %s processing=%t presented=%t %s", ch.Name, ch.Status.State, ch.Status.Processing, ch.Status.Presented, ch.Status.Reason)
+	}
+	for _, o := range w.list(api.KindEvent) {
+		ev := o.(*api.Event)
+		fmt.Fprintf(&b, "\n  event on %s %s: %s x%d: %s", ev.InvolvedObject.Kind, ev.InvolvedObject.Name, ev.Reason, ev.Count, ev.Message)
+	}
+	if due, err := w.store.Due(w.ctx, w.clk.Now().Add(100*365*24*time.Hour), 100); err == nil {
+		for _, d := range due {
+			fmt.Fprintf(&b, "\n  due %s at %s", d.Key, d.NextRunAt.Sub(w.clk.Now()))
+		}
+	}
+	if c := w.cert("web"); c != nil {
+		rev := 0
+		if c.Status.Revision != nil {
+			rev = *c.Status.Revision
+		}
+		fmt.Fprintf(&b, "\n  certificate revision %d next key %v", rev, c.Status.NextPrivateKeySecretName != nil)
+	}
+	return b.String()
 }

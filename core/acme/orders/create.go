@@ -24,9 +24,14 @@ func (r *run) create(ctx context.Context, a *acmeCtx) error {
 		return r.fail(ctx, api.StateErrored, "spec: the Order names no identifier (commonName, dnsNames or ipAddresses)")
 	}
 	order, err := a.client.NewOrder(ctx, a.acct, req)
-	if errors.Is(err, acme.ErrAlreadyReplaced) && req.Replaces != "" {
+	if replacesRefused(err) && req.Replaces != "" {
 		// RFC 9773: the predecessor already has a replacement (an earlier
-		// attempt of this renewal); order without "replaces".
+		// attempt of this renewal), or the server refused the order with
+		// "replaces" for another reason; "replaces" is a hint (servers
+		// MAY refuse it), so order without it rather than retry the same
+		// refusal for ever (Pebble 2.10 answers 500 to a replaces whose
+		// serial has a leading zero octet, as RFC 9773 encodes it, and so
+		// could a CA's bug).
 		req.Replaces = ""
 		order, err = a.client.NewOrder(ctx, a.acct, req)
 	}
@@ -113,4 +118,16 @@ func (r *run) fetchAuthorizations(ctx context.Context, a *acmeCtx) error {
 	}
 	s.Reason = "Waiting for the authorizations' challenges"
 	return r.write(ctx, r.now, "record authorizations")
+}
+
+// replacesRefused says whether a new-order with "replaces" was refused in
+// a way worth one order without it: already replaced, or any problem the
+// server answered except a rate limit or unavailability that names when to
+// come back (another order would be refused as well).
+func replacesRefused(err error) bool {
+	if errors.Is(err, acme.ErrAlreadyReplaced) {
+		return true
+	}
+	_, later := errs.SuggestedDelay(err)
+	return errors.Is(err, acme.ErrProblem) && !later
 }

@@ -232,21 +232,45 @@ func TestPreferredChain(t *testing.T) {
 	}
 }
 
-// "replaces" naming an already replaced certificate: ordered again without it.
-func TestAlreadyReplacedRetriesWithoutReplaces(t *testing.T) {
-	r := acmetest.NewRig(t, httpSolver, challenges.Config{})
-	r.Client.NewOrderFn = func(req acme.NewOrderRequest) (acme.Order, error) {
-		if req.Replaces != "" {
-			return acme.Order{}, errs.Permanent(errors.Join(acme.ErrAlreadyReplaced, errors.New("dup")))
-		}
-		return acme.Order{URL: "https://acme.test/order/2", Status: "pending", Authorizations: []string{"https://acme.test/authz/a.example.com"}}, nil
-	}
-	r.Create(order(t, []string{"a.example.com"}, func(o *api.Order) { o.Spec.Replaces = "aki.serial"; acme.StampSpec(&o.ObjectMeta, o.Spec) }))
-	r.MustReconcile(orderKey)
-	if o := getOrder(r); o.Status.URL != "https://acme.test/order/2" {
-		t.Fatalf("order: %+v calls %v", o.Status, r.Client.Calls())
-	}
-	if c := r.Client.Calls(); len(c) != 2 || c[0] != "NewOrder aki.serial" || c[1] != "NewOrder " {
-		t.Fatalf("calls %q", c)
+// A new-order whose "replaces" the server refuses — already replaced, or
+// any problem it answers (Pebble 2.10 answers serverInternal to a serial
+// with a leading zero octet: the renewal was retried for ever) — is ordered
+// again at once without it; a rate limit or a request that got no answer
+// is not (the same refusal would follow, or the server may never have seen
+// it).
+func TestRefusedReplacesRetriesWithoutReplaces(t *testing.T) {
+	problem := struct{ error }{errors.New("HTTP 500 serverInternal: could not find an order for the given certificate")}
+	for _, tc := range []struct {
+		name  string
+		err   error
+		retry bool
+	}{
+		{"already replaced", errs.Permanent(errors.Join(acme.ErrAlreadyReplaced, errors.New("dup"))), true},
+		{"server error problem", errors.Join(acme.ErrProblem, problem), true},
+		{"malformed problem", errs.Permanent(errors.Join(acme.ErrProblem, errors.New("malformed: parsing ARI CertID failed"))), true},
+		{"rate limited", errs.RetryAfter(errors.Join(acme.ErrProblem, errors.New("rateLimited")), time.Hour), false},
+		{"no answer", errors.New("cannot reach the ACME server"), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := acmetest.NewRig(t, httpSolver, challenges.Config{})
+			r.Client.NewOrderFn = func(req acme.NewOrderRequest) (acme.Order, error) {
+				if req.Replaces != "" {
+					return acme.Order{}, tc.err
+				}
+				return acme.Order{URL: "https://acme.test/order/2", Status: "pending", Authorizations: []string{"https://acme.test/authz/a.example.com"}}, nil
+			}
+			r.Create(order(t, []string{"a.example.com"}, func(o *api.Order) { o.Spec.Replaces = "aki.serial"; acme.StampSpec(&o.ObjectMeta, o.Spec) }))
+			_ = r.Reconcile(orderKey)
+			want := []string{"NewOrder aki.serial"}
+			if tc.retry {
+				want = append(want, "NewOrder ")
+			}
+			if c := r.Client.Calls(); strings.Join(c, ",") != strings.Join(want, ",") {
+				t.Fatalf("calls %q, want %q", c, want)
+			}
+			if o := getOrder(r); (o.Status.URL == "https://acme.test/order/2") != tc.retry {
+				t.Fatalf("order: %+v", o.Status)
+			}
+		})
 	}
 }
