@@ -323,6 +323,40 @@ func (s *Store) Delete(ctx context.Context, key api.Key, version int64) error {
 // List returns the records of opts.Kind (required), optionally restricted
 // to one namespace and to one owner, ordered by namespace and name.
 func (s *Store) List(ctx context.Context, opts ports.ListOptions) ([]ports.Record, error) {
+	return s.list(ctx, opts, nil, 0)
+}
+
+// ListPage returns a page of List's records, in the same order (namespace,
+// then name), after the continue token's key. Each page is one query on
+// the primary key (or resources_owner) that reads its rows and stops:
+// its cost does not grow with the records before or after it.
+func (s *Store) ListPage(ctx context.Context, opts ports.ListOptions) (ports.Page, error) {
+	if opts.Limit < 0 {
+		return ports.Page{}, errs.Permanentf("store: list: limit: must be >= 0, got %d", opts.Limit)
+	}
+	after, err := ports.DecodeContinue(opts, 2)
+	if err != nil {
+		return ports.Page{}, errs.Permanent(fmt.Errorf("store: list %s: %w", opts.Kind, err))
+	}
+	limit := opts.Limit
+	if limit > 0 {
+		limit++ // one more than asked tells whether another page follows
+	}
+	recs, err := s.list(ctx, opts, after, limit)
+	if err != nil {
+		return ports.Page{}, err
+	}
+	if opts.Limit == 0 || len(recs) <= opts.Limit {
+		return ports.Page{Records: recs}, nil
+	}
+	recs = recs[:opts.Limit]
+	last := recs[len(recs)-1].Key
+	return ports.Page{Records: recs, Continue: ports.EncodeContinue(opts, last.Namespace, last.Name)}, nil
+}
+
+// list runs List's query, after the key (namespace, name) in after when
+// it is not nil, reading at most limit rows when limit > 0.
+func (s *Store) list(ctx context.Context, opts ports.ListOptions, after []string, limit int) ([]ports.Record, error) {
 	if opts.Kind == "" {
 		return nil, errs.Permanentf("store: list: kind: must not be empty")
 	}
@@ -336,7 +370,15 @@ func (s *Store) List(ctx context.Context, opts ports.ListOptions) ([]ports.Recor
 		q += ` AND owner = ?`
 		args = append(args, encodeKey(opts.Owner))
 	}
+	if after != nil {
+		q += ` AND (namespace, name) > (?, ?)`
+		args = append(args, after[0], after[1])
+	}
 	q += ` ORDER BY namespace, name`
+	if limit > 0 {
+		q += ` LIMIT ?`
+		args = append(args, limit)
+	}
 	rows, err := s.db.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("store: list %s: %w", opts.Kind, err)
