@@ -79,6 +79,10 @@ type Store struct {
 	// instead of polling SQLite's busy handler; other processes are still
 	// arbitrated by SQLite's file locks.
 	wmu sync.Mutex
+	// stmts are the prepared statements (prepared.go).
+	stmts *stmtCache
+	// durable makes each write durable before it returns (durable.go).
+	durable *walSync
 }
 
 var _ ports.Store = (*Store)(nil)
@@ -116,7 +120,7 @@ func OpenStore(path string) (*Store, error) {
 	// concurrent workers costs more than the queries.
 	db.SetMaxOpenConns(maxConns)
 	db.SetMaxIdleConns(maxConns)
-	s := &Store{db: db, path: abs}
+	s := &Store{db: db, path: abs, stmts: &stmtCache{db: db}, durable: newWALSync(abs)}
 	var version int
 	if err := db.QueryRow(`PRAGMA user_version`).Scan(&version); err != nil {
 		db.Close()
@@ -140,6 +144,8 @@ func (s *Store) Path() string { return s.path }
 
 // Close closes the database. Using the Store afterwards returns errors.
 func (s *Store) Close() error {
+	s.stmts.close()
+	defer s.durable.close()
 	if err := s.db.Close(); err != nil {
 		return fmt.Errorf("close store %s: %w", s.path, err)
 	}
@@ -193,7 +199,7 @@ func nonNil(b []byte) []byte {
 
 // Get returns the record stored under key, or ports.ErrNotFound.
 func (s *Store) Get(ctx context.Context, key api.Key) (ports.Record, error) {
-	row := s.db.QueryRowContext(ctx, listColumns+` WHERE kind = ? AND namespace = ? AND name = ?`,
+	row := s.stmts.queryRow(ctx, listColumns+` WHERE kind = ? AND namespace = ? AND name = ?`,
 		key.Kind, key.Namespace, key.Name)
 	rec, err := scanRecord(row)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -233,10 +239,10 @@ func (s *Store) Create(ctx context.Context, rec ports.Record) (ports.Record, err
 		return ports.Record{}, err
 	}
 	s.wmu.Lock()
-	defer s.wmu.Unlock()
-	res, err := s.db.ExecContext(ctx, `INSERT INTO resources (kind, namespace, name, version, owner, next_run_at, data)
+	res, err := s.stmts.exec(ctx, `INSERT INTO resources (kind, namespace, name, version, owner, next_run_at, data)
 		VALUES (?, ?, ?, 1, ?, ?, ?) ON CONFLICT DO NOTHING`,
 		rec.Key.Kind, rec.Key.Namespace, rec.Key.Name, encodeKey(rec.Owner), toNanos(rec.NextRunAt), nonNil(rec.Data))
+	s.wmu.Unlock()
 	if err != nil {
 		return ports.Record{}, fmt.Errorf("store: create %s: %w", rec.Key, err)
 	}
@@ -244,6 +250,9 @@ func (s *Store) Create(ctx context.Context, rec ports.Record) (ports.Record, err
 		return ports.Record{}, fmt.Errorf("store: create %s: %w", rec.Key, err)
 	} else if n == 0 {
 		return ports.Record{}, fmt.Errorf("store: create %s: %w", rec.Key, ports.ErrAlreadyExists)
+	}
+	if err := s.durable.wait(s.durable.ticket()); err != nil {
+		return ports.Record{}, err
 	}
 	rec.Version = 1
 	return rec, nil
@@ -257,17 +266,20 @@ func (s *Store) Update(ctx context.Context, rec ports.Record) (ports.Record, err
 		return ports.Record{}, err
 	}
 	s.wmu.Lock()
-	defer s.wmu.Unlock()
 	var version int64
-	err := s.db.QueryRowContext(ctx, `UPDATE resources SET version = version + 1, owner = ?, next_run_at = ?, data = ?
+	err := s.stmts.queryRow(ctx, `UPDATE resources SET version = version + 1, owner = ?, next_run_at = ?, data = ?
 		WHERE kind = ? AND namespace = ? AND name = ? AND version = ? RETURNING version`,
 		encodeKey(rec.Owner), toNanos(rec.NextRunAt), nonNil(rec.Data),
 		rec.Key.Kind, rec.Key.Namespace, rec.Key.Name, rec.Version).Scan(&version)
+	s.wmu.Unlock()
 	if errors.Is(err, sql.ErrNoRows) {
 		return ports.Record{}, s.missOrConflict(ctx, "update", rec.Key, rec.Version)
 	}
 	if err != nil {
 		return ports.Record{}, fmt.Errorf("store: update %s: %w", rec.Key, err)
+	}
+	if err := s.durable.wait(s.durable.ticket()); err != nil {
+		return ports.Record{}, err
 	}
 	rec.Version = version
 	return rec, nil
@@ -276,7 +288,7 @@ func (s *Store) Update(ctx context.Context, rec ports.Record) (ports.Record, err
 // missOrConflict explains a conditional write that matched no row.
 func (s *Store) missOrConflict(ctx context.Context, op string, key api.Key, want int64) error {
 	var stored int64
-	err := s.db.QueryRowContext(ctx, `SELECT version FROM resources WHERE kind = ? AND namespace = ? AND name = ?`,
+	err := s.stmts.queryRow(ctx, `SELECT version FROM resources WHERE kind = ? AND namespace = ? AND name = ?`,
 		key.Kind, key.Namespace, key.Name).Scan(&stored)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
@@ -295,15 +307,15 @@ func (s *Store) Delete(ctx context.Context, key api.Key, version int64) error {
 	if version < 0 {
 		return errs.Permanentf("store: delete %s: version: must be >= 0 (0 = unconditional), got %d", key, version)
 	}
-	s.wmu.Lock()
-	defer s.wmu.Unlock()
 	q := `DELETE FROM resources WHERE kind = ? AND namespace = ? AND name = ?`
 	args := []any{key.Kind, key.Namespace, key.Name}
 	if version > 0 {
 		q += ` AND version = ?`
 		args = append(args, version)
 	}
-	res, err := s.db.ExecContext(ctx, q, args...)
+	s.wmu.Lock()
+	res, err := s.stmts.exec(ctx, q, args...)
+	s.wmu.Unlock()
 	if err != nil {
 		return fmt.Errorf("store: delete %s: %w", key, err)
 	}
@@ -317,7 +329,7 @@ func (s *Store) Delete(ctx context.Context, key api.Key, version int64) error {
 		}
 		return s.missOrConflict(ctx, "delete", key, version)
 	}
-	return nil
+	return s.durable.wait(s.durable.ticket())
 }
 
 // List returns the records of opts.Kind (required), optionally restricted
@@ -379,7 +391,7 @@ func (s *Store) list(ctx context.Context, opts ports.ListOptions, after []string
 		q += ` LIMIT ?`
 		args = append(args, limit)
 	}
-	rows, err := s.db.QueryContext(ctx, q, args...)
+	rows, err := s.stmts.query(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("store: list %s: %w", opts.Kind, err)
 	}
@@ -402,7 +414,7 @@ func (s *Store) list(ctx context.Context, opts ports.ListOptions, after []string
 // after now, oldest first (ties in key order). It reads only the partial
 // index resources_due, so its cost grows with the number of due records.
 func (s *Store) Due(ctx context.Context, now time.Time, limit int) ([]ports.DueItem, error) {
-	return s.due(ctx, s.db, now, limit)
+	return s.due(ctx, s.stmts, now, limit)
 }
 
 // querier is *sql.DB or *sql.Conn (the benchmark reads page counters of one
