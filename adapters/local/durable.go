@@ -92,7 +92,7 @@ func (w *walSync) wait(t uint64) error {
 	}
 }
 
-// sync fsyncs the WAL, reopening it when SQLite has replaced it (it
+// sync fdatasyncs the WAL (as SQLite does on Linux), reopening it when SQLite has replaced it (it
 // deletes the file when its last connection closes). Without a WAL every
 // commit is in the database file, which is synced instead.
 func (w *walSync) sync() error {
@@ -114,7 +114,7 @@ func (w *walSync) sync() error {
 			return err
 		}
 	}
-	return w.f.Sync()
+	return dataSync(w.f)
 }
 
 func (w *walSync) closeFile() {
