@@ -59,7 +59,9 @@ type Decision struct {
 // Evaluate: a caller that only needs Result (a dry run's count, a
 // benchmark, an approval whose text is not stored) formats nothing. The
 // text is the same whenever it is rendered: the reasons are the compiled
-// policies (immutable) and the request view, kept by the Decision.
+// policies (immutable) and the request, kept by the Decision. A denial
+// runs the policies' plugins again with Evaluate's context: call Message
+// while that context is live.
 func (d Decision) Message() string {
 	switch {
 	case d.msg != "":

@@ -20,7 +20,8 @@ import (
 
 // Request is the view of one CertificateRequest that policies and plugins
 // judge. It is built once per evaluation (the CSR is parsed once, not per
-// policy) and must not be modified by plugins.
+// policy), must not be modified by plugins, and is reused by later
+// evaluations once this one returns (a pool), so nothing may keep it.
 type Request struct {
 	// CR is the request; CSR its parsed spec.request.
 	CR  *api.CertificateRequest

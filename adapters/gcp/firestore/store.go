@@ -27,6 +27,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"sync"
@@ -650,10 +651,13 @@ func (s *Store) ListPage(ctx context.Context, opts ports.ListOptions) (ports.Pag
 	}
 	q = q.OrderBy(firestore.DocumentID, firestore.Asc)
 	if after != nil {
+		if after[0] == "" || strings.Contains(after[0], "/") { // a forged token
+			return ports.Page{}, errs.Permanent(fmt.Errorf("store: list %s: continue: not a document ID: %w", what, ports.ErrInvalidContinue))
+		}
 		q = q.StartAfter(s.col.Doc(after[0]))
 	}
 	if opts.Limit > 0 {
-		q = q.Limit(opts.Limit + 1)
+		q = q.Limit(min(opts.Limit, math.MaxInt32-1) + 1)
 	}
 	it := q.Documents(ctx)
 	defer it.Stop()
