@@ -46,11 +46,14 @@ type walSync struct {
 	failLo, failHi uint64
 	failErr        error
 	f              *os.File // the open WAL, reopened when SQLite replaces it
+	// syncFn is sync, replaced by tests.
+	syncFn func() error
 }
 
 func newWALSync(dbPath string) *walSync {
 	w := &walSync{wal: dbPath + "-wal", db: dbPath}
 	w.cond = sync.NewCond(&w.mu)
+	w.syncFn = w.sync
 	return w
 }
 
@@ -78,7 +81,7 @@ func (w *walSync) wait(t uint64) error {
 			w.running = true
 			lo, target := w.synced, w.issued
 			w.mu.Unlock()
-			err := w.sync()
+			err := w.syncFn()
 			w.mu.Lock()
 			w.running = false
 			if err != nil {
