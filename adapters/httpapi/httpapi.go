@@ -26,6 +26,7 @@ import (
 	"mime"
 	"net/http"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/certfn/certfn/core/api"
@@ -174,6 +175,8 @@ func classify(err error) (status int, reason, field string, details []app.ErrorD
 		return http.StatusUnauthorized, "Unauthorized", "", nil
 	case errors.Is(err, app.ErrBadRequest):
 		return http.StatusBadRequest, "BadRequest", "", nil
+	case errors.Is(err, ports.ErrInvalidContinue):
+		return http.StatusBadRequest, "BadRequest", "continue", nil
 	case errors.Is(err, app.ErrForbidden):
 		return http.StatusForbidden, "Forbidden", "", nil
 	case errors.As(err, &valErr):
@@ -273,10 +276,22 @@ func plurals() []string {
 type List struct {
 	APIVersion string       `json:"apiVersion"`
 	Kind       string       `json:"kind"`
+	Metadata   ListMeta     `json:"metadata"`
 	Items      []api.Object `json:"items"`
 }
 
-// collection: GET /v1/{plural}[?namespace=NS] and GET /v1/namespaces/{ns}/{plural}.
+// ListMeta is a List's metadata: Continue is the token of the next page
+// of a paged list (omitted after the last page), as Kubernetes' ListMeta.
+type ListMeta struct {
+	Continue string `json:"continue,omitempty"`
+}
+
+// collection: GET /v1/{plural}[?namespace=NS] and GET
+// /v1/namespaces/{ns}/{plural}, with Kubernetes' paging parameters:
+// limit=N returns at most N items and metadata.continue when more follow;
+// continue=TOKEN returns the next page (with the same limit, namespace and
+// kind). Without them the whole list is returned, sorted by namespace and
+// name; pages come in the store's key order.
 func (h *Handler) collection(r *http.Request, caller app.Caller) (int, any, error) {
 	info, key, err := resource(r, false)
 	if err != nil {
@@ -289,14 +304,31 @@ func (h *Handler) collection(r *http.Request, caller app.Caller) (int, any, erro
 		}
 		ns = q
 	}
-	objs, err := h.svc.List(r.Context(), caller, info.Kind, ns)
+	query := r.URL.Query()
+	var (
+		objs []api.Object
+		cont string
+	)
+	if query.Has("limit") || query.Has("continue") {
+		limit := 0
+		if v := query.Get("limit"); v != "" {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 0 {
+				return 0, nil, badRequestf("limit", "limit %q: want a whole number >= 0 (0 = no limit)", v)
+			}
+			limit = n
+		}
+		objs, cont, err = h.svc.ListPage(r.Context(), caller, info.Kind, ns, limit, query.Get("continue"))
+	} else {
+		objs, err = h.svc.List(r.Context(), caller, info.Kind, ns)
+	}
 	if err != nil {
 		return 0, nil, err
 	}
 	if objs == nil {
 		objs = []api.Object{}
 	}
-	return http.StatusOK, List{APIVersion: "v1", Kind: "List", Items: objs}, nil
+	return http.StatusOK, List{APIVersion: "v1", Kind: "List", Metadata: ListMeta{Continue: cont}, Items: objs}, nil
 }
 
 // Deleted is the answer of a delete request.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
 
@@ -280,6 +281,75 @@ func TestRoutes(t *testing.T) {
 		t.Fatalf("after delete: %s", got)
 	}
 	e.mustDo(200, http.MethodDelete, "/v1/clusterissuers/root", admin, "", "")
+}
+
+// TestPagedList: limit and continue page a list as Kubernetes does
+// (metadata.continue until the last page), and bad values are 400s naming
+// the parameter.
+func TestPagedList(t *testing.T) {
+	e := newEnv(t, 0)
+	docs := []string{apitest.Issuer("default", "ss")}
+	var want []string
+	for _, ns := range []string{"default", "team-a"} {
+		for i := range 3 {
+			name := fmt.Sprintf("c%d", i)
+			docs = append(docs, apitest.Certificate(ns, name, "ss", name+".example.com"))
+			want = append(want, ns+"/"+name)
+		}
+	}
+	e.mustDo(200, http.MethodPost, "/v1/apply", admin, "application/yaml", apitest.Docs(docs...))
+
+	type page struct {
+		Metadata struct {
+			Continue string `json:"continue"`
+		} `json:"metadata"`
+		Items []struct{ Metadata api.ObjectMeta } `json:"items"`
+	}
+	var got []string
+	pages := 0
+	for cont := ""; ; pages++ {
+		if pages > len(want) {
+			t.Fatalf("more than %d pages", pages)
+		}
+		r := e.mustDo(200, http.MethodGet, "/v1/certificates?limit=4&continue="+url.QueryEscape(cont), admin, "", "")
+		var p page
+		if err := json.Unmarshal([]byte(r.body), &p); err != nil {
+			t.Fatalf("page: %v %s", err, r.body)
+		}
+		if len(p.Items) > 4 {
+			t.Fatalf("page of %d items with limit=4", len(p.Items))
+		}
+		for _, it := range p.Items {
+			got = append(got, it.Metadata.Namespace+"/"+it.Metadata.Name)
+		}
+		if cont = p.Metadata.Continue; cont == "" {
+			break
+		}
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) || pages != 1 {
+		t.Fatalf("pages of 4: %v in %d continuations, want %v in 1", got, pages, want)
+	}
+	if r := e.mustDo(200, http.MethodGet, "/v1/certificates", admin, "", ""); strings.Contains(r.body, `"continue"`) {
+		t.Errorf("unpaged list has a continue token: %s", r.body)
+	}
+
+	first := e.mustDo(200, http.MethodGet, "/v1/certificates?limit=1", admin, "", "")
+	var p page
+	if err := json.Unmarshal([]byte(first.body), &p); err != nil || p.Metadata.Continue == "" {
+		t.Fatalf("limit=1: %v %s", err, first.body)
+	}
+	for _, tc := range []struct{ path, field, msg string }{
+		{"/v1/certificates?limit=-1", "limit", `limit "-1": want a whole number >= 0`},
+		{"/v1/certificates?limit=ten", "limit", `limit "ten"`},
+		{"/v1/certificates?continue=garbage", "continue", "continue token is invalid"},
+		{"/v1/namespaces/team-a/certificates?continue=" + url.QueryEscape(p.Metadata.Continue), "continue", "another listing"},
+		{"/v1/certificaterequests?continue=" + url.QueryEscape(p.Metadata.Continue), "continue", "another listing"},
+	} {
+		r := e.do(http.MethodGet, tc.path, admin, "", "")
+		if msg, _, field := r.err(t); r.code != 400 || field != tc.field || !strings.Contains(msg, tc.msg) {
+			t.Errorf("GET %s: %d field %q %q, want 400 field %q containing %q", tc.path, r.code, field, msg, tc.field, tc.msg)
+		}
+	}
 }
 
 func TestAuthentication(t *testing.T) {

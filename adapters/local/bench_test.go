@@ -251,10 +251,14 @@ func BenchmarkStoreUpdate(b *testing.B) {
 	b.Run("parallel", func(b *testing.B) {
 		s, recs := setup(b)
 		var next atomic.Int64
+		// 8 goroutines per core, each owning 50 records (up to 20
+		// goroutines): writers whose commits share each WAL fsync (group
+		// commit, durable.go).
+		b.SetParallelism(8)
 		b.ResetTimer()
 		b.RunParallel(func(pb *testing.PB) {
 			// Each goroutine owns a disjoint slice of the records.
-			const per = 100
+			const per = 50
 			base := int(next.Add(1)-1) * per % records
 			i := 0
 			for pb.Next() {

@@ -30,7 +30,7 @@ func (in *Inbox) Push(ctx context.Context, key api.Key) error {
 	}
 	in.s.wmu.Lock()
 	defer in.s.wmu.Unlock()
-	if _, err := in.s.db.ExecContext(ctx, `INSERT INTO inbox (key, enqueued_at) VALUES (?, ?)`,
+	if _, err := in.s.stmts.exec(ctx, `INSERT INTO inbox (key, enqueued_at) VALUES (?, ?)`,
 		key.String(), toNanos(in.clock.Now())); err != nil {
 		return fmt.Errorf("inbox: push %s: %w", key, err)
 	}
@@ -43,7 +43,7 @@ func (in *Inbox) Push(ctx context.Context, key api.Key) error {
 // next to the valid keys, which the caller should still handle.
 func (in *Inbox) Drain(ctx context.Context) ([]api.Key, error) {
 	var pending bool
-	if err := in.s.db.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM inbox)`).Scan(&pending); err != nil {
+	if err := in.s.stmts.queryRow(ctx, `SELECT EXISTS (SELECT 1 FROM inbox)`).Scan(&pending); err != nil {
 		return nil, fmt.Errorf("inbox: drain: %w", err)
 	}
 	if !pending {
@@ -57,7 +57,7 @@ func (in *Inbox) Drain(ctx context.Context) ([]api.Key, error) {
 	in.s.wmu.Lock()
 	err := func() error {
 		defer in.s.wmu.Unlock()
-		rows, err := in.s.db.QueryContext(ctx, `DELETE FROM inbox RETURNING id, key`)
+		rows, err := in.s.stmts.query(ctx, `DELETE FROM inbox RETURNING id, key`)
 		if err != nil {
 			return err
 		}

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/gofrs/flock"
@@ -58,6 +59,10 @@ type SecretStore struct {
 	// certPerms are the FilePerms of Certificates' secrets
 	// (SetCertificateFilePerms).
 	certPerms FilePerms
+	// trash counts the background removals of deleted secrets;
+	// trashSwept the namespace directories swept of older ones.
+	trash      sync.WaitGroup
+	trashSwept sync.Map
 }
 
 var _ ports.SecretStore = (*SecretStore)(nil)
@@ -229,15 +234,52 @@ func (s *SecretStore) Delete(ctx context.Context, namespace, name string) error 
 		return fmt.Errorf("secret %s/%s: delete: %w", namespace, name, err)
 	}
 	defer unlock()
-	// Readers see "not found" from the first step on, never a partial secret.
-	if err := os.Remove(filepath.Join(dir, dataLink)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	// One rename takes the whole secret away: readers see "not found" from
+	// then on, never a partial secret, and a writer of the same name starts
+	// a new directory. The files are removed in the background (removing
+	// them one by one waits for the file system's journal at each step);
+	// a process that stops first leaves the directory to the next Delete
+	// in the namespace (removeTrash).
+	nsDir := filepath.Dir(dir)
+	trash := filepath.Join(nsDir, fmt.Sprintf("%s%s.%d", trashPrefix, name, time.Now().UnixNano()))
+	if err := os.Rename(dir, trash); err != nil {
 		return fmt.Errorf("secret %s/%s: delete: %w", namespace, name, err)
 	}
-	if err := os.RemoveAll(dir); err != nil {
-		return fmt.Errorf("secret %s/%s: delete: %w", namespace, name, err)
-	}
+	s.trash.Add(1)
+	go func() {
+		defer s.trash.Done()
+		_ = os.RemoveAll(trash)
+		if _, done := s.trashSwept.LoadOrStore(nsDir, true); !done {
+			removeTrash(nsDir)
+		}
+	}()
 	return nil
 }
+
+// trashPrefix starts the names of deleted secret directories awaiting
+// removal ("..deleted.<name>.<nanoseconds>" in the namespace directory:
+// not a valid secret name, so listings skip them).
+// The next Delete in the namespace after a restart removes leftovers.
+const trashPrefix = "..deleted."
+
+// removeTrash removes the deleted secret directories left in nsDir by a
+// process that stopped before removing them (once per namespace and
+// process: only a stopped process leaves any). Errors are ignored.
+func removeTrash(nsDir string) {
+	entries, err := os.ReadDir(nsDir)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		if e.IsDir() && strings.HasPrefix(e.Name(), trashPrefix) {
+			_ = os.RemoveAll(filepath.Join(nsDir, e.Name()))
+		}
+	}
+}
+
+// Wait waits for the background removals of deleted secrets to finish
+// (tests and a clean shutdown call it; leftovers are harmless otherwise).
+func (s *SecretStore) Wait() { s.trash.Wait() }
 
 // Rollback makes the kept previous version of a secret current again (and
 // the current one the previous: a second Rollback undoes the first). It
@@ -341,18 +383,40 @@ func (s *SecretStore) write(ctx context.Context, sec ports.Secret, exclusive boo
 	case err != nil && !errors.Is(err, fs.ErrNotExist):
 		return fail(err)
 	}
-	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+	newDir := true
+	if err := os.Mkdir(dir, 0o700); errors.Is(err, fs.ErrExist) {
+		newDir = false
+	} else if err != nil {
 		return fail(err)
 	}
 	vdir, err := os.MkdirTemp(dir, ".."+time.Now().UTC().Format(versionStamp))
 	if err != nil {
 		return fail(err)
 	}
-	if err := writeVersion(vdir, sec); err != nil {
+	files, err := writeVersion(vdir, sec)
+	defer closeAll(files)
+	if err != nil {
 		_ = os.RemoveAll(vdir)
 		return fail(err)
 	}
 	if err := s.applyPerms(dir, vdir, keysOf(sec.Data), perms); err != nil {
+		_ = os.RemoveAll(vdir)
+		return fail(err)
+	}
+	// The first barrier: the version's files (content, mode, owner), its
+	// directory, and for a new secret the namespace directory's entry of
+	// dir, durable before ..data may name the version. One fsync each, all
+	// at once: the file system commits concurrent fsyncs together, so this
+	// costs about one fsync's latency, not one per file.
+	if newDir {
+		nsDir, err := os.Open(filepath.Dir(dir))
+		if err != nil {
+			_ = os.RemoveAll(vdir)
+			return fail(err)
+		}
+		files = append(files, nsDir)
+	}
+	if err := syncAll(files); err != nil {
 		_ = os.RemoveAll(vdir)
 		return fail(err)
 	}
@@ -361,12 +425,23 @@ func (s *SecretStore) write(ctx context.Context, sec ports.Secret, exclusive boo
 		_ = os.RemoveAll(vdir)
 		return fail(err)
 	}
-	// Make the swap durable before pruning: after a crash ..data points at
-	// the new version or at the previous one, which is still kept.
+	// The second barrier: the swap durable before the write is reported
+	// done (and before pruning: after a crash ..data points at the new
+	// version or at the previous one, which is still kept).
 	if err := syncDir(dir); err != nil {
 		return fail(err)
 	}
 	// From here on the new version is live; what follows tidies up.
+	if newDir {
+		// A directory this write created holds nothing else: no previous
+		// version, no key links to replace, nothing to prune.
+		for k := range sec.Data {
+			if err := os.Symlink(dataLink+"/"+k, filepath.Join(dir, k)); err != nil {
+				return fail(err)
+			}
+		}
+		return nil
+	}
 	if previous != "" {
 		err = swapLink(dir, prevLink, prevLinkTmp, previous)
 	} else if err = os.Remove(filepath.Join(dir, prevLink)); errors.Is(err, fs.ErrNotExist) {
@@ -384,39 +459,64 @@ func (s *SecretStore) write(ctx context.Context, sec ports.Secret, exclusive boo
 	return nil
 }
 
-// writeVersion writes the data files and metadata into vdir, synced.
-func writeVersion(vdir string, sec ports.Secret) error {
-	for k, v := range sec.Data {
-		if err := writeFileSync(filepath.Join(vdir, k), v); err != nil {
+// writeVersion writes the data files and metadata into vdir and returns
+// them, and vdir, open and not yet synced (the caller syncs them at once
+// with syncAll and closes them, also on error). Errors name the path,
+// never the content.
+func writeVersion(vdir string, sec ports.Secret) ([]*os.File, error) {
+	var files []*os.File
+	create := func(name string, b []byte) error {
+		f, err := os.OpenFile(filepath.Join(vdir, name), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		if err != nil {
 			return err
+		}
+		files = append(files, f)
+		_, err = f.Write(b) // *fs.PathError: path and cause only
+		return err
+	}
+	for k, v := range sec.Data {
+		if err := create(k, v); err != nil {
+			return files, err
 		}
 	}
 	meta, err := json.Marshal(metadata{Labels: sec.Labels, Annotations: sec.Annotations})
 	if err != nil {
-		return fmt.Errorf("metadata: %w", err)
+		return files, fmt.Errorf("metadata: %w", err)
 	}
-	if err := writeFileSync(filepath.Join(vdir, metadataFile), meta); err != nil {
-		return err
+	if err := create(metadataFile, meta); err != nil {
+		return files, err
 	}
-	return syncDir(vdir)
+	d, err := os.Open(vdir)
+	if err != nil {
+		return files, err
+	}
+	return append(files, d), nil
 }
 
-// writeFileSync creates path (0600, exclusive) with b and syncs it. Errors
-// name the path, never the content.
-func writeFileSync(path string, b []byte) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		return err
+// syncAll fsyncs every file (or directory) of files concurrently and
+// returns the first error. Concurrent fsyncs on one file system share
+// journal commits, so n of them cost about one fsync's latency.
+func syncAll(files []*os.File) error {
+	if len(files) == 1 {
+		return files[0].Sync()
 	}
-	if _, err := f.Write(b); err != nil { // *fs.PathError: path and cause only
-		f.Close()
-		return err
+	errc := make(chan error, len(files))
+	for _, f := range files {
+		go func() { errc <- f.Sync() }()
 	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
+	var first error
+	for range files {
+		if err := <-errc; err != nil && first == nil {
+			first = err
+		}
 	}
-	return f.Close()
+	return first
+}
+
+func closeAll(files []*os.File) {
+	for _, f := range files {
+		_ = f.Close()
+	}
 }
 
 // syncDir flushes a directory's entries (a rename or new file) to disk.
@@ -433,10 +533,15 @@ func syncDir(dir string) error {
 // rename(2) over name. The caller syncs dir.
 func swapLink(dir, name, tmp, target string) error {
 	tmpPath := filepath.Join(dir, tmp)
-	if err := os.Remove(tmpPath); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return err
-	}
-	if err := os.Symlink(target, tmpPath); err != nil {
+	if err := os.Symlink(target, tmpPath); errors.Is(err, fs.ErrExist) {
+		// left by an interrupted write: replace it
+		if err := os.Remove(tmpPath); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		if err := os.Symlink(target, tmpPath); err != nil {
+			return err
+		}
+	} else if err != nil {
 		return err
 	}
 	if err := os.Rename(tmpPath, filepath.Join(dir, name)); err != nil {

@@ -426,3 +426,43 @@ func TestSecretForeignFilesKept(t *testing.T) {
 		t.Errorf("ca.crt link kept after it left the data: %s", got)
 	}
 }
+
+// Delete takes the secret away in one rename and removes its files in
+// the background; a deleted directory left by a process that stopped
+// first is removed by the next Delete in the namespace. Neither is ever
+// listed or read as a secret.
+func TestSecretDeleteRemovesTrash(t *testing.T) {
+	ctx := context.Background()
+	root := t.TempDir()
+	s := NewSecretStore(root)
+	if err := s.Create(ctx, tlsSecret("1")); err != nil {
+		t.Fatal(err)
+	}
+	nsDir := filepath.Join(root, "default")
+	left := filepath.Join(nsDir, trashPrefix+"old-tls.1")
+	if err := os.MkdirAll(filepath.Join(left, "..2020_01_01_00_00_00.1"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if refs, err := s.ListSecrets(ctx, "default"); err != nil || len(refs) != 1 || refs[0].Name != "web-tls" {
+		t.Fatalf("ListSecrets with a deleted directory left over: %v, %v", refs, err)
+	}
+	if err := s.Delete(ctx, "default", "web-tls"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Get(ctx, "default", "web-tls"); !errors.Is(err, ports.ErrNotFound) {
+		t.Fatalf("Get after Delete: %v, want ErrNotFound", err)
+	}
+	if err := s.Create(ctx, tlsSecret("2")); err != nil { // the same name again, at once
+		t.Fatalf("Create after Delete: %v", err)
+	}
+	s.Wait()
+	for _, n := range listDir(t, nsDir) {
+		if strings.HasPrefix(n, trashPrefix) {
+			t.Errorf("%s still in the namespace directory after Delete (%v)", n, listDir(t, nsDir))
+		}
+	}
+	got, err := s.Get(ctx, "default", "web-tls")
+	if err != nil || string(got.Data["tls.crt"]) != string(tlsSecret("2").Data["tls.crt"]) {
+		t.Fatalf("Get of the secret created after Delete: %v, %v", got.Data, err)
+	}
+}

@@ -79,6 +79,10 @@ type Store struct {
 	// instead of polling SQLite's busy handler; other processes are still
 	// arbitrated by SQLite's file locks.
 	wmu sync.Mutex
+	// stmts are the prepared statements (prepared.go).
+	stmts *stmtCache
+	// durable makes each write durable before it returns (durable.go).
+	durable *walSync
 }
 
 var _ ports.Store = (*Store)(nil)
@@ -116,7 +120,7 @@ func OpenStore(path string) (*Store, error) {
 	// concurrent workers costs more than the queries.
 	db.SetMaxOpenConns(maxConns)
 	db.SetMaxIdleConns(maxConns)
-	s := &Store{db: db, path: abs}
+	s := &Store{db: db, path: abs, stmts: &stmtCache{db: db}, durable: newWALSync(abs)}
 	var version int
 	if err := db.QueryRow(`PRAGMA user_version`).Scan(&version); err != nil {
 		db.Close()
@@ -140,6 +144,8 @@ func (s *Store) Path() string { return s.path }
 
 // Close closes the database. Using the Store afterwards returns errors.
 func (s *Store) Close() error {
+	s.stmts.close()
+	defer s.durable.close()
 	if err := s.db.Close(); err != nil {
 		return fmt.Errorf("close store %s: %w", s.path, err)
 	}
@@ -193,7 +199,7 @@ func nonNil(b []byte) []byte {
 
 // Get returns the record stored under key, or ports.ErrNotFound.
 func (s *Store) Get(ctx context.Context, key api.Key) (ports.Record, error) {
-	row := s.db.QueryRowContext(ctx, listColumns+` WHERE kind = ? AND namespace = ? AND name = ?`,
+	row := s.stmts.queryRow(ctx, listColumns+` WHERE kind = ? AND namespace = ? AND name = ?`,
 		key.Kind, key.Namespace, key.Name)
 	rec, err := scanRecord(row)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -233,10 +239,10 @@ func (s *Store) Create(ctx context.Context, rec ports.Record) (ports.Record, err
 		return ports.Record{}, err
 	}
 	s.wmu.Lock()
-	defer s.wmu.Unlock()
-	res, err := s.db.ExecContext(ctx, `INSERT INTO resources (kind, namespace, name, version, owner, next_run_at, data)
+	res, err := s.stmts.exec(ctx, `INSERT INTO resources (kind, namespace, name, version, owner, next_run_at, data)
 		VALUES (?, ?, ?, 1, ?, ?, ?) ON CONFLICT DO NOTHING`,
 		rec.Key.Kind, rec.Key.Namespace, rec.Key.Name, encodeKey(rec.Owner), toNanos(rec.NextRunAt), nonNil(rec.Data))
+	s.wmu.Unlock()
 	if err != nil {
 		return ports.Record{}, fmt.Errorf("store: create %s: %w", rec.Key, err)
 	}
@@ -244,6 +250,9 @@ func (s *Store) Create(ctx context.Context, rec ports.Record) (ports.Record, err
 		return ports.Record{}, fmt.Errorf("store: create %s: %w", rec.Key, err)
 	} else if n == 0 {
 		return ports.Record{}, fmt.Errorf("store: create %s: %w", rec.Key, ports.ErrAlreadyExists)
+	}
+	if err := s.durable.wait(s.durable.ticket()); err != nil {
+		return ports.Record{}, err
 	}
 	rec.Version = 1
 	return rec, nil
@@ -257,17 +266,20 @@ func (s *Store) Update(ctx context.Context, rec ports.Record) (ports.Record, err
 		return ports.Record{}, err
 	}
 	s.wmu.Lock()
-	defer s.wmu.Unlock()
 	var version int64
-	err := s.db.QueryRowContext(ctx, `UPDATE resources SET version = version + 1, owner = ?, next_run_at = ?, data = ?
+	err := s.stmts.queryRow(ctx, `UPDATE resources SET version = version + 1, owner = ?, next_run_at = ?, data = ?
 		WHERE kind = ? AND namespace = ? AND name = ? AND version = ? RETURNING version`,
 		encodeKey(rec.Owner), toNanos(rec.NextRunAt), nonNil(rec.Data),
 		rec.Key.Kind, rec.Key.Namespace, rec.Key.Name, rec.Version).Scan(&version)
+	s.wmu.Unlock()
 	if errors.Is(err, sql.ErrNoRows) {
 		return ports.Record{}, s.missOrConflict(ctx, "update", rec.Key, rec.Version)
 	}
 	if err != nil {
 		return ports.Record{}, fmt.Errorf("store: update %s: %w", rec.Key, err)
+	}
+	if err := s.durable.wait(s.durable.ticket()); err != nil {
+		return ports.Record{}, err
 	}
 	rec.Version = version
 	return rec, nil
@@ -276,7 +288,7 @@ func (s *Store) Update(ctx context.Context, rec ports.Record) (ports.Record, err
 // missOrConflict explains a conditional write that matched no row.
 func (s *Store) missOrConflict(ctx context.Context, op string, key api.Key, want int64) error {
 	var stored int64
-	err := s.db.QueryRowContext(ctx, `SELECT version FROM resources WHERE kind = ? AND namespace = ? AND name = ?`,
+	err := s.stmts.queryRow(ctx, `SELECT version FROM resources WHERE kind = ? AND namespace = ? AND name = ?`,
 		key.Kind, key.Namespace, key.Name).Scan(&stored)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
@@ -295,15 +307,15 @@ func (s *Store) Delete(ctx context.Context, key api.Key, version int64) error {
 	if version < 0 {
 		return errs.Permanentf("store: delete %s: version: must be >= 0 (0 = unconditional), got %d", key, version)
 	}
-	s.wmu.Lock()
-	defer s.wmu.Unlock()
 	q := `DELETE FROM resources WHERE kind = ? AND namespace = ? AND name = ?`
 	args := []any{key.Kind, key.Namespace, key.Name}
 	if version > 0 {
 		q += ` AND version = ?`
 		args = append(args, version)
 	}
-	res, err := s.db.ExecContext(ctx, q, args...)
+	s.wmu.Lock()
+	res, err := s.stmts.exec(ctx, q, args...)
+	s.wmu.Unlock()
 	if err != nil {
 		return fmt.Errorf("store: delete %s: %w", key, err)
 	}
@@ -317,12 +329,46 @@ func (s *Store) Delete(ctx context.Context, key api.Key, version int64) error {
 		}
 		return s.missOrConflict(ctx, "delete", key, version)
 	}
-	return nil
+	return s.durable.wait(s.durable.ticket())
 }
 
 // List returns the records of opts.Kind (required), optionally restricted
 // to one namespace and to one owner, ordered by namespace and name.
 func (s *Store) List(ctx context.Context, opts ports.ListOptions) ([]ports.Record, error) {
+	return s.list(ctx, opts, nil, 0)
+}
+
+// ListPage returns a page of List's records, in the same order (namespace,
+// then name), after the continue token's key. Each page is one query on
+// the primary key (or resources_owner) that reads its rows and stops:
+// its cost does not grow with the records before or after it.
+func (s *Store) ListPage(ctx context.Context, opts ports.ListOptions) (ports.Page, error) {
+	if opts.Limit < 0 {
+		return ports.Page{}, errs.Permanentf("store: list: limit: must be >= 0, got %d", opts.Limit)
+	}
+	after, err := ports.DecodeContinue(opts, 2)
+	if err != nil {
+		return ports.Page{}, errs.Permanent(fmt.Errorf("store: list %s: %w", opts.Kind, err))
+	}
+	limit := opts.Limit
+	if limit > 0 {
+		limit++ // one more than asked tells whether another page follows
+	}
+	recs, err := s.list(ctx, opts, after, limit)
+	if err != nil {
+		return ports.Page{}, err
+	}
+	if opts.Limit == 0 || len(recs) <= opts.Limit {
+		return ports.Page{Records: recs}, nil
+	}
+	recs = recs[:opts.Limit]
+	last := recs[len(recs)-1].Key
+	return ports.Page{Records: recs, Continue: ports.EncodeContinue(opts, last.Namespace, last.Name)}, nil
+}
+
+// list runs List's query, after the key (namespace, name) in after when
+// it is not nil, reading at most limit rows when limit > 0.
+func (s *Store) list(ctx context.Context, opts ports.ListOptions, after []string, limit int) ([]ports.Record, error) {
 	if opts.Kind == "" {
 		return nil, errs.Permanentf("store: list: kind: must not be empty")
 	}
@@ -336,8 +382,16 @@ func (s *Store) List(ctx context.Context, opts ports.ListOptions) ([]ports.Recor
 		q += ` AND owner = ?`
 		args = append(args, encodeKey(opts.Owner))
 	}
+	if after != nil {
+		q += ` AND (namespace, name) > (?, ?)`
+		args = append(args, after[0], after[1])
+	}
 	q += ` ORDER BY namespace, name`
-	rows, err := s.db.QueryContext(ctx, q, args...)
+	if limit > 0 {
+		q += ` LIMIT ?`
+		args = append(args, limit)
+	}
+	rows, err := s.stmts.query(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("store: list %s: %w", opts.Kind, err)
 	}
@@ -360,7 +414,7 @@ func (s *Store) List(ctx context.Context, opts ports.ListOptions) ([]ports.Recor
 // after now, oldest first (ties in key order). It reads only the partial
 // index resources_due, so its cost grows with the number of due records.
 func (s *Store) Due(ctx context.Context, now time.Time, limit int) ([]ports.DueItem, error) {
-	return s.due(ctx, s.db, now, limit)
+	return s.due(ctx, s.stmts, now, limit)
 }
 
 // querier is *sql.DB or *sql.Conn (the benchmark reads page counters of one

@@ -25,6 +25,11 @@ type client interface {
 	Get(ctx context.Context, key api.Key) (api.Object, error)
 	// List lists kind in namespace ("" = every namespace).
 	List(ctx context.Context, kind, namespace string) ([]api.Object, error)
+	// ListPage lists a page of at most limit objects (0 = all that
+	// remain) after the page cont ("" = the first) and returns the token
+	// of the next page ("" after the last), as Kubernetes' limit and
+	// continue.
+	ListPage(ctx context.Context, kind, namespace string, limit int, cont string) ([]api.Object, string, error)
 	Delete(ctx context.Context, key api.Key) error
 	// Status explains a Certificate (the report `certfn status` prints).
 	Status(ctx context.Context, key api.Key) (*app.Report, error)
@@ -60,6 +65,10 @@ func (c *localClient) Get(ctx context.Context, key api.Key) (api.Object, error) 
 
 func (c *localClient) List(ctx context.Context, kind, namespace string) ([]api.Object, error) {
 	return c.svc.List(ctx, c.caller, kind, namespace)
+}
+
+func (c *localClient) ListPage(ctx context.Context, kind, namespace string, limit int, cont string) ([]api.Object, string, error) {
+	return c.svc.ListPage(ctx, c.caller, kind, namespace, limit, cont)
 }
 
 func (c *localClient) Delete(ctx context.Context, key api.Key) error {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -21,6 +22,7 @@ import (
 func newGet(g *globals) *cobra.Command {
 	var ns, output, labels string
 	var all bool
+	var chunk int
 	c := &cobra.Command{
 		Use:   "get TYPE[,TYPE...] [NAME...] | get TYPE/NAME...",
 		Short: "List or show resources (-o wide|yaml|json|name|jsonpath=TEMPLATE, -l SELECTOR)",
@@ -31,6 +33,10 @@ namespaces, events; several are separated by commas (get certificates,certificat
 -l filters by labels (key=value, key!=value, key, !key, key in (a,b), key notin (a,b)).
 -o json prints the object for one named object, else always a List; -o name prints
 kind.group/name; -o jsonpath='{.items[*].metadata.name}' uses kubectl's JSONPath templates.
+Lists are read --chunk-size objects at a time, as kubectl does; tables and -o name are
+printed chunk by chunk as they arrive (each chunk's columns aligned on their own), so the
+first lines come after the first chunk and memory stays bounded; json, yaml and jsonpath
+print one List at the end.
 Secrets are never read back (their values stay in the secret store).`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -46,32 +52,27 @@ Secrets are never read back (their values stay in the secret store).`,
 			if err != nil {
 				return err
 			}
+			if chunk < 0 {
+				return fmt.Errorf("--chunk-size %d: want 0 (no chunks) or more", chunk)
+			}
 			cl, err := g.client(cmd.Context())
 			if err != nil {
 				return err
 			}
+			gt := &getter{ctx: cmd.Context(), cl: cl, ns: ns, all: all, sel: sel, chunk: chunk}
+			if out.kind == "" || out.kind == "wide" || out.kind == "name" {
+				return gt.stream(g.stdout, queries, out, clock.Real{}.Now())
+			}
 			var groups []objectGroup
 			for _, q := range queries {
 				var objs []api.Object
-				if len(q.names) > 0 {
-					for _, name := range q.names {
-						k, _, _ := resolveKey(q.info.Plural, name, ns)
-						o, err := cl.Get(cmd.Context(), k)
-						if err != nil {
-							return notFound(k, err)
-						}
-						objs = append(objs, o)
-					}
-				} else {
-					listNS := ns
-					if all || !q.info.Namespaced {
-						listNS = ""
-					}
-					if objs, err = cl.List(cmd.Context(), q.info.Kind, listNS); err != nil {
-						return err
-					}
+				err := gt.each(q, func(chunk []api.Object) error {
+					objs = append(objs, chunk...)
+					return nil
+				})
+				if err != nil {
+					return err
 				}
-				objs = slices.DeleteFunc(objs, func(o api.Object) bool { return !sel.matches(o.GetObjectMeta().Labels) })
 				groups = append(groups, objectGroup{info: q.info, objs: objs})
 			}
 			return printGroups(g.stdout, groups, out, single, all, len(queries) > 1, clock.Real{}.Now())
@@ -81,7 +82,94 @@ Secrets are never read back (their values stay in the secret store).`,
 	c.Flags().BoolVarP(&all, "all-namespaces", "A", false, "list across all namespaces")
 	c.Flags().StringVarP(&output, "output", "o", "", "output format: wide, yaml, json, name or jsonpath=TEMPLATE")
 	c.Flags().StringVarP(&labels, "selector", "l", "", "label selector, e.g. 'app=web,tier in (frontend)'")
+	c.Flags().IntVar(&chunk, "chunk-size", 500, "return large lists in chunks of this many objects rather than all at once; 0 disables chunks")
 	return c
+}
+
+// getter reads what a get asks for.
+type getter struct {
+	ctx   context.Context
+	cl    client
+	ns    string
+	all   bool
+	sel   selector
+	chunk int
+}
+
+// each calls fn with q's objects that match the selector: the named ones
+// in one call, else the list one chunk (ListPage of g.chunk) at a time.
+func (g *getter) each(q getQuery, fn func([]api.Object) error) error {
+	keep := func(objs []api.Object) []api.Object {
+		return slices.DeleteFunc(objs, func(o api.Object) bool { return !g.sel.matches(o.GetObjectMeta().Labels) })
+	}
+	if len(q.names) > 0 {
+		var objs []api.Object
+		for _, name := range q.names {
+			k, _, _ := resolveKey(q.info.Plural, name, g.ns)
+			o, err := g.cl.Get(g.ctx, k)
+			if err != nil {
+				return notFound(k, err)
+			}
+			objs = append(objs, o)
+		}
+		return fn(keep(objs))
+	}
+	listNS := g.ns
+	if g.all || !q.info.Namespaced {
+		listNS = ""
+	}
+	cont := ""
+	for {
+		objs, next, err := g.cl.ListPage(g.ctx, q.info.Kind, listNS, g.chunk, cont)
+		if err != nil {
+			return err
+		}
+		if err := fn(keep(objs)); err != nil {
+			return err
+		}
+		if next == "" {
+			return nil
+		}
+		cont = next
+	}
+}
+
+// stream prints a table (or -o name) chunk by chunk: one header per kind,
+// a blank line between kinds, "No ... found." when nothing matched.
+func (g *getter) stream(w io.Writer, queries []getQuery, out outputFormat, now time.Time) error {
+	printed := false
+	for _, q := range queries {
+		header := true
+		err := g.each(q, func(objs []api.Object) error {
+			if len(objs) == 0 {
+				return nil
+			}
+			if out.kind == "name" {
+				sortObjects(objs)
+				for _, o := range objs {
+					fmt.Fprintln(w, kindName(api.KeyOf(o)))
+				}
+				return nil
+			}
+			if header && printed {
+				fmt.Fprintln(w)
+			}
+			err := printRows(w, objs, q.info, out.kind == "wide", g.all, len(queries) > 1, header, now)
+			header, printed = false, true
+			return err
+		})
+		if err != nil {
+			return err
+		}
+	}
+	if !printed && out.kind != "name" {
+		var names []string
+		for _, q := range queries {
+			names = append(names, q.info.Plural)
+		}
+		fmt.Fprintf(w, "No %s found.\n", strings.Join(names, ", "))
+	}
+	return nil
 }
 
 // getQuery is one kind of a get and the names asked for (none: list).
@@ -243,6 +331,11 @@ func kindName(k api.Key) string {
 }
 
 func printTable(w io.Writer, objs []api.Object, info api.KindInfo, wide, showNS, qualified bool, now time.Time) error {
+	return printRows(w, objs, info, wide, showNS, qualified, true, now)
+}
+
+// sortObjects sorts objs by namespace, then name.
+func sortObjects(objs []api.Object) {
 	sort.Slice(objs, func(i, j int) bool {
 		a, b := objs[i].GetObjectMeta(), objs[j].GetObjectMeta()
 		if a.Namespace != b.Namespace {
@@ -250,13 +343,21 @@ func printTable(w io.Writer, objs []api.Object, info api.KindInfo, wide, showNS,
 		}
 		return a.Name < b.Name
 	})
+}
+
+// printRows prints objs as table rows, after the header when header is
+// set (the first chunk of a kind).
+func printRows(w io.Writer, objs []api.Object, info api.KindInfo, wide, showNS, qualified, header bool, now time.Time) error {
+	sortObjects(objs)
 	tw := tabwriter.NewWriter(w, 0, 4, 3, ' ', 0)
 	cols, row := columns(info.Kind, wide, now)
 	nameCol := slices.Index(cols, "NAME")
 	if showNS && info.Namespaced {
 		cols = append([]string{"NAMESPACE"}, cols...)
 	}
-	fmt.Fprintln(tw, strings.Join(cols, "\t"))
+	if header {
+		fmt.Fprintln(tw, strings.Join(cols, "\t"))
+	}
 	for _, o := range objs {
 		cells := row(o)
 		if qualified && nameCol >= 0 {

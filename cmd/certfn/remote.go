@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -344,29 +345,51 @@ func (c *remoteClient) Get(ctx context.Context, key api.Key) (api.Object, error)
 }
 
 func (c *remoteClient) List(ctx context.Context, kind, namespace string) ([]api.Object, error) {
+	objs, _, err := c.list(ctx, kind, namespace, nil)
+	return objs, err
+}
+
+func (c *remoteClient) ListPage(ctx context.Context, kind, namespace string, limit int, cont string) ([]api.Object, string, error) {
+	q := url.Values{}
+	q.Set("limit", strconv.Itoa(limit))
+	if cont != "" {
+		q.Set("continue", cont)
+	}
+	return c.list(ctx, kind, namespace, q)
+}
+
+// list GETs kind's collection with query (nil: the whole list) and
+// returns its items and metadata.continue.
+func (c *remoteClient) list(ctx context.Context, kind, namespace string, query url.Values) ([]api.Object, string, error) {
 	info, ok := api.KindInfoFor(kind)
 	if !ok {
-		return nil, fmt.Errorf("unknown kind %q", kind)
+		return nil, "", fmt.Errorf("unknown kind %q", kind)
 	}
 	p := "/v1/" + url.PathEscape(info.Plural)
 	if info.Namespaced && namespace != "" {
 		p = "/v1/namespaces/" + url.PathEscape(namespace) + "/" + url.PathEscape(info.Plural)
 	}
+	if len(query) > 0 {
+		p += "?" + query.Encode()
+	}
 	var out struct {
+		Metadata struct {
+			Continue string `json:"continue"`
+		} `json:"metadata"`
 		Items []json.RawMessage `json:"items"`
 	}
 	if err := c.do(ctx, http.MethodGet, p, nil, &out); err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	objs := make([]api.Object, 0, len(out.Items))
 	for _, raw := range out.Items {
 		o, err := decodeObject(kind, raw)
 		if err != nil {
-			return nil, err
+			return nil, "", err
 		}
 		objs = append(objs, o)
 	}
-	return objs, nil
+	return objs, out.Metadata.Continue, nil
 }
 
 func (c *remoteClient) Delete(ctx context.Context, key api.Key) error {

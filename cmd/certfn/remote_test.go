@@ -203,6 +203,10 @@ func TestRemoteVerbs(t *testing.T) {
 	if lines := strings.Split(strings.TrimSpace(out), "\n"); len(lines) != 4 || !strings.HasPrefix(lines[0], "NAMESPACE") || !strings.Contains(out, "team-b") {
 		t.Fatalf("get -A:\n%s", out)
 	}
+	// Chunks of one: three pages through limit and continue.
+	if chunked := e.ok("get", "certificates", "-A", "--chunk-size", "1"); strings.Count(chunked, "NAMESPACE") != 1 || len(strings.Split(strings.TrimSpace(chunked), "\n")) != 4 {
+		t.Fatalf("get -A --chunk-size 1:\n%s", chunked)
+	}
 	if out := e.ok("get", "certificates"); strings.Contains(out, "team-b") || !strings.Contains(out, "other") {
 		t.Fatalf("get in default:\n%s", out)
 	}

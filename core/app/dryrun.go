@@ -118,5 +118,5 @@ func (s *Service) previewApproval(ctx context.Context, cr *api.CertificateReques
 		return nil, fmt.Errorf("dry run: policies for %s: %w", api.KeyOf(cr), err)
 	}
 	d := s.evaluator().Preview(ctx, in)
-	return &ApprovalPreview{Result: string(d.Result), Policy: d.Policy, Message: d.Message}, nil
+	return &ApprovalPreview{Result: string(d.Result), Policy: d.Policy, Message: d.Message()}, nil
 }

@@ -187,6 +187,33 @@ func (s *Service) List(ctx context.Context, caller Caller, kind, namespace strin
 	return s.engine.List(ctx, kind, namespace)
 }
 
+// ListPage is List a page at a time, as Kubernetes lists with limit and
+// continue: at most limit objects (0 = all that remain) after the page
+// that cont ("" = the first) continues, and the token of the next page
+// ("" after the last). Secrets (listed from the secret store) come in one
+// page whatever the limit, as a Kubernetes server may do. A malformed or
+// foreign token is an error wrapping ports.ErrInvalidContinue.
+func (s *Service) ListPage(ctx context.Context, caller Caller, kind, namespace string, limit int, cont string) ([]api.Object, string, error) {
+	info, ok := api.KindInfoFor(kind)
+	if !ok {
+		return nil, "", notFoundf("unknown kind %q", kind)
+	}
+	if !info.Namespaced {
+		namespace = ""
+	}
+	if err := s.authz().check(ctx, caller, rbac.VerbList, api.Key{Kind: kind, Namespace: namespace}); err != nil {
+		return nil, "", err
+	}
+	if info.InSecretStore {
+		if cont != "" {
+			return nil, "", fmt.Errorf("continue: secrets are listed in one page: %w", ports.ErrInvalidContinue)
+		}
+		objs, err := s.secretSummaries(ctx, namespace)
+		return objs, "", err
+	}
+	return s.engine.ListPage(ctx, kind, namespace, limit, cont)
+}
+
 // Delete removes the object at key and everything it owns
 // (CertificateRequests of a Certificate, their Orders and Challenges),
 // a Certificate's next-private-key secret and the object's Event, if

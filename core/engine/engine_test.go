@@ -1,8 +1,10 @@
 package engine_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -304,5 +306,29 @@ func TestNewRequiresItsPorts(t *testing.T) {
 	if c.WaitPoll != 10*time.Minute || c.ResyncInterval != 24*time.Hour || c.MaxQueueDelay != 15*time.Minute ||
 		c.ClusterResourceNamespace != "cert-manager" || c.Identity.Username == "" || c.Approver == nil || c.Metrics == nil {
 		t.Fatalf("defaults not applied: %+v", c)
+	}
+}
+
+// WakeCertificatesNaming finds exactly the Certificates naming the secret
+// (not one naming a longer name that starts with it, nor another
+// namespace's), whichever it skips undecoded.
+func TestWakeCertificatesNaming(t *testing.T) {
+	r := apptest.NewRig(t)
+	cert := func(ns, name, secret string) string {
+		return "apiVersion: cert-manager.io/v1\nkind: Certificate\nmetadata: {name: " + name + ", namespace: " + ns + "}\n" +
+			"spec: {secretName: " + secret + ", dnsNames: [" + name + ".example.com], issuerRef: {name: ss}}\n---\n"
+	}
+	r.Apply(cert("default", "a", "shared") + cert("default", "b", "shared") + cert("default", "c", "shared-2") +
+		cert("default", "d", "other") + cert("team", "e", "shared"))
+	r.ClearQueue()
+	if err := r.Engine.WakeCertificatesNaming(context.Background(), "default", "shared"); err != nil {
+		t.Fatal(err)
+	}
+	got := r.Visible()
+	sort.Strings(got)
+	want := []string{api.Key{Kind: api.KindCertificate, Namespace: "default", Name: "a"}.String(),
+		api.Key{Kind: api.KindCertificate, Namespace: "default", Name: "b"}.String()}
+	if strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Fatalf("woken %v, want %v", got, want)
 	}
 }

@@ -35,6 +35,25 @@ func (e *Engine) List(ctx context.Context, kind, namespace string) ([]api.Object
 	return out, nil
 }
 
+// ListPage returns a page of the objects of kind in namespace ("" = all)
+// and the continue token of the next page ("" after the last), as
+// ports.Store.ListPage: at most limit objects (0 = all that remain).
+func (e *Engine) ListPage(ctx context.Context, kind, namespace string, limit int, cont string) ([]api.Object, string, error) {
+	p, err := e.cfg.Store.ListPage(ctx, ports.ListOptions{Kind: kind, Namespace: namespace, Limit: limit, Continue: cont})
+	if err != nil {
+		return nil, "", fmt.Errorf("list %s: %w", kind, err)
+	}
+	out := make([]api.Object, 0, len(p.Records))
+	for _, r := range p.Records {
+		o, err := decode(r)
+		if err != nil {
+			return nil, "", err
+		}
+		out = append(out, o)
+	}
+	return out, p.Continue, nil
+}
+
 // deleteTree deletes owned records first (so a crash leaves at worst an
 // owner without children, which its steps recreate), then key.
 func (e *run) deleteTree(ctx context.Context, key api.Key, version int64) error {

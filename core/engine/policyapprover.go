@@ -32,11 +32,11 @@ func (p *policyApprover) Decide(ctx context.Context, cr *api.CertificateRequest)
 	d := p.ap.Decide(ctx, in)
 	switch d.Result {
 	case policy.Approved:
-		return requests.Decision{Result: requests.Approved, Reason: policyReason, Message: d.Message}, nil
+		return requests.Decision{Result: requests.Approved, Reason: policyReason, Message: d.Message()}, nil
 	case policy.Denied:
-		return requests.Decision{Result: requests.Denied, Reason: policyReason, Message: d.Message}, nil
+		return requests.Decision{Result: requests.Denied, Reason: policyReason, Message: d.Message()}, nil
 	}
-	return requests.Decision{Result: requests.Unmatched, Message: d.Message, Detail: d.Detail}, nil
+	return requests.Decision{Result: requests.Unmatched, Message: d.Message(), Detail: d.Detail}, nil
 }
 
 // Authorizer builds an RBAC authorizer from the stored Roles, ClusterRoles,

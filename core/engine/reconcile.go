@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -143,8 +144,20 @@ func (e *run) certificatesNaming(ctx context.Context, namespace, secretName, exc
 	if err != nil {
 		return nil, fmt.Errorf("list Certificates of namespace %s: %w", namespace, err)
 	}
+	// Decoding every Certificate of the namespace is most of this call's
+	// cost. encode writes compact JSON, where a Certificate naming a plain
+	// secret name (a DNS name: nothing for JSON to escape) contains
+	// "secretName":"<name>" exactly, so records without those bytes are
+	// skipped undecoded; those with them are decoded and checked.
+	var needle []byte
+	if plainName(secretName) {
+		needle = []byte(`"secretName":"` + secretName + `"`)
+	}
 	var out []*api.Certificate
 	for _, r := range recs {
+		if needle != nil && !bytes.Contains(r.Data, needle) {
+			continue
+		}
 		o, err := decode(r)
 		if err != nil {
 			return nil, err
@@ -154,6 +167,21 @@ func (e *run) certificatesNaming(ctx context.Context, namespace, secretName, exc
 		}
 	}
 	return out, nil
+}
+
+// plainName reports a non-empty name of lower-case letters, digits, '-'
+// and '.', which JSON encodes as is.
+func plainName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if (c < 'a' || c > 'z') && (c < '0' || c > '9') && c != '-' && c != '.' {
+			return false
+		}
+	}
+	return true
 }
 
 // WakeCertificatesNaming enqueues the Certificates of namespace whose

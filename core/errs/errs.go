@@ -68,7 +68,7 @@ func Classify(err error) Class {
 	switch {
 	case err == nil:
 		return Transient
-	case errors.As(err, &p):
+	case errors.As(err, &p), errors.Is(err, ports.ErrInvalidContinue):
 		return PermanentClass
 	case errors.Is(err, ports.ErrConflict), errors.Is(err, ports.ErrAlreadyExists):
 		return Conflict

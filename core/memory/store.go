@@ -219,6 +219,36 @@ func (s *Store) List(ctx context.Context, opts ports.ListOptions) ([]ports.Recor
 	return out, nil
 }
 
+// ListPage returns a page of the matching records in key order (namespace,
+// then name), after the continue token's key. It scans every record of
+// the store (a map) for each page: memory is for tests.
+func (s *Store) ListPage(ctx context.Context, opts ports.ListOptions) (ports.Page, error) {
+	if opts.Limit < 0 {
+		return ports.Page{}, errs.Permanentf("memory store: list: limit: must be >= 0, got %d", opts.Limit)
+	}
+	after, err := ports.DecodeContinue(opts, 2)
+	if err != nil {
+		return ports.Page{}, errs.Permanent(fmt.Errorf("memory store: list %s: %w", opts.Kind, err))
+	}
+	recs, err := s.List(ctx, opts)
+	if err != nil {
+		return ports.Page{}, err
+	}
+	if after != nil {
+		from := api.Key{Kind: opts.Kind, Namespace: after[0], Name: after[1]}
+		i, found := slices.BinarySearchFunc(recs, from, func(r ports.Record, k api.Key) int { return compareKeys(r.Key, k) })
+		if found {
+			i++
+		}
+		recs = recs[i:]
+	}
+	if opts.Limit == 0 || len(recs) <= opts.Limit {
+		return ports.Page{Records: recs}, nil
+	}
+	last := recs[opts.Limit-1].Key
+	return ports.Page{Records: recs[:opts.Limit:opts.Limit], Continue: ports.EncodeContinue(opts, last.Namespace, last.Name)}, nil
+}
+
 // Due returns up to limit (> 0) items whose NextRunAt is set and not after
 // now, oldest first.
 func (s *Store) Due(ctx context.Context, now time.Time, limit int) ([]ports.DueItem, error) {

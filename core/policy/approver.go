@@ -44,7 +44,7 @@ func (a *Approver) Decide(ctx context.Context, in Input) Decision {
 	if cr := in.Request; cr != nil && len(a.auto) > 0 {
 		for _, n := range rbac.SignerResourceNames(cr.Spec.IssuerRef, cr.Namespace) {
 			if a.auto[n] {
-				d := Decision{Result: Approved, Message: fmt.Sprintf("auto-approved: signer %q is in certfn's approveSignerNames list", n)}
+				d := Decision{Result: Approved, msg: fmt.Sprintf("auto-approved: signer %q is in certfn's approveSignerNames list", n)}
 				a.evaluator.count(cr, d.Result)
 				return d
 			}

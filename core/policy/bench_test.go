@@ -73,8 +73,10 @@ func benchRequest(b *testing.B, team string) *api.CertificateRequest {
 //     once for validation); measures policy work only;
 //   - pem: Evaluate parses spec.request itself, including the CSR
 //     signature check (ECDSA P-256), once per evaluation;
-//   - denied: no policy allows the request, so every applicable policy is
-//     run again to list its violations (the slow path);
+//   - denied: no policy allows the request (each applicable policy fails
+//     its quick review); the message is not rendered;
+//   - denied-message: denied, and the message rendered (every applicable
+//     policy reviewed again in full to list its violations: the slow path);
 //   - team-bound: as parsed, but each team is bound to its own policy only
 //     (the usual set-up), so one policy applies.
 func BenchmarkEvaluate100Policies(b *testing.B) {
@@ -85,7 +87,7 @@ func BenchmarkEvaluate100Policies(b *testing.B) {
 	ev := newEvaluator(b)
 	run := func(b *testing.B, in Input, want Result) {
 		if d := ev.Evaluate(context.Background(), in); d.Result != want {
-			b.Fatalf("got %s (%s), want %s", d.Result, d.Message, want)
+			b.Fatalf("got %s (%s), want %s", d.Result, d.Message(), want)
 		}
 		b.ReportAllocs()
 		b.ResetTimer()
@@ -102,6 +104,20 @@ func BenchmarkEvaluate100Policies(b *testing.B) {
 	})
 	b.Run("denied", func(b *testing.B) {
 		run(b, Input{Request: deny, Policies: ps, Authorizer: authz}, Denied)
+	})
+	// denied-message: as denied, and the message is rendered (each
+	// applicable policy reviewed in full), as when the Denied condition is
+	// written; denied measures the decision alone.
+	b.Run("denied-message", func(b *testing.B) {
+		in := Input{Request: deny, Policies: ps, Authorizer: authz}
+		if d := ev.Evaluate(context.Background(), in); d.Result != Denied || d.Message() == "" {
+			b.Fatalf("got %s (%s), want a Denied message", d.Result, d.Message())
+		}
+		b.ReportAllocs()
+		for b.Loop() {
+			_ = ev.Evaluate(context.Background(), in).Message()
+		}
+		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "evals/s")
 	})
 	// team-bound: the usual deployment, where each team's group is bound
 	// (RoleBinding in the team's namespace) to its own policy only, so the

@@ -10,7 +10,9 @@ import (
 	"context"
 	"crypto/x509"
 	"fmt"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -37,17 +39,85 @@ const (
 // status (approved, denied, unmatched).
 const MetricApprovalOutcomes = "policy_approval_outcomes_total"
 
-// Decision is what Evaluate decided, with a message for the request's
-// Approved/Denied condition (or, when Unmatched, an event/log line saying
-// why nothing applies). Policy names the approving policy.
+// Decision is what Evaluate decided, with a message (Message) for the
+// request's Approved/Denied condition (or, when Unmatched, an event/log
+// line saying why nothing applies). Policy names the approving policy.
 type Decision struct {
-	Result  Result
-	Message string
-	Policy  string
+	Result Result
+	Policy string
 	// Detail is what operators see in debug logs besides Message: for an
 	// Unmatched request, how many policies exist and why none applies
 	// (kept out of Message, which the requester reads).
 	Detail string
+
+	msg    string
+	denial *denial // a Denied decision's reasons, rendered by Message
+}
+
+// Message returns the text for the request's condition. A policy's
+// approval and a denial are rendered here, on the first call, not by
+// Evaluate: a caller that only needs Result (a dry run's count, a
+// benchmark, an approval whose text is not stored) formats nothing. The
+// text is the same whenever it is rendered: the reasons are the compiled
+// policies (immutable) and the request, kept by the Decision. A denial
+// runs the policies' plugins again with Evaluate's context: call Message
+// while that context is live.
+func (d Decision) Message() string {
+	switch {
+	case d.msg != "":
+		return d.msg
+	case d.denial != nil:
+		return d.denial.message()
+	case d.Result == Approved && d.Policy != "":
+		return fmt.Sprintf("approved by CertificateRequestPolicy %q", d.Policy)
+	}
+	return ""
+}
+
+// denial is the compact form of a Denied decision: the applicable
+// policies, none of which allows the request, and what they judged (the
+// request, its parsed CSR, its namespace's labels). message renders
+// approver-policy's text once: each policy's full review (every
+// violation, with its path), by policy name, on a view built again from
+// the same inputs (the evaluation's view went back to the pool).
+type denial struct {
+	ctx      context.Context
+	cr       *api.CertificateRequest
+	csr      *x509.CertificateRequest
+	nsLabels map[string]string
+	failed   []*Compiled
+
+	once sync.Once
+	text string
+}
+
+func (dn *denial) message() string {
+	dn.once.Do(func() {
+		failed := dn.failed
+		sort.Slice(failed, func(i, j int) bool { return failed[i].Name < failed[j].Name })
+		req := newRequest(dn.cr, dn.csr, dn.nsLabels)
+		defer req.release()
+		var b strings.Builder
+		b.WriteString("no applicable CertificateRequestPolicy allows this request: ")
+		for i, c := range failed {
+			errs := c.review(dn.ctx, req, full)
+			if i > 0 {
+				b.WriteString(" ")
+			}
+			b.WriteString("[policy ")
+			b.WriteString(strconv.Quote(c.Name))
+			b.WriteString(": ")
+			for j, e := range errs {
+				if j > 0 {
+					b.WriteString("; ")
+				}
+				b.WriteString(e)
+			}
+			b.WriteString("]")
+		}
+		dn.text = b.String()
+	})
+	return dn.text
 }
 
 // Input is one evaluation.
@@ -148,54 +218,41 @@ func (e *Evaluator) count(cr *api.CertificateRequest, r Result) {
 func (e *Evaluator) evaluate(ctx context.Context, in Input) Decision {
 	cr := in.Request
 	if cr == nil {
-		return Decision{Result: Unmatched, Message: "no CertificateRequest to evaluate"}
+		return Decision{Result: Unmatched, msg: "no CertificateRequest to evaluate"}
 	}
 	sc := scan{in: &in, id: identityOf(cr), sel: newSelectorInput(cr, in.NamespaceLabels)}
 	entries := e.entries(in.Policies)
 	var req *Request
-	applicable := 0
 	for i, p := range in.Policies {
 		c := sc.applies(p, entries[i])
 		if c == nil {
 			continue
 		}
-		applicable++
 		if req == nil {
 			csr := in.CSR
 			if csr == nil {
 				var err error
 				if csr, err = pki.ParseCSRPEM(cr.Spec.Request); err != nil {
-					return Decision{Result: Denied, Message: fmt.Sprintf("spec.request: %v", err)}
+					return Decision{Result: Denied, msg: fmt.Sprintf("spec.request: %v", err)}
 				}
 			}
 			req = newRequest(cr, csr, in.NamespaceLabels)
 		}
 		if c.review(ctx, req, quick) == nil {
-			return Decision{Result: Approved, Policy: c.Name,
-				Message: fmt.Sprintf("approved by CertificateRequestPolicy %q", c.Name)}
+			req.release()
+			return Decision{Result: Approved, Policy: c.Name}
 		}
+		// Recorded in the pooled view's slice: no allocation once warm.
+		req.failed = append(req.failed, c)
 	}
-	if applicable == 0 {
+	if req == nil {
 		msg, detail := sc.unmatched(in.Policies, entries)
-		return Decision{Result: Unmatched, Message: msg, Detail: detail}
+		return Decision{Result: Unmatched, msg: msg, Detail: detail}
 	}
-	// Denied (the slow path): run every applicable policy again, collecting
-	// all its violations.
-	var failed []*Compiled
-	for i, p := range in.Policies {
-		if c := sc.applies(p, entries[i]); c != nil {
-			failed = append(failed, c)
-		}
-	}
-	sort.Slice(failed, func(i, j int) bool { return failed[i].Name < failed[j].Name })
-	var b strings.Builder
-	b.WriteString("no applicable CertificateRequestPolicy allows this request: ")
-	for i, c := range failed {
-		errs := c.review(ctx, req, full)
-		if i > 0 {
-			b.WriteString(" ")
-		}
-		fmt.Fprintf(&b, "[policy %q: %s]", c.Name, strings.Join(errs, "; "))
-	}
-	return Decision{Result: Denied, Message: b.String()}
+	// Denied: every applicable policy failed its quick review. Their
+	// message (each policy's violations in full) is rendered by
+	// Decision.Message when a caller asks for it.
+	dn := &denial{ctx: ctx, cr: cr, csr: req.CSR, nsLabels: in.NamespaceLabels, failed: slices.Clone(req.failed)}
+	req.release()
+	return Decision{Result: Denied, denial: dn}
 }

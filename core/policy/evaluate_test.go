@@ -82,17 +82,17 @@ selector: {issuerRef: {}}
 		t.Run(tc.name, func(t *testing.T) {
 			d := ev.Evaluate(context.Background(), Input{Request: tc.cr, Policies: tc.policies, Authorizer: bindAll()})
 			if d.Result != tc.want || d.Policy != tc.policy {
-				t.Fatalf("got %s by %q (%s), want %s by %q", d.Result, d.Policy, d.Message, tc.want, tc.policy)
+				t.Fatalf("got %s by %q (%s), want %s by %q", d.Result, d.Policy, d.Message(), tc.want, tc.policy)
 			}
 			for _, m := range tc.msg {
 				// An Unmatched request's reasons are in the operator's
 				// detail, not in the message the requester reads.
-				if !strings.Contains(d.Message+"\n"+d.Detail, m) {
-					t.Errorf("message %q (detail %q) lacks %q", d.Message, d.Detail, m)
+				if !strings.Contains(d.Message()+"\n"+d.Detail, m) {
+					t.Errorf("message %q (detail %q) lacks %q", d.Message(), d.Detail, m)
 				}
 			}
-			if tc.want == Denied && strings.Contains(d.Message, "c-other-issuer") {
-				t.Errorf("denial lists a policy that does not apply: %s", d.Message)
+			if tc.want == Denied && strings.Contains(d.Message(), "c-other-issuer") {
+				t.Errorf("denial lists a policy that does not apply: %s", d.Message())
 			}
 		})
 	}
@@ -163,7 +163,7 @@ subjects:
 	})
 	d := newEvaluator(t).Evaluate(context.Background(), Input{Request: newCR(t, csr(dns("x"))), Policies: policiesFrom(objs)})
 	if d.Result != Unmatched {
-		t.Errorf("nil Authorizer: %s (%s), want Unmatched", d.Result, d.Message)
+		t.Errorf("nil Authorizer: %s (%s), want Unmatched", d.Result, d.Message())
 	}
 }
 
@@ -269,13 +269,13 @@ selector: {issuerRef: {name: "ca"}}
 	ev := newEvaluator(t)
 	garbage := newCR(t, csr(), csrPEM([]byte("-----BEGIN CERTIFICATE REQUEST-----\nAAAA\n-----END CERTIFICATE REQUEST-----\n")))
 	d := ev.Evaluate(context.Background(), Input{Request: garbage, Policies: []*api.CertificateRequestPolicy{p}, Authorizer: bindAll()})
-	if d.Result != Denied || !strings.HasPrefix(d.Message, "spec.request: not a valid PKCS#10 request") {
-		t.Errorf("garbage CSR: %s %q", d.Result, d.Message)
+	if d.Result != Denied || !strings.HasPrefix(d.Message(), "spec.request: not a valid PKCS#10 request") {
+		t.Errorf("garbage CSR: %s %q", d.Result, d.Message())
 	}
 	// Nothing applies: the CSR is not even parsed.
 	garbage.Spec.IssuerRef.Name = "other"
 	if d := ev.Evaluate(context.Background(), Input{Request: garbage, Policies: []*api.CertificateRequestPolicy{p}, Authorizer: bindAll()}); d.Result != Unmatched {
-		t.Errorf("garbage CSR, no policy applies: %s %q", d.Result, d.Message)
+		t.Errorf("garbage CSR, no policy applies: %s %q", d.Result, d.Message())
 	}
 	if d := ev.Evaluate(context.Background(), Input{}); d.Result != Unmatched {
 		t.Errorf("no request: %s", d.Result)
@@ -284,7 +284,7 @@ selector: {issuerRef: {name: "ca"}}
 	parsed, _ := buildCSR(t, cn("x"))
 	garbage.Spec.IssuerRef.Name = "ca"
 	if d := ev.Evaluate(context.Background(), Input{Request: garbage, CSR: parsed, Policies: []*api.CertificateRequestPolicy{p}, Authorizer: bindAll()}); d.Result != Approved {
-		t.Errorf("pre-parsed CSR: %s %q", d.Result, d.Message)
+		t.Errorf("pre-parsed CSR: %s %q", d.Result, d.Message())
 	}
 }
 
@@ -375,7 +375,7 @@ selector: {issuerRef: {}}
 			for range 50 {
 				d := ev.Evaluate(context.Background(), Input{Request: cr, Policies: ps, Authorizer: authz})
 				if d.Result != Approved || d.Policy != "p9" {
-					errs <- fmt.Sprintf("%s %s %s", d.Result, d.Policy, d.Message)
+					errs <- fmt.Sprintf("%s %s %s", d.Result, d.Policy, d.Message())
 					return
 				}
 			}
@@ -464,8 +464,8 @@ selector: {issuerRef: {kind: Issuer}}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			d := ap.Decide(context.Background(), in(tc.cr))
-			if d.Result != tc.want || !strings.Contains(d.Message, tc.msg) {
-				t.Fatalf("got %s %q, want %s containing %q", d.Result, d.Message, tc.want, tc.msg)
+			if d.Result != tc.want || !strings.Contains(d.Message(), tc.msg) {
+				t.Fatalf("got %s %q, want %s containing %q", d.Result, d.Message(), tc.want, tc.msg)
 			}
 		})
 	}
@@ -598,7 +598,7 @@ func TestPolicyListChanges(t *testing.T) {
 	}
 	for i, s := range steps {
 		if d := ev.Evaluate(context.Background(), Input{Request: cr, Policies: s.policies, Authorizer: bindAll()}); d.Result != s.want {
-			t.Errorf("step %d: %s (%s), want %s", i, d.Result, d.Message, s.want)
+			t.Errorf("step %d: %s (%s), want %s", i, d.Result, d.Message(), s.want)
 		}
 	}
 }
@@ -625,8 +625,8 @@ selector: {issuerRef: {}}
 	if none.Result != Unmatched || many.Result != Unmatched {
 		t.Fatalf("results %s, %s; want Unmatched", none.Result, many.Result)
 	}
-	if none.Message != many.Message || strings.ContainsAny(none.Message, "0123456789") {
-		t.Fatalf("the message tells the policies apart:\n%q\n%q", none.Message, many.Message)
+	if none.Message() != many.Message() || strings.ContainsAny(none.Message(), "0123456789") {
+		t.Fatalf("the message tells the policies apart:\n%q\n%q", none.Message(), many.Message())
 	}
 	if none.Detail == many.Detail || !strings.Contains(many.Detail, "of 3 policies") {
 		t.Fatalf("operator detail %q / %q", none.Detail, many.Detail)

@@ -63,7 +63,7 @@ func FuzzCompileEvaluate(f *testing.F) {
 		}
 		d := ev.Evaluate(context.Background(), Input{Request: cr, Policies: []*api.CertificateRequestPolicy{p}, Authorizer: authz})
 		if err != nil && d.Result != Unmatched {
-			t.Fatalf("policy that does not compile gave %s: %s", d.Result, d.Message)
+			t.Fatalf("policy that does not compile gave %s: %s", d.Result, d.Message())
 		}
 	})
 }

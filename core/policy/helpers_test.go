@@ -265,18 +265,18 @@ func runEvalCases(t *testing.T, ev *Evaluator, policies []*api.CertificateReques
 		t.Run(tc.name, func(t *testing.T) {
 			d := ev.Evaluate(context.Background(), Input{Request: tc.cr, Policies: policies, NamespaceLabels: tc.labels, Authorizer: authz})
 			if d.Result != tc.want {
-				t.Fatalf("result %s (%s), want %s", d.Result, d.Message, tc.want)
+				t.Fatalf("result %s (%s), want %s", d.Result, d.Message(), tc.want)
 			}
 			for _, m := range tc.msg {
 				// An Unmatched request's reasons are in the operator's
 				// detail, not in the message the requester reads.
-				if !strings.Contains(d.Message+"\n"+d.Detail, m) {
-					t.Errorf("message %q (detail %q) lacks %q", d.Message, d.Detail, m)
+				if !strings.Contains(d.Message()+"\n"+d.Detail, m) {
+					t.Errorf("message %q (detail %q) lacks %q", d.Message(), d.Detail, m)
 				}
 			}
 			for _, m := range tc.noMatch {
-				if strings.Contains(d.Message, m) {
-					t.Errorf("message %q should not contain %q", d.Message, m)
+				if strings.Contains(d.Message(), m) {
+					t.Errorf("message %q should not contain %q", d.Message(), m)
 				}
 			}
 			if tc.want == Approved && tc.policy != "" && d.Policy != tc.policy {

@@ -22,7 +22,9 @@ type Plugin interface {
 // PluginCheck judges one request for one policy. It must be pure and
 // deterministic (no I/O: everything it needs comes from its values and the
 // request) and safe for concurrent use. It returns the violations found,
-// each a short sentence; none means the plugin allows the request.
+// each a short sentence; none means the plugin allows the request. r is
+// valid only during the call (the Evaluator reuses request views): a check
+// must not keep it, or anything it points to, after returning.
 type PluginCheck interface {
 	Check(ctx context.Context, r *Request) []string
 }

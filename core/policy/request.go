@@ -8,6 +8,7 @@ import (
 	"encoding/asn1"
 	"encoding/hex"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/google/cel-go/common/types"
@@ -19,7 +20,8 @@ import (
 
 // Request is the view of one CertificateRequest that policies and plugins
 // judge. It is built once per evaluation (the CSR is parsed once, not per
-// policy) and must not be modified by plugins.
+// policy), must not be modified by plugins, and is reused by later
+// evaluations once this one returns (a pool), so nothing may keep it.
 type Request struct {
 	// CR is the request; CSR its parsed spec.request.
 	CR  *api.CertificateRequest
@@ -64,7 +66,12 @@ type Request struct {
 	replacedCN, replacedSerial string
 	sanRejects, subjectRejects []string
 	celVals                    [numAttrs][]ref.Val
-	act                        activation
+	celDone                    attrMask      // attributes whose celVals are converted
+	asnSeq, asnGN              asn1.RawValue // readSANs' scratch
+	// failed lists the applicable policies that failed their quick review
+	// (Evaluator.evaluate), for a Denied decision's message.
+	failed []*Compiled
+	act    activation
 }
 
 // oidValues is the values a request carries for one OID.
@@ -139,14 +146,11 @@ var subjectAttrs = []struct {
 
 // newRequest builds the view of cr with its parsed csr.
 func newRequest(cr *api.CertificateRequest, csr *x509.CertificateRequest, nsLabels map[string]string) *Request {
-	r := &Request{
-		CR:              cr,
-		CSR:             csr,
-		Identity:        identityOf(cr),
-		NamespaceLabels: nsLabels,
-		DNSNames:        csr.DNSNames,
-		EmailAddresses:  csr.EmailAddresses,
-	}
+	r := requestPool.Get().(*Request)
+	r.CR, r.CSR = cr, csr
+	r.Identity = identityOf(cr)
+	r.NamespaceLabels = nsLabels
+	r.DNSNames, r.EmailAddresses = csr.DNSNames, csr.EmailAddresses
 	// Subject: read every attribute (pkix.Name keeps only the last CN).
 	for _, atv := range csr.Subject.Names {
 		a, named := subjectAttr(atv.Type)
@@ -279,15 +283,17 @@ func (r *Request) readSANs(csr *x509.CertificateRequest) {
 			r.sanRejects = append(r.sanRejects, sanPath+": the CSR contains multiple subjectAltName extensions; at most one is permitted")
 			return
 		}
-		var seq asn1.RawValue
-		if rest, err := asn1.Unmarshal(ext.Value, &seq); err != nil || len(rest) > 0 || seq.Class != asn1.ClassUniversal || seq.Tag != asn1.TagSequence {
+		// seq and gn live in r (pooled): decoding into locals would
+		// allocate them on every evaluation.
+		seq := &r.asnSeq
+		if rest, err := asn1.Unmarshal(ext.Value, seq); err != nil || len(rest) > 0 || seq.Class != asn1.ClassUniversal || seq.Tag != asn1.TagSequence {
 			r.sanRejects = append(r.sanRejects, sanPath+": the CSR's subjectAltName extension could not be decoded")
 			return
 		}
 		for b := seq.Bytes; len(b) > 0; {
-			var gn asn1.RawValue
+			gn := &r.asnGN
 			var err error
-			if b, err = asn1.Unmarshal(b, &gn); err != nil || gn.Class != asn1.ClassContextSpecific {
+			if b, err = asn1.Unmarshal(b, gn); err != nil || gn.Class != asn1.ClassContextSpecific {
 				r.sanRejects = append(r.sanRejects, sanPath+": the CSR's subjectAltName extension could not be decoded")
 				return
 			}
@@ -396,13 +402,41 @@ func (id identityFields) withinEstimate(namespace, name string) bool {
 // celValues returns the values of attribute a as CEL strings, converted
 // once per evaluation.
 func (r *Request) celValues(a attr) []ref.Val {
-	if r.celVals[a] == nil {
-		vals := r.attrs[a]
-		out := make([]ref.Val, len(vals))
-		for i, v := range vals {
-			out[i] = types.String(v)
+	if r.celDone&(1<<a) == 0 {
+		out := r.celVals[a][:0]
+		for _, v := range r.attrs[a] {
+			out = append(out, types.String(v))
 		}
 		r.celVals[a] = out
+		r.celDone |= 1 << a
 	}
 	return r.celVals[a]
+}
+
+// requestPool recycles Request views: an approval drops its view before
+// Evaluate returns, so the approve path reuses the view and its slices
+// instead of allocating them for every request.
+var requestPool = sync.Pool{New: func() any { return new(Request) }}
+
+// release returns r to the pool. r must not be used afterwards (a Denied
+// decision keeps its view, which is then never released).
+func (r *Request) release() {
+	keep := Request{
+		IPAddresses:    r.IPAddresses[:0],
+		URIs:           r.URIs[:0],
+		usages:         r.usages[:0],
+		otherNames:     r.otherNames[:0],
+		otherAttrs:     r.otherAttrs[:0],
+		sanRejects:     r.sanRejects[:0],
+		subjectRejects: r.subjectRejects[:0],
+		failed:         r.failed[:0],
+	}
+	for a := range r.attrs {
+		if a != int(attrDNSNames) && a != int(attrIPAddresses) && a != int(attrURIs) && a != int(attrEmailAddresses) {
+			keep.attrs[a] = r.attrs[a][:0]
+		}
+		keep.celVals[a] = r.celVals[a][:0]
+	}
+	*r = keep
+	requestPool.Put(r)
 }

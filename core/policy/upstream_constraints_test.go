@@ -54,7 +54,7 @@ selector: {issuerRef: {}}
 `)
 	cr := newCR(t, csr(), csrPEM([]byte("not a CSR")))
 	d := newEvaluator(t).Evaluate(context.Background(), Input{Request: cr, Policies: []*api.CertificateRequestPolicy{p}, Authorizer: bindAll()})
-	if d.Result != Denied || !strings.HasPrefix(d.Message, "spec.request: ") {
-		t.Fatalf("got %s (%s), want Denied naming spec.request", d.Result, d.Message)
+	if d.Result != Denied || !strings.HasPrefix(d.Message(), "spec.request: ") {
+		t.Fatalf("got %s (%s), want Denied naming spec.request", d.Result, d.Message())
 	}
 }

@@ -308,8 +308,8 @@ func TestUpstreamReview(t *testing.T) {
 			// A new evaluator: the cases reuse names (and generation 1)
 			// for different specs, which its cache takes for one version.
 			d := newEvaluator(t).Evaluate(context.Background(), Input{Request: cr, Policies: tc.policies, Authorizer: bindAll()})
-			if d.Result != tc.want || d.Policy != tc.policy || !strings.Contains(d.Message, tc.msg) {
-				t.Fatalf("got %s by %q: %s\nwant %s by %q with %q", d.Result, d.Policy, d.Message, tc.want, tc.policy, tc.msg)
+			if d.Result != tc.want || d.Policy != tc.policy || !strings.Contains(d.Message(), tc.msg) {
+				t.Fatalf("got %s by %q: %s\nwant %s by %q with %q", d.Result, d.Policy, d.Message(), tc.want, tc.policy, tc.msg)
 			}
 		})
 	}

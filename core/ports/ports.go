@@ -24,6 +24,9 @@ var (
 	// ErrConflict: a conditional write lost a race (the stored version
 	// differs from the expected one). The caller reloads and retries.
 	ErrConflict = errors.New("conflict: stored version changed")
+	// ErrInvalidContinue: a ListPage continue token is malformed or belongs
+	// to another listing (a permanent error: the caller starts again).
+	ErrInvalidContinue = errors.New("continue token is invalid")
 )
 
 // Record is one stored resource. Data is the resource's JSON (never key
@@ -39,12 +42,24 @@ type Record struct {
 	Data      []byte
 }
 
-// ListOptions filters List. Kind is required; Namespace "" means all
-// namespaces; a non-zero Owner restricts to records it controls.
+// ListOptions filters List and ListPage. Kind is required; Namespace ""
+// means all namespaces; a non-zero Owner restricts to records it controls.
+// Limit and Continue page a ListPage (List ignores them), as Kubernetes'
+// list options do: Limit > 0 asks for at most that many records (0: all
+// that remain), Continue is the token of the previous page ("" starts).
 type ListOptions struct {
 	Kind      string
 	Namespace string
 	Owner     api.Key
+	Limit     int
+	Continue  string
+}
+
+// Page is one page of a listing. Continue is the token of the next page,
+// "" when this is the last one.
+type Page struct {
+	Records  []Record
+	Continue string
 }
 
 // DueItem is one entry of the due index.
@@ -65,12 +80,26 @@ type DueItem struct {
 //     version 0 deletes unconditionally. Deleting a missing key is ErrNotFound.
 //   - Due returns up to limit items whose NextRunAt is non-zero and <= now,
 //     oldest first, reading no more than about 2× the due count.
+//   - List returns every matching record, sorted by namespace then name.
+//   - ListPage returns the matching records a page at a time, in the
+//     store's key order (the same for every page of a listing; memory and
+//     local: namespace then name; DynamoDB: its key Kind/namespace/name;
+//     Firestore: the document ID), reading about Limit records per page,
+//     not the whole listing. A page holds at most Limit records, possibly
+//     fewer (even none) before the last; Continue is "" on the last page.
+//     A listing returns every record that exists from its first page to its
+//     last exactly once; one created or deleted meanwhile may or may not
+//     appear, none appears twice. Pages are not a snapshot (Kubernetes'
+//     are): each page reads the current state. A Continue token is opaque;
+//     one that is malformed or from another listing (other kind, namespace
+//     or owner) fails with ErrInvalidContinue.
 type Store interface {
 	Get(ctx context.Context, key api.Key) (Record, error)
 	Create(ctx context.Context, rec Record) (Record, error)
 	Update(ctx context.Context, rec Record) (Record, error)
 	Delete(ctx context.Context, key api.Key, version int64) error
 	List(ctx context.Context, opts ListOptions) ([]Record, error)
+	ListPage(ctx context.Context, opts ListOptions) (Page, error)
 	Due(ctx context.Context, now time.Time, limit int) ([]DueItem, error)
 }
 

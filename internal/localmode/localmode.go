@@ -150,6 +150,9 @@ type Runtime struct {
 	Opts    Options
 	Store   *local.Store
 	Secrets ports.SecretStore
+	// files is the file secret store under Secrets (Close waits for its
+	// background removals).
+	files   *local.SecretStore
 	Queue   *local.MemQueue
 	Inbox   *local.Inbox
 	Metrics *local.Counters
@@ -251,7 +254,7 @@ func Open(opts Options) (*Runtime, error) {
 	if opts.WrapSecrets != nil {
 		secrets = opts.WrapSecrets(secrets)
 	}
-	rt := &Runtime{Opts: opts, Store: store, Secrets: secrets, Inbox: store.Inbox(opts.Clock),
+	rt := &Runtime{files: fileSecrets, Opts: opts, Store: store, Secrets: secrets, Inbox: store.Inbox(opts.Clock),
 		Queue: local.NewMemQueue(opts.Clock, 5*time.Minute), Metrics: local.NewCounters(), Log: opts.Logger,
 		progress: newProgress(opts.Logger)}
 	var q ports.Queue = rt.Queue
@@ -304,7 +307,12 @@ func Open(opts Options) (*Runtime, error) {
 }
 
 // Close releases the store.
-func (r *Runtime) Close() error { return r.Store.Close() }
+func (r *Runtime) Close() error {
+	if r.files != nil {
+		r.files.Wait() // deleted secrets still being removed
+	}
+	return r.Store.Close()
+}
 
 // handle runs one delivery and acknowledges or re-queues it.
 func (r *Runtime) handle(ctx context.Context, d local.Delivery) {

@@ -244,6 +244,11 @@ func (s store) List(ctx context.Context, o ports.ListOptions) (out []ports.Recor
 	return out, err
 }
 
+func (s store) ListPage(ctx context.Context, o ports.ListOptions) (out ports.Page, err error) {
+	err = s.in.call("store.ListPage "+o.Kind, func() error { out, err = s.s.ListPage(ctx, o); return err })
+	return out, err
+}
+
 func (s store) Due(ctx context.Context, now time.Time, limit int) (out []ports.DueItem, err error) {
 	err = s.in.call("store.Due", func() error { out, err = s.s.Due(ctx, now, limit); return err })
 	return out, err

@@ -22,7 +22,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -411,28 +413,7 @@ func (s *Store) List(ctx context.Context, opts ports.ListOptions) ([]ports.Recor
 	if err := ctx.Err(); err != nil {
 		return fail(err)
 	}
-	prefix := opts.Kind + "/"
-	if opts.Namespace != "" {
-		prefix += opts.Namespace + "/"
-	}
-	in := &dynamodb.QueryInput{
-		TableName:                aws.String(s.table),
-		KeyConditionExpression:   aws.String(`#h = :h AND begins_with(#pk, :prefix)`),
-		ExpressionAttributeNames: map[string]string{"#pk": attrPK},
-		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":prefix": attrS(prefix),
-		},
-		ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal,
-	}
-	if opts.Owner.IsZero() {
-		in.IndexName = aws.String(IndexKind)
-		in.ExpressionAttributeNames["#h"] = attrKind
-		in.ExpressionAttributeValues[":h"] = attrS(opts.Kind)
-	} else {
-		in.IndexName = aws.String(IndexOwner)
-		in.ExpressionAttributeNames["#h"] = attrOwner
-		in.ExpressionAttributeValues[":h"] = attrS(opts.Owner.String())
-	}
+	in, _ := s.listQuery(opts)
 	var keys []map[string]types.AttributeValue
 	p := dynamodb.NewQueryPaginator(s.db, in)
 	for p.HasMorePages() {
@@ -470,6 +451,138 @@ func (s *Store) List(ctx context.Context, opts ports.ListOptions) ([]ports.Recor
 		return cmp.Or(cmp.Compare(a.Key.Namespace, b.Key.Namespace), cmp.Compare(a.Key.Name, b.Key.Name))
 	})
 	return out, nil
+}
+
+// listQuery returns the Query of opts' listing, on the kind index (or
+// the owner index with an owner), for pk values starting with prefix.
+func (s *Store) listQuery(opts ports.ListOptions) (in *dynamodb.QueryInput, prefix string) {
+	prefix = opts.Kind + "/"
+	if opts.Namespace != "" {
+		prefix += opts.Namespace + "/"
+	}
+	in = &dynamodb.QueryInput{
+		TableName:                aws.String(s.table),
+		KeyConditionExpression:   aws.String(`#h = :h AND begins_with(#pk, :prefix)`),
+		ExpressionAttributeNames: map[string]string{"#pk": attrPK},
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":prefix": attrS(prefix),
+		},
+		ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal,
+	}
+	if opts.Owner.IsZero() {
+		in.IndexName = aws.String(IndexKind)
+		in.ExpressionAttributeNames["#h"] = attrKind
+		in.ExpressionAttributeValues[":h"] = attrS(opts.Kind)
+	} else {
+		in.IndexName = aws.String(IndexOwner)
+		in.ExpressionAttributeNames["#h"] = attrOwner
+		in.ExpressionAttributeValues[":h"] = attrS(opts.Owner.String())
+	}
+	return in, prefix
+}
+
+// ListPage returns a page of List's records in key (pk) order: a Query of
+// the index with Limit, from the continue token's pk, then one
+// consistent BatchGetItem of the page's keys (at most 100 per call). A
+// page reads about Limit index entries and items, whatever the size of
+// the listing. The last page may be empty: DynamoDB tells that nothing
+// follows only by not returning LastEvaluatedKey.
+func (s *Store) ListPage(ctx context.Context, opts ports.ListOptions) (ports.Page, error) {
+	if opts.Kind == "" {
+		return ports.Page{}, errs.Permanentf("store: list: kind: must not be empty")
+	}
+	if opts.Limit < 0 {
+		return ports.Page{}, errs.Permanentf("store: list: limit: must be >= 0, got %d", opts.Limit)
+	}
+	fail := func(err error) (ports.Page, error) {
+		return ports.Page{}, fmt.Errorf("store: list %s: %w", opts.Kind, err)
+	}
+	after, err := ports.DecodeContinue(opts, 1)
+	if err != nil {
+		return ports.Page{}, errs.Permanent(fmt.Errorf("store: list %s: %w", opts.Kind, err))
+	}
+	if err := ctx.Err(); err != nil {
+		return fail(err)
+	}
+	in, prefix := s.listQuery(opts)
+	if after != nil {
+		if !strings.HasPrefix(after[0], prefix) {
+			return ports.Page{}, errs.Permanent(fmt.Errorf("store: list %s: continue: position outside the listing: %w", opts.Kind, ports.ErrInvalidContinue))
+		}
+		start := map[string]types.AttributeValue{attrPK: attrS(after[0])}
+		if opts.Owner.IsZero() {
+			start[attrKind] = attrS(opts.Kind)
+		} else {
+			start[attrOwner] = attrS(opts.Owner.String())
+		}
+		in.ExclusiveStartKey = start
+	}
+	var (
+		keys []map[string]types.AttributeValue
+		last string
+		more bool
+	)
+	for {
+		if opts.Limit > 0 {
+			in.Limit = aws.Int32(int32(min(opts.Limit-len(keys), math.MaxInt32)))
+		}
+		page, err := s.db.Query(ctx, in)
+		if err != nil {
+			return fail(err)
+		}
+		s.count("Query", false, len(page.Items), page.ConsumedCapacity)
+		for _, it := range page.Items {
+			if pk, ok := it[attrPK]; ok {
+				keys = append(keys, map[string]types.AttributeValue{attrPK: pk})
+			}
+		}
+		more = len(page.LastEvaluatedKey) > 0
+		if more {
+			var ok bool
+			if last, ok = stringAttr(page.LastEvaluatedKey[attrPK]); !ok {
+				return fail(fmt.Errorf("LastEvaluatedKey without %s", attrPK))
+			}
+		}
+		if !more || (opts.Limit > 0 && len(keys) >= opts.Limit) {
+			break
+		}
+		in.ExclusiveStartKey = page.LastEvaluatedKey
+	}
+	items, err := s.batchGet(ctx, keys)
+	if err != nil {
+		return fail(err)
+	}
+	now := s.clock.Now()
+	out := make([]ports.Record, 0, len(items))
+	for _, it := range items {
+		st, err := decodeItem(it)
+		if err != nil {
+			return fail(err)
+		}
+		r := st.rec
+		if st.expired(now) || r.Key.Kind != opts.Kind ||
+			(opts.Namespace != "" && r.Key.Namespace != opts.Namespace) ||
+			(!opts.Owner.IsZero() && r.Owner != opts.Owner) {
+			continue
+		}
+		out = append(out, r)
+	}
+	// BatchGetItem answers in no order: put the page back in pk order.
+	slices.SortFunc(out, func(a, b ports.Record) int { return cmp.Compare(a.Key.String(), b.Key.String()) })
+	p := ports.Page{Records: out}
+	if more {
+		p.Continue = ports.EncodeContinue(opts, last)
+	}
+	return p, nil
+}
+
+// stringAttr returns the value of an S attribute.
+func stringAttr(v types.AttributeValue) (string, bool) {
+	s, ok := v.(*types.AttributeValueMemberS)
+	if !ok {
+		return "", false
+	}
+	return s.Value, true
 }
 
 // batchGet reads keys consistently, batchGetMax at a time. Keys that

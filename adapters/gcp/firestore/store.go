@@ -27,6 +27,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"sync"
@@ -616,6 +617,84 @@ func (s *Store) List(ctx context.Context, opts ports.ListOptions) ([]ports.Recor
 		return cmp.Or(cmp.Compare(a.Key.Namespace, b.Key.Namespace), cmp.Compare(a.Key.Name, b.Key.Name))
 	})
 	return out, nil
+}
+
+// ListPage returns a page of List's records in document ID order: List's
+// query ordered by document ID, after the continue token's ID, limited to
+// Limit+1 documents (the one more tells whether another page follows; it
+// is not returned). Equality filters with the document ID order need no
+// composite index. Expired documents (awaiting TTL deletion) are skipped,
+// so a page may hold fewer than Limit records.
+func (s *Store) ListPage(ctx context.Context, opts ports.ListOptions) (ports.Page, error) {
+	if opts.Kind == "" {
+		return ports.Page{}, errs.Permanentf("store: list: kind: must not be empty")
+	}
+	if opts.Limit < 0 {
+		return ports.Page{}, errs.Permanentf("store: list: limit: must be >= 0, got %d", opts.Limit)
+	}
+	what := keyed(opts.Kind)
+	after, err := ports.DecodeContinue(opts, 1)
+	if err != nil {
+		return ports.Page{}, errs.Permanent(fmt.Errorf("store: list %s: %w", what, err))
+	}
+	if err := ctx.Err(); err != nil {
+		return ports.Page{}, fmt.Errorf("store: list %s: %w", what, err)
+	}
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	q := s.col.Where(FieldKind, "==", opts.Kind)
+	if opts.Namespace != "" {
+		q = q.Where(FieldNamespace, "==", opts.Namespace)
+	}
+	if !opts.Owner.IsZero() {
+		q = q.Where(FieldOwner, "==", opts.Owner.String())
+	}
+	q = q.OrderBy(firestore.DocumentID, firestore.Asc)
+	if after != nil {
+		if after[0] == "" || strings.Contains(after[0], "/") { // a forged token
+			return ports.Page{}, errs.Permanent(fmt.Errorf("store: list %s: continue: not a document ID: %w", what, ports.ErrInvalidContinue))
+		}
+		q = q.StartAfter(s.col.Doc(after[0]))
+	}
+	if opts.Limit > 0 {
+		q = q.Limit(min(opts.Limit, math.MaxInt32-1) + 1)
+	}
+	it := q.Documents(ctx)
+	defer it.Stop()
+	now := s.clock.Now()
+	var (
+		p    ports.Page
+		n    int
+		last string
+	)
+	for {
+		snap, err := it.Next()
+		if errors.Is(err, iterator.Done) {
+			break
+		}
+		if err != nil {
+			s.count("List", false, n)
+			return ports.Page{}, s.wrap(ctx, "list", what, false, err)
+		}
+		n++
+		if opts.Limit > 0 && n > opts.Limit {
+			p.Continue = ports.EncodeContinue(opts, last)
+			break
+		}
+		last = snap.Ref.ID
+		st, err := decodeDoc(snap)
+		if err != nil {
+			s.count("List", false, n)
+			return ports.Page{}, fmt.Errorf("store: list %s: %w", what, err)
+		}
+		s.updates.remember(snap.Ref.ID, st)
+		if st.expired(now) {
+			continue
+		}
+		p.Records = append(p.Records, st.rec)
+	}
+	s.count("List", false, n)
+	return p, nil
 }
 
 // Due returns up to limit (> 0) records whose NextRunAt is set and not

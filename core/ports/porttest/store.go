@@ -63,6 +63,7 @@ func StoreSuite(t *testing.T, newStore func(t *testing.T) ports.Store) {
 	t.Run("ConcurrentCreate", func(t *testing.T) { storeConcurrentCreate(t, newStore(t)) })
 	t.Run("Delete", func(t *testing.T) { storeDelete(t, newStore) })
 	t.Run("List", func(t *testing.T) { storeList(t, newStore(t)) })
+	t.Run("ListPage", func(t *testing.T) { storeListPage(t, newStore(t)) })
 	t.Run("Due", func(t *testing.T) { storeDue(t, newStore(t)) })
 	t.Run("DueIndexMaintenance", func(t *testing.T) { storeDueMaintenance(t, newStore(t)) })
 	t.Run("CanceledContext", func(t *testing.T) { storeCanceled(t, newStore(t)) })

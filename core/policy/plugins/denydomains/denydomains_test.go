@@ -156,8 +156,8 @@ spec:
 			IssuerRef: api.IssuerReference{Name: "ca"}, Username: "alice",
 			Request: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der})}}
 		d := ev.Evaluate(context.Background(), policy.Input{Request: cr, Policies: []*api.CertificateRequestPolicy{p}, Authorizer: authz})
-		if d.Result != tc.want || !strings.Contains(d.Message, tc.msg) {
-			t.Errorf("%v: got %s %q, want %s containing %q", tc.dns, d.Result, d.Message, tc.want, tc.msg)
+		if d.Result != tc.want || !strings.Contains(d.Message(), tc.msg) {
+			t.Errorf("%v: got %s %q, want %s containing %q", tc.dns, d.Result, d.Message(), tc.want, tc.msg)
 		}
 	}
 }
