@@ -84,12 +84,17 @@ func (d *Dialer) Client(cfg core.ServerConfig) (core.Client, error) {
 		rt = d.opts.Wrap(rt)
 	}
 	rt = captureTransport{next: methodSplit{idempotent: retrying(rt, d.opts.Retries), direct: rt}}
-	hc := &http.Client{Transport: rt, Timeout: d.opts.Timeout}
+	ari := &ariDirectory{next: rt, dir: cfg.Directory}
+	hc := &http.Client{Transport: ari, Timeout: d.opts.Timeout}
 	c := &Client{
 		dir: cfg.Directory,
 		hc:  hc,
+		ari: ari,
 		ac: &acme.Client{
-			Directory:  cfg.Directory,
+			// acmez caches directories by this string for the whole
+			// process: the fragment (never sent) keeps the cache entry
+			// of this filtered directory (see ariDirectory) to certfn.
+			Directory:  trimFragment(cfg.Directory) + "#certfn",
 			HTTPClient: hc,
 			UserAgent:  d.opts.UserAgent,
 			// Finalize must not wait: a tiny poll timeout makes acmez
@@ -112,6 +117,7 @@ func (d *Dialer) Thumbprint(key crypto.Signer) (string, error) {
 type Client struct {
 	dir string
 	hc  *http.Client
+	ari *ariDirectory
 	ac  *acme.Client
 }
 
@@ -234,7 +240,7 @@ func (c *Client) AcceptChallenge(ctx context.Context, acct core.Account, challen
 	if err != nil {
 		return core.Challenge{}, c.mapError("accept challenge", err, m)
 	}
-	out := core.Challenge{URL: challengeURL, Type: got.Type, Token: got.Token, Status: got.Status}
+	out := core.Challenge{URL: challengeURL, Type: got.Type, Token: got.Token, Status: got.Status, RetryAfter: m.RetryAfter()}
 	if got.Error != nil {
 		out.Problem = problemText(*got.Error)
 	}
@@ -270,7 +276,10 @@ func (c *Client) Finalize(ctx context.Context, acct core.Account, orderURL, fina
 	return orderOf(got, m.RetryAfter()), nil
 }
 
-// Chains implements core/acme.Client.
+// Chains implements core/acme.Client: the chain and its alternates, with
+// no renewal information (the directory acmez sees has none, see
+// ariDirectory); the Order step fetches it with RenewalInfo when it needs
+// it.
 func (c *Client) Chains(ctx context.Context, acct core.Account, certURL string) ([]core.Chain, error) {
 	ctx, m := withMeta(ctx)
 	got, err := c.ac.GetCertificateChain(ctx, account(acct), certURL)
@@ -310,21 +319,25 @@ func (c *Client) Revoke(ctx context.Context, acct core.Account, leaf *x509.Certi
 }
 
 // RenewalInfo implements core/acme.Client: one GET of the renewalInfo
-// resource (RFC 9773 §4.2) through the retrying transport.
+// resource (RFC 9773 §4.2) through the retrying transport (and of the
+// directory first when this process has not read it).
 func (c *Client) RenewalInfo(ctx context.Context, leaf *x509.Certificate) (core.RenewalInfo, error) {
 	ctx, m := withMeta(ctx)
-	dir, err := c.ac.GetDirectory(ctx)
-	if err != nil {
-		return core.RenewalInfo{}, c.mapError("read directory", err, m)
+	ariURL, known := c.ari.renewalInfoURL()
+	if !known {
+		if err := c.readDirectory(ctx); err != nil {
+			return core.RenewalInfo{}, c.mapError("read directory", err, m)
+		}
+		ariURL, _ = c.ari.renewalInfoURL()
 	}
-	if dir.RenewalInfo == "" {
+	if ariURL == "" {
 		return core.RenewalInfo{}, core.ErrARIUnsupported
 	}
 	id, err := acme.ARIUniqueIdentifier(leaf)
 	if err != nil {
 		return core.RenewalInfo{}, permanentf("renewal info: certificate identifier: %v", err)
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(dir.RenewalInfo, "/")+"/"+id, nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(ariURL, "/")+"/"+id, nil)
 	if err != nil {
 		return core.RenewalInfo{}, permanentf("renewal info: %v", err)
 	}
@@ -357,4 +370,26 @@ func (c *Client) RenewalInfo(ctx context.Context, leaf *x509.Certificate) (core.
 	}
 	return core.RenewalInfo{CertificateID: id, WindowStart: w.Start, WindowEnd: w.End, ExplanationURL: body.ExplanationURL,
 		RetryAfter: ParseRetryAfter(resp.Header.Get("Retry-After"), time.Now())}, nil
+}
+
+// readDirectory GETs the directory through the filtering transport, which
+// records its renewalInfo URL (acmez may hold the directory from its
+// process-wide cache without this client having read it).
+func (c *Client) readDirectory(ctx context.Context) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, trimFragment(c.dir), nil)
+	if err != nil {
+		return permanentf("read directory: %v", err)
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close() //nolint:errcheck
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("read directory: HTTP %d", resp.StatusCode)
+	}
+	if _, known := c.ari.renewalInfoURL(); !known {
+		return transientf("read directory: the server's answer is not an ACME directory")
+	}
+	return nil
 }
