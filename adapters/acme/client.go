@@ -84,7 +84,7 @@ func (d *Dialer) Client(cfg core.ServerConfig) (core.Client, error) {
 		rt = d.opts.Wrap(rt)
 	}
 	rt = captureTransport{next: methodSplit{idempotent: retrying(rt, d.opts.Retries), direct: rt}}
-	ari := &ariDirectory{next: rt, dir: cfg.Directory}
+	ari := &ariDirectory{next: nonceMark{next: rt}, dir: cfg.Directory}
 	hc := &http.Client{Transport: ari, Timeout: d.opts.Timeout}
 	c := &Client{
 		dir: cfg.Directory,
@@ -139,7 +139,7 @@ func (c *Client) Register(ctx context.Context, req core.RegisterRequest) (core.A
 			return core.Account{}, c.mapError("external account binding", err, m)
 		}
 	}
-	got, err := c.ac.NewAccount(ctx, a)
+	got, err := signedCall(func() (acme.Account, error) { return c.ac.NewAccount(ctx, a) })
 	if err != nil {
 		return core.Account{}, c.mapError("register account", err, m)
 	}
@@ -150,7 +150,7 @@ func (c *Client) Register(ctx context.Context, req core.RegisterRequest) (core.A
 	if !sameContacts(got.Contact, a.Contact) {
 		got.Contact = a.Contact
 		got.PrivateKey = req.Key
-		if _, err := c.ac.UpdateAccount(ctx, got); err != nil {
+		if _, err := signedCall(func() (acme.Account, error) { return c.ac.UpdateAccount(ctx, got) }); err != nil {
 			return core.Account{}, c.mapError("update account contact", err, m)
 		}
 	}
@@ -196,7 +196,7 @@ func (c *Client) NewOrder(ctx context.Context, acct core.Account, req core.NewOr
 		na := req.NotAfter.UTC()
 		o.NotAfter = &na
 	}
-	got, err := c.ac.NewOrder(ctx, account(acct), o)
+	got, err := signedCall(func() (acme.Order, error) { return c.ac.NewOrder(ctx, account(acct), o) })
 	if err != nil {
 		return core.Order{}, c.mapError("create order", err, m)
 	}
@@ -206,7 +206,7 @@ func (c *Client) NewOrder(ctx context.Context, acct core.Account, req core.NewOr
 // GetOrder implements core/acme.Client.
 func (c *Client) GetOrder(ctx context.Context, acct core.Account, url string) (core.Order, error) {
 	ctx, m := withMeta(ctx)
-	got, err := c.ac.GetOrder(ctx, account(acct), acme.Order{Location: url})
+	got, err := signedCall(func() (acme.Order, error) { return c.ac.GetOrder(ctx, account(acct), acme.Order{Location: url}) })
 	if err != nil {
 		return core.Order{}, c.mapError("get order", err, m)
 	}
@@ -217,7 +217,7 @@ func (c *Client) GetOrder(ctx context.Context, acct core.Account, url string) (c
 // GetAuthorization implements core/acme.Client.
 func (c *Client) GetAuthorization(ctx context.Context, acct core.Account, url string) (core.Authorization, error) {
 	ctx, m := withMeta(ctx)
-	got, err := c.ac.GetAuthorization(ctx, account(acct), url)
+	got, err := signedCall(func() (acme.Authorization, error) { return c.ac.GetAuthorization(ctx, account(acct), url) })
 	if err != nil {
 		return core.Authorization{}, c.mapError("get authorization", err, m)
 	}
@@ -236,7 +236,9 @@ func (c *Client) GetAuthorization(ctx context.Context, acct core.Account, url st
 // AcceptChallenge implements core/acme.Client.
 func (c *Client) AcceptChallenge(ctx context.Context, acct core.Account, challengeURL string) (core.Challenge, error) {
 	ctx, m := withMeta(ctx)
-	got, err := c.ac.InitiateChallenge(ctx, account(acct), acme.Challenge{URL: challengeURL})
+	got, err := signedCall(func() (acme.Challenge, error) {
+		return c.ac.InitiateChallenge(ctx, account(acct), acme.Challenge{URL: challengeURL})
+	})
 	if err != nil {
 		return core.Challenge{}, c.mapError("accept challenge", err, m)
 	}
@@ -251,7 +253,9 @@ func (c *Client) AcceptChallenge(ctx context.Context, acct core.Account, challen
 // with a poll timeout of 1 ns, so it returns right after the finalize POST.
 func (c *Client) Finalize(ctx context.Context, acct core.Account, orderURL, finalizeURL string, csrDER []byte) (core.Order, error) {
 	ctx, m := withMeta(ctx)
-	got, err := c.ac.FinalizeOrder(ctx, account(acct), acme.Order{Location: orderURL, Finalize: finalizeURL}, csrDER)
+	got, err := signedCall(func() (acme.Order, error) {
+		return c.ac.FinalizeOrder(ctx, account(acct), acme.Order{Location: orderURL, Finalize: finalizeURL}, csrDER)
+	})
 	var p acme.Problem
 	switch {
 	case errors.As(err, &p) && p.Type == acme.ProblemTypeOrderNotReady:
@@ -282,7 +286,7 @@ func (c *Client) Finalize(ctx context.Context, acct core.Account, orderURL, fina
 // it.
 func (c *Client) Chains(ctx context.Context, acct core.Account, certURL string) ([]core.Chain, error) {
 	ctx, m := withMeta(ctx)
-	got, err := c.ac.GetCertificateChain(ctx, account(acct), certURL)
+	got, err := signedCall(func() ([]acme.Certificate, error) { return c.ac.GetCertificateChain(ctx, account(acct), certURL) })
 	if err != nil {
 		return nil, c.mapError("download certificate", err, m)
 	}
@@ -308,7 +312,9 @@ func (c *Client) Chains(ctx context.Context, acct core.Account, certURL string) 
 // revocation is idempotent.
 func (c *Client) Revoke(ctx context.Context, acct core.Account, leaf *x509.Certificate, reason int) error {
 	ctx, m := withMeta(ctx)
-	if err := c.ac.RevokeCertificate(ctx, account(acct), leaf, nil, reason); err != nil {
+	if _, err := signedCall(func() (struct{}, error) {
+		return struct{}{}, c.ac.RevokeCertificate(ctx, account(acct), leaf, nil, reason)
+	}); err != nil {
 		var p acme.Problem
 		if errors.As(err, &p) && p.Type == acme.ProblemTypeAlreadyRevoked {
 			return nil

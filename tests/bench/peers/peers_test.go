@@ -123,8 +123,8 @@ func newWorld(b *testing.B) *world {
 		b.Fatal(err)
 	}
 	w := &world{b: b, dir: b.TempDir(), have: map[string]string{}, missing: map[string]string{}}
-	w.certfn = filepath.Join(w.dir, "certfn")
-	w.pebble = filepath.Join(w.dir, "pebble")
+	w.certfn = filepath.Join(w.dir, "bin", "certfn")
+	w.pebble = filepath.Join(w.dir, "bin", "pebble")
 	for out, pkg := range map[string]string{w.certfn: "./cmd/certfn", w.pebble: "./tests/cmd/pebble"} {
 		cmd := exec.Command("go", "build", "-o", out, pkg)
 		cmd.Dir = root
