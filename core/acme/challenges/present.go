@@ -147,9 +147,9 @@ func (r *run) checkAndAccept(ctx context.Context) error {
 	if got.Status == acme.StatusInvalid {
 		return r.finish(ctx, api.StateInvalid, "The ACME server rejected the challenge: "+got.Problem)
 	}
-	// A valid challenge is not taken as a valid authorization: the
-	// authorization is what seed 000 asks for (another of its challenges
-	// may matter to the server), so it is polled — at once.
+	// The authorization's state is what seed 000 records, so it is polled
+	// even when the answer says the challenge is valid already — then at
+	// once, without the backoff's first wait.
 	c.Status.State = api.StateProcessing
 	c.Status.Reason = "Accepted; waiting for the ACME server to validate"
 	c.Status.Polls = 0

@@ -20,7 +20,8 @@
 // fails on a timing. A tool that cannot be installed is reported as such,
 // never given a figure. CERTFN_PEERS_N sets how many certificates each
 // peer issues in the sequential rows (default 10; certfn's rows are 50 at
-// once, as the goal says; 0: peers not run). CERTFN_PEERS_ROWS=acme or
+// once, as the goal says; 0: peers not run); CERTFN_PEERS_KEEP=1 keeps
+// the scratch directory (logs, data directories; kept on failure too). CERTFN_PEERS_ROWS=acme or
 // ca runs only those rows.
 package peers
 
@@ -137,7 +138,18 @@ func newWorld(b *testing.B) *world {
 	if err != nil {
 		b.Fatal(err)
 	}
-	w := &world{b: b, dir: b.TempDir(), have: map[string]string{}, missing: map[string]string{}}
+	dir, err := os.MkdirTemp("", "certfn-peers-")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		if os.Getenv("CERTFN_PEERS_KEEP") != "" || b.Failed() {
+			fmt.Printf("peer benchmark: logs and data kept in %s\n", dir)
+			return
+		}
+		_ = os.RemoveAll(dir)
+	})
+	w := &world{b: b, dir: dir, have: map[string]string{}, missing: map[string]string{}}
 	w.certfn = filepath.Join(w.dir, "bin", "certfn")
 	w.pebble = filepath.Join(w.dir, "bin", "pebble")
 	for out, pkg := range map[string]string{w.certfn: "./cmd/certfn", w.pebble: "./tests/cmd/pebble"} {
