@@ -76,11 +76,15 @@ gcp-image:
 	$(GO) run ./tools/ociimage -o $(GCP_DIR)/certfn-$(GCP_ARCH).tar -binary $(GCP_DIR)/certfn-$(GCP_ARCH) -arch $(GCP_ARCH) -ref certfn:latest
 	@ls -l $(GCP_DIR)/certfn-$(GCP_ARCH).tar
 
-# Benchmarks behind the figures in README.md.
+# Benchmarks behind the figures in README.md. The last one is the peer
+# benchmark (tests/bench/peers): it installs certbot, lego and cfssl with
+# apt-get when missing (root or sudo) and runs them beside certfn against the
+# same Pebble and CA (CERTFN_PEERS_N: certificates per peer row, default 10).
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime 3x -timeout 20m ./adapters/local/ ./core/policy/
 	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 20m ./tests/bench/
 	$(GO) test -run '^$$' -bench . -benchtime 10x -timeout 20m ./tests/acme/
+	$(GO) test -run '^$$' -bench Peers -benchtime 1x -timeout 60m ./tests/bench/peers/
 
 # Issue real certificates locally: a private CA and a leaf with a PKCS#12 keystore.
 demo: build

@@ -84,12 +84,17 @@ func (d *Dialer) Client(cfg core.ServerConfig) (core.Client, error) {
 		rt = d.opts.Wrap(rt)
 	}
 	rt = captureTransport{next: methodSplit{idempotent: retrying(rt, d.opts.Retries), direct: rt}}
-	hc := &http.Client{Transport: rt, Timeout: d.opts.Timeout}
+	ari := &ariDirectory{next: nonceMark{next: rt}, dir: cfg.Directory}
+	hc := &http.Client{Transport: ari, Timeout: d.opts.Timeout}
 	c := &Client{
 		dir: cfg.Directory,
 		hc:  hc,
+		ari: ari,
 		ac: &acme.Client{
-			Directory:  cfg.Directory,
+			// acmez caches directories by this string for the whole
+			// process: the fragment (never sent) keeps the cache entry
+			// of this filtered directory (see ariDirectory) to certfn.
+			Directory:  trimFragment(cfg.Directory) + "#certfn",
 			HTTPClient: hc,
 			UserAgent:  d.opts.UserAgent,
 			// Finalize must not wait: a tiny poll timeout makes acmez
@@ -112,6 +117,7 @@ func (d *Dialer) Thumbprint(key crypto.Signer) (string, error) {
 type Client struct {
 	dir string
 	hc  *http.Client
+	ari *ariDirectory
 	ac  *acme.Client
 }
 
@@ -133,7 +139,7 @@ func (c *Client) Register(ctx context.Context, req core.RegisterRequest) (core.A
 			return core.Account{}, c.mapError("external account binding", err, m)
 		}
 	}
-	got, err := c.ac.NewAccount(ctx, a)
+	got, err := signedCall(func() (acme.Account, error) { return c.ac.NewAccount(ctx, a) })
 	if err != nil {
 		return core.Account{}, c.mapError("register account", err, m)
 	}
@@ -144,7 +150,7 @@ func (c *Client) Register(ctx context.Context, req core.RegisterRequest) (core.A
 	if !sameContacts(got.Contact, a.Contact) {
 		got.Contact = a.Contact
 		got.PrivateKey = req.Key
-		if _, err := c.ac.UpdateAccount(ctx, got); err != nil {
+		if _, err := signedCall(func() (acme.Account, error) { return c.ac.UpdateAccount(ctx, got) }); err != nil {
 			return core.Account{}, c.mapError("update account contact", err, m)
 		}
 	}
@@ -190,7 +196,7 @@ func (c *Client) NewOrder(ctx context.Context, acct core.Account, req core.NewOr
 		na := req.NotAfter.UTC()
 		o.NotAfter = &na
 	}
-	got, err := c.ac.NewOrder(ctx, account(acct), o)
+	got, err := signedCall(func() (acme.Order, error) { return c.ac.NewOrder(ctx, account(acct), o) })
 	if err != nil {
 		return core.Order{}, c.mapError("create order", err, m)
 	}
@@ -200,7 +206,7 @@ func (c *Client) NewOrder(ctx context.Context, acct core.Account, req core.NewOr
 // GetOrder implements core/acme.Client.
 func (c *Client) GetOrder(ctx context.Context, acct core.Account, url string) (core.Order, error) {
 	ctx, m := withMeta(ctx)
-	got, err := c.ac.GetOrder(ctx, account(acct), acme.Order{Location: url})
+	got, err := signedCall(func() (acme.Order, error) { return c.ac.GetOrder(ctx, account(acct), acme.Order{Location: url}) })
 	if err != nil {
 		return core.Order{}, c.mapError("get order", err, m)
 	}
@@ -211,7 +217,7 @@ func (c *Client) GetOrder(ctx context.Context, acct core.Account, url string) (c
 // GetAuthorization implements core/acme.Client.
 func (c *Client) GetAuthorization(ctx context.Context, acct core.Account, url string) (core.Authorization, error) {
 	ctx, m := withMeta(ctx)
-	got, err := c.ac.GetAuthorization(ctx, account(acct), url)
+	got, err := signedCall(func() (acme.Authorization, error) { return c.ac.GetAuthorization(ctx, account(acct), url) })
 	if err != nil {
 		return core.Authorization{}, c.mapError("get authorization", err, m)
 	}
@@ -230,11 +236,13 @@ func (c *Client) GetAuthorization(ctx context.Context, acct core.Account, url st
 // AcceptChallenge implements core/acme.Client.
 func (c *Client) AcceptChallenge(ctx context.Context, acct core.Account, challengeURL string) (core.Challenge, error) {
 	ctx, m := withMeta(ctx)
-	got, err := c.ac.InitiateChallenge(ctx, account(acct), acme.Challenge{URL: challengeURL})
+	got, err := signedCall(func() (acme.Challenge, error) {
+		return c.ac.InitiateChallenge(ctx, account(acct), acme.Challenge{URL: challengeURL})
+	})
 	if err != nil {
 		return core.Challenge{}, c.mapError("accept challenge", err, m)
 	}
-	out := core.Challenge{URL: challengeURL, Type: got.Type, Token: got.Token, Status: got.Status}
+	out := core.Challenge{URL: challengeURL, Type: got.Type, Token: got.Token, Status: got.Status, RetryAfter: m.RetryAfter()}
 	if got.Error != nil {
 		out.Problem = problemText(*got.Error)
 	}
@@ -245,7 +253,9 @@ func (c *Client) AcceptChallenge(ctx context.Context, acct core.Account, challen
 // with a poll timeout of 1 ns, so it returns right after the finalize POST.
 func (c *Client) Finalize(ctx context.Context, acct core.Account, orderURL, finalizeURL string, csrDER []byte) (core.Order, error) {
 	ctx, m := withMeta(ctx)
-	got, err := c.ac.FinalizeOrder(ctx, account(acct), acme.Order{Location: orderURL, Finalize: finalizeURL}, csrDER)
+	got, err := signedCall(func() (acme.Order, error) {
+		return c.ac.FinalizeOrder(ctx, account(acct), acme.Order{Location: orderURL, Finalize: finalizeURL}, csrDER)
+	})
 	var p acme.Problem
 	switch {
 	case errors.As(err, &p) && p.Type == acme.ProblemTypeOrderNotReady:
@@ -270,10 +280,13 @@ func (c *Client) Finalize(ctx context.Context, acct core.Account, orderURL, fina
 	return orderOf(got, m.RetryAfter()), nil
 }
 
-// Chains implements core/acme.Client.
+// Chains implements core/acme.Client: the chain and its alternates, with
+// no renewal information (the directory acmez sees has none, see
+// ariDirectory); the Order step fetches it with RenewalInfo when it needs
+// it.
 func (c *Client) Chains(ctx context.Context, acct core.Account, certURL string) ([]core.Chain, error) {
 	ctx, m := withMeta(ctx)
-	got, err := c.ac.GetCertificateChain(ctx, account(acct), certURL)
+	got, err := signedCall(func() ([]acme.Certificate, error) { return c.ac.GetCertificateChain(ctx, account(acct), certURL) })
 	if err != nil {
 		return nil, c.mapError("download certificate", err, m)
 	}
@@ -299,7 +312,9 @@ func (c *Client) Chains(ctx context.Context, acct core.Account, certURL string) 
 // revocation is idempotent.
 func (c *Client) Revoke(ctx context.Context, acct core.Account, leaf *x509.Certificate, reason int) error {
 	ctx, m := withMeta(ctx)
-	if err := c.ac.RevokeCertificate(ctx, account(acct), leaf, nil, reason); err != nil {
+	if _, err := signedCall(func() (struct{}, error) {
+		return struct{}{}, c.ac.RevokeCertificate(ctx, account(acct), leaf, nil, reason)
+	}); err != nil {
 		var p acme.Problem
 		if errors.As(err, &p) && p.Type == acme.ProblemTypeAlreadyRevoked {
 			return nil
@@ -310,21 +325,25 @@ func (c *Client) Revoke(ctx context.Context, acct core.Account, leaf *x509.Certi
 }
 
 // RenewalInfo implements core/acme.Client: one GET of the renewalInfo
-// resource (RFC 9773 §4.2) through the retrying transport.
+// resource (RFC 9773 §4.2) through the retrying transport (and of the
+// directory first when this process has not read it).
 func (c *Client) RenewalInfo(ctx context.Context, leaf *x509.Certificate) (core.RenewalInfo, error) {
 	ctx, m := withMeta(ctx)
-	dir, err := c.ac.GetDirectory(ctx)
-	if err != nil {
-		return core.RenewalInfo{}, c.mapError("read directory", err, m)
+	ariURL, known := c.ari.renewalInfoURL()
+	if !known {
+		if err := c.readDirectory(ctx); err != nil {
+			return core.RenewalInfo{}, c.mapError("read directory", err, m)
+		}
+		ariURL, _ = c.ari.renewalInfoURL()
 	}
-	if dir.RenewalInfo == "" {
+	if ariURL == "" {
 		return core.RenewalInfo{}, core.ErrARIUnsupported
 	}
 	id, err := acme.ARIUniqueIdentifier(leaf)
 	if err != nil {
 		return core.RenewalInfo{}, permanentf("renewal info: certificate identifier: %v", err)
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(dir.RenewalInfo, "/")+"/"+id, nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(ariURL, "/")+"/"+id, nil)
 	if err != nil {
 		return core.RenewalInfo{}, permanentf("renewal info: %v", err)
 	}
@@ -357,4 +376,26 @@ func (c *Client) RenewalInfo(ctx context.Context, leaf *x509.Certificate) (core.
 	}
 	return core.RenewalInfo{CertificateID: id, WindowStart: w.Start, WindowEnd: w.End, ExplanationURL: body.ExplanationURL,
 		RetryAfter: ParseRetryAfter(resp.Header.Get("Retry-After"), time.Now())}, nil
+}
+
+// readDirectory GETs the directory through the filtering transport, which
+// records its renewalInfo URL (acmez may hold the directory from its
+// process-wide cache without this client having read it).
+func (c *Client) readDirectory(ctx context.Context) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, trimFragment(c.dir), nil)
+	if err != nil {
+		return permanentf("read directory: %v", err)
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close() //nolint:errcheck
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("read directory: HTTP %d", resp.StatusCode)
+	}
+	if _, known := c.ari.renewalInfoURL(); !known {
+		return transientf("read directory: the server's answer is not an ACME directory")
+	}
+	return nil
 }

@@ -104,7 +104,7 @@ func transientf(format string, a ...any) error { return fmt.Errorf(format, a...)
 // mapError is the one place ACME errors are classified: rate limits (429,
 // rateLimited) and unavailability (503) are transient with the server's
 // Retry-After (errs.RetryAfter); problems that retrying cannot fix are
-// errs.Permanent with the problem's detail; badNonce (after acmez's own
+// errs.Permanent with the problem's detail; badNonce (after signedCall's
 // retries), serverInternal and other 5xx are transient; network failures,
 // a server certificate that does not verify (pointing at caBundle) and a
 // directory that is not an ACME directory are transient with a message
@@ -116,6 +116,9 @@ func (c *Client) mapError(op string, err error, m *meta) error {
 	}
 	var p acme.Problem
 	if errors.As(err, &p) {
+		if p.Type == badNonceMark {
+			p.Type = acme.ProblemTypeBadNonce // the name certfn's transport gave it (nonce.go)
+		}
 		pe := &ProblemError{Op: op, Server: c.dir, Problem: p}
 		switch {
 		case p.Status == http.StatusTooManyRequests || p.Type == acme.ProblemTypeRateLimited:

@@ -150,8 +150,9 @@ func FuzzRenewalInfo(f *testing.F) {
 		_, _ = w.Write([]byte(body))
 	}))
 	f.Cleanup(ts.Close)
-	hc := &http.Client{Transport: captureTransport{next: http.DefaultTransport}, Timeout: 5 * time.Second}
-	c := &Client{dir: ts.URL + "/dir", hc: hc, ac: &acme.Client{Directory: ts.URL + "/dir", HTTPClient: hc}}
+	ari := &ariDirectory{next: captureTransport{next: http.DefaultTransport}, dir: ts.URL + "/dir"}
+	hc := &http.Client{Transport: ari, Timeout: 5 * time.Second}
+	c := &Client{dir: ts.URL + "/dir", hc: hc, ari: ari, ac: &acme.Client{Directory: ts.URL + "/dir", HTTPClient: hc}}
 	leaf := testLeaf(f)
 	f.Fuzz(func(t *testing.T, status int, ra, body string) {
 		if status < 200 || status > 599 {

@@ -163,6 +163,10 @@ func baseTransport(caBundle []byte, skipTLSVerify bool) (*http.Transport, error)
 	t.DialContext = (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext
 	t.TLSHandshakeTimeout = 10 * time.Second
 	t.ResponseHeaderTimeout = 30 * time.Second
+	// Every worker may talk to the same server at once: keep a connection
+	// per worker (the default keeps 2, so a third concurrent step paid a
+	// new TLS handshake each time).
+	t.MaxIdleConnsPerHost = 32
 	cfg := &tls.Config{MinVersion: tls.VersionTLS12}
 	switch {
 	case skipTLSVerify:

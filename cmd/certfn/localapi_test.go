@@ -213,3 +213,35 @@ func TestServeACMEServerAllow(t *testing.T) {
 		})
 	}
 }
+
+// serve --acme-poll-first/--acme-poll-max (and their environment
+// variables) are checked at start; errors name the flag and the rule.
+func TestServeACMEPolling(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		env  string // CERTFN_ACME_POLL_FIRST
+		args []string
+		want string // "" = starts
+	}{
+		{name: "defaults"},
+		{name: "valid", args: []string{"--acme-poll-first", "250ms", "--acme-poll-max", "5s"}},
+		{name: "not a duration", args: []string{"--acme-poll-first", "fast"}, want: `--acme-poll-first: "fast" is not a duration (e.g. 150ms, 2s)`},
+		{name: "max below first", args: []string{"--acme-poll-first", "3s", "--acme-poll-max", "1s"}, want: "--acme-poll-max: 1s is below --acme-poll-first (3s)"},
+		{name: "environment", env: "2h", want: "--acme-poll-first: 2h0m0s is outside 10ms..1h0m0s"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := setupEnv(t)
+			t.Setenv("CERTFN_ACME_POLL_FIRST", tc.env)
+			r := cli(t, dir, "", append([]string{"serve", "--until-idle"}, tc.args...)...)
+			if tc.want == "" {
+				if r.code != 0 {
+					t.Fatalf("exit %d: %s", r.code, r.stderr)
+				}
+				return
+			}
+			if r.code == 0 || !strings.Contains(r.stderr, tc.want) {
+				t.Fatalf("exit %d\nstderr: %s", r.code, r.stderr)
+			}
+		})
+	}
+}

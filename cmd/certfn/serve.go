@@ -13,6 +13,7 @@ import (
 
 	"github.com/certfn/certfn/adapters/dns/challtestsrv"
 	"github.com/certfn/certfn/adapters/local"
+	"github.com/certfn/certfn/core/acme"
 	"github.com/certfn/certfn/core/acme/dns01"
 	"github.com/certfn/certfn/core/api"
 	"github.com/certfn/certfn/core/engine"
@@ -29,6 +30,7 @@ func newServe(g *globals) *cobra.Command {
 	var dns01CTS string
 	var dns01NS []string
 	var serverAllow []string
+	var pollFirst, pollMax string
 	var hook localmode.DeployHookOptions
 	c := &cobra.Command{
 		Use:   "serve",
@@ -80,6 +82,9 @@ this work, so --server is refused.`,
 			opts.ACME.NoHTTP01Listener = o.HTTP01Listen == ""
 			opts.Logger = slog.New(slog.NewTextHandler(g.stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 			opts.ACME.ServerAllow = serverAllow
+			if opts.ACME.Polling, err = acme.ParsePolling("--acme-poll-first", pollFirst, "--acme-poll-max", pollMax); err != nil {
+				return err
+			}
 			opts.DeployHook = hook
 			if err := dns01TestProviders(&opts.ACME, dns01CTS, dns01NS); err != nil {
 				return err
@@ -116,6 +121,11 @@ this work, so --server is refused.`,
 	c.Flags().StringSliceVar(&serverAllow, "acme-server-allow", envList("CERTFN_ACME_SERVER_ALLOW"),
 		"ACME directory URL prefixes (comma-separated, repeatable) namespaced Issuers may use, e.g. 'https://acme-v02.api.letsencrypt.org/directory'; "+
 			"an Issuer with another server is not Ready and gets no ACME request; ClusterIssuers are not restricted; default: any server (env CERTFN_ACME_SERVER_ALLOW)")
+	c.Flags().StringVar(&pollFirst, "acme-poll-first", os.Getenv("CERTFN_ACME_POLL_FIRST"),
+		"wait before the first poll of an ACME authorization after its challenge was accepted, and of an order after it was finalized, "+
+			"when the server sends no Retry-After; each next wait doubles up to --acme-poll-max (default 150ms) (env CERTFN_ACME_POLL_FIRST)")
+	c.Flags().StringVar(&pollMax, "acme-poll-max", os.Getenv("CERTFN_ACME_POLL_MAX"),
+		"longest wait between two ACME polls without Retry-After (default 2s; a Retry-After is always followed) (env CERTFN_ACME_POLL_MAX)")
 	c.Flags().StringVar(&fileMode, "secret-file-mode", os.Getenv("CERTFN_SECRET_FILE_MODE"),
 		"mode of the files of Certificates' secrets, e.g. 0640 so that --secret-file-group can read tls.key (default 0600; "+
 			"per Certificate: spec.secretTemplate.annotations certfn.io/secret-file-mode) (env CERTFN_SECRET_FILE_MODE)")

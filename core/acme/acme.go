@@ -91,6 +91,9 @@ type Challenge struct {
 	Status string
 	// Problem is the validation error, if any.
 	Problem string
+	// RetryAfter is the server's polling hint on the response to
+	// AcceptChallenge (zero when absent).
+	RetryAfter time.Duration
 }
 
 // Chain is one certificate chain offered by the server (PEM, leaf first).

@@ -103,9 +103,13 @@ type OrderStatus struct {
 	Reason string `json:"reason,omitempty"`
 	// FailureTime is when the order failed.
 	FailureTime *Time `json:"failureTime,omitempty"`
-	// NextPollAt is when the server asked to be polled again (Retry-After);
-	// certfn extension.
+	// NextPollAt is when the processing order is polled next: after the
+	// server's Retry-After, or the poll backoff (acme.Polling); certfn
+	// extension.
 	NextPollAt *Time `json:"nextPollAt,omitempty"`
+	// Polls counts the order polls since it was finalized; the backoff
+	// doubles with each (certfn extension).
+	Polls int `json:"polls,omitempty"`
 	// RenewalInfo is the ACME renewal information (RFC 9773) of the issued
 	// certificate, copied to the Certificate while it is the current
 	// revision (certfn extension).
@@ -192,8 +196,12 @@ type ChallengeStatus struct {
 	Reason string `json:"reason,omitempty"`
 	// State of the ACME authorization.
 	State State `json:"state,omitempty"`
-	// NextPollAt is when the server asked to be polled again (Retry-After).
+	// NextPollAt is when the authorization is polled next: after the
+	// server's Retry-After, or the poll backoff (acme.Polling).
 	NextPollAt *Time `json:"nextPollAt,omitempty"`
+	// Polls counts the authorization polls since the challenge was
+	// accepted; the backoff doubles with each (certfn extension).
+	Polls int `json:"polls,omitempty"`
 	// DNS01 records what a DNS-01 solver presented (certfn extension), so
 	// clean-up deletes exactly that value.
 	DNS01 *ChallengeDNS01Status `json:"dns01,omitempty"`

@@ -102,8 +102,10 @@ type Settings struct {
 
 // ACMESettings configure the ACME issuer.
 type ACMESettings struct {
-	// PollInterval is the polling interval without Retry-After (default 2 s).
-	PollInterval time.Duration
+	// Polling says when an accepted challenge's authorization and a
+	// finalized order are polled when the server gives no Retry-After
+	// (zero fields: acme.DefaultPollFirst, doubling up to acme.DefaultPollMax).
+	Polling acme.Polling
 	// MaxChallengesInFlight bounds the Challenges processing at once (default 60).
 	MaxChallengesInFlight int
 	// DNS01AllowInternalNames accepts internal names (private ACME servers).
@@ -236,7 +238,7 @@ func Build(p Ports, s Settings, role Role) (*App, error) {
 		solver := dns01.NewSolver(dns01.Deps{Secrets: secrets, Clock: p.Clock, Issuers: issuers,
 			Providers: p.DNS01, Resolver: p.DNS01Resolver, AllowInternalNames: s.ACME.DNS01AllowInternalNames})
 		chCfg := challenges.Config{Accounts: a.Accounts, Issuers: issuers, DNS01: challenges.FromDNS01(solver),
-			MaxInFlight: s.ACME.MaxChallengesInFlight, PollInterval: s.ACME.PollInterval, WaitPoll: s.WaitPoll}
+			MaxInFlight: s.ACME.MaxChallengesInFlight, Polling: s.ACME.Polling, WaitPoll: s.WaitPoll}
 		if s.ACME.HTTP01SelfCheck {
 			chCfg.HTTP01 = &http01.SelfCheck{Addr: s.ACME.HTTP01SelfCheckAddr, NoResponder: s.ACME.HTTP01NoResponder}
 		}
@@ -245,7 +247,7 @@ func Build(p Ports, s Settings, role Role) (*App, error) {
 			chCfg.AfterPresent = func(*api.Challenge) { tokens.Invalidate() }
 		}
 		cfg.Handlers = map[string]engine.Handler{
-			api.KindOrder:     orders.New(orders.Config{Accounts: a.Accounts, Issuers: issuers, PollInterval: s.ACME.PollInterval, WaitPoll: s.WaitPoll}),
+			api.KindOrder:     orders.New(orders.Config{Accounts: a.Accounts, Issuers: issuers, Polling: s.ACME.Polling, WaitPoll: s.WaitPoll}),
 			api.KindChallenge: challenges.New(chCfg),
 		}
 		providers := p.DNS01

@@ -113,8 +113,6 @@ type ACMEOptions struct {
 	DNS01Resolver dns01.Resolver
 	// DNS01AllowInternalNames accepts internal names (private ACME servers).
 	DNS01AllowInternalNames bool
-	// PollInterval is the ACME polling interval without Retry-After.
-	PollInterval time.Duration
 	// MaxChallengesInFlight bounds the Challenges processing at once.
 	MaxChallengesInFlight int
 }
@@ -255,7 +253,7 @@ func FromEnvWith(ctx context.Context, role Role, o Options) (*Runtime, error) {
 	}
 	rt.App, err = app.Build(p, app.Settings{
 		ClusterResourceNamespace: st.ClusterResourceNamespace, AutoApprove: st.AutoApprove, Quotas: st.Quotas,
-		ACME: app.ACMESettings{PollInterval: o.ACME.PollInterval, MaxChallengesInFlight: o.ACME.MaxChallengesInFlight,
+		ACME: app.ACMESettings{Polling: st.ACMEPolling, MaxChallengesInFlight: o.ACME.MaxChallengesInFlight,
 			DNS01AllowInternalNames: o.ACME.DNS01AllowInternalNames,
 			HTTP01SelfCheck:         st.HTTP01Enabled, HTTP01SelfCheckAddr: o.ACME.HTTP01SelfCheckAddr,
 			NamespacedServers: st.ACMEServerAllow},

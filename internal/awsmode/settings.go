@@ -93,6 +93,13 @@ const (
 	// EnvACMEServerAllow lists the ACME directory URL prefixes namespaced
 	// Issuers may use (comma-separated; acme.ServerAllowList); empty: any.
 	EnvACMEServerAllow = "CERTFN_ACME_SERVER_ALLOW"
+	// EnvACMEPollFirst and EnvACMEPollMax say when the worker polls an
+	// accepted challenge's authorization and a finalized order when the
+	// ACME server gives no Retry-After: the first poll after
+	// EnvACMEPollFirst, each wait doubling up to EnvACMEPollMax (Go
+	// durations; defaults 150ms and 2s, see acme.Polling).
+	EnvACMEPollFirst = "CERTFN_ACME_POLL_FIRST"
+	EnvACMEPollMax   = "CERTFN_ACME_POLL_MAX"
 	// EnvQuotaObjects is the objects quota (app.Quotas.ObjectsPerNamespace;
 	// enforced by the api function), EnvQuotaIssuances the issuance quota
 	// (app.Quotas.IssuancesPerHourPerNamespace; enforced where requests
@@ -174,6 +181,8 @@ type Settings struct {
 	// ACMEServerAllow restricts the ACME servers of namespaced Issuers
 	// (EnvACMEServerAllow; the worker runs the ACME issuer).
 	ACMEServerAllow acme.ServerAllowList
+	// ACMEPolling is the ACME poll backoff (EnvACMEPollFirst, EnvACMEPollMax).
+	ACMEPolling acme.Polling
 	// Quotas are the per-namespace quotas (EnvQuotaObjects,
 	// EnvQuotaIssuances; zero: unlimited).
 	Quotas app.Quotas
@@ -260,6 +269,11 @@ func ParseSettings(role Role, getenv func(string) string) (Settings, error) {
 		problems = append(problems, err.Error())
 	} else {
 		s.ACMEServerAllow = allow
+	}
+	if p, err := acme.ParsePolling(EnvACMEPollFirst, get(EnvACMEPollFirst), EnvACMEPollMax, get(EnvACMEPollMax)); err != nil {
+		problems = append(problems, err.Error())
+	} else {
+		s.ACMEPolling = p
 	}
 	if role == RoleAPI {
 		s.parseAPI(get, bad)

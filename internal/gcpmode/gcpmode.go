@@ -203,7 +203,7 @@ func FromEnvWith(ctx context.Context, role Role, o Options) (*Runtime, error) {
 	}
 	rt.App, err = app.Build(p, app.Settings{
 		ClusterResourceNamespace: st.ClusterResourceNamespace, AutoApprove: st.AutoApprove, Quotas: st.Quotas,
-		ACME: app.ACMESettings{DNS01AllowInternalNames: o.ACME.DNS01AllowInternalNames, HTTP01SelfCheck: st.HTTP01Enabled,
+		ACME: app.ACMESettings{Polling: st.ACMEPolling, DNS01AllowInternalNames: o.ACME.DNS01AllowInternalNames, HTTP01SelfCheck: st.HTTP01Enabled,
 			HTTP01SelfCheckAddr: o.ACME.HTTP01SelfCheckAddr, NamespacedServers: st.ACMEServerAllow},
 	}, appRoles[role])
 	if err != nil {

@@ -63,6 +63,10 @@ const (
 	EnvQuotaObjects             = "CERTFN_QUOTA_OBJECTS"
 	EnvQuotaIssuances           = "CERTFN_QUOTA_ISSUANCES_PER_HOUR"
 	EnvACMEServerAllow          = "CERTFN_ACME_SERVER_ALLOW"
+	// EnvACMEPollFirst and EnvACMEPollMax: the ACME poll backoff, as on
+	// AWS (awsmode.EnvACMEPollFirst).
+	EnvACMEPollFirst = "CERTFN_ACME_POLL_FIRST"
+	EnvACMEPollMax   = "CERTFN_ACME_POLL_MAX"
 )
 
 // Settings are one service's configuration.
@@ -98,6 +102,8 @@ type Settings struct {
 	APIAudience           string
 	Quotas                app.Quotas
 	ACMEServerAllow       acme.ServerAllowList
+	// ACMEPolling is the ACME poll backoff (EnvACMEPollFirst, EnvACMEPollMax).
+	ACMEPolling acme.Polling
 }
 
 var (
@@ -182,6 +188,11 @@ func ParseSettings(role Role, getenv func(string) string) (Settings, error) {
 		bad(EnvACMEServerAllow, "%v", err)
 	} else {
 		s.ACMEServerAllow = allow
+	}
+	if p, err := acme.ParsePolling(EnvACMEPollFirst, get(EnvACMEPollFirst), EnvACMEPollMax, get(EnvACMEPollMax)); err != nil {
+		problems = append(problems, err.Error())
+	} else {
+		s.ACMEPolling = p
 	}
 	s.ManageCA = envconf.BoolVar(get(EnvManageCA), false, EnvManageCA, bad)
 	switch s.Metrics = get(EnvMetrics); s.Metrics {

@@ -129,8 +129,10 @@ type ACMEOptions struct {
 	DNS01AllowInternalNames bool
 	// MaxChallengesInFlight bounds the Challenges processing at once (default 60).
 	MaxChallengesInFlight int
-	// PollInterval is the ACME polling interval without Retry-After (default 2 s).
-	PollInterval time.Duration
+	// Polling says when ACME authorizations and orders the server is
+	// working on are polled (`serve --acme-poll-first/--acme-poll-max`;
+	// zero fields: the defaults of acme.Polling).
+	Polling acme.Polling
 	// ServerAllow lists the ACME directory URL prefixes namespaced Issuers
 	// may use (`serve --acme-server-allow`, env CERTFN_ACME_SERVER_ALLOW;
 	// see acme.ServerAllowList); empty: any server.
@@ -285,7 +287,7 @@ func Open(opts Options) (*Runtime, error) {
 	}, app.Settings{
 		ClusterResourceNamespace: opts.ClusterResourceNamespace, AutoApprove: opts.AutoApprove, Identity: opts.Identity,
 		WaitPoll: opts.WaitPoll, ResyncInterval: time.Hour, Approver: opts.Approver, WrapSigners: opts.WrapSigners, Quotas: opts.Quotas,
-		ACME: app.ACMESettings{PollInterval: opts.ACME.PollInterval, MaxChallengesInFlight: opts.ACME.MaxChallengesInFlight,
+		ACME: app.ACMESettings{Polling: opts.ACME.Polling, MaxChallengesInFlight: opts.ACME.MaxChallengesInFlight,
 			DNS01AllowInternalNames: opts.ACME.DNS01AllowInternalNames, HTTP01SelfCheck: !opts.ACME.DisableHTTP01SelfCheck,
 			HTTP01SelfCheckAddr: opts.ACME.HTTP01SelfCheckAddr, HTTP01NoResponder: noResponder, NamespacedServers: allow},
 	}, app.Local)

@@ -44,12 +44,10 @@ func BenchmarkACMERequestsPerCertificate(b *testing.B) {
 	b.ReportMetric(float64(ari)/float64(b.N), "ari-requests/cert")
 }
 
-// serveEnv runs `certfn serve`'s loops on the wall clock with a short ACME
-// poll interval.
-func serveEnv(b *testing.B, poll time.Duration) (*env, func()) {
-	e := newEnv(b, envOpts{realClock: true, local: func(o *localmode.Options) {
-		o.ACME.PollInterval = poll
-	}})
+// serveEnv runs `certfn serve`'s loops on the wall clock with `serve`'s
+// defaults (ACME polling included: no benchmark-only setting).
+func serveEnv(b *testing.B) (*env, func()) {
+	e := newEnv(b, envOpts{realClock: true})
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -79,12 +77,12 @@ func (e *env) waitReady(names []string, timeout time.Duration) bool {
 }
 
 // BenchmarkApplyToReady is the wall time from applying one certificate to
-// Ready (median), with `serve`'s loops, a registered account, Pebble
-// without VA sleeps and a 50 ms ACME poll interval.
+// Ready (median), with `serve`'s loops and defaults, a registered
+// account and Pebble without VA sleeps.
 //
 //	go test -run '^$' -bench ApplyToReady -benchtime 20x ./tests/acme/
 func BenchmarkApplyToReady(b *testing.B) {
-	e, stop := serveEnv(b, 50*time.Millisecond)
+	e, stop := serveEnv(b)
 	defer stop()
 	e.apply(e.issuerYAML(http01Solvers))
 	if !e.waitIssuerReady(10 * time.Second) {
@@ -113,7 +111,7 @@ func BenchmarkApplyToReady(b *testing.B) {
 func Benchmark50Certificates(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
-		e, stop := serveEnv(b, 50*time.Millisecond)
+		e, stop := serveEnv(b)
 		e.apply(e.issuerYAML(http01Solvers))
 		if !e.waitIssuerReady(10 * time.Second) {
 			b.Fatal("issuer not Ready")

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/certfn/certfn/adapters/dns/challtestsrv"
+	"github.com/certfn/certfn/core/acme"
 	"github.com/certfn/certfn/core/acme/dns01"
 	"github.com/certfn/certfn/core/api"
 	"github.com/certfn/certfn/core/app"
@@ -169,7 +170,7 @@ func (w *world) bootCloud() error {
 		return dnsProvider{p: dp, in: w.in}, nil
 	}}
 	ws := s
-	ws.ACME = app.ACMESettings{PollInterval: time.Second, HTTP01SelfCheck: true, HTTP01SelfCheckAddr: w.env.h01Addr, DNS01AllowInternalNames: true}
+	ws.ACME = app.ACMESettings{Polling: acme.Polling{Max: time.Second}, HTTP01SelfCheck: true, HTTP01SelfCheckAddr: w.env.h01Addr, DNS01AllowInternalNames: true}
 	worker, err := app.Build(wp, ws, app.Worker)
 	if err != nil {
 		return err

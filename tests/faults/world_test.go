@@ -103,7 +103,7 @@ func (w *world) boot() error {
 			}
 			return dnsProvider{p: dp, in: w.in}, nil
 		}}
-		s.ACME = app.ACMESettings{PollInterval: time.Second, HTTP01SelfCheck: true, HTTP01SelfCheckAddr: w.env.h01Addr,
+		s.ACME = app.ACMESettings{Polling: acme.Polling{Max: time.Second}, HTTP01SelfCheck: true, HTTP01SelfCheckAddr: w.env.h01Addr,
 			DNS01AllowInternalNames: true}
 	}
 	a, err := app.Build(p, s, app.Local)

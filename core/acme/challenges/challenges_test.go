@@ -319,3 +319,59 @@ func (n *neverVisible) Check(ctx context.Context, ch *api.Challenge) (bool, stri
 	return n.ck.Check(ctx, ch)
 }
 func (n *neverVisible) CleanUp(context.Context, *api.Challenge) error { return nil }
+
+// After the accept, the authorization is polled soon (acme.Polling's
+// first step, or the accept answer's Retry-After), then backing off; a
+// poll's Retry-After is followed whatever the backoff says.
+func TestAuthorizationPollBacksOff(t *testing.T) {
+	ms := time.Millisecond
+	for _, tc := range []struct {
+		name     string
+		acceptRA time.Duration
+		pollRAs  []time.Duration // Retry-After of each pending answer
+		want     []time.Duration // delay before each poll
+	}{
+		{name: "no Retry-After", pollRAs: []time.Duration{0, 0, 0, 0, 0}, want: []time.Duration{150 * ms, 300 * ms, 600 * ms, 1200 * ms, 2000 * ms, 2000 * ms}},
+		{name: "Retry-After on the accept", acceptRA: 3 * time.Second, pollRAs: []time.Duration{0}, want: []time.Duration{3 * time.Second, 300 * ms}},
+		{name: "Retry-After on a poll", pollRAs: []time.Duration{7 * time.Second, 0}, want: []time.Duration{150 * ms, 7 * time.Second, 600 * ms}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := acmetest.NewRig(t, nil, challenges.Config{HTTP01: &checker{ok: true}})
+			r.Create(challenge("c", "www.example.com", api.ACMEChallengeTypeHTTP01, 0))
+			r.Client.AcceptFn = func(u string) (acme.Challenge, error) {
+				return acme.Challenge{URL: u, Status: acme.StatusProcessing, RetryAfter: tc.acceptRA}, nil
+			}
+			for i := 0; i < 3; i++ { // schedule, present, accept
+				r.MustReconcile(key("c"))
+			}
+			polls := 0
+			r.Client.GetAuthorizationFn = func(u string) (acme.Authorization, error) {
+				polls++
+				if polls > len(tc.pollRAs) {
+					return acme.Authorization{URL: u, Status: acme.StatusValid}, nil
+				}
+				return acme.Authorization{URL: u, Status: acme.StatusPending, RetryAfter: tc.pollRAs[polls-1],
+					Challenges: []acme.Challenge{{URL: "https://acme.test/chall/c", Status: acme.StatusProcessing}}}, nil
+			}
+			for i, d := range tc.want {
+				c := get(r, "c")
+				if c.Status.NextPollAt == nil || !c.Status.NextPollAt.Equal(r.Clock.Now().Add(d)) {
+					t.Fatalf("poll %d: next poll %v, want now + %s", i+1, c.Status.NextPollAt, d)
+				}
+				r.Clock.Advance(d - ms)
+				r.MustReconcile(key("c"))
+				if polls != i {
+					t.Fatalf("poll %d made %s early", i+1, ms)
+				}
+				r.Clock.Advance(ms)
+				r.MustReconcile(key("c"))
+				if polls != i+1 {
+					t.Fatalf("poll %d not made when due", i+1)
+				}
+			}
+			if c := get(r, "c"); c.Status.State != api.StateValid || c.Status.Polls != len(tc.want) {
+				t.Fatalf("final: %+v", c.Status)
+			}
+		})
+	}
+}

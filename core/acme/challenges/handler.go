@@ -13,8 +13,9 @@
 //  3. self-check: one check per invocation; not passing means looking
 //     again after CheckInterval (present.go);
 //  4. accept: tell the server to validate (present.go);
-//  5. poll the authorization no earlier than the server's Retry-After and
-//     record the final state (poll.go).
+//  5. poll the authorization soon after the accept and then backing off
+//     (acme.Polling; a Retry-After always wins) and record the final state
+//     (poll.go).
 //
 // Clean-up always happens: before a Challenge records a final state, and
 // before a presented Challenge is deleted — by its Order after success or
@@ -67,9 +68,10 @@ type Config struct {
 	SchedulePoll time.Duration
 	// CheckInterval is the wait after a failing self-check (default 5 s).
 	CheckInterval time.Duration
-	// PollInterval is the wait between authorization polls when the server
-	// gave no Retry-After (default 2 s).
-	PollInterval time.Duration
+	// Polling says when the authorization is polled after the challenge
+	// was accepted when the server gives no Retry-After (defaults:
+	// acme.DefaultPollFirst, doubling up to acme.DefaultPollMax).
+	Polling acme.Polling
 	// WaitPoll is the safety-net wait for a Challenge whose issuer or
 	// account is not ready (default 10 minutes).
 	WaitPoll time.Duration
@@ -92,9 +94,7 @@ func New(cfg Config) *Handler {
 	if cfg.CheckInterval <= 0 {
 		cfg.CheckInterval = 5 * time.Second
 	}
-	if cfg.PollInterval <= 0 {
-		cfg.PollInterval = 2 * time.Second
-	}
+	cfg.Polling = cfg.Polling.WithDefaults()
 	if cfg.WaitPoll <= 0 {
 		cfg.WaitPoll = 10 * time.Minute
 	}

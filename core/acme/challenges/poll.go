@@ -11,7 +11,7 @@ import (
 )
 
 // poll reads the authorization, no earlier than status.nextPollAt, and
-// records its state (seed 000: a Challenge is valid only when its
+// records its state and the poll (status.polls) (seed 000: a Challenge is valid only when its
 // authorization is valid).
 func (r *run) poll(ctx context.Context) error {
 	c := r.c
@@ -30,12 +30,13 @@ func (r *run) poll(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("challenge %s: %w", r.rec.Key, err)
 	}
+	c.Status.Polls++
 	return r.observe(ctx, az)
 }
 
 // observe records the authorization's state: final states finish the
 // Challenge; otherwise the next poll is due after the server's
-// Retry-After (or PollInterval).
+// Retry-After, or the backoff step for the polls made so far.
 func (r *run) observe(ctx context.Context, az acme.Authorization) error {
 	c := r.c
 	c.Status.Accepted = true
@@ -58,13 +59,12 @@ func (r *run) observe(ctx context.Context, az acme.Authorization) error {
 	if az.Status == acme.StatusPending && challengeStatus(az, c.Spec.URL) == acme.StatusPending {
 		c.Status.State = api.StatePending
 	}
-	c.Status.NextPollAt = api.NewTime(r.pollAt(az.RetryAfter))
+	c.Status.NextPollAt = api.NewTime(r.pollAt(c.Status.Polls, az.RetryAfter))
 	return r.write(ctx, c.Status.NextPollAt.Time, "record authorization state")
 }
 
-func (r *run) pollAt(ra time.Duration) time.Time {
-	if ra <= 0 {
-		ra = r.h.cfg.PollInterval
-	}
-	return r.now.Add(ra)
+// pollAt is when to poll the authorization next after polls polls: now +
+// the server's Retry-After, or the backoff.
+func (r *run) pollAt(polls int, ra time.Duration) time.Time {
+	return r.now.Add(r.h.cfg.Polling.Delay(polls, ra))
 }

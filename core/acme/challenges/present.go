@@ -147,10 +147,18 @@ func (r *run) checkAndAccept(ctx context.Context) error {
 	if got.Status == acme.StatusInvalid {
 		return r.finish(ctx, api.StateInvalid, "The ACME server rejected the challenge: "+got.Problem)
 	}
+	// The authorization's state is what seed 000 records, so it is polled
+	// even when the answer says the challenge is valid already — then at
+	// once, without the backoff's first wait.
 	c.Status.State = api.StateProcessing
 	c.Status.Reason = "Accepted; waiting for the ACME server to validate"
-	c.Status.NextPollAt = api.NewTime(r.pollAt(0))
-	return r.write(ctx, c.Status.NextPollAt.Time, "record accepted")
+	c.Status.Polls = 0
+	next := r.pollAt(0, got.RetryAfter)
+	if got.Status == acme.StatusValid && got.RetryAfter <= 0 {
+		next = r.now
+	}
+	c.Status.NextPollAt = api.NewTime(next)
+	return r.write(ctx, next, "record accepted")
 }
 
 func challengeStatus(az acme.Authorization, url string) string {

@@ -21,11 +21,14 @@ const issuedWait = time.Minute
 
 // afterValid runs on a valid Order: it cleans up and deletes the
 // Challenges (seed 000), then keeps the certificate's ACME renewal
-// information (RFC 9773) fresh — fetched with the chain, then again no
-// earlier than the server's Retry-After and at least every ARIInterval
-// otherwise — and copies it to the Certificate while this Order's
-// request is the Certificate's current revision. Once a newer revision is
-// issued the Order is not scheduled again.
+// information (RFC 9773) fresh and copies it to the Certificate while this
+// Order's request is the Certificate's current revision. It is fetched
+// first once the Certificate has stored the certificate — never on the
+// way to storing it: the window of a certificate issued a moment ago is
+// the one the server set at issuance, and the request would delay the
+// certificate — then again no earlier than the server's Retry-After and
+// at least every ARIInterval otherwise. Once a newer revision is issued
+// the Order is not scheduled again.
 func (r *run) afterValid(ctx context.Context) error {
 	chs, err := r.owned(ctx)
 	if err != nil {

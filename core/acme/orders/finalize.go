@@ -28,8 +28,9 @@ func (r *run) finalize(ctx context.Context, a *acmeCtx) error {
 		order, err = a.client.GetOrder(ctx, a.acct, r.o.Status.URL)
 		r.e.Metrics().Inc("certfn_acme_requests_total", "op", "get_order")
 		if err == nil && (order.Status == acme.StatusPending || order.Status == acme.StatusReady) {
-			// The server still sees pending authorizations: look again later.
-			return r.wait(ctx, r.pollAt(order.RetryAfter))
+			// The server still sees pending authorizations: look again
+			// later (at the backoff's cap: this is not the usual path).
+			return r.wait(ctx, r.now.Add(r.h.cfg.Polling.Delay(maxPolls, order.RetryAfter)))
 		}
 	}
 	if errs.IsPermanent(err) {
@@ -38,10 +39,14 @@ func (r *run) finalize(ctx context.Context, a *acmeCtx) error {
 	if err != nil {
 		return fmt.Errorf("order %s: %w", r.rec.Key, err)
 	}
-	return r.observe(ctx, a, order)
+	r.o.Status.Polls = 0
+	return r.observe(ctx, a, order, false)
 }
 
-// poll re-reads a processing order, no earlier than the server asked.
+// maxPolls is a poll count whose backoff step is the cap.
+const maxPolls = 64
+
+// poll re-reads a processing order, no earlier than status.nextPollAt.
 func (r *run) poll(ctx context.Context, a *acmeCtx) error {
 	if t := r.o.Status.NextPollAt; t != nil && r.now.Before(t.Time) {
 		return r.wait(ctx, t.Time)
@@ -54,12 +59,17 @@ func (r *run) poll(ctx context.Context, a *acmeCtx) error {
 	if err != nil {
 		return fmt.Errorf("order %s: %w", r.rec.Key, err)
 	}
-	return r.observe(ctx, a, order)
+	return r.observe(ctx, a, order, true)
 }
 
-// observe acts on the server's order status after finalize or a poll.
-func (r *run) observe(ctx context.Context, a *acmeCtx, order acme.Order) error {
+// observe acts on the server's order status after finalize or a poll
+// (polled): a processing order is polled again after the server's
+// Retry-After or the next backoff step, counted in status.polls.
+func (r *run) observe(ctx context.Context, a *acmeCtx, order acme.Order, polled bool) error {
 	s := &r.o.Status
+	if polled {
+		s.Polls++
+	}
 	switch order.Status {
 	case acme.StatusValid:
 		if order.CertificateURL == "" {
@@ -69,7 +79,7 @@ func (r *run) observe(ctx context.Context, a *acmeCtx, order acme.Order) error {
 		return r.download(ctx, a)
 	case acme.StatusProcessing, acme.StatusReady:
 		s.State, s.Reason = api.StateProcessing, "Waiting for the ACME server to issue the certificate"
-		s.NextPollAt = api.NewTime(r.pollAt(order.RetryAfter))
+		s.NextPollAt = api.NewTime(r.pollAt(s.Polls, order.RetryAfter))
 		return r.write(ctx, s.NextPollAt.Time, "record processing order")
 	case acme.StatusInvalid, acme.StatusExpired:
 		why := order.Problem
@@ -78,7 +88,7 @@ func (r *run) observe(ctx context.Context, a *acmeCtx, order acme.Order) error {
 		}
 		return r.fail(ctx, acme.StateOf(order.Status), "The ACME order is "+order.Status+": "+why)
 	}
-	return r.wait(ctx, r.pollAt(order.RetryAfter))
+	return r.wait(ctx, r.pollAt(s.Polls, order.RetryAfter))
 }
 
 // download fetches the chain (the preferred one when the issuer names

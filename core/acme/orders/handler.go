@@ -11,11 +11,13 @@
 //  4. when every Challenge is valid, finalize with spec.request — the
 //     server answers orderNotReady when it does not agree, and only then
 //     is the order re-read (finalize.go);
-//  5. poll a processing order no earlier than its Retry-After, download
-//     the chain (preferredChain honoured) and mark the Order valid;
-//  6. once valid: clean up and delete the Challenges, then keep the
-//     certificate's ACME renewal information fresh and copied to the
-//     Certificate (ari.go).
+//  5. poll a processing order soon after finalize and then backing off
+//     (acme.Polling; a Retry-After always wins), download the chain
+//     (preferredChain honoured) and mark the Order valid;
+//  6. once valid: clean up and delete the Challenges, then — once the
+//     Certificate stores the certificate — fetch the certificate's ACME
+//     renewal information, keep it fresh and copy it to the Certificate
+//     (ari.go).
 //
 // No ACME request is made once the Order is invalid, expired or errored;
 // failed Orders keep their Challenges for debugging.
@@ -39,9 +41,10 @@ type Config struct {
 	// Issuers is the deployment's issuer rule (which issuer a ref names,
 	// where its secrets live).
 	Issuers api.IssuerScope
-	// PollInterval is the wait before polling a processing order when the
-	// server gave no Retry-After (default 2 s).
-	PollInterval time.Duration
+	// Polling says when a processing order is polled when the server
+	// gives no Retry-After (defaults: acme.DefaultPollFirst, doubling up
+	// to acme.DefaultPollMax).
+	Polling acme.Polling
 	// WaitPoll is how long an Order waiting on its Challenges or issuer
 	// waits before looking again by itself (default 10 minutes).
 	WaitPoll time.Duration
@@ -55,9 +58,7 @@ type Handler struct{ cfg Config }
 
 // New returns the Order handler.
 func New(cfg Config) *Handler {
-	if cfg.PollInterval <= 0 {
-		cfg.PollInterval = 2 * time.Second
-	}
+	cfg.Polling = cfg.Polling.WithDefaults()
 	if cfg.WaitPoll <= 0 {
 		cfg.WaitPoll = 10 * time.Minute
 	}
@@ -201,10 +202,8 @@ func needsAuthorizations(o *api.Order) bool {
 	return false
 }
 
-// pollAt is now + the server's Retry-After, or the default interval.
-func (r *run) pollAt(ra time.Duration) time.Time {
-	if ra <= 0 {
-		ra = r.h.cfg.PollInterval
-	}
-	return r.now.Add(ra)
+// pollAt is when to poll the order next after polls polls: now + the
+// server's Retry-After, or the backoff.
+func (r *run) pollAt(polls int, ra time.Duration) time.Time {
+	return r.now.Add(r.h.cfg.Polling.Delay(polls, ra))
 }

@@ -274,3 +274,63 @@ func TestRefusedReplacesRetriesWithoutReplaces(t *testing.T) {
 		})
 	}
 }
+
+// A processing order is polled soon after finalize, then backing off
+// (acme.Polling's defaults: 150 ms, doubling, capped at 2 s); a
+// Retry-After is followed whatever the backoff says. No poll is made
+// before it is due.
+func TestProcessingOrderBacksOff(t *testing.T) {
+	r := acmetest.NewRig(t, httpSolver, challenges.Config{})
+	r.Create(order(t, []string{"a.example.com"}))
+	for i := 0; i < 3; i++ {
+		r.MustReconcile(orderKey)
+	}
+	ch := r.List(api.KindChallenge)[0].(*api.Challenge)
+	r.Mutate(api.KeyOf(ch), func(o api.Object) { o.(*api.Challenge).Status.State = api.StateValid })
+	var retryAfter time.Duration
+	processing := func(u string) (acme.Order, error) {
+		return acme.Order{URL: u, Status: acme.StatusProcessing, RetryAfter: retryAfter}, nil
+	}
+	r.Client.FinalizeFn, r.Client.GetOrderFn = processing, processing
+	ms := time.Millisecond
+	start := r.Clock.Now()
+	r.MustReconcile(orderKey) // finalize
+	steps := []struct {
+		ra        time.Duration // on the answer that schedules this step
+		wantDelay time.Duration
+	}{
+		{0, 150 * ms}, // after finalize
+		{0, 300 * ms}, // after the first poll
+		{0, 600 * ms},
+		{0, 1200 * ms},
+		{0, 2 * time.Second}, // capped
+		{5 * time.Second, 5 * time.Second},
+		{100 * ms, 100 * ms},
+	}
+	for i, tc := range steps {
+		o := getOrder(r)
+		if o.Status.NextPollAt == nil || !o.Status.NextPollAt.Equal(r.Clock.Now().Add(tc.wantDelay)) {
+			t.Fatalf("step %d: next poll %v, want now + %s", i, o.Status.NextPollAt, tc.wantDelay)
+		}
+		if o.Status.Polls != i {
+			t.Fatalf("step %d: status.polls = %d", i, o.Status.Polls)
+		}
+		n := len(r.Client.Calls())
+		r.Clock.Advance(tc.wantDelay - ms)
+		r.MustReconcile(orderKey)
+		if len(r.Client.Calls()) != n {
+			t.Fatalf("step %d: polled before it was due: %v", i, r.Client.Calls()[n:])
+		}
+		if retryAfter = 0; i+1 < len(steps) {
+			retryAfter = steps[i+1].ra
+		}
+		r.Clock.Advance(ms)
+		r.MustReconcile(orderKey)
+		if got := r.Client.Calls()[n:]; len(got) != 1 || !strings.HasPrefix(got[0], "GetOrder") {
+			t.Fatalf("step %d: calls %v, want one GetOrder", i, got)
+		}
+	}
+	if el := r.Clock.Now().Sub(start); el != (150+300+600+1200+2000+5000+100)*ms {
+		t.Fatalf("elapsed %s", el)
+	}
+}
