@@ -1,0 +1,122 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/certfn/certfn/core/api"
+	"github.com/certfn/certfn/core/errs"
+	"github.com/certfn/certfn/core/ports"
+	"github.com/certfn/certfn/core/rbac"
+	"github.com/certfn/certfn/core/validation"
+)
+
+// setRequester records caller as the requester of a
+// CertificateSigningRequest, as the Kubernetes API server does on create
+// (seed 004: "the kube-apiserver also asserts authentication attributes of
+// the requestor in the CertificateSigningRequest spec"): whatever the body
+// says in spec.username, uid, groups and extra is overwritten. On an
+// update the stored requester is kept (checkCSRUpdate).
+func setRequester(obj api.Object, caller Caller) {
+	if c, ok := obj.(*api.CertificateSigningRequest); ok {
+		c.Spec.Username, c.Spec.UID, c.Spec.Groups, c.Spec.Extra = caller.Username, caller.UID, caller.Groups, caller.Extra
+	}
+}
+
+// checkCSRUpdate applies an update of a stored CertificateSigningRequest:
+// the requester stays the creator's, the status stays the stored one (an
+// apply never writes status: conditions come only through the approval
+// path and the signer), and the spec is immutable (seed 004) — a changed
+// field is refused naming it (validation.CertificateSigningRequestUpdate).
+// Other kinds pass.
+func checkCSRUpdate(key api.Key, old, obj api.Object) error {
+	c, ok := obj.(*api.CertificateSigningRequest)
+	if !ok {
+		return nil
+	}
+	o := old.(*api.CertificateSigningRequest)
+	c.Spec.Username, c.Spec.UID, c.Spec.Groups, c.Spec.Extra = o.Spec.Username, o.Spec.UID, o.Spec.Groups, o.Spec.Extra
+	c.Status = o.Status
+	if errl := validation.CertificateSigningRequestUpdate(o, c); len(errl) > 0 {
+		return errs.Permanent(fmt.Errorf("%s: %w", key, errl.Err()))
+	}
+	return nil
+}
+
+// ApproveCSR records an approval (approve=true) or a denial on the
+// CertificateSigningRequest name — the /approval subresource of seed 004
+// — if caller may approve for its signer: `approve` on `signers` in
+// certificates.k8s.io named spec.signerName or "<domain>/*", granted by a
+// ClusterRoleBinding (rbac.CanApproveSigner). Creating a CSR does not
+// grant it. Approved and Denied are permanent and mutually exclusive: a
+// request already approved, denied, failed or issued is refused
+// (ErrConflict). An empty reason is "certfn"; an empty message becomes
+// DefaultApprovalMessage. It returns the updated request.
+//
+// A caller who may not read the request learns nothing from the answer:
+// the same ErrForbidden whether it exists or not and whichever signer it
+// names.
+func (s *Service) ApproveCSR(ctx context.Context, caller Caller, name string, approve bool, reason, message string) (*api.CertificateSigningRequest, error) {
+	key := api.Key{Kind: api.KindCertificateSigningRequest, Name: name}
+	az := s.authz()
+	canGet := az.check(ctx, caller, rbac.VerbGet, key) == nil
+	generic := forbidden(fmt.Errorf("%s may not approve or deny %s", identity(caller).Username, key))
+	o, err := s.engine.Get(ctx, key)
+	if errors.Is(err, ports.ErrNotFound) && !canGet {
+		return nil, generic
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := az.checkSignerApproval(ctx, caller, o.(*api.CertificateSigningRequest).Spec.SignerName); err != nil {
+		if !canGet && errors.Is(err, ErrForbidden) {
+			return nil, generic
+		}
+		return nil, err
+	}
+	if strings.TrimSpace(message) == "" {
+		message = DefaultApprovalMessage(approve, caller.Username)
+	}
+	if reason == "" {
+		reason = "certfn"
+	}
+	out, err := s.mutate(ctx, key, func(o api.Object) error {
+		c := o.(*api.CertificateSigningRequest)
+		for _, t := range []string{api.CSRConditionApproved, api.CSRConditionDenied} {
+			if cond := c.Status.Condition(t); cond != nil {
+				return conflictf("%s is already %s (%s); approval and denial are permanent", key, t, cond.Reason)
+			}
+		}
+		if c.IsFinal() {
+			return conflictf("%s is already final", key)
+		}
+		t := api.CSRConditionDenied
+		if approve {
+			t = api.CSRConditionApproved
+		}
+		c.Status.AddCondition(t, reason, message, s.engine.Now())
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out.(*api.CertificateSigningRequest), nil
+}
+
+// checkSignerApproval checks the `approve` permission on a CSR's signer.
+func (a *authz) checkSignerApproval(ctx context.Context, caller Caller, signerName string) error {
+	id := identity(caller)
+	if isSuperuser(id) {
+		return nil
+	}
+	az, err := a.authorizer(ctx)
+	if err != nil {
+		return err
+	}
+	if ok, why := az.CanApproveSigner(id, signerName); !ok {
+		return forbidden(fmt.Errorf("%s may not approve or deny requests for signer %q: %s", id.Username, signerName, why))
+	}
+	return nil
+}
