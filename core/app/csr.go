@@ -7,9 +7,11 @@ import (
 	"strings"
 
 	"github.com/certfn/certfn/core/api"
+	"github.com/certfn/certfn/core/csr"
 	"github.com/certfn/certfn/core/errs"
 	"github.com/certfn/certfn/core/ports"
 	"github.com/certfn/certfn/core/rbac"
+	"github.com/certfn/certfn/core/requests"
 	"github.com/certfn/certfn/core/validation"
 )
 
@@ -119,4 +121,48 @@ func (a *authz) checkSignerApproval(ctx context.Context, caller Caller, signerNa
 		return forbidden(fmt.Errorf("%s may not approve or deny requests for signer %q: %s", id.Username, signerName, why))
 	}
 	return nil
+}
+
+// csrSignerWork reports whether a CertificateSigningRequest is the
+// signer role's work (see Deliverer): approved, not denied, failed or
+// issued, its signer name one of cert-manager's, its issuer stored and of
+// a type this role hands off (or, in a signer-only role, signs), and —
+// checked here by the approving role, because the signer may not read
+// RBAC — its requester may reference that issuer (csr.CanReference). A
+// CSR whose requester may not is reconciled by this role, whose signing
+// step marks it Failed.
+func (d *Deliverer) csrSignerWork(ctx context.Context, c *api.CertificateSigningRequest) (bool, error) {
+	if !c.Status.Has(api.CSRConditionApproved) || c.IsFinal() {
+		return false, nil
+	}
+	e := d.App.Engine
+	cr, ours, err := csr.Request(c, e.Issuers().ClusterNamespace())
+	if !ours || err != nil {
+		return false, nil // not certfn's, or Failed by the signing step here
+	}
+	ik, _, ok := e.Issuers().Resolve(cr.Namespace, cr.Spec.IssuerRef)
+	if !ok {
+		return false, nil
+	}
+	irec, err := e.Store().Get(ctx, ik)
+	if errors.Is(err, ports.ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("read %s: %w", ik, err)
+	}
+	iobj, err := e.Decode(irec)
+	if err != nil {
+		return false, nil
+	}
+	typ := requests.IssuerType(iobj.(api.GenericIssuer).GetSpec())
+	role := d.App.Role
+	if !role.handsOff(typ) && !(role.SignerWorkOnly && role.signs(typ)) {
+		return false, nil
+	}
+	if role.SignerWorkOnly {
+		return true, nil
+	}
+	ok, _, err = csr.CanReference(ctx, e.Authorizer, c)
+	return ok, err
 }

@@ -389,3 +389,31 @@ spec:
 		t.Fatalf("certificate: CA %v, CN %q, lifetime %s", chain[0].IsCA, chain[0].Subject.CommonName, chain[0].NotAfter.Sub(chain[0].NotBefore))
 	}
 }
+
+// CertificateRequestPolicies and their `use` bindings decide CSRs as they
+// decide CertificateRequests (seed 001): a bound requester's CSR the
+// policy allows is approved and issued, one it does not allow is Denied,
+// and the CSR of a requester bound to no policy is left undecided.
+func TestCSRDecidedByPolicy(t *testing.T) {
+	r := apptest.NewPolicyRig(t)
+	readyCA(t, r, 0)
+	r.Apply(teamAPolicy)
+	r.Apply(approverRBAC)
+	r.Drain()
+	r.Apply(csrSpec{name: "allowed", signer: "issuers.cert-manager.io/default.ca", dnsName: "www.team-a.example.com"}.yaml(t))
+	r.Apply(csrSpec{name: "refused", signer: "issuers.cert-manager.io/default.ca", dnsName: "www.team-b.example.com"}.yaml(t))
+	bob := app.Caller{Username: "bob", Groups: []string{"system:authenticated"}}
+	if _, err := applyAs(r, bob, csrSpec{name: "unbound", signer: "issuers.cert-manager.io/default.ca"}.yaml(t)); err != nil {
+		t.Fatal(err)
+	}
+	r.Drain()
+	if c := getCSR(r, "allowed"); !c.IsIssued() || c.Status.Condition(api.CSRConditionApproved).Reason != "policy.cert-manager.io" {
+		t.Fatalf("allowed: %+v", c.Status.Conditions)
+	}
+	if c := getCSR(r, "refused"); !c.Status.Has(api.CSRConditionDenied) || c.IsIssued() {
+		t.Fatalf("refused: %+v", c.Status.Conditions)
+	}
+	if c := getCSR(r, "unbound"); len(c.Status.Conditions) != 0 {
+		t.Fatalf("unbound: %+v", c.Status.Conditions)
+	}
+}

@@ -50,7 +50,9 @@ type Env struct {
 	Objects signers.Objects
 	Metrics ports.Metrics
 	// Authorizer returns the RBAC snapshot for the requester's `reference`
-	// permission on a namespaced Issuer.
+	// permission on a namespaced Issuer (CanReference); nil in a role that
+	// may not read RBAC (the AWS signer), which then trusts the role that
+	// handed the CSR over to have checked it.
 	Authorizer func(ctx context.Context) (*rbac.Authorizer, error)
 	// ClusterResourceNamespace holds ClusterIssuer secrets.
 	ClusterResourceNamespace string

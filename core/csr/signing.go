@@ -36,7 +36,10 @@ const superuserGroup = "system:masters"
 //   - a missing or not Ready issuer leaves the CSR waiting (WaitPoll);
 //   - for a namespaced Issuer the requester must hold `reference` on
 //     `signers` in cert-manager.io in the Issuer's namespace, named by the
-//     issuer or "*" (cert-manager's check), else Failed/DeniedReference;
+//     issuer or "*" (CanReference, cert-manager's check), else
+//     Failed/DeniedReference. A role without Env.Authorizer (the AWS
+//     signer, which may not read RBAC) skips it: the approving role
+//     checked it before handing the CSR over (app.Deliverer);
 //   - an ACME issuer: Failed/NotSupported (signing CSRs through ACME is not
 //     supported yet);
 //   - the signer's permanent errors are Failed/SigningError; its transient
@@ -76,8 +79,8 @@ func SigningStep(ctx context.Context, env *Env, st *State) (Outcome, error) {
 		return waiting(st, env, fmt.Sprintf("%s %q not found", cr.Spec.IssuerRef.Kind, cr.Spec.IssuerRef.Name))
 	}
 	typ := requests.IssuerType(iss.GetSpec())
-	if cr.Spec.IssuerRef.Kind == api.KindIssuer {
-		if ok, why, err := canReference(ctx, env, c, cr); err != nil {
+	if env.Authorizer != nil {
+		if ok, why, err := CanReference(ctx, env.Authorizer, c); err != nil {
 			return Outcome{}, err
 		} else if !ok {
 			return fail(ctx, env, st, ReasonDeniedReference, why)
@@ -126,24 +129,29 @@ func SigningStep(ctx context.Context, env *Env, st *State) (Outcome, error) {
 	return write(ctx, env, st, "store signed certificate")
 }
 
-// canReference checks the requester's `reference` permission on the
-// namespaced Issuer cr names (rbac.CanReferenceSigner); members of
-// system:masters pass.
-func canReference(ctx context.Context, env *Env, c *api.CertificateSigningRequest, cr *api.CertificateRequest) (bool, string, error) {
+// CanReference reports whether the requester of c may have it signed by
+// the issuer its signer name names: for a namespaced Issuer, `reference`
+// on `signers` in cert-manager.io in the Issuer's namespace, named by the
+// issuer or "*" (rbac.CanReferenceSigner, cert-manager's check, so that a
+// requester cannot use another namespace's CA); members of
+// system:masters pass; a ClusterIssuer needs no such permission. why
+// says what is missing. authorizer returns the RBAC snapshot.
+func CanReference(ctx context.Context, authorizer func(context.Context) (*rbac.Authorizer, error), c *api.CertificateSigningRequest) (ok bool, why string, err error) {
+	ref, ns, ours := api.SignerIssuer(c.Spec.SignerName)
+	if !ours || ref.Kind != api.KindIssuer {
+		return true, "", nil
+	}
 	id := rbac.Identity{Username: c.Spec.Username, UID: c.Spec.UID, Groups: c.Spec.Groups, Extra: c.Spec.Extra}.WithImplicitGroups()
 	for _, g := range id.Groups {
 		if g == superuserGroup {
 			return true, "", nil
 		}
 	}
-	if env.Authorizer == nil {
-		return false, "no authorizer to check the requester's reference permission", nil
-	}
-	az, err := env.Authorizer(ctx)
+	az, err := authorizer(ctx)
 	if err != nil {
 		return false, "", fmt.Errorf("read RBAC for the reference check: %w", err)
 	}
-	ok, why := az.CanReferenceSigner(id, cr.Spec.IssuerRef, cr.Namespace)
+	ok, why = az.CanReferenceSigner(id, ref, ns)
 	return ok, why, nil
 }
 
