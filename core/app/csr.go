@@ -2,13 +2,16 @@ package app
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/certfn/certfn/core/api"
 	"github.com/certfn/certfn/core/csr"
 	"github.com/certfn/certfn/core/errs"
+	"github.com/certfn/certfn/core/pki"
 	"github.com/certfn/certfn/core/ports"
 	"github.com/certfn/certfn/core/rbac"
 	"github.com/certfn/certfn/core/requests"
@@ -165,4 +168,26 @@ func (d *Deliverer) csrSignerWork(ctx context.Context, c *api.CertificateSigning
 	}
 	ok, _, err = csr.CanReference(ctx, e.Authorizer, c)
 	return ok, err
+}
+
+// RetainCSR is how long a final CertificateSigningRequest (issued, denied
+// or failed) is kept: seed 003 — "automatically garbage collected ...
+// once the issued certificate has expired or after one hour, whichever is
+// shorter" (Kubernetes' csrcleaner). The requester has its certificate by
+// then.
+const RetainCSR = time.Hour
+
+// csrExpiresAt is ExpiresAt for a CertificateSigningRequest: a final one
+// expires RetainCSR after its final write, or when its certificate
+// expires if that is sooner; a pending one never (the cloud stores' TTL).
+func csrExpiresAt(rec ports.Record, now time.Time) time.Time {
+	var c api.CertificateSigningRequest
+	if err := json.Unmarshal(rec.Data, &c); err != nil || !c.IsFinal() {
+		return time.Time{}
+	}
+	at := now.Add(RetainCSR)
+	if chain, err := pki.ParseChainPEM(c.Status.Certificate); err == nil && chain[0].NotAfter.Before(at) {
+		at = chain[0].NotAfter
+	}
+	return at
 }
