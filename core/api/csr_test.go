@@ -73,9 +73,9 @@ func TestDecodeCSR(t *testing.T) {
 	}
 }
 
-// FuzzDecodeCSR: decoding a CertificateSigningRequest manifest never
+// FuzzCSRManifest: decoding a CertificateSigningRequest manifest never
 // panics, and what decodes is a cluster-scoped CSR whose JSON decodes back.
-func FuzzDecodeCSR(f *testing.F) {
+func FuzzCSRManifest(f *testing.F) {
 	f.Add([]byte(strings.Replace(csrManifest, "%s", "QUJD", 1)))
 	f.Add([]byte(`{"apiVersion":"certificates.k8s.io/v1","kind":"CertificateSigningRequest","metadata":{"name":"x"},"spec":{"request":"QQ==","signerName":"a.b/c","expirationSeconds":-5,"extra":{"a":["b"]}},"status":{"certificate":"QQ==","conditions":[{"type":"Approved","status":"True"}]}}`))
 	f.Add([]byte(`{"apiVersion":"certificates.k8s.io/v1","kind":"CertificateSigningRequest","spec":{"expirationSeconds":99999999999}}`))

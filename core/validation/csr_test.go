@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/certfn/certfn/core/api"
+	"github.com/certfn/certfn/core/pki"
 )
 
 // csrObj returns a valid CertificateSigningRequest changed by fns.
@@ -199,4 +200,31 @@ func TestCertificateSigningRequestUpdate(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FuzzCSRValidation: whatever spec.request, spec.signerName and
+// status.certificate hold, validation never panics, never echoes the
+// request or certificate bytes, and accepts a status.certificate exactly
+// when it is a seed 004 chain.
+func FuzzCSRValidation(f *testing.F) {
+	f.Add(testCSR(f), "issuers.cert-manager.io/default.ca", []byte(nil))
+	f.Add([]byte("x"), "a/b/c", []byte("-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n"))
+	f.Add([]byte(""), "", selfSignedPEM(f))
+	f.Add(testCSR(f), strings.Repeat("a.", 200)+"/b", []byte("text\n"))
+	f.Fuzz(func(t *testing.T, req []byte, signer string, cert []byte) {
+		c := csrObj(t, func(c *api.CertificateSigningRequest) {
+			c.Spec.Request, c.Spec.SignerName, c.Status.Certificate = req, signer, cert
+		})
+		errs := CertificateSigningRequest(c)
+		_ = errs.Error()
+		for _, e := range errs {
+			if (e.Path == "spec.request" || e.Path == "status.certificate") && e.Value != "" {
+				t.Fatalf("%s error echoes a value", e.Path)
+			}
+		}
+		_, chainErr := pki.ParseChainPEM(cert)
+		if len(cert) > 0 && (chainErr == nil) == errs.Has("status.certificate") {
+			t.Fatalf("status.certificate: chain error %v but validation %v", chainErr, errs)
+		}
+	})
 }
