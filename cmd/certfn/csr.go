@@ -68,6 +68,7 @@ request does not let you approve it.`,
 // csrOptions are the flags of `create csr`.
 type csrOptions struct {
 	name, keyFile, csrFile, signer, out string
+	keySecret                           string
 	expiration, timeout                 time.Duration
 	usages, dnsNames, ips, uris, emails []string
 	commonName                          string
@@ -90,6 +91,9 @@ certfn signs for cert-manager's signer names:
   issuers.cert-manager.io/<namespace>.<issuer>   (you need 'reference' on signers named <issuer>
                                                   in cert-manager.io in that namespace)
   clusterissuers.cert-manager.io/<clusterissuer>
+You need 'create' and 'get' on certificatesigningrequests; a name that exists is refused.
+For a selfSigned signer, store --key first (certfn create secret NAME -n <the issuer's secret
+namespace> --from-file tls.key=KEY.pem) and pass --private-key-secret-name NAME.
 --expiration sets spec.expirationSeconds (at least 10m, KEP-2784). A signer may honour less:
 the issued certificate's lifetime is checked here and a shorter one is reported as a warning.
 
@@ -110,6 +114,7 @@ the issued certificate's lifetime is checked here and a shorter one is reported 
 	f.StringSliceVar(&o.ips, "ip-address", nil, "IP SAN (repeatable)")
 	f.StringSliceVar(&o.uris, "uri", nil, "URI SAN (repeatable)")
 	f.StringSliceVar(&o.emails, "email", nil, "e-mail SAN (repeatable)")
+	f.StringVar(&o.keySecret, "private-key-secret-name", "", "for a selfSigned signer: the secret holding --key (tls.key) where the issuer's secrets live (annotation experimental.cert-manager.io/private-key-secret-name)")
 	f.BoolVar(&o.isCA, "is-ca", false, "ask for a CA certificate (annotation experimental.cert-manager.io/request-is-ca)")
 	f.StringVar(&o.out, "out", "", "write the certificate chain to this file (default stdout)")
 	f.BoolVar(&o.wait, "wait", true, "wait for the certificate; with --wait=false only apply the request")
@@ -157,11 +162,21 @@ func createCSR(cmd *cobra.Command, g *globals, o csrOptions) error {
 		secs := int32(o.expiration / time.Second)
 		c.Spec.ExpirationSeconds = &secs
 	}
+	c.Annotations = map[string]string{}
 	if o.isCA {
-		c.Annotations = map[string]string{api.AnnotationCSRIsCA: "true"}
+		c.Annotations[api.AnnotationCSRIsCA] = "true"
+	}
+	if o.keySecret != "" {
+		c.Annotations[api.AnnotationCSRPrivateKeySecretName] = o.keySecret
 	}
 	cl, err := g.client(cmd.Context())
 	if err != nil {
+		return err
+	}
+	// create, not apply: a request of that name is never replaced (its spec is immutable anyway).
+	if _, err := cl.Get(cmd.Context(), api.KeyOf(c)); err == nil {
+		return fmt.Errorf("%s already exists: choose another --name, or delete it first", displayKey(api.KeyOf(c)))
+	} else if !errors.Is(err, ports.ErrNotFound) {
 		return err
 	}
 	if _, err := cl.Apply(cmd.Context(), []api.Object{c}); err != nil {

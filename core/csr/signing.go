@@ -89,6 +89,10 @@ func SigningStep(ctx context.Context, env *Env, st *State) (Outcome, error) {
 	if typ == "acme" {
 		return fail(ctx, env, st, ReasonNotSupported, "signing CertificateSigningRequests with an ACME issuer is not supported yet: use a CertificateRequest or a Certificate for ACME")
 	}
+	if typ == "selfSigned" && c.Annotations[api.AnnotationCSRPrivateKeySecretName] == "" {
+		return fail(ctx, env, st, ReasonSigningError, fmt.Sprintf("a selfSigned issuer signs a CertificateSigningRequest with the key in the secret that the annotation %q names (in namespace %s); the annotation is missing",
+			api.AnnotationCSRPrivateKeySecretName, cr.Namespace))
+	}
 	signer, ok := env.Signers[typ]
 	if !ok {
 		return Outcome{Why: "no signer for issuer type " + typ + " in this role"}, nil
