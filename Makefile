@@ -106,6 +106,8 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzValidateCertificateRequest -fuzztime 20s ./core/validation/
 	$(GO) test -run '^$$' -fuzz FuzzParseCSRPEM -fuzztime 20s ./core/pki/
 	$(GO) test -run '^$$' -fuzz '^FuzzParseKey$$' -fuzztime 20s ./core/api/
+	$(GO) test -run '^$$' -fuzz '^FuzzCSRManifest$$' -fuzztime 20s ./core/api/
+	$(GO) test -run '^$$' -fuzz '^FuzzCSRValidation$$' -fuzztime 20s ./core/validation/
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeBody$$' -fuzztime 20s ./adapters/aws/sqsq/
 	$(GO) test -run '^$$' -fuzz '^FuzzParseRetryAfter$$' -fuzztime 20s ./adapters/acme/
 	$(GO) test -run '^$$' -fuzz '^FuzzMapError$$' -fuzztime 20s ./adapters/acme/

@@ -89,6 +89,7 @@ func New(cfg Config) (*Handler, error) {
 	h.route("/v1/{plural}/{name}", h.item, http.MethodGet, http.MethodDelete)
 	h.route("/v1/namespaces/{ns}/{plural}/{name}", h.item, http.MethodGet, http.MethodDelete)
 	h.route("/v1/namespaces/{ns}/certificaterequests/{name}/approval", h.approval, http.MethodPost)
+	h.route("/v1/certificatesigningrequests/{name}/approval", h.csrApproval, http.MethodPost)
 	h.route("/v1/namespaces/{ns}/certificates/{name}/renew", h.renew, http.MethodPost)
 	h.route("/v1/namespaces/{ns}/certificates/{name}/status", h.status, http.MethodGet)
 	h.route("/", func(*http.Request, app.Caller) (int, any, error) {

@@ -34,8 +34,9 @@ type client interface {
 	// Status explains a Certificate (the report `certfn status` prints).
 	Status(ctx context.Context, key api.Key) (*app.Report, error)
 	Renew(ctx context.Context, key api.Key) (*app.RenewResult, error)
-	// Approve approves (approve=true) or denies a CertificateRequest; an
-	// empty message becomes "manually approved by <caller>".
+	// Approve approves (approve=true) or denies a CertificateRequest or a
+	// CertificateSigningRequest (its approval subresource); an empty
+	// message becomes "manually approved by <caller>".
 	Approve(ctx context.Context, key api.Key, approve bool, reason, message string) error
 }
 
@@ -84,6 +85,10 @@ func (c *localClient) Renew(ctx context.Context, key api.Key) (*app.RenewResult,
 }
 
 func (c *localClient) Approve(ctx context.Context, key api.Key, approve bool, reason, message string) error {
+	if key.Kind == api.KindCertificateSigningRequest {
+		_, err := c.svc.ApproveCSR(ctx, c.caller, key.Name, approve, reason, message)
+		return err
+	}
 	_, err := c.svc.Approve(ctx, c.caller, key, approve, reason, message)
 	return err
 }

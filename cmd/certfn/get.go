@@ -458,6 +458,8 @@ func columns(kind string, wide bool, now time.Time) ([]string, func(api.Object) 
 			}
 			return cells
 		}
+	case api.KindCertificateSigningRequest:
+		return csrColumns(wide, now)
 	case api.KindSecret:
 		return []string{"NAME", "TYPE", "KEYS", "NOT AFTER"}, func(o api.Object) []string {
 			s := o.(*api.Secret)

@@ -130,7 +130,7 @@ for the bindings. See docs/api.md.`,
 	root.PersistentFlags().StringVar(&g.region, "region", "",
 		"with --auth aws-sigv4: AWS region to sign for (default: the Function URL's region, else AWS_REGION or the profile's)")
 	root.AddCommand(newServe(g), newApply(g), newDelete(g), newGet(g), newStatus(g), newRenew(g), newRevoke(g),
-		newApprove(g, true), newApprove(g, false), newInspect(g), newWait(g), newCreate(g), newVersion(g), newDescribe(g), newCheck(g))
+		newApprove(g, true), newApprove(g, false), newCertificateCmd(g), newInspect(g), newWait(g), newCreate(g), newVersion(g), newDescribe(g), newCheck(g))
 	return root
 }
 

@@ -16,7 +16,7 @@ import (
 // for the local secret store: CA key pairs for `ca` issuers, TSIG keys,
 // EAB keys and keystore passwords. Values are never printed.
 func newCreate(g *globals) *cobra.Command {
-	create := &cobra.Command{Use: "create", Short: "Create objects that are not manifests (secrets)"}
+	create := &cobra.Command{Use: "create", Short: "Create objects that are not manifests (secrets, CertificateSigningRequests from a key you keep)"}
 	var ns string
 	var files, literals []string
 	var overwrite bool
@@ -83,7 +83,7 @@ cloud's secret store. Needs system:masters (the local user, unless --as is given
 	sec.Flags().StringArrayVar(&files, "from-file", nil, "KEY=PATH: a key whose value is the file's content (repeatable)")
 	sec.Flags().StringArrayVar(&literals, "from-literal", nil, "KEY=VALUE: a key with a literal value (repeatable)")
 	sec.Flags().BoolVar(&overwrite, "overwrite", false, "replace an existing secret (the previous version is kept for rollback)")
-	create.AddCommand(sec)
+	create.AddCommand(sec, newCreateCSR(g))
 	return create
 }
 

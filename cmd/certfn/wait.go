@@ -134,6 +134,12 @@ func conditionsOf(o api.Object) []api.Condition {
 		return v.Status.Conditions
 	case api.GenericIssuer:
 		return v.GetStatus().Conditions
+	case *api.CertificateSigningRequest:
+		out := make([]api.Condition, 0, len(v.Status.Conditions))
+		for _, c := range v.Status.Conditions {
+			out = append(out, api.Condition{Type: c.Type, Status: c.Status, Reason: c.Reason, Message: c.Message})
+		}
+		return out
 	}
 	return nil
 }

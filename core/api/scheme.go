@@ -28,6 +28,8 @@ var kinds = kindTable(
 		Short: []string{"cert", "certs"}, New: func() Object { return &Certificate{} }},
 	KindInfo{Kind: KindCertificateRequest, APIVersion: CertManagerV1, Namespaced: true, Plural: "certificaterequests",
 		Short: []string{"cr", "crs"}, New: func() Object { return &CertificateRequest{} }},
+	KindInfo{Kind: KindCertificateSigningRequest, APIVersion: CertificatesV1, Namespaced: false, Plural: "certificatesigningrequests",
+		Short: []string{"csr", "csrs"}, New: func() Object { return &CertificateSigningRequest{} }},
 	KindInfo{Kind: KindIssuer, APIVersion: CertManagerV1, Namespaced: true, Plural: "issuers",
 		New: func() Object { return &Issuer{} }},
 	KindInfo{Kind: KindClusterIssuer, APIVersion: CertManagerV1, Namespaced: false, Plural: "clusterissuers",

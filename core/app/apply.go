@@ -135,6 +135,7 @@ func (s *Service) checkApply(ctx context.Context, caller Caller, objs []api.Obje
 		if cr, ok := o.(*api.CertificateRequest); ok {
 			cr.Spec.Username, cr.Spec.UID, cr.Spec.Groups, cr.Spec.Extra = caller.Username, caller.UID, caller.Groups, caller.Extra
 		}
+		setRequester(o, caller)
 		if az.check(ctx, caller, rbac.VerbCreate, key) != nil && az.check(ctx, caller, rbac.VerbUpdate, key) != nil {
 			// Neither verb: refused before the object is read, with one
 			// message whether it exists or not.
@@ -350,6 +351,9 @@ func (s *Service) applyOnce(ctx context.Context, obj, old api.Object) (created, 
 		if errl := validation.CertificateRequestUpdate(oldCR, cr); len(errl) > 0 {
 			return false, false, errs.Permanent(fmt.Errorf("%s: %w", key, errl.Err()))
 		}
+	}
+	if err := checkCSRUpdate(key, old, obj); err != nil {
+		return false, false, err
 	}
 	om, nm := old.GetObjectMeta(), obj.GetObjectMeta()
 	specChanged := !reflect.DeepEqual(specOf(old), specOf(obj))

@@ -33,9 +33,12 @@ type BatchQueue interface {
 //     CertificateRequest that is approved, not denied and not final, whose
 //     issuer exists and is of a type it hands off, and an Issuer or
 //     ClusterIssuer with spec.ca (its readiness check reads the CA key pair);
+//   - a CertificateSigningRequest goes to HandOff likewise when it is
+//     approved, not final, names an issuer of a type handed off, and its
+//     requester may reference that issuer (csrSignerWork);
 //   - a role that takes only signer work (Role.SignerWorkOnly) takes
-//     CertificateRequests and CA issuers and drops (acknowledges with a
-//     reason) anything else;
+//     CertificateRequests, CertificateSigningRequests and CA issuers and
+//     drops (acknowledges with a reason) anything else;
 //   - everything else is reconciled here.
 //
 // Routing by state, not by who wrote last, cannot loop: a key goes to the
@@ -152,8 +155,10 @@ func (d *Deliverer) Handle(ctx context.Context, key api.Key, attempt int) engine
 				return engine.Disposition{Ack: true, Err: fmt.Errorf("signer: %s is not a CA issuer (or is gone): dropped, the worker handles it", key)}
 			}
 			m.Loaded = rec
+		case api.KindCertificateSigningRequest:
+			// Reconciled here, final or not: a CSR has no owner to wake.
 		default:
-			return engine.Disposition{Ack: true, Err: fmt.Errorf("signer: %s: only CertificateRequests and CA issuers are the signer's work: dropped", key)}
+			return engine.Disposition{Ack: true, Err: fmt.Errorf("signer: %s: only CertificateRequests, CertificateSigningRequests and CA issuers are the signer's work: dropped", key)}
 		}
 	}
 	return a.Engine.Handle(ctx, m)
@@ -185,7 +190,7 @@ func (d *Deliverer) finalRequest(ctx context.Context, key api.Key, attempt int) 
 // returns the record it read (nil when missing or not read).
 func (d *Deliverer) signerWork(ctx context.Context, key api.Key) (bool, *ports.Record, error) {
 	switch key.Kind {
-	case api.KindCertificateRequest, api.KindIssuer, api.KindClusterIssuer:
+	case api.KindCertificateRequest, api.KindIssuer, api.KindClusterIssuer, api.KindCertificateSigningRequest:
 	default:
 		return false, nil, nil
 	}
@@ -204,6 +209,12 @@ func (d *Deliverer) signerWork(ctx context.Context, key api.Key) (bool, *ports.R
 	switch o := obj.(type) {
 	case api.GenericIssuer:
 		return o.GetSpec().CA != nil, &rec, nil
+	case *api.CertificateSigningRequest:
+		ok, err := d.csrSignerWork(ctx, o)
+		if err != nil {
+			return false, nil, fmt.Errorf("route %s: %w", key, err)
+		}
+		return ok, &rec, nil
 	case *api.CertificateRequest:
 		conds := o.Status.Conditions
 		if !api.IsTrue(conds, api.CertificateRequestConditionApproved) || api.IsTrue(conds, api.CertificateRequestConditionDenied) || o.IsFinal() {

@@ -37,6 +37,9 @@ func ExpiresAt(rec ports.Record, now time.Time) time.Time {
 	if rec.Key.Kind == api.KindEvent {
 		return now.Add(RetainEvents)
 	}
+	if rec.Key.Kind == api.KindCertificateSigningRequest {
+		return csrExpiresAt(rec, now)
+	}
 	if !gcKinds[rec.Key.Kind] {
 		return time.Time{}
 	}

@@ -29,6 +29,13 @@ func TestExpiresAt(t *testing.T) {
 			Spec:       api.ChallengeLeaseSpec{Type: api.ACMEChallengeTypeDNS01, DNSName: "www.example.com", Holder: h}}
 	}
 	issued := api.Condition{Type: "Ready", Status: api.ConditionTrue, Reason: "Issued"}
+	csr := func(conds ...string) *api.CertificateSigningRequest {
+		c := &api.CertificateSigningRequest{TypeMeta: api.TypeMeta{Kind: api.KindCertificateSigningRequest}, ObjectMeta: api.ObjectMeta{Name: "c"}}
+		for _, t := range conds {
+			c.Status.AddCondition(t, "r", "m", now)
+		}
+		return c
+	}
 	for _, tc := range []struct {
 		name string
 		rec  ports.Record
@@ -41,6 +48,10 @@ func TestExpiresAt(t *testing.T) {
 		{"held lease never expires", rec(lease(&api.ChallengeLeaseHolder{Namespace: "d", Name: "c", UID: "u"})), time.Time{}},
 		{"released lease expires", rec(lease(nil)), now.Add(RetainFinal)},
 		{"an event expires after RetainEvents", ports.Record{Key: api.Key{Kind: api.KindEvent, Namespace: "d", Name: "certificate.c"}, Data: []byte("{}")}, now.Add(RetainEvents)},
+		{"pending CSR never expires", rec(csr()), time.Time{}},
+		{"approved CSR not yet signed never expires", rec(csr("Approved")), time.Time{}},
+		{"denied CSR expires after an hour (seed 003)", rec(csr("Denied")), now.Add(RetainCSR)},
+		{"failed CSR expires after an hour", rec(csr("Approved", "Failed")), now.Add(RetainCSR)},
 		{"undecodable data never expires", ports.Record{Key: api.Key{Kind: api.KindCertificateRequest, Namespace: "d", Name: "x"}, Data: []byte("{")}, time.Time{}},
 	} {
 		if got := ExpiresAt(tc.rec, now); !got.Equal(tc.want) {

@@ -194,6 +194,8 @@ func (r *run) reconcile(ctx context.Context, key api.Key, loaded *ports.Record) 
 		return r.reconcileCertificate(ctx, rec)
 	case api.KindCertificateRequest:
 		return r.reconcileRequest(ctx, rec)
+	case api.KindCertificateSigningRequest:
+		return r.reconcileCSR(ctx, rec)
 	case api.KindIssuer, api.KindClusterIssuer:
 		return r.reconcileIssuer(ctx, rec)
 	case api.KindCertificateRequestPolicy:

@@ -49,5 +49,5 @@ func (e *run) wakePendingRequests(ctx context.Context) error {
 			return err
 		}
 	}
-	return nil
+	return e.wakePendingCSRs(ctx)
 }

@@ -375,5 +375,5 @@ func (w *issuerWriter) IssuerReady(ctx context.Context, st *issuers.State) error
 			}
 		}
 	}
-	return nil
+	return w.e.wakePendingCSRs(ctx)
 }

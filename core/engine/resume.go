@@ -26,7 +26,8 @@ import (
 //     Challenges (their clean-up was interrupted);
 //   - Challenges that are not final, and final ones still presented or
 //     processing (their clean-up was interrupted);
-//   - Issuers and ClusterIssuers that are not Ready.
+//   - Issuers and ClusterIssuers that are not Ready;
+//   - CertificateSigningRequests that are not final.
 //
 // Certificates whose next revision's request is already issued go first:
 // that is the one state in which the secret may hold the next revision's
@@ -40,7 +41,7 @@ import (
 func (e *Engine) WakeUnfinished(ctx context.Context) (int, error) {
 	lists := map[string][]ports.Record{}
 	for _, kind := range []string{api.KindCertificate, api.KindCertificateRequest, api.KindOrder, api.KindChallenge,
-		api.KindIssuer, api.KindClusterIssuer} {
+		api.KindIssuer, api.KindClusterIssuer, api.KindCertificateSigningRequest} {
 		recs, err := e.cfg.Store.List(ctx, ports.ListOptions{Kind: kind})
 		if err != nil {
 			return 0, fmt.Errorf("wake unfinished work: list %s: %w", kind, err)
@@ -116,6 +117,15 @@ func (e *Engine) WakeUnfinished(ctx context.Context) (int, error) {
 		}
 	}
 	rest = append(rest, challenges...)
+	for _, rec := range lists[api.KindCertificateSigningRequest] {
+		o, err := decode(rec)
+		if err != nil {
+			return 0, err
+		}
+		if !o.(*api.CertificateSigningRequest).IsFinal() {
+			rest = append(rest, rec.Key)
+		}
+	}
 	for _, kind := range []string{api.KindIssuer, api.KindClusterIssuer} {
 		for _, rec := range lists[kind] {
 			o, err := decode(rec)

@@ -12,11 +12,14 @@ import (
 const (
 	VerbUse     = "use"
 	VerbApprove = "approve"
-	VerbCreate  = "create"
-	VerbGet     = "get"
-	VerbList    = "list"
-	VerbUpdate  = "update"
-	VerbDelete  = "delete"
+	// VerbReference on signers lets a requester have CertificateSigningRequests
+	// signed by a namespaced Issuer (cert-manager's CSR signers).
+	VerbReference = "reference"
+	VerbCreate    = "create"
+	VerbGet       = "get"
+	VerbList      = "list"
+	VerbUpdate    = "update"
+	VerbDelete    = "delete"
 
 	// ResourceCertificateRequestPolicies is checked with VerbUse in
 	// api.PolicyGroup, named by the policy, in the request's namespace.

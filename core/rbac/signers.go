@@ -168,3 +168,49 @@ func quoteAll(ss []string) []string {
 	}
 	return out
 }
+
+// CSRSignerNames returns the `signers` resource names in
+// certificates.k8s.io that grant a verb for a CertificateSigningRequest of
+// signerName, specific name first (seed 004: name == <.spec.signerName>,
+// then <domain part only>/* "to allow approving an entire domain").
+func CSRSignerNames(signerName string) []string {
+	domain, _, _ := strings.Cut(signerName, "/")
+	return []string{signerName, domain + "/*"}
+}
+
+// CanApproveSigner reports whether id may approve or deny a
+// CertificateSigningRequest of signerName: `approve` on `signers` in
+// certificates.k8s.io named by CSRSignerNames, granted cluster-wide (a
+// CSR is cluster-scoped, so only ClusterRoleBindings count) — seed 004's
+// approval-authorizing admission check.
+func (a *Authorizer) CanApproveSigner(id Identity, signerName string) (bool, string) {
+	return a.canSigner(id, VerbApprove, signerName)
+}
+
+// CanReferenceSigner reports whether id may have its CertificateSigningRequests
+// signed by the namespaced Issuer ref in namespace: `reference` on
+// `signers` in cert-manager.io in that namespace, named by the issuer's
+// name or "*" (cert-manager's check before its CSR signers sign for a
+// namespaced Issuer, so that a requester cannot use another namespace's
+// CA).
+func (a *Authorizer) CanReferenceSigner(id Identity, ref api.IssuerReference, namespace string) (bool, string) {
+	for _, n := range []string{ref.Name, "*"} {
+		if ok, reason := a.Allowed(id, Attributes{Verb: VerbReference, APIGroup: api.CertManagerGroup,
+			Resource: ResourceSigners, Namespace: namespace, Name: n}); ok {
+			return true, reason
+		}
+	}
+	return false, fmt.Sprintf("user %s may not reference signer %q: no binding grants %q on signers.%s named %q or \"*\" in namespace %s",
+		id, ref.Name, VerbReference, api.CertManagerGroup, ref.Name, namespace)
+}
+
+func (a *Authorizer) canSigner(id Identity, verb, signerName string) (bool, string) {
+	names := CSRSignerNames(signerName)
+	for _, n := range names {
+		if ok, reason := a.Allowed(id, Attributes{Verb: verb, APIGroup: api.CertificatesGroup, Resource: ResourceSigners, Name: n}); ok {
+			return true, reason
+		}
+	}
+	return false, fmt.Sprintf("user %s may not %s for signer %q: no ClusterRoleBinding grants %q on signers.%s named %s",
+		id, verb, signerName, verb, api.CertificatesGroup, strings.Join(quoteAll(names), " or "))
+}

@@ -77,6 +77,8 @@ func Object(obj api.Object) ErrorList {
 		return Certificate(o)
 	case *api.CertificateRequest:
 		return CertificateRequest(o)
+	case *api.CertificateSigningRequest:
+		return CertificateSigningRequest(o)
 	case *api.Issuer:
 		return Issuer(o)
 	case *api.ClusterIssuer:

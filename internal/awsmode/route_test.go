@@ -177,9 +177,9 @@ func TestSignerSignsButNeverApproves(t *testing.T) {
 		key  api.Key
 		want string
 	}{
-		{"certificate", api.Key{Kind: api.KindCertificate, Namespace: "default", Name: "web"}, "only CertificateRequests and CA issuers"},
+		{"certificate", api.Key{Kind: api.KindCertificate, Namespace: "default", Name: "web"}, "only CertificateRequests, CertificateSigningRequests and CA issuers"},
 		{"selfSigned issuer", api.Key{Kind: api.KindClusterIssuer, Name: "selfsigned"}, "not a CA issuer"},
-		{"policy", api.Key{Kind: api.KindCertificateRequestPolicy, Name: "p"}, "only CertificateRequests and CA issuers"},
+		{"policy", api.Key{Kind: api.KindCertificateRequestPolicy, Name: "p"}, "only CertificateRequests, CertificateSigningRequests and CA issuers"},
 	} {
 		t.Run("drops "+tc.name, func(t *testing.T) {
 			r := newRouteEnv(t, true)

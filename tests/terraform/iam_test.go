@@ -167,6 +167,11 @@ func iamChecks(v variant) []iamCheck {
 	// Ready (kind_ns index, kind CertificateRequest), nothing else.
 	b.allow("signer lists CertificateRequests", "signer", "dynamodb:Query", b.index("kind_ns"), leading("CertificateRequest"))
 	b.allow("signer reads the listed requests", "signer", "dynamodb:BatchGetItem", b.table(), leading("CertificateRequest/default/web-1", "CertificateRequest/default/web-2"))
+	// CertificateSigningRequests (cluster-scoped) likewise: the signer signs
+	// them and lists those waiting for a CA issuer that became Ready.
+	b.allow("signer writes a CSR's status", "signer", "dynamodb:PutItem", b.table(), leading("CertificateSigningRequest/app"))
+	b.allow("signer lists CertificateSigningRequests", "signer", "dynamodb:Query", b.index("kind_ns"), leading("CertificateSigningRequest"))
+	b.deny("signer may not delete CSRs", "signer", "dynamodb:DeleteItem", b.table(), leading("CertificateSigningRequest/app"))
 	for _, k := range []string{"Certificate", "Secret", "CertificateRequestPolicy", "Issuer", "ClusterIssuer", "Order", "Challenge", "ChallengeLease", "Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding", "Namespace"} {
 		b.deny("signer may not list "+k, "signer", "dynamodb:Query", b.index("kind_ns"), leading(k))
 	}

@@ -12,8 +12,9 @@
 #             on the default event bus when notifications are on. Never a
 #             CA key (explicit deny on certfn-role = ca, and issued-ca
 #             unless worker_manages_ca_certificates).
-#   signer    CertificateRequest / Issuer / ClusterIssuer items only; lists
-#             CertificateRequests (Query on the kind_ns index for that kind
+#   signer    CertificateRequest / CertificateSigningRequest / Issuer /
+#             ClusterIssuer items only; lists
+#             CertificateRequests and CSRs (Query on the kind_ns index for those kinds
 #             only) to wake the requests waiting for a CA issuer that became
 #             Ready; its queue; enqueue on the worker queue; reads secrets
 #             tagged ca, issued-ca (CA key pairs) and private-key (a
@@ -359,17 +360,18 @@ locals {
         Effect    = "Allow"
         Action    = ["dynamodb:GetItem", "dynamodb:BatchGetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"]
         Resource  = [local.arn.table]
-        Condition = { "ForAllValues:StringLike" = { "dynamodb:LeadingKeys" = ["CertificateRequest/*", "Issuer/*", "ClusterIssuer/*", "Event/*"] } }
+        Condition = { "ForAllValues:StringLike" = { "dynamodb:LeadingKeys" = ["CertificateRequest/*", "CertificateSigningRequest/*", "Issuer/*", "ClusterIssuer/*", "Event/*"] } }
       },
       {
         # When a CA issuer becomes Ready, the requests waiting for it are
-        # listed (kind_ns index, kind CertificateRequest) and woken; the
+        # listed (kind_ns index, kinds CertificateRequest and
+        # CertificateSigningRequest) and woken; the
         # items themselves are read with the BatchGetItem above.
         Sid       = "ListWaitingRequests"
         Effect    = "Allow"
         Action    = ["dynamodb:Query"]
         Resource  = [local.arn.index_kind_ns]
-        Condition = { "ForAllValues:StringEquals" = { "dynamodb:LeadingKeys" = ["CertificateRequest"] } }
+        Condition = { "ForAllValues:StringEquals" = { "dynamodb:LeadingKeys" = ["CertificateRequest", "CertificateSigningRequest"] } }
       },
       local.st_consume["signer"],
       {

@@ -51,8 +51,8 @@ var dynamoRules = map[awsmode.Role][]dynamoRule{
 	awsmode.RoleWorker: {{actions: tableRW, targets: []string{"", dynamo.IndexKind, dynamo.IndexOwner}}},
 	awsmode.RoleSigner: {
 		{actions: []string{"GetItem", "BatchGetItem", "PutItem", "UpdateItem"}, targets: []string{""},
-			leading: []string{"CertificateRequest/*", "Issuer/*", "ClusterIssuer/*", "Event/*"}},
-		{actions: []string{"Query"}, targets: []string{dynamo.IndexKind}, leading: []string{"CertificateRequest"}},
+			leading: []string{"CertificateRequest/*", "CertificateSigningRequest/*", "Issuer/*", "ClusterIssuer/*", "Event/*"}},
+		{actions: []string{"Query"}, targets: []string{dynamo.IndexKind}, leading: []string{"CertificateRequest", "CertificateSigningRequest"}},
 	},
 	awsmode.RoleScheduler: {{actions: []string{"Query"}, targets: []string{dynamo.IndexDue}}},
 	awsmode.RoleHTTP01: {{actions: []string{"GetItem", "BatchGetItem", "Query"}, targets: []string{"", dynamo.IndexKind},

@@ -1,0 +1,157 @@
+package api
+
+import (
+	"strings"
+	"time"
+)
+
+// The Kubernetes Certificates API (seed 004) as certfn serves it.
+const (
+	CertificatesGroup = "certificates.k8s.io"
+	CertificatesV1    = "certificates.k8s.io/v1"
+
+	KindCertificateSigningRequest = "CertificateSigningRequest"
+
+	// CSR condition types (seed 004): Approved and Denied are mutually
+	// exclusive and set only through the approval path; Failed records a
+	// terminal signer error. None can be removed and all are only True.
+	CSRConditionApproved = "Approved"
+	CSRConditionDenied   = "Denied"
+	CSRConditionFailed   = "Failed"
+
+	// MinExpirationSeconds is seed 003's minimum for spec.expirationSeconds.
+	MinExpirationSeconds = 600
+)
+
+// cert-manager's annotations for what a CertificateSigningRequest cannot
+// say itself (cert-manager's experimental API, read by its CSR signers).
+const (
+	// AnnotationCSRDuration is the requested lifetime (a Go duration) when
+	// spec.expirationSeconds is not set; expirationSeconds wins.
+	AnnotationCSRDuration = "experimental.cert-manager.io/request-duration"
+	// AnnotationCSRIsCA: "true" asks for a CA certificate.
+	AnnotationCSRIsCA = "experimental.cert-manager.io/request-is-ca"
+	// AnnotationCSRPrivateKeySecretName names the secret holding the
+	// request's private key, for a selfSigned signer; the secret lives where
+	// the issuer's secrets live (the Issuer's namespace, or the cluster
+	// resource namespace for a ClusterIssuer).
+	AnnotationCSRPrivateKeySecretName = "experimental.cert-manager.io/private-key-secret-name"
+
+	// SignerIssuers and SignerClusterIssuers are the domains of the signer
+	// names cert-manager answers: issuers.cert-manager.io/<namespace>.<name>
+	// and clusterissuers.cert-manager.io/<name>.
+	SignerIssuers        = "issuers.cert-manager.io"
+	SignerClusterIssuers = "clusterissuers.cert-manager.io"
+)
+
+// CertificateSigningRequest is certificates.k8s.io/v1
+// CertificateSigningRequest (cluster-scoped; seed 004). Its spec is
+// immutable after creation; the requester identity fields are set by
+// certfn from the authenticated caller, never from the body.
+type CertificateSigningRequest struct {
+	TypeMeta   `json:",inline"`
+	ObjectMeta `json:"metadata,omitempty"`
+	Spec       CertificateSigningRequestSpec   `json:"spec"`
+	Status     CertificateSigningRequestStatus `json:"status,omitempty"`
+}
+
+// CertificateSigningRequestSpec is the upstream spec (seed 004), with
+// seed 003's expirationSeconds.
+type CertificateSigningRequestSpec struct {
+	// Request is the PEM-encoded PKCS#10 CSR (base64 in JSON/YAML, as upstream).
+	Request []byte `json:"request"`
+	// SignerName is required: a qualified name "domain/path".
+	SignerName string `json:"signerName"`
+	// ExpirationSeconds is the requested lifetime (seed 003, minimum 600);
+	// a signer may honour less, and the client must check.
+	ExpirationSeconds *int32     `json:"expirationSeconds,omitempty"`
+	Usages            []KeyUsage `json:"usages,omitempty"`
+	// Username, UID, Groups and Extra are the requester, recorded by certfn.
+	Username string              `json:"username,omitempty"`
+	UID      string              `json:"uid,omitempty"`
+	Groups   []string            `json:"groups,omitempty"`
+	Extra    map[string][]string `json:"extra,omitempty"`
+}
+
+// CSRCondition is upstream's CertificateSigningRequestCondition (it has
+// lastUpdateTime, which certfn's Condition lacks).
+type CSRCondition struct {
+	Type               string          `json:"type"`
+	Status             ConditionStatus `json:"status"`
+	Reason             string          `json:"reason,omitempty"`
+	Message            string          `json:"message,omitempty"`
+	LastUpdateTime     *Time           `json:"lastUpdateTime,omitempty"`
+	LastTransitionTime *Time           `json:"lastTransitionTime,omitempty"`
+}
+
+// CertificateSigningRequestStatus holds the conditions and the issued chain.
+type CertificateSigningRequestStatus struct {
+	Conditions []CSRCondition `json:"conditions,omitempty"`
+	// Certificate is the PEM chain, leaf first (base64 in JSON, seed 004).
+	Certificate []byte `json:"certificate,omitempty"`
+	// RequestedDuration and HonouredDuration record seed 003's requested
+	// vs honoured lifetime. Upstream has no such fields: they are certfn's
+	// extension, as on CertificateRequests.
+	RequestedDuration *Duration `json:"requestedDuration,omitempty"`
+	HonouredDuration  *Duration `json:"honouredDuration,omitempty"`
+}
+
+// Condition returns the condition of type t, or nil.
+func (s *CertificateSigningRequestStatus) Condition(t string) *CSRCondition {
+	for i := range s.Conditions {
+		if s.Conditions[i].Type == t {
+			return &s.Conditions[i]
+		}
+	}
+	return nil
+}
+
+// Has reports whether condition t is present with status True (seed 004:
+// Approved, Denied and Failed are treated as True when present).
+func (s *CertificateSigningRequestStatus) Has(t string) bool {
+	c := s.Condition(t)
+	return c != nil && c.Status == ConditionTrue
+}
+
+// AddCondition adds condition t (True) at now unless one of type t is
+// present; it returns whether it added it. Approved, Denied and Failed are
+// never changed once present.
+func (s *CertificateSigningRequestStatus) AddCondition(t, reason, message string, now time.Time) bool {
+	if s.Condition(t) != nil {
+		return false
+	}
+	s.Conditions = append(s.Conditions, CSRCondition{Type: t, Status: ConditionTrue, Reason: reason, Message: message,
+		LastUpdateTime: NewTime(now), LastTransitionTime: NewTime(now)})
+	return true
+}
+
+// IsFinal reports whether the request reached a terminal state: issued,
+// Denied or Failed.
+func (c *CertificateSigningRequest) IsFinal() bool {
+	return len(c.Status.Certificate) > 0 || c.Status.Has(CSRConditionDenied) || c.Status.Has(CSRConditionFailed)
+}
+
+// IsIssued reports whether the request holds a certificate.
+func (c *CertificateSigningRequest) IsIssued() bool { return len(c.Status.Certificate) > 0 }
+
+// SignerIssuer resolves a signer name to the issuer cert-manager signs it
+// with: issuers.cert-manager.io/<namespace>.<name> names an Issuer,
+// clusterissuers.cert-manager.io/<name> a ClusterIssuer (namespace "").
+// ok is false for any other signer name.
+func SignerIssuer(signerName string) (ref IssuerReference, namespace string, ok bool) {
+	domain, rest, found := strings.Cut(signerName, "/")
+	if !found || rest == "" {
+		return IssuerReference{}, "", false
+	}
+	switch domain {
+	case SignerIssuers:
+		ns, name, found := strings.Cut(rest, ".")
+		if !found || ns == "" || name == "" {
+			return IssuerReference{}, "", false
+		}
+		return IssuerReference{Name: name, Kind: KindIssuer, Group: CertManagerGroup}, ns, true
+	case SignerClusterIssuers:
+		return IssuerReference{Name: rest, Kind: KindClusterIssuer, Group: CertManagerGroup}, "", true
+	}
+	return IssuerReference{}, "", false
+}

@@ -1,0 +1,193 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/certfn/certfn/core/api"
+	"github.com/certfn/certfn/core/csr"
+	"github.com/certfn/certfn/core/errs"
+	"github.com/certfn/certfn/core/pki"
+	"github.com/certfn/certfn/core/ports"
+	"github.com/certfn/certfn/core/rbac"
+	"github.com/certfn/certfn/core/requests"
+	"github.com/certfn/certfn/core/validation"
+)
+
+// setRequester records caller as the requester of a
+// CertificateSigningRequest, as the Kubernetes API server does on create
+// (seed 004: "the kube-apiserver also asserts authentication attributes of
+// the requestor in the CertificateSigningRequest spec"): whatever the body
+// says in spec.username, uid, groups and extra is overwritten. On an
+// update the stored requester is kept (checkCSRUpdate).
+func setRequester(obj api.Object, caller Caller) {
+	if c, ok := obj.(*api.CertificateSigningRequest); ok {
+		c.Spec.Username, c.Spec.UID, c.Spec.Groups, c.Spec.Extra = caller.Username, caller.UID, caller.Groups, caller.Extra
+	}
+}
+
+// checkCSRUpdate applies an update of a stored CertificateSigningRequest:
+// the requester stays the creator's, the status stays the stored one (an
+// apply never writes status: conditions come only through the approval
+// path and the signer), and the spec is immutable (seed 004) — a changed
+// field is refused naming it (validation.CertificateSigningRequestUpdate).
+// Other kinds pass.
+func checkCSRUpdate(key api.Key, old, obj api.Object) error {
+	c, ok := obj.(*api.CertificateSigningRequest)
+	if !ok {
+		return nil
+	}
+	o := old.(*api.CertificateSigningRequest)
+	c.Spec.Username, c.Spec.UID, c.Spec.Groups, c.Spec.Extra = o.Spec.Username, o.Spec.UID, o.Spec.Groups, o.Spec.Extra
+	c.Status = o.Status
+	if errl := validation.CertificateSigningRequestUpdate(o, c); len(errl) > 0 {
+		return errs.Permanent(fmt.Errorf("%s: %w", key, errl.Err()))
+	}
+	return nil
+}
+
+// ApproveCSR records an approval (approve=true) or a denial on the
+// CertificateSigningRequest name — the /approval subresource of seed 004
+// — if caller may approve for its signer: `approve` on `signers` in
+// certificates.k8s.io named spec.signerName or "<domain>/*", granted by a
+// ClusterRoleBinding (rbac.CanApproveSigner). Creating a CSR does not
+// grant it. Approved and Denied are permanent and mutually exclusive: a
+// request already approved, denied, failed or issued is refused
+// (ErrConflict). An empty reason is "certfn"; an empty message becomes
+// DefaultApprovalMessage. It returns the updated request.
+//
+// A caller who may not read the request learns nothing from the answer:
+// the same ErrForbidden whether it exists or not and whichever signer it
+// names.
+func (s *Service) ApproveCSR(ctx context.Context, caller Caller, name string, approve bool, reason, message string) (*api.CertificateSigningRequest, error) {
+	key := api.Key{Kind: api.KindCertificateSigningRequest, Name: name}
+	az := s.authz()
+	canGet := az.check(ctx, caller, rbac.VerbGet, key) == nil
+	generic := forbidden(fmt.Errorf("%s may not approve or deny %s", identity(caller).Username, key))
+	o, err := s.engine.Get(ctx, key)
+	if errors.Is(err, ports.ErrNotFound) && !canGet {
+		return nil, generic
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := az.checkSignerApproval(ctx, caller, o.(*api.CertificateSigningRequest).Spec.SignerName); err != nil {
+		if !canGet && errors.Is(err, ErrForbidden) {
+			return nil, generic
+		}
+		return nil, err
+	}
+	if strings.TrimSpace(message) == "" {
+		message = DefaultApprovalMessage(approve, caller.Username)
+	}
+	if reason == "" {
+		reason = "certfn"
+	}
+	out, err := s.mutate(ctx, key, func(o api.Object) error {
+		c := o.(*api.CertificateSigningRequest)
+		for _, t := range []string{api.CSRConditionApproved, api.CSRConditionDenied} {
+			if cond := c.Status.Condition(t); cond != nil {
+				return conflictf("%s is already %s (%s); approval and denial are permanent", key, t, cond.Reason)
+			}
+		}
+		if c.IsFinal() {
+			return conflictf("%s is already final", key)
+		}
+		t := api.CSRConditionDenied
+		if approve {
+			t = api.CSRConditionApproved
+		}
+		c.Status.AddCondition(t, reason, message, s.engine.Now())
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out.(*api.CertificateSigningRequest), nil
+}
+
+// checkSignerApproval checks the `approve` permission on a CSR's signer.
+func (a *authz) checkSignerApproval(ctx context.Context, caller Caller, signerName string) error {
+	id := identity(caller)
+	if isSuperuser(id) {
+		return nil
+	}
+	az, err := a.authorizer(ctx)
+	if err != nil {
+		return err
+	}
+	if ok, why := az.CanApproveSigner(id, signerName); !ok {
+		return forbidden(fmt.Errorf("%s may not approve or deny requests for signer %q: %s", id.Username, signerName, why))
+	}
+	return nil
+}
+
+// csrSignerWork reports whether a CertificateSigningRequest is the
+// signer role's work (see Deliverer): approved, not denied, failed or
+// issued, its signer name one of cert-manager's, its issuer stored and of
+// a type this role hands off (or, in a signer-only role, signs), and —
+// checked here by the approving role, because the signer may not read
+// RBAC — its requester may reference that issuer (csr.CanReference). A
+// CSR whose requester may not is reconciled by this role, whose signing
+// step marks it Failed.
+func (d *Deliverer) csrSignerWork(ctx context.Context, c *api.CertificateSigningRequest) (bool, error) {
+	if !c.Status.Has(api.CSRConditionApproved) || c.IsFinal() {
+		return false, nil
+	}
+	e := d.App.Engine
+	cr, ours, err := csr.Request(c, e.Issuers().ClusterNamespace())
+	if !ours || err != nil {
+		return false, nil // not certfn's, or Failed by the signing step here
+	}
+	ik, _, ok := e.Issuers().Resolve(cr.Namespace, cr.Spec.IssuerRef)
+	if !ok {
+		return false, nil
+	}
+	irec, err := e.Store().Get(ctx, ik)
+	if errors.Is(err, ports.ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("read %s: %w", ik, err)
+	}
+	iobj, err := e.Decode(irec)
+	if err != nil {
+		return false, nil
+	}
+	typ := requests.IssuerType(iobj.(api.GenericIssuer).GetSpec())
+	role := d.App.Role
+	if !role.handsOff(typ) && !(role.SignerWorkOnly && role.signs(typ)) {
+		return false, nil
+	}
+	if role.SignerWorkOnly {
+		return true, nil
+	}
+	ok, _, err = csr.CanReference(ctx, e.Authorizer, c)
+	return ok, err
+}
+
+// RetainCSR is how long a final CertificateSigningRequest (issued, denied
+// or failed) is kept: seed 003 — "automatically garbage collected ...
+// once the issued certificate has expired or after one hour, whichever is
+// shorter" (Kubernetes' csrcleaner). The requester has its certificate by
+// then.
+const RetainCSR = time.Hour
+
+// csrExpiresAt is ExpiresAt for a CertificateSigningRequest: a final one
+// expires RetainCSR after its final write, or when its certificate
+// expires if that is sooner; a pending one never (the cloud stores' TTL).
+func csrExpiresAt(rec ports.Record, now time.Time) time.Time {
+	var c api.CertificateSigningRequest
+	if err := json.Unmarshal(rec.Data, &c); err != nil || !c.IsFinal() {
+		return time.Time{}
+	}
+	at := now.Add(RetainCSR)
+	if chain, err := pki.ParseChainPEM(c.Status.Certificate); err == nil && chain[0].NotAfter.Before(at) {
+		at = chain[0].NotAfter
+	}
+	return at
+}

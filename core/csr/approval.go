@@ -1,0 +1,80 @@
+package csr
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/certfn/certfn/core/api"
+	"github.com/certfn/certfn/core/pki"
+	"github.com/certfn/certfn/core/requests"
+)
+
+// ApprovalStep is the approver actor for a CSR of one of cert-manager's
+// signer names: it asks the configured Approver (the auto-approve list,
+// then CertificateRequestPolicies and their `use` bindings, seed 001)
+// about the CSR seen as a CertificateRequest (Request), exactly as for a
+// CertificateRequest, and records Approved or Denied (seed 004: permanent,
+// mutually exclusive). A CSR carrying a name a CA must not sign is Denied
+// first (requests.CheckNames), unless this role never decides
+// (requests.Refuser). A CSR nobody decides is left untouched and looked
+// at again after WaitPoll (a CSR has no Ready condition to say why; the
+// reason is the step's debug log). CSRs of other signer names are not
+// certfn's to decide.
+func ApprovalStep(ctx context.Context, env *Env, st *State) (Outcome, error) {
+	c := st.CSR
+	if c.Status.Condition(api.CSRConditionApproved) != nil || c.Status.Condition(api.CSRConditionDenied) != nil || c.IsFinal() {
+		return Outcome{Why: "already decided"}, nil
+	}
+	cr, ours, err := Request(c, env.ClusterResourceNamespace)
+	if !ours {
+		return Outcome{Why: fmt.Sprintf("signer %q is not one of certfn's (issuers.cert-manager.io/<namespace>.<name>, clusterissuers.cert-manager.io/<name>)", c.Spec.SignerName)}, nil
+	}
+	if err != nil {
+		return Outcome{Why: "left to the signing step: " + err.Error()}, nil
+	}
+	d, err := decide(ctx, env, cr)
+	if err != nil {
+		return Outcome{}, err
+	}
+	status := "unmatched"
+	switch d.Result {
+	case requests.Approved:
+		status = "approved"
+		c.Status.AddCondition(api.CSRConditionApproved, d.Reason, d.Message, st.Now)
+	case requests.Denied:
+		status = "denied"
+		c.Status.AddCondition(api.CSRConditionDenied, d.Reason, d.Message, st.Now)
+	default:
+		return Outcome{RequeueAt: st.Now.Add(env.WaitPoll), Why: "pending approval: " + d.Message}, nil
+	}
+	if env.Metrics != nil {
+		env.Metrics.Inc("certfn_csr_approval_total", "signer", SignerLabel(c.Spec.SignerName), "status", status)
+	}
+	next := st.Now.Add(requests.FollowUpGrace) // the signing step follows at once (woken by the write)
+	if d.Result == requests.Denied {
+		next = time.Time{} // final: leaves the due index
+	}
+	if err := env.Writer.UpdateCSR(ctx, st, next); err != nil {
+		return Outcome{}, fmt.Errorf("record approval decision: %w", err)
+	}
+	return Outcome{Wrote: true}, nil
+}
+
+// decide is the approval decision for the CSR seen as cr (see
+// core/requests/approval: names a CA must not sign are denied before the
+// approver is asked).
+func decide(ctx context.Context, env *Env, cr *api.CertificateRequest) (requests.Decision, error) {
+	if _, refuses := env.Approver.(requests.Refuser); !refuses {
+		if parsed, err := pki.ParseCSRPEM(cr.Spec.Request); err == nil {
+			if err := requests.CheckNames(parsed); err != nil {
+				return requests.Decision{Result: requests.Denied, Reason: requests.ReasonInvalidNames, Message: err.Error()}, nil
+			}
+		}
+	}
+	d, err := env.Approver.Decide(ctx, cr)
+	if err != nil {
+		return requests.Decision{}, fmt.Errorf("approval of CertificateSigningRequest %s: %w", cr.Name, err)
+	}
+	return d, nil
+}

@@ -1,0 +1,145 @@
+// Package csr holds the steps of certificates.k8s.io/v1
+// CertificateSigningRequests (seed 004) signed by certfn's issuers, as
+// cert-manager's certificatesigningrequests controllers do: a signer name
+// issuers.cert-manager.io/<namespace>.<name> or
+// clusterissuers.cert-manager.io/<name> names the issuer (api.SignerIssuer);
+// any other signer name is left alone (another signer's request).
+//
+// Each step works on the CSR seen as a CertificateRequest (Request), so
+// that the approver (the auto-approve list, CertificateRequestPolicies)
+// and the signers (selfSigned, CA) decide and sign CSRs exactly as they do
+// CertificateRequests. The steps are approval (the approver actor) and
+// signing (the signer actor), one write per invocation, in that order.
+package csr
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	"github.com/certfn/certfn/core/api"
+	"github.com/certfn/certfn/core/errs"
+	"github.com/certfn/certfn/core/ports"
+	"github.com/certfn/certfn/core/rbac"
+	"github.com/certfn/certfn/core/requests"
+	"github.com/certfn/certfn/core/signers"
+	"github.com/certfn/certfn/core/step"
+)
+
+// State is one CSR as loaded for a reconcile.
+type State struct {
+	CSR     *api.CertificateSigningRequest
+	Version int64
+	Now     time.Time
+}
+
+// Writer writes the CSR conditionally on st.Version, due at next (zero:
+// not due, a final CSR).
+type Writer interface {
+	UpdateCSR(ctx context.Context, st *State, next time.Time) error
+}
+
+// Env is what the CSR steps get from outside (the engine fills it as it
+// does requests.Env).
+type Env struct {
+	Writer   Writer
+	Approver requests.Approver
+	Issuers  requests.Issuers
+	// Signers by issuer type, as requests.Env.Signers.
+	Signers map[string]signers.Signer
+	Objects signers.Objects
+	Metrics ports.Metrics
+	// Authorizer returns the RBAC snapshot for the requester's `reference`
+	// permission on a namespaced Issuer (CanReference); nil in a role that
+	// may not read RBAC (the AWS signer), which then trusts the role that
+	// handed the CSR over to have checked it.
+	Authorizer func(ctx context.Context) (*rbac.Authorizer, error)
+	// ClusterResourceNamespace holds ClusterIssuer secrets.
+	ClusterResourceNamespace string
+	WaitPoll                 time.Duration
+}
+
+// Outcome is what a step did.
+type Outcome = step.Outcome
+
+// Request returns c seen as a CertificateRequest of the issuer its signer
+// name names, as cert-manager's CSR signers read a CSR:
+//   - namespace: the Issuer's namespace, or the cluster resource namespace
+//     for a ClusterIssuer (where the issuer's secrets and a selfSigned
+//     request's private key live; policies see this namespace);
+//   - issuerRef from the signer name; spec.request, spec.usages and the
+//     requester (username, uid, groups, extra) copied;
+//   - the lifetime: spec.expirationSeconds, else the annotation
+//     experimental.cert-manager.io/request-duration, else the default (90
+//     days) — expirationSeconds wins, as cert-manager's
+//     DurationFromCertificateSigningRequest;
+//   - isCA from experimental.cert-manager.io/request-is-ca ("true");
+//   - the selfSigned key from experimental.cert-manager.io/private-key-secret-name;
+//   - the Approved and Denied conditions.
+//
+// ok is false when the signer name is not one of cert-manager's. A
+// request-duration annotation that is not a duration is a permanent
+// error naming it.
+func Request(c *api.CertificateSigningRequest, clusterResourceNamespace string) (cr *api.CertificateRequest, ok bool, err error) {
+	ref, ns, ok := api.SignerIssuer(c.Spec.SignerName)
+	if !ok {
+		return nil, false, nil
+	}
+	if ns == "" {
+		ns = clusterResourceNamespace
+	}
+	ann := map[string]string{}
+	for k, v := range c.Annotations {
+		ann[k] = v
+	}
+	if v := c.Annotations[api.AnnotationCSRPrivateKeySecretName]; v != "" {
+		ann[api.AnnotationPrivateKeySecretName] = v
+	} else {
+		delete(ann, api.AnnotationPrivateKeySecretName)
+	}
+	cr = &api.CertificateRequest{
+		TypeMeta:   api.TypeMeta{APIVersion: api.CertManagerV1, Kind: api.KindCertificateRequest},
+		ObjectMeta: api.ObjectMeta{Name: c.Name, Namespace: ns, UID: c.UID, Labels: c.Labels, Annotations: ann, CreationTimestamp: c.CreationTimestamp},
+		Spec: api.CertificateRequestSpec{
+			IssuerRef: ref, Request: c.Spec.Request, Usages: c.Spec.Usages,
+			IsCA:     c.Annotations[api.AnnotationCSRIsCA] == "true",
+			Username: c.Spec.Username, UID: c.Spec.UID, Groups: c.Spec.Groups, Extra: c.Spec.Extra,
+		},
+	}
+	switch v, has := c.Annotations[api.AnnotationCSRDuration]; {
+	case c.Spec.ExpirationSeconds != nil:
+		cr.Spec.ExpirationSeconds = c.Spec.ExpirationSeconds
+	case has:
+		d, perr := time.ParseDuration(v)
+		if perr != nil || d <= 0 {
+			return nil, true, errs.Permanentf("metadata.annotations[%q]: %q is not a positive duration such as \"720h\"", api.AnnotationCSRDuration, v)
+		}
+		cr.Spec.Duration = api.NewDuration(d)
+	}
+	for _, t := range []string{api.CSRConditionApproved, api.CSRConditionDenied} {
+		if cond := c.Status.Condition(t); cond != nil {
+			cr.Status.Conditions = append(cr.Status.Conditions, api.Condition{Type: t, Status: cond.Status, Reason: cond.Reason, Message: cond.Message})
+		}
+	}
+	return cr, true, nil
+}
+
+// SignerLabel is the metrics label of a signer name: its domain for
+// cert-manager's two signer domains, "other" for anything else (seed
+// 003's metrics name only well-known signers, keeping labels bounded).
+func SignerLabel(signerName string) string {
+	if _, _, ok := api.SignerIssuer(signerName); ok {
+		d, _, _ := strings.Cut(signerName, "/")
+		return d
+	}
+	return "other"
+}
+
+// Seed 003's metrics (KEP-2784: "apiserver_certificates_registry_csr_requested_duration_total"
+// and "..._honored_duration_total", sliced by signer), counted by the
+// signing step when it issues a certificate for a CSR with
+// spec.expirationSeconds.
+const (
+	MetricRequestedDuration = "apiserver_certificates_registry_csr_requested_duration_total"
+	MetricHonoredDuration   = "apiserver_certificates_registry_csr_honored_duration_total"
+)

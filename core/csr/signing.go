@@ -1,0 +1,183 @@
+package csr
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/certfn/certfn/core/api"
+	"github.com/certfn/certfn/core/errs"
+	"github.com/certfn/certfn/core/pki"
+	"github.com/certfn/certfn/core/rbac"
+	"github.com/certfn/certfn/core/requests"
+	"github.com/certfn/certfn/core/signers"
+)
+
+// Reasons of the Failed condition the signing step records (seed 004:
+// terminal signer errors), after cert-manager's CSR signers.
+const (
+	ReasonRequestParsing  = "RequestParsingError"
+	ReasonDeniedReference = "DeniedReference"
+	ReasonSigningError    = "SigningError"
+	ReasonBadDuration     = "ErrorParseDuration"
+	ReasonNotSupported    = "NotSupported"
+)
+
+// superuserGroup passes every check, as Kubernetes' system:masters.
+const superuserGroup = "system:masters"
+
+// SigningStep is the signer actor for an approved CSR of one of
+// cert-manager's signer names (seed 004), with the selfSigned and CA
+// signers of CertificateRequests:
+//   - a Denied, Failed or issued CSR is final; an unapproved one waits;
+//   - a CSR that does not parse, carries a name a CA must not sign, or
+//     whose request-duration annotation is not a duration is Failed;
+//   - a missing or not Ready issuer leaves the CSR waiting (WaitPoll);
+//   - for a namespaced Issuer the requester must hold `reference` on
+//     `signers` in cert-manager.io in the Issuer's namespace, named by the
+//     issuer or "*" (CanReference, cert-manager's check), else
+//     Failed/DeniedReference. A role without Env.Authorizer (the AWS
+//     signer, which may not read RBAC) skips it: the approving role
+//     checked it before handing the CSR over (app.Deliverer);
+//   - an ACME issuer: Failed/NotSupported (signing CSRs through ACME is not
+//     supported yet);
+//   - the signer's permanent errors are Failed/SigningError; its transient
+//     errors are retried;
+//   - on success status.certificate is the chain (leaf first, validated as
+//     seed 004 says), status.requestedDuration and honouredDuration record
+//     seed 003's requested vs honoured lifetime, and seed 003's metrics
+//     count a CSR that asked for expirationSeconds, and whether it was
+//     honoured.
+func SigningStep(ctx context.Context, env *Env, st *State) (Outcome, error) {
+	c := st.CSR
+	if c.IsFinal() {
+		return Outcome{Why: "final"}, nil
+	}
+	if !c.Status.Has(api.CSRConditionApproved) {
+		return Outcome{Why: "not approved"}, nil
+	}
+	cr, ours, err := Request(c, env.ClusterResourceNamespace)
+	if !ours {
+		return Outcome{Why: fmt.Sprintf("signer %q is not one of certfn's", c.Spec.SignerName)}, nil
+	}
+	if err != nil {
+		return fail(ctx, env, st, ReasonBadDuration, err.Error())
+	}
+	parsed, err := pki.ParseCSRPEM(c.Spec.Request)
+	if err != nil {
+		return fail(ctx, env, st, ReasonRequestParsing, "spec.request: "+err.Error())
+	}
+	if err := requests.CheckNames(parsed); err != nil {
+		return fail(ctx, env, st, requests.ReasonInvalidNames, err.Error())
+	}
+	iss, secretNS, ok, err := env.Issuers.Get(ctx, cr.Namespace, cr.Spec.IssuerRef)
+	if err != nil {
+		return Outcome{}, fmt.Errorf("read issuer %s: %w", cr.Spec.IssuerRef.Name, err)
+	}
+	if !ok {
+		return waiting(st, env, fmt.Sprintf("%s %q not found", cr.Spec.IssuerRef.Kind, cr.Spec.IssuerRef.Name))
+	}
+	typ := requests.IssuerType(iss.GetSpec())
+	if env.Authorizer != nil {
+		if ok, why, err := CanReference(ctx, env.Authorizer, c); err != nil {
+			return Outcome{}, err
+		} else if !ok {
+			return fail(ctx, env, st, ReasonDeniedReference, why)
+		}
+	}
+	if typ == "acme" {
+		return fail(ctx, env, st, ReasonNotSupported, "signing CertificateSigningRequests with an ACME issuer is not supported yet: use a CertificateRequest or a Certificate for ACME")
+	}
+	if typ == "selfSigned" && c.Annotations[api.AnnotationCSRPrivateKeySecretName] == "" {
+		return fail(ctx, env, st, ReasonSigningError, fmt.Sprintf("a selfSigned issuer signs a CertificateSigningRequest with the key in the secret that the annotation %q names (in namespace %s); the annotation is missing",
+			api.AnnotationCSRPrivateKeySecretName, cr.Namespace))
+	}
+	signer, ok := env.Signers[typ]
+	if !ok {
+		return Outcome{Why: "no signer for issuer type " + typ + " in this role"}, nil
+	}
+	if !api.IsTrue(iss.GetStatus().Conditions, api.IssuerConditionReady) {
+		return waiting(st, env, fmt.Sprintf("issuer %q is not Ready", iss.GetObjectMeta().Name))
+	}
+	res, err := signer.Sign(ctx, signers.Request{CR: cr, Issuer: iss, SecretNamespace: secretNS, Objects: env.Objects})
+	switch {
+	case err == nil:
+	case errors.Is(err, signers.ErrIssuerNotReady), errors.Is(err, signers.ErrPending):
+		return waiting(st, env, err.Error())
+	case errs.IsPermanent(err):
+		return fail(ctx, env, st, ReasonSigningError, err.Error())
+	default:
+		return Outcome{}, fmt.Errorf("sign CertificateSigningRequest %s: %w", c.Name, err)
+	}
+	if _, err := pki.ParseChainPEM(res.Certificate); err != nil {
+		return fail(ctx, env, st, ReasonSigningError, "the signer returned an invalid status.certificate: "+err.Error())
+	}
+	c.Status.Certificate = res.Certificate
+	if res.Requested > 0 {
+		c.Status.RequestedDuration = api.NewDuration(res.Requested)
+	}
+	if res.Honoured > 0 {
+		c.Status.HonouredDuration = api.NewDuration(res.Honoured)
+	}
+	if env.Metrics != nil {
+		label := SignerLabel(c.Spec.SignerName)
+		env.Metrics.Inc("certfn_csrs_signed_total", "signer", label, "issuer_type", typ)
+		if c.Spec.ExpirationSeconds != nil {
+			env.Metrics.Inc(MetricRequestedDuration, "signerName", label)
+			if res.Honoured == time.Duration(*c.Spec.ExpirationSeconds)*time.Second {
+				env.Metrics.Inc(MetricHonoredDuration, "signerName", label)
+			}
+		}
+	}
+	return write(ctx, env, st, "store signed certificate")
+}
+
+// CanReference reports whether the requester of c may have it signed by
+// the issuer its signer name names: for a namespaced Issuer, `reference`
+// on `signers` in cert-manager.io in the Issuer's namespace, named by the
+// issuer or "*" (rbac.CanReferenceSigner, cert-manager's check, so that a
+// requester cannot use another namespace's CA); members of
+// system:masters pass; a ClusterIssuer needs no such permission. why
+// says what is missing. authorizer returns the RBAC snapshot.
+func CanReference(ctx context.Context, authorizer func(context.Context) (*rbac.Authorizer, error), c *api.CertificateSigningRequest) (ok bool, why string, err error) {
+	ref, ns, ours := api.SignerIssuer(c.Spec.SignerName)
+	if !ours || ref.Kind != api.KindIssuer {
+		return true, "", nil
+	}
+	id := rbac.Identity{Username: c.Spec.Username, UID: c.Spec.UID, Groups: c.Spec.Groups, Extra: c.Spec.Extra}.WithImplicitGroups()
+	for _, g := range id.Groups {
+		if g == superuserGroup {
+			return true, "", nil
+		}
+	}
+	az, err := authorizer(ctx)
+	if err != nil {
+		return false, "", fmt.Errorf("read RBAC for the reference check: %w", err)
+	}
+	ok, why = az.CanReferenceSigner(id, ref, ns)
+	return ok, why, nil
+}
+
+// waiting leaves the CSR as it is, looked at again after WaitPoll (the
+// issuer's readiness wakes it sooner in local mode's loops through the
+// sweep).
+func waiting(st *State, env *Env, msg string) (Outcome, error) {
+	return Outcome{RequeueAt: st.Now.Add(env.WaitPoll), Why: "waiting: " + msg}, nil
+}
+
+// fail records a Failed condition (seed 004: terminal signer error).
+func fail(ctx context.Context, env *Env, st *State, reason, msg string) (Outcome, error) {
+	st.CSR.Status.AddCondition(api.CSRConditionFailed, reason, msg, st.Now)
+	if env.Metrics != nil {
+		env.Metrics.Inc("certfn_csrs_failed_total", "signer", SignerLabel(st.CSR.Spec.SignerName), "reason", reason)
+	}
+	return write(ctx, env, st, "record signing failure")
+}
+
+func write(ctx context.Context, env *Env, st *State, what string) (Outcome, error) {
+	if err := env.Writer.UpdateCSR(ctx, st, time.Time{}); err != nil { // final: leaves the due index
+		return Outcome{}, fmt.Errorf("%s: %w", what, err)
+	}
+	return Outcome{Wrote: true}, nil
+}
