@@ -212,10 +212,27 @@ func (e *APIError) Is(target error) bool {
 	return false
 }
 
+// StatusCode is the answer's HTTP status.
+func (e *APIError) StatusCode() int { return e.status }
+
+// Reason is certfn's reason (Invalid, Forbidden, …); empty for an answer
+// that is not certfn's.
+func (e *APIError) Reason() string { return e.body.Reason }
+
+// Field is the first invalid field's path (422, 400), else empty.
+func (e *APIError) Field() string { return e.body.Field }
+
 // IsUnauthenticated reports whether the server refused the credentials.
 func IsUnauthenticated(err error) bool {
 	var ae *APIError
 	return errors.As(err, &ae) && ae.status == http.StatusUnauthorized
+}
+
+// Do sends a request to path (with its query) on the server, body as
+// JSON, and decodes a 2xx JSON answer into out (nil: the answer is
+// dropped); an error answer is an *APIError.
+func (c *Client) Do(ctx context.Context, method, path string, body []byte, out any) error {
+	return c.do(ctx, method, path, body, out)
 }
 
 // do sends a signed request and decodes a 2xx JSON answer into out.
