@@ -27,9 +27,13 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/providerserver"
 	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
+	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
+	"github.com/hashicorp/terraform-plugin-testing/plancheck"
+	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
 
 	"github.com/certfn/certfn/core/api"
+	"github.com/certfn/certfn/core/app"
 	"github.com/certfn/certfn/internal/localmode"
 	"github.com/certfn/certfn/internal/tfprovider"
 )
@@ -253,11 +257,29 @@ func TestManifestLifecycle(t *testing.T) {
 			},
 			{
 				Config: adm + issuerHCL + certificateHCL("web.example.com", "www.example.com"),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction("certfn_manifest.web", plancheck.ResourceActionUpdate),
+					plancheck.ExpectResourceAction("certfn_manifest.issuer", plancheck.ResourceActionNoop),
+					plancheck.ExpectKnownValue("certfn_manifest.web", tfjsonpath.New("fields"), knownvalue.StringRegexp(
+						regexp.MustCompile(`"dnsNames": \[\s*"web.example.com",\s*"www.example.com"\s*\]`))),
+				}},
 				Check: resource.ComposeAggregateTestCheckFunc(
 					resource.TestCheckResourceAttr("data.certfn_certificate.web", "ready", "true"),
 					resource.TestCheckResourceAttr("data.certfn_certificate.web", "revision", "2"),
 					resource.TestCheckResourceAttr("data.certfn_certificate.web", "dns_names.#", "2"),
 					resource.TestCheckResourceAttr("data.certfn_certificate.web", "dns_names.1", "www.example.com"),
+				),
+			},
+			{
+				// Changed outside Terraform: the plan puts it back.
+				PreConfig: func() { setDNSNames(t, "web", "drift.example.com") },
+				Config:    adm + issuerHCL + certificateHCL("web.example.com", "www.example.com"),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction("certfn_manifest.web", plancheck.ResourceActionUpdate),
+				}},
+				Check: resource.ComposeAggregateTestCheckFunc(
+					resource.TestCheckResourceAttr("data.certfn_certificate.web", "dns_names.0", "web.example.com"),
+					resource.TestCheckResourceAttr("data.certfn_certificate.web", "revision", "4"),
 				),
 			},
 			{
@@ -277,6 +299,33 @@ func TestManifestLifecycle(t *testing.T) {
 			return nil
 		},
 	})
+}
+
+// setDNSNames changes a Certificate's dnsNames behind Terraform's back.
+func setDNSNames(t *testing.T, name string, dnsNames ...string) {
+	ctx := context.Background()
+	o, err := env.rt.Engine.Get(ctx, api.Key{Kind: api.KindCertificate, Namespace: "default", Name: name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := o.(*api.Certificate)
+	c.Spec.DNSNames = dnsNames
+	c.Status = api.CertificateStatus{}
+	if _, err := env.rt.App.Service.Apply(ctx, app.Caller{Username: "someone", Groups: []string{app.SuperuserGroup}}, []api.Object{c}); err != nil {
+		t.Fatal(err)
+	}
+	// Wait until certfn has issued for the drifted names (revision 3).
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		o, err := env.rt.Engine.Get(ctx, api.Key{Kind: api.KindCertificate, Namespace: "default", Name: name})
+		if err == nil {
+			if c := o.(*api.Certificate); c.Status.Revision != nil && *c.Status.Revision == 3 {
+				return
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatal("the drifted Certificate was not issued")
 }
 
 // checkStored checks the Certificate default/name as certfn stores it.
@@ -457,4 +506,80 @@ func (p *pkiFiles) issue(name, cn string, orgs []string, server bool) (string, s
 		return "", "", err
 	}
 	return p.path(name + ".crt"), p.path(name + ".key"), p.write(name+".key", "PRIVATE KEY", kder)
+}
+
+// csrPEM returns a PEM CSR for dnsName (its key is thrown away).
+func csrPEM(t *testing.T, dnsName string) string {
+	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	der, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{DNSNames: []string{dnsName}}, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der}))
+}
+
+// A CertificateRequest's spec is immutable: changing it replaces the
+// request (delete, then create), while a label change updates it in place.
+func TestCertificateRequestReplaced(t *testing.T) {
+	adm := providerBlock(env.adminCrt, env.adminKey)
+	cr := func(csr, team string) string {
+		return adm + fmt.Sprintf(`
+resource "certfn_manifest" "req" {
+  object = {
+    apiVersion = "cert-manager.io/v1"
+    kind       = "CertificateRequest"
+    metadata   = { name = "req", namespace = "team-cr", labels = { team = %q } }
+    spec = {
+      request   = %q
+      issuerRef = { name = "nowhere" }
+    }
+  }
+}
+`, team, base64.StdEncoding.EncodeToString([]byte(csr)))
+	}
+	first, second := csrPEM(t, "a.example.com"), csrPEM(t, "b.example.com")
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: factories(),
+		WorkingDir:               workDir(t),
+		Steps: []resource.TestStep{
+			{Config: cr(first, "a")},
+			{
+				Config: cr(first, "b"),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction("certfn_manifest.req", plancheck.ResourceActionUpdate),
+				}},
+			},
+			{
+				Config: cr(second, "b"),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction("certfn_manifest.req", plancheck.ResourceActionDestroyBeforeCreate),
+				}},
+			},
+		},
+	})
+}
+
+// wait reports what blocks a Certificate instead of a bare timeout.
+func TestWaitReportsBlocker(t *testing.T) {
+	adm := providerBlock(env.adminCrt, env.adminKey)
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: factories(),
+		WorkingDir:               workDir(t),
+		Steps: []resource.TestStep{{
+			Config: adm + `
+resource "certfn_manifest" "orphan" {
+  manifest = yamlencode({
+    apiVersion = "cert-manager.io/v1"
+    kind       = "Certificate"
+    metadata   = { name = "orphan", namespace = "team-w" }
+    spec       = { secretName = "orphan-tls", dnsNames = ["orphan.example.com"], issuerRef = { name = "missing" } }
+  })
+  wait {
+    timeout = "3s"
+  }
+}
+`,
+			ExpectError: regexp.MustCompile(`(?s)Certificate/team-w/orphan is not Ready.*timed out after 3s waiting for Ready=True; what blocks it: Not ready: .*missing`),
+		}},
+	})
 }
