@@ -77,4 +77,3 @@ func issuedKeys(t *testing.T) map[string]string {
 	})
 	return out
 }
-
