@@ -22,8 +22,13 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
+	awsacm "github.com/aws/aws-sdk-go-v2/service/acm"
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
+	"github.com/hashicorp/terraform-plugin-testing/terraform"
 
+	"github.com/certfn/certfn/adapters/aws/acm/acmtest"
+	"github.com/certfn/certfn/adapters/aws/awscfg"
+	"github.com/certfn/certfn/core/clock"
 	"github.com/certfn/certfn/internal/awsmode"
 	"github.com/certfn/certfn/internal/awsmode/awstest"
 )
@@ -125,6 +130,45 @@ func verifySigV4(r *http.Request, body []byte) (arn, why string) {
 	return p.arn, ""
 }
 
+// acmCertificateHCL declares web with ACM import, waited for until it is
+// in ACM, and a listener-style consumer of its ARN (terraform_data stands
+// in for aws_lb_listener, which needs a load balancer).
+const acmCertificateHCL = `
+resource "certfn_manifest" "web" {
+  manifest = <<-YAML
+    apiVersion: cert-manager.io/v1
+    kind: Certificate
+    metadata:
+      name: web
+      annotations:
+        certfn.io/acm-import: "true"
+    spec:
+      secretName: web-tls
+      commonName: web.example.com
+      dnsNames: [web.example.com]
+      privateKey: {algorithm: ECDSA, size: 256}
+      issuerRef:
+        name: ${certfn_manifest.issuer.name}
+  YAML
+  wait {
+    condition = "ACMImported"
+    timeout   = "60s"
+  }
+}
+
+data "certfn_certificate" "web" {
+  namespace = certfn_manifest.web.namespace
+  name      = certfn_manifest.web.name
+}
+
+resource "terraform_data" "listener" {
+  input = {
+    port            = 443
+    certificate_arn = data.certfn_certificate.web.acm_certificate_arn
+  }
+}
+`
+
 // useAWSCredentials makes the AWS SDK's default chain find akid.
 func useAWSCredentials(t *testing.T, akid string) {
 	none := filepath.Join(t.TempDir(), "none")
@@ -142,8 +186,22 @@ func useAWSCredentials(t *testing.T, akid string) {
 // api's 403 at plan time.
 func TestAWSAPIWithSigV4(t *testing.T) {
 	e := awstest.New(t)
+	e.Clock = clock.NewFake(time.Now().UTC().Truncate(time.Second)) // ACM imports certificates valid now
 	e.Vars[awsmode.EnvAPIAdmins] = awsPrincipals["AKIDADMIN0000000000A"].arn
-	apiFn, worker, signer := e.Runtime(awsmode.RoleAPI), e.Runtime(awsmode.RoleWorker), e.Runtime(awsmode.RoleSigner)
+	e.Vars[awsmode.EnvACMImport] = "true"
+	acmd := acmtest.New(t)
+	acmd.Deployment = "certfn-tf-test"
+	apiFn, signer := e.Runtime(awsmode.RoleAPI), e.Runtime(awsmode.RoleSigner)
+	worker := e.Runtime(awsmode.RoleWorker, func(o *awsmode.Options) {
+		o.ACM = awsacm.NewFromConfig(awscfg.ForEndpoint(acmd.URL, awstest.FastRetry))
+		getenv := o.Getenv
+		o.Getenv = func(k string) string {
+			if k == "AWS_LAMBDA_FUNCTION_NAME" { // what Lambda sets: the deployment's name
+				return acmd.Deployment + "-worker"
+			}
+			return getenv(k)
+		}
+	})
 	srv := functionURL(t, apiFn.HandleFunctionURL)
 	defer srv.Close()
 
@@ -177,12 +235,19 @@ provider "certfn" {
 		ProtoV6ProviderFactories: factories(),
 		WorkingDir:               workDir(t),
 		Steps: []resource.TestStep{{
-			Config: provider + issuerHCL + certificateHCL("web.example.com"),
+			Config: provider + issuerHCL + acmCertificateHCL,
 			Check: resource.ComposeAggregateTestCheckFunc(
 				resource.TestCheckResourceAttr("data.certfn_certificate.web", "ready", "true"),
 				resource.TestCheckResourceAttr("data.certfn_certificate.web", "revision", "1"),
 				resource.TestCheckResourceAttr("data.certfn_certificate.web", "secret_reference", "certfn/default/web-tls"),
-				resource.TestCheckResourceAttr("data.certfn_issuer.selfsigned", "ready", "true"),
+				resource.TestMatchResourceAttr("data.certfn_certificate.web", "acm_certificate_arn", regexp.MustCompile(`^arn:aws:acm:[a-z0-9-]+:\d{12}:certificate/`)),
+				resource.TestCheckResourceAttrPair("terraform_data.listener", "input.certificate_arn", "data.certfn_certificate.web", "acm_certificate_arn"),
+				func(*terraform.State) error {
+					if n := len(acmd.ARNs()); n != 1 {
+						return fmt.Errorf("%d certificates in ACM, want 1", n)
+					}
+					return nil
+				},
 			),
 		}},
 	})

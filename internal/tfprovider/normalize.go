@@ -2,6 +2,7 @@ package tfprovider
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -341,7 +342,7 @@ func fromValue(v attr.Value) (any, error) {
 	case basetypes.Float64Value:
 		return x.ValueFloat64(), nil
 	}
-	return nil, fmt.Errorf("unsupported value of type %s", v.Type(nil))
+	return nil, fmt.Errorf("unsupported value of type %s", v.Type(context.Background()))
 }
 
 func fromMap(m map[string]attr.Value) (any, error) {

@@ -64,8 +64,8 @@ func TestSameManaged(t *testing.T) {
 		"spec": map[string]any{"duration": "2160h", "dnsNames": []any{"a.example.com"}, "secretName": "web-tls", "issuerRef": map[string]any{"name": "ss"}}}
 	stored := doc{"apiVersion": "cert-manager.io/v1", "kind": "Certificate",
 		"metadata": map[string]any{"name": "web", "namespace": "default", "uid": "u", "generation": float64(3), "labels": map[string]any{"x": "y"}},
-		"spec": map[string]any{"duration": "2160h0m0s", "dnsNames": []any{"a.example.com"}, "secretName": "web-tls", "issuerRef": map[string]any{"name": "ss"}},
-		"status": map[string]any{"revision": float64(2)}}
+		"spec":     map[string]any{"duration": "2160h0m0s", "dnsNames": []any{"a.example.com"}, "secretName": "web-tls", "issuerRef": map[string]any{"name": "ss"}},
+		"status":   map[string]any{"revision": float64(2)}}
 	if !sameManaged("Certificate", user, stored) {
 		t.Fatal("the stored object differs only in certfn's spelling and its own fields, but sameManaged says it changed")
 	}
