@@ -329,8 +329,13 @@ func setDNSNames(t *testing.T, name string, dnsNames ...string) {
 
 // checkStored checks the Certificate default/name as certfn stores it.
 func checkStored(name string, f func(*api.Certificate) error) resource.TestCheckFunc {
+	return checkStoredIn("default", name, f)
+}
+
+// checkStoredIn checks the Certificate namespace/name as certfn stores it.
+func checkStoredIn(namespace, name string, f func(*api.Certificate) error) resource.TestCheckFunc {
 	return func(*terraform.State) error {
-		o, err := env.rt.Engine.Get(context.Background(), api.Key{Kind: api.KindCertificate, Namespace: "default", Name: name})
+		o, err := env.rt.Engine.Get(context.Background(), api.Key{Kind: api.KindCertificate, Namespace: namespace, Name: name})
 		if err != nil {
 			return err
 		}
@@ -512,5 +517,100 @@ resource "certfn_manifest" "orphan" {
 `,
 			ExpectError: regexp.MustCompile(`(?s)Certificate/team-w/orphan is not Ready.*timed out after 3s waiting for Ready=True; what blocks it: Not ready: .*missing`),
 		}},
+	})
+}
+
+// policyHCL declares an Issuer "strict" whose requests only a
+// CertificateRequestPolicy approves, for names under allowed.test, and
+// lets certfn's controller identity use the policy.
+const policyHCL = `
+resource "certfn_manifest" "strict" {
+  object = {
+    apiVersion = "cert-manager.io/v1"
+    kind       = "Issuer"
+    metadata   = { name = "strict", namespace = "team-p" }
+    spec       = { selfSigned = {} }
+  }
+}
+
+resource "certfn_manifest" "policy" {
+  object = {
+    apiVersion = "policy.cert-manager.io/v1alpha1"
+    kind       = "CertificateRequestPolicy"
+    metadata   = { name = "allowed-test" }
+    spec = {
+      allowed  = { dnsNames = { values = ["*.allowed.test"] } }
+      selector = { issuerRef = { name = "strict" } }
+    }
+  }
+}
+
+resource "certfn_manifest" "use_policy" {
+  manifest = <<-YAML
+    apiVersion: rbac.authorization.k8s.io/v1
+    kind: ClusterRole
+    metadata: {name: use-allowed-test}
+    rules:
+      - apiGroups: [policy.cert-manager.io]
+        resources: [certificaterequestpolicies]
+        verbs: [use]
+        resourceNames: [allowed-test]
+  YAML
+}
+
+resource "certfn_manifest" "bind_policy" {
+  manifest = <<-YAML
+    apiVersion: rbac.authorization.k8s.io/v1
+    kind: ClusterRoleBinding
+    metadata: {name: certfn-uses-allowed-test}
+    roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: use-allowed-test}
+    subjects:
+      - {kind: ServiceAccount, name: cert-manager, namespace: cert-manager}
+  YAML
+}
+`
+
+// strictCertificateHCL requests dnsName from the Issuer strict.
+func strictCertificateHCL(dnsName string) string {
+	return fmt.Sprintf(`
+resource "certfn_manifest" "strict_cert" {
+  object = {
+    apiVersion = "cert-manager.io/v1"
+    kind       = "Certificate"
+    metadata   = { name = "strict-cert", namespace = "team-p" }
+    spec       = { secretName = "strict-tls", dnsNames = [%q], issuerRef = { name = "strict" } }
+  }
+  wait {
+    timeout = "30s"
+  }
+}
+`, dnsName)
+}
+
+// A policy refusal surfaces at plan time: the server's dry run previews
+// the CertificateRequestPolicies' decision on the Certificate's request.
+// A name the policy allows is issued.
+func TestPolicyDenialAtPlan(t *testing.T) {
+	adm := providerBlock(env.adminCrt, env.adminKey)
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: factories(),
+		WorkingDir:               workDir(t),
+		Steps: []resource.TestStep{
+			{Config: adm + policyHCL},
+			{
+				Config:      adm + policyHCL + strictCertificateHCL("evil.example.com"),
+				PlanOnly:    true,
+				ExpectError: regexp.MustCompile(`(?s)certfn's policies would deny Certificate/team-p/strict-cert's request.*evil\.example\.com`),
+			},
+			{
+				Config: adm + policyHCL + strictCertificateHCL("www.allowed.test"),
+				Check: checkStoredIn("team-p", "strict-cert", func(c *api.Certificate) error {
+					if !api.IsTrue(c.Status.Conditions, api.CertificateConditionReady) {
+						return fmt.Errorf("not Ready: %+v", c.Status.Conditions)
+					}
+					return nil
+				}),
+			},
+		},
 	})
 }
