@@ -232,7 +232,9 @@ resource "certfn_manifest" "certificate" {
   depends_on = [certfn_manifest.policy, certfn_manifest.issuer]
 
   wait {
-    condition = "Ready"
+    # With ACM import, web is waited for until it is in ACM (its ARN feeds
+    # the listener below); the others until they are issued.
+    condition = var.enable_acm_import && each.key == "web" ? "ACMImported" : "Ready"
     timeout   = "10m"
   }
 }
