@@ -235,6 +235,7 @@ func TestManifestLifecycle(t *testing.T) {
 					resource.TestCheckResourceAttr("data.certfn_certificate.web", "secret_name", "web-tls"),
 					resource.TestCheckResourceAttr("data.certfn_certificate.web", "secret_reference", secretRef),
 					resource.TestCheckResourceAttr("data.certfn_certificate.web", "acm_certificate_arn", ""),
+					resource.TestCheckResourceAttr("data.certfn_certificate.web", "imported_certificate", ""),
 					resource.TestMatchResourceAttr("data.certfn_certificate.web", "not_after", regexp.MustCompile(`^\d{4}-\d\d-\d\dT`)),
 					resource.TestMatchResourceAttr("data.certfn_certificate.web", "renewal_time", regexp.MustCompile(`^\d{4}-\d\d-\d\dT`)),
 					resource.TestMatchResourceAttr("data.certfn_certificate.web", "summary", regexp.MustCompile(`^Ready`)),

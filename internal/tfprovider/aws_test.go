@@ -242,6 +242,7 @@ provider "certfn" {
 				resource.TestCheckResourceAttr("data.certfn_certificate.web", "secret_reference", "certfn/default/web-tls"),
 				resource.TestMatchResourceAttr("data.certfn_certificate.web", "acm_certificate_arn", regexp.MustCompile(`^arn:aws:acm:[a-z0-9-]+:\d{12}:certificate/`)),
 				resource.TestCheckResourceAttrPair("terraform_data.listener", "input.certificate_arn", "data.certfn_certificate.web", "acm_certificate_arn"),
+				resource.TestCheckResourceAttrPair("data.certfn_certificate.web", "imported_certificate", "data.certfn_certificate.web", "acm_certificate_arn"),
 				func(*terraform.State) error {
 					if n := len(acmd.ARNs()); n != 1 {
 						return fmt.Errorf("%d certificates in ACM, want 1", n)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
@@ -38,6 +39,7 @@ type certificateModel struct {
 	SecretName        types.String `tfsdk:"secret_name"`
 	SecretReference   types.String `tfsdk:"secret_reference"`
 	ACMCertificateARN types.String `tfsdk:"acm_certificate_arn"`
+	Imported          types.String `tfsdk:"imported_certificate"`
 	IssuerKind        types.String `tfsdk:"issuer_kind"`
 	IssuerName        types.String `tfsdk:"issuer_name"`
 }
@@ -70,8 +72,10 @@ func (d *certificateDataSource) Schema(_ context.Context, _ datasource.SchemaReq
 			"secret_reference": computed("Where the deployment's secret store keeps it: the Secrets Manager secret name (or Parameter Store path) on AWS, " +
 				"the Secret Manager resource name on Google Cloud, the directory in local mode. Empty when the server does not say."),
 			"acm_certificate_arn": computed("The AWS Certificate Manager ARN the key pair is imported into (annotation certfn.io/acm-import), empty otherwise: feed it to aws_lb_listener.certificate_arn."),
-			"issuer_kind":         computed("spec.issuerRef.kind."),
-			"issuer_name":         computed("spec.issuerRef.name."),
+			"imported_certificate": computed("Where the key pair is imported, whichever the cloud: the ACM ARN on AWS, the Certificate Manager " +
+				"resource name (projects/<p>/locations/<l>/certificates/<id>) on Google Cloud; empty when not imported."),
+			"issuer_kind": computed("spec.issuerRef.kind."),
+			"issuer_name": computed("spec.issuerRef.name."),
 		},
 	}
 }
@@ -135,7 +139,12 @@ func (d *certificateDataSource) Read(ctx context.Context, req datasource.ReadReq
 	resp.Diagnostics.Append(diags...)
 	m.DNSNames = names
 	m.SecretName, m.SecretReference = types.StringValue(c.Spec.SecretName), types.StringValue(rep.Secret.Reference)
-	m.ACMCertificateARN = types.StringValue(c.Status.ACMCertificateARN)
+	// status.acmCertificateARN holds the import's reference on either cloud
+	// (docs/gcp-certificate-manager.md); acm_certificate_arn only an ARN.
+	m.Imported, m.ACMCertificateARN = types.StringValue(c.Status.ACMCertificateARN), types.StringValue("")
+	if strings.HasPrefix(c.Status.ACMCertificateARN, "arn:") {
+		m.ACMCertificateARN = m.Imported
+	}
 	m.IssuerKind, m.IssuerName = types.StringValue(c.Spec.IssuerRef.Kind), types.StringValue(c.Spec.IssuerRef.Name)
 	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
 }
