@@ -9,6 +9,7 @@ import (
 	"crypto/x509/pkix"
 	"encoding/base64"
 	"encoding/pem"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -33,6 +34,7 @@ import (
 
 	"github.com/certfn/certfn/core/api"
 	"github.com/certfn/certfn/core/app"
+	"github.com/certfn/certfn/core/ports"
 	"github.com/certfn/certfn/internal/localmode"
 	"github.com/certfn/certfn/internal/tfprovider"
 )
@@ -611,6 +613,35 @@ func TestPolicyDenialAtPlan(t *testing.T) {
 					}
 					return nil
 				}),
+			},
+		},
+	})
+}
+
+// A policy created in the same apply as a Certificate it denies: the
+// plan's dry run can only warn (no policy applies yet), but Terraform plans
+// the Certificate again at apply, after the policy exists, and the dry run
+// refuses it then, before anything is written.
+func TestPolicyDenialAtApply(t *testing.T) {
+	adm := providerBlock(env.adminCrt, env.adminKey)
+	cert := strings.Replace(strictCertificateHCL("evil.example.com"), "  wait {",
+		"  depends_on = [certfn_manifest.strict, certfn_manifest.policy, certfn_manifest.use_policy, certfn_manifest.bind_policy]\n  wait {", 1)
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: factories(),
+		WorkingDir:               workDir(t),
+		Steps: []resource.TestStep{
+			{
+				Config:      adm + policyHCL + cert,
+				ExpectError: regexp.MustCompile(`(?s)certfn's policies would deny Certificate/team-p/strict-cert's request.*"evil\.example\.com" is not\s+allowed`),
+			},
+			{
+				PreConfig: func() {
+					_, err := env.rt.Engine.Get(context.Background(), api.Key{Kind: api.KindCertificate, Namespace: "team-p", Name: "strict-cert"})
+					if !errors.Is(err, ports.ErrNotFound) {
+						t.Errorf("the denied Certificate was written: %v", err)
+					}
+				},
+				Config: adm + policyHCL,
 			},
 		},
 	})
