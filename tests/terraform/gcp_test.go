@@ -1032,9 +1032,11 @@ func TestGCPServices(t *testing.T) {
 				t.Errorf("%s: %s not set", fn, n)
 			}
 		}
+		// The worker and the signer use secrets; the api only names them
+		// (the status route's secret.reference), with no secret permission.
 		_, hasSecrets := env["CERTFN_SECRET_PREFIX"]
-		if hasSecrets != (fn == "worker" || fn == "signer") {
-			t.Errorf("%s: CERTFN_SECRET_PREFIX set = %v (only the worker and the signer use secrets)", fn, hasSecrets)
+		if hasSecrets != (fn == "worker" || fn == "signer" || fn == "api") {
+			t.Errorf("%s: CERTFN_SECRET_PREFIX set = %v (only the worker and the signer use secrets, and the api names them)", fn, hasSecrets)
 		}
 		_, hasTopic := env["CERTFN_TOPIC"]
 		if hasTopic != (fn != "http01") {
