@@ -3,7 +3,7 @@
 GO ?= go
 BIN := bin/certfn
 
-.PHONY: build deps test bench demo lint fuzz clean emulators lambda gcp-image install uninstall release
+.PHONY: build deps test bench demo lint fuzz clean emulators lambda gcp-image install uninstall release provider
 
 build:
 	$(GO) build -o $(BIN) ./cmd/certfn
@@ -114,9 +114,44 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzRenewalInfo$$' -fuzztime 20s ./adapters/acme/
 	$(GO) test -run '^$$' -fuzz '^FuzzApprovalAndObjectPaths$$' -fuzztime 20s ./adapters/httpapi/
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeMain$$' -fuzztime 20s ./adapters/aws/ssmstore/
+	$(GO) test -run '^$$' -fuzz '^FuzzParseManifest$$' -fuzztime 20s ./internal/tfprovider/
 
 clean:
 	rm -rf bin
+
+# The Terraform provider (docs/terraform.md): bin/terraform-provider-certfn,
+# installed into a filesystem mirror as
+# <PROVIDER_MIRROR>/registry.terraform.io/certfn/certfn/<PROVIDER_VERSION>/<os>_<arch>/.
+# The default mirror, ~/.terraform.d/plugins, is one terraform searches by
+# itself when the CLI configuration has no provider_installation block; the
+# snippets printed configure an explicit mirror or dev_overrides.
+PROVIDER_VERSION ?= 0.1.0
+PROVIDER_MIRROR ?= $(HOME)/.terraform.d/plugins
+PROVIDER_PLATFORM = $(shell $(GO) env GOOS)_$(shell $(GO) env GOARCH)
+provider:
+	$(GO) build -ldflags "-X main.version=$(PROVIDER_VERSION)" -o bin/terraform-provider-certfn ./cmd/terraform-provider-certfn
+	@dir="$(PROVIDER_MIRROR)/registry.terraform.io/certfn/certfn/$(PROVIDER_VERSION)/$(PROVIDER_PLATFORM)"; \
+	mkdir -p "$$dir" && cp bin/terraform-provider-certfn "$$dir/terraform-provider-certfn_v$(PROVIDER_VERSION)" && \
+	echo "installed $$dir/terraform-provider-certfn_v$(PROVIDER_VERSION)"; \
+	printf '%s\n' "" \
+	  "# Either: a filesystem mirror (in ~/.terraformrc or \$$TF_CLI_CONFIG_FILE; terraform init installs and locks it):" \
+	  "provider_installation {" \
+	  "  filesystem_mirror {" \
+	  "    path    = \"$(PROVIDER_MIRROR)\"" \
+	  "    include = [\"registry.terraform.io/certfn/certfn\"]" \
+	  "  }" \
+	  "  direct {" \
+	  "    exclude = [\"registry.terraform.io/certfn/certfn\"]" \
+	  "  }" \
+	  "}" \
+	  "" \
+	  "# Or, while developing: dev_overrides (no terraform init for certfn, no lock entry):" \
+	  "provider_installation {" \
+	  "  dev_overrides {" \
+	  "    \"certfn/certfn\" = \"$(CURDIR)/bin\"" \
+	  "  }" \
+	  "  direct {}" \
+	  "}"
 
 # Installing on a VM (docs/install.md): `make build && sudo make install`
 # copies bin/certfn (building it only when missing) to $(PREFIX)/bin, the

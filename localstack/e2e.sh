@@ -5,8 +5,8 @@
 #      and wait until they are healthy;
 #   2. build the Lambda zips for this machine's architecture (make lambda);
 #   3. terraform apply infra/terraform/aws/examples/basic with every AWS
-#      endpoint at LocalStack (localstack/example.tfvars.json), state kept in
-#      localstack/.state;
+#      endpoint at LocalStack (localstack/example.tfvars.json, which sets
+#      manage_certificates = false), state kept in localstack/.state;
 #   4. send the example's manifests (terraform output manifests) to the api
 #      Function URL, SigV4-signed;
 #   5. wait until every Certificate of the example is Ready (the self-signed
@@ -109,6 +109,14 @@ ZONE=$("${COMPOSE[@]}" exec -T localstack awslocal route53 list-hosted-zones-by-
 case "$ZONE" in /hostedzone/*) ;; *) die "the init script's hosted zone certfn.test is missing (got '$ZONE')" ;; esac
 
 ZONES="[\"$ZONE\"]"
+
+# The example requires certfn's Terraform provider (with
+# manage_certificates = false, as example.tfvars.json sets, it declares no
+# certfn object, and this script sends the manifests itself below).
+# `make provider` installs it into ~/.terraform.d/plugins, a directory
+# terraform init searches by itself.
+log "install certfn's Terraform provider (make provider)"
+make provider >/dev/null
 
 log "terraform apply $EXAMPLE against LocalStack (zone $ZONE)"
 tf init -input=false >/dev/null

@@ -18,6 +18,7 @@ import (
 
 	"github.com/certfn/certfn/core/api"
 	"github.com/certfn/certfn/core/validation"
+	"github.com/certfn/certfn/internal/apiclient"
 )
 
 func main() {
@@ -116,7 +117,7 @@ for the bindings. See docs/api.md.`,
 	root.PersistentFlags().StringVar(&g.server, "server", os.Getenv("CERTFN_SERVER"),
 		"remote mode: certfn's HTTP API base URL, e.g. https://<url-id>.lambda-url.<region>.on.aws or https://<service>-<hash>-<region>.a.run.app (env CERTFN_SERVER)")
 	root.PersistentFlags().StringVar(&g.auth, "auth", os.Getenv("CERTFN_AUTH"),
-		"with --server: how to authenticate: "+strings.Join(authModes, ", ")+" (env CERTFN_AUTH); default: client-cert with --client-cert/--client-key, "+
+		"with --server: how to authenticate: "+strings.Join(apiclient.AuthModes, ", ")+" (env CERTFN_AUTH); default: client-cert with --client-cert/--client-key, "+
 			"google-id-token with --token/--audience or a *.run.app URL, aws-sigv4 for a *.lambda-url.<region>.on.aws URL, client-cert with --server-ca, else aws-sigv4")
 	root.PersistentFlags().StringVar(&g.audience, "audience", os.Getenv("CERTFN_AUDIENCE"),
 		"with --auth google-id-token: the ID token's audience, as the api's CERTFN_API_AUDIENCE (env CERTFN_AUDIENCE; default https://<server host>)")

@@ -30,6 +30,7 @@ import (
 
 	"github.com/certfn/certfn/adapters/httpapi"
 	"github.com/certfn/certfn/adapters/httpapi/apitest"
+	"github.com/certfn/certfn/internal/apiclient"
 	"github.com/certfn/certfn/internal/gcpmode"
 )
 
@@ -239,9 +240,9 @@ func (e *googleEnv) serverCA(srv *httptest.Server) string {
 // injectTokens replaces Application Default Credentials with a source
 // of e.email's ID tokens signed by the fake Google.
 func (e *googleEnv) injectTokens() {
-	old := googleTokenSource
-	e.t.Cleanup(func() { googleTokenSource = old })
-	googleTokenSource = func(_ context.Context, audience string) (oauth2.TokenSource, error) {
+	old := apiclient.GoogleTokenSource
+	e.t.Cleanup(func() { apiclient.GoogleTokenSource = old })
+	apiclient.GoogleTokenSource = func(_ context.Context, audience string) (oauth2.TokenSource, error) {
 		e.mu.Lock()
 		defer e.mu.Unlock()
 		e.audiences = append(e.audiences, audience)
@@ -358,7 +359,7 @@ func TestRemoteGoogle(t *testing.T) {
 // requests a command makes.
 func TestRemoteGoogleADCServiceAccount(t *testing.T) {
 	e := newGoogleEnv(t)
-	googleTokenSource = adcIDTokenSource // the real one
+	apiclient.GoogleTokenSource = apiclient.ADCIDTokenSource // the real one
 	t.Setenv("GOOGLE_APPLICATION_CREDENTIALS", e.google.serviceAccountKey(ciEmail))
 	if out := e.ok(selfSignedIssuer, "apply", "-f", "-"); !strings.Contains(out, "created") {
 		t.Fatalf("apply: %q", out)
@@ -395,7 +396,7 @@ func TestRemoteGoogleADCServiceAccount(t *testing.T) {
 // whose audience is that client, else the error says what to do.
 func TestRemoteGoogleADCUser(t *testing.T) {
 	e := newGoogleEnv(t)
-	googleTokenSource = adcIDTokenSource
+	apiclient.GoogleTokenSource = apiclient.ADCIDTokenSource
 	t.Setenv("GOOGLE_APPLICATION_CREDENTIALS", e.google.userCredentials())
 	origin := e.srv.URL // the api's default audience, https://<Host>
 	failsWith(t, e.run("", "get", "issuers"), `google-id-token: your Application Default Credentials are a user's (gcloud auth application-default login), `+
@@ -411,34 +412,6 @@ func TestRemoteGoogleADCUser(t *testing.T) {
 		"forbidden: "+userEmail+" may not list Issuer/default/")
 	if n := e.google.grantCount("refresh_token"); n != 2 {
 		t.Fatalf("%d refreshes, want 2 (one per invocation)", n)
-	}
-}
-
-func TestSelectAuth(t *testing.T) {
-	for _, tc := range []struct {
-		url  string
-		o    remoteOptions
-		want string
-	}{
-		{"https://abc.lambda-url.eu-west-1.on.aws", remoteOptions{}, authAWSSigV4},
-		{"https://certfn-api-abc123-ew.a.run.app", remoteOptions{}, authGoogleIDToken},
-		{"https://certfn-api-123456789.europe-west1.run.app/", remoteOptions{}, authGoogleIDToken},
-		{"https://api.example.com", remoteOptions{}, authAWSSigV4}, // as before --auth
-		{"https://api.example.com", remoteOptions{Audience: "https://x.a.run.app"}, authGoogleIDToken},
-		{"https://api.example.com", remoteOptions{Token: "t"}, authGoogleIDToken},
-		{"https://api.example.com", remoteOptions{ServerCA: "ca.pem"}, authClientCert},
-		{"https://127.0.0.1:8443", remoteOptions{ClientCert: "c", ClientKey: "k", ServerCA: "ca.pem"}, authClientCert},
-		{"https://x.a.run.app", remoteOptions{ClientCert: "c"}, authClientCert},
-		{"https://x.a.run.app", remoteOptions{ServerCA: "ca.pem"}, authGoogleIDToken},
-		{"https://x.a.run.app.evil.example", remoteOptions{}, authAWSSigV4},
-		{"https://run.app", remoteOptions{}, authAWSSigV4},
-		{"https://abc.lambda-url.eu-west-1.on.aws", remoteOptions{Auth: " NONE "}, authNone},
-		{"https://x.a.run.app", remoteOptions{Auth: authAWSSigV4}, authAWSSigV4},
-	} {
-		u, _ := url.Parse(tc.url)
-		if got, err := selectAuth(u, tc.o); err != nil || got != tc.want {
-			t.Errorf("selectAuth(%s, %+v) = %q, %v; want %q", tc.url, tc.o, got, err, tc.want)
-		}
 	}
 }
 
@@ -466,7 +439,7 @@ func TestCheckToken(t *testing.T) {
 		{"other audience", g.token("https://other", ciEmail, time.Hour), "--token: the ID token is for audience https://other, not " + aud},
 		{"other audiences", arrayAud("a", "b"), "--token: the ID token is for audience a,b, not " + aud},
 	} {
-		tok, err := checkToken(tc.token, aud, "--token", now)
+		tok, err := apiclient.CheckToken(tc.token, aud, "--token", now)
 		switch {
 		case tc.want == "" && (err != nil || tok != strings.TrimSpace(tc.token)):
 			t.Errorf("%s: %q, %v", tc.name, tok, err)

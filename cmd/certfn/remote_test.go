@@ -22,7 +22,6 @@ import (
 
 	"github.com/certfn/certfn/adapters/httpapi"
 	"github.com/certfn/certfn/adapters/httpapi/apitest"
-	"github.com/certfn/certfn/core/api"
 	"github.com/certfn/certfn/core/app"
 	"github.com/certfn/certfn/core/rbac"
 )
@@ -330,37 +329,4 @@ func notCertfn(t *testing.T) *httptest.Server {
 	}))
 	t.Cleanup(srv.Close)
 	return srv
-}
-
-func TestFunctionURLRegion(t *testing.T) {
-	for _, tc := range []struct{ host, want string }{
-		{"abcdefghijklmnopqrstuvwxyz012345.lambda-url.eu-central-1.on.aws", "eu-central-1"},
-		{"x.lambda-url.us-east-1.on.aws", "us-east-1"},
-		{"api.example.com", ""},
-		{"x.lambda-url.us-east-1.on.aws.evil.example", ""},
-		{"127.0.0.1", ""},
-	} {
-		if got := functionURLRegion(tc.host); got != tc.want {
-			t.Errorf("functionURLRegion(%q) = %q, want %q", tc.host, got, tc.want)
-		}
-	}
-}
-
-func TestObjectPath(t *testing.T) {
-	for _, tc := range []struct {
-		key  api.Key
-		want string
-	}{
-		{api.Key{Kind: api.KindCertificate, Namespace: "default", Name: "web"}, "/v1/namespaces/default/certificates/web"},
-		{api.Key{Kind: api.KindClusterIssuer, Name: "ca"}, "/v1/clusterissuers/ca"},
-		{api.Key{Kind: api.KindClusterIssuer, Namespace: "ignored", Name: "ca"}, "/v1/clusterissuers/ca"},
-		{api.Key{Kind: api.KindCertificateRequest, Namespace: "a b", Name: "x"}, "/v1/namespaces/a%20b/certificaterequests/x"},
-	} {
-		if got, err := objectPath(tc.key); err != nil || got != tc.want {
-			t.Errorf("objectPath(%v) = %q, %v; want %q", tc.key, got, err, tc.want)
-		}
-	}
-	if _, err := objectPath(api.Key{Kind: "Widget", Name: "x"}); err == nil || !strings.Contains(err.Error(), `unknown kind "Widget"`) {
-		t.Errorf("objectPath(Widget): %v", err)
-	}
 }

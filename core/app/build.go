@@ -64,6 +64,13 @@ type Ports struct {
 	// failed, approaching expiration (core/certificates/notify); nil:
 	// notifications are off. Only roles with an engine use it.
 	Notifier ports.Notifier
+	// SecretReference names where the deployment's secret store keeps the
+	// secret namespace/name — a Secrets Manager secret name or Parameter
+	// Store path, a Secret Manager resource name, a local directory — for
+	// Status to report (Report.Secret.Reference), so tools such as the
+	// Terraform provider can hand it to a consumer. It reads nothing and
+	// must not fail; nil: Status reports no reference.
+	SecretReference func(namespace, name string) string
 }
 
 // Settings are a deployment's choices, parsed from its configuration.
@@ -279,7 +286,8 @@ func Build(p Ports, s Settings, role Role) (*App, error) {
 		return nil, fmt.Errorf("app: engine: %w", err)
 	}
 	a.Service = &Service{engine: a.Engine, secrets: secrets, readSecrets: role.Secrets && role.ServiceReadsSecrets && p.Secrets != nil,
-		deletesSecrets: role.Secrets && p.Secrets != nil, writesSecrets: role.Secrets && role.ServiceWritesSecrets && p.Secrets != nil, accounts: a.Accounts, log: p.Logger, quotas: s.Quotas}
+		deletesSecrets: role.Secrets && p.Secrets != nil, writesSecrets: role.Secrets && role.ServiceWritesSecrets && p.Secrets != nil, accounts: a.Accounts, log: p.Logger, quotas: s.Quotas,
+		secretRef: p.SecretReference}
 	return a, nil
 }
 

@@ -97,9 +97,14 @@ type IssuerInfo struct {
 
 // SecretInfo describes the Certificate's secret from its tls.crt leaf.
 type SecretInfo struct {
-	Namespace string    `json:"namespace"`
-	Name      string    `json:"name"`
-	State     string    `json:"state"`
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	State     string `json:"state"`
+	// Reference is where the deployment's secret store keeps the secret
+	// (Ports.SecretReference): a Secrets Manager secret name, a Parameter
+	// Store path prefix, a Secret Manager resource name or a local
+	// directory; empty when the deployment does not say. Never a value.
+	Reference string    `json:"reference,omitempty"`
 	Subject   string    `json:"subject,omitempty"`
 	Issuer    string    `json:"issuer,omitempty"`
 	SANs      []string  `json:"sans,omitempty"`

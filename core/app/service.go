@@ -54,6 +54,8 @@ type Service struct {
 	log           *slog.Logger
 	// quotas: Apply enforces ObjectsPerNamespace.
 	quotas Quotas
+	// secretRef names a secret in the secret store (Ports.SecretReference).
+	secretRef func(namespace, name string) string
 }
 
 // authz is one call's authorization: the RBAC snapshot, built on first use.
@@ -442,7 +444,11 @@ func (s *Service) Status(ctx context.Context, caller Caller, key api.Key) (*Repo
 	if s.readSecrets {
 		secrets = s.CertificatePEM
 	}
-	return Explain(ctx, lookup, secrets, key)
+	rep, err := Explain(ctx, lookup, secrets, key)
+	if err == nil && s.secretRef != nil && rep.Secret.Name != "" {
+		rep.Secret.Reference = s.secretRef(rep.Secret.Namespace, rep.Secret.Name)
+	}
+	return rep, err
 }
 
 // CertificatePEM returns the tls.crt of the secret namespace/name (the

@@ -207,7 +207,8 @@ func FromEnvWith(ctx context.Context, role Role, o Options) (*Runtime, error) {
 	if o.WrapStore != nil {
 		rt.store = o.WrapStore(rt.store)
 	}
-	p := app.Ports{Store: rt.store, Clock: o.Clock, Metrics: o.Metrics, Logger: o.Logger, MaxQueueDelay: sqsq.MaxDelay}
+	p := app.Ports{Store: rt.store, Clock: o.Clock, Metrics: o.Metrics, Logger: o.Logger, MaxQueueDelay: sqsq.MaxDelay,
+		SecretReference: st.secretReference}
 	if role != RoleHTTP01 {
 		if rt.Queue, err = sqsq.New(o.SQS, sqsq.Options{QueueURL: st.QueueURL, Metrics: o.Metrics}); err != nil {
 			return nil, fmt.Errorf("awsmode: %s: %w", EnvQueueURL, err)

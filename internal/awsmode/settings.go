@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/certfn/certfn/adapters/aws/dynamo"
+	"github.com/certfn/certfn/adapters/aws/secrets"
 	"github.com/certfn/certfn/adapters/aws/ssmstore"
 	"github.com/certfn/certfn/adapters/httpapi"
 	"github.com/certfn/certfn/core/acme"
@@ -313,6 +314,16 @@ const (
 	SecretStoreSecretsManager = "secretsmanager"
 	SecretStoreSSM            = "ssm"
 )
+
+// secretReference names a certificate's secret in the deployment's secret
+// store (app.Ports.SecretReference): its Secrets Manager name, or its
+// Parameter Store path.
+func (s Settings) secretReference(namespace, name string) string {
+	if s.SecretStore == SecretStoreSSM {
+		return ssmstore.TLSPath(s.SecretPrefix, namespace, name)
+	}
+	return secrets.Name(s.SecretPrefix, namespace, name)
+}
 
 // parseSecretStore reads EnvSecretStore and, for Parameter Store,
 // EnvSecretClasses (worker and signer: the roles with a secret store).

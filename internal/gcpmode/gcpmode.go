@@ -134,7 +134,10 @@ func FromEnvWith(ctx context.Context, role Role, o Options) (*Runtime, error) {
 		}
 		store = fs
 	}
-	p := app.Ports{Store: store, Clock: o.Clock, Metrics: o.Metrics, Logger: o.Logger, MaxQueueDelay: pubsubq.MaxDelay}
+	p := app.Ports{Store: store, Clock: o.Clock, Metrics: o.Metrics, Logger: o.Logger, MaxQueueDelay: pubsubq.MaxDelay,
+		SecretReference: func(namespace, name string) string {
+			return gsm.ResourceName(st.Project, st.SecretPrefix, namespace, name)
+		}}
 	if role != RoleHTTP01 {
 		if o.Queue == nil {
 			q, sq, err := queues(ctx, st, o)

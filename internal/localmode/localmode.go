@@ -284,6 +284,7 @@ func Open(opts Options) (*Runtime, error) {
 		Store: engStore, Secrets: secrets, Queue: q, Clock: opts.Clock, Metrics: rt.Metrics, Logger: opts.Logger,
 		ACME:  acmeadapter.NewDialer(acmeadapter.Options{Wrap: opts.ACME.WrapTransport, Timeout: opts.ACME.Timeout}),
 		DNS01: providers, DNS01Resolver: opts.ACME.DNS01Resolver, CertificateImporter: opts.CertificateImporter,
+		SecretReference: secretDir(opts.DataDir),
 	}, app.Settings{
 		ClusterResourceNamespace: opts.ClusterResourceNamespace, AutoApprove: opts.AutoApprove, Identity: opts.Identity,
 		WaitPoll: opts.WaitPoll, ResyncInterval: time.Hour, Approver: opts.Approver, WrapSigners: opts.WrapSigners, Quotas: opts.Quotas,
@@ -395,4 +396,14 @@ func (r *Runtime) RunUntilIdle(ctx context.Context, workers int) (int, error) {
 		return 0, err
 	}
 	return r.ProcessVisible(ctx, workers)
+}
+
+// secretDir returns the directory of a secret under dataDir/secrets (the
+// reference Status reports), absolute when dataDir can be made so.
+func secretDir(dataDir string) func(namespace, name string) string {
+	root := filepath.Join(dataDir, "secrets")
+	if abs, err := filepath.Abs(root); err == nil {
+		root = abs
+	}
+	return func(namespace, name string) string { return filepath.Join(root, namespace, name) }
 }

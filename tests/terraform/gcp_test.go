@@ -19,6 +19,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"slices"
 	"sort"
@@ -96,14 +97,19 @@ func TestGCPFmt(t *testing.T) {
 
 // TestGCPResourceTypes: every resource and data source of the module and
 // the example is a google (or google-beta) one, and the only providers
-// required are those.
+// required are those — but for the example's certfn objects, declared with
+// certfn's own provider (certfn/certfn).
 func TestGCPResourceTypes(t *testing.T) {
 	for _, dir := range []string{gcpModuleDir(t), gcpExampleDir(t)} {
 		c := parseTF(t, dir)
 		if len(c.resources) == 0 && dir == gcpModuleDir(t) {
 			t.Fatalf("%s: no resources", dir)
 		}
+		certfnOK := dir == gcpExampleDir(t)
 		for _, r := range c.resources {
+			if certfnOK && strings.HasPrefix(r.Labels[0], "certfn_") {
+				continue
+			}
 			if !strings.HasPrefix(r.Labels[0], "google_") {
 				t.Errorf("%s: %s %s.%s is not a google/google-beta type", r.DefRange(), r.Type, r.Labels[0], r.Labels[1])
 			}
@@ -116,7 +122,7 @@ func TestGCPResourceTypes(t *testing.T) {
 		for _, b := range c.other {
 			switch b.Type {
 			case "provider":
-				if n := b.Labels[0]; n != "google" && n != "google-beta" {
+				if n := b.Labels[0]; n != "google" && n != "google-beta" && (!certfnOK || n != "certfn") {
 					t.Errorf("%s: provider %q", b.DefRange(), n)
 				}
 			case "terraform":
@@ -126,6 +132,9 @@ func TestGCPResourceTypes(t *testing.T) {
 					}
 					for name, a := range rp.Body.Attributes {
 						src := exprSource(t, a.Expr)
+						if certfnOK && name == "certfn" && strings.Contains(src, `"certfn/certfn"`) {
+							continue
+						}
 						if (name != "google" || !strings.Contains(src, `"hashicorp/google"`)) && (name != "google-beta" || !strings.Contains(src, `"hashicorp/google-beta"`)) {
 							t.Errorf("%s: required provider %s = %s", a.SrcRange, name, src)
 						}
@@ -1023,9 +1032,11 @@ func TestGCPServices(t *testing.T) {
 				t.Errorf("%s: %s not set", fn, n)
 			}
 		}
+		// The worker and the signer use secrets; the api only names them
+		// (the status route's secret.reference), with no secret permission.
 		_, hasSecrets := env["CERTFN_SECRET_PREFIX"]
-		if hasSecrets != (fn == "worker" || fn == "signer") {
-			t.Errorf("%s: CERTFN_SECRET_PREFIX set = %v (only the worker and the signer use secrets)", fn, hasSecrets)
+		if hasSecrets != (fn == "worker" || fn == "signer" || fn == "api") {
+			t.Errorf("%s: CERTFN_SECRET_PREFIX set = %v (only the worker and the signer use secrets, and the api names them)", fn, hasSecrets)
 		}
 		_, hasTopic := env["CERTFN_TOPIC"]
 		if hasTopic != (fn != "http01") {
@@ -1235,6 +1246,7 @@ func TestGCPExampleManifests(t *testing.T) {
 	if err := os.CopyFS(filepath.Join(dir, "manifests"), os.DirFS(filepath.Join(gcpExampleDir(t), "manifests"))); err != nil {
 		t.Fatal(err)
 	}
+	var lastKeys [2][]string
 	render := func(args ...string) []api.Object {
 		t.Helper()
 		cmd := exec.Command(bin, append([]string{"console", "-var", "project=" + gcpProject, "-var", "image=" + gcpImage}, args...)...)
@@ -1246,17 +1258,29 @@ func TestGCPExampleManifests(t *testing.T) {
 			}
 		}
 		cmd.Env = append(env, "CHECKPOINT_DISABLE=1", "TF_IN_AUTOMATION=1")
-		cmd.Stdin = strings.NewReader("jsonencode(local.manifests)\n")
+		cmd.Stdin = strings.NewReader("jsonencode([local.manifests, keys(local.config_documents), keys(local.certificate_documents)])\n")
 		out, err := cmd.CombinedOutput()
 		if err != nil {
 			t.Fatalf("terraform console: %v\n%s", err, out)
 		}
-		var doc, yaml string
+		var doc string
 		if err := json.Unmarshal(bytes.TrimSpace(out), &doc); err != nil {
 			t.Fatalf("terraform console output: %v\n%s", err, out)
 		}
-		if err := json.Unmarshal([]byte(doc), &yaml); err != nil {
+		// The manifests, then the certfn_manifest instances: one per
+		// document, the Certificates apart.
+		var parts []json.RawMessage
+		if err := json.Unmarshal([]byte(doc), &parts); err != nil || len(parts) != 3 {
+			t.Fatalf("terraform console output: %v\n%s", err, doc)
+		}
+		var yaml string
+		if err := json.Unmarshal(parts[0], &yaml); err != nil {
 			t.Fatalf("manifests: %v\n%s", err, doc)
+		}
+		for i := range lastKeys {
+			if err := json.Unmarshal(parts[i+1], &lastKeys[i]); err != nil {
+				t.Fatalf("document keys: %v\n%s", err, doc)
+			}
 		}
 		objs, err := api.Decode([]byte(yaml))
 		if err != nil {
@@ -1272,8 +1296,15 @@ func TestGCPExampleManifests(t *testing.T) {
 	if got, want := kindsOf(render()), []string{"Certificate", "CertificateRequestPolicy", "ClusterRole", "ClusterRoleBinding", "Issuer"}; !slices.Equal(got, want) {
 		t.Errorf("manifests: %v, want %v", got, want)
 	}
+	if want := [2][]string{{"CertificateRequestPolicy/example", "ClusterRole/use-example-policy", "ClusterRoleBinding/certfn-controller-uses-example-policy", "Issuer/selfsigned"},
+		{"Certificate/web"}}; !reflect.DeepEqual(lastKeys, want) {
+		t.Errorf("certfn_manifest instances: %v, want %v", lastKeys, want)
+	}
 	got := kindsOf(render("-var", `dns_zones=["example-com"]`, "-var", `acme_dns_names=["www.example.com"]`, "-var", "acme_server_url=https://acme-staging-v02.api.letsencrypt.org/directory"))
 	if want := []string{"Certificate", "Certificate", "CertificateRequestPolicy", "ClusterIssuer", "ClusterRole", "ClusterRoleBinding", "Issuer"}; !slices.Equal(got, want) {
 		t.Errorf("manifests with ACME: %v, want %v", got, want)
+	}
+	if want := []string{"Certificate/acme-web", "Certificate/web"}; !slices.Equal(lastKeys[1], want) {
+		t.Errorf("certfn_manifest certificates with ACME: %v, want %v", lastKeys[1], want)
 	}
 }

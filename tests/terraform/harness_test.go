@@ -23,6 +23,7 @@ import (
 	"runtime"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -93,6 +94,47 @@ func providerMirror(t *testing.T) string {
 	return ""
 }
 
+// usesCertfnProvider reports whether the configuration in dir requires
+// certfn's provider (the AWS example does).
+func usesCertfnProvider(t *testing.T, dir string) bool {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, "versions.tf"))
+	return err == nil && bytes.Contains(b, []byte(`"certfn/certfn"`))
+}
+
+var certfnMirror struct {
+	once sync.Once
+	dir  string
+	err  error
+}
+
+// certfnProviderMirror builds cmd/terraform-provider-certfn once per test
+// binary into a filesystem mirror (as `make provider` installs it) and
+// returns the mirror's directory.
+func certfnProviderMirror(t *testing.T) string {
+	t.Helper()
+	certfnMirror.once.Do(func() {
+		dir, err := os.MkdirTemp("", "certfn-tf-provider-mirror-")
+		if err != nil {
+			certfnMirror.err = err
+			return
+		}
+		const version = "0.0.1"
+		out := filepath.Join(dir, "registry.terraform.io", "certfn", "certfn", version, runtime.GOOS+"_"+runtime.GOARCH, "terraform-provider-certfn_v"+version)
+		cmd := exec.Command("go", "build", "-o", out, "./cmd/terraform-provider-certfn")
+		cmd.Dir = repoRoot(t)
+		if b, err := cmd.CombinedOutput(); err != nil {
+			certfnMirror.err = fmt.Errorf("go build ./cmd/terraform-provider-certfn: %v\n%s", err, b)
+			return
+		}
+		certfnMirror.dir = dir
+	})
+	if certfnMirror.err != nil {
+		t.Fatal(certfnMirror.err)
+	}
+	return certfnMirror.dir
+}
+
 // tf runs the terraform CLI in a working directory with an isolated
 // environment: a generated CLI configuration that installs hashicorp/aws
 // only from the mirror, fake AWS credentials and no inherited AWS_* or TF_*
@@ -117,10 +159,17 @@ func newTF(t *testing.T, dir string) *tf {
     include = ["registry.terraform.io/hashicorp/aws"]
   }
   direct {
-    exclude = ["registry.terraform.io/hashicorp/aws"]
+    exclude = ["registry.terraform.io/hashicorp/aws", "registry.terraform.io/certfn/certfn"]
   }
 }
 `, mirror)
+	if usesCertfnProvider(t, dir) {
+		body = strings.Replace(body, "  direct {", fmt.Sprintf(`  filesystem_mirror {
+    path    = %q
+    include = ["registry.terraform.io/certfn/certfn"]
+  }
+  direct {`, certfnProviderMirror(t)), 1)
+	}
 	if err := os.WriteFile(cfg, []byte(body), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -396,4 +445,13 @@ func (r planResource) blocks(key string) []map[string]any {
 		}
 	}
 	return out
+}
+
+// TestMain removes the certfn provider mirror the tests built.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if certfnMirror.dir != "" {
+		_ = os.RemoveAll(certfnMirror.dir)
+	}
+	os.Exit(code)
 }

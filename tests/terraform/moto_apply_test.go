@@ -27,6 +27,9 @@ package terraform_test
 //	                                            | or Logs client in go.mod)             | iam_test.go evaluates the policies
 //	Secrets Manager                             | -                                     | the module creates no secret (the functions do)
 //	Lambda code                                 | stored, never run                     | placeholder zips (above)
+//	certfn_manifest (certfn's provider)         | the api function never runs, so its   | manage_certificates=false: the example's
+//	                                            | Function URL cannot answer            | objects are planned by TestExamplePlan and
+//	                                            |                                       | applied by internal/tfprovider's tests
 //	aws_cloudwatch_event_target → SNS topic     | stored; moto's EventBridge cannot     | the rule, its target and the topic policy are
 //	(notification_sns_topic)                    | deliver to SNS (PutEvents fails 500   | read back; delivery is tested by
 //	                                            | when such a rule matches)             | adapters/aws/ebnotify (relay queue on moto)
@@ -114,6 +117,7 @@ func TestExampleApplyMoto(t *testing.T) {
 		"-var", "lambda_zip_dir=" + placeholderZips(t),
 		"-var", fmt.Sprintf("api_invoker_arns=[%q]", motoInvoker),
 		"-var", "notification_sns_topic=true",
+		"-var", "manage_certificates=false",
 	}
 	r.run("init", "-input=false", "-no-color")
 	r.run(append([]string{"apply", "-auto-approve", "-input=false", "-no-color"}, vars...)...)

@@ -518,6 +518,7 @@ func TestExamplePlan(t *testing.T) {
 		if got := kindsOf(objs); !slices.Equal(got, []string{"Certificate", "CertificateRequestPolicy", "ClusterRole", "ClusterRoleBinding", "Issuer"}) {
 			t.Errorf("manifest kinds = %v", got)
 		}
+		checkExampleCertfnResources(t, p, []string{"certificate[web]", "issuer[selfsigned]", "policy[binding]", "policy[policy]", "policy[role]"})
 		for _, pol := range rolePoliciesNoFail(t, p) {
 			if !strings.Contains(pol, ":"+testAccount+":") {
 				t.Errorf("policy without the account %s: %s", testAccount, pol)
@@ -573,6 +574,25 @@ func TestExamplePlan(t *testing.T) {
 			}
 		}
 	})
+}
+
+// checkExampleCertfnResources checks that the example declares its objects
+// with certfn's provider: the certfn_manifest instances (sorted), each
+// planned with the fields of its object (known at plan: the provider's
+// endpoint is not, so the server's dry run waits for apply).
+func checkExampleCertfnResources(t *testing.T, p *planJSON, want []string) {
+	t.Helper()
+	rs := p.ofType("certfn_manifest")
+	if got := keysOf(rs); !slices.Equal(got, want) {
+		t.Fatalf("certfn_manifest instances = %v, want %v", got, want)
+	}
+	web := rs["certificate[web]"]
+	if f := web.str("fields"); !strings.Contains(f, `"www.example.internal"`) || !strings.Contains(f, `"secretName": "web-tls"`) {
+		t.Errorf(`certfn_manifest.certificate["web"] fields = %s`, f)
+	}
+	if web.str("id") != "Certificate/default/web" {
+		t.Errorf(`certfn_manifest.certificate["web"] id = %q`, web.str("id"))
+	}
 }
 
 // checkExampleOutputs checks the example's known outputs.

@@ -372,3 +372,14 @@ func (s *Store) Rollback(ctx context.Context, namespace, name string) error {
 	}
 	return nil
 }
+
+// Name returns the Secrets Manager name <prefix>/<namespace>/<name> of a
+// secret (prefix DefaultPrefix when empty) without validating it: what
+// the API reports as the secret's reference (the ARN carries a random
+// suffix only Secrets Manager knows).
+func Name(prefix, namespace, name string) string {
+	if prefix == "" {
+		prefix = DefaultPrefix
+	}
+	return prefix + "/" + namespace + "/" + name
+}

@@ -690,3 +690,14 @@ func (s *Store) Rollback(ctx context.Context, namespace, name string) error {
 	}
 	return nil
 }
+
+// TLSPath returns the Parameter Store path /<prefix>/tls/<namespace>/<name>
+// under which a certificate secret's parameters are kept (prefix
+// DefaultPrefix when empty), without validating it: what the API reports
+// as the secret's reference.
+func TLSPath(prefix, namespace, name string) string {
+	if prefix == "" {
+		prefix = DefaultPrefix
+	}
+	return "/" + prefix + "/" + string(ClassTLS) + "/" + namespace + "/" + name
+}

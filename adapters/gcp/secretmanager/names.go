@@ -156,3 +156,15 @@ func (s *Store) ParseSecretID(id string) (c Class, namespace, name string, ok bo
 	}
 	return c, namespace, name, true
 }
+
+// ResourceName returns the Secret Manager resource name
+// projects/<project>/secrets/<ID> of the certificate (class tls) secret
+// namespace/name under prefix (DefaultPrefix when empty), without
+// validating or reading anything: what the API reports as the secret's
+// reference.
+func ResourceName(project, prefix, namespace, name string) string {
+	if prefix == "" {
+		prefix = DefaultPrefix
+	}
+	return "projects/" + project + "/secrets/" + secretID(prefix, ClassTLS, namespace, name)
+}

@@ -51,6 +51,10 @@ locals {
       CERTFN_QUEUE_URL     = aws_sqs_queue.work["worker"].id
       CERTFN_API_ADMINS    = join(",", var.api_admin_arns)
       CERTFN_QUOTA_OBJECTS = tostring(var.quota_objects_per_namespace)
+      # Names only (the api holds no secret permission): the status route
+      # reports where each Certificate's secret is (secret.reference).
+      CERTFN_SECRET_PREFIX = local.secret_prefix
+      CERTFN_SECRET_STORE  = var.secret_store
     })
     http01 = local.env_common
   }

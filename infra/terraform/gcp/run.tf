@@ -57,7 +57,9 @@ locals {
     scheduler = merge(local.env_common, {
       CERTFN_TOPIC = local.topic_id["worker"]
     })
-    api = merge(local.env_common, {
+    # The api holds no secret permission; CERTFN_SECRET_PREFIX only lets
+    # the status route name a Certificate's secret (secret.reference).
+    api = merge(local.env_common, local.env_secrets, {
       CERTFN_TOPIC         = local.topic_id["worker"]
       CERTFN_API_ADMINS    = join(",", var.api_admins)
       CERTFN_QUOTA_OBJECTS = tostring(var.quota_objects_per_namespace)

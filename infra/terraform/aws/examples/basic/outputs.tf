@@ -29,7 +29,7 @@ output "secret_prefix" {
 }
 
 output "manifests" {
-  description = "The example's certfn manifests (multi-document YAML), to send to the api after apply."
+  description = "The example's certfn objects as multi-document YAML: what the certfn provider applies, or, with manage_certificates = false, what to send to the api after apply."
   value       = local.manifests
 }
 
@@ -41,4 +41,15 @@ output "certificates" {
 output "notification_sns_topic_arn" {
   description = "The SNS topic of the deployment's certificate events, or null (module output notification_sns_topic_arn)."
   value       = module.certfn.notification_sns_topic_arn
+}
+
+output "web_certificate" {
+  description = "The web Certificate as certfn reports it (data.certfn_certificate): ready, revision, not_after, the secret's Secrets Manager name and the ACM ARN; null with manage_certificates = false."
+  value = var.manage_certificates ? {
+    ready               = data.certfn_certificate.web[0].ready
+    revision            = data.certfn_certificate.web[0].revision
+    not_after           = data.certfn_certificate.web[0].not_after
+    secret_reference    = data.certfn_certificate.web[0].secret_reference
+    acm_certificate_arn = data.certfn_certificate.web[0].acm_certificate_arn
+  } : null
 }

@@ -98,3 +98,21 @@ variable "notification_sns_topic" {
   type        = bool
   default     = false
 }
+
+variable "manage_certificates" {
+  description = "Declare the example's Issuers, policy and Certificates with certfn's provider (applied through the api during terraform apply, which waits until they are Ready). false: Terraform deploys certfn only; send the output manifests to the api yourself (localstack/e2e.sh does)."
+  type        = bool
+  default     = true
+}
+
+variable "enable_acm_import" {
+  description = "Import the web Certificate into ACM (module input enable_acm_import and the certfn.io/acm-import annotation); data.certfn_certificate.web.acm_certificate_arn then names it."
+  type        = bool
+  default     = false
+}
+
+variable "listener_load_balancer_arn" {
+  description = "An existing Application Load Balancer: non-empty adds an HTTPS listener on it serving the web certificate from ACM (needs enable_acm_import)."
+  type        = string
+  default     = ""
+}

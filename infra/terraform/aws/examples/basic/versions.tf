@@ -6,5 +6,10 @@ terraform {
       source  = "hashicorp/aws"
       version = ">= 5.60.0, < 7.0.0"
     }
+    # certfn's provider: no registry entry; install it with `make provider`
+    # (docs/terraform.md).
+    certfn = {
+      source = "certfn/certfn"
+    }
   }
 }

@@ -1,13 +1,15 @@
-# Example root module: deploys certfn with infra/terraform/gcp and declares a
-# self-signed Issuer and a Certificate (plus, with acme_server_url and a
-# Cloud DNS zone, an ACME ClusterIssuer solving DNS-01 in that zone and a
-# Certificate from it) as certfn manifests.
+# Example root module: deploys certfn with infra/terraform/gcp and declares,
+# with certfn's Terraform provider (docs/terraform.md), a self-signed Issuer
+# and a Certificate (plus, with acme_server_url and a Cloud DNS zone, an ACME
+# ClusterIssuer solving DNS-01 in that zone and a Certificate from it) and
+# the CertificateRequestPolicy that approves their requests.
 #
-# How the manifests reach certfn: Terraform renders them (output
-# "manifests") and does not apply them itself — certfn resources are not
-# Google Cloud resources, and only the api records the requester's identity.
-# After `terraform apply`, send them to the api with a Google ID token (see
-# README.md).
+# The manifests (manifests/*.tftpl) are rendered into local.manifests; each
+# document becomes a certfn_manifest resource, applied through the api
+# service with a Google ID token (Application Default Credentials: a
+# service account, see docs/terraform.md), the Certificates waited for
+# until Ready. manage_certificates = false leaves them out of Terraform: the
+# output "manifests" holds them to send to the api by hand (README.md).
 
 provider "google" {
   project        = var.project
@@ -33,6 +35,16 @@ module "certfn" {
   firestore_deletion_protection = false
 }
 
+# certfn's API: the api Cloud Run service, with a Google ID token for its
+# URL from Application Default Credentials (a service account's: a
+# person's own gcloud login is not enough, see docs/terraform.md). The
+# token's e-mail must be in api_invoker_members and api_admins (or hold
+# RBAC bindings).
+provider "certfn" {
+  endpoint = module.certfn.api_url
+  auth     = "google-id-token"
+}
+
 locals {
   acme_enabled = var.acme_server_url != "" && length(var.dns_zones) > 0 && length(var.acme_dns_names) > 0
 
@@ -52,4 +64,45 @@ locals {
       dns_names   = concat(var.web_dns_names, local.acme_enabled ? var.acme_dns_names : [])
     })],
   ))
+}
+
+locals {
+  # The manifests one document each, by kind/name (known at plan).
+  documents = { for d in split("\n---\n", local.manifests) : "${yamldecode(d).kind}/${yamldecode(d).metadata.name}" => d }
+  # Issuers, the policy and its binding first; then the Certificates.
+  config_documents      = { for k, d in local.documents : k => d if var.manage_certificates && !startswith(k, "Certificate/") }
+  certificate_documents = { for k, d in local.documents : k => d if var.manage_certificates && startswith(k, "Certificate/") }
+}
+
+resource "certfn_manifest" "config" {
+  for_each = local.config_documents
+  manifest = each.value
+
+  dynamic "wait" {
+    for_each = strcontains(each.key, "Issuer/") ? [1] : []
+    content {
+      condition = "Ready"
+      timeout   = "5m"
+    }
+  }
+}
+
+# Applied once the issuers are Ready; apply returns when each Certificate is
+# issued, or fails naming what blocks it.
+resource "certfn_manifest" "certificate" {
+  for_each   = local.certificate_documents
+  manifest   = each.value
+  depends_on = [certfn_manifest.config]
+
+  wait {
+    condition = "Ready"
+    timeout   = "10m"
+  }
+}
+
+# What certfn made of "web": validity and the secret's Secret Manager name.
+data "certfn_certificate" "web" {
+  count     = var.manage_certificates ? 1 : 0
+  namespace = certfn_manifest.certificate["Certificate/web"].namespace
+  name      = certfn_manifest.certificate["Certificate/web"].name
 }

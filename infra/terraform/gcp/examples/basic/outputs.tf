@@ -29,11 +29,21 @@ output "secret_prefix" {
 }
 
 output "manifests" {
-  description = "The example's certfn manifests (multi-document YAML), to send to the api after apply."
+  description = "The example's certfn manifests (multi-document YAML): what the certfn provider applies, or, with manage_certificates = false, what to send to the api after apply."
   value       = local.manifests
 }
 
 output "certificates" {
   description = "namespace/name of the Certificates the manifests declare (what to wait for)."
   value       = concat(["default/web"], local.acme_enabled ? ["default/acme-web"] : [])
+}
+
+output "web_certificate" {
+  description = "The web Certificate as certfn reports it (data.certfn_certificate): ready, revision, not_after and the secret's Secret Manager resource name; null with manage_certificates = false."
+  value = var.manage_certificates ? {
+    ready            = data.certfn_certificate.web[0].ready
+    revision         = data.certfn_certificate.web[0].revision
+    not_after        = data.certfn_certificate.web[0].not_after
+    secret_reference = data.certfn_certificate.web[0].secret_reference
+  } : null
 }

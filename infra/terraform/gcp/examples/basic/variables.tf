@@ -78,3 +78,9 @@ variable "acme_dns_names" {
   type        = list(string)
   default     = []
 }
+
+variable "manage_certificates" {
+  description = "Declare the example's Issuers, policy and Certificates with certfn's provider (applied through the api during terraform apply, which waits until they are Ready). false: Terraform deploys certfn only; send the output manifests to the api yourself."
+  type        = bool
+  default     = true
+}

@@ -6,5 +6,10 @@ terraform {
       source  = "hashicorp/google"
       version = ">= 6.1.0, < 8.0.0"
     }
+    # certfn's provider: no registry entry; install it with `make provider`
+    # (docs/terraform.md).
+    certfn = {
+      source = "certfn/certfn"
+    }
   }
 }

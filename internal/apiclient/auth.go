@@ -1,4 +1,4 @@
-package main
+package apiclient
 
 import (
 	"context"
@@ -24,50 +24,50 @@ import (
 
 // How the remote client authenticates (--auth, CERTFN_AUTH).
 const (
-	// authAWSSigV4 signs each request with SigV4 for the service "lambda"
+	// AuthAWSSigV4 signs each request with SigV4 for the service "lambda"
 	// (the api function's Function URL with AWS_IAM auth).
-	authAWSSigV4 = "aws-sigv4"
-	// authGoogleIDToken sends a Google ID token for the server's audience
+	AuthAWSSigV4 = "aws-sigv4"
+	// AuthGoogleIDToken sends a Google ID token for the server's audience
 	// in `Authorization: Bearer` (the api service on Cloud Run).
-	authGoogleIDToken = "google-id-token"
-	// authClientCert presents a TLS client certificate (`certfn serve
+	AuthGoogleIDToken = "google-id-token"
+	// AuthClientCert presents a TLS client certificate (`certfn serve
 	// --api-listen`).
-	authClientCert = "client-cert"
-	// authNone sends no credentials (a proxy in front authenticates).
-	authNone = "none"
+	AuthClientCert = "client-cert"
+	// AuthNone sends no credentials (a proxy in front authenticates).
+	AuthNone = "none"
 )
 
-// authModes are the values of --auth.
-var authModes = []string{authAWSSigV4, authGoogleIDToken, authClientCert, authNone}
+// AuthModes are the values of --auth.
+var AuthModes = []string{AuthAWSSigV4, AuthGoogleIDToken, AuthClientCert, AuthNone}
 
-// selectAuth returns the authentication of a server: --auth when given,
+// SelectAuth returns the authentication of a server: --auth when given,
 // else, in this order, client-cert when --client-cert or --client-key is
 // given, google-id-token when --token or --audience is, google-id-token
 // for a Cloud Run URL (*.run.app), aws-sigv4 for a Function URL
 // (*.lambda-url.<region>.on.aws), client-cert when --server-ca is given,
 // and aws-sigv4 otherwise (the default before --auth existed).
-func selectAuth(u *url.URL, o remoteOptions) (string, error) {
+func SelectAuth(u *url.URL, o Options) (string, error) {
 	if a := strings.TrimSpace(o.Auth); a != "" {
 		a = strings.ToLower(a)
-		if !slices.Contains(authModes, a) {
-			return "", fmt.Errorf("%s %q: want one of %s", o.name("auth"), o.Auth, strings.Join(authModes, ", "))
+		if !slices.Contains(AuthModes, a) {
+			return "", fmt.Errorf("%s %q: want one of %s", o.name("auth"), o.Auth, strings.Join(AuthModes, ", "))
 		}
 		return a, nil
 	}
 	host := strings.ToLower(u.Hostname())
 	switch {
 	case o.ClientCert != "" || o.ClientKey != "":
-		return authClientCert, nil
+		return AuthClientCert, nil
 	case o.Token != "" || o.Audience != "":
-		return authGoogleIDToken, nil
+		return AuthGoogleIDToken, nil
 	case isCloudRunHost(host):
-		return authGoogleIDToken, nil
-	case functionURLRegion(host) != "":
-		return authAWSSigV4, nil
+		return AuthGoogleIDToken, nil
+	case FunctionURLRegion(host) != "":
+		return AuthAWSSigV4, nil
 	case o.ServerCA != "":
-		return authClientCert, nil
+		return AuthClientCert, nil
 	}
-	return authAWSSigV4, nil
+	return AuthAWSSigV4, nil
 }
 
 // isCloudRunHost reports whether host is a Cloud Run service URL's
@@ -79,16 +79,16 @@ func isCloudRunHost(host string) bool {
 
 // checkAuthFlags refuses flags that belong to another authentication.
 // --region is ignored with client certificates, as before --auth.
-func checkAuthFlags(auth string, o remoteOptions) error {
+func checkAuthFlags(auth string, o Options) error {
 	for _, f := range []struct {
 		flag, value string
 		auths       []string
 	}{
-		{"client-cert", o.ClientCert, []string{authClientCert}},
-		{"client-key", o.ClientKey, []string{authClientCert}},
-		{"token", o.Token, []string{authGoogleIDToken}},
-		{"audience", o.Audience, []string{authGoogleIDToken}},
-		{"region", o.Region, []string{authAWSSigV4, authClientCert}},
+		{"client-cert", o.ClientCert, []string{AuthClientCert}},
+		{"client-key", o.ClientKey, []string{AuthClientCert}},
+		{"token", o.Token, []string{AuthGoogleIDToken}},
+		{"audience", o.Audience, []string{AuthGoogleIDToken}},
+		{"region", o.Region, []string{AuthAWSSigV4, AuthClientCert}},
 	} {
 		if f.value != "" && !slices.Contains(f.auths, auth) {
 			return fmt.Errorf("%s is for --auth %s, not %s", o.name(f.flag), f.auths[0], auth)
@@ -101,7 +101,7 @@ func checkAuthFlags(auth string, o remoteOptions) error {
 // credentials (environment, shared files and profiles, SSO, the
 // instance or task role); it makes no request (credentials are resolved
 // on the first call).
-func sigV4Authorizer(ctx context.Context, u *url.URL, o remoteOptions) (authorizer, error) {
+func sigV4Authorizer(ctx context.Context, u *url.URL, o Options) (authorizer, error) {
 	var opts []func(*config.LoadOptions) error
 	if o.Region != "" {
 		opts = append(opts, config.WithRegion(o.Region))
@@ -112,7 +112,7 @@ func sigV4Authorizer(ctx context.Context, u *url.URL, o remoteOptions) (authoriz
 	}
 	region := o.Region
 	if region == "" {
-		region = functionURLRegion(u.Hostname())
+		region = FunctionURLRegion(u.Hostname())
 	}
 	if region == "" {
 		region = cfg.Region
@@ -139,17 +139,17 @@ func sigV4Authorizer(ctx context.Context, u *url.URL, o remoteOptions) (authoriz
 	}, nil
 }
 
-// googleTokenSource returns a source of Google ID tokens for audience
+// GoogleTokenSource returns a source of Google ID tokens for audience
 // from Application Default Credentials; tests replace it.
-var googleTokenSource = adcIDTokenSource
+var GoogleTokenSource = ADCIDTokenSource
 
 // googleAuthorizer sends `Authorization: Bearer <Google ID token>`: the
 // --token given, else one for the audience (--audience, default
 // https://<server host>) from Application Default Credentials, fetched
 // now and renewed by the token source when it expires.
-func googleAuthorizer(ctx context.Context, u *url.URL, o remoteOptions) (authorizer, error) {
+func googleAuthorizer(ctx context.Context, u *url.URL, o Options) (authorizer, error) {
 	if u.Scheme != "https" {
-		return nil, fmt.Errorf("--server %s: --auth %s sends a bearer token: the URL must be https", u.Redacted(), authGoogleIDToken)
+		return nil, fmt.Errorf("--server %s: --auth %s sends a bearer token: the URL must be https", u.Redacted(), AuthGoogleIDToken)
 	}
 	audience := strings.TrimSpace(o.Audience)
 	if o.Audience != "" && (audience == "" || strings.ContainsFunc(audience, unicode.IsSpace)) {
@@ -161,14 +161,14 @@ func googleAuthorizer(ctx context.Context, u *url.URL, o remoteOptions) (authori
 	}
 	var ts oauth2.TokenSource
 	if o.Token != "" {
-		tok, err := checkToken(o.Token, audience, o.name("token"), time.Now())
+		tok, err := CheckToken(o.Token, audience, o.name("token"), time.Now())
 		if err != nil {
 			return nil, err
 		}
 		ts = oauth2.StaticTokenSource(&oauth2.Token{AccessToken: tok})
 	} else {
 		var err error
-		if ts, err = googleTokenSource(ctx, audience); err != nil {
+		if ts, err = GoogleTokenSource(ctx, audience); err != nil {
 			return nil, fmt.Errorf("google-id-token: %w", err)
 		}
 	}
@@ -182,11 +182,11 @@ func googleAuthorizer(ctx context.Context, u *url.URL, o remoteOptions) (authori
 	}, nil
 }
 
-// checkToken returns the --token value trimmed, or an error naming the
+// CheckToken returns the --token value trimmed, or an error naming the
 // flag when it is not one token, is a JWT already expired at now, or is a
 // JWT for another audience (the api would refuse it; refusing here also
 // keeps a token meant for another service from being sent to this one).
-func checkToken(token, audience, name string, now time.Time) (string, error) {
+func CheckToken(token, audience, name string, now time.Time) (string, error) {
 	tok := strings.TrimSpace(token)
 	switch {
 	case tok == "":
@@ -250,7 +250,7 @@ func jwtClaimsOf(tok string) (jwtClaims, bool) {
 	return c, true
 }
 
-// adcIDTokenSource returns ID tokens for audience from Application
+// ADCIDTokenSource returns ID tokens for audience from Application
 // Default Credentials (GOOGLE_APPLICATION_CREDENTIALS, gcloud's
 // application_default_credentials.json, else the metadata server) with
 // google.golang.org/api/idtoken, which makes them for service-account
@@ -262,7 +262,7 @@ func jwtClaimsOf(tok string) (jwtClaims, bool) {
 // type: "authorized_user"`): then the ID token Google returns with the
 // user's access token is used if it is for audience, else the error says
 // what to do.
-func adcIDTokenSource(ctx context.Context, audience string) (oauth2.TokenSource, error) {
+func ADCIDTokenSource(ctx context.Context, audience string) (oauth2.TokenSource, error) {
 	ts, err := idtoken.NewTokenSource(ctx, audience)
 	if err == nil {
 		return ts, nil
