@@ -342,9 +342,15 @@ func harness(t *testing.T, sh *shape) {
 					defer wg.Done()
 					for j := range next {
 						r := jobs[j]
-						r.out, _, r.label, r.err = runOnce(t, e, sh, f, r.n, r.kind, fmt.Sprintf("f%dn%d%s", fi, r.n, r.kind))
+						var got []string
+						r.out, got, r.label, r.err = runOnce(t, e, sh, f, r.n, r.kind, fmt.Sprintf("f%dn%d%s", fi, r.n, r.kind))
 						if r.err == nil && r.label != labels[r.n-1] {
-							r.err = fmt.Errorf("not deterministic: call %d is %s, it was %s in the clean run", r.n, r.label, labels[r.n-1])
+							first := 0 // the first call that differs
+							for first < min(len(got), len(labels)) && got[first] == labels[first] {
+								first++
+							}
+							r.err = fmt.Errorf("not deterministic: call %d is %s, it was %s in the clean run; from call %d, this run: %v; the clean run: %v",
+								r.n, r.label, labels[r.n-1], first+1, got[first:min(len(got), first+8)], labels[first:min(len(labels), first+8)])
 						}
 						if r.err == nil && r.out.lag > limit {
 							r.err = fmt.Errorf("converged %s after the %s, want at most %s", r.out.lag, map[kind]string{crash: "crash's restart", transient: "fault", lost: "fault"}[r.kind], limit)
