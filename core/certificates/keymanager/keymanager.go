@@ -50,6 +50,9 @@ func Step(ctx context.Context, env *certificates.Env, st *certificates.State) (c
 		return forgetGone(ctx, env, st)
 	case errors.Is(err, ports.ErrNotFound):
 		sec, err = create(ctx, env, st, name)
+		if errors.Is(err, errBeingCreated) {
+			return certificates.Outcome{RequeueAt: st.Now.Add(certificates.FollowUpGrace), Why: err.Error()}, nil
+		}
 		if err != nil {
 			return certificates.Outcome{}, err
 		}
@@ -125,6 +128,9 @@ func create(ctx context.Context, env *certificates.Env, st *certificates.State, 
 	if errors.Is(err, ports.ErrAlreadyExists) {
 		// A concurrent invocation won: adopt its key.
 		got, gerr := env.Secrets.Get(ctx, sec.Namespace, name)
+		if errors.Is(gerr, ports.ErrNotFound) {
+			return ports.Secret{}, errBeingCreated
+		}
 		if gerr != nil {
 			return ports.Secret{}, fmt.Errorf("read next private key secret %s/%s after a concurrent create: %w", sec.Namespace, name, gerr)
 		}
@@ -135,6 +141,16 @@ func create(ctx context.Context, env *certificates.Env, st *certificates.State, 
 	}
 	return sec, nil
 }
+
+// errBeingCreated: the next-key secret exists but holds nothing readable
+// yet. A store whose Create is two calls (Secret Manager: the secret, then
+// its first version) shows this while another Create is between them, and
+// after a Create whose answer was lost or that died there, until the store
+// lets a later Create take the empty secret over (secretmanager.ShellGrace,
+// a minute). An error here was retried at once, again and again, into the
+// dead-letter queue (issue 15's fault harness on Cloud Run); the step waits
+// FollowUpGrace instead.
+var errBeingCreated = errors.New("the next private key secret is being created (it exists and holds no key yet): looking again later")
 
 // generate builds the next-key secret: a fresh key, or with rotationPolicy
 // Never the currently stored key when it still matches spec.privateKey.

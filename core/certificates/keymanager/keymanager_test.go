@@ -491,3 +491,21 @@ func TestStepCleansUpTheNextKeyWhenNotIssuing(t *testing.T) {
 		})
 	}
 }
+
+// A next-key secret that exists but holds no key yet (Secret Manager's
+// secret without its first version: a concurrent Create between its two
+// calls, or one whose answer was lost) is waited for, not retried at once
+// as an error: on Cloud Run that went on into the dead-letter queue.
+func TestStepWaitsForASecretBeingCreated(t *testing.T) {
+	secrets := ct.NewMemSecrets()
+	secrets.CreateErr = ports.ErrAlreadyExists // exists, but Get finds no key
+	w := &ct.Writer{}
+	env, _, _ := ct.Env(secrets, w)
+	out, err := keymanager.Step(context.Background(), env, ct.State(issuing(), nil))
+	if err != nil || out.Wrote || !out.RequeueAt.Equal(ct.T0.Add(certificates.FollowUpGrace)) || !strings.Contains(out.Why, "being created") {
+		t.Fatalf("Step = %+v, %v; want a wait of FollowUpGrace", out, err)
+	}
+	if len(w.Calls) != 0 {
+		t.Fatalf("writes %v", w.Ops())
+	}
+}
