@@ -405,6 +405,7 @@ func TestModuleRejectsBadInputs(t *testing.T) {
 		{`quota_objects_per_namespace = -1`, "quota_objects_per_namespace: must be a whole number of 0 (unlimited)"},
 		{`quota_issuances_per_hour_per_namespace = 2.5`, "quota_issuances_per_hour_per_namespace: must be a whole number of 0 (unlimited)"},
 		{`secret_store = "s3"`, `secret_store: must be "secretsmanager" or "ssm"`},
+		{`acme_poll_first = "fast"`, "acme_poll_first: must be empty or a Go duration"},
 	}
 	var inputs []string
 	for _, c := range cases {

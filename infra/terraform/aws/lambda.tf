@@ -31,6 +31,8 @@ locals {
       CERTFN_ACM_IMPORT        = tostring(var.enable_acm_import)
       CERTFN_HTTP01_ENABLED    = tostring(var.enable_http01)
       CERTFN_ACME_SERVER_ALLOW = join(",", var.acme_server_allow)
+      CERTFN_ACME_POLL_FIRST   = var.acme_poll_first != "" ? var.acme_poll_first : null
+      CERTFN_ACME_POLL_MAX     = var.acme_poll_max != "" ? var.acme_poll_max : null
       # The worker holds back ACME requests (and hands off no CA request)
       # of a namespace at its issuance quota; the signer before signing.
       CERTFN_QUOTA_ISSUANCES_PER_HOUR = tostring(var.quota_issuances_per_hour_per_namespace)

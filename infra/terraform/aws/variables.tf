@@ -112,6 +112,28 @@ variable "acme_server_allow" {
   }
 }
 
+variable "acme_poll_first" {
+  description = "Wait before the first poll of an accepted ACME challenge or a finalized order (CERTFN_ACME_POLL_FIRST, a Go duration such as 150ms); the wait doubles up to acme_poll_max, and a Retry-After from the CA always wins. Empty: certfn's default (150ms)."
+  type        = string
+  default     = ""
+
+  validation {
+    condition     = var.acme_poll_first == "" || can(regex("^([0-9]+(\\.[0-9]+)?(ns|us|ms|s|m|h))+$", var.acme_poll_first))
+    error_message = "acme_poll_first: must be empty or a Go duration such as 150ms or 2s (10ms to 1h)."
+  }
+}
+
+variable "acme_poll_max" {
+  description = "Longest wait between two ACME polls (CERTFN_ACME_POLL_MAX, a Go duration such as 2s); not below acme_poll_first. Empty: certfn's default (2s)."
+  type        = string
+  default     = ""
+
+  validation {
+    condition     = var.acme_poll_max == "" || can(regex("^([0-9]+(\\.[0-9]+)?(ns|us|ms|s|m|h))+$", var.acme_poll_max))
+    error_message = "acme_poll_max: must be empty or a Go duration such as 150ms or 2s (10ms to 1h)."
+  }
+}
+
 variable "quota_objects_per_namespace" {
   description = "Objects quota (CERTFN_QUOTA_OBJECTS, set on the api function): the most Certificates, CertificateRequests, Issuers, Roles and RoleBindings one namespace may hold; an apply that would create more is refused with 403 exceeded quota. 0: unlimited."
   type        = number
