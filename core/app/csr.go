@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/certfn/certfn/core/api"
@@ -13,7 +12,6 @@ import (
 	"github.com/certfn/certfn/core/errs"
 	"github.com/certfn/certfn/core/pki"
 	"github.com/certfn/certfn/core/ports"
-	"github.com/certfn/certfn/core/rbac"
 	"github.com/certfn/certfn/core/requests"
 	"github.com/certfn/certfn/core/validation"
 )
@@ -65,45 +63,23 @@ func checkCSRUpdate(key api.Key, old, obj api.Object) error {
 // names.
 func (s *Service) ApproveCSR(ctx context.Context, caller Caller, name string, approve bool, reason, message string) (*api.CertificateSigningRequest, error) {
 	key := api.Key{Kind: api.KindCertificateSigningRequest, Name: name}
-	az := s.authz()
-	canGet := az.check(ctx, caller, rbac.VerbGet, key) == nil
-	generic := forbidden(fmt.Errorf("%s may not approve or deny %s", identity(caller).Username, key))
-	o, err := s.engine.Get(ctx, key)
-	if errors.Is(err, ports.ErrNotFound) && !canGet {
-		return nil, generic
-	}
-	if err != nil {
-		return nil, err
-	}
-	if err := az.checkSignerApproval(ctx, caller, o.(*api.CertificateSigningRequest).Spec.SignerName); err != nil {
-		if !canGet && errors.Is(err, ErrForbidden) {
-			return nil, generic
-		}
-		return nil, err
-	}
-	if strings.TrimSpace(message) == "" {
-		message = DefaultApprovalMessage(approve, caller.Username)
-	}
-	if reason == "" {
-		reason = "certfn"
-	}
-	out, err := s.mutate(ctx, key, func(o api.Object) error {
-		c := o.(*api.CertificateSigningRequest)
-		for _, t := range []string{api.CSRConditionApproved, api.CSRConditionDenied} {
-			if cond := c.Status.Condition(t); cond != nil {
-				return conflictf("%s is already %s (%s); approval and denial are permanent", key, t, cond.Reason)
+	out, err := s.decide(ctx, caller, key, approve, reason, message,
+		func(ctx context.Context, az *authz, o api.Object) error {
+			return az.checkSignerApproval(ctx, caller, o.(*api.CertificateSigningRequest).Spec.SignerName)
+		},
+		func(o api.Object, t string, reason, message string) error {
+			c := o.(*api.CertificateSigningRequest)
+			for _, d := range []string{api.CSRConditionApproved, api.CSRConditionDenied} {
+				if cond := c.Status.Condition(d); cond != nil {
+					return conflictf("%s is already %s (%s); approval and denial are permanent", key, d, cond.Reason)
+				}
 			}
-		}
-		if c.IsFinal() {
-			return conflictf("%s is already final", key)
-		}
-		t := api.CSRConditionDenied
-		if approve {
-			t = api.CSRConditionApproved
-		}
-		c.Status.AddCondition(t, reason, message, s.engine.Now())
-		return nil
-	})
+			if c.IsFinal() {
+				return conflictf("%s is already final", key)
+			}
+			c.Status.AddCondition(t, reason, message, s.engine.Now())
+			return nil
+		}, api.CSRConditionApproved, api.CSRConditionDenied)
 	if err != nil {
 		return nil, err
 	}

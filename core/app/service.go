@@ -380,6 +380,39 @@ func (s *Service) Approve(ctx context.Context, caller Caller, key api.Key, appro
 	if key.Kind != api.KindCertificateRequest {
 		return nil, badRequestf("approval applies to certificaterequests, not %s", key.Kind)
 	}
+	out, err := s.decide(ctx, caller, key, approve, reason, message,
+		func(ctx context.Context, az *authz, o api.Object) error {
+			return az.checkApproval(ctx, caller, o.(*api.CertificateRequest))
+		},
+		func(o api.Object, t string, reason, message string) error {
+			cr := o.(*api.CertificateRequest)
+			for _, d := range []string{api.CertificateRequestConditionApproved, api.CertificateRequestConditionDenied} {
+				if c := api.FindCondition(cr.Status.Conditions, d); c != nil {
+					return conflictf("%s is already %s (%s); approval and denial are permanent", key, d, c.Reason)
+				}
+			}
+			if cr.IsFinal() {
+				return conflictf("%s is already final", key)
+			}
+			api.SetCondition(&cr.Status.Conditions, api.Condition{Type: t, Status: api.ConditionTrue, Reason: reason, Message: message}, s.engine.Now())
+			return nil
+		}, api.CertificateRequestConditionApproved, api.CertificateRequestConditionDenied)
+	if err != nil {
+		return nil, err
+	}
+	return out.(*api.CertificateRequest), nil
+}
+
+// decide is the approval path CertificateRequests and
+// CertificateSigningRequests share (seed 004): the caller must be allowed
+// by mayDecide on the stored object, and one who may not even read it
+// learns nothing (the same ErrForbidden whether it exists or not); an
+// empty reason is "certfn", an empty message DefaultApprovalMessage; then
+// record writes condition approved or denied, refusing (ErrConflict) a
+// request already decided or final.
+func (s *Service) decide(ctx context.Context, caller Caller, key api.Key, approve bool, reason, message string,
+	mayDecide func(ctx context.Context, az *authz, o api.Object) error,
+	record func(o api.Object, condition, reason, message string) error, approved, denied string) (api.Object, error) {
 	az := s.authz()
 	canGet := az.check(ctx, caller, rbac.VerbGet, key) == nil
 	generic := forbidden(fmt.Errorf("%s may not approve or deny %s", identity(caller).Username, key))
@@ -390,7 +423,7 @@ func (s *Service) Approve(ctx context.Context, caller Caller, key api.Key, appro
 	if err != nil {
 		return nil, err
 	}
-	if err := az.checkApproval(ctx, caller, o.(*api.CertificateRequest)); err != nil {
+	if err := mayDecide(ctx, az, o); err != nil {
 		if !canGet && errors.Is(err, ErrForbidden) {
 			return nil, generic
 		}
@@ -402,27 +435,11 @@ func (s *Service) Approve(ctx context.Context, caller Caller, key api.Key, appro
 	if reason == "" {
 		reason = "certfn"
 	}
-	out, err := s.mutate(ctx, key, func(o api.Object) error {
-		cr := o.(*api.CertificateRequest)
-		for _, t := range []string{api.CertificateRequestConditionApproved, api.CertificateRequestConditionDenied} {
-			if c := api.FindCondition(cr.Status.Conditions, t); c != nil {
-				return conflictf("%s is already %s (%s); approval and denial are permanent", key, t, c.Reason)
-			}
-		}
-		if cr.IsFinal() {
-			return conflictf("%s is already final", key)
-		}
-		t := api.CertificateRequestConditionDenied
-		if approve {
-			t = api.CertificateRequestConditionApproved
-		}
-		api.SetCondition(&cr.Status.Conditions, api.Condition{Type: t, Status: api.ConditionTrue, Reason: reason, Message: message}, s.engine.Now())
-		return nil
-	})
-	if err != nil {
-		return nil, err
+	condition := denied
+	if approve {
+		condition = approved
 	}
-	return out.(*api.CertificateRequest), nil
+	return s.mutate(ctx, key, func(o api.Object) error { return record(o, condition, reason, message) })
 }
 
 // Status explains the Certificate at key (the report `certfn status`
