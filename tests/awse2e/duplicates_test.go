@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand"
-	"os"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -18,6 +16,7 @@ import (
 	"github.com/certfn/certfn/core/pki"
 	"github.com/certfn/certfn/core/ports"
 	"github.com/certfn/certfn/internal/awsmode"
+	"github.com/certfn/certfn/tests/faultsweep"
 )
 
 // dupCerts is how many Certificates TestDuplicateShuffledDeliveryOnAWS
@@ -46,19 +45,7 @@ const dupCerts = 600
 // reconciles of one Certificate used to leave 0–9 of 600 per revision:
 // issue 15, fixed in the keymanager).
 func TestDuplicateShuffledDeliveryOnAWS(t *testing.T) {
-	seed := int64(15)
-	switch s := os.Getenv("CERTFN_LOAD_SEED"); s {
-	case "":
-	case "random":
-		seed = time.Now().UnixNano()
-	default:
-		v, err := strconv.ParseInt(s, 10, 64)
-		if err != nil {
-			t.Fatalf("CERTFN_LOAD_SEED: %v", err)
-		}
-		seed = v
-	}
-	t.Logf("seed %d (CERTFN_LOAD_SEED=%d repeats this schedule)", seed, seed)
+	seed := faultsweep.LoadSeed(t)
 	rng := rand.New(rand.NewSource(seed))
 	began := time.Now()
 

@@ -8,8 +8,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
-	"os"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -27,6 +25,7 @@ import (
 	"github.com/certfn/certfn/internal/awsmode"
 	"github.com/certfn/certfn/internal/awsmode/awstest"
 	"github.com/certfn/certfn/tests/emulators"
+	"github.com/certfn/certfn/tests/faultsweep"
 )
 
 // The fault harness of tests/faults on the Lambda functions themselves
@@ -60,75 +59,8 @@ import (
 // runs; CERTFN_FAULTS_STRIDE=1 faults every request as every kind:
 // `CERTFN_FAULTS_STRIDE=1 go test -count=1 -run TestFaultHarnessOnLambda -v ./tests/awse2e/`.
 func TestFaultHarnessOnLambda(t *testing.T) {
-	began := time.Now()
-	// The functions' requests vary a little from run to run (how SQS
-	// batches the messages decides the invocations): the faults go up to
-	// the fewest requests of three clean runs.
-	var clean lambdaRun
-	for i := 0; i < 3; i++ {
-		r := runLambdaFaults(t, 0, "")
-		if r.err != nil {
-			t.Fatalf("clean run: %v", r.err)
-		}
-		if i == 0 || len(r.labels) < len(clean.labels) {
-			clean = r
-		}
-	}
-	if len(clean.labels) < 10 {
-		t.Fatalf("clean run: implausibly few AWS requests: %v", clean.labels)
-	}
-	byService := map[string]int{}
-	for _, l := range clean.labels {
-		byService[strings.SplitN(l, ".", 2)[0]]++
-	}
-	stride := 3
-	if s := os.Getenv("CERTFN_FAULTS_STRIDE"); s != "" {
-		if n, err := strconv.Atoi(s); err == nil && n >= 1 {
-			stride = n
-		}
-	}
-	var runs, failed, unfired int
-	worst := map[string]time.Duration{}
-	for n := 1; n <= len(clean.labels); n++ {
-		for ki, kind := range []string{"crash", "transient", "lost"} {
-			// With stride s, call n is faulted as the kinds whose index is
-			// n mod s (every call as one kind at least when s <= 3).
-			if (n+ki)%stride != 0 {
-				continue
-			}
-			if only := os.Getenv("CERTFN_FAULTS_ONLY"); only != "" && only != fmt.Sprintf("%d:%s", n, kind) {
-				continue // one run, to debug it: CERTFN_FAULTS_ONLY=<n>:<kind>
-			}
-			runs++
-			r := runLambdaFaults(t, n, kind)
-			if r.lag > time.Minute && (kind != "crash" || os.Getenv("CERTFN_FAULTS_ONLY") != "") {
-				t.Logf("%s at request %d (%s): converged %s after the fault", kind, n, r.fired, r.lag)
-				if os.Getenv("CERTFN_FAULTS_ONLY") != "" {
-					t.Logf("the functions' warnings:\n%s", r.logs)
-				}
-			}
-			if r.fired == "" {
-				// This run made fewer requests than n: counted, not failed
-				// (more than a tenth of the runs fails the test below).
-				unfired++
-				continue
-			}
-			if r.err != nil {
-				failed++
-				t.Errorf("%s at request %d (%s in the clean run): %v", kind, n, clean.labels[n-1], r.err)
-				continue
-			}
-			worst[kind] = max(worst[kind], r.lag)
-		}
-	}
-	t.Logf("fault harness on the Lambda functions (dynalite, local-aws-sqs, Secrets Manager double), CA issuance: "+
-		"%d AWS requests in the clean run (%s); %d faulted runs (stride %d), %d failed, %d made fewer requests than their fault's number; "+
-		"converged at most %s after a crash (bound %s), %s after a transient fault, %s after a lost answer; %s real",
-		len(clean.labels), fmt.Sprint(byService), runs, stride, failed, unfired, worst["crash"], lambdaBound, worst["transient"], worst["lost"],
-		time.Since(began).Round(time.Millisecond))
-	if unfired*10 > runs {
-		t.Errorf("%d of %d runs never reached their fault: the flow's requests vary too much for the harness", unfired, runs)
-	}
+	faultsweep.Sweep(t, "fault harness on the Lambda functions (dynalite, local-aws-sqs, Secrets Manager double), CA issuance",
+		lambdaBound, func(n int, kind string) faultsweep.Result { return runLambdaFaults(t, n, kind) })
 }
 
 // lambdaBound is one visibility timeout (the worker's, the longer) plus
@@ -223,15 +155,6 @@ func awsOperation(req *http.Request) string {
 		}
 	}
 	return req.URL.Host + req.URL.Path
-}
-
-// lambdaRun is one run of the harness.
-type lambdaRun struct {
-	logs   string
-	labels []string
-	fired  string
-	lag    time.Duration
-	err    error
 }
 
 // lambdaWorld is one deployment (a table and queues of its own).
@@ -417,7 +340,7 @@ func (w *lambdaWorld) check() error {
 
 // runLambdaFaults runs the CA issuance flow with AWS request at faulted
 // as kind (at 0: a clean run).
-func runLambdaFaults(t *testing.T, at int, kind string) lambdaRun {
+func runLambdaFaults(t *testing.T, at int, kind string) faultsweep.Result {
 	t.Helper()
 	env := awstest.New(t)
 	// local-aws-sqs counts a ChangeMessageVisibility towards the redrive
@@ -442,7 +365,7 @@ func runLambdaFaults(t *testing.T, at int, kind string) lambdaRun {
 	w.rt.counting = true
 	w.rt.mu.Unlock()
 
-	var run lambdaRun
+	var run faultsweep.Result
 	var ref, convergedAt time.Time
 	for steps := 0; steps < 500; steps++ {
 		if ref.IsZero() && w.rt.fired != "" {
@@ -467,28 +390,24 @@ func runLambdaFaults(t *testing.T, at int, kind string) lambdaRun {
 			continue
 		}
 		if ok {
-			run.labels, run.fired, run.logs = w.rt.labels, w.rt.fired, w.logs.String()
-			if kind == "crash" && w.restarts != 1 {
-				run.err = fmt.Errorf("%d restarts after a crash", w.restarts)
+			run.Labels, run.Fired, run.Logs = w.rt.labels, w.rt.fired, w.logs.String()
+			if kind == "crash" && w.restarts != 1 && run.Fired != "" {
+				run.Err = fmt.Errorf("%d restarts after a crash", w.restarts)
 				return run
 			}
 			if !ref.IsZero() && convergedAt.After(ref) {
-				run.lag = convergedAt.Sub(ref)
+				run.Lag = convergedAt.Sub(ref)
 			}
-			if run.lag > lambdaBound {
-				run.err = fmt.Errorf("converged %s after the fault, want at most %s", run.lag, lambdaBound)
-			} else {
-				run.err = w.check()
-			}
+			run.Err = w.check()
 			return run
 		}
 		if !ref.IsZero() && env.Clock.Now().Sub(ref) > 2*time.Hour {
-			run.err = fmt.Errorf("stuck 2 h after the fault: %s", why)
+			run.Err = fmt.Errorf("stuck 2 h after the fault: %s", why)
 			return run
 		}
 		env.Clock.Advance(time.Minute) // the next sweep
 	}
-	run.labels, run.fired = w.rt.labels, w.rt.fired
-	run.err = errors.New("no end after 500 steps")
+	run.Labels, run.Fired = w.rt.labels, w.rt.fired
+	run.Err = errors.New("no end after 500 steps")
 	return run
 }

@@ -3,8 +3,6 @@ package faults
 import (
 	"fmt"
 	"math/rand"
-	"os"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +10,7 @@ import (
 	"github.com/certfn/certfn/core/api"
 	ct "github.com/certfn/certfn/core/certificates/certtest"
 	"github.com/certfn/certfn/core/engine"
+	"github.com/certfn/certfn/tests/faultsweep"
 )
 
 // loadCerts is how many Certificates TestDuplicateShuffledDeliveryLocal
@@ -45,19 +44,7 @@ type loadStats struct {
 // most one certificate issued per revision, tls.key matching tls.crt in
 // every secret written and stored, no orphaned secret, nothing stuck.
 func TestDuplicateShuffledDeliveryLocal(t *testing.T) {
-	seed := int64(15) // fixed, so that `make test` runs the same schedule every time
-	switch s := os.Getenv("CERTFN_LOAD_SEED"); s {
-	case "":
-	case "random":
-		seed = time.Now().UnixNano()
-	default:
-		v, err := strconv.ParseInt(s, 10, 64)
-		if err != nil {
-			t.Fatalf("CERTFN_LOAD_SEED: %v", err)
-		}
-		seed = v
-	}
-	t.Logf("seed %d (CERTFN_LOAD_SEED=%d repeats this run)", seed, seed)
+	seed := faultsweep.LoadSeed(t)
 	rng := rand.New(rand.NewSource(seed))
 	began := time.Now()
 
