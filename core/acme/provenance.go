@@ -27,11 +27,18 @@ type Getter func(ctx context.Context, key api.Key) (api.Object, error)
 // CheckOrder reports why the Order must not be acted on ("" when it may):
 // it must be controlled by a CertificateRequest of its namespace that is
 // approved and not denied, and carry that request's CSR and issuerRef
-// unchanged. A read failure other than not-found is returned as err.
+// unchanged — or by a CertificateSigningRequest (cluster-scoped) that is
+// approved and not denied, whose signer name names the Order's issuer
+// (for a namespaced Issuer, in the Order's namespace) and whose request
+// the Order carries (checkCSROrder). A read failure other than not-found
+// is returned as err.
 func CheckOrder(ctx context.Context, get Getter, o *api.Order) (why string, err error) {
 	ref := o.ControllerOf()
+	if ref != nil && ref.Kind == api.KindCertificateSigningRequest {
+		return checkCSROrder(ctx, get, o, ref)
+	}
 	if ref == nil || ref.Kind != api.KindCertificateRequest {
-		return "the Order is not controlled by a CertificateRequest: certfn's ACME issuer acts only on the Orders it creates for approved requests", nil
+		return "the Order is not controlled by a CertificateRequest or a CertificateSigningRequest: certfn's ACME issuer acts only on the Orders it creates for approved requests", nil
 	}
 	obj, err := get(ctx, api.Key{Kind: api.KindCertificateRequest, Namespace: o.Namespace, Name: ref.Name})
 	if errors.Is(err, ports.ErrNotFound) {
@@ -50,6 +57,34 @@ func CheckOrder(ctx context.Context, get Getter, o *api.Order) (why string, err 
 		return fmt.Sprintf("the Order does not carry the CSR of its CertificateRequest %q", ref.Name), nil
 	case !sameIssuerRef(cr.Spec.IssuerRef, o.Spec.IssuerRef):
 		return fmt.Sprintf("the Order does not name the issuer of its CertificateRequest %q", ref.Name), nil
+	}
+	return "", nil
+}
+
+// checkCSROrder is CheckOrder for an Order controlled by the
+// CertificateSigningRequest ref names (core/csr: cert-manager's signer
+// names issuers.cert-manager.io/<namespace>.<name> and
+// clusterissuers.cert-manager.io/<name>).
+func checkCSROrder(ctx context.Context, get Getter, o *api.Order, ref *api.OwnerReference) (string, error) {
+	obj, err := get(ctx, api.Key{Kind: api.KindCertificateSigningRequest, Name: ref.Name})
+	if errors.Is(err, ports.ErrNotFound) {
+		return fmt.Sprintf("the Order's CertificateSigningRequest %q does not exist", ref.Name), nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("read the CertificateSigningRequest of Order %s/%s: %w", o.Namespace, o.Name, err)
+	}
+	c, ok := obj.(*api.CertificateSigningRequest)
+	if !ok || (ref.UID != "" && c.UID != ref.UID) {
+		return fmt.Sprintf("the Order's CertificateSigningRequest %q is not the one it was created for", ref.Name), nil
+	}
+	issuer, ns, ours := api.SignerIssuer(c.Spec.SignerName)
+	switch {
+	case !c.Status.Has(api.CSRConditionApproved) || c.Status.Has(api.CSRConditionDenied):
+		return fmt.Sprintf("the Order's CertificateSigningRequest %q is not approved", ref.Name), nil
+	case !bytes.Equal(bytes.TrimSpace(c.Spec.Request), bytes.TrimSpace(o.Spec.Request)):
+		return fmt.Sprintf("the Order does not carry the CSR of its CertificateSigningRequest %q", ref.Name), nil
+	case !ours || !sameIssuerRef(issuer, o.Spec.IssuerRef) || (issuer.Kind == api.KindIssuer && ns != o.Namespace):
+		return fmt.Sprintf("the Order does not name the issuer of its CertificateSigningRequest %q (signer %q)", ref.Name, c.Spec.SignerName), nil
 	}
 	return "", nil
 }

@@ -57,6 +57,24 @@ func (m *ObjectMeta) ControllerOf() *OwnerReference {
 	return nil
 }
 
+// OwnerKey returns the key of obj's controlling owner (zero if none): in
+// obj's namespace, or cluster-wide when the owner's kind is cluster-scoped
+// (a CertificateSigningRequest owning the ACME Order made for it, which
+// lives in the issuer's namespace), as Kubernetes resolves owner
+// references (a namespaced dependent may name a cluster-scoped owner).
+func OwnerKey(obj Object) Key {
+	m := obj.GetObjectMeta()
+	ref := m.ControllerOf()
+	if ref == nil {
+		return Key{}
+	}
+	ns := m.Namespace
+	if info, ok := KindInfoFor(ref.Kind); ok && !info.Namespaced {
+		ns = ""
+	}
+	return Key{Kind: ref.Kind, Namespace: ns, Name: ref.Name}
+}
+
 // Object is implemented by every resource type.
 type Object interface {
 	GetTypeMeta() *TypeMeta

@@ -1,6 +1,7 @@
 package app_test
 
 import (
+	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -323,9 +324,10 @@ subjects: [{kind: User, name: bob}]
 	}
 }
 
-// Terminal signer errors are Failed (seed 004): an ACME issuer (not
-// supported for CSRs yet), a selfSigned issuer without the private key
-// annotation; a signer name that is not certfn's is left alone.
+// Terminal signer errors are Failed (seed 004): a selfSigned issuer
+// without the private key annotation; an ACME issuer that is not Ready
+// leaves the CSR waiting (no Order); a signer name that is not certfn's is
+// left alone.
 func TestCSRFailedAndForeignSigners(t *testing.T) {
 	r := apptest.NewRig(t)
 	r.Apply(apptest.SelfSignedYAML)
@@ -339,8 +341,8 @@ spec: {acme: {server: "https://acme.invalid/dir", privateKeySecretRef: {name: le
 	r.Apply(csrSpec{name: "nokey", signer: "clusterissuers.cert-manager.io/selfsigned"}.yaml(t))
 	r.Apply(csrSpec{name: "foreign", signer: "example.com/other"}.yaml(t))
 	r.Drain()
-	if f := getCSR(r, "acme").Status.Condition(api.CSRConditionFailed); f == nil || f.Reason != csr.ReasonNotSupported || !strings.Contains(f.Message, "ACME") {
-		t.Fatalf("acme: %+v", getCSR(r, "acme").Status.Conditions)
+	if c := getCSR(r, "acme"); !c.Status.Has(api.CSRConditionApproved) || c.IsFinal() || countOrders(t, r) != 0 {
+		t.Fatalf("acme (issuer never Ready): want approved and waiting with no Order, got %+v", c.Status.Conditions)
 	}
 	if f := getCSR(r, "nokey").Status.Condition(api.CSRConditionFailed); f == nil || f.Reason != csr.ReasonSigningError ||
 		!strings.Contains(f.Message, "private-key-secret-name") {
@@ -416,4 +418,13 @@ func TestCSRDecidedByPolicy(t *testing.T) {
 	if c := getCSR(r, "unbound"); len(c.Status.Conditions) != 0 {
 		t.Fatalf("unbound: %+v", c.Status.Conditions)
 	}
+}
+
+func countOrders(t *testing.T, r *apptest.Rig) int {
+	t.Helper()
+	recs, err := r.Store.List(context.Background(), ports.ListOptions{Kind: api.KindOrder})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(recs)
 }

@@ -26,7 +26,8 @@ const RetainEvents = 7 * 24 * time.Hour
 var gcKinds = map[string]bool{api.KindCertificateRequest: true, "Order": true, "Challenge": true, api.KindChallengeLease: true}
 
 // ExpiresAt is the retention policy of the cloud stores (their TTL: dynamo.Options.ExpiresAt, fsstore.Options.ExpiresAt): a
-// CertificateRequest, Order or Challenge written in a final state, and a
+// CertificateRequest, Order or Challenge written in a final state (an
+// Order of a CertificateSigningRequest: RetainCSR, as its owner), and a
 // ChallengeLease written released (no holder), expire RetainFinal after
 // that write; an Event expires RetainEvents after its last update;
 // everything else never expires. A released lease is kept so
@@ -52,6 +53,11 @@ func ExpiresAt(rec ports.Record, now time.Time) time.Time {
 		return time.Time{}
 	}
 	if f, ok := obj.(interface{ IsFinal() bool }); ok && f.IsFinal() {
+		if rec.Owner.Kind == api.KindCertificateSigningRequest {
+			// The ACME Order of a CSR goes when the CSR goes (RetainCSR):
+			// nothing reads it once the CSR holds its certificate.
+			return now.Add(RetainCSR)
+		}
 		return now.Add(RetainFinal)
 	}
 	if l, ok := obj.(*api.ChallengeLease); ok && l.Spec.Holder == nil {

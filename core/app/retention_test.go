@@ -36,11 +36,20 @@ func TestExpiresAt(t *testing.T) {
 		}
 		return c
 	}
+	order := func(state api.State, owner api.Key) ports.Record {
+		r := rec(&api.Order{TypeMeta: api.TypeMeta{Kind: api.KindOrder}, ObjectMeta: api.ObjectMeta{Name: "o", Namespace: "d"},
+			Status: api.OrderStatus{State: state}})
+		r.Owner = owner
+		return r
+	}
 	for _, tc := range []struct {
 		name string
 		rec  ports.Record
 		want time.Time
 	}{
+		{"a valid Order of a request expires after RetainFinal", order(api.StateValid, api.Key{Kind: api.KindCertificateRequest, Namespace: "d", Name: "r"}), now.Add(RetainFinal)},
+		{"a valid Order of a CSR goes with the CSR", order(api.StateValid, api.Key{Kind: api.KindCertificateSigningRequest, Name: "c"}), now.Add(RetainCSR)},
+		{"a pending Order of a CSR never expires", order(api.StatePending, api.Key{Kind: api.KindCertificateSigningRequest, Name: "c"}), time.Time{}},
 		{"pending request never expires", rec(cr()), time.Time{}},
 		{"issued request expires after RetainFinal", rec(cr(issued)), now.Add(RetainFinal)},
 		{"denied request expires", rec(cr(api.Condition{Type: "Denied", Status: api.ConditionTrue})), now.Add(RetainFinal)},

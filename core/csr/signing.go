@@ -21,7 +21,6 @@ const (
 	ReasonDeniedReference = "DeniedReference"
 	ReasonSigningError    = "SigningError"
 	ReasonBadDuration     = "ErrorParseDuration"
-	ReasonNotSupported    = "NotSupported"
 )
 
 // superuserGroup passes every check, as Kubernetes' system:masters.
@@ -40,12 +39,16 @@ const superuserGroup = "system:masters"
 //     Failed/DeniedReference. A role without Env.Authorizer (the AWS
 //     signer, which may not read RBAC) skips it: the approving role
 //     checked it before handing the CSR over (app.Deliverer);
-//   - an ACME issuer: Failed/NotSupported (signing CSRs through ACME is not
-//     supported yet);
+//   - an ACME issuer signs through an Order that the CSR owns (in the
+//     issuer's namespace: the Issuer's, or the cluster resource namespace
+//     for a ClusterIssuer), created at the first signing step; the CSR
+//     waits on it (the Order's final write wakes the CSR) and takes its
+//     certificate, or is Failed/SigningError with the Order's reason
+//     (cert-manager's pkg/controller/certificatesigningrequests/acme);
 //   - the signer's permanent errors are Failed/SigningError; its transient
 //     errors are retried;
 //   - on success status.certificate is the chain (leaf first, validated as
-//     seed 004 says), status.requestedDuration and honouredDuration record
+//     seed 004 says, its leaf for spec.request's public key), status.requestedDuration and honouredDuration record
 //     seed 003's requested vs honoured lifetime, and seed 003's metrics
 //     count a CSR that asked for expirationSeconds, and whether it was
 //     honoured.
@@ -86,9 +89,6 @@ func SigningStep(ctx context.Context, env *Env, st *State) (Outcome, error) {
 			return fail(ctx, env, st, ReasonDeniedReference, why)
 		}
 	}
-	if typ == "acme" {
-		return fail(ctx, env, st, ReasonNotSupported, "signing CertificateSigningRequests with an ACME issuer is not supported yet: use a CertificateRequest or a Certificate for ACME")
-	}
 	if typ == "selfSigned" && c.Annotations[api.AnnotationCSRPrivateKeySecretName] == "" {
 		return fail(ctx, env, st, ReasonSigningError, fmt.Sprintf("a selfSigned issuer signs a CertificateSigningRequest with the key in the secret that the annotation %q names (in namespace %s); the annotation is missing",
 			api.AnnotationCSRPrivateKeySecretName, cr.Namespace))
@@ -100,7 +100,9 @@ func SigningStep(ctx context.Context, env *Env, st *State) (Outcome, error) {
 	if !api.IsTrue(iss.GetStatus().Conditions, api.IssuerConditionReady) {
 		return waiting(st, env, fmt.Sprintf("issuer %q is not Ready", iss.GetObjectMeta().Name))
 	}
-	res, err := signer.Sign(ctx, signers.Request{CR: cr, Issuer: iss, SecretNamespace: secretNS, Objects: env.Objects})
+	// Owner: an ACME Order made for this request belongs to the CSR (in the
+	// issuer's namespace), as cert-manager's CSR ACME signer makes it.
+	res, err := signer.Sign(ctx, signers.Request{CR: cr, Issuer: iss, SecretNamespace: secretNS, Objects: env.Objects, Owner: c})
 	switch {
 	case err == nil:
 	case errors.Is(err, signers.ErrIssuerNotReady), errors.Is(err, signers.ErrPending):
@@ -110,8 +112,12 @@ func SigningStep(ctx context.Context, env *Env, st *State) (Outcome, error) {
 	default:
 		return Outcome{}, fmt.Errorf("sign CertificateSigningRequest %s: %w", c.Name, err)
 	}
-	if _, err := pki.ParseChainPEM(res.Certificate); err != nil {
+	chain, err := pki.ParseChainPEM(res.Certificate)
+	if err != nil {
 		return fail(ctx, env, st, ReasonSigningError, "the signer returned an invalid status.certificate: "+err.Error())
+	}
+	if !pki.PublicKeysEqual(chain[0].PublicKey, parsed.PublicKey) {
+		return fail(ctx, env, st, ReasonSigningError, "the signer returned a certificate for another public key than spec.request's")
 	}
 	c.Status.Certificate = res.Certificate
 	if res.Requested > 0 {

@@ -242,13 +242,7 @@ func encode(obj api.Object) ([]byte, error) {
 	return b, err
 }
 
-func ownerKey(obj api.Object) api.Key {
-	m := obj.GetObjectMeta()
-	if ref := m.ControllerOf(); ref != nil {
-		return api.Key{Kind: ref.Kind, Namespace: m.Namespace, Name: ref.Name}
-	}
-	return api.Key{}
-}
+func ownerKey(obj api.Object) api.Key { return api.OwnerKey(obj) }
 
 // newUID returns a random UID for a created object.
 func newUID() string {

@@ -99,7 +99,9 @@ func (e *Engine) DeleteObject(ctx context.Context, key api.Key, version int64, o
 var ownedKinds = map[string][]string{
 	api.KindCertificate:        {api.KindCertificateRequest},
 	api.KindCertificateRequest: {"Order"},
-	"Order":                    {"Challenge"},
+	// The ACME Order of a CertificateSigningRequest, in the issuer's namespace.
+	api.KindCertificateSigningRequest: {"Order"},
+	"Order":                           {"Challenge"},
 }
 
 // Version returns the stored version of key (for tests and the CLI).

@@ -54,6 +54,19 @@ type Request struct {
 	// signer that works through resources of its own (the ACME issuer's
 	// Orders); the engine's step sets it.
 	Objects Objects
+	// Owner is the object such resources belong to: nil for CR itself,
+	// or the CertificateSigningRequest that CR stands for (core/csr), so
+	// that its Order wakes, and is deleted with, the CSR.
+	Owner api.Object
+}
+
+// OwnerOf returns the object a signer's own resources belong to:
+// req.Owner, else req.CR.
+func (req Request) OwnerOf() api.Object {
+	if req.Owner != nil {
+		return req.Owner
+	}
+	return req.CR
 }
 
 // Objects is what a signer may do with stored resources within a step

@@ -74,8 +74,10 @@ func (r *run) afterValid(ctx context.Context) error {
 // newer revision issued) means there is nothing more to do: the Order
 // is left unscheduled.
 func (r *run) currentCertificate(ctx context.Context) (*api.Certificate, int64, time.Time, bool, error) {
-	crKey := engineOwner(r.o)
-	if crKey.IsZero() {
+	crKey := api.OwnerKey(r.o)
+	if crKey.Kind != api.KindCertificateRequest {
+		// No owner, or a CertificateSigningRequest: its certificate is the
+		// requester's, renewed by a new CSR, so nothing here uses ARI.
 		return nil, 0, time.Time{}, false, r.wait(ctx, time.Time{})
 	}
 	crObj, _, err := r.load(ctx, crKey)
@@ -84,7 +86,7 @@ func (r *run) currentCertificate(ctx context.Context) (*api.Certificate, int64, 
 	}
 	cr := crObj.(*api.CertificateRequest)
 	rev, _ := strconv.Atoi(cr.Annotations[api.AnnotationRevision])
-	certKey := engineOwner(cr)
+	certKey := api.OwnerKey(cr)
 	if certKey.IsZero() || rev == 0 {
 		return nil, 0, time.Time{}, false, r.wait(ctx, time.Time{})
 	}
@@ -108,14 +110,6 @@ func orStop(ctx context.Context, r *run, err error) error {
 		return err
 	}
 	return r.wait(ctx, time.Time{})
-}
-
-func engineOwner(obj api.Object) api.Key {
-	m := obj.GetObjectMeta()
-	if ref := m.ControllerOf(); ref != nil {
-		return api.Key{Kind: ref.Kind, Namespace: m.Namespace, Name: ref.Name}
-	}
-	return api.Key{}
 }
 
 // load reads and decodes key; nil when it does not exist.

@@ -36,6 +36,49 @@ func TestOrderProvenance(t *testing.T) {
 			r.Create(cr)
 			o.OwnerReferences = []api.OwnerReference{acme.ControllerRef(cr)}
 		}, "does not carry the CSR"},
+		{"missing CertificateSigningRequest", func(r *acmetest.Rig, o *api.Order) {
+			o.OwnerReferences = []api.OwnerReference{{Kind: api.KindCertificateSigningRequest, Name: "gone", Controller: ptr(true)}}
+		}, `CertificateSigningRequest "gone" does not exist`},
+		{"CertificateSigningRequest not approved", func(r *acmetest.Rig, o *api.Order) {
+			c := signingRequest(o, "pending", "clusterissuers.cert-manager.io/le", nil)
+			r.Create(c)
+			o.OwnerReferences = []api.OwnerReference{acme.ControllerRef(c)}
+		}, "is not approved"},
+		{"CertificateSigningRequest denied", func(r *acmetest.Rig, o *api.Order) {
+			c := signingRequest(o, "denied", "clusterissuers.cert-manager.io/le", nil)
+			approveCSR(c)
+			c.Status.AddCondition(api.CSRConditionDenied, "test", "no", acmetest.T0)
+			r.Create(c)
+			o.OwnerReferences = []api.OwnerReference{acme.ControllerRef(c)}
+		}, "is not approved"},
+		{"CertificateSigningRequest with another CSR", func(r *acmetest.Rig, o *api.Order) {
+			c := signingRequest(o, "other", "clusterissuers.cert-manager.io/le", []byte("another CSR"))
+			approveCSR(c)
+			r.Create(c)
+			o.OwnerReferences = []api.OwnerReference{acme.ControllerRef(c)}
+		}, "does not carry the CSR of its CertificateSigningRequest"},
+		{"CertificateSigningRequest for another issuer", func(r *acmetest.Rig, o *api.Order) {
+			c := signingRequest(o, "elsewhere", "clusterissuers.cert-manager.io/other", nil)
+			approveCSR(c)
+			r.Create(c)
+			o.OwnerReferences = []api.OwnerReference{acme.ControllerRef(c)}
+		}, "does not name the issuer"},
+		{"CertificateSigningRequest for an Issuer of another namespace", func(r *acmetest.Rig, o *api.Order) {
+			o.Spec.IssuerRef = api.IssuerReference{Name: "le", Kind: api.KindIssuer}
+			acme.StampSpec(&o.ObjectMeta, o.Spec)
+			c := signingRequest(o, "otherns", "issuers.cert-manager.io/other.le", nil)
+			approveCSR(c)
+			r.Create(c)
+			o.OwnerReferences = []api.OwnerReference{acme.ControllerRef(c)}
+		}, "does not name the issuer"},
+		{"CertificateSigningRequest of another UID", func(r *acmetest.Rig, o *api.Order) {
+			c := signingRequest(o, "replaced", "clusterissuers.cert-manager.io/le", nil)
+			approveCSR(c)
+			r.Create(c)
+			ref := acme.ControllerRef(c)
+			ref.UID = "an-older-one"
+			o.OwnerReferences = []api.OwnerReference{ref}
+		}, "is not the one it was created for"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := acmetest.NewRig(t, httpSolver, challenges.Config{})
@@ -68,3 +111,36 @@ func approve(cr *api.CertificateRequest) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// An Order that an approved CertificateSigningRequest of its issuer owns
+// (core/csr's ACME signing, in the issuer's namespace) passes: it is
+// ordered from the server, and its record names the cluster-scoped owner.
+func TestOrderOwnedByCertificateSigningRequest(t *testing.T) {
+	r := acmetest.NewRig(t, httpSolver, challenges.Config{})
+	o := order(t, []string{"csr.example.com"})
+	c := signingRequest(o, "workload", "clusterissuers.cert-manager.io/le", nil)
+	approveCSR(c)
+	r.Create(c)
+	o.OwnerReferences = []api.OwnerReference{acme.ControllerRef(c)}
+	r.Create(o)
+	r.MustReconcile(orderKey)
+	if got := getOrder(r); got.Status.State != api.StatePending || got.Status.URL == "" {
+		t.Fatalf("state %q reason %q URL %q, want pending at the server", got.Status.State, got.Status.Reason, got.Status.URL)
+	}
+	if owner := r.Record(orderKey).Owner; owner != (api.Key{Kind: api.KindCertificateSigningRequest, Name: "workload"}) {
+		t.Fatalf("record owner %v, want the cluster-scoped CertificateSigningRequest", owner)
+	}
+}
+
+func signingRequest(o *api.Order, name, signer string, csr []byte) *api.CertificateSigningRequest {
+	if csr == nil {
+		csr = o.Spec.Request
+	}
+	return &api.CertificateSigningRequest{TypeMeta: api.TypeMeta{APIVersion: api.CertificatesV1, Kind: api.KindCertificateSigningRequest},
+		ObjectMeta: api.ObjectMeta{Name: name, UID: name + "-uid"},
+		Spec:       api.CertificateSigningRequestSpec{Request: csr, SignerName: signer, Username: "bob"}}
+}
+
+func approveCSR(c *api.CertificateSigningRequest) {
+	c.Status.AddCondition(api.CSRConditionApproved, "test", "approved", acmetest.T0)
+}

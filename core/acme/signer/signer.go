@@ -3,7 +3,9 @@
 // the ACME server itself.
 //
 //   - no Order yet: create it (deterministic name acme.OrderName, owned by
-//     the request, spec taken from the CSR) and report ErrPending;
+//     the request — or by the CertificateSigningRequest the request stands
+//     for, signers.Request.Owner — spec taken from the CSR) and report
+//     ErrPending;
 //   - Order valid: return its certificate;
 //   - Order invalid, expired or errored: a permanent error with the Order's
 //     reason (the Certificate backs off; its retry creates a new request and
@@ -89,7 +91,8 @@ func (s *Signer) Sign(ctx context.Context, req signers.Request) (signers.Result,
 	}
 	// The Order must be the one made for this request (see acme.CheckOrder):
 	// its certificate is taken only if it was ordered for this CSR.
-	if ref := o.ControllerOf(); ref == nil || ref.Kind != api.KindCertificateRequest || ref.UID != cr.UID ||
+	owner := req.OwnerOf()
+	if ref := o.ControllerOf(); ref == nil || ref.Kind != owner.GetTypeMeta().Kind || ref.UID != owner.GetObjectMeta().UID ||
 		!bytes.Equal(bytes.TrimSpace(o.Spec.Request), bytes.TrimSpace(cr.Spec.Request)) {
 		return signers.Result{}, errs.Permanentf("Order %s was not created by certfn's ACME issuer for this request (owner or CSR differ)", name)
 	}
@@ -111,9 +114,12 @@ func (s *Signer) Sign(ctx context.Context, req signers.Request) (signers.Result,
 }
 
 // buildOrder is the Order for req: identifiers from the CSR, duration
-// from the request, the issuer's profile, the owning Certificate's labels
-// (for solver selectors) and, for a renewal, the ARI identifier of the
-// certificate it replaces.
+// from the request (spec.duration, else expirationSeconds: sent to the
+// server only with the issuer's enableDurationFeature, as cert-manager),
+// the issuer's profile, the owning Certificate's labels (for solver
+// selectors; a CertificateSigningRequest's own labels, as cert-manager's
+// CSR signer) and, for a renewal, the ARI identifier of the certificate
+// it replaces. It is owned by req.OwnerOf().
 func buildOrder(ctx context.Context, e signers.Objects, req signers.Request, name string) (*api.Order, error) {
 	cr := req.CR
 	csr, err := pki.ParseCSRPEM(cr.Spec.Request)
@@ -125,6 +131,9 @@ func buildOrder(ctx context.Context, e signers.Objects, req signers.Request, nam
 	}
 	spec := api.OrderSpec{Request: cr.Spec.Request, IssuerRef: cr.Spec.IssuerRef, CommonName: csr.Subject.CommonName,
 		DNSNames: csr.DNSNames, Duration: cr.Spec.Duration, Profile: req.Issuer.GetSpec().ACME.Profile}
+	if d, ok := cr.Spec.RequestedDuration(); ok && spec.Duration == nil {
+		spec.Duration = api.NewDuration(d)
+	}
 	for _, ip := range csr.IPAddresses {
 		spec.IPAddresses = append(spec.IPAddresses, ip.String())
 	}
@@ -135,8 +144,11 @@ func buildOrder(ctx context.Context, e signers.Objects, req signers.Request, nam
 		TypeMeta: api.TypeMeta{APIVersion: api.ACMEV1, Kind: api.KindOrder},
 		ObjectMeta: api.ObjectMeta{Name: name, Namespace: cr.Namespace,
 			Annotations:     map[string]string{},
-			OwnerReferences: []api.OwnerReference{acme.ControllerRef(cr)}},
+			OwnerReferences: []api.OwnerReference{acme.ControllerRef(req.OwnerOf())}},
 		Spec: spec,
+	}
+	if req.Owner != nil {
+		o.Labels = req.Owner.GetObjectMeta().Labels
 	}
 	for _, k := range []string{api.AnnotationRevision, api.AnnotationCertificateName} {
 		if v, ok := cr.Annotations[k]; ok {

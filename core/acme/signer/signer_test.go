@@ -143,3 +143,41 @@ func TestBegun(t *testing.T) {
 		t.Fatalf("Order created: Begun = %v, %v", begun, err)
 	}
 }
+
+// A CertificateSigningRequest (core/csr hands it over as a request with
+// Owner set) gets an Order it owns: the owner reference names the
+// cluster-scoped CSR, its labels are the CSR's (cert-manager's CSR ACME
+// signer), expirationSeconds is the Order's duration; an Order of the same
+// name owned by anything else is refused.
+func TestSignForCertificateSigningRequest(t *testing.T) {
+	r := acmetest.NewRig(t, nil, challenges.Config{})
+	iss := r.Get(api.Key{Kind: api.KindClusterIssuer, Name: "le"}).(api.GenericIssuer)
+	s := signer.New(nil)
+	cr := request(t)
+	cr.OwnerReferences, cr.Annotations, cr.Spec.Duration = nil, nil, nil
+	secs := int32(3600)
+	cr.Spec.ExpirationSeconds = &secs
+	c := &api.CertificateSigningRequest{TypeMeta: api.TypeMeta{APIVersion: api.CertificatesV1, Kind: api.KindCertificateSigningRequest},
+		ObjectMeta: api.ObjectMeta{Name: "web-2", UID: "cr-uid", Labels: map[string]string{"app": "web"}},
+		Spec:       api.CertificateSigningRequestSpec{Request: cr.Spec.Request, SignerName: "clusterissuers.cert-manager.io/le"}}
+	req := signers.Request{CR: cr, Issuer: iss, Objects: r.Engine, Owner: c}
+	if _, err := s.Sign(r.Ctx, req); !errors.Is(err, signers.ErrPending) {
+		t.Fatalf("first Sign: %v", err)
+	}
+	key := api.Key{Kind: api.KindOrder, Namespace: "ns", Name: acme.OrderName(cr)}
+	o := r.Get(key).(*api.Order)
+	if ref := o.ControllerOf(); ref == nil || ref.Kind != api.KindCertificateSigningRequest || ref.Name != "web-2" || ref.UID != "cr-uid" {
+		t.Fatalf("owner %+v", o.OwnerReferences)
+	}
+	if owner := r.Record(key).Owner; owner != (api.Key{Kind: api.KindCertificateSigningRequest, Name: "web-2"}) {
+		t.Fatalf("record owner %v, want the CSR (cluster-scoped)", owner)
+	}
+	if o.Labels["app"] != "web" || o.Spec.Duration == nil || o.Spec.Duration.Duration != time.Hour {
+		t.Fatalf("labels %v duration %v", o.Labels, o.Spec.Duration)
+	}
+	// The same request seen without its CSR owner (a CertificateRequest of
+	// the same name and UID) must not take the CSR's Order.
+	if _, err := s.Sign(r.Ctx, signers.Request{CR: cr, Issuer: iss, Objects: r.Engine}); !errs.IsPermanent(err) || !strings.Contains(err.Error(), "owner or CSR differ") {
+		t.Fatalf("Sign as a CertificateRequest: %v", err)
+	}
+}
