@@ -138,3 +138,85 @@ subjects: [{kind: User, name: "arn:aws:iam::123456789012:role/requester"}]
 	}
 	d.scanForKeys()
 }
+
+// A CertificateSigningRequest for an ACME ClusterIssuer on the AWS
+// functions: the worker (never the signer) creates the Order the CSR owns
+// in the cluster resource namespace, the Order and its Challenge run
+// against Pebble with the http01 function answering, and the Order's last
+// write wakes the CSR, which takes its certificate — all within iam.tf's
+// policies (the IAM guard fails the test on a denied call). Deleting the
+// CSR through the api function takes its Order along.
+func TestACMECSROnAWS(t *testing.T) {
+	h01Port := freePort(t)
+	h01Addr := fmt.Sprintf("127.0.0.1:%d", h01Port)
+	peb := startPebble(t, h01Port)
+	e := awstest.New(t)
+	e.EngineClock = &awstest.WallClock{}
+	d := &deployment{Env: e, t: t, api: e.Runtime(awsmode.RoleAPI), signer: e.Runtime(awsmode.RoleSigner), sched: e.Runtime(awsmode.RoleScheduler),
+		worker: e.Runtime(awsmode.RoleWorker, func(o *awsmode.Options) { o.ACME.HTTP01SelfCheckAddr = h01Addr })}
+	serveHTTP01(t, h01Addr, e.Runtime(awsmode.RoleHTTP01))
+	d.apply(fmt.Sprintf(`apiVersion: cert-manager.io/v1
+kind: ClusterIssuer
+metadata: {name: pebble}
+spec:
+  acme:
+    server: %s
+    caBundle: %s
+    privateKeySecretRef: {name: pebble-account}
+    solvers:
+    - http01: {ingress: {}}
+`, peb.dirURL, base64.StdEncoding.EncodeToString(peb.tlsPEM)))
+	d.apply(csrYAML(t, "workload", "clusterissuers.cert-manager.io/pebble", 3600))
+	key := api.Key{Kind: api.KindCertificateSigningRequest, Name: "workload"}
+	get := func() *api.CertificateSigningRequest {
+		t.Helper()
+		o, err := d.api.Engine.Get(d.Ctx, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return o.(*api.CertificateSigningRequest)
+	}
+	deadline := time.Now().Add(90 * time.Second)
+	for !get().IsFinal() {
+		n1, _ := d.Deliver(d.worker, d.WorkerQueueURL)
+		n2, _ := d.Deliver(d.signer, d.SignerQueueURL)
+		if time.Now().After(deadline) {
+			t.Fatalf("CSR not signed after 90 s: %+v", get().Status.Conditions)
+		}
+		if n1 == 0 && n2 == 0 {
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	c := get()
+	if !c.IsIssued() {
+		t.Fatalf("CSR final but not issued: %+v", c.Status.Conditions)
+	}
+	chain, err := pki.ParseChainPEM(c.Status.Certificate)
+	if err != nil || chain[0].DNSNames[0] != "workload.example.internal" {
+		t.Fatalf("certificate: %v", err)
+	}
+	inter := x509.NewCertPool()
+	for _, ic := range chain[1:] {
+		inter.AddCert(ic)
+	}
+	if _, err := chain[0].Verify(x509.VerifyOptions{Roots: peb.roots, Intermediates: inter, DNSName: "workload.example.internal"}); err != nil {
+		t.Fatalf("the CSR's certificate does not verify against Pebble's root: %v", err)
+	}
+	orders, err := d.api.Engine.List(d.Ctx, api.KindOrder, "")
+	if err != nil || len(orders) != 1 {
+		t.Fatalf("orders: %v %d", err, len(orders))
+	}
+	if o := orders[0].(*api.Order); o.Namespace != "cert-manager" || o.ControllerOf() == nil || o.ControllerOf().Kind != api.KindCertificateSigningRequest {
+		t.Fatalf("Order %s/%s owned by %+v, want in cert-manager owned by the CSR", o.Namespace, o.Name, o.OwnerReferences)
+	}
+	if n := d.Usage().Invocations[awsmode.RoleSigner]; n != 0 {
+		t.Errorf("the signer was invoked %d times for an ACME CSR", n)
+	}
+	if err := d.api.App.Service.Delete(d.Ctx, caller, key); err != nil {
+		t.Fatal(err)
+	}
+	if orders, err := d.api.Engine.List(d.Ctx, api.KindOrder, ""); err != nil || len(orders) != 0 {
+		t.Fatalf("after deleting the CSR: %v, %d Orders left", err, len(orders))
+	}
+	d.scanForKeys()
+}
