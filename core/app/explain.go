@@ -128,24 +128,8 @@ func Explain(ctx context.Context, lookup Lookup, secrets SecretReader, key api.K
 		return nil, fmt.Errorf("%s is a %T, not a Certificate", key, o)
 	}
 	r := &Report{Certificate: c}
-
-	// The request of the revision in flight, else of the current one.
-	st := &certificates.State{Cert: c}
-	for _, rev := range []int{st.NextRevision(), st.CurrentRevision()} {
-		if rev < 1 {
-			continue
-		}
-		ro, err := lookup(ctx, api.Key{Kind: api.KindCertificateRequest, Namespace: c.Namespace, Name: certificates.RequestName(c.Name, rev)})
-		if errors.Is(err, ErrForbidden) {
-			r.RequestHidden = true
-			break
-		}
-		if err == nil {
-			if cr, ok := ro.(*api.CertificateRequest); ok {
-				r.Request = cr
-				break
-			}
-		}
+	if err := requestChain(ctx, lookup, r); err != nil {
+		return nil, fmt.Errorf("explain %s: %w", key, err)
 	}
 
 	ref := c.Spec.IssuerRef
@@ -175,9 +159,6 @@ func Explain(ctx context.Context, lookup Lookup, secrets SecretReader, key api.K
 			fillSecret(&r.Secret, crt)
 		}
 	}
-	if err := explainOrder(ctx, lookup, r); err != nil {
-		return nil, fmt.Errorf("explain %s: %w", key, err)
-	}
 	keys := []api.Key{key, ik}
 	if r.Request != nil {
 		keys = append(keys, api.KeyOf(r.Request))
@@ -200,6 +181,32 @@ func Explain(ctx context.Context, lookup Lookup, secrets SecretReader, key api.K
 	sort.SliceStable(r.Events, func(i, j int) bool { return eventTime(r.Events[i]).Before(eventTime(r.Events[j])) })
 	r.Summary, r.Permanent = summary(r)
 	return r, nil
+}
+
+// requestChain fills in r.Request (the CertificateRequest of r.Certificate's
+// revision in flight, else of its current one, or RequestHidden), then
+// its ACME Order and Challenges (explainOrder): the objects of the
+// issuance, without the issuer, the secret or the Events.
+func requestChain(ctx context.Context, lookup Lookup, r *Report) error {
+	c := r.Certificate
+	st := &certificates.State{Cert: c}
+	for _, rev := range []int{st.NextRevision(), st.CurrentRevision()} {
+		if rev < 1 {
+			continue
+		}
+		ro, err := lookup(ctx, api.Key{Kind: api.KindCertificateRequest, Namespace: c.Namespace, Name: certificates.RequestName(c.Name, rev)})
+		if errors.Is(err, ErrForbidden) {
+			r.RequestHidden = true
+			break
+		}
+		if err == nil {
+			if cr, ok := ro.(*api.CertificateRequest); ok {
+				r.Request = cr
+				break
+			}
+		}
+	}
+	return explainOrder(ctx, lookup, r)
 }
 
 // explainOrder adds the ACME Order of r.Request and its Challenges (by

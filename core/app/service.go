@@ -329,8 +329,12 @@ func (s *Service) renew(ctx context.Context, key api.Key) (api.Object, error) {
 // objects of its issuance in flight that are not final (the chain `certfn
 // status` shows), and says which.
 func (s *Service) wakeInFlight(ctx context.Context, key api.Key) (*RenewResult, error) {
-	rep, err := Explain(ctx, s.engine.Get, nil, key)
+	o, err := s.engine.Get(ctx, key)
 	if err != nil {
+		return nil, fmt.Errorf("renew %s: %w", key, err)
+	}
+	rep := &Report{Certificate: o.(*api.Certificate)}
+	if err := requestChain(ctx, s.engine.Get, rep); err != nil {
 		return nil, fmt.Errorf("renew %s: %w", key, err)
 	}
 	objs := []api.Object{rep.Certificate}
