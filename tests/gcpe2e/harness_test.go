@@ -144,6 +144,8 @@ type topic struct {
 	// (the publisher dies there, see deployment.kill).
 	drop func(publisher string, k api.Key, delay time.Duration) bool
 	n    topicCounts
+	// pushedKeys counts the pushes per key.
+	pushedKeys map[api.Key]int
 }
 
 type topicCounts struct {
@@ -161,7 +163,7 @@ func (c topicCounts) add(o topicCounts) topicCounts {
 }
 
 func newTopic(name, full string, clk *shiftClock) *topic {
-	return &topic{name: name, full: full, clk: clk, taskNames: map[string]bool{}}
+	return &topic{name: name, full: full, clk: clk, taskNames: map[string]bool{}, pushedKeys: map[api.Key]int{}}
 }
 
 // publisher is a topic as one service's queue (app.BatchQueue).
@@ -258,6 +260,13 @@ func (t *topic) redeliver(m message) {
 	t.n.retries++
 	t.ready = append(t.ready, m)
 	t.mu.Unlock()
+}
+
+// pushes returns how many times k was pushed.
+func (t *topic) pushes(k api.Key) int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.pushedKeys[k]
 }
 
 func (t *topic) counts() topicCounts {
@@ -499,6 +508,7 @@ func (d *deployment) push(t *topic, m message) {
 	d.killMu.Unlock()
 	t.mu.Lock()
 	t.n.pushes++
+	t.pushedKeys[m.key]++
 	t.mu.Unlock()
 	w := d.serve(s, httptest.NewRequest("POST", "/push", bytes.NewReader(body)).WithContext(ctx))
 	cancel()
