@@ -293,8 +293,8 @@ spec: {ca: {secretName: team-ca}}
 		who, name string
 		want      int
 	}{
-		{requester, "app", http.StatusForbidden},       // may create, not approve
-		{approverTeam, "app", http.StatusForbidden},    // approver of another signer
+		{requester, "app", http.StatusForbidden},        // may create, not approve
+		{approverTeam, "app", http.StatusForbidden},     // approver of another signer
 		{approverOps, "team-app", http.StatusForbidden}, // likewise
 		{approverOps, "absent", http.StatusNotFound},
 	} {
@@ -321,13 +321,13 @@ spec: {ca: {secretName: team-ca}}
 
 	// Signed, for the CSR's key, chaining to the operator's CA, lifetimes recorded.
 	for _, c := range []struct {
-		name            string
-		ca              *ct.CA
-		honoured        time.Duration
-		secret, service string
+		name     string
+		ca       *ct.CA
+		honoured time.Duration
+		secret   string // the CA's Secret Manager secret
 	}{
-		{"app", opsCA, time.Hour, "certfn_ca_cert-manager_ops-ca", ""},
-		{"team-app", teamCA, 30 * time.Minute, "certfn_ca_team_team-ca", ""},
+		{"app", opsCA, time.Hour, "certfn_ca_cert-manager_ops-ca"},
+		{"team-app", teamCA, 30 * time.Minute, "certfn_ca_team_team-ca"},
 	} {
 		got := d.csr(c.name)
 		if !got.IsIssued() || !got.Status.Has(api.CSRConditionApproved) || got.Status.Has(api.CSRConditionFailed) {
