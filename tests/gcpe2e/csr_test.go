@@ -2,7 +2,6 @@ package gcpe2e
 
 import (
 	"bytes"
-	"crypto"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -47,6 +46,7 @@ const (
 
 	opsSigner  = "clusterissuers.cert-manager.io/ops-ca"
 	teamSigner = "issuers.cert-manager.io/team.team-ca"
+	selfSigner = "clusterissuers.cert-manager.io/selfsigned"
 )
 
 // csrRBAC: requesters create and read CSRs; the requester may reference
@@ -110,10 +110,13 @@ type csrSpec struct {
 	name, signer      string
 	expirationSeconds int
 	forged            bool
+	// keySecret, when set, is the selfSigned signer's key
+	// (experimental.cert-manager.io/private-key-secret-name).
+	keySecret string
 }
 
-// build returns the manifest and the CSR's public key.
-func (s csrSpec) build(t *testing.T) (string, crypto.PublicKey) {
+// build returns the manifest and the CSR's private key.
+func (s csrSpec) build(t *testing.T) (string, *ecdsa.PrivateKey) {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -124,32 +127,43 @@ func (s csrSpec) build(t *testing.T) (string, crypto.PublicKey) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	ann := "{}"
+	if s.keySecret != "" {
+		ann = fmt.Sprintf("{%s: %s}", api.AnnotationCSRPrivateKeySecretName, s.keySecret)
+	}
 	forged := ""
 	if s.forged {
 		forged = "  username: ops@example.com\n  uid: forged\n  groups: [system:masters]\n"
 	}
 	return fmt.Sprintf(`apiVersion: certificates.k8s.io/v1
 kind: CertificateSigningRequest
-metadata: {name: %s}
+metadata: {name: %s, annotations: %s}
 spec:
   request: %s
   signerName: %s
   expirationSeconds: %d
   usages: [digital signature, key encipherment, server auth]
-%s`, s.name, base64.StdEncoding.EncodeToString(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der})), s.signer, s.expirationSeconds, forged), key.Public()
+%s`, s.name, ann, base64.StdEncoding.EncodeToString(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der})), s.signer, s.expirationSeconds, forged), key
 }
 
-// installCA stores an operator's CA key pair as ns/name in Secret Manager
-// as `gcloud secrets create certfn_ca_<ns>_<name>` and `versions add`
-// would (class ca, docs/gcp-secret-manager.md), outside the services.
+// installCA stores an operator's CA key pair as ns/name (class ca).
 func (d *deployment) installCA(ns, name string) *ct.CA {
 	d.t.Helper()
 	ca := ct.NewCA(d.t)
-	id, err := d.secrets.SecretID(gsm.ClassCA, ns, name)
+	d.installSecret(gsm.ClassCA, ca.Secret(d.t, ns, name))
+	return ca
+}
+
+// installSecret stores sec in Secret Manager as an operator's `gcloud
+// secrets create <prefix>_<class>_<ns>_<name>` and `versions add` would
+// (docs/gcp-secret-manager.md), outside the services.
+func (d *deployment) installSecret(class gsm.Class, sec ports.Secret) {
+	d.t.Helper()
+	id, err := d.secrets.SecretID(class, sec.Namespace, sec.Name)
 	if err != nil {
 		d.t.Fatal(err)
 	}
-	payload, err := secretpayload.Encode(ca.Secret(d.t, ns, name), gsm.MaxPayloadBytes, "Secret Manager")
+	payload, err := secretpayload.Encode(sec, gsm.MaxPayloadBytes, "Secret Manager")
 	if err != nil {
 		d.t.Fatal(err)
 	}
@@ -161,7 +175,6 @@ func (d *deployment) installCA(ns, name string) *ct.CA {
 	if _, err := d.sm.AddSecretVersion(d.ctx, &smpb.AddSecretVersionRequest{Parent: parent + "/secrets/" + id, Payload: &smpb.SecretPayload{Data: payload}}); err != nil {
 		d.t.Fatal(err)
 	}
-	return ca
 }
 
 // csr reads a CertificateSigningRequest from the state (uncounted);
@@ -229,15 +242,18 @@ func (s *syncBuffer) metricLines(t *testing.T, name string) []map[string]any {
 //   - permission separation: the requester, and the approver of the other
 //     signer, get 403 and change nothing; approval and denial are
 //     permanent (409);
-//   - a ClusterIssuer's and a namespaced Issuer's CSR are signed by the
-//     signer service: status.certificate chains to the operator's CA, for
-//     the CSR's public key, with the requested lifetime (honoured 30 m of a
-//     requested hour under the Issuer's certfn.io/max-duration), both
+//   - a CA ClusterIssuer's and a namespaced CA Issuer's CSR are signed by
+//     the signer service: status.certificate chains to the operator's CA,
+//     for the CSR's public key, with the requested lifetime (honoured 30 m
+//     of a requested hour under the Issuer's certfn.io/max-duration), both
 //     recorded in status, and seed 003's metric lines written by the
-//     signer in CERTFN_METRICS=log's format;
-//   - the CA keys: every Secret Manager call is within iam.tf's grants
-//     (secretGuard); the signer read both CA secrets, the worker none of
-//     class ca or ica (the api and scheduler have no Secret Manager client);
+//     signer in CERTFN_METRICS=log's format; a selfSigned ClusterIssuer's
+//     CSR (approved by an admin of CERTFN_API_ADMINS) is signed with the
+//     key its owner installed (class pk);
+//   - the keys: every Secret Manager call is within iam.tf's grants
+//     (secretGuard); the signer read both CA secrets and the selfSigned
+//     key, the worker made no Secret Manager call of class ca or ica (the
+//     api and scheduler have no Secret Manager client);
 //   - a requester who may not reference the team's Issuer: Failed,
 //     DeniedReference, by the worker (the signer never read that CA);
 //   - a denied CSR stays Denied, is never signed and never pushed to the
@@ -255,6 +271,11 @@ metadata: {name: ops-ca}
 spec: {ca: {secretName: ops-ca}}
 ---
 apiVersion: cert-manager.io/v1
+kind: ClusterIssuer
+metadata: {name: selfsigned}
+spec: {selfSigned: {}}
+---
+apiVersion: cert-manager.io/v1
 kind: Issuer
 metadata: {name: team-ca, namespace: team, annotations: {certfn.io/max-duration: 30m}}
 spec: {ca: {secretName: team-ca}}
@@ -263,11 +284,11 @@ spec: {ca: {secretName: team-ca}}
 	d.settle()
 
 	// Created by the workload's service account, with forged requester fields.
-	keys := map[string]crypto.PublicKey{}
+	keys := map[string]*ecdsa.PrivateKey{}
 	create := func(tok string, s csrSpec) {
 		t.Helper()
-		y, pub := s.build(t)
-		keys[s.name] = pub
+		y, key := s.build(t)
+		keys[s.name] = key
 		if w := d.callAs(tok, "POST", "/v1/apply", y); w.Code != http.StatusOK {
 			t.Fatalf("create %s: %d %s", s.name, w.Code, w.Body)
 		}
@@ -276,8 +297,17 @@ spec: {ca: {secretName: team-ca}}
 	create(requester, csrSpec{name: "team-app", signer: teamSigner, expirationSeconds: 3600})
 	create(requester, csrSpec{name: "denied", signer: opsSigner, expirationSeconds: 600})
 	create(noref, csrSpec{name: "noref", signer: teamSigner, expirationSeconds: 600})
+	create(requester, csrSpec{name: "self", signer: selfSigner, expirationSeconds: 3600, keySecret: "self-key"})
+	// The selfSigned signer's key: the CSR's, installed by its owner in
+	// the cluster resource namespace (class pk).
+	der, err := x509.MarshalPKCS8PrivateKey(keys["self"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.installSecret(gsm.ClassPrivateKey, ports.Secret{Namespace: "cert-manager", Name: "self-key",
+		Data: map[string][]byte{"tls.key": pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der})}})
 	d.settle()
-	for _, n := range []string{"app", "team-app", "denied", "noref"} {
+	for _, n := range []string{"app", "team-app", "denied", "noref", "self"} {
 		if c := d.csr(n); len(c.Status.Conditions) != 0 || c.IsIssued() {
 			t.Fatalf("%s decided before anyone approved it: %+v", n, c.Status.Conditions)
 		}
@@ -309,7 +339,8 @@ spec: {ca: {secretName: team-ca}}
 	for _, c := range []struct {
 		who, name string
 		approve   bool
-	}{{approverOps, "app", true}, {approverTeam, "team-app", true}, {approverTeam, "noref", true}, {approverOps, "denied", false}} {
+	}{{approverOps, "app", true}, {approverTeam, "team-app", true}, {approverTeam, "noref", true}, {approverOps, "denied", false},
+		{admin, "self", true}} { // ops@example.com: CERTFN_API_ADMINS
 		if code, body := d.decide(c.who, c.name, c.approve); code != http.StatusOK {
 			t.Fatalf("%s deciding %s: %d %s", c.who, c.name, code, body)
 		}
@@ -319,15 +350,17 @@ spec: {ca: {secretName: team-ca}}
 	}
 	d.settle()
 
-	// Signed, for the CSR's key, chaining to the operator's CA, lifetimes recorded.
+	// Signed, for the CSR's key, chaining to the operator's CA (or
+	// self-signed with the CSR's key), lifetimes recorded.
 	for _, c := range []struct {
 		name     string
-		ca       *ct.CA
+		ca       *ct.CA // nil: self-signed
 		honoured time.Duration
-		secret   string // the CA's Secret Manager secret
+		secret   string // the signing key's Secret Manager secret
 	}{
 		{"app", opsCA, time.Hour, "certfn_ca_cert-manager_ops-ca"},
 		{"team-app", teamCA, 30 * time.Minute, "certfn_ca_team_team-ca"},
+		{"self", nil, time.Hour, "certfn_pk_cert-manager_self-key"},
 	} {
 		got := d.csr(c.name)
 		if !got.IsIssued() || !got.Status.Has(api.CSRConditionApproved) || got.Status.Has(api.CSRConditionFailed) {
@@ -337,14 +370,18 @@ spec: {ca: {secretName: team-ca}}
 		if err != nil {
 			t.Fatalf("%s: status.certificate: %v", c.name, err)
 		}
-		roots := x509.NewCertPool()
-		roots.AddCert(c.ca.Cert)
 		l := chain[0]
+		roots := x509.NewCertPool()
+		if c.ca != nil {
+			roots.AddCert(c.ca.Cert)
+		} else if len(chain) == 1 {
+			roots.AddCert(l)
+		}
 		if _, err := l.Verify(x509.VerifyOptions{Roots: roots, DNSName: c.name + ".example.internal", CurrentTime: d.clk.Now(),
 			KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}); err != nil {
 			t.Fatalf("%s does not chain to its CA: %v", c.name, err)
 		}
-		if pub, ok := l.PublicKey.(*ecdsa.PublicKey); !ok || !pub.Equal(keys[c.name]) {
+		if pub, ok := l.PublicKey.(*ecdsa.PublicKey); !ok || !pub.Equal(keys[c.name].Public()) {
 			t.Fatalf("%s: the certificate is not for the CSR's public key", c.name)
 		}
 		if life := l.NotAfter.Sub(l.NotBefore); life != c.honoured {
@@ -362,13 +399,13 @@ spec: {ca: {secretName: team-ca}}
 		}
 	}
 	// Seed 003's metrics, in the Cloud Logging format of CERTFN_METRICS=log:
-	// requested for both; honoured only for app (team-app got less).
+	// requested for the three; honoured not for team-app, which got less.
 	for _, m := range []struct {
 		metric string
 		want   []string
 	}{
-		{csr.MetricRequestedDuration, []string{"clusterissuers.cert-manager.io", "issuers.cert-manager.io"}},
-		{csr.MetricHonoredDuration, []string{"clusterissuers.cert-manager.io"}},
+		{csr.MetricRequestedDuration, []string{"clusterissuers.cert-manager.io", "clusterissuers.cert-manager.io", "issuers.cert-manager.io"}},
+		{csr.MetricHonoredDuration, []string{"clusterissuers.cert-manager.io", "clusterissuers.cert-manager.io"}},
 	} {
 		var got []string
 		for _, l := range signerLog.metricLines(t, m.metric) {
@@ -399,9 +436,9 @@ spec: {ca: {secretName: team-ca}}
 	if !dc.Status.Has(api.CSRConditionDenied) || dc.Status.Has(api.CSRConditionApproved) || dc.IsIssued() || dc.Status.HonouredDuration != nil {
 		t.Errorf("denied: %+v, certificate %d bytes", dc.Status.Conditions, len(dc.Status.Certificate))
 	}
-	for _, n := range []string{"app", "team-app", "denied", "noref"} {
+	for _, n := range []string{"app", "team-app", "self", "denied", "noref"} {
 		got := d.signerQ.pushes(api.Key{Kind: api.KindCertificateSigningRequest, Name: n})
-		if signed := n == "app" || n == "team-app"; signed != (got > 0) {
+		if signed := n != "denied" && n != "noref"; signed != (got > 0) {
 			t.Errorf("the signer was pushed %s %d times", n, got)
 		}
 	}

@@ -380,7 +380,7 @@ func deployEnv(t *testing.T, over env, mods options) *deployment {
 	build := func(role gcpmode.Role) *service {
 		s := &service{name: string(role), store: d.openStore()}
 		o := gcpmode.Options{Getenv: vars.get, Clock: d.clk, Store: s.store, TokenValidator: fakeValidator{},
-			SecretManager: &secretGuard{API: d.sm, d: d, who: s.name, grants: grants[s.name]}}
+			SecretManager: d.guard(s.name, grants[s.name])}
 		if !trace {
 			// Expected failures (a killed request) log errors.
 			o.Logger = slog.New(slog.DiscardHandler)

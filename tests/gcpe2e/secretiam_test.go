@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"testing"
 
 	smpb "cloud.google.com/go/secretmanager/apiv1/secretmanagerpb"
 	"github.com/googleapis/gax-go/v2"
@@ -11,6 +12,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	gsm "github.com/certfn/certfn/adapters/gcp/secretmanager"
+	"github.com/certfn/certfn/adapters/gcp/secretmanager/gsmtest"
 )
 
 // secretGrant is what one service account may do with Secret Manager:
@@ -62,9 +64,25 @@ func (c secretCall) String() string {
 // against what").
 type secretGuard struct {
 	gsm.API
-	d      *deployment
 	who    string
 	grants secretGrant
+	// ids parses secret IDs (the deployment's prefix).
+	ids *gsm.Store
+	// record receives every call, denied or not.
+	record func(secretCall)
+}
+
+// guard returns the Secret Manager of service who: d.sm through grants,
+// each call recorded in d.smCalls, a denied one failing the test.
+func (d *deployment) guard(who string, grants secretGrant) *secretGuard {
+	return &secretGuard{API: d.sm, who: who, grants: grants, ids: d.secrets, record: func(c secretCall) {
+		d.smMu.Lock()
+		d.smCalls = append(d.smCalls, c)
+		d.smMu.Unlock()
+		if c.denied {
+			d.t.Errorf("IAM (infra/terraform/gcp/iam.tf) denies %s", c)
+		}
+	}}
 }
 
 // check records and judges perm on the secret named by resource (a
@@ -72,14 +90,10 @@ type secretGuard struct {
 func (g *secretGuard) check(perm, resource string) error {
 	_, rest, _ := strings.Cut(resource, "/secrets/")
 	id, _, _ := strings.Cut(rest, "/")
-	class, _, _, _ := g.d.secrets.ParseSecretID(id)
+	class, _, _, _ := g.ids.ParseSecretID(id)
 	ok := g.grants.perms[class][perm] || (perm == "secrets.create" && g.grants.create)
-	c := secretCall{who: g.who, perm: perm, secretID: id, class: class, denied: !ok}
-	g.d.smMu.Lock()
-	g.d.smCalls = append(g.d.smCalls, c)
-	g.d.smMu.Unlock()
+	g.record(secretCall{who: g.who, perm: perm, secretID: id, class: class, denied: !ok})
 	if !ok {
-		g.d.t.Errorf("IAM (infra/terraform/gcp/iam.tf) denies %s", c)
 		return status.Errorf(codes.PermissionDenied, "Permission 'secretmanager.%s' denied for resource '%s'", perm, resource)
 	}
 	return nil
@@ -152,4 +166,68 @@ func (g *secretGuard) ListSecretVersionsPage(ctx context.Context, req *smpb.List
 		return nil, err
 	}
 	return g.API.ListSecretVersionsPage(ctx, req, opts...)
+}
+
+// The guard judges as iam.tf grants: a table of calls by service.
+func TestSecretGuard(t *testing.T) {
+	ids, err := gsm.New(gsmtest.New(), gsm.Options{Project: project})
+	if err != nil {
+		t.Fatal(err)
+	}
+	secret := func(id string) string { return "projects/" + project + "/secrets/" + id }
+	tests := []struct {
+		who      string
+		manageCA bool
+		call     func(g *secretGuard) error
+		allowed  bool
+	}{
+		{"worker", false, func(g *secretGuard) error {
+			_, err := g.AccessSecretVersion(context.Background(), &smpb.AccessSecretVersionRequest{Name: secret("certfn_ca_cert-manager_ops-ca") + "/versions/latest"})
+			return err
+		}, false},
+		{"worker", false, func(g *secretGuard) error {
+			_, err := g.AccessSecretVersion(context.Background(), &smpb.AccessSecretVersionRequest{Name: secret("certfn_ica_cert-manager_root-ca") + "/versions/latest"})
+			return err
+		}, false},
+		{"worker", true, func(g *secretGuard) error {
+			_, err := g.AccessSecretVersion(context.Background(), &smpb.AccessSecretVersionRequest{Name: secret("certfn_ica_cert-manager_root-ca") + "/versions/latest"})
+			return err
+		}, true},
+		{"worker", false, func(g *secretGuard) error {
+			_, err := g.AddSecretVersion(context.Background(), &smpb.AddSecretVersionRequest{Parent: secret("certfn_sc_default_dns")})
+			return err
+		}, false},
+		{"worker", false, func(g *secretGuard) error {
+			_, err := g.CreateSecret(context.Background(), &smpb.CreateSecretRequest{Parent: "projects/" + project, SecretId: "certfn_ca_default_x"})
+			return err
+		}, true}, // secrets.create is unconditioned (iam.tf: worker-secret-create)
+		{"signer", false, func(g *secretGuard) error {
+			_, err := g.AccessSecretVersion(context.Background(), &smpb.AccessSecretVersionRequest{Name: secret("certfn_ca_cert-manager_ops-ca") + "/versions/latest"})
+			return err
+		}, true},
+		{"signer", false, func(g *secretGuard) error {
+			_, err := g.AccessSecretVersion(context.Background(), &smpb.AccessSecretVersionRequest{Name: secret("certfn_tls_default_web-tls") + "/versions/latest"})
+			return err
+		}, false},
+		{"signer", false, func(g *secretGuard) error {
+			_, err := g.AddSecretVersion(context.Background(), &smpb.AddSecretVersionRequest{Parent: secret("certfn_pk_default_web-next")})
+			return err
+		}, false},
+		{"api", false, func(g *secretGuard) error {
+			_, err := g.AccessSecretVersion(context.Background(), &smpb.AccessSecretVersionRequest{Name: secret("certfn_tls_default_web-tls") + "/versions/latest"})
+			return err
+		}, false},
+	}
+	for i, tc := range tests {
+		var calls []secretCall
+		g := &secretGuard{API: gsmtest.New(), who: tc.who, grants: secretGrants(tc.manageCA)[tc.who], ids: ids,
+			record: func(c secretCall) { calls = append(calls, c) }}
+		err := tc.call(g)
+		if len(calls) != 1 || calls[0].denied == tc.allowed {
+			t.Errorf("case %d (%s): calls %v, want one, allowed %t", i, tc.who, calls, tc.allowed)
+		}
+		if denied := status.Code(err) == codes.PermissionDenied; denied == tc.allowed {
+			t.Errorf("case %d (%s %v): err %v, want allowed %t", i, tc.who, calls, err, tc.allowed)
+		}
+	}
 }
