@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"net/http"
 	"time"
+
+	"github.com/certfn/certfn/core/csr"
 )
 
 // followUpReserve is the request time the worker's follow-ups leave unused
@@ -80,16 +82,25 @@ func healthy(w http.ResponseWriter, r *http.Request) bool {
 
 // ExportedMetrics are the metrics CERTFN_METRICS=log writes: few, since
 // each line is a billed log entry (the expiry alert counts the first).
+// KEP-2784's two CertificateSigningRequest counters (seed 003: requested
+// versus honoured lifetime, by signer domain) are written by the signer,
+// one or two lines per CSR it signs with spec.expirationSeconds.
 var ExportedMetrics = map[string]bool{
 	"certfn_certificate_expiry_seconds": true,
 	"certfn_permanent_errors_total":     true,
 	"certfn_transient_errors_total":     true,
+	csr.MetricRequestedDuration:         true,
+	csr.MetricHonoredDuration:           true,
 }
 
+// exportedLabels are the labels a metric line keeps: bounded ones only.
+var exportedLabels = map[string]bool{"namespace": true, "kind": true, "signerName": true}
+
 // LogMetrics writes each observation of an exported metric as one log
-// line {"severity": "INFO", "message": "metric", "metric", "value",
-// "namespace"}, which Cloud Logging's log-based metrics count
-// (infra/terraform/gcp: the certificate expiry alert).
+// line {"severity": "INFO", "message": "metric", "metric", "value"} with
+// its "namespace", "kind" and "signerName" labels, which Cloud Logging's
+// log-based metrics count (infra/terraform/gcp: the certificate expiry
+// alert).
 type LogMetrics struct{ Log *slog.Logger }
 
 // Inc implements ports.Metrics.
@@ -102,7 +113,7 @@ func (m LogMetrics) Observe(name string, v float64, labels ...string) {
 	}
 	args := []any{"metric", name, "value", v}
 	for i := 0; i+1 < len(labels); i += 2 {
-		if labels[i] == "namespace" || labels[i] == "kind" {
+		if exportedLabels[labels[i]] {
 			args = append(args, labels[i], labels[i+1])
 		}
 	}

@@ -7,7 +7,9 @@
 //     per test; tests/emulators starts it, a missing emulator fails);
 //   - the secrets in the HAND-WRITTEN Secret Manager TEST DOUBLE
 //     (adapters/gcp/secretmanager/gsmtest; not Google's service), which
-//     counts its calls;
+//     counts its calls, seen by each service through secretGuard: the
+//     grants infra/terraform/gcp's iam.tf gives its service account, a
+//     call outside them failing the test (the double has no IAM);
 //   - Pub/Sub push and Cloud Tasks played by the test (topic, below): what
 //     the services publish is pushed to /push as Pub/Sub's push
 //     subscription would (the pubsubq.PushRequest envelope, a 503 retried
@@ -142,6 +144,8 @@ type topic struct {
 	// (the publisher dies there, see deployment.kill).
 	drop func(publisher string, k api.Key, delay time.Duration) bool
 	n    topicCounts
+	// pushedKeys counts the pushes per key.
+	pushedKeys map[api.Key]int
 }
 
 type topicCounts struct {
@@ -159,7 +163,7 @@ func (c topicCounts) add(o topicCounts) topicCounts {
 }
 
 func newTopic(name, full string, clk *shiftClock) *topic {
-	return &topic{name: name, full: full, clk: clk, taskNames: map[string]bool{}}
+	return &topic{name: name, full: full, clk: clk, taskNames: map[string]bool{}, pushedKeys: map[api.Key]int{}}
 }
 
 // publisher is a topic as one service's queue (app.BatchQueue).
@@ -258,6 +262,13 @@ func (t *topic) redeliver(m message) {
 	t.mu.Unlock()
 }
 
+// pushes returns how many times k was pushed.
+func (t *topic) pushes(k api.Key) int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.pushedKeys[k]
+}
+
 func (t *topic) counts() topicCounts {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -317,6 +328,11 @@ type deployment struct {
 	cancel  context.CancelFunc // of the push being handled
 	killed  bool
 	counter *apiCounter
+
+	// smCalls are the Secret Manager calls of the services, each as
+	// infra/terraform/gcp's IAM would judge it (secretGuard).
+	smMu    sync.Mutex
+	smCalls []secretCall
 }
 
 // env is a service's environment, as infra/terraform/gcp sets it.
@@ -330,6 +346,13 @@ type options map[gcpmode.Role]func(*gcpmode.Options)
 // deploy builds the five services on a fresh collection of the Firestore
 // emulator and a fresh Secret Manager double.
 func deploy(t *testing.T, mods options) *deployment {
+	t.Helper()
+	return deployEnv(t, nil, mods)
+}
+
+// deployEnv is deploy with the variables of over replacing the
+// environment infra/terraform/gcp sets (in every service).
+func deployEnv(t *testing.T, over env, mods options) *deployment {
 	t.Helper()
 	t.Setenv("FIRESTORE_EMULATOR_HOST", emulators.Firestore(t))
 	d := &deployment{t: t, ctx: context.Background(), clk: &shiftClock{}, sm: gsmtest.New(), twice: true,
@@ -350,9 +373,14 @@ func deploy(t *testing.T, mods options) *deployment {
 		"CERTFN_API_AUDIENCE": "https://api.example", "CERTFN_API_ADMINS": "ops@example.com", "CERTFN_AUTO_APPROVE": "*",
 		"CERTFN_CLOUDDNS_ZONES": "example-com", "CERTFN_LOG_LEVEL": "error",
 	}
+	for k, v := range over {
+		vars[k] = v
+	}
+	grants := secretGrants(vars.get(gcpmode.EnvManageCA) == "true")
 	build := func(role gcpmode.Role) *service {
 		s := &service{name: string(role), store: d.openStore()}
-		o := gcpmode.Options{Getenv: vars.get, Clock: d.clk, Store: s.store, SecretManager: d.sm, TokenValidator: fakeValidator{}}
+		o := gcpmode.Options{Getenv: vars.get, Clock: d.clk, Store: s.store, TokenValidator: fakeValidator{},
+			SecretManager: d.guard(s.name, grants[s.name])}
 		if !trace {
 			// Expected failures (a killed request) log errors.
 			o.Logger = slog.New(slog.DiscardHandler)
@@ -413,9 +441,20 @@ func (d *deployment) serve(s *service, r *http.Request) *httptest.ResponseRecord
 // call sends an api request with the admin's ID token.
 func (d *deployment) call(method, path, body string) *httptest.ResponseRecorder {
 	d.t.Helper()
+	return d.callAs(admin, method, path, body)
+}
+
+// callAs sends an api request with the ID token tok ("token-<email>"): a
+// JSON body (starting with '{') as application/json, any other as
+// application/yaml.
+func (d *deployment) callAs(tok, method, path, body string) *httptest.ResponseRecorder {
+	d.t.Helper()
 	r := httptest.NewRequest(method, "https://api.example"+path, strings.NewReader(body))
-	r.Header.Set("Authorization", "Bearer "+admin)
-	if body != "" {
+	r.Header.Set("Authorization", "Bearer "+tok)
+	switch {
+	case strings.HasPrefix(body, "{"):
+		r.Header.Set("Content-Type", "application/json")
+	case body != "":
 		r.Header.Set("Content-Type", "application/yaml")
 	}
 	return d.serve(d.api, r)
@@ -469,6 +508,7 @@ func (d *deployment) push(t *topic, m message) {
 	d.killMu.Unlock()
 	t.mu.Lock()
 	t.n.pushes++
+	t.pushedKeys[m.key]++
 	t.mu.Unlock()
 	w := d.serve(s, httptest.NewRequest("POST", "/push", bytes.NewReader(body)).WithContext(ctx))
 	cancel()
