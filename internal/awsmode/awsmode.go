@@ -56,6 +56,7 @@ import (
 	"github.com/certfn/certfn/core/certificates/notify"
 	"github.com/certfn/certfn/core/certificates/readiness"
 	"github.com/certfn/certfn/core/clock"
+	"github.com/certfn/certfn/core/csr"
 	"github.com/certfn/certfn/core/engine"
 	"github.com/certfn/certfn/core/ports"
 )
@@ -379,6 +380,12 @@ var ExportedMetrics = map[string]emf.Export{
 	// Notifications that EventBridge refused for good (a permission or
 	// the bus missing): the step retries them hourly and returns no error.
 	notify.MetricNotificationFailures: {Name: "NotificationFailures", Unit: "Count"},
+	// KEP-2784's CertificateSigningRequest counters (seed 003: CSRs that
+	// asked for expirationSeconds, and those whose certificate honoured
+	// it), written by the function that signs them; published only in
+	// invocations that sign such a CSR.
+	csr.MetricRequestedDuration: {Name: "CSRRequestedDuration", Unit: "Count"},
+	csr.MetricHonoredDuration:   {Name: "CSRHonoredDuration", Unit: "Count"},
 }
 
 // flushMetrics writes the invocation's EMF line, if metrics are exported.

@@ -2,10 +2,19 @@ package awsmode_test
 
 import (
 	"bytes"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"encoding/base64"
 	"encoding/json"
+	"encoding/pem"
+	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
+	"github.com/certfn/certfn/core/app"
 	ct "github.com/certfn/certfn/core/certificates/certtest"
 	"github.com/certfn/certfn/internal/awsmode"
 	"github.com/certfn/certfn/internal/awsmode/awstest"
@@ -55,4 +64,62 @@ spec:
 	if !found {
 		t.Fatalf("no CertificateExpirySeconds in the worker's EMF lines:\n%s", out.String())
 	}
+}
+
+// The function that signs a CertificateSigningRequest with
+// spec.expirationSeconds exports KEP-2784's two counters (seed 003):
+// CSRRequestedDuration, and CSRHonoredDuration when the certificate's
+// lifetime is the one requested.
+func TestSignerExportsCSRDurationMetrics(t *testing.T) {
+	e := awstest.New(t)
+	e.Vars[awsmode.EnvMetrics] = "emf"
+	var out bytes.Buffer
+	worker := e.Runtime(awsmode.RoleWorker)
+	signer := e.Runtime(awsmode.RoleSigner, func(o *awsmode.Options) { o.Metrics = nil; o.MetricsOut = &out })
+	apiFn := e.Runtime(awsmode.RoleAPI)
+	e.InstallSecret(ct.NewCA(t).Secret(t, "cert-manager", "ops-ca"), "ca")
+	apply(t, apiFn, "apiVersion: cert-manager.io/v1\nkind: ClusterIssuer\nmetadata: {name: ops-ca}\nspec: {ca: {secretName: ops-ca}}\n")
+	e.RunUntilIdle(worker, signer, 200)
+	apply(t, apiFn, fmt.Sprintf(`apiVersion: certificates.k8s.io/v1
+kind: CertificateSigningRequest
+metadata: {name: app}
+spec:
+  request: %s
+  signerName: clusterissuers.cert-manager.io/ops-ca
+  expirationSeconds: 3600
+  usages: [digital signature, server auth]
+`, base64.StdEncoding.EncodeToString(csrFor(t, "app.example.internal"))))
+	e.RunUntilIdle(worker, signer, 200)
+	if _, err := apiFn.App.Service.ApproveCSR(e.Ctx, caller, "app", true, "", ""); err != nil && !errors.Is(err, app.ErrConflict) {
+		t.Fatal(err)
+	}
+	e.RunUntilIdle(worker, signer, 200)
+	got := map[string]float64{}
+	for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+		var doc map[string]any
+		if err := json.Unmarshal([]byte(line), &doc); err != nil {
+			t.Fatalf("not JSON: %q", line)
+		}
+		for _, m := range []string{"CSRRequestedDuration", "CSRHonoredDuration"} {
+			if v, ok := doc[m].(float64); ok && doc["Function"] == "signer" {
+				got[m] += v
+			}
+		}
+	}
+	if got["CSRRequestedDuration"] != 1 || got["CSRHonoredDuration"] != 1 {
+		t.Fatalf("signer's CSR counters %v, want one requested and one honoured:\n%s", got, out.String())
+	}
+}
+
+func csrFor(t *testing.T, dnsName string) []byte {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	der, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{DNSNames: []string{dnsName}}, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der})
 }
