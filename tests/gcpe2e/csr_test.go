@@ -473,3 +473,46 @@ spec: {ca: {secretName: team-ca}}
 	t.Logf("CSRs (every message twice): Cloud Run requests %v; Secret Manager calls worker %d, signer %d",
 		d.usage().requests, len(d.secretCalls("worker")), len(d.secretCalls("signer")))
 }
+
+// A CertificateSigningRequest for an ACME ClusterIssuer on the Cloud Run
+// services: the worker (never the signer) creates the Order the CSR owns
+// in the cluster resource namespace, Pebble validates through the http01
+// service, the Order's last write wakes the CSR, which takes the chain;
+// every message delivered twice and reordered. Deleting the CSR through
+// the api takes its Order along.
+func TestACMECSROnGoogleCloud(t *testing.T) {
+	h01Port := freePort(t)
+	h01Addr := fmt.Sprintf("127.0.0.1:%d", h01Port)
+	peb := startPebble(t, h01Port)
+	d, _ := acmeDeployment(t, peb, h01Addr, nil, "")
+	d.apply(peb.issuerYAML("pebble", "", "    - http01: {ingress: {}}\n"))
+	y, key := csrSpec{name: "acme-app", signer: "clusterissuers.cert-manager.io/pebble", expirationSeconds: 3600}.build(t)
+	if w := d.call("POST", "/v1/apply", y); w.Code != http.StatusOK {
+		t.Fatalf("create: %d %s", w.Code, w.Body)
+	}
+	d.runUntil("the ACME CSR is final", func() bool { c := d.csr("acme-app"); return c != nil && c.IsFinal() })
+	d.settle()
+	c := d.csr("acme-app")
+	if !c.IsIssued() {
+		t.Fatalf("not issued: %+v", c.Status.Conditions)
+	}
+	leaf := peb.verify(t, c.Status.Certificate, "acme-app.example.internal")
+	if !pki.PublicKeysEqual(leaf.PublicKey, key.Public()) {
+		t.Fatal("the certificate is not for the CSR's key")
+	}
+	if n := d.signer.requests(); n != 0 {
+		t.Errorf("the signer was pushed %d messages for an ACME CSR", n)
+	}
+	recs, err := d.inspect.List(d.ctx, listOf(api.KindOrder, ""))
+	if err != nil || len(recs) != 1 || recs[0].Key.Namespace != "cert-manager" ||
+		recs[0].Owner != (api.Key{Kind: api.KindCertificateSigningRequest, Name: "acme-app"}) {
+		t.Fatalf("Orders %+v (%v), want one in cert-manager owned by the CSR", recs, err)
+	}
+	if w := d.call("DELETE", "/v1/certificatesigningrequests/acme-app", ""); w.Code != http.StatusOK {
+		t.Fatalf("delete: %d %s", w.Code, w.Body)
+	}
+	if recs, err := d.inspect.List(d.ctx, listOf(api.KindOrder, "")); err != nil || len(recs) != 0 {
+		t.Fatalf("after deleting the CSR: %v, %d Orders left", err, len(recs))
+	}
+	d.requireClean()
+}
