@@ -61,3 +61,27 @@ func EventKeyFor(key Key) Key {
 	}
 	return Key{Kind: KindEvent, Namespace: ns, Name: strings.ToLower(key.Kind) + "." + key.Name}
 }
+
+// InvolvedKeyFor is EventKeyFor's inverse: the key of the object the
+// Event at ek is about; ok is false when ek is not the key of such an
+// Event (not an Event, no known kind in its name, or a cluster-scoped
+// kind's Event outside EventsNamespace).
+func InvolvedKeyFor(ek Key) (key Key, ok bool) {
+	if ek.Kind != KindEvent {
+		return Key{}, false
+	}
+	prefix, name, found := strings.Cut(ek.Name, ".")
+	if !found || name == "" {
+		return Key{}, false
+	}
+	for _, info := range kinds {
+		if info.Kind == KindEvent || strings.ToLower(info.Kind) != prefix {
+			continue
+		}
+		if !info.Namespaced {
+			return Key{Kind: info.Kind, Name: name}, ek.Namespace == EventsNamespace
+		}
+		return Key{Kind: info.Kind, Namespace: ek.Namespace, Name: name}, true
+	}
+	return Key{}, false
+}
