@@ -2,16 +2,11 @@ package csr
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"testing"
 	"time"
 
 	"github.com/certfn/certfn/core/api"
+	ct "github.com/certfn/certfn/core/certificates/certtest"
 	"github.com/certfn/certfn/core/requests"
 	"github.com/certfn/certfn/core/signers"
 	"github.com/certfn/certfn/core/step"
@@ -42,19 +37,6 @@ func (undecided) Decide(context.Context, *api.CertificateRequest) (requests.Deci
 	return requests.Decision{Result: requests.Unmatched, Message: "no CertificateRequestPolicy matched"}, nil
 }
 
-func requestPEM(t *testing.T) []byte {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	der, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{Subject: pkix.Name{CommonName: "web.example.com"}, DNSNames: []string{"web.example.com"}}, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der})
-}
-
 // Each way a CSR waits is reported as step.Waiting with its reason (after
 // cert-manager's CSR controllers), the step's message, and Warning for
 // what needs someone to act; the CSR is not written and is polled again
@@ -81,7 +63,7 @@ func TestStepsReportWhyTheCSRWaits(t *testing.T) {
 		{"the signer is pending", true, ready, signers.Pending("Waiting on Order o-1"), SigningStep, step.Waiting{Reason: ReasonPending, Message: "Waiting on Order o-1"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := csrWith("clusterissuers.cert-manager.io/ca", func(c *api.CertificateSigningRequest) { c.Spec.Request = requestPEM(t) })
+			c := csrWith("clusterissuers.cert-manager.io/ca", func(c *api.CertificateSigningRequest) { c.Spec.Request = ct.BareCSR(t, "web.example.com") })
 			if tc.approved {
 				approved(c)
 			}

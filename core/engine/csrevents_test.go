@@ -1,11 +1,7 @@
 package engine_test
 
 import (
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/json"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"strings"
@@ -31,20 +27,9 @@ func csrRig(t *testing.T, result requests.Result, signer string, manifests ...st
 		r.Apply(m)
 	}
 	r.Apply(fmt.Sprintf("apiVersion: certificates.k8s.io/v1\nkind: CertificateSigningRequest\nmetadata: {name: web}\nspec: {signerName: %q, request: %s, usages: [digital signature, key encipherment, server auth]}\n",
-		signer, apptest.B64(plainCSR(t))))
+		signer, apptest.B64(ct.BareCSR(t, "web.example.com"))))
 	r.Drain()
 	return r, api.Key{Kind: api.KindCertificateSigningRequest, Name: "web"}
-}
-
-// plainCSR is a PEM CSR for web.example.com without extensions (its
-// usages are spec.usages').
-func plainCSR(t *testing.T) []byte {
-	t.Helper()
-	der, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{Subject: pkix.Name{CommonName: "web.example.com"}, DNSNames: []string{"web.example.com"}}, ct.Key(t, nil))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der})
 }
 
 // csrEvent returns the Event about key and its stored version (nil, 0:
@@ -177,7 +162,7 @@ func TestCSREventFollowsTheCSR(t *testing.T) {
 		r.Apply(apptest.CAIssuerYAML)
 		r.Drain()
 		r.Apply(fmt.Sprintf("apiVersion: certificates.k8s.io/v1\nkind: CertificateSigningRequest\nmetadata: {name: web}\nspec: {signerName: issuers.cert-manager.io/default.ca, request: %s, usages: [digital signature, key encipherment, server auth]}\n",
-			apptest.B64(plainCSR(t))))
+			apptest.B64(ct.BareCSR(t, "web.example.com"))))
 		r.Drain()
 		key := api.Key{Kind: api.KindCertificateSigningRequest, Name: "web"}
 		if c := r.Get(key).(*api.CertificateSigningRequest); !c.IsIssued() {
