@@ -137,6 +137,12 @@ func TestCreateCSRWaitsAndChecksLifetime(t *testing.T) {
 		"--expiration", "15m", "--common-name", "remote.example.com", "--timeout", "30s"); r.code != 0 || !strings.HasPrefix(r.stdout, "-----BEGIN CERTIFICATE-----") {
 		t.Fatalf("remote create csr: %d %s %s", r.code, r.stdout, r.stderr)
 	}
+	// Remote client: why it waits comes from the CSR's Event over the API.
+	if r := remote("create", "csr", "--name", "lost", "--key", key, "--signer-name", "clusterissuers.cert-manager.io/nothere",
+		"--common-name", "lost.example.com", "--timeout", "3s"); r.code != 1 ||
+		!strings.Contains(r.stderr, `certificatesigningrequest.certificates.k8s.io/lost: approved, waiting for the signer: ClusterIssuer "nothere" not found`) {
+		t.Fatalf("remote create csr for a missing issuer: %d %s", r.code, r.stderr)
+	}
 	if s := ok(t, dir, "get", "csr", "foreign"); !strings.Contains(s, "Denied") {
 		t.Fatalf("get csr foreign:\n%s", s)
 	}

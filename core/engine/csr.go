@@ -65,6 +65,11 @@ func (e *run) reconcileCSR(ctx context.Context, rec ports.Record) error {
 //     (the usual path writes none), at the cost of one read. The CSR's
 //     final write wakes it, and the reconcile that follows (which writes
 //     nothing) does this.
+//
+// A reconcile that read the CSR before a concurrent decision (an approval
+// through the API) may still record its old reason after it; the
+// decision's write wakes the CSR, whose next reconcile records the current
+// one (and `create csr --wait` ignores WaitingApproval on an approved CSR).
 func (e *run) recordCSREvent(ctx context.Context, key api.Key, c *api.CertificateSigningRequest, w *step.Waiting) error {
 	switch {
 	case c.IsFinal():
