@@ -29,6 +29,25 @@ spec:
     secretName: root-secret
 `
 
+// serveInBackground runs `certfn serve args...` on dir until the test
+// ends, and fails the test if it exits otherwise than 0.
+func serveInBackground(t *testing.T, dir string, args ...string) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan int, 1)
+	var serveErr syncBuffer
+	go func() {
+		var out bytes.Buffer
+		done <- run(ctx, append([]string{"--data", dir, "serve"}, args...), strings.NewReader(""), &out, &serveErr)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		if code := <-done; code != 0 {
+			t.Errorf("serve exited %d: %s", code, serveErr.String())
+		}
+	})
+}
+
 func writeKey(t *testing.T, dir string) string {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
@@ -68,20 +87,8 @@ func TestCreateCSRWaitsAndChecksLifetime(t *testing.T) {
 	}
 	addr := l.Addr().String()
 	l.Close()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan int, 1)
-	var serveErr bytes.Buffer
-	go func() {
-		var out bytes.Buffer
-		done <- run(ctx, []string{"--data", dir, "serve", "--sweep-interval", "100ms", "--api-listen", addr,
-			"--api-tls-cert", srvCrt, "--api-tls-key", srvKey, "--api-client-ca", filepath.Join(p.dir, "ca.crt")}, strings.NewReader(""), &out, &serveErr)
-	}()
-	t.Cleanup(func() {
-		cancel()
-		if code := <-done; code != 0 {
-			t.Errorf("serve exited %d: %s", code, serveErr.String())
-		}
-	})
+	serveInBackground(t, dir, "--sweep-interval", "100ms", "--api-listen", addr,
+		"--api-tls-cert", srvCrt, "--api-tls-key", srvKey, "--api-client-ca", filepath.Join(p.dir, "ca.crt"))
 	key := writeKey(t, work)
 
 	// Local client: honoured as requested.

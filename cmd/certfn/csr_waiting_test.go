@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"strings"
 	"testing"
@@ -20,19 +19,7 @@ func TestCreateCSRWaitSaysWhy(t *testing.T) {
 	dir := setupEnv(t)
 	t.Setenv("CERTFN_APPROVER", "")
 	work := t.TempDir()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan int, 1)
-	var serveErr bytes.Buffer
-	go func() {
-		var out bytes.Buffer
-		done <- run(ctx, []string{"--data", dir, "serve", "--sweep-interval", "100ms", "--approver", "policy"}, strings.NewReader(""), &out, &serveErr)
-	}()
-	t.Cleanup(func() {
-		cancel()
-		if code := <-done; code != 0 {
-			t.Errorf("serve exited %d: %s", code, serveErr.String())
-		}
-	})
+	serveInBackground(t, dir, "--sweep-interval", "100ms", "--approver", "policy")
 	key := writeKey(t, work)
 
 	// Nobody approves: the reason is printed, and repeated on timeout.
