@@ -1,33 +1,20 @@
 package httpapi_test
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/base64"
 	"encoding/json"
-	"encoding/pem"
 	"fmt"
 	"net/http"
 	"strings"
 	"testing"
 
 	"github.com/certfn/certfn/core/api"
+	ct "github.com/certfn/certfn/core/certificates/certtest"
 )
 
 func csrManifest(t *testing.T, name, signer string, expirationSeconds int) string {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	der, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{Subject: pkix.Name{CommonName: "web.example.com"}, DNSNames: []string{"web.example.com"}}, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req := base64.StdEncoding.EncodeToString(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der}))
+	req := base64.StdEncoding.EncodeToString(ct.BareCSR(t, "web.example.com"))
 	return fmt.Sprintf(`apiVersion: certificates.k8s.io/v1
 kind: CertificateSigningRequest
 metadata: {name: %s}

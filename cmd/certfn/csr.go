@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"crypto"
 	"crypto/rand"
 	"crypto/x509"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/certfn/certfn/core/api"
 	"github.com/certfn/certfn/core/app"
+	"github.com/certfn/certfn/core/csr"
 	"github.com/certfn/certfn/core/pki"
 	"github.com/certfn/certfn/core/ports"
 )
@@ -255,7 +257,9 @@ func buildCSR(o csrOptions, key crypto.Signer) ([]byte, error) {
 }
 
 // waitCSR polls the CSR until it holds a certificate; a Denied or Failed
-// condition ends the wait with exit status 1.
+// condition ends the wait with exit status 1. While it waits it prints
+// why, from the CSR's Event (csrWaitingReason), each time that changes;
+// a timeout repeats the last.
 func waitCSR(cmd *cobra.Command, g *globals, cl client, k api.Key, timeout time.Duration) (*api.CertificateSigningRequest, error) {
 	interval := 200 * time.Millisecond
 	if g.server != "" {
@@ -282,6 +286,9 @@ func waitCSR(cmd *cobra.Command, g *globals, cl client, k api.Key, timeout time.
 			if c.Status.Has(api.CSRConditionApproved) {
 				line = "approved, waiting for the signer"
 			}
+			if why := csrWaitingReason(cmd.Context(), cl, c); why != "" {
+				line += ": " + why
+			}
 		case errors.Is(err, ports.ErrNotFound):
 		case errors.Is(err, app.ErrForbidden), isUnauthenticated(err):
 			return nil, err
@@ -304,6 +311,33 @@ func waitCSR(cmd *cobra.Command, g *globals, cl client, k api.Key, timeout time.
 		case <-time.After(interval):
 		}
 	}
+}
+
+// csrWaitingReason is why c waits, from its Event (the engine records it
+// there: a CSR has no condition for it): the message of a waiting reason
+// (core/csr's: the approver's message while nobody decided, the issuer or
+// the signer once approved), "<reason>: <message>" for a failure
+// recorded since; "" when there is none, the caller may not read it, or
+// it is stale (waiting for approval, and c is approved).
+func csrWaitingReason(ctx context.Context, cl client, c *api.CertificateSigningRequest) string {
+	o, err := cl.Get(ctx, api.EventKeyFor(api.KeyOf(c)))
+	if err != nil {
+		return ""
+	}
+	ev, ok := o.(*api.Event)
+	if !ok || ev.Message == "" {
+		return ""
+	}
+	switch ev.Reason {
+	case csr.ReasonWaitingApproval:
+		if c.Status.Has(api.CSRConditionApproved) {
+			return ""
+		}
+		return ev.Message
+	case csr.ReasonIssuerNotFound, csr.ReasonIssuerNotReady, csr.ReasonOrderPending, csr.ReasonPending:
+		return ev.Message
+	}
+	return ev.Reason + ": " + ev.Message
 }
 
 // lifetimeWarning is the client-side check KEP-2784 asks for: the issued
@@ -350,20 +384,34 @@ func csrColumns(wide bool, now time.Time) ([]string, func(api.Object) []string) 
 	}
 }
 
-// csrCondition is kubectl's CONDITION column: the condition types joined
-// by commas, plus "Issued" when a certificate is set; "Pending" for none.
+// csrCondition is kubectl's CONDITION column (its printers'
+// extractCSRStatus): Denied, else Approved, else Pending; then ",Failed"
+// when a Failed condition is present and ",Issued" when a certificate is
+// set. As there, a condition counts whatever its status.
 func csrCondition(c *api.CertificateSigningRequest) string {
-	var parts []string
+	var approved, denied, failed bool
 	for _, cond := range c.Status.Conditions {
-		if cond.Status == api.ConditionTrue {
-			parts = append(parts, cond.Type)
+		switch cond.Type {
+		case api.CSRConditionApproved:
+			approved = true
+		case api.CSRConditionDenied:
+			denied = true
+		case api.CSRConditionFailed:
+			failed = true
 		}
 	}
-	if c.IsIssued() {
-		parts = append(parts, "Issued")
+	status := "Pending"
+	switch {
+	case denied:
+		status = "Denied"
+	case approved:
+		status = "Approved"
 	}
-	if len(parts) == 0 {
-		return "Pending"
+	if failed {
+		status += ",Failed"
 	}
-	return strings.Join(parts, ",")
+	if len(c.Status.Certificate) > 0 {
+		status += ",Issued"
+	}
+	return status
 }

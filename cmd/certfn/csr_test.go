@@ -29,6 +29,25 @@ spec:
     secretName: root-secret
 `
 
+// serveInBackground runs `certfn serve args...` on dir until the test
+// ends, and fails the test if it exits otherwise than 0.
+func serveInBackground(t *testing.T, dir string, args ...string) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan int, 1)
+	var serveErr syncBuffer
+	go func() {
+		var out bytes.Buffer
+		done <- run(ctx, append([]string{"--data", dir, "serve"}, args...), strings.NewReader(""), &out, &serveErr)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		if code := <-done; code != 0 {
+			t.Errorf("serve exited %d: %s", code, serveErr.String())
+		}
+	})
+}
+
 func writeKey(t *testing.T, dir string) string {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
@@ -68,20 +87,8 @@ func TestCreateCSRWaitsAndChecksLifetime(t *testing.T) {
 	}
 	addr := l.Addr().String()
 	l.Close()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan int, 1)
-	var serveErr bytes.Buffer
-	go func() {
-		var out bytes.Buffer
-		done <- run(ctx, []string{"--data", dir, "serve", "--sweep-interval", "100ms", "--api-listen", addr,
-			"--api-tls-cert", srvCrt, "--api-tls-key", srvKey, "--api-client-ca", filepath.Join(p.dir, "ca.crt")}, strings.NewReader(""), &out, &serveErr)
-	}()
-	t.Cleanup(func() {
-		cancel()
-		if code := <-done; code != 0 {
-			t.Errorf("serve exited %d: %s", code, serveErr.String())
-		}
-	})
+	serveInBackground(t, dir, "--sweep-interval", "100ms", "--api-listen", addr,
+		"--api-tls-cert", srvCrt, "--api-tls-key", srvKey, "--api-client-ca", filepath.Join(p.dir, "ca.crt"))
 	key := writeKey(t, work)
 
 	// Local client: honoured as requested.
@@ -136,6 +143,12 @@ func TestCreateCSRWaitsAndChecksLifetime(t *testing.T) {
 	if r := remote("create", "csr", "--name", "remote", "--key", key, "--signer-name", "clusterissuers.cert-manager.io/my-ca-issuer",
 		"--expiration", "15m", "--common-name", "remote.example.com", "--timeout", "30s"); r.code != 0 || !strings.HasPrefix(r.stdout, "-----BEGIN CERTIFICATE-----") {
 		t.Fatalf("remote create csr: %d %s %s", r.code, r.stdout, r.stderr)
+	}
+	// Remote client: why it waits comes from the CSR's Event over the API.
+	if r := remote("create", "csr", "--name", "lost", "--key", key, "--signer-name", "clusterissuers.cert-manager.io/nothere",
+		"--common-name", "lost.example.com", "--timeout", "3s"); r.code != 1 ||
+		!strings.Contains(r.stderr, `certificatesigningrequest.certificates.k8s.io/lost: approved, waiting for the signer: ClusterIssuer "nothere" not found`) {
+		t.Fatalf("remote create csr for a missing issuer: %d %s", r.code, r.stderr)
 	}
 	if s := ok(t, dir, "get", "csr", "foreign"); !strings.Contains(s, "Denied") {
 		t.Fatalf("get csr foreign:\n%s", s)

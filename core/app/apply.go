@@ -60,7 +60,7 @@ var machineKinds = map[string]string{
 	api.KindOrder:          "certfn's ACME issuer",
 	api.KindChallenge:      "certfn's ACME issuer",
 	api.KindChallengeLease: "certfn's ACME issuer",
-	api.KindEvent:          "certfn, when a reconcile fails",
+	api.KindEvent:          "certfn, when a reconcile fails or a CertificateSigningRequest waits",
 }
 
 // Apply checks that caller may create (or update, when it exists) each

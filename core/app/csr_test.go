@@ -2,8 +2,6 @@ package app_test
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/x509"
 	"crypto/x509/pkix"
@@ -23,20 +21,6 @@ import (
 	"github.com/certfn/certfn/core/ports"
 	"github.com/certfn/certfn/core/requests"
 )
-
-// csrPEM returns a PEM CSR for dnsName signed by a fresh ECDSA key.
-func csrPEM(t *testing.T, dnsName string) []byte {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	der, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{Subject: pkix.Name{CommonName: dnsName}, DNSNames: []string{dnsName}}, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der})
-}
 
 // csrSpec builds a CertificateSigningRequest manifest.
 type csrSpec struct {
@@ -65,7 +49,7 @@ spec:
   request: %s
   signerName: %s
   usages: [digital signature, key encipherment, server auth]
-%s%s`, s.name, ann, apptest.B64(csrPEM(t, s.dnsName)), s.signer, exp, s.extra)
+%s%s`, s.name, ann, apptest.B64(ct.BareCSR(t, s.dnsName)), s.signer, exp, s.extra)
 }
 
 func csrKey(name string) api.Key { return api.Key{Kind: api.KindCertificateSigningRequest, Name: name} }

@@ -8,6 +8,7 @@ import (
 	"github.com/certfn/certfn/core/api"
 	"github.com/certfn/certfn/core/pki"
 	"github.com/certfn/certfn/core/requests"
+	"github.com/certfn/certfn/core/step"
 )
 
 // ApprovalStep is the approver actor for a CSR of one of cert-manager's
@@ -18,9 +19,11 @@ import (
 // mutually exclusive). A CSR carrying a name a CA must not sign is Denied
 // first (requests.CheckNames), unless this role never decides
 // (requests.Refuser). A CSR nobody decides is left untouched and looked
-// at again after WaitPoll (a CSR has no Ready condition to say why; the
-// reason is the step's debug log). CSRs of other signer names are not
-// certfn's to decide.
+// at again after WaitPoll; a CSR has no Ready condition to say why, so
+// the step reports it as step.Waiting (ReasonWaitingApproval with the
+// approver's message, which names the policies that did not match) and
+// the engine records it as the CSR's Event. CSRs of other signer names
+// are not certfn's to decide.
 func ApprovalStep(ctx context.Context, env *Env, st *State) (Outcome, error) {
 	c := st.CSR
 	if c.Status.Condition(api.CSRConditionApproved) != nil || c.Status.Condition(api.CSRConditionDenied) != nil || c.IsFinal() {
@@ -46,7 +49,8 @@ func ApprovalStep(ctx context.Context, env *Env, st *State) (Outcome, error) {
 		status = "denied"
 		c.Status.AddCondition(api.CSRConditionDenied, d.Reason, d.Message, st.Now)
 	default:
-		return Outcome{RequeueAt: st.Now.Add(env.WaitPoll), Why: "pending approval: " + d.Message}, nil
+		return Outcome{RequeueAt: st.Now.Add(env.WaitPoll), Why: "pending approval: " + d.Message,
+			Waiting: &step.Waiting{Reason: ReasonWaitingApproval, Message: d.Message}}, nil
 	}
 	if env.Metrics != nil {
 		env.Metrics.Inc("certfn_csr_approval_total", "signer", SignerLabel(c.Spec.SignerName), "status", status)

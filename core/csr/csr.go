@@ -62,6 +62,36 @@ type Env struct {
 // Outcome is what a step did.
 type Outcome = step.Outcome
 
+// Reasons of the step.Waiting a CSR's steps report when it waits (the
+// engine records them as the CSR's Event; a CSR has no condition to say
+// it), after cert-manager's CSR controllers
+// (pkg/controller/certificatesigningrequests: sync.go's WaitingApproval,
+// IssuerNotFound and IssuerNotReady; acme/acme.go's OrderPending). The
+// issuer reasons are Warnings, as there.
+const (
+	// ReasonWaitingApproval: nobody approved or denied it yet; the message
+	// is the approver's (which CertificateRequestPolicies did not match).
+	ReasonWaitingApproval = "WaitingApproval"
+	// ReasonIssuerNotFound: approved, the signer name's issuer does not exist.
+	ReasonIssuerNotFound = "IssuerNotFound"
+	// ReasonIssuerNotReady: approved, the issuer is not Ready or its
+	// signer says it cannot sign yet (signers.ErrIssuerNotReady).
+	ReasonIssuerNotReady = "IssuerNotReady"
+	// ReasonOrderPending: an ACME issuer's Order is in progress.
+	ReasonOrderPending = "OrderPending"
+	// ReasonPending: another signer works on it asynchronously
+	// (signers.ErrPending), as a CertificateRequest's Pending.
+	ReasonPending = "Pending"
+)
+
+// pendingReason is the reason of a signer's ErrPending for issuer type typ.
+func pendingReason(typ string) string {
+	if typ == "acme" {
+		return ReasonOrderPending
+	}
+	return ReasonPending
+}
+
 // Request returns c seen as a CertificateRequest of the issuer its signer
 // name names, as cert-manager's CSR signers read a CSR:
 //   - namespace: the Issuer's namespace, or the cluster resource namespace

@@ -12,6 +12,7 @@ import (
 	"github.com/certfn/certfn/core/rbac"
 	"github.com/certfn/certfn/core/requests"
 	"github.com/certfn/certfn/core/signers"
+	"github.com/certfn/certfn/core/step"
 )
 
 // Reasons of the Failed condition the signing step records (seed 004:
@@ -79,7 +80,7 @@ func SigningStep(ctx context.Context, env *Env, st *State) (Outcome, error) {
 		return Outcome{}, fmt.Errorf("read issuer %s: %w", cr.Spec.IssuerRef.Name, err)
 	}
 	if !ok {
-		return waiting(st, env, fmt.Sprintf("%s %q not found", cr.Spec.IssuerRef.Kind, cr.Spec.IssuerRef.Name))
+		return waiting(st, env, ReasonIssuerNotFound, fmt.Sprintf("%s %q not found", cr.Spec.IssuerRef.Kind, cr.Spec.IssuerRef.Name))
 	}
 	typ := requests.IssuerType(iss.GetSpec())
 	if env.Authorizer != nil {
@@ -98,15 +99,17 @@ func SigningStep(ctx context.Context, env *Env, st *State) (Outcome, error) {
 		return Outcome{Why: "no signer for issuer type " + typ + " in this role"}, nil
 	}
 	if !api.IsTrue(iss.GetStatus().Conditions, api.IssuerConditionReady) {
-		return waiting(st, env, fmt.Sprintf("issuer %q is not Ready", iss.GetObjectMeta().Name))
+		return waiting(st, env, ReasonIssuerNotReady, fmt.Sprintf("issuer %q is not Ready", iss.GetObjectMeta().Name))
 	}
 	// Owner: an ACME Order made for this request belongs to the CSR (in the
 	// issuer's namespace), as cert-manager's CSR ACME signer makes it.
 	res, err := signer.Sign(ctx, signers.Request{CR: cr, Issuer: iss, SecretNamespace: secretNS, Objects: env.Objects, Owner: c})
 	switch {
 	case err == nil:
-	case errors.Is(err, signers.ErrIssuerNotReady), errors.Is(err, signers.ErrPending):
-		return waiting(st, env, err.Error())
+	case errors.Is(err, signers.ErrIssuerNotReady):
+		return waiting(st, env, ReasonIssuerNotReady, err.Error())
+	case errors.Is(err, signers.ErrPending):
+		return waiting(st, env, pendingReason(typ), err.Error())
 	case errs.IsPermanent(err):
 		return fail(ctx, env, st, ReasonSigningError, err.Error())
 	default:
@@ -167,9 +170,11 @@ func CanReference(ctx context.Context, authorizer func(context.Context) (*rbac.A
 
 // waiting leaves the CSR as it is, looked at again after WaitPoll (the
 // issuer's readiness wakes it sooner in local mode's loops through the
-// sweep).
-func waiting(st *State, env *Env, msg string) (Outcome, error) {
-	return Outcome{RequeueAt: st.Now.Add(env.WaitPoll), Why: "waiting: " + msg}, nil
+// sweep), and tells its users why (step.Waiting: the engine records it as
+// the CSR's Event).
+func waiting(st *State, env *Env, reason, msg string) (Outcome, error) {
+	return Outcome{RequeueAt: st.Now.Add(env.WaitPoll), Why: "waiting: " + msg,
+		Waiting: &step.Waiting{Reason: reason, Message: msg, Warning: reason == ReasonIssuerNotFound || reason == ReasonIssuerNotReady}}, nil
 }
 
 // fail records a Failed condition (seed 004: terminal signer error).

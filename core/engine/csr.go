@@ -41,7 +41,75 @@ func (e *run) reconcileCSR(ctx context.Context, rec ports.Record) error {
 	}
 	e.why = res.Why
 	rec.Version = st.Version
-	return e.settle(ctx, rec, res.Want)
+	if err := e.settle(ctx, rec, res.Want); err != nil {
+		return err
+	}
+	return e.recordCSREvent(ctx, rec.Key, st.CSR, res.Waiting)
+}
+
+// recordCSREvent keeps a CSR's Event true after a reconcile that wrote
+// nothing (a reconcile that writes records no Event, so there is at most
+// one Event write per reconcile). A CSR has no Ready condition (upstream's
+// conditions are Approved, Denied and Failed only), so its Event is where
+// `certfn describe csr`, `get events` and `create csr --wait` read why it
+// waits, as cert-manager's CSR controllers tell it in Events:
+//   - waiting (w, from the steps): a Normal or Warning Event with w's
+//     reason and message, rewritten while unchanged at most every
+//     EventMinInterval; a waiting CSR is polled every WaitPoll (longer), so
+//     its steady state costs at most one Event write per poll;
+//   - final (issued, Denied, Failed): an existing Event (a waiting reason,
+//     or a failure recorded before) is replaced once by how it ended
+//     (csrOutcome), so that a stale "WaitingApproval" or "IssuerNotReady"
+//     never contradicts the conditions. Clearing it instead would hide how
+//     it ended from `get events`. A CSR that never waited gets no Event
+//     (the usual path writes none), at the cost of one read. The CSR's
+//     final write wakes it, and the reconcile that follows (which writes
+//     nothing) does this.
+//
+// A reconcile that read the CSR before a concurrent decision (an approval
+// through the API) may still record its old reason after it; the
+// decision's write wakes the CSR, whose next reconcile records the current
+// one (and `create csr --wait` ignores WaitingApproval on an approved CSR).
+func (e *run) recordCSREvent(ctx context.Context, key api.Key, c *api.CertificateSigningRequest, w *step.Waiting) error {
+	switch {
+	case c.IsFinal():
+		return e.recordEvent(ctx, key, csrOutcome(c), eventReplace)
+	case w != nil:
+		typ := api.EventTypeNormal
+		if w.Warning {
+			typ = api.EventTypeWarning
+		}
+		return e.recordEvent(ctx, key, note{typ, w.Reason, w.Message}, eventRepeat)
+	}
+	return nil
+}
+
+// csrOutcome is the Event of a final CSR: Normal CertificateIssued (the
+// message of cert-manager's signers), Warning Denied with the Denied
+// condition's message, or Warning with the Failed condition's reason and
+// message (as cert-manager records a signer's failure).
+func csrOutcome(c *api.CertificateSigningRequest) note {
+	if c.Status.Has(api.CSRConditionDenied) {
+		cond := c.Status.Condition(api.CSRConditionDenied)
+		return note{api.EventTypeWarning, api.CSRConditionDenied, csrConditionMessage(cond)}
+	}
+	if c.Status.Has(api.CSRConditionFailed) {
+		cond := c.Status.Condition(api.CSRConditionFailed)
+		reason := cond.Reason
+		if reason == "" {
+			reason = api.CSRConditionFailed
+		}
+		return note{api.EventTypeWarning, reason, cond.Message}
+	}
+	return note{api.EventTypeNormal, "CertificateIssued", "Certificate fetched from issuer successfully"}
+}
+
+// csrConditionMessage is a condition's message with its reason.
+func csrConditionMessage(cond *api.CSRCondition) string {
+	if cond.Reason == "" {
+		return cond.Message
+	}
+	return cond.Message + " (" + cond.Reason + ")"
 }
 
 type csrWriter struct{ e *run }

@@ -22,25 +22,52 @@ const EventMinInterval = time.Minute
 const maxEventMessage = 1024
 
 // recordFailure writes the Event about key after a failed reconcile of
-// class (see api.Event). It goes straight to the store: writing an Event
-// wakes nothing, and no step reads Events. Lost races and a concurrent
-// first write are not retried (the next failure records again).
+// class (see api.Event), rate limited by EventMinInterval. It goes
+// straight to the store: writing an Event wakes nothing, and no step
+// reads Events.
 func (e *Engine) recordFailure(ctx context.Context, key api.Key, class errs.Class, failure error) error {
-	info, ok := api.KindInfoFor(key.Kind)
-	if !ok || key.Kind == api.KindEvent {
-		return nil
-	}
 	reason := "Failed"
 	if class == errs.PermanentClass {
 		reason = "FailedPermanently"
 	}
-	msg := eventMessage(failure.Error())
+	return e.recordEvent(ctx, key, note{api.EventTypeWarning, reason, failure.Error()}, eventRepeat)
+}
+
+// note is what an Event says: its type, reason and message.
+type note struct{ typ, reason, msg string }
+
+// How recordEvent treats an Event that already says the same.
+type eventMode int
+
+const (
+	// eventRepeat: rewritten (count + 1, lastTimestamp) at most every
+	// EventMinInterval; created when there is none.
+	eventRepeat eventMode = iota
+	// eventReplace: written only over an existing Event that says
+	// something else (never created, never repeated).
+	eventReplace
+)
+
+// recordEvent makes the Event about key say n (its message bounded by
+// eventMessage): a different reason, type or message starts a new count;
+// the same one is handled as mode says. It is one read and at most one
+// conditional write; lost races and a concurrent first write are not
+// retried (the next reconcile records again).
+func (e *Engine) recordEvent(ctx context.Context, key api.Key, n note, mode eventMode) error {
+	info, ok := api.KindInfoFor(key.Kind)
+	if !ok || key.Kind == api.KindEvent {
+		return nil
+	}
+	msg := eventMessage(n.msg)
 	now := e.cfg.Clock.Now()
 	ek := api.EventKeyFor(key)
 	ev := &api.Event{}
 	rec, err := e.cfg.Store.Get(ctx, ek)
 	switch {
 	case errors.Is(err, ports.ErrNotFound):
+		if mode == eventReplace {
+			return nil
+		}
 		rec = ports.Record{Key: ek, Owner: key}
 	case err != nil:
 		return fmt.Errorf("record event %s: %w", ek, err)
@@ -49,8 +76,8 @@ func (e *Engine) recordFailure(ctx context.Context, key api.Key, class errs.Clas
 			return fmt.Errorf("record event %s: decode: %w", ek, err)
 		}
 	}
-	if ev.Reason == reason && ev.Message == msg && ev.LastTimestamp != nil {
-		if now.Sub(ev.LastTimestamp.Time) < EventMinInterval {
+	if ev.Reason == n.reason && ev.Message == msg && ev.Type == n.typ && ev.LastTimestamp != nil {
+		if mode == eventReplace || now.Sub(ev.LastTimestamp.Time) < EventMinInterval {
 			return nil
 		}
 		ev.Count++
@@ -64,7 +91,7 @@ func (e *Engine) recordFailure(ctx context.Context, key api.Key, class errs.Clas
 		ev.CreationTimestamp = &api.Time{Time: now}
 	}
 	ev.InvolvedObject = api.ObjectReference{Kind: key.Kind, Namespace: key.Namespace, Name: key.Name, APIVersion: info.APIVersion}
-	ev.Reason, ev.Message, ev.Type = reason, msg, api.EventTypeWarning
+	ev.Reason, ev.Message, ev.Type = n.reason, msg, n.typ
 	ev.LastTimestamp = &api.Time{Time: now}
 	if rec.Data, err = json.Marshal(ev); err != nil {
 		return fmt.Errorf("record event %s: %w", ek, err)

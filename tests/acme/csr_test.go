@@ -79,6 +79,11 @@ spec:
 			if c.Status.HonouredDuration == nil || c.Status.HonouredDuration.Duration != chain[0].NotAfter.Sub(chain[0].NotBefore) {
 				t.Errorf("honoured duration %v, want the leaf's lifetime", c.Status.HonouredDuration)
 			}
+			// It waited on its Order (Event OrderPending), then the Event
+			// says how it ended.
+			if eo, err := e.rt.Engine.Get(e.ctx, api.EventKeyFor(csrKey)); err != nil || eo.(*api.Event).Reason != "CertificateIssued" {
+				t.Errorf("the CSR's Event: %+v, %v; want CertificateIssued", eo, err)
+			}
 			orders := e.orders()
 			if len(orders) != 1 {
 				t.Fatalf("want one Order, got %s", e.describe(api.KindOrder))

@@ -14,6 +14,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/json"
+	"encoding/pem"
 	"math/big"
 	"strconv"
 	"testing"
@@ -169,6 +170,20 @@ func CSR(t testing.TB, crt *api.Certificate, key crypto.Signer) []byte {
 		t.Fatalf("generate CSR: %v", err)
 	}
 	return b
+}
+
+// BareCSR returns a PEM CSR for dnsName (common name and DNS SAN) signed
+// by a fresh P-256 key, without extensions: its usages are whatever the
+// request that carries it says (a CertificateSigningRequest's
+// spec.usages).
+func BareCSR(t testing.TB, dnsName string) []byte {
+	t.Helper()
+	der, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{Subject: pkix.Name{CommonName: dnsName}, DNSNames: []string{dnsName}},
+		Key(t, nil))
+	if err != nil {
+		t.Fatalf("create CSR: %v", err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der})
 }
 
 // Request returns the CertificateRequest the requestmanager would create

@@ -1,0 +1,52 @@
+package app_test
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/certfn/certfn/core/api"
+	"github.com/certfn/certfn/core/app"
+	"github.com/certfn/certfn/core/app/apptest"
+	"github.com/certfn/certfn/core/ports"
+	"github.com/certfn/certfn/core/requests"
+)
+
+// Whoever may get a CSR may read its Event (why it waits), without `get`
+// on events in "default"; others may not, and the permission does not
+// reach the Events of other objects.
+func TestCSREventReadableByWhoMayGetTheCSR(t *testing.T) {
+	r := apptest.NewRig(t)
+	r.Approver.Set(requests.Unmatched)
+	r.Apply(approverRBAC)
+	r.Drain()
+	bob := app.Caller{Username: "bob", Groups: []string{"system:authenticated"}}
+	if _, err := applyAs(r, bob, csrSpec{name: "mine", signer: "clusterissuers.cert-manager.io/ca"}.yaml(t)); err != nil {
+		t.Fatal(err)
+	}
+	r.Drain()
+	ek := api.EventKeyFor(csrKey("mine"))
+	for _, tc := range []struct {
+		name   string
+		caller app.Caller
+		key    api.Key
+		want   error // nil: readable
+	}{
+		{"the requester, who may get the CSR", bob, ek, nil},
+		{"a superuser", apptest.Caller, ek, nil},
+		{"someone who may not get the CSR", app.Caller{Username: "carol", Groups: []string{"system:authenticated"}}, ek, app.ErrForbidden},
+		{"the requester, the Event of a Certificate", bob, api.EventKeyFor(apptest.CertKey), app.ErrForbidden},
+		{"the requester, an Event that is not an object's", bob, api.Key{Kind: api.KindEvent, Namespace: "default", Name: "x"}, app.ErrForbidden},
+		{"the requester, the Event of a CSR that does not exist", bob, api.EventKeyFor(csrKey("none")), ports.ErrNotFound},
+	} {
+		o, err := r.Service.Get(r.Ctx, tc.caller, tc.key)
+		if tc.want != nil {
+			if !errors.Is(err, tc.want) {
+				t.Errorf("%s: err = %v, want %v", tc.name, err, tc.want)
+			}
+			continue
+		}
+		if ev, ok := o.(*api.Event); err != nil || !ok || ev.Reason != "WaitingApproval" {
+			t.Errorf("%s: %+v %v", tc.name, o, err)
+		}
+	}
+}
