@@ -10,7 +10,6 @@ import (
 	"github.com/certfn/certfn/core/api"
 	"github.com/certfn/certfn/core/csr"
 	"github.com/certfn/certfn/core/errs"
-	"github.com/certfn/certfn/core/pki"
 	"github.com/certfn/certfn/core/ports"
 	"github.com/certfn/certfn/core/requests"
 	"github.com/certfn/certfn/core/validation"
@@ -146,24 +145,19 @@ func (d *Deliverer) csrSignerWork(ctx context.Context, c *api.CertificateSigning
 	return ok, err
 }
 
-// RetainCSR is how long a final CertificateSigningRequest (issued, denied
-// or failed) is kept: seed 003 — "automatically garbage collected ...
-// once the issued certificate has expired or after one hour, whichever is
-// shorter" (Kubernetes' csrcleaner). The requester has its certificate by
-// then.
-const RetainCSR = time.Hour
+// RetainCSR is how long a final CertificateSigningRequest is kept
+// (csr.Retain: seed 003's one hour, or until its certificate expires if
+// sooner). CleanupStep deletes it then in every deployment; the cloud
+// stores' TTL is the same rule.
+const RetainCSR = csr.Retain
 
 // csrExpiresAt is ExpiresAt for a CertificateSigningRequest: a final one
-// expires RetainCSR after its final write, or when its certificate
-// expires if that is sooner; a pending one never (the cloud stores' TTL).
+// expires when csr.KeepUntil says, from its final write; a pending one
+// never (the cloud stores' TTL).
 func csrExpiresAt(rec ports.Record, now time.Time) time.Time {
 	var c api.CertificateSigningRequest
 	if err := json.Unmarshal(rec.Data, &c); err != nil || !c.IsFinal() {
 		return time.Time{}
 	}
-	at := now.Add(RetainCSR)
-	if chain, err := pki.ParseChainPEM(c.Status.Certificate); err == nil && chain[0].NotAfter.Before(at) {
-		at = chain[0].NotAfter
-	}
-	return at
+	return csr.KeepUntil(&c, now)
 }

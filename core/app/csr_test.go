@@ -412,3 +412,39 @@ func countOrders(t *testing.T, r *apptest.Rig) int {
 	}
 	return len(recs)
 }
+
+// A final CSR goes an hour after it ended (seed 003, Kubernetes'
+// csrcleaner), in every deployment: it is due then, and the sweep's
+// reconcile deletes it with its Event; a pending one stays.
+func TestFinalCSRCleanedAfterRetain(t *testing.T) {
+	r := apptest.NewRig(t)
+	readyCA(t, r, 0)
+	r.Apply(csrSpec{name: "issued", signer: "issuers.cert-manager.io/default.ca"}.yaml(t))
+	r.Apply(csrSpec{name: "pending", signer: "example.com/not-certfns"}.yaml(t))
+	r.Drain()
+	if !getCSR(r, "issued").IsIssued() {
+		t.Fatalf("not issued: %+v", getCSR(r, "issued").Status.Conditions)
+	}
+	key := api.Key{Kind: api.KindCertificateSigningRequest, Name: "issued"}
+	if due := r.Rec(key).NextRunAt; !due.Equal(r.Clock.Now().Add(app.RetainCSR)) {
+		t.Fatalf("issued CSR due %v, want %v", due, r.Clock.Now().Add(app.RetainCSR))
+	}
+	r.Clock.Advance(app.RetainCSR - time.Second)
+	if _, err := r.Engine.Sweep(r.Ctx, 100); err != nil {
+		t.Fatal(err)
+	}
+	r.Drain()
+	getCSR(r, "issued") // still there
+	r.Clock.Advance(2 * time.Second)
+	if _, err := r.Engine.Sweep(r.Ctx, 100); err != nil {
+		t.Fatal(err)
+	}
+	r.Drain()
+	if _, err := r.Store.Get(r.Ctx, key); !errors.Is(err, ports.ErrNotFound) {
+		t.Fatalf("issued CSR an hour later: %v, want deleted", err)
+	}
+	if _, err := r.Store.Get(r.Ctx, api.EventKeyFor(key)); !errors.Is(err, ports.ErrNotFound) {
+		t.Fatalf("its Event: %v, want deleted", err)
+	}
+	getCSR(r, "pending") // another signer's, never final: kept
+}

@@ -3,7 +3,6 @@ package csr
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/certfn/certfn/core/api"
 	"github.com/certfn/certfn/core/pki"
@@ -57,7 +56,7 @@ func ApprovalStep(ctx context.Context, env *Env, st *State) (Outcome, error) {
 	}
 	next := st.Now.Add(requests.FollowUpGrace) // the signing step follows at once (woken by the write)
 	if d.Result == requests.Denied {
-		next = time.Time{} // final: leaves the due index
+		next = KeepUntil(c, st.Now) // final: due when CleanupStep deletes it
 	}
 	if err := env.Writer.UpdateCSR(ctx, st, next); err != nil {
 		return Outcome{}, fmt.Errorf("record approval decision: %w", err)

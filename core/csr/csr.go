@@ -26,17 +26,21 @@ import (
 	"github.com/certfn/certfn/core/step"
 )
 
-// State is one CSR as loaded for a reconcile.
+// State is one CSR as loaded for a reconcile. Due is the record's
+// nextRunAt (zero: not due): for a final CSR, when CleanupStep deletes it.
 type State struct {
 	CSR     *api.CertificateSigningRequest
 	Version int64
 	Now     time.Time
+	Due     time.Time
 }
 
 // Writer writes the CSR conditionally on st.Version, due at next (zero:
-// not due, a final CSR).
+// not due), and deletes it (DeleteCSR: conditionally on st.Version, with
+// what it owns and its Event).
 type Writer interface {
 	UpdateCSR(ctx context.Context, st *State, next time.Time) error
+	DeleteCSR(ctx context.Context, st *State) error
 }
 
 // Env is what the CSR steps get from outside (the engine fills it as it

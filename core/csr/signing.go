@@ -187,7 +187,7 @@ func fail(ctx context.Context, env *Env, st *State, reason, msg string) (Outcome
 }
 
 func write(ctx context.Context, env *Env, st *State, what string) (Outcome, error) {
-	if err := env.Writer.UpdateCSR(ctx, st, time.Time{}); err != nil { // final: leaves the due index
+	if err := env.Writer.UpdateCSR(ctx, st, KeepUntil(st.CSR, st.Now)); err != nil { // final: due when CleanupStep deletes it
 		return Outcome{}, fmt.Errorf("%s: %w", what, err)
 	}
 	return Outcome{Wrote: true}, nil

@@ -33,9 +33,20 @@ func (readyIssuer) Get(context.Context, string, api.IssuerReference) (api.Generi
 	return iss, "cert-manager", true, nil
 }
 
-type keptWrites struct{ n int }
+// keptWrites is a test double of Writer that counts writes and
+// deletions and keeps the last due time written.
+type keptWrites struct {
+	n, deleted int
+	next       time.Time
+}
 
-func (w *keptWrites) UpdateCSR(context.Context, *State, time.Time) error { w.n++; return nil }
+func (w *keptWrites) UpdateCSR(_ context.Context, _ *State, next time.Time) error {
+	w.n++
+	w.next = next
+	return nil
+}
+
+func (w *keptWrites) DeleteCSR(context.Context, *State) error { w.deleted++; return nil }
 
 func selfSignedPEM(t *testing.T, key *ecdsa.PrivateKey) []byte {
 	t.Helper()

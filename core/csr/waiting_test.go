@@ -31,6 +31,11 @@ func (w noWrites) UpdateCSR(context.Context, *State, time.Time) error {
 	return nil
 }
 
+func (w noWrites) DeleteCSR(context.Context, *State) error {
+	w.t.Fatal("a waiting CSR was deleted")
+	return nil
+}
+
 type undecided struct{}
 
 func (undecided) Decide(context.Context, *api.CertificateRequest) (requests.Decision, error) {

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -14,9 +15,9 @@ import (
 
 // csrSteps are the CertificateSigningRequest steps (core/csr): the
 // approver, then the signer (seed 004), one write per invocation.
-var csrSteps = []step.Func[*csr.Env, *csr.State]{csr.ApprovalStep, csr.SigningStep}
+var csrSteps = []step.Func[*csr.Env, *csr.State]{csr.ApprovalStep, csr.SigningStep, csr.CleanupStep}
 
-var csrStepNames = []string{"approval", "signing"}
+var csrStepNames = []string{"approval", "signing", "cleanup"}
 
 // reconcileCSR runs one step of a CertificateSigningRequest with the
 // engine's approver (the auto-approve list, then CertificateRequestPolicies)
@@ -26,7 +27,7 @@ func (e *run) reconcileCSR(ctx context.Context, rec ports.Record) error {
 	if err != nil {
 		return err
 	}
-	st := &csr.State{CSR: obj.(*api.CertificateSigningRequest), Version: rec.Version, Now: e.cfg.Clock.Now()}
+	st := &csr.State{CSR: obj.(*api.CertificateSigningRequest), Version: rec.Version, Now: e.cfg.Clock.Now(), Due: rec.NextRunAt}
 	env := &csr.Env{Writer: csrWriter{e}, Approver: e.cfg.Approver, Issuers: &issuerGetter{e}, Signers: e.cfg.Signers,
 		Objects: e, Metrics: e.cfg.Metrics, Authorizer: e.Authorizer, ClusterResourceNamespace: e.cfg.ClusterResourceNamespace,
 		WaitPoll: e.cfg.WaitPoll}
@@ -113,6 +114,20 @@ func csrConditionMessage(cond *api.CSRCondition) string {
 }
 
 type csrWriter struct{ e *run }
+
+// DeleteCSR deletes the CSR (conditionally on st.Version) with what it
+// owns, then its Event (which the deletion leaves behind otherwise, as a
+// user's delete does not: core/app Service.Delete).
+func (w csrWriter) DeleteCSR(ctx context.Context, st *csr.State) error {
+	key := api.KeyOf(st.CSR)
+	if err := w.e.DeleteObject(ctx, key, st.Version, api.Key{}); err != nil {
+		return err
+	}
+	if err := w.e.cfg.Store.Delete(ctx, api.EventKeyFor(key), 0); err != nil && !errors.Is(err, ports.ErrNotFound) {
+		return fmt.Errorf("delete the Event of %s: %w", key, err)
+	}
+	return nil
+}
 
 func (w csrWriter) UpdateCSR(ctx context.Context, st *csr.State, next time.Time) error {
 	v, err := w.e.update(ctx, st.CSR, st.Version, next)

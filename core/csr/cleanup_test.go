@@ -1,0 +1,77 @@
+package csr
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"encoding/pem"
+	"math/big"
+	"testing"
+	"time"
+
+	"github.com/certfn/certfn/core/api"
+)
+
+// A final CSR is kept csr.Retain after its final write (or until its
+// certificate expires, if sooner) and then deleted, as Kubernetes'
+// csrcleaner (seed 003); one that is not final is never this step's.
+func TestCleanupStep(t *testing.T) {
+	t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	certUntil := func(notAfter time.Time) func(*api.CertificateSigningRequest) {
+		return func(c *api.CertificateSigningRequest) {
+			key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+			tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), NotBefore: t0.Add(-time.Hour), NotAfter: notAfter}
+			der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.Status.Certificate = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+		}
+	}
+	denied := func(c *api.CertificateSigningRequest) { c.Status.AddCondition(api.CSRConditionDenied, "r", "m", t0) }
+	for _, tc := range []struct {
+		name      string
+		csr       *api.CertificateSigningRequest
+		due, now  time.Time
+		deleted   bool
+		wantAgain time.Time
+	}{
+		{name: "pending: not this step's", csr: csrWith("clusterissuers.cert-manager.io/ca"), due: t0, now: t0.Add(48 * time.Hour)},
+		{name: "denied, due later: kept", csr: csrWith("clusterissuers.cert-manager.io/ca", denied), due: t0.Add(Retain), now: t0.Add(time.Minute), wantAgain: t0.Add(Retain)},
+		{name: "denied, due now: deleted", csr: csrWith("clusterissuers.cert-manager.io/ca", denied), due: t0.Add(Retain), now: t0.Add(Retain), deleted: true},
+		{name: "issued, past due: deleted", csr: csrWith("clusterissuers.cert-manager.io/ca", certUntil(t0.Add(90*24*time.Hour))), due: t0, now: t0.Add(time.Second), deleted: true},
+		{name: "final without a due time: due Retain from now", csr: csrWith("clusterissuers.cert-manager.io/ca", denied), now: t0, wantAgain: t0.Add(Retain)},
+		{name: "final without a due time, certificate expiring sooner", csr: csrWith("clusterissuers.cert-manager.io/ca", certUntil(t0.Add(10*time.Minute))), now: t0, wantAgain: t0.Add(10 * time.Minute)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := &keptWrites{}
+			out, err := CleanupStep(context.Background(), &Env{Writer: w}, &State{CSR: tc.csr, Now: tc.now, Due: tc.due})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if (w.deleted == 1) != tc.deleted || out.Wrote != tc.deleted || w.n != 0 {
+				t.Fatalf("deleted %d, wrote %v, updates %d; want deleted %v", w.deleted, out.Wrote, w.n, tc.deleted)
+			}
+			if !out.RequeueAt.Equal(tc.wantAgain) {
+				t.Fatalf("again at %v, want %v (%s)", out.RequeueAt, tc.wantAgain, out.Why)
+			}
+		})
+	}
+}
+
+// The steps that make a CSR final write it due at KeepUntil: the time
+// CleanupStep deletes it.
+func TestFinalWriteIsDueAtKeepUntil(t *testing.T) {
+	w := &keptWrites{}
+	c := csrWith("clusterissuers.cert-manager.io/ca", func(c *api.CertificateSigningRequest) { c.Spec.Request = []byte("not a CSR") })
+	c.Status.AddCondition(api.CSRConditionApproved, "test", "", time.Unix(0, 0))
+	now := time.Unix(1000, 0)
+	if _, err := SigningStep(context.Background(), &Env{Writer: w}, &State{CSR: c, Now: now}); err != nil {
+		t.Fatal(err)
+	}
+	if !c.Status.Has(api.CSRConditionFailed) || !w.next.Equal(now.Add(Retain)) {
+		t.Fatalf("failed %v, due %v; want Failed due %v", c.Status.Has(api.CSRConditionFailed), w.next, now.Add(Retain))
+	}
+}
