@@ -94,6 +94,32 @@ type CertificateSigningRequestStatus struct {
 	// extension, as on CertificateRequests.
 	RequestedDuration *Duration `json:"requestedDuration,omitempty"`
 	HonouredDuration  *Duration `json:"honouredDuration,omitempty"`
+	// IssuedAt is when status.certificate was set (certfn's extension too:
+	// upstream has no Issued condition), from which the CSR's retention
+	// counts (FinishedAt).
+	IssuedAt *Time `json:"issuedAt,omitempty"`
+}
+
+// FinishedAt is when the CSR became final: its Denied or Failed
+// condition's lastUpdateTime, else status.issuedAt; for a final CSR that
+// records neither (written before issuedAt existed), its creation time.
+// ok is false for a CSR that is not final.
+func (c *CertificateSigningRequest) FinishedAt() (at time.Time, ok bool) {
+	if !c.IsFinal() {
+		return time.Time{}, false
+	}
+	for _, t := range []string{CSRConditionDenied, CSRConditionFailed} {
+		if cond := c.Status.Condition(t); cond != nil && cond.Status == ConditionTrue && cond.LastUpdateTime != nil {
+			return cond.LastUpdateTime.Time, true
+		}
+	}
+	if c.Status.IssuedAt != nil {
+		return c.Status.IssuedAt.Time, true
+	}
+	if c.CreationTimestamp != nil {
+		return c.CreationTimestamp.Time, true
+	}
+	return time.Time{}, true
 }
 
 // Condition returns the condition of type t, or nil.

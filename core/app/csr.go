@@ -152,12 +152,13 @@ func (d *Deliverer) csrSignerWork(ctx context.Context, c *api.CertificateSigning
 const RetainCSR = csr.Retain
 
 // csrExpiresAt is ExpiresAt for a CertificateSigningRequest: a final one
-// expires when csr.KeepUntil says, from its final write; a pending one
-// never (the cloud stores' TTL).
-func csrExpiresAt(rec ports.Record, now time.Time) time.Time {
+// expires when csr.KeepUntil says (from when it became final, read from
+// the CSR); a pending one never (the cloud stores' TTL).
+func csrExpiresAt(rec ports.Record) time.Time {
 	var c api.CertificateSigningRequest
-	if err := json.Unmarshal(rec.Data, &c); err != nil || !c.IsFinal() {
+	if err := json.Unmarshal(rec.Data, &c); err != nil {
 		return time.Time{}
 	}
-	return csr.KeepUntil(&c, now)
+	at, _ := csr.KeepUntil(&c)
+	return at
 }

@@ -422,6 +422,15 @@ func TestFinalCSRCleanedAfterRetain(t *testing.T) {
 	r.Apply(csrSpec{name: "issued", signer: "issuers.cert-manager.io/default.ca"}.yaml(t))
 	r.Apply(csrSpec{name: "pending", signer: "example.com/not-certfns"}.yaml(t))
 	r.Drain()
+	r.Approver.Set(requests.Unmatched) // nobody decides the next one: a person denies it
+	r.Apply(csrSpec{name: "denied", signer: "clusterissuers.cert-manager.io/other"}.yaml(t))
+	r.Drain()
+	// Denied through the API, which leaves it due at its short safety net:
+	// the hour counts from the Denied condition all the same.
+	if _, err := r.Service.ApproveCSR(r.Ctx, apptest.Caller, "denied", false, "", ""); err != nil {
+		t.Fatal(err)
+	}
+	r.Drain()
 	if !getCSR(r, "issued").IsIssued() {
 		t.Fatalf("not issued: %+v", getCSR(r, "issued").Status.Conditions)
 	}
@@ -435,6 +444,7 @@ func TestFinalCSRCleanedAfterRetain(t *testing.T) {
 	}
 	r.Drain()
 	getCSR(r, "issued") // still there
+	getCSR(r, "denied")
 	r.Clock.Advance(2 * time.Second)
 	if _, err := r.Engine.Sweep(r.Ctx, 100); err != nil {
 		t.Fatal(err)
@@ -445,6 +455,9 @@ func TestFinalCSRCleanedAfterRetain(t *testing.T) {
 	}
 	if _, err := r.Store.Get(r.Ctx, api.EventKeyFor(key)); !errors.Is(err, ports.ErrNotFound) {
 		t.Fatalf("its Event: %v, want deleted", err)
+	}
+	if _, err := r.Store.Get(r.Ctx, api.Key{Kind: api.KindCertificateSigningRequest, Name: "denied"}); !errors.Is(err, ports.ErrNotFound) {
+		t.Fatalf("denied CSR an hour later: %v, want deleted", err)
 	}
 	getCSR(r, "pending") // another signer's, never final: kept
 }

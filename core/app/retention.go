@@ -39,7 +39,7 @@ func ExpiresAt(rec ports.Record, now time.Time) time.Time {
 		return now.Add(RetainEvents)
 	}
 	if rec.Key.Kind == api.KindCertificateSigningRequest {
-		return csrExpiresAt(rec, now)
+		return csrExpiresAt(rec)
 	}
 	if !gcKinds[rec.Key.Kind] {
 		return time.Time{}

@@ -56,7 +56,7 @@ func ApprovalStep(ctx context.Context, env *Env, st *State) (Outcome, error) {
 	}
 	next := st.Now.Add(requests.FollowUpGrace) // the signing step follows at once (woken by the write)
 	if d.Result == requests.Denied {
-		next = KeepUntil(c, st.Now) // final: due when CleanupStep deletes it
+		next = st.Now.Add(Retain) // final: due when CleanupStep deletes it (KeepUntil)
 	}
 	if err := env.Writer.UpdateCSR(ctx, st, next); err != nil {
 		return Outcome{}, fmt.Errorf("record approval decision: %w", err)

@@ -14,12 +14,14 @@ import (
 	"github.com/certfn/certfn/core/api"
 )
 
-// A final CSR is kept csr.Retain after its final write (or until its
-// certificate expires, if sooner) and then deleted, as Kubernetes'
-// csrcleaner (seed 003); one that is not final is never this step's.
+// A final CSR is kept csr.Retain after it ended (its Denied or Failed
+// condition, or status.issuedAt), or until its certificate expires if
+// sooner, then deleted, as Kubernetes' csrcleaner (seed 003); one that is
+// not final is never this step's. The time comes from the CSR, not from
+// the record's due time (which another writer may have set).
 func TestCleanupStep(t *testing.T) {
 	t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-	certUntil := func(notAfter time.Time) func(*api.CertificateSigningRequest) {
+	issued := func(notAfter time.Time) func(*api.CertificateSigningRequest) {
 		return func(c *api.CertificateSigningRequest) {
 			key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 			tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), NotBefore: t0.Add(-time.Hour), NotAfter: notAfter}
@@ -28,26 +30,32 @@ func TestCleanupStep(t *testing.T) {
 				t.Fatal(err)
 			}
 			c.Status.Certificate = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+			c.Status.IssuedAt = api.NewTime(t0)
 		}
 	}
 	denied := func(c *api.CertificateSigningRequest) { c.Status.AddCondition(api.CSRConditionDenied, "r", "m", t0) }
+	legacy := func(c *api.CertificateSigningRequest) {
+		issued(t0.Add(90 * 24 * time.Hour))(c)
+		c.Status.IssuedAt, c.CreationTimestamp = nil, api.NewTime(t0.Add(-time.Minute))
+	}
 	for _, tc := range []struct {
 		name      string
 		csr       *api.CertificateSigningRequest
-		due, now  time.Time
+		now       time.Time
 		deleted   bool
 		wantAgain time.Time
 	}{
-		{name: "pending: not this step's", csr: csrWith("clusterissuers.cert-manager.io/ca"), due: t0, now: t0.Add(48 * time.Hour)},
-		{name: "denied, due later: kept", csr: csrWith("clusterissuers.cert-manager.io/ca", denied), due: t0.Add(Retain), now: t0.Add(time.Minute), wantAgain: t0.Add(Retain)},
-		{name: "denied, due now: deleted", csr: csrWith("clusterissuers.cert-manager.io/ca", denied), due: t0.Add(Retain), now: t0.Add(Retain), deleted: true},
-		{name: "issued, past due: deleted", csr: csrWith("clusterissuers.cert-manager.io/ca", certUntil(t0.Add(90*24*time.Hour))), due: t0, now: t0.Add(time.Second), deleted: true},
-		{name: "final without a due time: due Retain from now", csr: csrWith("clusterissuers.cert-manager.io/ca", denied), now: t0, wantAgain: t0.Add(Retain)},
-		{name: "final without a due time, certificate expiring sooner", csr: csrWith("clusterissuers.cert-manager.io/ca", certUntil(t0.Add(10*time.Minute))), now: t0, wantAgain: t0.Add(10 * time.Minute)},
+		{name: "pending: not this step's", csr: csrWith("clusterissuers.cert-manager.io/ca"), now: t0.Add(48 * time.Hour)},
+		{name: "denied, within the hour: kept", csr: csrWith("clusterissuers.cert-manager.io/ca", denied), now: t0.Add(time.Minute), wantAgain: t0.Add(Retain)},
+		{name: "denied, an hour later: deleted", csr: csrWith("clusterissuers.cert-manager.io/ca", denied), now: t0.Add(Retain), deleted: true},
+		{name: "issued, within the hour: kept", csr: csrWith("clusterissuers.cert-manager.io/ca", issued(t0.Add(90*24*time.Hour))), now: t0.Add(59 * time.Minute), wantAgain: t0.Add(Retain)},
+		{name: "issued, an hour later: deleted", csr: csrWith("clusterissuers.cert-manager.io/ca", issued(t0.Add(90*24*time.Hour))), now: t0.Add(Retain + time.Second), deleted: true},
+		{name: "issued, certificate expiring sooner", csr: csrWith("clusterissuers.cert-manager.io/ca", issued(t0.Add(10*time.Minute))), now: t0, wantAgain: t0.Add(10 * time.Minute)},
+		{name: "issued without issuedAt: counted from creation", csr: csrWith("clusterissuers.cert-manager.io/ca", legacy), now: t0, wantAgain: t0.Add(Retain - time.Minute)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			w := &keptWrites{}
-			out, err := CleanupStep(context.Background(), &Env{Writer: w}, &State{CSR: tc.csr, Now: tc.now, Due: tc.due})
+			out, err := CleanupStep(context.Background(), &Env{Writer: w}, &State{CSR: tc.csr, Now: tc.now})
 			if err != nil {
 				t.Fatal(err)
 			}

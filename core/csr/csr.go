@@ -26,13 +26,11 @@ import (
 	"github.com/certfn/certfn/core/step"
 )
 
-// State is one CSR as loaded for a reconcile. Due is the record's
-// nextRunAt (zero: not due): for a final CSR, when CleanupStep deletes it.
+// State is one CSR as loaded for a reconcile.
 type State struct {
 	CSR     *api.CertificateSigningRequest
 	Version int64
 	Now     time.Time
-	Due     time.Time
 }
 
 // Writer writes the CSR conditionally on st.Version, due at next (zero:

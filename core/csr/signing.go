@@ -123,6 +123,7 @@ func SigningStep(ctx context.Context, env *Env, st *State) (Outcome, error) {
 		return fail(ctx, env, st, ReasonSigningError, "the signer returned a certificate for another public key than spec.request's")
 	}
 	c.Status.Certificate = res.Certificate
+	c.Status.IssuedAt = api.NewTime(st.Now)
 	if res.Requested > 0 {
 		c.Status.RequestedDuration = api.NewDuration(res.Requested)
 	}
@@ -187,7 +188,8 @@ func fail(ctx context.Context, env *Env, st *State, reason, msg string) (Outcome
 }
 
 func write(ctx context.Context, env *Env, st *State, what string) (Outcome, error) {
-	if err := env.Writer.UpdateCSR(ctx, st, KeepUntil(st.CSR, st.Now)); err != nil { // final: due when CleanupStep deletes it
+	next, _ := KeepUntil(st.CSR) // final: due when CleanupStep deletes it
+	if err := env.Writer.UpdateCSR(ctx, st, next); err != nil {
 		return Outcome{}, fmt.Errorf("%s: %w", what, err)
 	}
 	return Outcome{Wrote: true}, nil

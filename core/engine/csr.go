@@ -27,7 +27,7 @@ func (e *run) reconcileCSR(ctx context.Context, rec ports.Record) error {
 	if err != nil {
 		return err
 	}
-	st := &csr.State{CSR: obj.(*api.CertificateSigningRequest), Version: rec.Version, Now: e.cfg.Clock.Now(), Due: rec.NextRunAt}
+	st := &csr.State{CSR: obj.(*api.CertificateSigningRequest), Version: rec.Version, Now: e.cfg.Clock.Now()}
 	env := &csr.Env{Writer: csrWriter{e}, Approver: e.cfg.Approver, Issuers: &issuerGetter{e}, Signers: e.cfg.Signers,
 		Objects: e, Metrics: e.cfg.Metrics, Authorizer: e.Authorizer, ClusterResourceNamespace: e.cfg.ClusterResourceNamespace,
 		WaitPoll: e.cfg.WaitPoll}
