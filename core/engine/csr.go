@@ -115,18 +115,17 @@ func csrConditionMessage(cond *api.CSRCondition) string {
 
 type csrWriter struct{ e *run }
 
-// DeleteCSR deletes the CSR (conditionally on st.Version) with what it
-// owns, then its Event (which the deletion leaves behind otherwise, as a
-// user's delete does not: core/app Service.Delete).
+// DeleteCSR deletes the CSR's Event (which the deletion would leave
+// behind otherwise; a user's delete takes it too: core/app
+// Service.Delete), then the CSR (conditionally on st.Version) with what it
+// owns. In that order a crash between the two leaves the CSR, whose next
+// reconcile deletes again, never an Event about nothing.
 func (w csrWriter) DeleteCSR(ctx context.Context, st *csr.State) error {
 	key := api.KeyOf(st.CSR)
-	if err := w.e.DeleteObject(ctx, key, st.Version, api.Key{}); err != nil {
-		return err
-	}
 	if err := w.e.cfg.Store.Delete(ctx, api.EventKeyFor(key), 0); err != nil && !errors.Is(err, ports.ErrNotFound) {
 		return fmt.Errorf("delete the Event of %s: %w", key, err)
 	}
-	return nil
+	return w.e.DeleteObject(ctx, key, st.Version, api.Key{})
 }
 
 func (w csrWriter) UpdateCSR(ctx context.Context, st *csr.State, next time.Time) error {
