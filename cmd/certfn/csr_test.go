@@ -46,6 +46,22 @@ func serveInBackground(t *testing.T, dir string, args ...string) {
 			t.Errorf("serve exited %d: %s", code, serveErr.String())
 		}
 	})
+	// The client commands that follow need the data directory serve
+	// creates (state.db): wait for it, or for serve to end.
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if _, err := os.Stat(filepath.Join(dir, "state.db")); err == nil {
+			return
+		}
+		select {
+		case code := <-done:
+			done <- code
+			t.Fatalf("serve exited %d before creating its data directory: %s", code, serveErr.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("serve created no state.db within 30 s: %s", serveErr.String())
+		}
+	}
 }
 
 func writeKey(t *testing.T, dir string) string {
