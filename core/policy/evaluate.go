@@ -86,6 +86,10 @@ type denial struct {
 	csr      *x509.CertificateRequest
 	nsLabels map[string]string
 	failed   []*Compiled
+	// Or, from an indexed evaluation: the positions in entries of the
+	// failed policies (failed is then built from them, in order).
+	entries []*cacheEntry
+	applied policySet
 
 	once sync.Once
 	text string
@@ -94,6 +98,11 @@ type denial struct {
 func (dn *denial) message() string {
 	dn.once.Do(func() {
 		failed := dn.failed
+		if dn.applied != nil {
+			for i := dn.applied.next(0); i >= 0; i = dn.applied.next(i + 1) {
+				failed = append(failed, dn.entries[i].compiled)
+			}
+		}
 		sort.Slice(failed, func(i, j int) bool { return failed[i].Name < failed[j].Name })
 		req := newRequest(dn.cr, dn.csr, dn.nsLabels)
 		defer req.release()
@@ -162,7 +171,7 @@ type Evaluator struct {
 	mu    sync.Mutex
 	// hint is the entry list of the last policy list evaluated, reused
 	// while the list is unchanged (same names and versions, same order).
-	hint atomic.Pointer[[]*cacheEntry]
+	hint atomic.Pointer[policyList]
 }
 
 // NewEvaluator returns an Evaluator with opts' plugins. Plugin names must be
@@ -213,15 +222,26 @@ func (e *Evaluator) count(cr *api.CertificateRequest, r Result) {
 // evaluate is Evaluate without the metric, in approver-policy's two
 // stages: the selection predicates (predicates.go) pick the policies that
 // apply, in order; each is reviewed quickly (review.go) until one passes.
-// When none does, every applicable policy is reviewed again in full, by
-// name, for the Denied message.
+// When none does, the Decision keeps the applicable policies, reviewed
+// again in full, by name, for the Denied message when it is read. With
+// the list's index (index.go) only the applicable policies that may allow
+// the request are reviewed (evaluateIndexed): the decision is the same.
 func (e *Evaluator) evaluate(ctx context.Context, in Input) Decision {
 	cr := in.Request
 	if cr == nil {
 		return Decision{Result: Unmatched, msg: "no CertificateRequest to evaluate"}
 	}
 	sc := scan{in: &in, id: identityOf(cr), sel: newSelectorInput(cr, in.NamespaceLabels)}
-	entries := e.entries(in.Policies)
+	list := e.list(in.Policies)
+	if idx := list.index(); idx != nil {
+		return evaluateIndexed(ctx, &sc, list.entries, idx)
+	}
+	return evaluateEach(ctx, &sc, list.entries)
+}
+
+// evaluateEach reviews every applicable policy in order until one passes.
+func evaluateEach(ctx context.Context, sc *scan, entries []*cacheEntry) Decision {
+	in := sc.in
 	var req *Request
 	for i, p := range in.Policies {
 		c := sc.applies(p, entries[i])
@@ -229,14 +249,10 @@ func (e *Evaluator) evaluate(ctx context.Context, in Input) Decision {
 			continue
 		}
 		if req == nil {
-			csr := in.CSR
-			if csr == nil {
-				var err error
-				if csr, err = pki.ParseCSRPEM(cr.Spec.Request); err != nil {
-					return Decision{Result: Denied, msg: fmt.Sprintf("spec.request: %v", err)}
-				}
+			var d *Decision
+			if req, d = sc.request(); d != nil {
+				return *d
 			}
-			req = newRequest(cr, csr, in.NamespaceLabels)
 		}
 		if c.review(ctx, req, quick) == nil {
 			req.release()
@@ -249,10 +265,80 @@ func (e *Evaluator) evaluate(ctx context.Context, in Input) Decision {
 		msg, detail := sc.unmatched(in.Policies, entries)
 		return Decision{Result: Unmatched, msg: msg, Detail: detail}
 	}
-	// Denied: every applicable policy failed its quick review. Their
-	// message (each policy's violations in full) is rendered by
-	// Decision.Message when a caller asks for it.
-	dn := &denial{ctx: ctx, cr: cr, csr: req.CSR, nsLabels: in.NamespaceLabels, failed: slices.Clone(req.failed)}
+	return sc.denied(ctx, req)
+}
+
+// evaluateIndexed decides as evaluateEach, reviewing only the applicable
+// policies idx names as candidates: the others would fail their quick
+// review. The first applicable policy is found as evaluateEach finds it
+// (so that the CSR is parsed only when a policy applies); when no
+// candidate passes, every applicable policy is listed for the message,
+// in order, as evaluateEach lists them.
+func evaluateIndexed(ctx context.Context, sc *scan, entries []*cacheEntry, idx *listIndex) Decision {
+	in := sc.in
+	first := -1
+	var firstC *Compiled
+	for i, p := range in.Policies {
+		if firstC = sc.applies(p, entries[i]); firstC != nil {
+			first = i
+			break
+		}
+	}
+	if first < 0 {
+		msg, detail := sc.unmatched(in.Policies, entries)
+		return Decision{Result: Unmatched, msg: msg, Detail: detail}
+	}
+	req, d := sc.request()
+	if d != nil {
+		return *d
+	}
+	cand := idx.candidates(req)
+	for i := cand.next(first); i >= 0; i = cand.next(i + 1) {
+		c := firstC
+		if i != first {
+			if c = sc.applies(in.Policies[i], entries[i]); c == nil {
+				continue
+			}
+		}
+		if c.review(ctx, req, quick) == nil {
+			req.release()
+			return Decision{Result: Approved, Policy: c.Name}
+		}
+	}
+	// Denied: the applicable policies, as positions (the entries are
+	// immutable), for the message.
+	applied := make(policySet, len(cand))
+	applied.add(first)
+	for i := first + 1; i < len(in.Policies); i++ {
+		if sc.applies(in.Policies[i], entries[i]) != nil {
+			applied.add(i)
+		}
+	}
+	dn := &denial{ctx: ctx, cr: in.Request, csr: req.CSR, nsLabels: in.NamespaceLabels, entries: entries, applied: applied}
+	req.release()
+	return Decision{Result: Denied, denial: dn}
+}
+
+// request returns the view of the request with its CSR parsed (once, when
+// the caller passed none), or the Denied decision of a CSR that does not
+// parse.
+func (sc *scan) request() (*Request, *Decision) {
+	in := sc.in
+	csr := in.CSR
+	if csr == nil {
+		var err error
+		if csr, err = pki.ParseCSRPEM(in.Request.Spec.Request); err != nil {
+			return nil, &Decision{Result: Denied, msg: fmt.Sprintf("spec.request: %v", err)}
+		}
+	}
+	return newRequest(in.Request, csr, in.NamespaceLabels), nil
+}
+
+// denied is the decision when every applicable policy (req.failed)
+// failed its quick review. Their message (each policy's violations in
+// full) is rendered by Decision.Message when a caller asks for it.
+func (sc *scan) denied(ctx context.Context, req *Request) Decision {
+	dn := &denial{ctx: ctx, cr: sc.in.Request, csr: req.CSR, nsLabels: sc.in.NamespaceLabels, failed: slices.Clone(req.failed)}
 	req.release()
 	return Decision{Result: Denied, denial: dn}
 }
