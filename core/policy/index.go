@@ -44,7 +44,11 @@ type listIndex struct {
 	words int
 	// compiled holds the positions of the policies that compiled.
 	compiled policySet
-	slots    []indexSlot
+	// allows[a] holds the policies allowing values of attribute a,
+	// requires[a] those requiring one (Compiled.allowedMask and
+	// requiredMask, the first check of a quick review).
+	allows, requires [numAttrs]policySet
+	slots            []indexSlot
 }
 
 // indexSlot holds the k-th filter on attr of every policy with at least
@@ -91,11 +95,22 @@ func buildIndex(entries []*cacheEntry) *listIndex {
 		k    int
 	}
 	slotOf := map[slotKey]int{}
+	for a := range numAttrs {
+		x.allows[a], x.requires[a] = make(policySet, x.words), make(policySet, x.words)
+	}
 	for i, ce := range entries {
 		if ce == nil || ce.err != nil || ce.compiled == nil {
 			continue
 		}
 		x.compiled.add(i)
+		for a := range numAttrs {
+			if ce.compiled.allowedMask&(1<<a) != 0 {
+				x.allows[a].add(i)
+			}
+			if ce.compiled.requiredMask&(1<<a) != 0 {
+				x.requires[a].add(i)
+			}
+		}
 		var seen [numAttrs]int
 		for _, f := range ce.compiled.filters {
 			key := slotKey{f.attr, seen[f.attr]}
@@ -203,14 +218,26 @@ func (s *indexSlot) mark(set policySet, v string) {
 	}
 }
 
-// candidates returns the policies of the list whose filters every value
-// of r meets: a superset of those whose quick review r passes. The set
+// candidates returns the policies of the list that allow every attribute
+// r carries, require none it lacks, and whose filters every value of r
+// meets: a superset of those whose quick review r passes. The set
 // lives in r (pooled scratch) until r is released.
 func (x *listIndex) candidates(r *Request) policySet {
 	cand := growSet(r.cand, x.words)
 	tmp := growSet(r.tmp, x.words)
 	r.cand, r.tmp = cand, tmp
 	copy(cand, x.compiled)
+	for a := range numAttrs {
+		if r.present&(1<<a) != 0 {
+			for w := range cand {
+				cand[w] &= x.allows[a][w]
+			}
+		} else {
+			for w := range cand {
+				cand[w] &^= x.requires[a][w]
+			}
+		}
+	}
 	for si := range x.slots {
 		s := &x.slots[si]
 		for _, v := range r.attrs[s.attr] {
