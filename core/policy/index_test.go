@@ -241,8 +241,8 @@ var (
 type differential struct {
 	approvedLate int // approvals after an applicable policy failed
 	ev           *Evaluator
-	policies []*api.CertificateRequestPolicy
-	requests []*api.CertificateRequest
+	policies     []*api.CertificateRequestPolicy
+	requests     []*api.CertificateRequest
 }
 
 // newDifferential compiles 40 random policies and builds 30 random
