@@ -257,8 +257,11 @@ type celRule struct {
 	fast    cel.Program
 	// atoms, when atomsOK, is a condition on self the rule needs to be
 	// true (ruleAtoms): the index of a policy list skips policies by it.
-	atoms   []atom
-	atomsOK bool
+	// With atomsExact the rule is that condition and eval checks it
+	// without running prg.
+	atoms      []atom
+	atomsOK    bool
+	atomsExact bool
 }
 
 // compileRule parses and type-checks rule; it must evaluate to a bool.
@@ -295,7 +298,7 @@ func compileCELRule(rule string) (celRule, error) {
 			return celRule{}, fmt.Errorf("invalid CEL: %s", oneLine(err.Error()))
 		}
 	}
-	out.atoms, out.atomsOK = ruleAtoms(ast)
+	out.atoms, out.atomsOK, out.atomsExact = ruleAtoms(ast)
 	return out, nil
 }
 
@@ -321,8 +324,15 @@ func (a *activation) Parent() interpreter.Activation { return nil }
 
 // eval runs the rule with self bound to value (a types.String). An
 // evaluation error (a cost over the limit included) counts as a failure
-// (fail closed) and is returned for the message.
+// (fail closed) and is returned for the message. A rule that is || of
+// conditions on self (atomsExact) is checked in Go, with the same result.
 func (r *celRule) eval(act *activation, value ref.Val) (bool, error) {
+	if r.atomsExact {
+		if s, ok := value.(types.String); ok {
+			f := valueFilter{atoms: r.atoms}
+			return f.meets(string(s)), nil
+		}
+	}
 	act.self = value
 	prg := r.prg
 	if r.fast != nil && withinEstimate(value, act.crBounded) {

@@ -55,18 +55,21 @@ type valueFilter struct {
 // passes reports whether every value in vals meets one of f's atoms.
 func (f *valueFilter) passes(vals []string) bool {
 	for _, v := range vals {
-		ok := false
-		for _, a := range f.atoms {
-			if a.holds(v) {
-				ok = true
-				break
-			}
-		}
-		if !ok {
+		if !f.meets(v) {
 			return false
 		}
 	}
 	return true
+}
+
+// meets reports whether v meets one of f's atoms.
+func (f *valueFilter) meets(v string) bool {
+	for _, a := range f.atoms {
+		if a.holds(v) {
+			return true
+		}
+	}
+	return false
 }
 
 // patternAtom is a necessary condition for a value to match p, ignoring
@@ -114,7 +117,10 @@ func patternsFilter(at attr, ps patterns) (f valueFilter, ok bool) {
 // string, these never fail, so `a && b` is false when a is, whatever b
 // evaluates to (even an error), and `a || b` is false when both are.
 // Anything else (other functions, comprehensions, cr) is not analysed.
-func ruleAtoms(ast *cel.Ast) ([]atom, bool) {
+// exact reports a rule that is nothing but || of atoms: it is true
+// exactly when the value meets one of them (it cannot fail or exceed the
+// cost limit), so it need not run.
+func ruleAtoms(ast *cel.Ast) (atoms []atom, ok, exact bool) {
 	return exprAtoms(ast.NativeRep().Expr(), 0)
 }
 
@@ -122,51 +128,52 @@ func ruleAtoms(ast *cel.Ast) ([]atom, bool) {
 // nesting is bounded by CEL's parser already; this is a second bound).
 const maxRuleDepth = 32
 
-func exprAtoms(e celast.Expr, depth int) ([]atom, bool) {
+func exprAtoms(e celast.Expr, depth int) (atoms []atom, ok, exact bool) {
 	if depth > maxRuleDepth || e.Kind() != celast.CallKind {
-		return nil, false
+		return nil, false, false
 	}
 	call := e.AsCall()
 	args := call.Args()
 	switch fn := call.FunctionName(); {
 	case fn == operators.LogicalAnd && !call.IsMemberFunction() && len(args) == 2:
 		// Either side is necessary; keep the first that says something.
-		if as, ok := exprAtoms(args[0], depth+1); ok {
-			return as, true
+		if as, ok, _ := exprAtoms(args[0], depth+1); ok {
+			return as, true, false
 		}
-		return exprAtoms(args[1], depth+1)
+		as, ok, _ := exprAtoms(args[1], depth+1)
+		return as, ok, false
 	case fn == operators.LogicalOr && !call.IsMemberFunction() && len(args) == 2:
-		l, ok := exprAtoms(args[0], depth+1)
+		l, ok, lExact := exprAtoms(args[0], depth+1)
 		if !ok {
-			return nil, false
+			return nil, false, false
 		}
-		r, ok := exprAtoms(args[1], depth+1)
+		r, ok, rExact := exprAtoms(args[1], depth+1)
 		if !ok {
-			return nil, false
+			return nil, false, false
 		}
-		return append(append([]atom{}, l...), r...), true
+		return append(append([]atom{}, l...), r...), true, lExact && rExact
 	case fn == operators.Equals && !call.IsMemberFunction() && len(args) == 2:
 		if isSelf(args[0]) {
 			if s, ok := stringLiteral(args[1]); ok {
-				return []atom{{atomExact, s}}, true
+				return []atom{{atomExact, s}}, true, true
 			}
 		}
 		if isSelf(args[1]) {
 			if s, ok := stringLiteral(args[0]); ok {
-				return []atom{{atomExact, s}}, true
+				return []atom{{atomExact, s}}, true, true
 			}
 		}
 	case (fn == overloads.StartsWith || fn == overloads.EndsWith) && call.IsMemberFunction() && len(args) == 1 && isSelf(call.Target()):
 		s, ok := stringLiteral(args[0])
 		if !ok || s == "" {
-			return nil, false // "" holds for every value
+			return nil, false, false // "" holds for every value
 		}
 		if fn == overloads.StartsWith {
-			return []atom{{atomPrefix, s}}, true
+			return []atom{{atomPrefix, s}}, true, true
 		}
-		return []atom{{atomSuffix, s}}, true
+		return []atom{{atomSuffix, s}}, true, true
 	}
-	return nil, false
+	return nil, false, false
 }
 
 func isSelf(e celast.Expr) bool {

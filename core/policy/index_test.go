@@ -68,49 +68,59 @@ func TestPatternAtom(t *testing.T) {
 
 func TestRuleAtoms(t *testing.T) {
 	for _, tc := range []struct {
-		rule string
-		want []atom // nil: the shape says nothing
+		rule  string
+		want  []atom // nil: the shape says nothing
+		exact bool   // the rule is exactly its atoms
 	}{
-		{"self.endsWith('.example.com')", []atom{{atomSuffix, ".example.com"}}},
-		{"self.startsWith('www.')", []atom{{atomPrefix, "www."}}},
-		{"self == 'example.com'", []atom{{atomExact, "example.com"}}},
-		{"'example.com' == self", []atom{{atomExact, "example.com"}}},
+		{"self.endsWith('.example.com')", []atom{{atomSuffix, ".example.com"}}, true},
+		{"self.startsWith('www.')", []atom{{atomPrefix, "www."}}, true},
+		{"self == 'example.com'", []atom{{atomExact, "example.com"}}, true},
+		{"'example.com' == self", []atom{{atomExact, "example.com"}}, true},
 		{"self == 'team-1.example.com' || self.endsWith('.team-1.example.com')",
-			[]atom{{atomExact, "team-1.example.com"}, {atomSuffix, ".team-1.example.com"}}},
-		{"self.endsWith('.team-1.example.com') && cr.namespace.startsWith('team-')", []atom{{atomSuffix, ".team-1.example.com"}}},
-		{"cr.namespace.startsWith('team-') && self.endsWith('.a.com')", []atom{{atomSuffix, ".a.com"}}},
-		{"self.size() < 30 && (self == 'a' || self == 'b')", []atom{{atomExact, "a"}, {atomExact, "b"}}},
+			[]atom{{atomExact, "team-1.example.com"}, {atomSuffix, ".team-1.example.com"}}, true},
+		{"self == '' || (self.startsWith('a') || self.endsWith('.com'))",
+			[]atom{{atomExact, ""}, {atomPrefix, "a"}, {atomSuffix, ".com"}}, true},
+		{"self.endsWith('.team-1.example.com') && cr.namespace.startsWith('team-')", []atom{{atomSuffix, ".team-1.example.com"}}, false},
+		{"cr.namespace.startsWith('team-') && self.endsWith('.a.com')", []atom{{atomSuffix, ".a.com"}}, false},
+		{"self.size() < 30 && (self == 'a' || self == 'b')", []atom{{atomExact, "a"}, {atomExact, "b"}}, false},
 		// An error on the other side of && cannot make the rule true.
-		{"self.endsWith('.com') && int(self) > 0", []atom{{atomSuffix, ".com"}}},
-		{"self.endsWith('')", nil},
-		{"self.endsWith('a') || cr.namespace == 'x'", nil},
-		{"!self.endsWith('.org')", nil},
-		{"self != 'a'", nil},
-		{"self.contains('team')", nil},
-		{"self.endsWith(cr.namespace)", nil},
-		{"self.endsWith('.' + cr.namespace)", nil},
-		{"cr.namespace.endsWith('a')", nil},
-		{"cr.namespace == 'a'", nil},
-		{"['a.com'].exists(self, self.endsWith('a'))", nil},
-		{"self.matches('^a$')", nil},
+		{"self.endsWith('.com') && int(self) > 0", []atom{{atomSuffix, ".com"}}, false},
+		{"self.endsWith('')", nil, false},
+		{"self.endsWith('a') || cr.namespace == 'x'", nil, false},
+		{"!self.endsWith('.org')", nil, false},
+		{"self != 'a'", nil, false},
+		{"self.contains('team')", nil, false},
+		{"self.endsWith(cr.namespace)", nil, false},
+		{"self.endsWith('.' + cr.namespace)", nil, false},
+		{"cr.namespace.endsWith('a')", nil, false},
+		{"cr.namespace == 'a'", nil, false},
+		{"['a.com'].exists(self, self.endsWith('a'))", nil, false},
+		{"self.matches('^a$')", nil, false},
 	} {
 		t.Run(tc.rule, func(t *testing.T) {
 			r, err := compileCELRule(tc.rule)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if r.atomsOK != (tc.want != nil) || !slices.Equal(r.atoms, tc.want) {
-				t.Fatalf("atoms = %+v, %v; want %+v", r.atoms, r.atomsOK, tc.want)
+			if r.atomsOK != (tc.want != nil) || !slices.Equal(r.atoms, tc.want) || r.atomsExact != tc.exact {
+				t.Fatalf("atoms = %+v, %v, exact %v; want %+v, exact %v", r.atoms, r.atomsOK, r.atomsExact, tc.want, tc.exact)
 			}
 			// Necessary: a value meeting no atom fails the rule (false or
-			// an error), whatever cr is.
+			// an error), whatever cr is. Exact: the rule run by CEL is
+			// true exactly when the value meets an atom, as eval reports.
+			inCEL := r
+			inCEL.atomsExact = false
 			for _, ns := range []string{"team-1", "x", ""} {
 				act := &activation{crBounded: true}
 				act.cr = &crValue{namespace: ns, name: "req"}
 				f := valueFilter{atoms: r.atoms}
 				for _, v := range filterValues {
-					if ok, _ := r.eval(act, stringVals([]string{v})[0]); ok && r.atomsOK && !f.passes([]string{v}) {
+					ok, err := inCEL.eval(act, stringVals([]string{v})[0])
+					if ok && r.atomsOK && !f.meets(v) {
 						t.Errorf("namespace %q: %q passes the rule but no atom of %+v", ns, v, r.atoms)
+					}
+					if got, gotErr := r.eval(act, stringVals([]string{v})[0]); got != ok || (gotErr == nil) != (err == nil) {
+						t.Errorf("namespace %q: %q: eval %v, %v; CEL %v, %v", ns, v, got, gotErr, ok, err)
 					}
 				}
 			}
