@@ -52,16 +52,6 @@ type valueFilter struct {
 	atoms []atom
 }
 
-// passes reports whether every value in vals meets one of f's atoms.
-func (f *valueFilter) passes(vals []string) bool {
-	for _, v := range vals {
-		if !f.meets(v) {
-			return false
-		}
-	}
-	return true
-}
-
 // meets reports whether v meets one of f's atoms.
 func (f *valueFilter) meets(v string) bool {
 	for _, a := range f.atoms {

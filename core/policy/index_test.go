@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -13,11 +14,15 @@ import (
 	"github.com/certfn/certfn/core/rbac"
 )
 
-// Every evaluation in this package's tests uses its list's index (built on
-// the first evaluation of a list rather than the second), so that the
-// tables of the other test files check the indexed path; the path without
-// an index is checked against it by TestIndexedAgreesWithEach.
-func init() { indexAtUse = 1 }
+// TestMain makes every evaluation in this package's tests use its list's
+// index (built on the first evaluation of a list rather than the second),
+// so that the tables of the other test files check the indexed path; the
+// path without an index is checked against it by
+// TestIndexedAgreesWithEach.
+func TestMain(m *testing.M) {
+	indexAtUse = 1
+	os.Exit(m.Run())
+}
 
 // filterValues are values the filter tests try against every pattern and
 // rule: approver-policy's wildcard edge cases (a '*' spans dots and
@@ -372,4 +377,16 @@ func (d *differential) check(t *testing.T, seed uint64) Result {
 		}
 	}
 	return each.Result
+}
+
+// BenchmarkBuildIndex100Policies reports what building the index of the
+// benchmark's 100 policies costs (once per list, on its second
+// evaluation).
+func BenchmarkBuildIndex100Policies(b *testing.B) {
+	ps, _ := benchPolicies(b)
+	entries := newEvaluator(b).entries(ps)
+	b.ReportAllocs()
+	for b.Loop() {
+		buildIndex(entries)
+	}
 }
