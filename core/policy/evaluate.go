@@ -268,51 +268,46 @@ func evaluateEach(ctx context.Context, sc *scan, entries []*cacheEntry) Decision
 	return sc.denied(ctx, req)
 }
 
-// evaluateIndexed decides as evaluateEach, reviewing only the applicable
-// policies idx names as candidates: the others would fail their quick
-// review. The first applicable policy is found as evaluateEach finds it
-// (so that the CSR is parsed only when a policy applies); when no
-// candidate passes, every applicable policy is listed for the message,
-// in order, as evaluateEach lists them.
+// evaluateIndexed decides as evaluateEach, reviewing only the policies
+// idx names as candidates (the others would fail their quick review), in
+// order, checking only for them whether they apply. When none approves,
+// every policy is checked: none applies (Unmatched), or the applicable
+// ones are listed for the message, in order, as evaluateEach lists them.
+// The CSR is parsed first, to find the candidates; a CSR that does not
+// parse is left to evaluateEach, which denies the request for it only if
+// a policy applies.
 func evaluateIndexed(ctx context.Context, sc *scan, entries []*cacheEntry, idx *listIndex) Decision {
 	in := sc.in
-	first := -1
-	var firstC *Compiled
-	for i, p := range in.Policies {
-		if firstC = sc.applies(p, entries[i]); firstC != nil {
-			first = i
-			break
+	csr := in.CSR
+	if csr == nil {
+		var err error
+		if csr, err = pki.ParseCSRPEM(in.Request.Spec.Request); err != nil {
+			return evaluateEach(ctx, sc, entries)
 		}
 	}
-	if first < 0 {
-		msg, detail := sc.unmatched(in.Policies, entries)
-		return Decision{Result: Unmatched, msg: msg, Detail: detail}
-	}
-	req, d := sc.request()
-	if d != nil {
-		return *d
-	}
+	req := newRequest(in.Request, csr, in.NamespaceLabels)
 	cand := idx.candidates(req)
-	for i := cand.next(first); i >= 0; i = cand.next(i + 1) {
-		c := firstC
-		if i != first {
-			if c = sc.applies(in.Policies[i], entries[i]); c == nil {
-				continue
-			}
-		}
-		if c.review(ctx, req, quick) == nil {
+	for i := cand.next(0); i >= 0; i = cand.next(i + 1) {
+		if c := sc.applies(in.Policies[i], entries[i]); c != nil && c.review(ctx, req, quick) == nil {
 			req.release()
 			return Decision{Result: Approved, Policy: c.Name}
 		}
 	}
-	// Denied: the applicable policies, as positions (the entries are
-	// immutable), for the message.
-	applied := make(policySet, len(cand))
-	applied.add(first)
-	for i := first + 1; i < len(in.Policies); i++ {
-		if sc.applies(in.Policies[i], entries[i]) != nil {
+	// No approval: the applicable policies, as positions (the entries
+	// are immutable), for the Denied message.
+	var applied policySet
+	for i, p := range in.Policies {
+		if sc.applies(p, entries[i]) != nil {
+			if applied == nil {
+				applied = make(policySet, len(cand))
+			}
 			applied.add(i)
 		}
+	}
+	if applied == nil {
+		req.release()
+		msg, detail := sc.unmatched(in.Policies, entries)
+		return Decision{Result: Unmatched, msg: msg, Detail: detail}
 	}
 	dn := &denial{ctx: ctx, cr: in.Request, csr: req.CSR, nsLabels: in.NamespaceLabels, entries: entries, applied: applied}
 	req.release()

@@ -261,7 +261,7 @@ type differential struct {
 }
 
 // newDifferential compiles 40 random policies and builds 30 random
-// requests (CSRs are signed once here).
+// requests (CSRs are signed once here) and one whose CSR does not parse.
 func newDifferential(t testing.TB) *differential {
 	r := rand.New(rand.NewPCG(1, 2))
 	d := &differential{ev: newEvaluator(t)}
@@ -319,6 +319,9 @@ func newDifferential(t testing.TB) *differential {
 		ns := []string{"team-1", "team-2", "default"}[r.IntN(3)]
 		d.requests = append(d.requests, newCR(t, opts, inNamespace(ns), usages("server auth")))
 	}
+	// A CSR that does not parse: Denied if a policy applies, else
+	// Unmatched.
+	d.requests = append(d.requests, newCR(t, csr(), inNamespace("team-1"), csrPEM([]byte("not a CSR"))))
 	return d
 }
 
