@@ -169,8 +169,9 @@ type Evaluator struct {
 	// modified copy, which happens only when a policy changes.
 	cache atomic.Pointer[map[string]*cacheEntry]
 	mu    sync.Mutex
-	// hint is the entry list of the last policy list evaluated, reused
-	// while the list is unchanged (same names and versions, same order).
+	// hint is the last policy list evaluated (its cache entries and its
+	// index), reused while the list is unchanged (same names and
+	// versions, same order).
 	hint atomic.Pointer[policyList]
 }
 
