@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"github.com/certfn/certfn/core/api"
 )
@@ -62,15 +64,46 @@ func unversioned(p *api.CertificateRequestPolicy) bool {
 	return p.Generation == 0 && p.ResourceVersion == ""
 }
 
+// policyList is the cache entries of one policy list, in order (nil for
+// a nil policy), with the list's index (index.go), built from the
+// entries on the list's indexAtUse-th evaluation: a list evaluated once
+// (the policies changed) costs no index.
+type policyList struct {
+	entries []*cacheEntry
+	uses    atomic.Int64
+	once    sync.Once
+	idx     *listIndex
+}
+
+// indexAtUse is the evaluation of a list that builds its index (the
+// second, so that lists replaced at every evaluation never build one).
+// Tests set it to 1 so that every evaluation uses the index.
+var indexAtUse int64 = 2
+
+// index returns the list's index, building it on the indexAtUse-th call;
+// nil before.
+func (l *policyList) index() *listIndex {
+	if l.uses.Load() < indexAtUse && l.uses.Add(1) < indexAtUse {
+		return nil
+	}
+	l.once.Do(func() { l.idx = buildIndex(l.entries) })
+	return l.idx
+}
+
 // entries returns the cache entries of ps, in order (nil for a nil
-// policy): the previous list when ps names the same versions in the same
-// order (the usual case: policies change rarely), else a new list, which
-// becomes the hint for the next call.
+// policy).
 func (e *Evaluator) entries(ps []*api.CertificateRequestPolicy) []*cacheEntry {
-	if h := e.hint.Load(); h != nil && len(*h) == len(ps) {
+	return e.list(ps).entries
+}
+
+// list returns the policyList of ps: the previous list when ps names the
+// same versions in the same order (the usual case: policies change
+// rarely), else a new list, which becomes the hint for the next call.
+func (e *Evaluator) list(ps []*api.CertificateRequestPolicy) *policyList {
+	if h := e.hint.Load(); h != nil && len(h.entries) == len(ps) {
 		same := true
 		for i, p := range ps {
-			ce := (*h)[i]
+			ce := h.entries[i]
 			if p == nil || ce == nil {
 				if p != nil || ce != nil {
 					same = false
@@ -84,16 +117,16 @@ func (e *Evaluator) entries(ps []*api.CertificateRequestPolicy) []*cacheEntry {
 			}
 		}
 		if same {
-			return *h
+			return h
 		}
 	}
-	list := make([]*cacheEntry, len(ps))
+	list := &policyList{entries: make([]*cacheEntry, len(ps))}
 	for i, p := range ps {
 		if p != nil {
-			list[i] = e.entry(p)
+			list.entries[i] = e.entry(p)
 		}
 	}
-	e.hint.Store(&list)
+	e.hint.Store(list)
 	return list
 }
 

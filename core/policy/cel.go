@@ -32,30 +32,38 @@ const celRequestTypeName = "cm.io.policy.pkg.internal.approver.validation.Certif
 
 var celRequestType = types.NewObjectType(celRequestTypeName)
 
-// crValue is the runtime value of `cr`: its fields are converted to CEL
-// values once per evaluation, so field access in a rule allocates nothing.
+// crValue is the runtime value of `cr`. Its fields are converted to CEL
+// values when a rule reads them (most rules read none, or one), so that
+// building it allocates nothing: a Request keeps one (pooled).
 type crValue struct {
-	namespace, name, username, uid ref.Val
-	groups, extra                  ref.Val
+	adapter                        types.Adapter
+	namespace, name, username, uid string
+	groups                         []string
+	extra                          map[string][]string
 }
 
-func newCRValue(adapter types.Adapter, namespace, name string, id identityFields) *crValue {
-	extra := make(map[ref.Val]ref.Val, len(id.extra))
-	for k, v := range id.extra {
-		extra[types.String(k)] = types.NewStringList(adapter, v)
-	}
-	groups := id.groups
+// set fills v for a request in namespace with name by id.
+func (v *crValue) set(adapter types.Adapter, namespace, name string, id identityFields) {
+	*v = crValue{adapter: adapter, namespace: namespace, name: name, username: id.username, uid: id.uid,
+		groups: id.groups, extra: id.extra}
+}
+
+// groupsVal is cr.groups: a list of strings, empty when there are none.
+func (v *crValue) groupsVal() ref.Val {
+	groups := v.groups
 	if groups == nil {
 		groups = []string{}
 	}
-	return &crValue{
-		namespace: types.String(namespace),
-		name:      types.String(name),
-		username:  types.String(id.username),
-		uid:       types.String(id.uid),
-		groups:    types.NewStringList(adapter, groups),
-		extra:     types.NewRefValMap(adapter, extra),
+	return types.NewStringList(v.adapter, groups)
+}
+
+// extraVal is cr.extra: a map of strings to lists of strings.
+func (v *crValue) extraVal() ref.Val {
+	extra := make(map[ref.Val]ref.Val, len(v.extra))
+	for k, vs := range v.extra {
+		extra[types.String(k)] = types.NewStringList(v.adapter, vs)
 	}
+	return types.NewRefValMap(v.adapter, extra)
 }
 
 type identityFields struct {
@@ -113,12 +121,12 @@ func crField(get func(*crValue) ref.Val, t *types.Type) *types.FieldType {
 }
 
 var crFields = map[string]*types.FieldType{
-	"namespace": crField(func(v *crValue) ref.Val { return v.namespace }, types.StringType),
-	"name":      crField(func(v *crValue) ref.Val { return v.name }, types.StringType),
-	"username":  crField(func(v *crValue) ref.Val { return v.username }, types.StringType),
-	"uid":       crField(func(v *crValue) ref.Val { return v.uid }, types.StringType),
-	"groups":    crField(func(v *crValue) ref.Val { return v.groups }, types.NewListType(types.StringType)),
-	"extra": crField(func(v *crValue) ref.Val { return v.extra },
+	"namespace": crField(func(v *crValue) ref.Val { return types.String(v.namespace) }, types.StringType),
+	"name":      crField(func(v *crValue) ref.Val { return types.String(v.name) }, types.StringType),
+	"username":  crField(func(v *crValue) ref.Val { return types.String(v.username) }, types.StringType),
+	"uid":       crField(func(v *crValue) ref.Val { return types.String(v.uid) }, types.StringType),
+	"groups":    crField((*crValue).groupsVal, types.NewListType(types.StringType)),
+	"extra": crField((*crValue).extraVal,
 		types.NewMapType(types.StringType, types.NewListType(types.StringType))),
 }
 
@@ -247,35 +255,51 @@ type celRule struct {
 	message string
 	prg     cel.Program
 	fast    cel.Program
+	// atoms, when atomsOK, is a condition on self the rule needs to be
+	// true (ruleAtoms): the index of a policy list skips policies by it.
+	// With atomsExact the rule is that condition and eval checks it
+	// without running prg.
+	atoms      []atom
+	atomsOK    bool
+	atomsExact bool
 }
 
 // compileRule parses and type-checks rule; it must evaluate to a bool.
 func compileRule(rule string) (prg, fast cel.Program, err error) {
+	r, err := compileCELRule(rule)
+	return r.prg, r.fast, err
+}
+
+// compileCELRule is compileRule returning the rule (without its message),
+// with the condition on self its shape gives (ruleAtoms).
+func compileCELRule(rule string) (celRule, error) {
 	if strings.TrimSpace(rule) == "" {
-		return nil, nil, fmt.Errorf("empty rule")
+		return celRule{}, fmt.Errorf("empty rule")
 	}
 	env, err := celEnv()
 	if err != nil {
-		return nil, nil, fmt.Errorf("CEL environment: %w", err)
+		return celRule{}, fmt.Errorf("CEL environment: %w", err)
 	}
 	ast, iss := env.Compile(rule)
 	if iss.Err() != nil {
-		return nil, nil, fmt.Errorf("invalid CEL: %s", oneLine(iss.Err().Error()))
+		return celRule{}, fmt.Errorf("invalid CEL: %s", oneLine(iss.Err().Error()))
 	}
 	if !ast.OutputType().IsExactType(types.BoolType) {
-		return nil, nil, fmt.Errorf("rule must evaluate to a bool, not %s", ast.OutputType())
+		return celRule{}, fmt.Errorf("rule must evaluate to a bool, not %s", ast.OutputType())
 	}
-	prg, err = env.Program(ast, cel.EvalOptions(cel.OptOptimize),
+	out := celRule{rule: rule}
+	out.prg, err = env.Program(ast, cel.EvalOptions(cel.OptOptimize),
 		cel.CostLimit(celCostLimit), cel.InterruptCheckFrequency(celInterruptCheckFrequency))
 	if err != nil {
-		return nil, nil, fmt.Errorf("invalid CEL: %s", oneLine(err.Error()))
+		return celRule{}, fmt.Errorf("invalid CEL: %s", oneLine(err.Error()))
 	}
 	if est, err := env.EstimateCost(ast, celSizes{}); err == nil && est.Max <= celCostLimit {
-		if fast, err = env.Program(ast, cel.EvalOptions(cel.OptOptimize)); err != nil {
-			return nil, nil, fmt.Errorf("invalid CEL: %s", oneLine(err.Error()))
+		if out.fast, err = env.Program(ast, cel.EvalOptions(cel.OptOptimize)); err != nil {
+			return celRule{}, fmt.Errorf("invalid CEL: %s", oneLine(err.Error()))
 		}
 	}
-	return prg, fast, nil
+	out.atoms, out.atomsOK, out.atomsExact = ruleAtoms(ast)
+	return out, nil
 }
 
 // activation binds self and cr without building a map per evaluation.
@@ -300,8 +324,15 @@ func (a *activation) Parent() interpreter.Activation { return nil }
 
 // eval runs the rule with self bound to value (a types.String). An
 // evaluation error (a cost over the limit included) counts as a failure
-// (fail closed) and is returned for the message.
+// (fail closed) and is returned for the message. A rule that is || of
+// conditions on self (atomsExact) is checked in Go, with the same result.
 func (r *celRule) eval(act *activation, value ref.Val) (bool, error) {
+	if r.atomsExact {
+		if s, ok := value.(types.String); ok {
+			f := valueFilter{atoms: r.atoms}
+			return f.meets(string(s)), nil
+		}
+	}
 	act.self = value
 	prg := r.prg
 	if r.fast != nil && withinEstimate(value, act.crBounded) {

@@ -47,6 +47,9 @@ type Compiled struct {
 	otherRequired          bool
 	constraints            constraints
 	plugins                []compiledPlugin
+	// filters are necessary conditions of the quick review on the values
+	// of the named attributes (filter.go), for the index of a policy list.
+	filters []valueFilter
 }
 
 // stringField is one compiled allowed.<attr>: commonName, dnsNames, ...,
@@ -142,6 +145,7 @@ func Compile(p *api.CertificateRequestPolicy, plugins ...Plugin) (*Compiled, err
 	if len(c.errs) > 0 {
 		return nil, c.errs
 	}
+	out.filters = out.fieldFilters()
 	return out, nil
 }
 
@@ -453,7 +457,7 @@ func (c *compiler) fillFieldAt(f *stringField, path string, hasValues bool, valu
 			c.fail(p, "Duplicate value: rule %q is listed more than once", r.Rule)
 		}
 		seen[r.Rule] = true
-		prg, fast, err := compileRule(r.Rule)
+		rule, err := compileCELRule(r.Rule)
 		if err != nil {
 			c.fail(p, "%v", err)
 			continue
@@ -467,7 +471,8 @@ func (c *compiler) fillFieldAt(f *stringField, path string, hasValues bool, valu
 		} else if strings.ContainsAny(r.Rule, "\r\n") {
 			c.fail(p+".message", "required when the rule spans several lines")
 		}
-		f.rules = append(f.rules, celRule{rule: r.Rule, message: msg, prg: prg, fast: fast})
+		rule.message = msg
+		f.rules = append(f.rules, rule)
 	}
 }
 

@@ -86,6 +86,10 @@ type denial struct {
 	csr      *x509.CertificateRequest
 	nsLabels map[string]string
 	failed   []*Compiled
+	// Or, from an indexed evaluation: the positions in entries of the
+	// failed policies (failed is then built from them, in order).
+	entries []*cacheEntry
+	applied policySet
 
 	once sync.Once
 	text string
@@ -94,6 +98,11 @@ type denial struct {
 func (dn *denial) message() string {
 	dn.once.Do(func() {
 		failed := dn.failed
+		if dn.applied != nil {
+			for i := dn.applied.next(0); i >= 0; i = dn.applied.next(i + 1) {
+				failed = append(failed, dn.entries[i].compiled)
+			}
+		}
 		sort.Slice(failed, func(i, j int) bool { return failed[i].Name < failed[j].Name })
 		req := newRequest(dn.cr, dn.csr, dn.nsLabels)
 		defer req.release()
@@ -160,9 +169,10 @@ type Evaluator struct {
 	// modified copy, which happens only when a policy changes.
 	cache atomic.Pointer[map[string]*cacheEntry]
 	mu    sync.Mutex
-	// hint is the entry list of the last policy list evaluated, reused
-	// while the list is unchanged (same names and versions, same order).
-	hint atomic.Pointer[[]*cacheEntry]
+	// hint is the last policy list evaluated (its cache entries and its
+	// index), reused while the list is unchanged (same names and
+	// versions, same order).
+	hint atomic.Pointer[policyList]
 }
 
 // NewEvaluator returns an Evaluator with opts' plugins. Plugin names must be
@@ -213,15 +223,26 @@ func (e *Evaluator) count(cr *api.CertificateRequest, r Result) {
 // evaluate is Evaluate without the metric, in approver-policy's two
 // stages: the selection predicates (predicates.go) pick the policies that
 // apply, in order; each is reviewed quickly (review.go) until one passes.
-// When none does, every applicable policy is reviewed again in full, by
-// name, for the Denied message.
+// When none does, the Decision keeps the applicable policies, reviewed
+// again in full, by name, for the Denied message when it is read. With
+// the list's index (index.go) only the applicable policies that may allow
+// the request are reviewed (evaluateIndexed): the decision is the same.
 func (e *Evaluator) evaluate(ctx context.Context, in Input) Decision {
 	cr := in.Request
 	if cr == nil {
 		return Decision{Result: Unmatched, msg: "no CertificateRequest to evaluate"}
 	}
 	sc := scan{in: &in, id: identityOf(cr), sel: newSelectorInput(cr, in.NamespaceLabels)}
-	entries := e.entries(in.Policies)
+	list := e.list(in.Policies)
+	if idx := list.index(); idx != nil {
+		return evaluateIndexed(ctx, &sc, list.entries, idx)
+	}
+	return evaluateEach(ctx, &sc, list.entries)
+}
+
+// evaluateEach reviews every applicable policy in order until one passes.
+func evaluateEach(ctx context.Context, sc *scan, entries []*cacheEntry) Decision {
+	in := sc.in
 	var req *Request
 	for i, p := range in.Policies {
 		c := sc.applies(p, entries[i])
@@ -229,14 +250,10 @@ func (e *Evaluator) evaluate(ctx context.Context, in Input) Decision {
 			continue
 		}
 		if req == nil {
-			csr := in.CSR
-			if csr == nil {
-				var err error
-				if csr, err = pki.ParseCSRPEM(cr.Spec.Request); err != nil {
-					return Decision{Result: Denied, msg: fmt.Sprintf("spec.request: %v", err)}
-				}
+			var d *Decision
+			if req, d = sc.request(); d != nil {
+				return *d
 			}
-			req = newRequest(cr, csr, in.NamespaceLabels)
 		}
 		if c.review(ctx, req, quick) == nil {
 			req.release()
@@ -249,10 +266,75 @@ func (e *Evaluator) evaluate(ctx context.Context, in Input) Decision {
 		msg, detail := sc.unmatched(in.Policies, entries)
 		return Decision{Result: Unmatched, msg: msg, Detail: detail}
 	}
-	// Denied: every applicable policy failed its quick review. Their
-	// message (each policy's violations in full) is rendered by
-	// Decision.Message when a caller asks for it.
-	dn := &denial{ctx: ctx, cr: cr, csr: req.CSR, nsLabels: in.NamespaceLabels, failed: slices.Clone(req.failed)}
+	return sc.denied(ctx, req)
+}
+
+// evaluateIndexed decides as evaluateEach, reviewing only the policies
+// idx names as candidates (the others would fail their quick review), in
+// order, checking only for them whether they apply. When none approves,
+// every policy is checked: none applies (Unmatched), or the applicable
+// ones are listed for the message, in order, as evaluateEach lists them.
+// The CSR is parsed first, to find the candidates; a CSR that does not
+// parse is left to evaluateEach, which denies the request for it only if
+// a policy applies.
+func evaluateIndexed(ctx context.Context, sc *scan, entries []*cacheEntry, idx *listIndex) Decision {
+	in := sc.in
+	csr := in.CSR
+	if csr == nil {
+		var err error
+		if csr, err = pki.ParseCSRPEM(in.Request.Spec.Request); err != nil {
+			return evaluateEach(ctx, sc, entries)
+		}
+	}
+	req := newRequest(in.Request, csr, in.NamespaceLabels)
+	cand := idx.candidates(req)
+	for i := cand.next(0); i >= 0; i = cand.next(i + 1) {
+		if c := sc.applies(in.Policies[i], entries[i]); c != nil && c.review(ctx, req, quick) == nil {
+			req.release()
+			return Decision{Result: Approved, Policy: c.Name}
+		}
+	}
+	// No approval: the applicable policies, as positions (the entries
+	// are immutable), for the Denied message.
+	var applied policySet
+	for i, p := range in.Policies {
+		if sc.applies(p, entries[i]) != nil {
+			if applied == nil {
+				applied = make(policySet, len(cand))
+			}
+			applied.add(i)
+		}
+	}
+	if applied == nil {
+		req.release()
+		msg, detail := sc.unmatched(in.Policies, entries)
+		return Decision{Result: Unmatched, msg: msg, Detail: detail}
+	}
+	dn := &denial{ctx: ctx, cr: in.Request, csr: req.CSR, nsLabels: in.NamespaceLabels, entries: entries, applied: applied}
+	req.release()
+	return Decision{Result: Denied, denial: dn}
+}
+
+// request returns the view of the request with its CSR parsed (once, when
+// the caller passed none), or the Denied decision of a CSR that does not
+// parse.
+func (sc *scan) request() (*Request, *Decision) {
+	in := sc.in
+	csr := in.CSR
+	if csr == nil {
+		var err error
+		if csr, err = pki.ParseCSRPEM(in.Request.Spec.Request); err != nil {
+			return nil, &Decision{Result: Denied, msg: fmt.Sprintf("spec.request: %v", err)}
+		}
+	}
+	return newRequest(in.Request, csr, in.NamespaceLabels), nil
+}
+
+// denied is the decision when every applicable policy (req.failed)
+// failed its quick review. Their message (each policy's violations in
+// full) is rendered by Decision.Message when a caller asks for it.
+func (sc *scan) denied(ctx context.Context, req *Request) Decision {
+	dn := &denial{ctx: ctx, cr: sc.in.Request, csr: req.CSR, nsLabels: sc.in.NamespaceLabels, failed: slices.Clone(req.failed)}
 	req.release()
 	return Decision{Result: Denied, denial: dn}
 }

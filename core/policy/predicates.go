@@ -39,25 +39,27 @@ const (
 )
 
 // applies returns p compiled (from its cache entry ce) when it applies to
-// the request: Ready, bound to the requester with `use` (checked in the
-// request's namespace, so RoleBindings there count) and selecting it; else
-// nil. The `use` check comes before the selector: it is the cheaper one
-// when, as usual, each requester is bound to few policies.
+// the request: Ready, selecting it and bound to the requester with `use`
+// (checked in the request's namespace, so RoleBindings there count); else
+// nil. The selector comes before the `use` check: it compares a few
+// compiled patterns, while the check looks the policy's name up in each
+// RBAC rule granting `use` (a map lookup for a long list of names).
 func (s *scan) applies(p *api.CertificateRequestPolicy, ce *cacheEntry) *Compiled {
-	if s.why(p, ce, false) != reasonApplies {
+	if s.why(p, ce) != reasonApplies {
 		return nil
 	}
 	return ce.compiled
 }
 
-// why classifies p. With selectorFirst the selector is checked before the
-// binding, so that a policy that neither selects the request nor is bound
-// counts as not selecting it (as the Unmatched message reports).
-func (s *scan) why(p *api.CertificateRequestPolicy, ce *cacheEntry, selectorFirst bool) int {
+// why classifies p: not Ready, else not selecting the request, else not
+// bound to the requester, else applying. (A policy that neither selects
+// the request nor is bound counts as not selecting it, as the Unmatched
+// message reports.)
+func (s *scan) why(p *api.CertificateRequestPolicy, ce *cacheEntry) int {
 	if p == nil || notReadyByStatus(p) || ce.err != nil {
 		return reasonNotReady
 	}
-	if selectorFirst && !ce.compiled.selector.matches(&s.sel) {
+	if !ce.compiled.selector.matches(&s.sel) {
 		return reasonNotSelected
 	}
 	if !s.boundDone {
@@ -67,9 +69,6 @@ func (s *scan) why(p *api.CertificateRequestPolicy, ce *cacheEntry, selectorFirs
 	}
 	if !s.bound.Has(p.Name) {
 		return reasonNotBound
-	}
-	if !selectorFirst && !ce.compiled.selector.matches(&s.sel) {
-		return reasonNotSelected
 	}
 	return reasonApplies
 }
@@ -87,7 +86,7 @@ func (s *scan) unmatched(ps []*api.CertificateRequestPolicy, entries []*cacheEnt
 			continue
 		}
 		total++
-		counts[s.why(p, entries[i], true)]++
+		counts[s.why(p, entries[i])]++
 	}
 	cr := s.in.Request
 	return unmatchedPublic(cr), unmatchedMessage(cr, total, counts[reasonNotReady], counts[reasonNotSelected], counts[reasonNotBound])

@@ -72,6 +72,9 @@ type Request struct {
 	// (Evaluator.evaluate), for a Denied decision's message.
 	failed []*Compiled
 	act    activation
+	crv    crValue // the value of act.cr
+	// cand and tmp are the scratch sets of listIndex.candidates.
+	cand, tmp policySet
 }
 
 // oidValues is the values a request carries for one OID.
@@ -368,7 +371,8 @@ func (r *Request) celActivation() (*activation, error) {
 			return nil, err
 		}
 		id := identityFields{username: r.Identity.Username, uid: r.Identity.UID, groups: r.Identity.Groups, extra: r.Identity.Extra}
-		r.act.cr = newCRValue(env.CELTypeAdapter(), r.CR.Namespace, r.CR.Name, id)
+		r.crv.set(env.CELTypeAdapter(), r.CR.Namespace, r.CR.Name, id)
+		r.act.cr = &r.crv
 		r.act.crBounded = id.withinEstimate(r.CR.Namespace, r.CR.Name)
 	}
 	return &r.act, nil
@@ -430,6 +434,8 @@ func (r *Request) release() {
 		sanRejects:     r.sanRejects[:0],
 		subjectRejects: r.subjectRejects[:0],
 		failed:         r.failed[:0],
+		cand:           r.cand[:0],
+		tmp:            r.tmp[:0],
 	}
 	for a := range r.attrs {
 		if a != int(attrDNSNames) && a != int(attrIPAddresses) && a != int(attrURIs) && a != int(attrEmailAddresses) {
