@@ -1,0 +1,453 @@
+package awse2e
+
+import (
+	"bytes"
+	"context"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/certfn/certfn/adapters/aws/sqsq"
+	"github.com/certfn/certfn/core/api"
+	"github.com/certfn/certfn/core/pki"
+	"github.com/certfn/certfn/internal/awsmode"
+	"github.com/certfn/certfn/tests/faultsweep"
+)
+
+// The fault harness of TestFaultHarnessOnLambda on an ACME issuance
+// (HTTP-01, Pebble in this process): the worker registers the
+// ClusterIssuer's account, orders, answers the challenge (the http01
+// function answers Pebble's validation from DynamoDB) and finalizes; the
+// signer is never involved. Every AWS request of the api, worker, signer
+// and scheduler and every ACME HTTP request of the worker go through the
+// counting transport and are faulted the same three ways (an ACME request
+// "crashed" reached Pebble, then the invocation died; a "lost" one reached
+// Pebble and its answer was lost). The http01 function's own reads are not
+// faulted (Pebble's VA calls it on its own goroutine, outside the
+// invocation being faulted).
+//
+// Pebble validates and issues asynchronously, on the wall clock; so that
+// every run makes the same calls, the ACME transport waits (real time,
+// uncounted) after a challenge is accepted until the http01 function has
+// answered Pebble's VA, and after a finalize until Pebble has issued, and
+// it reports a "valid" answer to either as "processing" (what a slower
+// server answers; certfn then polls once). The worker's short SQS delays
+// (its ACME polls, at most sqsDelayCap) are sent without DelaySeconds and
+// the fake clock is moved by the delay before the next delivery, so that
+// runs take no wall time waiting for SQS. Authorization reuse is off
+// (PEBBLE_AUTHZREUSE=0; Pebble still reuses one in a hundred, which only a
+// second Order of a faulted run can meet), and a first issuance sends no
+// "replaces".
+//
+// On top of the CA flow's invariants it asserts: one finalize reached
+// Pebble (one certificate issued), one Order valid, every Order and
+// Challenge final, the secrets are web-tls and the account key and
+// nothing else, the certificate verifies against Pebble's roots, Pebble's
+// VA was answered by the http01 function, and no state item nor log line
+// holds private key material. The bound is acmeLambdaBound.
+//
+// The ACME flow is sparser in `make test` (acmeStride) than the CA one:
+// CERTFN_FAULTS_STRIDE=1 faults every request as every kind:
+// `CERTFN_FAULTS_STRIDE=1 go test -count=1 -run TestFaultHarnessOnLambdaACME -v ./tests/awse2e/`.
+func TestFaultHarnessOnLambdaACME(t *testing.T) {
+	f := newACMEFlow(t)
+	faultsweep.SweepStride(t, "fault harness on the Lambda functions (dynalite, local-aws-sqs, Secrets Manager double, Pebble), ACME HTTP-01 issuance",
+		acmeLambdaBound, acmeStride, func(n int, kind string) faultsweep.Result { return runLambdaFaults(t, n, kind, f) })
+}
+
+// acmeStride is the ACME sweeps' default stride (CERTFN_FAULTS_STRIDE
+// overrides it): every third request, each as one of the kinds in turn,
+// so that `make test` spends about as long on them as on the CA sweeps.
+const acmeStride = 9
+
+// acmeLambdaBound is the CA flow's bound (the worker's visibility timeout
+// plus a sweep) plus the ACME polls that follow the redelivery (each poll
+// a DelaySeconds of at most 2 s: the worker's acme.DefaultPollMax; 10 s
+// covers the challenge's and the order's).
+const acmeLambdaBound = lambdaBound + 10*time.Second
+
+// sqsDelayCap is the longest delay the ACME flow moves onto the fake
+// clock (the ACME polls'); longer ones are SQS's.
+const sqsDelayCap = 10 * time.Second
+
+// acmeFlow is what the ACME runs share: Pebble, and the HTTP-01 address
+// Pebble's VA calls, served by the current run's http01 function.
+type acmeFlow struct {
+	t       *testing.T
+	peb     *pebbleServer
+	h01Addr string
+	mu      sync.Mutex
+	cur     *acmeWorld
+}
+
+func newACMEFlow(t *testing.T) *acmeFlow {
+	t.Helper()
+	port := freePort(t)
+	f := &acmeFlow{t: t, h01Addr: fmt.Sprintf("127.0.0.1:%d", port)}
+	f.peb = startPebble(t, port)
+	srv := &http.Server{Handler: http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		f.mu.Lock()
+		a := f.cur
+		f.mu.Unlock()
+		if a == nil {
+			http.Error(rw, "no run", http.StatusServiceUnavailable)
+			return
+		}
+		a.serveHTTP01(rw, r)
+	}), ReadHeaderTimeout: 5 * time.Second}
+	l, err := net.Listen("tcp", f.h01Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = srv.Serve(l) }()
+	t.Cleanup(func() { _ = srv.Close() })
+	return f
+}
+
+// world makes w the current run of the flow.
+func (f *acmeFlow) world(w *lambdaWorld) *acmeWorld {
+	// Pebble issues on the wall clock: the fake clock starts a minute
+	// ahead, so a new certificate is never "not yet valid".
+	w.env.Clock.Set(time.Now().UTC().Truncate(time.Second).Add(time.Minute))
+	a := &acmeWorld{f: f, w: w, h01: w.env.Runtime(awsmode.RoleHTTP01)}
+	f.mu.Lock()
+	f.cur = a
+	f.mu.Unlock()
+	return a
+}
+
+// acmeWorld is one ACME run.
+type acmeWorld struct {
+	f   *acmeFlow
+	w   *lambdaWorld
+	h01 *awsmode.Runtime // unfaulted
+
+	mu sync.Mutex
+	// vaAnswered counts Pebble's validation requests the http01 function
+	// answered 200; h01Errors its other answers to them.
+	vaAnswered, h01Errors int
+	// finalized counts the finalize requests Pebble accepted.
+	finalized int
+	// delay is the longest SQS delay sent since the last delivery.
+	delay time.Duration
+}
+
+// setUp applies the ClusterIssuer and the Certificate.
+func (a *acmeWorld) setUp() {
+	a.w.observer.apply(fmt.Sprintf(`apiVersion: cert-manager.io/v1
+kind: ClusterIssuer
+metadata: {name: pebble}
+spec:
+  acme:
+    server: %s
+    email: test@example.com
+    caBundle: %s
+    privateKeySecretRef: {name: pebble-account}
+    solvers:
+    - http01: {ingress: {}}
+---
+apiVersion: cert-manager.io/v1
+kind: Certificate
+metadata: {name: web, namespace: default}
+spec:
+  secretName: web-tls
+  dnsNames: [web.example.com]
+  privateKey: {algorithm: ECDSA, size: 256}
+  issuerRef: {name: pebble, kind: ClusterIssuer}
+`, a.f.peb.dirURL, base64.StdEncoding.EncodeToString(a.f.peb.tlsPEM)))
+}
+
+// options points a function built over rt at Pebble.
+func (a *acmeWorld) options(rt *faultRT, o *awsmode.Options) {
+	o.ACME.HTTP01SelfCheckAddr = a.f.h01Addr
+	o.ACME.WrapTransport = func(next http.RoundTripper) http.RoundTripper {
+		return acmeRT{a: a, f: rt, next: pebbleSide{a: a, next: next}}
+	}
+	o.SQS = delaySQS{API: o.SQS, a: a}
+}
+
+// elapse moves the fake clock by the SQS delay sent since the last
+// delivery (its messages are visible now).
+func (a *acmeWorld) elapse() {
+	a.mu.Lock()
+	d := a.delay
+	a.delay = 0
+	a.mu.Unlock()
+	if d > 0 {
+		a.w.env.Clock.Advance(d)
+	}
+}
+
+// serveHTTP01 plays the http01 function's Function URL (see serveHTTP01).
+func (a *acmeWorld) serveHTTP01(rw http.ResponseWriter, r *http.Request) {
+	ev := events.LambdaFunctionURLRequest{Version: "2.0", RawPath: r.URL.Path, Headers: map[string]string{"host": r.Host},
+		RequestContext: events.LambdaFunctionURLRequestContext{HTTP: events.LambdaFunctionURLRequestContextHTTPDescription{Method: r.Method, Path: r.URL.Path}}}
+	raw, _ := json.Marshal(ev)
+	out, err := a.h01.HandleHTTP(r.Context(), raw)
+	code, body, hdr := http.StatusBadGateway, "", map[string]string{}
+	if err == nil {
+		resp := out.(events.LambdaFunctionURLResponse)
+		code, body, hdr = resp.StatusCode, resp.Body, resp.Headers
+	} else {
+		body = err.Error()
+	}
+	if strings.Contains(r.UserAgent(), "Pebble") {
+		a.mu.Lock()
+		if code == http.StatusOK {
+			a.vaAnswered++
+		} else {
+			a.h01Errors++
+		}
+		a.mu.Unlock()
+	}
+	for k, v := range hdr {
+		rw.Header().Set(k, v)
+	}
+	rw.WriteHeader(code)
+	_, _ = io.WriteString(rw, body)
+}
+
+func (a *acmeWorld) answered() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.vaAnswered
+}
+
+// delaySQS sends the short delays (at most sqsDelayCap) without
+// DelaySeconds and records them for elapse.
+type delaySQS struct {
+	sqsq.API
+	a *acmeWorld
+}
+
+func (q delaySQS) short(s int32) bool {
+	d := time.Duration(s) * time.Second
+	if s <= 0 || d > sqsDelayCap {
+		return false
+	}
+	q.a.mu.Lock()
+	q.a.delay = max(q.a.delay, d)
+	q.a.mu.Unlock()
+	return true
+}
+
+func (q delaySQS) SendMessage(ctx context.Context, in *sqs.SendMessageInput, o ...func(*sqs.Options)) (*sqs.SendMessageOutput, error) {
+	if q.short(in.DelaySeconds) {
+		c := *in
+		c.DelaySeconds = 0
+		in = &c
+	}
+	return q.API.SendMessage(ctx, in, o...)
+}
+
+func (q delaySQS) SendMessageBatch(ctx context.Context, in *sqs.SendMessageBatchInput, o ...func(*sqs.Options)) (*sqs.SendMessageBatchOutput, error) {
+	c := *in
+	c.Entries = append(c.Entries[:0:0], in.Entries...)
+	for i := range c.Entries {
+		if q.short(c.Entries[i].DelaySeconds) {
+			c.Entries[i].DelaySeconds = 0
+		}
+	}
+	return q.API.SendMessageBatch(ctx, &c, o...)
+}
+
+// acmeRT counts and faults the worker's ACME requests (labels
+// "acme.<method> /<first path segment>") through the sandbox's faultRT,
+// then normalizes Pebble's asynchronous answers (see above).
+type acmeRT struct {
+	a    *acmeWorld
+	f    *faultRT
+	next http.RoundTripper
+}
+
+func (r acmeRT) RoundTrip(req *http.Request) (*http.Response, error) {
+	seg, _, _ := strings.Cut(strings.TrimPrefix(req.URL.Path, "/"), "/")
+	accept := req.Method == http.MethodPost && seg == "chalZ" && jwsPayload(req) != ""
+	before := r.a.answered()
+	resp, err := r.f.roundTrip(req, "acme."+req.Method+" /"+seg, r.next)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		return resp, err
+	}
+	switch {
+	case accept:
+		for i := 0; i < 500 && r.a.answered() == before; i++ {
+			time.Sleep(10 * time.Millisecond)
+		}
+		time.Sleep(30 * time.Millisecond) // Pebble records the validation
+		return asProcessing(resp)
+	case req.Method == http.MethodPost && seg == "finalize-order":
+		time.Sleep(30 * time.Millisecond) // Pebble issues
+		return asProcessing(resp)
+	}
+	return resp, nil
+}
+
+// pebbleSide sees Pebble's answers before a fault discards them.
+type pebbleSide struct {
+	a    *acmeWorld
+	next http.RoundTripper
+}
+
+func (p pebbleSide) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := p.next.RoundTrip(req)
+	if err == nil && req.Method == http.MethodPost && strings.HasPrefix(req.URL.Path, "/finalize-order/") && resp.StatusCode == http.StatusOK {
+		p.a.mu.Lock()
+		p.a.finalized++
+		p.a.mu.Unlock()
+	}
+	return resp, err
+}
+
+// jwsPayload is the payload of a JWS request body ("": POST-as-GET).
+func jwsPayload(req *http.Request) string {
+	if req.GetBody == nil {
+		return ""
+	}
+	b, err := req.GetBody()
+	if err != nil {
+		return ""
+	}
+	var jws struct {
+		Payload string `json:"payload"`
+	}
+	raw, _ := io.ReadAll(b)
+	_ = json.Unmarshal(raw, &jws)
+	return jws.Payload
+}
+
+// asProcessing rewrites a "valid" status in resp's JSON to "processing".
+func asProcessing(resp *http.Response) (*http.Response, error) {
+	raw, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		return nil, err
+	}
+	var m map[string]any
+	if json.Unmarshal(raw, &m) == nil && m["status"] == "valid" {
+		m["status"] = "processing"
+		raw, _ = json.Marshal(m)
+	}
+	resp.Body = io.NopCloser(bytes.NewReader(raw))
+	resp.ContentLength = int64(len(raw))
+	resp.Header.Set("Content-Length", strconv.Itoa(len(raw)))
+	return resp, nil
+}
+
+// converged says whether every Order and Challenge is final.
+func (a *acmeWorld) converged() (bool, string) {
+	for _, kind := range []string{api.KindOrder, api.KindChallenge} {
+		objs, err := a.w.observer.api.Engine.List(a.w.env.Ctx, kind, "default")
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, o := range objs {
+			final := false
+			switch v := o.(type) {
+			case *api.Order:
+				final = v.IsFinal()
+			case *api.Challenge:
+				final = v.IsFinal()
+			}
+			if !final {
+				return false, kind + " " + o.GetObjectMeta().Name + " not final"
+			}
+		}
+	}
+	return true, ""
+}
+
+// check asserts the ACME invariants of a converged run (tlsCrt: web-tls's).
+func (a *acmeWorld) check(tlsCrt []byte) []string {
+	var bad []string
+	ctx := a.w.env.Ctx
+	a.mu.Lock()
+	finalized, answered, h01Errors := a.finalized, a.vaAnswered, a.h01Errors
+	a.mu.Unlock()
+	if finalized != 1 {
+		bad = append(bad, fmt.Sprintf("%d finalize requests accepted by Pebble (certificates issued), want 1", finalized))
+	}
+	if answered == 0 {
+		bad = append(bad, fmt.Sprintf("the http01 function never answered Pebble's VA (%d errors)", h01Errors))
+	}
+	orders, err := a.w.observer.api.Engine.List(ctx, api.KindOrder, "default")
+	if err != nil {
+		return append(bad, err.Error())
+	}
+	valid := 0
+	for _, o := range orders {
+		if o.(*api.Order).Status.State == api.StateValid {
+			valid++
+		}
+	}
+	if valid != 1 {
+		bad = append(bad, fmt.Sprintf("%d valid Orders of %d, want 1", valid, len(orders)))
+	}
+	names := a.w.env.SM.Names()
+	for _, n := range names {
+		if n != "certfn/default/web-tls" && n != "certfn/cert-manager/pebble-account" {
+			bad = append(bad, "orphaned secret "+n)
+		}
+	}
+	if len(names) != 2 {
+		bad = append(bad, fmt.Sprintf("%d secrets, want web-tls and the account key: %v", len(names), names))
+	}
+	if len(tlsCrt) > 0 {
+		if err := a.verify(tlsCrt); err != nil {
+			bad = append(bad, err.Error())
+		}
+	}
+	if err := keysOutsideSecrets(ctx, a.w.env.DynamoDB, a.w.env.Table); err != nil {
+		bad = append(bad, err.Error())
+	}
+	if strings.Contains(a.w.logs.String(), "PRIVATE KEY") {
+		bad = append(bad, "a log line holds private key material")
+	}
+	return bad
+}
+
+// verify checks tlsCrt's leaf against Pebble's roots for web.example.com.
+func (a *acmeWorld) verify(tlsCrt []byte) error {
+	chain, err := pki.ParseChainPEM(tlsCrt)
+	if err != nil {
+		return fmt.Errorf("web-tls: %w", err)
+	}
+	inter := x509.NewCertPool()
+	for _, c := range chain[1:] {
+		inter.AddCert(c)
+	}
+	if _, err := chain[0].Verify(x509.VerifyOptions{Roots: a.f.peb.roots, Intermediates: inter, DNSName: "web.example.com"}); err != nil {
+		return fmt.Errorf("web-tls does not verify against Pebble's roots: %w", err)
+	}
+	return nil
+}
+
+// keysOutsideSecrets scans the state table for private key material (the
+// error-returning form of scanForKeys).
+func keysOutsideSecrets(ctx context.Context, db *dynamodb.Client, table string) error {
+	out, err := db.Scan(ctx, &dynamodb.ScanInput{TableName: aws.String(table)})
+	if err != nil {
+		return err
+	}
+	for _, it := range out.Items {
+		for name, v := range it {
+			if strings.Contains(fmt.Sprint(v), "PRIVATE KEY") {
+				return fmt.Errorf("state item attribute %s holds private key material", name)
+			}
+		}
+	}
+	return nil
+}
