@@ -1,7 +1,6 @@
 package awse2e
 
 import (
-	"bytes"
 	"context"
 	"crypto/x509"
 	"encoding/base64"
@@ -10,7 +9,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -41,11 +39,8 @@ import (
 // invocation being faulted).
 //
 // Pebble validates and issues asynchronously, on the wall clock; so that
-// every run makes the same calls, the ACME transport waits (real time,
-// uncounted) after a challenge is accepted until the http01 function has
-// answered Pebble's VA, and after a finalize until Pebble has issued, and
-// it reports a "valid" answer to either as "processing" (what a slower
-// server answers; certfn then polls once). The worker's short SQS delays
+// every run makes the same calls, the ACME transport waits for it and
+// normalizes its answers (faultsweep.ACMECall). The worker's short SQS delays
 // (its ACME polls, at most sqsDelayCap) are sent without DelaySeconds and
 // the fake clock is moved by the delay before the next delivery, so that
 // runs take no wall time waiting for SQS. Authorization reuse is off
@@ -69,10 +64,11 @@ func TestFaultHarnessOnLambdaACME(t *testing.T) {
 		acmeLambdaBound, acmeStride, func(n int, kind string) faultsweep.Result { return runLambdaFaults(t, n, kind, f) })
 }
 
-// acmeStride is the ACME sweeps' default stride (CERTFN_FAULTS_STRIDE
-// overrides it): every third request, each as one of the kinds in turn,
-// so that `make test` spends about as long on them as on the CA sweeps.
-const acmeStride = 9
+// acmeStride is the ACME sweep's default stride (CERTFN_FAULTS_STRIDE
+// overrides it): three requests in every 18, each as one of the kinds in
+// turn, so that `make test` spends at most about 30 s on it (a run takes
+// about a second; the clean run makes about 160 requests).
+const acmeStride = 18
 
 // acmeLambdaBound is the CA flow's bound (the worker's visibility timeout
 // plus a sweep) plus the ACME polls that follow the redelivery (each poll
@@ -124,6 +120,7 @@ func (f *acmeFlow) world(w *lambdaWorld) *acmeWorld {
 	// ahead, so a new certificate is never "not yet valid".
 	w.env.Clock.Set(time.Now().UTC().Truncate(time.Second).Add(time.Minute))
 	a := &acmeWorld{f: f, w: w, h01: w.env.Runtime(awsmode.RoleHTTP01)}
+	a.pebble = &faultsweep.Pebble{Answered: a.answered}
 	f.mu.Lock()
 	f.cur = a
 	f.mu.Unlock()
@@ -132,9 +129,10 @@ func (f *acmeFlow) world(w *lambdaWorld) *acmeWorld {
 
 // acmeWorld is one ACME run.
 type acmeWorld struct {
-	f   *acmeFlow
-	w   *lambdaWorld
-	h01 *awsmode.Runtime // unfaulted
+	f      *acmeFlow
+	w      *lambdaWorld
+	h01    *awsmode.Runtime // unfaulted
+	pebble *faultsweep.Pebble
 
 	mu sync.Mutex
 	// vaAnswered counts Pebble's validation requests the http01 function
@@ -175,7 +173,7 @@ spec:
 func (a *acmeWorld) options(rt *faultRT, o *awsmode.Options) {
 	o.ACME.HTTP01SelfCheckAddr = a.f.h01Addr
 	o.ACME.WrapTransport = func(next http.RoundTripper) http.RoundTripper {
-		return acmeRT{a: a, f: rt, next: pebbleSide{a: a, next: next}}
+		return acmeRT{a: a, f: rt, next: next}
 	}
 	o.SQS = delaySQS{API: o.SQS, a: a}
 }
@@ -265,9 +263,8 @@ func (q delaySQS) SendMessageBatch(ctx context.Context, in *sqs.SendMessageBatch
 	return q.API.SendMessageBatch(ctx, &c, o...)
 }
 
-// acmeRT counts and faults the worker's ACME requests (labels
-// "acme.<method> /<first path segment>") through the sandbox's faultRT,
-// then normalizes Pebble's asynchronous answers (see above).
+// acmeRT counts and faults the worker's ACME requests through the
+// sandbox's faultRT and normalizes Pebble's answers (faultsweep.ACMECall).
 type acmeRT struct {
 	a    *acmeWorld
 	f    *faultRT
@@ -275,76 +272,29 @@ type acmeRT struct {
 }
 
 func (r acmeRT) RoundTrip(req *http.Request) (*http.Response, error) {
-	seg, _, _ := strings.Cut(strings.TrimPrefix(req.URL.Path, "/"), "/")
-	accept := req.Method == http.MethodPost && seg == "chalZ" && jwsPayload(req) != ""
-	before := r.a.answered()
-	resp, err := r.f.roundTrip(req, "acme."+req.Method+" /"+seg, r.next)
-	if err != nil || resp.StatusCode != http.StatusOK {
+	c := r.a.pebble.Call(req)
+	resp, err := r.f.roundTrip(req, c.Label, pebbleSide{a: r.a, c: c, next: r.next})
+	if err != nil {
 		return resp, err
 	}
-	switch {
-	case accept:
-		for i := 0; i < 500 && r.a.answered() == before; i++ {
-			time.Sleep(10 * time.Millisecond)
-		}
-		time.Sleep(30 * time.Millisecond) // Pebble records the validation
-		return asProcessing(resp)
-	case req.Method == http.MethodPost && seg == "finalize-order":
-		time.Sleep(30 * time.Millisecond) // Pebble issues
-		return asProcessing(resp)
-	}
-	return resp, nil
+	return c.Settle(resp)
 }
 
 // pebbleSide sees Pebble's answers before a fault discards them.
 type pebbleSide struct {
 	a    *acmeWorld
+	c    faultsweep.ACMECall
 	next http.RoundTripper
 }
 
 func (p pebbleSide) RoundTrip(req *http.Request) (*http.Response, error) {
 	resp, err := p.next.RoundTrip(req)
-	if err == nil && req.Method == http.MethodPost && strings.HasPrefix(req.URL.Path, "/finalize-order/") && resp.StatusCode == http.StatusOK {
+	if err == nil && p.c.Finalized(resp) {
 		p.a.mu.Lock()
 		p.a.finalized++
 		p.a.mu.Unlock()
 	}
 	return resp, err
-}
-
-// jwsPayload is the payload of a JWS request body ("": POST-as-GET).
-func jwsPayload(req *http.Request) string {
-	if req.GetBody == nil {
-		return ""
-	}
-	b, err := req.GetBody()
-	if err != nil {
-		return ""
-	}
-	var jws struct {
-		Payload string `json:"payload"`
-	}
-	raw, _ := io.ReadAll(b)
-	_ = json.Unmarshal(raw, &jws)
-	return jws.Payload
-}
-
-// asProcessing rewrites a "valid" status in resp's JSON to "processing".
-func asProcessing(resp *http.Response) (*http.Response, error) {
-	raw, err := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if err != nil {
-		return nil, err
-	}
-	var m map[string]any
-	if json.Unmarshal(raw, &m) == nil && m["status"] == "valid" {
-		m["status"] = "processing"
-		raw, _ = json.Marshal(m)
-	}
-	resp.Body = io.NopCloser(bytes.NewReader(raw))
-	resp.ContentLength = int64(len(raw))
-	resp.Header.Set("Content-Length", strconv.Itoa(len(raw)))
-	return resp, nil
 }
 
 // converged says whether every Order and Challenge is final.
