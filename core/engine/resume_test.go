@@ -172,3 +172,52 @@ func TestFinalRequestReconciledAgainWakesItsCertificate(t *testing.T) {
 		})
 	}
 }
+
+// The wake-up a redelivered final object carries goes up through owners
+// that are final themselves: an ACME Order's step writes its request
+// final (issued), and that write queued the Certificate's wake-up; a
+// process that died before sending it left the Certificate waiting for
+// its own recheck (10 minutes), as the redelivered Order (or Challenge)
+// found its owner, the request, done. Found by the ACME fault harness on
+// the Cloud Run services (crashes after the request's final write).
+func TestFinalOrderReconciledAgainWakesTheCertificateOfItsFinalRequest(t *testing.T) {
+	req := api.Key{Kind: api.KindCertificateRequest, Namespace: "default", Name: "web-1"}
+	for _, tc := range []struct {
+		name   string
+		issued bool // the Certificate has taken the request
+		want   []string
+	}{
+		{"the Certificate has not taken the issued request", false, []string{apptest.CertKey.String()}},
+		{"the Certificate is done", true, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := apptest.NewRig(t)
+			r.Apply(apptest.SelfSignedYAML)
+			r.Drain()
+			r.Apply(apptest.CertYAML)
+			r.ClearQueue()
+			reconcileUntil(t, r, apptest.CertKey, func() bool { _, err := r.Engine.Get(r.Ctx, req); return err == nil })
+			reconcileUntil(t, r, req, func() bool { return r.Get(req).(*api.CertificateRequest).IsIssued() })
+			if tc.issued {
+				r.Drain()
+			}
+			r.Reconcile(req) // settles the request's due time
+			yes := true
+			ownedBy := func(o api.Object, k api.Key) api.Object {
+				o.GetObjectMeta().OwnerReferences = []api.OwnerReference{{Kind: k.Kind, Name: k.Name, Controller: &yes}}
+				return o
+			}
+			ordKey := api.Key{Kind: api.KindOrder, Namespace: "default", Name: "web-1-1"}
+			putObject(t, r, ownedBy(order("web-1-1", api.StateValid), req), req)
+			chKey := api.Key{Kind: api.KindChallenge, Namespace: "default", Name: "web-1-1-1"}
+			putObject(t, r, ownedBy(challenge("web-1-1-1", api.StateValid, false, false), ordKey), ordKey)
+			for _, k := range []api.Key{ordKey, chKey} {
+				r.ClearQueue()
+				r.Reconcile(k)
+				if got := r.Visible(); strings.Join(got, ",") != strings.Join(tc.want, ",") {
+					t.Fatalf("%s: woke %v, want %v", k.Kind, got, tc.want)
+				}
+			}
+		})
+	}
+}
