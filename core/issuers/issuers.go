@@ -33,6 +33,18 @@ type Writer interface {
 	IssuerReady(ctx context.Context, st *State) error
 }
 
+// ErrNotYet, wrapped in an error ACMEReady returns, says the issuer cannot
+// be decided yet for a reason that passes by itself within a minute or
+// two: its account key secret exists and holds no key yet (a store whose
+// Create is two calls, Secret Manager's, between them, or after a Create
+// whose answer was lost, until a later Create may take the empty secret
+// over). Step then writes nothing and looks again after SoonRecheck.
+var ErrNotYet = errors.New("not decided yet")
+
+// SoonRecheck is when Step looks again at an issuer not decided yet
+// (certificates.FollowUpGrace's two minutes, for the same reason).
+const SoonRecheck = 2 * time.Minute
+
 // Env is what the issuer step needs.
 type Env struct {
 	Secrets  ports.SecretStore
@@ -69,6 +81,9 @@ func Step(ctx context.Context, env *Env, st *State) (time.Time, error) {
 	case spec.ACME != nil && env.ACMEReady != nil:
 		var err error
 		ok, reason, msg, err = env.ACMEReady(ctx, st)
+		if errors.Is(err, ErrNotYet) {
+			return st.Now.Add(SoonRecheck), nil
+		}
 		if err != nil {
 			return time.Time{}, err
 		}

@@ -3,6 +3,7 @@ package issuers_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -235,5 +236,24 @@ func TestStepWakeUpAfterInterruptedTransition(t *testing.T) {
 				t.Fatalf("calls %s, want the Ready write, then the redelivery's wake-up", got)
 			}
 		})
+	}
+}
+
+// An ACME issuer that cannot be decided yet (issuers.ErrNotYet: its
+// account key secret is being created) is written nothing and looked at
+// again after SoonRecheck, not WaitPoll.
+func TestStepACMENotYet(t *testing.T) {
+	acme := func(context.Context, *issuers.State) (bool, string, string, error) {
+		return false, "", "", fmt.Errorf("account key secret cert-manager/acct holds no key yet: %w", issuers.ErrNotYet)
+	}
+	next, w, err := run(t, withSpec(api.IssuerSpec{ACME: &api.ACMEIssuer{Server: "https://acme.example/dir"}}), ct.NewMemSecrets(), ct.Namespace, acme)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := ct.T0.Add(issuers.SoonRecheck); !next.Equal(want) {
+		t.Errorf("recheck at %s, want %s", next, want)
+	}
+	if len(w.Calls) != 0 {
+		t.Errorf("calls %v, want none", w.Ops())
 	}
 }
