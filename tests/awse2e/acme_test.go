@@ -49,6 +49,23 @@ func startPebble(t *testing.T, http01Port int) *pebbleServer {
 	return &pebbleServer{dirURL: s.DirURL, tlsPEM: s.TLSPEM, roots: s.Roots, dns: s.DNS, dnsPort: s.DNSPort}
 }
 
+// http01IssuerYAML is ClusterIssuer pebble (account key secret
+// pebble-account) solving HTTP-01.
+func (peb *pebbleServer) http01IssuerYAML() string {
+	return fmt.Sprintf(`apiVersion: cert-manager.io/v1
+kind: ClusterIssuer
+metadata: {name: pebble}
+spec:
+  acme:
+    server: %s
+    email: test@example.com
+    caBundle: %s
+    privateKeySecretRef: {name: pebble-account}
+    solvers:
+    - http01: {ingress: {}}
+`, peb.dirURL, base64.StdEncoding.EncodeToString(peb.tlsPEM))
+}
+
 // serveHTTP01 plays the http01 function's Function URL: every request on
 // addr becomes a Function URL event for rt.HandleHTTP, and its answer the
 // HTTP response. It returns the number of invocations so far.
@@ -128,18 +145,7 @@ func TestACMEIssuanceOnAWS(t *testing.T) {
 	h01 := e.Runtime(awsmode.RoleHTTP01)
 	h01Invocations := serveHTTP01(t, h01Addr, h01)
 
-	d.apply(fmt.Sprintf(`apiVersion: cert-manager.io/v1
-kind: ClusterIssuer
-metadata: {name: pebble}
-spec:
-  acme:
-    server: %s
-    email: test@example.com
-    caBundle: %s
-    privateKeySecretRef: {name: pebble-account}
-    solvers:
-    - http01: {ingress: {}}
-`, peb.dirURL, base64.StdEncoding.EncodeToString(peb.tlsPEM)))
+	d.apply(peb.http01IssuerYAML())
 	certYAML := func(name string) string {
 		return fmt.Sprintf(`apiVersion: cert-manager.io/v1
 kind: Certificate

@@ -2,12 +2,9 @@ package awse2e
 
 import (
 	"context"
-	"crypto/x509"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -21,7 +18,6 @@ import (
 
 	"github.com/certfn/certfn/adapters/aws/sqsq"
 	"github.com/certfn/certfn/core/api"
-	"github.com/certfn/certfn/core/pki"
 	"github.com/certfn/certfn/internal/awsmode"
 	"github.com/certfn/certfn/tests/faultsweep"
 )
@@ -95,7 +91,7 @@ func newACMEFlow(t *testing.T) *acmeFlow {
 	port := freePort(t)
 	f := &acmeFlow{t: t, h01Addr: fmt.Sprintf("127.0.0.1:%d", port)}
 	f.peb = startPebble(t, port)
-	srv := &http.Server{Handler: http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+	faultsweep.ServeHTTP01(t, f.h01Addr, func(rw http.ResponseWriter, r *http.Request) {
 		f.mu.Lock()
 		a := f.cur
 		f.mu.Unlock()
@@ -104,13 +100,7 @@ func newACMEFlow(t *testing.T) *acmeFlow {
 			return
 		}
 		a.serveHTTP01(rw, r)
-	}), ReadHeaderTimeout: 5 * time.Second}
-	l, err := net.Listen("tcp", f.h01Addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = srv.Serve(l) }()
-	t.Cleanup(func() { _ = srv.Close() })
+	})
 	return f
 }
 
@@ -119,8 +109,7 @@ func (f *acmeFlow) world(w *lambdaWorld) *acmeWorld {
 	// Pebble issues on the wall clock: the fake clock starts a minute
 	// ahead, so a new certificate is never "not yet valid".
 	w.env.Clock.Set(time.Now().UTC().Truncate(time.Second).Add(time.Minute))
-	a := &acmeWorld{f: f, w: w, h01: w.env.Runtime(awsmode.RoleHTTP01)}
-	a.pebble = &faultsweep.Pebble{Answered: a.answered}
+	a := &acmeWorld{f: f, w: w, h01: w.env.Runtime(awsmode.RoleHTTP01), pebble: &faultsweep.Pebble{}}
 	f.mu.Lock()
 	f.cur = a
 	f.mu.Unlock()
@@ -146,18 +135,7 @@ type acmeWorld struct {
 
 // setUp applies the ClusterIssuer and the Certificate.
 func (a *acmeWorld) setUp() {
-	a.w.observer.apply(fmt.Sprintf(`apiVersion: cert-manager.io/v1
-kind: ClusterIssuer
-metadata: {name: pebble}
-spec:
-  acme:
-    server: %s
-    email: test@example.com
-    caBundle: %s
-    privateKeySecretRef: {name: pebble-account}
-    solvers:
-    - http01: {ingress: {}}
----
+	a.w.observer.apply(a.f.peb.http01IssuerYAML() + `---
 apiVersion: cert-manager.io/v1
 kind: Certificate
 metadata: {name: web, namespace: default}
@@ -166,7 +144,7 @@ spec:
   dnsNames: [web.example.com]
   privateKey: {algorithm: ECDSA, size: 256}
   issuerRef: {name: pebble, kind: ClusterIssuer}
-`, a.f.peb.dirURL, base64.StdEncoding.EncodeToString(a.f.peb.tlsPEM)))
+`)
 }
 
 // options points a function built over rt at Pebble.
@@ -203,26 +181,12 @@ func (a *acmeWorld) serveHTTP01(rw http.ResponseWriter, r *http.Request) {
 	} else {
 		body = err.Error()
 	}
-	if strings.Contains(r.UserAgent(), "Pebble") {
-		a.mu.Lock()
-		if code == http.StatusOK {
-			a.vaAnswered++
-		} else {
-			a.h01Errors++
-		}
-		a.mu.Unlock()
-	}
+	a.pebble.Served(r.UserAgent(), code)
 	for k, v := range hdr {
 		rw.Header().Set(k, v)
 	}
 	rw.WriteHeader(code)
 	_, _ = io.WriteString(rw, body)
-}
-
-func (a *acmeWorld) answered() int {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.vaAnswered
 }
 
 // delaySQS sends the short delays (at most sqsDelayCap) without
@@ -273,7 +237,7 @@ type acmeRT struct {
 
 func (r acmeRT) RoundTrip(req *http.Request) (*http.Response, error) {
 	c := r.a.pebble.Call(req)
-	resp, err := r.f.roundTrip(req, c.Label, pebbleSide{a: r.a, c: c, next: r.next})
+	resp, err := r.f.roundTrip(req, c.Label, pebbleSide{c: c, next: r.next})
 	if err != nil {
 		return resp, err
 	}
@@ -282,17 +246,14 @@ func (r acmeRT) RoundTrip(req *http.Request) (*http.Response, error) {
 
 // pebbleSide sees Pebble's answers before a fault discards them.
 type pebbleSide struct {
-	a    *acmeWorld
 	c    faultsweep.ACMECall
 	next http.RoundTripper
 }
 
 func (p pebbleSide) RoundTrip(req *http.Request) (*http.Response, error) {
 	resp, err := p.next.RoundTrip(req)
-	if err == nil && p.c.Finalized(resp) {
-		p.a.mu.Lock()
-		p.a.finalized++
-		p.a.mu.Unlock()
+	if err == nil {
+		p.c.Answered(resp)
 	}
 	return resp, err
 }
@@ -322,20 +283,10 @@ func (a *acmeWorld) converged() (bool, string) {
 
 // check asserts the ACME invariants of a converged run (tlsCrt: web-tls's).
 func (a *acmeWorld) check(tlsCrt []byte) []string {
-	var bad []string
 	ctx := a.w.env.Ctx
-	a.mu.Lock()
-	finalized, answered, h01Errors := a.finalized, a.vaAnswered, a.h01Errors
-	a.mu.Unlock()
-	if finalized != 1 {
-		bad = append(bad, fmt.Sprintf("%d finalize requests accepted by Pebble (certificates issued), want 1", finalized))
-	}
-	if answered == 0 {
-		bad = append(bad, fmt.Sprintf("the http01 function never answered Pebble's VA (%d errors)", h01Errors))
-	}
 	orders, err := a.w.observer.api.Engine.List(ctx, api.KindOrder, "default")
 	if err != nil {
-		return append(bad, err.Error())
+		return []string{err.Error()}
 	}
 	valid := 0
 	for _, o := range orders {
@@ -343,9 +294,7 @@ func (a *acmeWorld) check(tlsCrt []byte) []string {
 			valid++
 		}
 	}
-	if valid != 1 {
-		bad = append(bad, fmt.Sprintf("%d valid Orders of %d, want 1", valid, len(orders)))
-	}
+	bad := a.pebble.Check(valid, len(orders))
 	names := a.w.env.SM.Names()
 	for _, n := range names {
 		if n != "certfn/default/web-tls" && n != "certfn/cert-manager/pebble-account" {
@@ -356,8 +305,8 @@ func (a *acmeWorld) check(tlsCrt []byte) []string {
 		bad = append(bad, fmt.Sprintf("%d secrets, want web-tls and the account key: %v", len(names), names))
 	}
 	if len(tlsCrt) > 0 {
-		if err := a.verify(tlsCrt); err != nil {
-			bad = append(bad, err.Error())
+		if err := faultsweep.Verify(tlsCrt, a.f.peb.roots, "web.example.com"); err != nil {
+			bad = append(bad, "web-tls does not verify against Pebble's roots: "+err.Error())
 		}
 	}
 	if err := keysOutsideSecrets(ctx, a.w.env.DynamoDB, a.w.env.Table); err != nil {
@@ -367,22 +316,6 @@ func (a *acmeWorld) check(tlsCrt []byte) []string {
 		bad = append(bad, "a log line holds private key material")
 	}
 	return bad
-}
-
-// verify checks tlsCrt's leaf against Pebble's roots for web.example.com.
-func (a *acmeWorld) verify(tlsCrt []byte) error {
-	chain, err := pki.ParseChainPEM(tlsCrt)
-	if err != nil {
-		return fmt.Errorf("web-tls: %w", err)
-	}
-	inter := x509.NewCertPool()
-	for _, c := range chain[1:] {
-		inter.AddCert(c)
-	}
-	if _, err := chain[0].Verify(x509.VerifyOptions{Roots: a.f.peb.roots, Intermediates: inter, DNSName: "web.example.com"}); err != nil {
-		return fmt.Errorf("web-tls does not verify against Pebble's roots: %w", err)
-	}
-	return nil
 }
 
 // keysOutsideSecrets scans the state table for private key material (the

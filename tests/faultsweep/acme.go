@@ -2,23 +2,70 @@ package faultsweep
 
 import (
 	"bytes"
+	"crypto/x509"
 	"encoding/json"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strconv"
 	"strings"
 	"sync"
+	"testing"
 	"time"
+
+	"github.com/certfn/certfn/core/pki"
 )
 
-// Pebble is one run's view of Pebble for its ACMECalls.
+// Pebble is one run's view of Pebble: what its VA asked the http01
+// function, what it accepted, and the challenges accepted so far (for
+// ACMECall). Safe for concurrent use.
 type Pebble struct {
-	// Answered counts the validation requests of Pebble's VA the http01
-	// function answered so far.
-	Answered func() int
+	mu sync.Mutex
+	// answered counts the VA's requests the http01 function answered 200,
+	// h01Errors its other answers; finalized the finalizes Pebble accepted.
+	answered, h01Errors, finalized int
+	accepted                       map[string]bool // challenge URLs accepted (Pebble validates once)
+}
 
-	mu       sync.Mutex
-	accepted map[string]bool // challenge URLs accepted (Pebble validates once)
+// Served records the http01 function's answer code to a request with
+// userAgent (Pebble's VA's are counted).
+func (p *Pebble) Served(userAgent string, code int) {
+	if !strings.Contains(userAgent, "Pebble") {
+		return // the worker's self-check
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if code == http.StatusOK {
+		p.answered++
+	} else {
+		p.h01Errors++
+	}
+}
+
+func (p *Pebble) vaAnswered() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.answered
+}
+
+// Check returns what is wrong with a converged run, given how many of its
+// Orders are valid: one finalize accepted by Pebble (one certificate
+// issued), one valid Order, the VA answered by the http01 function.
+func (p *Pebble) Check(validOrders, orders int) []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var bad []string
+	if p.finalized != 1 {
+		bad = append(bad, fmt.Sprintf("%d finalize requests accepted by Pebble (certificates issued), want 1", p.finalized))
+	}
+	if p.answered == 0 {
+		bad = append(bad, fmt.Sprintf("the http01 function never answered Pebble's VA (%d errors)", p.h01Errors))
+	}
+	if validOrders != 1 {
+		bad = append(bad, fmt.Sprintf("%d valid Orders of %d, want 1", validOrders, orders))
+	}
+	return bad
 }
 
 // ACMECall is one ACME request of the worker to Pebble, as the function
@@ -35,7 +82,7 @@ type ACMECall struct {
 	Label    string
 	accept   bool
 	finalize bool
-	answered func() int
+	p        *Pebble
 	before   int
 }
 
@@ -43,7 +90,7 @@ type ACMECall struct {
 // Pebble's VA (a repeated one starts no validation).
 func (p *Pebble) Call(req *http.Request) ACMECall {
 	seg, _, _ := strings.Cut(strings.TrimPrefix(req.URL.Path, "/"), "/")
-	c := ACMECall{Label: "acme." + req.Method + " /" + seg, answered: p.Answered,
+	c := ACMECall{Label: "acme." + req.Method + " /" + seg, p: p,
 		accept:   req.Method == http.MethodPost && seg == "chalZ" && jwsPayload(req) != "",
 		finalize: req.Method == http.MethodPost && seg == "finalize-order"}
 	if c.accept {
@@ -54,15 +101,19 @@ func (p *Pebble) Call(req *http.Request) ACMECall {
 		c.accept = !p.accepted[req.URL.Path]
 		p.accepted[req.URL.Path] = true
 		p.mu.Unlock()
-		c.before = p.Answered()
+		c.before = p.vaAnswered()
 	}
 	return c
 }
 
-// Finalized says whether resp is Pebble accepting a finalize (a
-// certificate issued).
-func (c ACMECall) Finalized(resp *http.Response) bool {
-	return c.finalize && resp != nil && resp.StatusCode == http.StatusOK
+// Answered records Pebble's answer resp to the call before a fault
+// may discard it (a finalize accepted: a certificate issued).
+func (c ACMECall) Answered(resp *http.Response) {
+	if c.finalize && resp != nil && resp.StatusCode == http.StatusOK {
+		c.p.mu.Lock()
+		c.p.finalized++
+		c.p.mu.Unlock()
+	}
 }
 
 // Settle normalizes Pebble's answer resp to the call (see ACMECall).
@@ -70,8 +121,8 @@ func (c ACMECall) Settle(resp *http.Response) (*http.Response, error) {
 	if resp.StatusCode != http.StatusOK || (!c.accept && !c.finalize) {
 		return resp, nil
 	}
-	if c.accept && c.answered != nil {
-		for i := 0; i < 500 && c.answered() == c.before; i++ {
+	if c.accept {
+		for i := 0; i < 500 && c.p.vaAnswered() == c.before; i++ {
 			time.Sleep(10 * time.Millisecond)
 		}
 	}
@@ -107,4 +158,32 @@ func jwsPayload(req *http.Request) string {
 	raw, _ := io.ReadAll(b)
 	_ = json.Unmarshal(raw, &jws)
 	return jws.Payload
+}
+
+// Verify checks that tlsCrt (a PEM chain) verifies for dnsName against
+// roots (Pebble's), with the chain's intermediates.
+func Verify(tlsCrt []byte, roots *x509.CertPool, dnsName string) error {
+	chain, err := pki.ParseChainPEM(tlsCrt)
+	if err != nil {
+		return err
+	}
+	inter := x509.NewCertPool()
+	for _, c := range chain[1:] {
+		inter.AddCert(c)
+	}
+	_, err = chain[0].Verify(x509.VerifyOptions{Roots: roots, Intermediates: inter, DNSName: dnsName})
+	return err
+}
+
+// ServeHTTP01 serves h on addr (Pebble's VA's HTTP-01 port) until the
+// test ends.
+func ServeHTTP01(t *testing.T, addr string, h http.HandlerFunc) {
+	t.Helper()
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = srv.Serve(l) }()
+	t.Cleanup(func() { _ = srv.Close() })
 }

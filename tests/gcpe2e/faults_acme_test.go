@@ -2,12 +2,10 @@ package gcpe2e
 
 import (
 	"context"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
 	"maps"
-	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -18,34 +16,20 @@ import (
 	"google.golang.org/api/iterator"
 
 	"github.com/certfn/certfn/core/api"
-	"github.com/certfn/certfn/core/pki"
 	"github.com/certfn/certfn/internal/gcpmode"
 	"github.com/certfn/certfn/tests/faultsweep"
 )
 
-// The fault harness of TestFaultHarnessOnCloudRun on an ACME issuance
-// (HTTP-01, Pebble in this process): the worker registers the
-// ClusterIssuer's account, orders, answers the challenge (the http01
-// service answers Pebble's validation from Firestore) and finalizes; the
-// signer is never involved. Every state store, Secret Manager and Pub/Sub
-// call of the api, worker, signer and scheduler and every ACME HTTP
-// request of the worker are counted and faulted the same three ways (an
-// ACME request "crashed" reached Pebble, then the push died; a "lost" one
-// reached Pebble and its answer was lost). The http01 service's own reads
-// are not faulted (Pebble's VA calls it on its own goroutine, outside the
-// push being faulted). Pebble's asynchronous answers are normalized by
-// faultsweep.ACMECall; authorization reuse is off (PEBBLE_AUTHZREUSE=0;
-// one in a hundred still reused, which only a second Order of a faulted
-// run can meet) and a first issuance sends no "replaces".
-//
-// On top of the CA flow's invariants it asserts: one finalize reached
-// Pebble (one certificate issued), one Order valid, every Order and
-// Challenge final, the secrets are web-tls and the account key and
-// nothing else, the certificate verifies against Pebble's roots, Pebble's
-// VA was answered by the http01 service, and no state document holds
-// private key material. The bound is cloudRunACMEBound.
-//
-// `make test` runs it at cloudRunACMEStride; CERTFN_FAULTS_STRIDE=1 faults every call as every kind:
+// The fault harness of TestFaultHarnessOnCloudRun on the ACME HTTP-01
+// issuance of tests/awse2e's TestFaultHarnessOnLambdaACME (see there what
+// is faulted, how Pebble's answers are made the same in every run, and
+// what is asserted), on the Cloud Run services: every state store, Secret
+// Manager and Pub/Sub call of the api, worker, signer and scheduler and
+// every ACME request of the worker; the http01 service answers Pebble's
+// VA from Firestore (its own reads not faulted). An ACME request
+// "crashed" reached Pebble, then the push died. Every message is pushed
+// twice, as in the CA flow. The bound is cloudRunACMEBound; `make test`
+// runs it at cloudRunACMEStride, and every call as every kind is
 // `CERTFN_FAULTS_STRIDE=1 go test -count=1 -run TestFaultHarnessOnCloudRunACME -v ./tests/gcpe2e/`.
 func TestFaultHarnessOnCloudRunACME(t *testing.T) {
 	a := newCloudRunACME(t)
@@ -53,11 +37,11 @@ func TestFaultHarnessOnCloudRunACME(t *testing.T) {
 		cloudRunACMEBound, cloudRunACMEStride, func(n int, kind string) faultsweep.Result { return runCloudRunFaults(t, n, kind, a) })
 }
 
-// cloudRunACMEStride is the default stride: three calls in every 72, each
+// cloudRunACMEStride is the default stride: three calls in every 12, each
 // as one of the kinds in turn, so that `make test` spends at most about
-// 30 s on the sweep (a run takes about 2 s; the clean run makes about
+// 30 s on the sweep (a run takes about 0.4 s; the clean run makes about
 // 220 calls). A sample: the full sweep is CERTFN_FAULTS_STRIDE=1.
-const cloudRunACMEStride = 72
+const cloudRunACMEStride = 12
 
 // cloudRunACMEBound is the CA flow's bound (the worker's acknowledgement
 // deadline plus a sweep) plus the ACME polls after the redelivery (the
@@ -84,34 +68,20 @@ func newCloudRunACME(t *testing.T) *cloudRunACME {
 	port := freePort(t)
 	a := &cloudRunACME{h01Addr: fmt.Sprintf("127.0.0.1:%d", port)}
 	a.peb = startPebble(t, port)
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	faultsweep.ServeHTTP01(t, a.h01Addr, func(w http.ResponseWriter, r *http.Request) {
 		a.mu.Lock()
-		d := a.cur
+		d, p := a.cur, a.pebble
 		a.mu.Unlock()
 		if d == nil {
 			http.Error(w, "no run", http.StatusServiceUnavailable)
 			return
 		}
 		rec := d.serve(d.http01, r)
-		if strings.Contains(r.UserAgent(), "Pebble") {
-			a.mu.Lock()
-			if rec.Code == http.StatusOK {
-				a.answered++
-			} else {
-				a.h01Errors++
-			}
-			a.mu.Unlock()
-		}
+		p.Served(r.UserAgent(), rec.Code)
 		maps.Copy(w.Header(), rec.Header())
 		w.WriteHeader(rec.Code)
 		_, _ = w.Write(rec.Body.Bytes())
-	}), ReadHeaderTimeout: 5 * time.Second}
-	l, err := net.Listen("tcp", a.h01Addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = srv.Serve(l) }()
-	t.Cleanup(func() { _ = srv.Close() })
+	})
 	return a
 }
 
@@ -125,17 +95,10 @@ func (a *cloudRunACME) options(f *cloudRunFaults, o *gcpmode.Options) {
 // Certificate.
 func (a *cloudRunACME) setUp(d *deployment) {
 	a.mu.Lock()
-	a.cur, a.answered, a.h01Errors, a.finalized = d, 0, 0, 0
-	a.pebble = &faultsweep.Pebble{Answered: a.vaAnswered}
+	a.cur, a.pebble = d, &faultsweep.Pebble{}
 	a.mu.Unlock()
 	d.apply(a.peb.issuerYAML("pebble", "", "    - http01: {ingress: {}}\n"))
 	d.apply(acmeCertYAML("web", "pebble", "web.example.com"))
-}
-
-func (a *cloudRunACME) vaAnswered() int {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.answered
 }
 
 // acmeFaultRT counts and faults the worker's ACME requests and
@@ -147,15 +110,16 @@ type acmeFaultRT struct {
 }
 
 func (r acmeFaultRT) RoundTrip(req *http.Request) (*http.Response, error) {
-	c := r.a.pebble.Call(req)
+	r.a.mu.Lock()
+	p := r.a.pebble // the run's (the services are built before setUp)
+	r.a.mu.Unlock()
+	c := p.Call(req)
 	var resp *http.Response
 	err := r.f.call(req.Context(), c.Label, func(context.Context) error {
 		var err error
 		resp, err = r.next.RoundTrip(req)
-		if err == nil && c.Finalized(resp) {
-			r.a.mu.Lock()
-			r.a.finalized++
-			r.a.mu.Unlock()
+		if err == nil {
+			c.Answered(resp)
 		}
 		return err
 	})
@@ -209,32 +173,20 @@ func (d *deployment) orders() []*api.Order {
 
 // check asserts the ACME invariants of a converged run.
 func (a *cloudRunACME) check(d *deployment) error {
-	var bad []string
-	a.mu.Lock()
-	finalized, answered, h01Errors := a.finalized, a.answered, a.h01Errors
-	a.mu.Unlock()
-	if finalized != 1 {
-		bad = append(bad, fmt.Sprintf("%d finalize requests accepted by Pebble (certificates issued), want 1", finalized))
-	}
-	if answered == 0 {
-		bad = append(bad, fmt.Sprintf("the http01 service never answered Pebble's VA (%d errors)", h01Errors))
-	}
 	valid, orders := 0, d.orders()
 	for _, o := range orders {
 		if o.Status.State == api.StateValid {
 			valid++
 		}
 	}
-	if valid != 1 {
-		bad = append(bad, fmt.Sprintf("%d valid Orders of %d, want 1", valid, len(orders)))
-	}
+	bad := a.pebble.Check(valid, len(orders))
 	ids := d.sm.SecretIDs()
 	if len(ids) != 2 {
 		bad = append(bad, fmt.Sprintf("%d secrets, want web-tls and the account key: %v", len(ids), ids))
 	}
 	if sec, err := d.secrets.Get(d.ctx, "default", "web-tls"); err == nil {
-		if err := a.verify(sec.Data["tls.crt"]); err != nil {
-			bad = append(bad, err.Error())
+		if err := faultsweep.Verify(sec.Data["tls.crt"], a.peb.roots, "web.example.com"); err != nil {
+			bad = append(bad, "web-tls does not verify against Pebble's roots: "+err.Error())
 		}
 	}
 	if err := d.keysOutsideSecrets(); err != nil {
@@ -242,23 +194,6 @@ func (a *cloudRunACME) check(d *deployment) error {
 	}
 	if len(bad) > 0 {
 		return errors.New(strings.Join(bad, "; "))
-	}
-	return nil
-}
-
-// verify checks tls.crt against Pebble's roots for web.example.com (the
-// error-returning peb.verify).
-func (a *cloudRunACME) verify(tlsCrt []byte) error {
-	chain, err := pki.ParseChainPEM(tlsCrt)
-	if err != nil {
-		return fmt.Errorf("web-tls: %w", err)
-	}
-	inter := x509.NewCertPool()
-	for _, c := range chain[1:] {
-		inter.AddCert(c)
-	}
-	if _, err := chain[0].Verify(x509.VerifyOptions{Roots: a.peb.roots, Intermediates: inter, DNSName: "web.example.com"}); err != nil {
-		return fmt.Errorf("web-tls does not verify against Pebble's roots: %w", err)
 	}
 	return nil
 }
