@@ -132,6 +132,24 @@ func TestWakeUnfinishedWakesWhatIsInFlight(t *testing.T) {
 	}
 }
 
+// issuedRequestRig is a rig whose Certificate's request req is issued and
+// settled; issued: the Certificate has taken it.
+func issuedRequestRig(t *testing.T, req api.Key, issued bool) *apptest.Rig {
+	t.Helper()
+	r := apptest.NewRig(t)
+	r.Apply(apptest.SelfSignedYAML)
+	r.Drain()
+	r.Apply(apptest.CertYAML)
+	r.ClearQueue()
+	reconcileUntil(t, r, apptest.CertKey, func() bool { _, err := r.Engine.Get(r.Ctx, req); return err == nil })
+	reconcileUntil(t, r, req, func() bool { return r.Get(req).(*api.CertificateRequest).IsIssued() })
+	if issued {
+		r.Drain()
+	}
+	r.Reconcile(req) // settles the request's due time
+	return r
+}
+
 // A final object reconciled again with nothing to do (a message
 // redelivered after the process that wrote it died before its wake-ups
 // were sent, as a cloud queue does) wakes its owner while the owner still
@@ -149,17 +167,7 @@ func TestFinalRequestReconciledAgainWakesItsCertificate(t *testing.T) {
 		{"the Certificate is done", true, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := apptest.NewRig(t)
-			r.Apply(apptest.SelfSignedYAML)
-			r.Drain()
-			r.Apply(apptest.CertYAML)
-			r.ClearQueue()
-			reconcileUntil(t, r, apptest.CertKey, func() bool { _, err := r.Engine.Get(r.Ctx, req); return err == nil })
-			reconcileUntil(t, r, req, func() bool { return r.Get(req).(*api.CertificateRequest).IsIssued() })
-			if tc.issued {
-				r.Drain()
-			}
-			r.Reconcile(req) // settles the request's due time
+			r := issuedRequestRig(t, req, tc.issued)
 			r.ClearQueue()
 			v := r.Rec(req).Version
 			r.Reconcile(req)
@@ -191,17 +199,7 @@ func TestFinalOrderReconciledAgainWakesTheCertificateOfItsFinalRequest(t *testin
 		{"the Certificate is done", true, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := apptest.NewRig(t)
-			r.Apply(apptest.SelfSignedYAML)
-			r.Drain()
-			r.Apply(apptest.CertYAML)
-			r.ClearQueue()
-			reconcileUntil(t, r, apptest.CertKey, func() bool { _, err := r.Engine.Get(r.Ctx, req); return err == nil })
-			reconcileUntil(t, r, req, func() bool { return r.Get(req).(*api.CertificateRequest).IsIssued() })
-			if tc.issued {
-				r.Drain()
-			}
-			r.Reconcile(req) // settles the request's due time
+			r := issuedRequestRig(t, req, tc.issued)
 			yes := true
 			ownedBy := func(o api.Object, k api.Key) api.Object {
 				o.GetObjectMeta().OwnerReferences = []api.OwnerReference{{Kind: k.Kind, Name: k.Name, Controller: &yes}}
