@@ -124,11 +124,6 @@ type acmeWorld struct {
 	pebble *faultsweep.Pebble
 
 	mu sync.Mutex
-	// vaAnswered counts Pebble's validation requests the http01 function
-	// answered 200; h01Errors its other answers to them.
-	vaAnswered, h01Errors int
-	// finalized counts the finalize requests Pebble accepted.
-	finalized int
 	// delay is the longest SQS delay sent since the last delivery.
 	delay time.Duration
 }

@@ -58,9 +58,6 @@ type cloudRunACME struct {
 	mu     sync.Mutex
 	cur    *deployment
 	pebble *faultsweep.Pebble
-	// answered counts the current run's VA requests answered 200,
-	// h01Errors its other answers; finalized the finalizes Pebble accepted.
-	answered, h01Errors, finalized int
 }
 
 func newCloudRunACME(t *testing.T) *cloudRunACME {
