@@ -57,7 +57,7 @@ import (
 // run costs about a second: by default each request is faulted as one of
 // the three kinds in turn (request n as kind n mod 3), which `make test`
 // runs; CERTFN_FAULTS_STRIDE=1 faults every request as every kind:
-// `CERTFN_FAULTS_STRIDE=1 go test -count=1 -run TestFaultHarnessOnLambda -v ./tests/awse2e/`.
+// `CERTFN_FAULTS_STRIDE=1 go test -count=1 -run 'TestFaultHarnessOnLambda$' -v ./tests/awse2e/`.
 func TestFaultHarnessOnLambda(t *testing.T) {
 	faultsweep.Sweep(t, "fault harness on the Lambda functions (dynalite, local-aws-sqs, Secrets Manager double), CA issuance",
 		lambdaBound, func(n int, kind string) faultsweep.Result { return runLambdaFaults(t, n, kind, nil) })

@@ -46,7 +46,7 @@ import (
 // tests, so the order of the calls is not asserted. By default each call
 // is faulted as one of the three kinds in turn (call n as kind n mod 3);
 // CERTFN_FAULTS_STRIDE=1 faults every call as every kind:
-// `CERTFN_FAULTS_STRIDE=1 go test -count=1 -run TestFaultHarnessOnCloudRun -v ./tests/gcpe2e/`.
+// `CERTFN_FAULTS_STRIDE=1 go test -count=1 -run 'TestFaultHarnessOnCloudRun$' -v ./tests/gcpe2e/`.
 func TestFaultHarnessOnCloudRun(t *testing.T) {
 	faultsweep.Sweep(t, "fault harness on the Cloud Run services (Firestore emulator, Secret Manager double, Pub/Sub pushes), CA issuance",
 		cloudRunBound, func(n int, kind string) faultsweep.Result { return runCloudRunFaults(t, n, kind, nil) })
