@@ -81,20 +81,7 @@ func serveHTTP01(t *testing.T, addr string, rt *awsmode.Runtime) func() int {
 		if os.Getenv("CERTFN_TRACE") != "" {
 			fmt.Fprintf(os.Stderr, "TRACE %s http01 %s %s %s\n", time.Now().Format("05.000"), r.Method, r.URL.Path, r.UserAgent())
 		}
-		ev := events.LambdaFunctionURLRequest{Version: "2.0", RawPath: r.URL.Path, Headers: map[string]string{"host": r.Host},
-			RequestContext: events.LambdaFunctionURLRequestContext{HTTP: events.LambdaFunctionURLRequestContextHTTPDescription{Method: r.Method, Path: r.URL.Path}}}
-		raw, _ := json.Marshal(ev)
-		out, err := rt.HandleHTTP(r.Context(), raw)
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadGateway)
-			return
-		}
-		resp := out.(events.LambdaFunctionURLResponse)
-		for k, v := range resp.Headers {
-			w.Header().Set(k, v)
-		}
-		w.WriteHeader(resp.StatusCode)
-		_, _ = io.WriteString(w, resp.Body)
+		invokeHTTP01(rt, w, r)
 	})}
 	l, err := net.Listen("tcp", addr)
 	if err != nil {
@@ -103,6 +90,26 @@ func serveHTTP01(t *testing.T, addr string, rt *awsmode.Runtime) func() int {
 	go func() { _ = srv.Serve(l) }()
 	t.Cleanup(func() { _ = srv.Close() })
 	return func() int { <-mu; defer func() { mu <- struct{}{} }(); return n }
+}
+
+// invokeHTTP01 answers r as the http01 function rt behind its Function
+// URL (502 when the invocation fails) and returns the status code.
+func invokeHTTP01(rt *awsmode.Runtime, w http.ResponseWriter, r *http.Request) int {
+	ev := events.LambdaFunctionURLRequest{Version: "2.0", RawPath: r.URL.Path, Headers: map[string]string{"host": r.Host},
+		RequestContext: events.LambdaFunctionURLRequestContext{HTTP: events.LambdaFunctionURLRequestContextHTTPDescription{Method: r.Method, Path: r.URL.Path}}}
+	raw, _ := json.Marshal(ev)
+	out, err := rt.HandleHTTP(r.Context(), raw)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadGateway)
+		return http.StatusBadGateway
+	}
+	resp := out.(events.LambdaFunctionURLResponse)
+	for k, v := range resp.Headers {
+		w.Header().Set(k, v)
+	}
+	w.WriteHeader(resp.StatusCode)
+	_, _ = io.WriteString(w, resp.Body)
+	return resp.StatusCode
 }
 
 // waitReady delivers both queues, in real time (the ACME steps' short

@@ -2,16 +2,13 @@ package awse2e
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
@@ -165,23 +162,7 @@ func (a *acmeWorld) elapse() {
 
 // serveHTTP01 plays the http01 function's Function URL (see serveHTTP01).
 func (a *acmeWorld) serveHTTP01(rw http.ResponseWriter, r *http.Request) {
-	ev := events.LambdaFunctionURLRequest{Version: "2.0", RawPath: r.URL.Path, Headers: map[string]string{"host": r.Host},
-		RequestContext: events.LambdaFunctionURLRequestContext{HTTP: events.LambdaFunctionURLRequestContextHTTPDescription{Method: r.Method, Path: r.URL.Path}}}
-	raw, _ := json.Marshal(ev)
-	out, err := a.h01.HandleHTTP(r.Context(), raw)
-	code, body, hdr := http.StatusBadGateway, "", map[string]string{}
-	if err == nil {
-		resp := out.(events.LambdaFunctionURLResponse)
-		code, body, hdr = resp.StatusCode, resp.Body, resp.Headers
-	} else {
-		body = err.Error()
-	}
-	a.pebble.Served(r.UserAgent(), code)
-	for k, v := range hdr {
-		rw.Header().Set(k, v)
-	}
-	rw.WriteHeader(code)
-	_, _ = io.WriteString(rw, body)
+	a.pebble.Served(r.UserAgent(), invokeHTTP01(a.h01, rw, r))
 }
 
 // delaySQS sends the short delays (at most sqsDelayCap) without
