@@ -23,9 +23,10 @@ import (
 type Pebble struct {
 	mu sync.Mutex
 	// answered counts the VA's requests the http01 function answered 200,
-	// h01Errors its other answers; finalized the finalizes Pebble accepted.
-	answered, h01Errors, finalized int
-	accepted                       map[string]bool // challenge URLs accepted (Pebble validates once)
+	// h01Errors its other answers; finalized the finalizes Pebble accepted,
+	// accounts the accounts it created.
+	answered, h01Errors, finalized, accounts int
+	accepted                                 map[string]bool // challenge URLs accepted (Pebble validates once)
 }
 
 // Served records the http01 function's answer code to a request with
@@ -50,12 +51,16 @@ func (p *Pebble) vaAnswered() int {
 }
 
 // Check returns what is wrong with a converged run, given how many of its
-// Orders are valid: one finalize accepted by Pebble (one certificate
-// issued), one valid Order, the VA answered by the http01 function.
+// Orders are valid: one account created at Pebble, one finalize accepted
+// (one certificate issued), one valid Order, the VA answered by the
+// http01 function.
 func (p *Pebble) Check(validOrders, orders int) []string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	var bad []string
+	if p.accounts != 1 {
+		bad = append(bad, fmt.Sprintf("%d accounts created at Pebble, want 1", p.accounts))
+	}
 	if p.finalized != 1 {
 		bad = append(bad, fmt.Sprintf("%d finalize requests accepted by Pebble (certificates issued), want 1", p.finalized))
 	}
@@ -82,6 +87,7 @@ type ACMECall struct {
 	Label    string
 	accept   bool
 	finalize bool
+	register bool
 	p        *Pebble
 	before   int
 }
@@ -92,7 +98,8 @@ func (p *Pebble) Call(req *http.Request) ACMECall {
 	seg, _, _ := strings.Cut(strings.TrimPrefix(req.URL.Path, "/"), "/")
 	c := ACMECall{Label: "acme." + req.Method + " /" + seg, p: p,
 		accept:   req.Method == http.MethodPost && seg == "chalZ" && jwsPayload(req) != "",
-		finalize: req.Method == http.MethodPost && seg == "finalize-order"}
+		finalize: req.Method == http.MethodPost && seg == "finalize-order",
+		register: req.Method == http.MethodPost && seg == "sign-me-up"}
 	if c.accept {
 		p.mu.Lock()
 		if p.accepted == nil {
@@ -107,12 +114,16 @@ func (p *Pebble) Call(req *http.Request) ACMECall {
 }
 
 // Answered records Pebble's answer resp to the call before a fault
-// may discard it (a finalize accepted: a certificate issued).
+// may discard it (a finalize accepted: a certificate issued; an account
+// created).
 func (c ACMECall) Answered(resp *http.Response) {
-	if c.finalize && resp != nil && resp.StatusCode == http.StatusOK {
-		c.p.mu.Lock()
+	c.p.mu.Lock()
+	defer c.p.mu.Unlock()
+	switch {
+	case c.finalize && resp.StatusCode == http.StatusOK:
 		c.p.finalized++
-		c.p.mu.Unlock()
+	case c.register && resp.StatusCode == http.StatusCreated:
+		c.p.accounts++
 	}
 }
 
