@@ -126,7 +126,13 @@ func (a *Accounts) loadKey(ctx context.Context, spec *api.ACMEIssuer, ns string,
 		err = a.secrets.Create(ctx, ports.Secret{Namespace: ns, Name: name, Data: map[string][]byte{k: pemKey},
 			Labels: map[string]string{"certfn.io/acme-account-key": "true"}})
 		if errors.Is(err, ports.ErrAlreadyExists) {
-			return a.loadKey(ctx, spec, ns, false) // another worker created it
+			// Another worker created it, or is creating it: a store whose
+			// Create is two calls (Secret Manager) shows it without a key
+			// between them, and after a Create whose answer was lost.
+			if _, gerr := a.secrets.Get(ctx, ns, name); errors.Is(gerr, ports.ErrNotFound) {
+				return nil, "", "", fmt.Errorf("ACME account key secret %s/%s exists and holds no key yet: %w", ns, name, issuers.ErrNotYet)
+			}
+			return a.loadKey(ctx, spec, ns, false)
 		}
 		if err != nil {
 			return nil, "", "", fmt.Errorf("store ACME account key in secret %s/%s: %w", ns, name, err)

@@ -167,3 +167,25 @@ func TestAccountsGetNotReady(t *testing.T) {
 		t.Fatalf("Get with a replaced key = %v", err)
 	}
 }
+
+// An account key secret that exists and holds no key yet (a store whose
+// Create is two calls, Secret Manager's: a Create between them, or one
+// whose answer was lost, until a later Create may take the empty secret
+// over) is not a problem for the user to fix: Ready says the issuer is not
+// decided yet (issuers.ErrNotYet) and registers nothing. It said "does not
+// exist and account key generation is disabled" and the issuer waited 10
+// minutes (the ACME fault harness on the Cloud Run services found it).
+func TestAccountsReadyKeyBeingCreated(t *testing.T) {
+	sec := certtest.NewMemSecrets()
+	sec.CreateErr = ports.ErrAlreadyExists // the empty secret exists; Get finds no version
+	fc := &fakeClient{}
+	a := NewAccounts(sec, fakeDialer{fc}, ServerAllowList{})
+	st := &issuers.State{Issuer: acmeIssuer(nil), Now: time.Now(), SecretNamespace: "cert-manager"}
+	ok, reason, msg, err := a.Ready(context.Background(), st)
+	if !errors.Is(err, issuers.ErrNotYet) {
+		t.Fatalf("Ready = %t %q %q, %v; want an error wrapping issuers.ErrNotYet", ok, reason, msg, err)
+	}
+	if ok || len(fc.registers) != 0 {
+		t.Fatalf("ok %t, %d registrations", ok, len(fc.registers))
+	}
+}

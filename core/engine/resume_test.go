@@ -132,6 +132,24 @@ func TestWakeUnfinishedWakesWhatIsInFlight(t *testing.T) {
 	}
 }
 
+// issuedRequestRig is a rig whose Certificate's request req is issued and
+// settled; issued: the Certificate has taken it.
+func issuedRequestRig(t *testing.T, req api.Key, issued bool) *apptest.Rig {
+	t.Helper()
+	r := apptest.NewRig(t)
+	r.Apply(apptest.SelfSignedYAML)
+	r.Drain()
+	r.Apply(apptest.CertYAML)
+	r.ClearQueue()
+	reconcileUntil(t, r, apptest.CertKey, func() bool { _, err := r.Engine.Get(r.Ctx, req); return err == nil })
+	reconcileUntil(t, r, req, func() bool { return r.Get(req).(*api.CertificateRequest).IsIssued() })
+	if issued {
+		r.Drain()
+	}
+	r.Reconcile(req) // settles the request's due time
+	return r
+}
+
 // A final object reconciled again with nothing to do (a message
 // redelivered after the process that wrote it died before its wake-ups
 // were sent, as a cloud queue does) wakes its owner while the owner still
@@ -149,17 +167,7 @@ func TestFinalRequestReconciledAgainWakesItsCertificate(t *testing.T) {
 		{"the Certificate is done", true, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := apptest.NewRig(t)
-			r.Apply(apptest.SelfSignedYAML)
-			r.Drain()
-			r.Apply(apptest.CertYAML)
-			r.ClearQueue()
-			reconcileUntil(t, r, apptest.CertKey, func() bool { _, err := r.Engine.Get(r.Ctx, req); return err == nil })
-			reconcileUntil(t, r, req, func() bool { return r.Get(req).(*api.CertificateRequest).IsIssued() })
-			if tc.issued {
-				r.Drain()
-			}
-			r.Reconcile(req) // settles the request's due time
+			r := issuedRequestRig(t, req, tc.issued)
 			r.ClearQueue()
 			v := r.Rec(req).Version
 			r.Reconcile(req)
@@ -168,6 +176,45 @@ func TestFinalRequestReconciledAgainWakesItsCertificate(t *testing.T) {
 			}
 			if got := r.Visible(); strings.Join(got, ",") != strings.Join(tc.want, ",") {
 				t.Fatalf("woke %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// The wake-up a redelivered final object carries goes up through owners
+// that are final themselves: an ACME Order's step writes its request
+// final (issued), and that write queued the Certificate's wake-up; a
+// process that died before sending it left the Certificate waiting for
+// its own recheck (10 minutes), as the redelivered Order (or Challenge)
+// found its owner, the request, done. Found by the ACME fault harness on
+// the Cloud Run services (crashes after the request's final write).
+func TestFinalOrderReconciledAgainWakesTheCertificateOfItsFinalRequest(t *testing.T) {
+	req := api.Key{Kind: api.KindCertificateRequest, Namespace: "default", Name: "web-1"}
+	for _, tc := range []struct {
+		name   string
+		issued bool // the Certificate has taken the request
+		want   []string
+	}{
+		{"the Certificate has not taken the issued request", false, []string{apptest.CertKey.String()}},
+		{"the Certificate is done", true, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := issuedRequestRig(t, req, tc.issued)
+			yes := true
+			ownedBy := func(o api.Object, k api.Key) api.Object {
+				o.GetObjectMeta().OwnerReferences = []api.OwnerReference{{Kind: k.Kind, Name: k.Name, Controller: &yes}}
+				return o
+			}
+			ordKey := api.Key{Kind: api.KindOrder, Namespace: "default", Name: "web-1-1"}
+			putObject(t, r, ownedBy(order("web-1-1", api.StateValid), req), req)
+			chKey := api.Key{Kind: api.KindChallenge, Namespace: "default", Name: "web-1-1-1"}
+			putObject(t, r, ownedBy(challenge("web-1-1-1", api.StateValid, false, false), ordKey), ordKey)
+			for _, k := range []api.Key{ordKey, chKey} {
+				r.ClearQueue()
+				r.Reconcile(k)
+				if got := r.Visible(); strings.Join(got, ",") != strings.Join(tc.want, ",") {
+					t.Fatalf("%s: woke %v, want %v", k.Kind, got, tc.want)
+				}
 			}
 		})
 	}

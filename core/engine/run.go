@@ -174,11 +174,16 @@ func (r *run) settle(ctx context.Context, rec ports.Record, want time.Time) erro
 // finds the object final and writes nothing. Waking the owner here makes
 // that redelivery carry the lost wake-up, so the owner moves on within
 // one visibility timeout instead of at its own safety net (an Order's
-// WaitPoll, a Certificate's FollowUpGrace). It costs one read of the
-// owner per extra delivery of a final object (an Order's later renewal
-// information checks included); an owner that is done (a final request
-// or Order, a Certificate not issuing) is not woken. Ownership is a tree
-// and no step wakes an existing final child, so it cannot loop.
+// WaitPoll, a Certificate's FollowUpGrace). An owner that is final too
+// is not woken, but the same goes for it: its owner is woken while that
+// waits (a final Order's step wrote its request issued, and that write's
+// wake-up of the Certificate may be the one lost). It costs one read of
+// each final owner up the tree and of the first one that is not, per
+// extra delivery of a final object (an Order's later renewal information
+// checks included; at most three: Challenge, Order, request,
+// Certificate); an owner that is done (a Certificate not issuing) is not
+// woken. Ownership is a tree and no step wakes an existing final child,
+// so it cannot loop.
 func (r *run) wakeOwnerOfFinal(ctx context.Context, rec ports.Record) error {
 	if rec.Owner.IsZero() {
 		return nil
@@ -209,7 +214,10 @@ func (r *run) wakeOwnerOfFinal(ctx context.Context, rec ports.Record) error {
 		}
 	case Finalizer:
 		if v.IsFinal() {
-			return nil
+			// The owner is done too, but its own final write (made by the
+			// same process: an Order's step writes its request issued)
+			// queued a wake-up of its owner that may be the one lost.
+			return r.wakeOwnerOfFinal(ctx, orec)
 		}
 	}
 	return r.wake(ctx, owner)

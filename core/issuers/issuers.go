@@ -1,7 +1,8 @@
 // Package issuers keeps the Ready condition of Issuers and ClusterIssuers.
 // selfSigned is always ready; ca is ready when its secret holds a valid,
 // unexpired CA certificate and the matching key (cert-manager's CA issuer
-// setup). Becoming Ready wakes the requests that wait for the issuer.
+// setup). Becoming Ready, or being found Ready again (a redelivery), wakes
+// the requests that wait for the issuer.
 package issuers
 
 import (
@@ -24,12 +25,25 @@ type State struct {
 	SecretNamespace string
 }
 
-// Writer writes the issuer conditionally and, on a transition to Ready,
-// wakes the requests waiting for it.
+// Writer writes the issuer conditionally and, on a transition to Ready or
+// a run that finds it Ready and unchanged, wakes the requests waiting for
+// it (see Step).
 type Writer interface {
 	UpdateIssuer(ctx context.Context, st *State, nextRunAt time.Time) error
 	IssuerReady(ctx context.Context, st *State) error
 }
+
+// ErrNotYet, wrapped in an error ACMEReady returns, says the issuer cannot
+// be decided yet for a reason that passes by itself within a minute or
+// two: its account key secret exists and holds no key yet (a store whose
+// Create is two calls, Secret Manager's, between them, or after a Create
+// whose answer was lost, until a later Create may take the empty secret
+// over). Step then writes nothing and looks again after SoonRecheck.
+var ErrNotYet = errors.New("not decided yet")
+
+// SoonRecheck is when Step looks again at an issuer not decided yet
+// (certificates.FollowUpGrace's two minutes, for the same reason).
+const SoonRecheck = 2 * time.Minute
 
 // Env is what the issuer step needs.
 type Env struct {
@@ -67,6 +81,9 @@ func Step(ctx context.Context, env *Env, st *State) (time.Time, error) {
 	case spec.ACME != nil && env.ACMEReady != nil:
 		var err error
 		ok, reason, msg, err = env.ACMEReady(ctx, st)
+		if errors.Is(err, ErrNotYet) {
+			return st.Now.Add(SoonRecheck), nil
+		}
 		if err != nil {
 			return time.Time{}, err
 		}
@@ -87,13 +104,23 @@ func Step(ctx context.Context, env *Env, st *State) (time.Time, error) {
 	wasReady := api.IsTrue(st.Issuer.GetStatus().Conditions, api.IssuerConditionReady)
 	changed := api.SetCondition(&st.Issuer.GetStatus().Conditions, api.Condition{Type: api.IssuerConditionReady, Status: status,
 		Reason: reason, Message: msg, ObservedGeneration: st.Issuer.GetObjectMeta().Generation}, st.Now)
-	if !changed {
-		return recheck, nil
+	if changed {
+		if err := env.Writer.UpdateIssuer(ctx, st, recheck); err != nil {
+			return time.Time{}, fmt.Errorf("update issuer Ready condition: %w", err)
+		}
 	}
-	if err := env.Writer.UpdateIssuer(ctx, st, recheck); err != nil {
-		return time.Time{}, fmt.Errorf("update issuer Ready condition: %w", err)
-	}
-	if ok && !wasReady {
+	// A transition to Ready wakes the requests waiting for the issuer. So
+	// does a run that finds the issuer Ready and unchanged: the run that
+	// wrote the transition may have died before its wake-ups were sent or
+	// handled (a Lambda or Cloud Run instance killed after the write, an
+	// answer to the write lost, the List failing), and the queue then
+	// redelivers the issuer's message, which finds nothing to write; waking
+	// here makes that redelivery carry the lost wake-up, as
+	// engine.wakeOwnerOfFinal does for a final child's owner. Without it the
+	// requests waited for their own recheck (WaitPoll, 10 minutes). It costs
+	// one List of the requests per extra delivery of a Ready issuer; a write
+	// of a Ready issuer that stays Ready (a new message) wakes nothing.
+	if ok && (!wasReady || !changed) {
 		if err := env.Writer.IssuerReady(ctx, st); err != nil {
 			return time.Time{}, err
 		}

@@ -3,6 +3,7 @@ package issuers_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -124,56 +125,52 @@ func TestStepReadiness(t *testing.T) {
 			if c.ObservedGeneration != tc.iss.GetObjectMeta().Generation {
 				t.Errorf("observedGeneration = %d", c.ObservedGeneration)
 			}
-			if got := len(w.Only("IssuerReady")); got != boolInt(tc.wantReady) {
-				t.Errorf("IssuerReady called %d times, want %d", got, boolInt(tc.wantReady))
+			wantOps := "UpdateIssuer"
+			if tc.wantReady {
+				wantOps = "UpdateIssuer,IssuerReady" // woken after the status write
 			}
-			if tc.wantReady && w.Calls[len(w.Calls)-1].Op != "IssuerReady" {
-				t.Error("IssuerReady called before the status write")
+			if got := strings.Join(w.Ops(), ","); got != wantOps {
+				t.Errorf("calls %s, want %s", got, wantOps)
 			}
 		})
 	}
 }
 
-// IssuerReady wakes waiting requests; it is called on the transition to
-// Ready only, not on every write of a Ready issuer.
-func TestStepIssuerReadyOnTransitionOnly(t *testing.T) {
+// IssuerReady wakes waiting requests: on the transition to Ready, and on
+// a run that finds the issuer Ready and unchanged (a redelivery carrying a
+// wake-up its first run lost: TestStepWakeUpAfterInterruptedTransition);
+// not on a write of an issuer that stays Ready, nor when it is not Ready.
+func TestStepIssuerReadyWakes(t *testing.T) {
 	ca := ct.NewCA(t)
 	secrets := ct.NewMemSecrets(ca.Secret(t, ct.Namespace, "ca-key-pair"))
 	iss := caIssuer("ca-key-pair")
 	w := &ct.Writer{}
 	env := &issuers.Env{Secrets: secrets, Writer: w, WaitPoll: waitPoll}
 	st := &issuers.State{Issuer: iss, Version: 1, Now: ct.T0, SecretNamespace: ct.Namespace}
-	step := func() {
-		t.Helper()
-		if _, err := issuers.Step(context.Background(), env, st); err != nil {
-			t.Fatal(err)
+	for _, s := range []struct {
+		what   string
+		before func()
+		ops    string // the calls the run adds
+	}{
+		{"not ready → ready", nil, "UpdateIssuer,IssuerReady"},
+		{"unchanged (a redelivery)", nil, "IssuerReady"},
+		{"still ready, another message (an older build's wording)", func() {
+			api.FindCondition(iss.Status.Conditions, api.IssuerConditionReady).Message = "old wording"
+		}, "UpdateIssuer"},
+		{"secret deleted: not ready", func() { _ = secrets.Delete(context.Background(), ct.Namespace, "ca-key-pair") }, "UpdateIssuer"},
+		{"unchanged, not ready", nil, ""},
+		{"restored: ready again", func() { secrets.Set(ca.Secret(t, ct.Namespace, "ca-key-pair")) }, "UpdateIssuer,IssuerReady"},
+	} {
+		if s.before != nil {
+			s.before()
 		}
-	}
-	step() // not ready → ready
-	if got := strings.Join(w.Ops(), ","); got != "UpdateIssuer,IssuerReady" {
-		t.Fatalf("first run: %s", got)
-	}
-	step() // unchanged
-	if len(w.Calls) != 2 {
-		t.Fatalf("unchanged issuer written again: %v", w.Ops())
-	}
-	// Still ready, another message (an older build's wording): written, no wake-up.
-	api.FindCondition(iss.Status.Conditions, api.IssuerConditionReady).Message = "old wording"
-	step()
-	if got := strings.Join(w.Ops(), ","); got != "UpdateIssuer,IssuerReady,UpdateIssuer" {
-		t.Fatalf("message change: %s", got)
-	}
-	// Secret deleted: not ready, no wake-up.
-	_ = secrets.Delete(context.Background(), ct.Namespace, "ca-key-pair")
-	step()
-	if got := strings.Join(w.Ops(), ","); got != "UpdateIssuer,IssuerReady,UpdateIssuer,UpdateIssuer" {
-		t.Fatalf("not ready: %s", got)
-	}
-	// Restored: ready again, wake-up again.
-	secrets.Set(ca.Secret(t, ct.Namespace, "ca-key-pair"))
-	step()
-	if n := len(w.Only("IssuerReady")); n != 2 {
-		t.Fatalf("IssuerReady calls = %d, want 2 (one per transition)", n)
+		n := len(w.Calls)
+		if _, err := issuers.Step(context.Background(), env, st); err != nil {
+			t.Fatalf("%s: %v", s.what, err)
+		}
+		if got := strings.Join(w.Ops()[n:], ","); got != s.ops {
+			t.Errorf("%s: calls %q, want %q", s.what, got, s.ops)
+		}
 	}
 }
 
@@ -207,9 +204,56 @@ func TestStepErrors(t *testing.T) {
 
 func ptr[T any](v T) *T { return &v }
 
-func boolInt(b bool) int {
-	if b {
-		return 1
+// A wake-up interrupted after the Ready write (the process died, the
+// answer to the write was lost, the List of the waiting requests failed)
+// is done by the issuer's next run — the message's redelivery — though the
+// issuer is then Ready and unchanged. Before, the next run found nothing
+// to do and the requests waited for their own recheck (10 minutes; the
+// ACME fault harness on the Cloud Run services found it).
+func TestStepWakeUpAfterInterruptedTransition(t *testing.T) {
+	ca := ct.NewCA(t)
+	for _, tc := range []struct {
+		name string
+		iss  api.GenericIssuer
+	}{
+		{"CA issuer", caIssuer("ca-key-pair")},
+		{"selfSigned issuer", withSpec(api.IssuerSpec{SelfSigned: &api.SelfSignedIssuer{}})},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			secrets := ct.NewMemSecrets(ca.Secret(t, ct.Namespace, "ca-key-pair"))
+			w := &ct.Writer{ErrOn: map[string]error{"IssuerReady": errors.New("the process died")}}
+			env := &issuers.Env{Secrets: secrets, Writer: w, WaitPoll: waitPoll}
+			st := &issuers.State{Issuer: tc.iss, Version: 1, Now: ct.T0, SecretNamespace: ct.Namespace}
+			if _, err := issuers.Step(context.Background(), env, st); err == nil {
+				t.Fatal("Step: no error from the interrupted wake-up")
+			}
+			w.ErrOn = nil
+			st.Now = ct.T0.Add(2 * time.Minute) // the redelivery
+			if _, err := issuers.Step(context.Background(), env, st); err != nil {
+				t.Fatal(err)
+			}
+			if got := strings.Join(w.Ops(), ","); got != "UpdateIssuer,IssuerReady" {
+				t.Fatalf("calls %s, want the Ready write, then the redelivery's wake-up", got)
+			}
+		})
 	}
-	return 0
+}
+
+// An ACME issuer that cannot be decided yet (issuers.ErrNotYet: its
+// account key secret is being created) is written nothing and looked at
+// again after SoonRecheck, not WaitPoll.
+func TestStepACMENotYet(t *testing.T) {
+	acme := func(context.Context, *issuers.State) (bool, string, string, error) {
+		return false, "", "", fmt.Errorf("account key secret cert-manager/acct holds no key yet: %w", issuers.ErrNotYet)
+	}
+	next, w, err := run(t, withSpec(api.IssuerSpec{ACME: &api.ACMEIssuer{Server: "https://acme.example/dir"}}), ct.NewMemSecrets(), ct.Namespace, acme)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := ct.T0.Add(issuers.SoonRecheck); !next.Equal(want) {
+		t.Errorf("recheck at %s, want %s", next, want)
+	}
+	if len(w.Calls) != 0 {
+		t.Errorf("calls %v, want none", w.Ops())
+	}
 }

@@ -49,6 +49,23 @@ func startPebble(t *testing.T, http01Port int) *pebbleServer {
 	return &pebbleServer{dirURL: s.DirURL, tlsPEM: s.TLSPEM, roots: s.Roots, dns: s.DNS, dnsPort: s.DNSPort}
 }
 
+// http01IssuerYAML is ClusterIssuer pebble (account key secret
+// pebble-account) solving HTTP-01.
+func (peb *pebbleServer) http01IssuerYAML() string {
+	return fmt.Sprintf(`apiVersion: cert-manager.io/v1
+kind: ClusterIssuer
+metadata: {name: pebble}
+spec:
+  acme:
+    server: %s
+    email: test@example.com
+    caBundle: %s
+    privateKeySecretRef: {name: pebble-account}
+    solvers:
+    - http01: {ingress: {}}
+`, peb.dirURL, base64.StdEncoding.EncodeToString(peb.tlsPEM))
+}
+
 // serveHTTP01 plays the http01 function's Function URL: every request on
 // addr becomes a Function URL event for rt.HandleHTTP, and its answer the
 // HTTP response. It returns the number of invocations so far.
@@ -64,20 +81,7 @@ func serveHTTP01(t *testing.T, addr string, rt *awsmode.Runtime) func() int {
 		if os.Getenv("CERTFN_TRACE") != "" {
 			fmt.Fprintf(os.Stderr, "TRACE %s http01 %s %s %s\n", time.Now().Format("05.000"), r.Method, r.URL.Path, r.UserAgent())
 		}
-		ev := events.LambdaFunctionURLRequest{Version: "2.0", RawPath: r.URL.Path, Headers: map[string]string{"host": r.Host},
-			RequestContext: events.LambdaFunctionURLRequestContext{HTTP: events.LambdaFunctionURLRequestContextHTTPDescription{Method: r.Method, Path: r.URL.Path}}}
-		raw, _ := json.Marshal(ev)
-		out, err := rt.HandleHTTP(r.Context(), raw)
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadGateway)
-			return
-		}
-		resp := out.(events.LambdaFunctionURLResponse)
-		for k, v := range resp.Headers {
-			w.Header().Set(k, v)
-		}
-		w.WriteHeader(resp.StatusCode)
-		_, _ = io.WriteString(w, resp.Body)
+		invokeHTTP01(rt, w, r)
 	})}
 	l, err := net.Listen("tcp", addr)
 	if err != nil {
@@ -86,6 +90,26 @@ func serveHTTP01(t *testing.T, addr string, rt *awsmode.Runtime) func() int {
 	go func() { _ = srv.Serve(l) }()
 	t.Cleanup(func() { _ = srv.Close() })
 	return func() int { <-mu; defer func() { mu <- struct{}{} }(); return n }
+}
+
+// invokeHTTP01 answers r as the http01 function rt behind its Function
+// URL (502 when the invocation fails) and returns the status code.
+func invokeHTTP01(rt *awsmode.Runtime, w http.ResponseWriter, r *http.Request) int {
+	ev := events.LambdaFunctionURLRequest{Version: "2.0", RawPath: r.URL.Path, Headers: map[string]string{"host": r.Host},
+		RequestContext: events.LambdaFunctionURLRequestContext{HTTP: events.LambdaFunctionURLRequestContextHTTPDescription{Method: r.Method, Path: r.URL.Path}}}
+	raw, _ := json.Marshal(ev)
+	out, err := rt.HandleHTTP(r.Context(), raw)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadGateway)
+		return http.StatusBadGateway
+	}
+	resp := out.(events.LambdaFunctionURLResponse)
+	for k, v := range resp.Headers {
+		w.Header().Set(k, v)
+	}
+	w.WriteHeader(resp.StatusCode)
+	_, _ = io.WriteString(w, resp.Body)
+	return resp.StatusCode
 }
 
 // waitReady delivers both queues, in real time (the ACME steps' short
@@ -128,18 +152,7 @@ func TestACMEIssuanceOnAWS(t *testing.T) {
 	h01 := e.Runtime(awsmode.RoleHTTP01)
 	h01Invocations := serveHTTP01(t, h01Addr, h01)
 
-	d.apply(fmt.Sprintf(`apiVersion: cert-manager.io/v1
-kind: ClusterIssuer
-metadata: {name: pebble}
-spec:
-  acme:
-    server: %s
-    email: test@example.com
-    caBundle: %s
-    privateKeySecretRef: {name: pebble-account}
-    solvers:
-    - http01: {ingress: {}}
-`, peb.dirURL, base64.StdEncoding.EncodeToString(peb.tlsPEM)))
+	d.apply(peb.http01IssuerYAML())
 	certYAML := func(name string) string {
 		return fmt.Sprintf(`apiVersion: cert-manager.io/v1
 kind: Certificate

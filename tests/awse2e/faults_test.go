@@ -57,10 +57,10 @@ import (
 // run costs about a second: by default each request is faulted as one of
 // the three kinds in turn (request n as kind n mod 3), which `make test`
 // runs; CERTFN_FAULTS_STRIDE=1 faults every request as every kind:
-// `CERTFN_FAULTS_STRIDE=1 go test -count=1 -run TestFaultHarnessOnLambda -v ./tests/awse2e/`.
+// `CERTFN_FAULTS_STRIDE=1 go test -count=1 -run 'TestFaultHarnessOnLambda$' -v ./tests/awse2e/`.
 func TestFaultHarnessOnLambda(t *testing.T) {
 	faultsweep.Sweep(t, "fault harness on the Lambda functions (dynalite, local-aws-sqs, Secrets Manager double), CA issuance",
-		lambdaBound, func(n int, kind string) faultsweep.Result { return runLambdaFaults(t, n, kind) })
+		lambdaBound, func(n int, kind string) faultsweep.Result { return runLambdaFaults(t, n, kind, nil) })
 }
 
 // lambdaBound is one visibility timeout (the worker's, the longer) plus
@@ -86,7 +86,12 @@ type faultRT struct {
 }
 
 func (f *faultRT) RoundTrip(req *http.Request) (*http.Response, error) {
-	label := awsOperation(req)
+	return f.roundTrip(req, awsOperation(req), http.DefaultTransport)
+}
+
+// roundTrip counts req as label and sends it through next, faulted when
+// it is the at-th counted request.
+func (f *faultRT) roundTrip(req *http.Request, label string, next http.RoundTripper) (*http.Response, error) {
 	f.mu.Lock()
 	if f.dead {
 		f.mu.Unlock()
@@ -103,7 +108,7 @@ func (f *faultRT) RoundTrip(req *http.Request) (*http.Response, error) {
 	if fault == "transient" {
 		return nil, fmt.Errorf("fault harness: connection reset before %s was sent", label)
 	}
-	resp, err := http.DefaultTransport.RoundTrip(req)
+	resp, err := next.RoundTrip(req)
 	switch fault {
 	case "crash", "lost":
 		if resp != nil {
@@ -168,6 +173,8 @@ type lambdaWorld struct {
 	logs     *syncBuffer // the functions' warnings
 	// trace is what happened to each message the functions received.
 	trace map[string][]string
+	// acme, when set, is the ACME flow's world (faults_acme_test.go).
+	acme *acmeWorld
 }
 
 // syncBuffer is a bytes.Buffer for concurrent writers.
@@ -203,6 +210,9 @@ func (w *lambdaWorld) boot() {
 			o.DynamoDB = dynamodb.NewFromConfig(cfg(awstest.Endpoint(w.t, emulators.DynamoDB)))
 			o.SQS = sqs.NewFromConfig(cfg(awstest.Endpoint(w.t, emulators.SQS)))
 			o.SecretsManager = sm.NewFromConfig(cfg(w.env.SMEndpoint))
+			if w.acme != nil {
+				w.acme.options(w.rt, o)
+			}
 		})
 	}
 }
@@ -292,6 +302,11 @@ func (w *lambdaWorld) converged() (bool, string) {
 	if crt.Status.NextPrivateKeySecretName != nil {
 		return false, "the next private key is still named"
 	}
+	if w.acme != nil {
+		if ok, why := w.acme.converged(); !ok {
+			return false, why
+		}
+	}
 	reqs, err := o.api.Engine.List(w.env.Ctx, api.KindCertificateRequest, "default")
 	if err != nil {
 		return false, err.Error()
@@ -323,6 +338,9 @@ func (w *lambdaWorld) check() error {
 	if _, err := o.worker.Secrets.Get(w.env.Ctx, "default", "web-next-private-key"); err == nil {
 		bad = append(bad, "orphaned web-next-private-key secret")
 	}
+	if w.acme != nil {
+		bad = append(bad, w.acme.check(sec.Data["tls.crt"])...)
+	}
 	for _, q := range []string{w.env.WorkerDLQURL, w.env.SignerDLQURL} {
 		if n := w.env.VisibleMessages(q); n > 0 {
 			var keys []string
@@ -338,9 +356,9 @@ func (w *lambdaWorld) check() error {
 	return nil
 }
 
-// runLambdaFaults runs the CA issuance flow with AWS request at faulted
-// as kind (at 0: a clean run).
-func runLambdaFaults(t *testing.T, at int, kind string) faultsweep.Result {
+// runLambdaFaults runs the CA issuance flow (acme nil) or the ACME one
+// with AWS request at faulted as kind (at 0: a clean run).
+func runLambdaFaults(t *testing.T, at int, kind string, acme *acmeFlow) faultsweep.Result {
 	t.Helper()
 	env := awstest.New(t)
 	// local-aws-sqs counts a ChangeMessageVisibility towards the redrive
@@ -357,10 +375,17 @@ func runLambdaFaults(t *testing.T, at int, kind string) faultsweep.Result {
 	}
 	w := &lambdaWorld{t: t, env: env, rt: &faultRT{at: at, kind: kind, now: env.Clock.Now}, logs: &syncBuffer{}, trace: map[string][]string{}}
 	env.Log = slog.New(slog.NewTextHandler(w.logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	if acme != nil {
+		w.acme = acme.world(w)
+	}
 	w.observer = &deployment{Env: env, t: t, api: env.Runtime(awsmode.RoleAPI), worker: env.Runtime(awsmode.RoleWorker)}
 	w.boot()
-	w.observer.installCA("ca")
-	w.observer.apply(leafYAML("web", "ca"))
+	if w.acme != nil {
+		w.acme.setUp()
+	} else {
+		w.observer.installCA("ca")
+		w.observer.apply(leafYAML("web", "ca"))
+	}
 	w.rt.mu.Lock()
 	w.rt.counting = true
 	w.rt.mu.Unlock()
@@ -368,6 +393,9 @@ func runLambdaFaults(t *testing.T, at int, kind string) faultsweep.Result {
 	var run faultsweep.Result
 	var ref, convergedAt time.Time
 	for steps := 0; steps < 500; steps++ {
+		if w.acme != nil {
+			w.acme.elapse()
+		}
 		if ref.IsZero() && w.rt.fired != "" {
 			ref = w.rt.firedAt
 		}

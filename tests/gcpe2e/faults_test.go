@@ -46,10 +46,10 @@ import (
 // tests, so the order of the calls is not asserted. By default each call
 // is faulted as one of the three kinds in turn (call n as kind n mod 3);
 // CERTFN_FAULTS_STRIDE=1 faults every call as every kind:
-// `CERTFN_FAULTS_STRIDE=1 go test -count=1 -run TestFaultHarnessOnCloudRun -v ./tests/gcpe2e/`.
+// `CERTFN_FAULTS_STRIDE=1 go test -count=1 -run 'TestFaultHarnessOnCloudRun$' -v ./tests/gcpe2e/`.
 func TestFaultHarnessOnCloudRun(t *testing.T) {
 	faultsweep.Sweep(t, "fault harness on the Cloud Run services (Firestore emulator, Secret Manager double, Pub/Sub pushes), CA issuance",
-		cloudRunBound, func(n int, kind string) faultsweep.Result { return runCloudRunFaults(t, n, kind) })
+		cloudRunBound, func(n int, kind string) faultsweep.Result { return runCloudRunFaults(t, n, kind, nil) })
 }
 
 // cloudRunBound is one acknowledgement deadline (the worker's) plus one
@@ -196,9 +196,9 @@ func (q faultQueue) EnqueueBatch(ctx context.Context, keys []api.Key, delay time
 	return q.f.call(ctx, "pubsub.PublishBatch", func(ctx context.Context) error { return q.q.EnqueueBatch(ctx, keys, delay) })
 }
 
-// runCloudRunFaults runs the CA issuance flow with call at faulted as
-// kind (at 0: a clean run).
-func runCloudRunFaults(t *testing.T, at int, kind string) faultsweep.Result {
+// runCloudRunFaults runs the CA issuance flow (acme nil) or the ACME one
+// with call at faulted as kind (at 0: a clean run).
+func runCloudRunFaults(t *testing.T, at int, kind string, acme *cloudRunACME) faultsweep.Result {
 	t.Helper()
 	f := &cloudRunFaults{at: at, kind: kind}
 	wrap := func(o *gcpmode.Options) {
@@ -211,12 +211,20 @@ func runCloudRunFaults(t *testing.T, at int, kind string) faultsweep.Result {
 			o.SignerQueue = faultQueue{q: o.SignerQueue.(app.BatchQueue), f: f}
 		}
 	}
-	d := deploy(t, options{gcpmode.RoleAPI: wrap, gcpmode.RoleWorker: wrap, gcpmode.RoleSigner: wrap, gcpmode.RoleScheduler: wrap})
+	opts := options{gcpmode.RoleAPI: wrap, gcpmode.RoleWorker: wrap, gcpmode.RoleSigner: wrap, gcpmode.RoleScheduler: wrap}
+	if acme != nil {
+		opts[gcpmode.RoleWorker] = func(o *gcpmode.Options) { wrap(o); acme.options(f, o) }
+	}
+	d := deploy(t, opts)
 	f.d = d
-	d.apply(caIssuers)
-	d.settle()
-	d.requireReady("cert-manager", "root", 1)
-	d.apply(leafYAML("web", "ca"))
+	if acme != nil {
+		acme.setUp(d)
+	} else {
+		d.apply(caIssuers)
+		d.settle()
+		d.requireReady("cert-manager", "root", 1)
+		d.apply(leafYAML("web", "ca"))
+	}
 	f.mu.Lock()
 	f.counting = true
 	f.mu.Unlock()
@@ -225,6 +233,9 @@ func runCloudRunFaults(t *testing.T, at int, kind string) faultsweep.Result {
 	var convergedAt time.Time
 	for steps := 0; steps < 2000; steps++ {
 		ok, why := cloudRunConverged(d)
+		if ok && acme != nil {
+			ok, why = acme.converged(d)
+		}
 		if ok && convergedAt.IsZero() {
 			convergedAt = d.clk.Now()
 		} else if !ok {
@@ -243,6 +254,9 @@ func runCloudRunFaults(t *testing.T, at int, kind string) faultsweep.Result {
 				run.Lag = convergedAt.Sub(firedAt)
 			}
 			run.Err = cloudRunCheck(d)
+			if acme != nil {
+				run.Err = errors.Join(run.Err, acme.check(d))
+			}
 			return run
 		}
 		if !ok && d.clk.Now().Sub(f.firedAt) > 2*time.Hour && !f.firedAt.IsZero() {
