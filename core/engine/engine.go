@@ -242,8 +242,6 @@ func encode(obj api.Object) ([]byte, error) {
 	return b, err
 }
 
-func ownerKey(obj api.Object) api.Key { return api.OwnerKey(obj) }
-
 // newUID returns a random UID for a created object.
 func newUID() string {
 	var b [16]byte

@@ -129,6 +129,3 @@ func (r *run) Enqueue(ctx context.Context, key api.Key, delay time.Duration) err
 func (r *run) Settle(ctx context.Context, rec ports.Record, want time.Time) error {
 	return r.settle(ctx, rec, want)
 }
-
-// OwnerKey returns the key of obj's controlling owner (zero if none).
-func OwnerKey(obj api.Object) api.Key { return ownerKey(obj) }

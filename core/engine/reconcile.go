@@ -126,7 +126,7 @@ func (w *certWriter) DeleteRequest(ctx context.Context, r certificates.Request) 
 	if err := w.e.deleteTree(ctx, key, r.Version); err != nil {
 		return err
 	}
-	return w.e.wake(ctx, ownerKey(r.CR))
+	return w.e.wake(ctx, api.OwnerKey(r.CR))
 }
 
 func (w *certWriter) SecretWritten(ctx context.Context, namespace, name string) error {

@@ -63,7 +63,7 @@ func (r *run) update(ctx context.Context, obj api.Object, version int64, next ti
 	if err != nil {
 		return 0, fmt.Errorf("encode %s: %w", api.KeyOf(obj), err)
 	}
-	key, owner := api.KeyOf(obj), ownerKey(obj)
+	key, owner := api.KeyOf(obj), api.OwnerKey(obj)
 	out, err := r.cfg.Store.Update(ctx, ports.Record{Key: key, Version: version, Owner: owner, NextRunAt: next, Data: data})
 	if err != nil {
 		return 0, err
@@ -93,7 +93,7 @@ func (r *run) create(ctx context.Context, obj api.Object, next time.Time) (int64
 	if err != nil {
 		return 0, fmt.Errorf("encode %s: %w", api.KeyOf(obj), err)
 	}
-	key, owner := api.KeyOf(obj), ownerKey(obj)
+	key, owner := api.KeyOf(obj), api.OwnerKey(obj)
 	out, err := r.cfg.Store.Create(ctx, ports.Record{Key: key, Owner: owner, NextRunAt: next, Data: data})
 	if err != nil {
 		return 0, err
@@ -195,7 +195,7 @@ func (r *run) wakeOwnerOfFinal(ctx context.Context, rec ports.Record) error {
 	if f, ok := obj.(Finalizer); !ok || !f.IsFinal() {
 		return nil
 	}
-	owner := ownerKey(obj)
+	owner := api.OwnerKey(obj)
 	orec, err := r.cfg.Store.Get(ctx, owner)
 	if errors.Is(err, ports.ErrNotFound) {
 		return nil

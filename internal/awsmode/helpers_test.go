@@ -13,7 +13,6 @@ import (
 
 	"github.com/certfn/certfn/core/api"
 	"github.com/certfn/certfn/core/app"
-	"github.com/certfn/certfn/core/engine"
 	"github.com/certfn/certfn/core/ports"
 	"github.com/certfn/certfn/internal/awsmode"
 	"github.com/certfn/certfn/internal/awsmode/awstest"
@@ -29,7 +28,7 @@ func put(t *testing.T, rt *awsmode.Runtime, obj api.Object) int64 {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec, err := rt.Store.Create(context.Background(), ports.Record{Key: api.KeyOf(obj), Owner: engine.OwnerKey(obj), Data: data})
+	rec, err := rt.Store.Create(context.Background(), ports.Record{Key: api.KeyOf(obj), Owner: api.OwnerKey(obj), Data: data})
 	if err != nil {
 		t.Fatalf("create %s: %v", api.KeyOf(obj), err)
 	}

@@ -2,13 +2,8 @@ package awsmode_test
 
 import (
 	"bytes"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"strings"
@@ -88,7 +83,7 @@ spec:
   signerName: clusterissuers.cert-manager.io/ops-ca
   expirationSeconds: 3600
   usages: [digital signature, server auth]
-`, base64.StdEncoding.EncodeToString(csrFor(t, "app.example.internal"))))
+`, base64.StdEncoding.EncodeToString(ct.BareCSR(t, "app.example.internal"))))
 	e.RunUntilIdle(worker, signer, 200)
 	if _, err := apiFn.App.Service.ApproveCSR(e.Ctx, caller, "app", true, "", ""); err != nil && !errors.Is(err, app.ErrConflict) {
 		t.Fatal(err)
@@ -109,17 +104,4 @@ spec:
 	if got["CSRRequestedDuration"] != 1 || got["CSRHonoredDuration"] != 1 {
 		t.Fatalf("signer's CSR counters %v, want one requested and one honoured:\n%s", got, out.String())
 	}
-}
-
-func csrFor(t *testing.T, dnsName string) []byte {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	der, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{DNSNames: []string{dnsName}}, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der})
 }
