@@ -4,7 +4,6 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/asn1"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
@@ -133,69 +132,18 @@ func MarshalSANs(s SANs) ([]byte, error) {
 	return asn1.Marshal(names)
 }
 
-// UnmarshalSANs decodes a subjectAltName extension value, including
-// otherNames (an otherName whose value is not a UTF8String is returned with
-// UTF8Value "#" followed by the hex of its DER value, so it never equals a
-// spec entry). Other GeneralName kinds (directoryName, registeredID, ...)
-// are ignored.
+// UnmarshalSANs decodes a subjectAltName extension value with
+// ParseGeneralNames (every rule of the one GeneralName reader applies) and
+// groups the names by kind (SANsOf: an otherName whose value is not a
+// UTF8String is returned with UTF8Value "#" followed by the hex of its DER
+// value, so it never equals a spec entry; x400Address, directoryName,
+// ediPartyName and registeredID are left out).
 func UnmarshalSANs(v []byte) (SANs, error) {
-	var out SANs
-	var names []asn1.RawValue
-	rest, err := asn1.Unmarshal(v, &names)
-	if err != nil || len(rest) != 0 {
-		return out, errors.New("subjectAltName is not a valid SEQUENCE OF GeneralName")
-	}
-	for _, n := range names {
-		if n.Class != asn1.ClassContextSpecific {
-			return out, errors.New("subjectAltName holds a GeneralName that is not context-specific")
-		}
-		switch n.Tag {
-		case gnDNS:
-			out.DNSNames = append(out.DNSNames, string(n.Bytes))
-		case gnRFC822:
-			out.EmailAddresses = append(out.EmailAddresses, string(n.Bytes))
-		case gnIP:
-			if len(n.Bytes) != net.IPv4len && len(n.Bytes) != net.IPv6len {
-				return out, fmt.Errorf("subjectAltName holds an IP address of %d bytes", len(n.Bytes))
-			}
-			out.IPAddresses = append(out.IPAddresses, net.IP(append([]byte(nil), n.Bytes...)))
-		case gnURI:
-			u, err := url.Parse(string(n.Bytes))
-			if err != nil {
-				return out, errors.New("subjectAltName holds a URI that does not parse")
-			}
-			out.URIs = append(out.URIs, u)
-		case gnOtherName:
-			on, err := unmarshalOtherName(n.Bytes)
-			if err != nil {
-				return out, err
-			}
-			out.OtherNames = append(out.OtherNames, on)
-		}
-	}
-	return out, nil
-}
-
-func unmarshalOtherName(b []byte) (api.OtherName, error) {
-	var oid asn1.ObjectIdentifier
-	rest, err := asn1.Unmarshal(b, &oid)
+	names, err := ParseGeneralNames(v)
 	if err != nil {
-		return api.OtherName{}, errors.New("subjectAltName otherName has no valid type-id")
+		return SANs{}, err
 	}
-	var explicit asn1.RawValue
-	rest, err = asn1.Unmarshal(rest, &explicit)
-	if err != nil || len(rest) != 0 || explicit.Class != asn1.ClassContextSpecific || explicit.Tag != 0 || !explicit.IsCompound {
-		return api.OtherName{}, errors.New("subjectAltName otherName value is not [0] EXPLICIT")
-	}
-	var inner asn1.RawValue
-	rest, err = asn1.Unmarshal(explicit.Bytes, &inner)
-	if err != nil || len(rest) != 0 {
-		return api.OtherName{}, errors.New("subjectAltName otherName value is not one ASN.1 value")
-	}
-	if inner.Class == asn1.ClassUniversal && inner.Tag == asn1.TagUTF8String && utf8.Valid(inner.Bytes) {
-		return api.OtherName{OID: oid.String(), UTF8Value: string(inner.Bytes)}, nil
-	}
-	return api.OtherName{OID: oid.String(), UTF8Value: "#" + hex.EncodeToString(inner.FullBytes)}, nil
+	return SANsOf(names), nil
 }
 
 // findExtension returns the extension with id, or nil.
@@ -214,8 +162,10 @@ type basicConstraints struct {
 	MaxPathLen int  `asn1:"optional,default:-1"`
 }
 
-// CSRExtensions are the extensions of a CSR that certfn reads and that
-// crypto/x509 leaves unparsed in a CertificateRequest.
+// CSRExtensions is the parsed view of every extension a CSR carries:
+// what approval judges and what a signer builds the certificate from
+// (signers.TemplateFromRequest re-encodes each from this view and never
+// copies a CSR's extension bytes).
 type CSRExtensions struct {
 	// KeyUsage is nil when the CSR has no keyUsage extension.
 	KeyUsage *x509.KeyUsage
@@ -226,23 +176,53 @@ type CSRExtensions struct {
 	UnknownExtKeyUsage []asn1.ObjectIdentifier
 	// IsCA is nil when the CSR has no basicConstraints extension.
 	IsCA *bool
-	// SubjectAltName and NameConstraints are the raw extensions, or nil.
-	SubjectAltName  *pkix.Extension
-	NameConstraints *pkix.Extension
-	// OtherNames are the otherName SANs (UTF-8 values).
+	// SubjectAltName is the parsed subjectAltName extension
+	// (CSRSubjectAltName), nil when the CSR has none.
+	SubjectAltName *SubjectAltName
+	// NameConstraints is the parsed nameConstraints extension (its
+	// Critical from the extension), nil when the CSR has none.
+	NameConstraints *api.NameConstraints
+	// OtherNames are the otherName SANs (SANsOf).
 	OtherNames []api.OtherName
+	// Dropped lists the non-critical extensions of other types, which no
+	// certificate certfn signs carries.
+	Dropped []asn1.ObjectIdentifier
 }
 
-// ParseCSRExtensions decodes the keyUsage, extKeyUsage, basicConstraints,
-// subjectAltName (for otherNames) and nameConstraints extensions of csr.
-// A malformed extension is an error naming it.
+// ParseCSRExtensions reads every extension of csr, and checks its
+// subject, with the rules a CA applies before signing:
+//   - each extension type at most once;
+//   - keyUsage, extKeyUsage and basicConstraints decode;
+//   - subjectAltName: CSRSubjectAltName (the one GeneralName reader:
+//     a GeneralName whose constructed bit is wrong for its kind, an
+//     unknown tag or bytes after a value are refused);
+//   - nameConstraints: parsed into the spec form (parseNameConstraints);
+//   - any other extension: refused when critical (a CA cannot honour
+//     what it does not understand), else listed in Dropped (not signed);
+//   - the subject: DER (CheckRawSubject), every value decoded as a
+//     string.
+//
+// Errors name the extension or attribute and the rule; callers prefix
+// the field ("spec.request: ").
 func ParseCSRExtensions(csr *x509.CertificateRequest) (CSRExtensions, error) {
 	var out CSRExtensions
 	if csr == nil {
 		return out, errors.New("no certificate request")
 	}
+	if err := CheckRawSubject(csr.RawSubject); err != nil {
+		return out, err
+	}
+	if err := checkSubjectStrings(csr); err != nil {
+		return out, err
+	}
+	seen := map[string]bool{}
 	for i := range csr.Extensions {
 		ext := csr.Extensions[i]
+		id := ext.Id.String()
+		if seen[id] {
+			return out, fmt.Errorf("the CSR carries more than one %s extension (%s); each extension is allowed once", extensionName(ext.Id), id)
+		}
+		seen[id] = true
 		switch {
 		case ext.Id.Equal(OIDExtensionKeyUsage):
 			ku, err := unmarshalKeyUsage(ext.Value)
@@ -265,18 +245,46 @@ func ParseCSRExtensions(csr *x509.CertificateRequest) (CSRExtensions, error) {
 			isCA := bc.IsCA
 			out.IsCA = &isCA
 		case ext.Id.Equal(OIDExtensionSubjectAltName):
-			sans, err := UnmarshalSANs(ext.Value)
+			names, err := ParseGeneralNames(ext.Value)
 			if err != nil {
 				return out, err
 			}
-			out.SubjectAltName = &csr.Extensions[i]
-			out.OtherNames = sans.OtherNames
+			out.SubjectAltName = &SubjectAltName{Present: true, Critical: ext.Critical, Names: names}
+			out.OtherNames = SANsOf(names).OtherNames
 		case ext.Id.Equal(OIDExtensionNameConstraints):
-			out.NameConstraints = &csr.Extensions[i]
+			nc, err := parseNameConstraints(ext.Value, ext.Critical)
+			if err != nil {
+				return out, err
+			}
+			out.NameConstraints = nc
+		case ext.Critical:
+			return out, fmt.Errorf("the CSR carries the critical extension %s, which certfn does not sign; remove it or mark it non-critical", id)
+		default:
+			out.Dropped = append(out.Dropped, ext.Id)
 		}
 	}
 	return out, nil
 }
+
+func extensionName(id asn1.ObjectIdentifier) string {
+	switch {
+	case id.Equal(OIDExtensionKeyUsage):
+		return "keyUsage"
+	case id.Equal(OIDExtensionExtendedKeyUsage):
+		return "extKeyUsage"
+	case id.Equal(OIDExtensionBasicConstraints):
+		return "basicConstraints"
+	case id.Equal(OIDExtensionSubjectAltName):
+		return "subjectAltName"
+	case id.Equal(OIDExtensionNameConstraints):
+		return "nameConstraints"
+	}
+	return "extension"
+}
+
+// MarshalNameConstraints encodes nc (RFC 5280 4.2.1.10) in DER; nil when
+// nothing is constrained.
+func MarshalNameConstraints(nc *api.NameConstraints) ([]byte, error) { return marshalNameConstraints(nc) }
 
 // otherNamesOf returns the otherName SANs of a certificate.
 func otherNamesOf(exts []pkix.Extension) ([]api.OtherName, error) {

@@ -342,3 +342,27 @@ func SignatureAlgorithm(name string, key crypto.Signer) (x509.SignatureAlgorithm
 	}
 	return x509.UnknownSignatureAlgorithm, fmt.Errorf("signature algorithm: unsupported key type %T", key)
 }
+
+// CheckPublicKey checks that pub is a key certfn signs a certificate for:
+// RSA of MinRSAKeySize to MaxRSAKeySize bits, ECDSA on P-256, P-384 or
+// P-521, or Ed25519. Anything else (RSA-1024, P-224, DSA, an unknown
+// type) is refused with the rule broken; callers prefix the field
+// ("spec.request: ").
+func CheckPublicKey(pub crypto.PublicKey) error {
+	switch k := pub.(type) {
+	case *rsa.PublicKey:
+		if n := k.N.BitLen(); n < MinRSAKeySize || n > MaxRSAKeySize {
+			return fmt.Errorf("the public key is RSA of %d bits; certfn signs RSA keys of %d to %d bits", n, MinRSAKeySize, MaxRSAKeySize)
+		}
+		return nil
+	case *ecdsa.PublicKey:
+		switch k.Curve {
+		case elliptic.P256(), elliptic.P384(), elliptic.P521():
+			return nil
+		}
+		return fmt.Errorf("the public key is ECDSA on %s; certfn signs ECDSA keys on P-256, P-384 or P-521", k.Curve.Params().Name)
+	case ed25519.PublicKey:
+		return nil
+	}
+	return fmt.Errorf("the public key is of type %T; certfn signs RSA, ECDSA and Ed25519 keys", pub)
+}

@@ -2,7 +2,6 @@ package pki
 
 import (
 	"crypto/x509"
-	"encoding/asn1"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -15,10 +14,10 @@ import (
 	"golang.org/x/net/idna"
 )
 
-// The syntax of the names a CA signs. A CSR is signed with its
-// subjectAltName extension copied as it is (signers.Template), so these
-// checks read the raw GeneralNames, not crypto/x509's parsed (and, for
-// URIs, re-encoded) view of them.
+// The syntax of the names a CA signs. The names are read with the one
+// GeneralName reader (CSRSubjectAltName), which the policy's view and the
+// signers use too, and the signers re-encode the names read, so these
+// checks judge exactly the names that are signed.
 
 // Name kinds, as NameError.Kind names them.
 const (
@@ -48,6 +47,9 @@ type NameError struct {
 // Error renders `DNS name "a..b" (SAN 2): has an empty label` or, for the
 // subject, `subject commonName "x": ...`.
 func (e *NameError) Error() string {
+	if e.SAN > 0 && e.Value == "" {
+		return fmt.Sprintf("%s (SAN %d): %s", e.Kind, e.SAN, e.Rule)
+	}
 	if e.SAN > 0 {
 		return fmt.Sprintf("%s %q (SAN %d): %s", e.Kind, e.Value, e.SAN, e.Rule)
 	}
@@ -57,7 +59,10 @@ func (e *NameError) Error() string {
 // CheckCSRNames checks the syntax of every name csr carries, in order: each
 // subjectAltName entry, then each subject commonName. It returns nil when
 // all are names a CA may sign, else a *NameError for the first that is
-// not (a malformed subjectAltName extension is a plain error). The rules:
+// not (a subjectAltName extension that CSRSubjectAltName refuses — a
+// GeneralName whose constructed bit is wrong for its kind, an unknown
+// tag, bytes after a value, a second subjectAltName extension — is a
+// plain error naming the entry and the rule). The rules:
 //
 //   - DNS names: CheckDNSName with a wildcard allowed;
 //   - e-mail addresses: CheckEmailAddress;
@@ -65,33 +70,24 @@ func (e *NameError) Error() string {
 //   - IP addresses: 4 or 16 bytes;
 //   - otherNames: a UTF8String value holds no control character (other
 //     encodings are left to the policy, which allows no otherName);
+//   - x400Address, directoryName, ediPartyName, registeredID: refused,
+//     certfn signs none;
 //   - commonName: CheckCommonName.
 //
-// Other GeneralName kinds (directoryName, registeredID, ...) are not
-// checked here. The function is pure and does not verify the signature:
-// pass a CSR from ParseCSRPEM. Callers prefix the error with the field
-// that carried the CSR ("spec.request: ").
+// The function is pure and does not verify the signature: pass a CSR
+// from ParseCSRPEM. Callers prefix the error with the field that carried
+// the CSR ("spec.request: ").
 func CheckCSRNames(csr *x509.CertificateRequest) error {
 	if csr == nil {
 		return errors.New("no certificate request")
 	}
-	pos := 0
-	for _, ext := range csr.Extensions {
-		if !ext.Id.Equal(OIDExtensionSubjectAltName) {
-			continue
-		}
-		var names []asn1.RawValue
-		if rest, err := asn1.Unmarshal(ext.Value, &names); err != nil || len(rest) != 0 {
-			return errors.New("the subjectAltName extension is not a valid SEQUENCE OF GeneralName")
-		}
-		for _, gn := range names {
-			pos++
-			if gn.Class != asn1.ClassContextSpecific {
-				return fmt.Errorf("subjectAltName entry %d is not a GeneralName", pos)
-			}
-			if err := checkGeneralName(gn, pos); err != nil {
-				return err
-			}
+	san, err := CSRSubjectAltName(csr.Extensions)
+	if err != nil {
+		return err
+	}
+	for i, g := range san.Names {
+		if err := checkGeneralName(g, i+1); err != nil {
+			return err
 		}
 	}
 	for _, atv := range csr.Subject.Names {
@@ -107,13 +103,12 @@ func CheckCSRNames(csr *x509.CertificateRequest) error {
 	return nil
 }
 
-// checkGeneralName checks one context-specific GeneralName at SAN
-// position pos.
-func checkGeneralName(gn asn1.RawValue, pos int) error {
+// checkGeneralName checks one parsed GeneralName at SAN position pos.
+func checkGeneralName(g GeneralName, pos int) error {
 	var kind string
 	var err error
-	value := string(gn.Bytes)
-	switch gn.Tag {
+	value := g.Text
+	switch g.Tag {
 	case gnDNS:
 		kind, err = NameKindDNS, CheckDNSName(value, true)
 	case gnRFC822:
@@ -121,22 +116,21 @@ func checkGeneralName(gn asn1.RawValue, pos int) error {
 	case gnURI:
 		kind, err = NameKindURI, CheckURI(value)
 	case gnIP:
-		kind, value = NameKindIP, hex.EncodeToString(gn.Bytes)
-		if n := len(gn.Bytes); n != net.IPv4len && n != net.IPv6len {
+		kind, value = NameKindIP, hex.EncodeToString(g.IP)
+		if n := len(g.IP); n != net.IPv4len && n != net.IPv6len {
 			err = fmt.Errorf("is %d bytes long; an IP address is 4 (IPv4) or 16 (IPv6)", n)
 		}
 	case gnOtherName:
 		kind = NameKindOtherName
-		on, uerr := unmarshalOtherName(gn.Bytes)
-		switch {
-		case uerr != nil:
-			value, err = hex.EncodeToString(gn.Bytes), uerr
-		case !strings.HasPrefix(on.UTF8Value, "#"):
-			value = on.OID + "=" + on.UTF8Value
-			if r, i := firstControl(on.UTF8Value); i >= 0 {
+		if v, ok := g.OtherName.UTF8(); ok {
+			value = g.OtherName.OID.String() + "=" + v
+			if r, i := firstControl(v); i >= 0 {
 				err = fmt.Errorf("value contains a control character (%s)", describeRune(r))
 			}
 		}
+	default:
+		kind, value = GeneralNameKind(g.Tag), ""
+		err = errors.New("certfn signs no names of this kind (only DNS names, IP addresses, e-mail addresses, URIs and otherNames)")
 	}
 	if err != nil {
 		return &NameError{Kind: kind, Value: value, SAN: pos, Rule: err.Error()}
@@ -150,7 +144,9 @@ func checkGeneralName(gn asn1.RawValue, pos int) error {
 // '-'; a label starting with "xn--" must be an IDNA A-label (it decodes,
 // and encodes back to itself, under IDNA's lookup profile). With wildcard,
 // the leftmost label may be exactly "*" ("*.example.com"); '*' is allowed
-// nowhere else. The error states the rule broken, without the name.
+// nowhere else. The last label is not all digits (RFC 3696 2: no
+// top-level domain is; "10.0.0.1" or "127.1" is an IP address, which goes
+// in an iPAddress SAN). The error states the rule broken, without the name.
 func CheckDNSName(name string, wildcard bool) error {
 	if name == "" {
 		return errors.New("is empty")
@@ -190,6 +186,9 @@ func CheckDNSName(name string, wildcard bool) error {
 		if err := checkLabel(label); err != nil {
 			return err
 		}
+	}
+	if last := rest[strings.LastIndexByte(rest, '.')+1:]; strings.Trim(last, "0123456789") == "" {
+		return errors.New("has an all-numeric last label, which no DNS name has (it reads as an IP address; put IP addresses in ipAddresses)")
 	}
 	return nil
 }

@@ -6,8 +6,8 @@ import (
 	"crypto/rsa"
 	"crypto/x509"
 	"encoding/asn1"
-	"encoding/hex"
 	"fmt"
+	"net"
 	"sync"
 	"time"
 
@@ -15,6 +15,7 @@ import (
 	"github.com/google/cel-go/common/types/ref"
 
 	"github.com/certfn/certfn/core/api"
+	"github.com/certfn/certfn/core/pki"
 	"github.com/certfn/certfn/core/rbac"
 )
 
@@ -66,8 +67,7 @@ type Request struct {
 	replacedCN, replacedSerial string
 	sanRejects, subjectRejects []string
 	celVals                    [numAttrs][]ref.Val
-	celDone                    attrMask      // attributes whose celVals are converted
-	asnSeq, asnGN              asn1.RawValue // readSANs' scratch
+	celDone                    attrMask // attributes whose celVals are converted
 	// failed lists the applicable policies that failed their quick review
 	// (Evaluator.evaluate), for a Denied decision's message.
 	failed []*Compiled
@@ -153,7 +153,6 @@ func newRequest(cr *api.CertificateRequest, csr *x509.CertificateRequest, nsLabe
 	r.CR, r.CSR = cr, csr
 	r.Identity = identityOf(cr)
 	r.NamespaceLabels = nsLabels
-	r.DNSNames, r.EmailAddresses = csr.DNSNames, csr.EmailAddresses
 	// Subject: read every attribute (pkix.Name keeps only the last CN).
 	for _, atv := range csr.Subject.Names {
 		a, named := subjectAttr(atv.Type)
@@ -182,12 +181,7 @@ func newRequest(cr *api.CertificateRequest, csr *x509.CertificateRequest, nsLabe
 		}
 	}
 	r.CommonNames = r.attrs[attrCommonName]
-	for _, ip := range csr.IPAddresses {
-		r.IPAddresses = append(r.IPAddresses, ip.String())
-	}
-	for _, u := range csr.URIs {
-		r.URIs = append(r.URIs, u.String())
-	}
+	r.readSANs(csr)
 	r.attrs[attrDNSNames] = r.DNSNames
 	r.attrs[attrIPAddresses] = r.IPAddresses
 	r.attrs[attrURIs] = r.URIs
@@ -203,7 +197,6 @@ func newRequest(cr *api.CertificateRequest, csr *x509.CertificateRequest, nsLabe
 			r.classes[a] &= classOf(v)
 		}
 	}
-	r.readSANs(csr)
 	for _, u := range cr.Spec.Usages {
 		r.usages = append(r.usages, string(u))
 	}
@@ -270,78 +263,38 @@ func namedSubjectOID(oid asn1.ObjectIdentifier) bool {
 
 const sanPath = "spec.allowed.subjectAltName"
 
-// readSANs reads the subjectAltName GeneralNames crypto/x509 skips: each
-// otherName (by OID, its value as text or hex, as approver-policy renders
-// it) and the kinds no policy can allow (directoryName, x400Address,
-// ediPartyName, registeredID), which a signer copying the extension would
-// issue. A CSR with more than one subjectAltName extension, or one that
-// does not decode, fails every policy.
+// readSANs reads the subjectAltName extension with the reader the name
+// checks and the signers use (pki.CSRSubjectAltName), so the names judged
+// are the names signed: DNS names, e-mail addresses, IP addresses
+// (net.IP.String), URIs, each otherName (by OID, its value as text or
+// hex, as approver-policy renders it) and the kinds no policy can allow
+// (directoryName, x400Address, ediPartyName, registeredID). A CSR whose
+// subjectAltName the reader refuses (a GeneralName whose constructed bit
+// is wrong for its kind, an unknown tag, bytes after a value, more than
+// one subjectAltName extension) fails every policy.
 func (r *Request) readSANs(csr *x509.CertificateRequest) {
-	n := 0
-	for _, ext := range csr.Extensions {
-		if !ext.Id.Equal(oidSubjectAltName) {
-			continue
-		}
-		if n++; n > 1 {
-			r.sanRejects = append(r.sanRejects, sanPath+": the CSR contains multiple subjectAltName extensions; at most one is permitted")
-			return
-		}
-		// seq and gn live in r (pooled): decoding into locals would
-		// allocate them on every evaluation.
-		seq := &r.asnSeq
-		if rest, err := asn1.Unmarshal(ext.Value, seq); err != nil || len(rest) > 0 || seq.Class != asn1.ClassUniversal || seq.Tag != asn1.TagSequence {
-			r.sanRejects = append(r.sanRejects, sanPath+": the CSR's subjectAltName extension could not be decoded")
-			return
-		}
-		for b := seq.Bytes; len(b) > 0; {
-			gn := &r.asnGN
-			var err error
-			if b, err = asn1.Unmarshal(b, gn); err != nil || gn.Class != asn1.ClassContextSpecific {
-				r.sanRejects = append(r.sanRejects, sanPath+": the CSR's subjectAltName extension could not be decoded")
-				return
-			}
-			switch gn.Tag {
-			case 1, 2, 6, 7: // e-mail, DNS, URI, IP: crypto/x509 parsed them
-			case 0:
-				oid, value, ok := parseOtherName(gn.Bytes)
-				if !ok {
-					r.sanRejects = append(r.sanRejects, sanPath+": the CSR's subjectAltName extension could not be decoded: an otherName is malformed")
-					return
-				}
-				r.otherNames = addOID(r.otherNames, oid, value, true)
-			default:
-				k := sanTagName(gn.Tag)
-				r.sanRejects = append(r.sanRejects, fmt.Sprintf("%s.%s: %s SAN entries are not permitted", sanPath, k, k))
-			}
-		}
-	}
-}
-
-// parseOtherName reads an otherName's content (type-id OID, [0] EXPLICIT
-// value). The value is its text for UTF8String, PrintableString,
-// IA5String and T61String, else the hex of its DER encoding (so that a
-// pattern or rule can still pin it), as approver-policy renders it.
-func parseOtherName(b []byte) (oid, value string, ok bool) {
-	var id asn1.ObjectIdentifier
-	rest, err := asn1.Unmarshal(b, &id)
+	san, err := pki.CSRSubjectAltName(csr.Extensions)
 	if err != nil {
-		return "", "", false
+		r.sanRejects = append(r.sanRejects, fmt.Sprintf("%s: the CSR's subjectAltName extension could not be decoded (spec.request: %v)", sanPath, err))
+		return
 	}
-	var explicit asn1.RawValue
-	if rest, err = asn1.Unmarshal(rest, &explicit); err != nil || len(rest) != 0 || explicit.Class != asn1.ClassContextSpecific || explicit.Tag != 0 {
-		return "", "", false
-	}
-	var inner asn1.RawValue
-	if rest, err = asn1.Unmarshal(explicit.Bytes, &inner); err != nil || len(rest) != 0 {
-		return "", "", false
-	}
-	if inner.Class == asn1.ClassUniversal {
-		switch inner.Tag {
-		case asn1.TagUTF8String, asn1.TagPrintableString, asn1.TagIA5String, asn1.TagT61String:
-			return id.String(), string(inner.Bytes), true
+	for _, g := range san.Names {
+		switch g.Tag {
+		case 1:
+			r.EmailAddresses = append(r.EmailAddresses, g.Text)
+		case 2:
+			r.DNSNames = append(r.DNSNames, g.Text)
+		case 6:
+			r.URIs = append(r.URIs, g.Text)
+		case 7:
+			r.IPAddresses = append(r.IPAddresses, net.IP(g.IP).String())
+		case 0:
+			r.otherNames = addOID(r.otherNames, g.OtherName.OID.String(), g.OtherName.Text(), true)
+		default:
+			k := sanTagName(g.Tag)
+			r.sanRejects = append(r.sanRejects, fmt.Sprintf("%s.%s: %s SAN entries are not permitted", sanPath, k, k))
 		}
 	}
-	return id.String(), hex.EncodeToString(inner.FullBytes), true
 }
 
 func sanTagName(tag int) string {
@@ -426,6 +379,8 @@ var requestPool = sync.Pool{New: func() any { return new(Request) }}
 // decision keeps its view, which is then never released).
 func (r *Request) release() {
 	keep := Request{
+		DNSNames:       r.DNSNames[:0],
+		EmailAddresses: r.EmailAddresses[:0],
 		IPAddresses:    r.IPAddresses[:0],
 		URIs:           r.URIs[:0],
 		usages:         r.usages[:0],

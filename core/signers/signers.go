@@ -118,29 +118,44 @@ func Pending(format string, a ...any) error { return pendingError{fmt.Sprintf(fo
 var serialLimit = new(big.Int).Lsh(big.NewInt(1), 128)
 
 // TemplateFromRequest builds the certificate template for cr at now, as
-// cert-manager's CertificateTemplateFromCertificateRequest:
-//   - the CSR (spec.request) must parse and its signature verify;
+// cert-manager's CertificateTemplateFromCertificateRequest, from the
+// parsed, checked view of the CSR (pki.ParseCSRExtensions, the reader the
+// approval step's policy view and name checks use): every extension of
+// the certificate is encoded here, none is copied from the CSR.
+//   - the CSR (spec.request) must parse, its signature verify, and its
+//     public key pass pki.CheckPublicKey (RSA 2048..8192 bits, ECDSA
+//     P-256/P-384/P-521, Ed25519);
 //   - serial: 128 random bits; notBefore = now; notAfter = now + the
 //     requested duration (pki.RequestedDuration: duration, expirationSeconds
 //     or 90 days); signers then shorten it to their limits;
-//   - subject (raw, as encoded in the CSR), public key and every SAN kind
-//     from the CSR (its subjectAltName extension is copied as is, so
-//     otherNames survive; critical when the subject is empty);
+//   - subject: the CSR's, once proved DER with every value a string
+//     (pki.CheckRawSubject), so the bytes signed are the subject judged;
+//   - subjectAltName: re-encoded in DER, in the CSR's order, from the
+//     parsed names (DNS, e-mail, IP, URI, otherName); critical when the
+//     subject is empty; a CSR with another kind of name (directoryName,
+//     registeredID, ...) is refused;
 //   - keyUsage / extKeyUsage from spec.usages (default digital signature +
 //     key encipherment, "cert sign" for isCA); when the CSR encodes usages
 //     they must equal these;
 //   - basicConstraints from spec.isCA (no path length); when the CSR encodes
 //     basicConstraints its CA bit must equal spec.isCA;
-//   - the CSR's nameConstraints extension, for a CA certificate only.
+//   - nameConstraints: re-encoded from the parsed extension (its critical
+//     bit kept), for a CA certificate only; a non-CA request carrying
+//     nameConstraints is refused;
+//   - any other CSR extension: refused when critical, else not signed
+//     (dropped).
 //
-// Other CSR extensions are discarded. Every error is permanent
-// (errs.Permanent) except a failure of the random source.
+// Every error is permanent (errs.Permanent) and names spec.request or the
+// spec field, except a failure of the random source.
 func TemplateFromRequest(cr *api.CertificateRequest, now time.Time) (*x509.Certificate, error) {
 	if cr == nil {
 		return nil, errs.Permanentf("no certificate request")
 	}
 	csr, err := pki.ParseCSRPEM(cr.Spec.Request)
 	if err != nil {
+		return nil, errs.Permanentf("spec.request: %w", err)
+	}
+	if err := pki.CheckPublicKey(csr.PublicKey); err != nil {
 		return nil, errs.Permanentf("spec.request: %w", err)
 	}
 	exts, err := pki.ParseCSRExtensions(csr)
@@ -173,11 +188,38 @@ func TemplateFromRequest(cr *api.CertificateRequest, now time.Time) (*x509.Certi
 	if exts.IsCA != nil && *exts.IsCA != cr.Spec.IsCA {
 		return nil, errs.Permanentf("spec.request: the CSR's basicConstraints CA=%t does not match spec.isCA=%t", *exts.IsCA, cr.Spec.IsCA)
 	}
+	var extra []pkix.Extension
+	var sans pki.SANs
+	if san := exts.SubjectAltName; san != nil {
+		for i, g := range san.Names {
+			if !g.Signable() {
+				return nil, errs.Permanentf("spec.request: subjectAltName entry %d is %s; certfn signs DNS names, IP addresses, e-mail addresses, URIs and otherNames only", i+1, pki.GeneralNameKind(g.Tag))
+			}
+		}
+		v, err := pki.MarshalGeneralNames(san.Names)
+		if err != nil {
+			return nil, errs.Permanentf("spec.request: encode subjectAltName: %w", err)
+		}
+		extra = append(extra, pkix.Extension{Id: pki.OIDExtensionSubjectAltName, Critical: isEmptyRawSubject(csr.RawSubject), Value: v})
+		sans = pki.SANsOf(san.Names)
+	}
+	if nc := exts.NameConstraints; nc != nil {
+		if !cr.Spec.IsCA {
+			return nil, errs.Permanentf("spec.request: the CSR carries nameConstraints, which only a CA certificate holds, and spec.isCA is false")
+		}
+		v, err := pki.MarshalNameConstraints(nc)
+		if err != nil {
+			return nil, errs.Permanentf("spec.request: nameConstraints: %w", err)
+		}
+		if v != nil {
+			extra = append(extra, pkix.Extension{Id: pki.OIDExtensionNameConstraints, Critical: nc.Critical, Value: v})
+		}
+	}
 	serial, err := rand.Int(rand.Reader, serialLimit)
 	if err != nil {
 		return nil, fmt.Errorf("generate serial number: %w", err)
 	}
-	tmpl := &x509.Certificate{
+	return &x509.Certificate{
 		SerialNumber:          serial,
 		PublicKeyAlgorithm:    csr.PublicKeyAlgorithm,
 		PublicKey:             csr.PublicKey,
@@ -189,20 +231,14 @@ func TemplateFromRequest(cr *api.CertificateRequest, now time.Time) (*x509.Certi
 		ExtKeyUsage:           eku,
 		BasicConstraintsValid: true,
 		IsCA:                  cr.Spec.IsCA,
-		DNSNames:              csr.DNSNames,
-		IPAddresses:           csr.IPAddresses,
-		EmailAddresses:        csr.EmailAddresses,
-		URIs:                  csr.URIs,
-	}
-	if exts.SubjectAltName != nil {
-		san := *exts.SubjectAltName
-		san.Critical = isEmptyRawSubject(csr.RawSubject)
-		tmpl.ExtraExtensions = append(tmpl.ExtraExtensions, san)
-	}
-	if exts.NameConstraints != nil && cr.Spec.IsCA {
-		tmpl.ExtraExtensions = append(tmpl.ExtraExtensions, *exts.NameConstraints)
-	}
-	return tmpl, nil
+		// The parsed names, for readers of the template; the certificate
+		// carries the subjectAltName of extra, which overrides them.
+		DNSNames:        sans.DNSNames,
+		IPAddresses:     sans.IPAddresses,
+		EmailAddresses:  sans.EmailAddresses,
+		URIs:            sans.URIs,
+		ExtraExtensions: extra,
+	}, nil
 }
 
 func isEmptyRawSubject(raw []byte) bool {

@@ -17,7 +17,8 @@ import (
 //   - metadata: a cluster-scoped object (upstream accepts any name; certfn
 //     keeps its DNS-1123 subdomain rule, as its keys need);
 //   - spec.request must parse as a PEM CERTIFICATE REQUEST whose signature
-//     verifies ("validateCSR");
+//     verifies ("validateCSR"), with a key and extensions a CA signs
+//     (signable);
 //   - spec.usages must be provided, each from the known list, none twice;
 //   - spec.signerName is required and a qualified name "domain/path"
 //     (ValidateSignerName); kubernetes.io/legacy-unknown is refused (seed
@@ -29,8 +30,10 @@ func CertificateSigningRequest(csr *api.CertificateSigningRequest) ErrorList {
 	s := &csr.Spec
 	if len(s.Request) == 0 {
 		errs.add("spec.request", "required: a PEM-encoded CERTIFICATE REQUEST")
-	} else if _, err := pki.ParseCSRPEM(s.Request); err != nil {
+	} else if parsed, err := pki.ParseCSRPEM(s.Request); err != nil {
 		errs.add("spec.request", err.Error())
+	} else if msg := signable(parsed); msg != "" {
+		errs.add("spec.request", msg)
 	}
 	if len(s.Usages) == 0 {
 		errs.add("spec.usages", "required: usages must be provided")

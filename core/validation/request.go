@@ -18,7 +18,8 @@ import (
 
 // CertificateRequest validates a new CertificateRequest, as cert-manager's
 // ValidateCertificateRequest plus certfn's seeds: metadata, the issuer
-// reference, a PEM CSR whose signature verifies and whose encoded basic
+// reference, a PEM CSR whose signature verifies, with a key and
+// extensions a CA signs (signable), and whose encoded basic
 // constraints and key usages agree with spec.isCA and spec.usages (the
 // defaults when empty; "cert sign" added for a CA), the requested
 // lifetime (seed 003), the usage names, and the Approved / Denied
@@ -31,6 +32,8 @@ func CertificateRequest(cr *api.CertificateRequest) ErrorList {
 		errs.add("spec.request", "must be specified: a PEM-encoded CERTIFICATE REQUEST")
 	} else if csr, err := pki.ParseCSRPEM(s.Request); err != nil {
 		errs.add("spec.request", err.Error())
+	} else if msg := signable(csr); msg != "" {
+		errs.add("spec.request", msg)
 	} else if msg := csrAgrees(csr, s); msg != "" {
 		errs.add("spec.request", msg)
 	}
@@ -285,4 +288,20 @@ func diff(errs *ErrorList, path string, a, b reflect.Value) {
 			errs.add(path, immutable)
 		}
 	}
+}
+
+// signable returns why no CA signs csr, or "": its public key is below
+// the floor (pki.CheckPublicKey), or an extension or the subject breaks
+// the rules of the one reader approval and signing use
+// (pki.ParseCSRExtensions: a GeneralName whose constructed bit is wrong
+// for its kind, a second subjectAltName, a critical extension certfn does
+// not know, a subject not in DER form, ...).
+func signable(csr *x509.CertificateRequest) string {
+	if err := pki.CheckPublicKey(csr.PublicKey); err != nil {
+		return err.Error()
+	}
+	if _, err := pki.ParseCSRExtensions(csr); err != nil {
+		return err.Error()
+	}
+	return ""
 }

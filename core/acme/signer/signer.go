@@ -126,15 +126,33 @@ func buildOrder(ctx context.Context, e signers.Objects, req signers.Request, nam
 	if err != nil {
 		return nil, errs.Permanentf("spec.request: %v", err)
 	}
-	if len(csr.EmailAddresses) > 0 || len(csr.URIs) > 0 {
-		return nil, errs.Permanentf("spec.request: ACME certificates cannot carry email or URI SANs")
+	if err := pki.CheckPublicKey(csr.PublicKey); err != nil {
+		return nil, errs.Permanentf("spec.request: %v", err)
+	}
+	// The ACME server signs the CSR as sent, so the Order's identifiers
+	// come from the same reader as the policy's view and the name checks.
+	exts, err := pki.ParseCSRExtensions(csr)
+	if err != nil {
+		return nil, errs.Permanentf("spec.request: %v", err)
+	}
+	var sans pki.SANs
+	if exts.SubjectAltName != nil {
+		for i, g := range exts.SubjectAltName.Names {
+			if !g.Signable() {
+				return nil, errs.Permanentf("spec.request: subjectAltName entry %d is %s, which an ACME certificate cannot carry", i+1, pki.GeneralNameKind(g.Tag))
+			}
+		}
+		sans = pki.SANsOf(exts.SubjectAltName.Names)
+	}
+	if len(sans.EmailAddresses) > 0 || len(sans.URIs) > 0 || len(sans.OtherNames) > 0 {
+		return nil, errs.Permanentf("spec.request: ACME certificates cannot carry email, URI or otherName SANs")
 	}
 	spec := api.OrderSpec{Request: cr.Spec.Request, IssuerRef: cr.Spec.IssuerRef, CommonName: csr.Subject.CommonName,
-		DNSNames: csr.DNSNames, Duration: cr.Spec.Duration, Profile: req.Issuer.GetSpec().ACME.Profile}
+		DNSNames: sans.DNSNames, Duration: cr.Spec.Duration, Profile: req.Issuer.GetSpec().ACME.Profile}
 	if d, ok := cr.Spec.RequestedDuration(); ok && spec.Duration == nil {
 		spec.Duration = api.NewDuration(d)
 	}
-	for _, ip := range csr.IPAddresses {
+	for _, ip := range sans.IPAddresses {
 		spec.IPAddresses = append(spec.IPAddresses, ip.String())
 	}
 	if cn := spec.CommonName; cn != "" && net.ParseIP(cn) == nil && !containsFold(spec.DNSNames, cn) {
