@@ -37,8 +37,12 @@ func cons(t testing.TB, tag int, parts ...[]byte) []byte {
 }
 
 // octets is a primitive OCTET STRING segment; ia5 an IA5String segment.
-func octets(t testing.TB, b ...byte) []byte { return der(t, asn1.RawValue{Tag: asn1.TagOctetString, Bytes: b}) }
-func ia5seg(t testing.TB, s string) []byte  { return der(t, asn1.RawValue{Tag: asn1.TagIA5String, Bytes: []byte(s)}) }
+func octets(t testing.TB, b ...byte) []byte {
+	return der(t, asn1.RawValue{Tag: asn1.TagOctetString, Bytes: b})
+}
+func ia5seg(t testing.TB, s string) []byte {
+	return der(t, asn1.RawValue{Tag: asn1.TagIA5String, Bytes: []byte(s)})
+}
 
 func cat(parts ...[]byte) []byte {
 	var out []byte

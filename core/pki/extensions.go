@@ -284,7 +284,9 @@ func extensionName(id asn1.ObjectIdentifier) string {
 
 // MarshalNameConstraints encodes nc (RFC 5280 4.2.1.10) in DER; nil when
 // nothing is constrained.
-func MarshalNameConstraints(nc *api.NameConstraints) ([]byte, error) { return marshalNameConstraints(nc) }
+func MarshalNameConstraints(nc *api.NameConstraints) ([]byte, error) {
+	return marshalNameConstraints(nc)
+}
 
 // otherNamesOf returns the otherName SANs of a certificate.
 func otherNamesOf(exts []pkix.Extension) ([]api.OtherName, error) {
