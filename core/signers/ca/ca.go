@@ -7,8 +7,11 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/x509"
+	"encoding/asn1"
 	"errors"
 	"fmt"
+	"net"
+	"strings"
 
 	"github.com/certfn/certfn/core/errs"
 	"github.com/certfn/certfn/core/pki"
@@ -49,7 +52,9 @@ func New(secrets ports.SecretStore, clk ports.Clock, metrics ports.Metrics) sign
 //     both are observed as metrics with the label issuer;
 //   - the issued certificate must verify against the CA (its name
 //     constraints included); a request for a CA certificate under a CA
-//     whose path length is 0 fails; both are permanent;
+//     whose path length is 0 fails; under a CA with name constraints, a
+//     leaf's subject commonName must be one of its DNS or IP
+//     subjectAltNames (commonNamesCovered); all three are permanent;
 //   - Certificate is the leaf plus the CA chain without a self-signed root,
 //     CA is the top of the chain (cert-manager's PEM bundle).
 func (s *signer) Sign(ctx context.Context, req signers.Request) (signers.Result, error) {
@@ -106,6 +111,9 @@ func (s *signer) Sign(ctx context.Context, req signers.Request) (signers.Result,
 	if tmpl.IsCA && caCert.MaxPathLenZero {
 		return signers.Result{}, errs.Permanentf("ca: spec.isCA: the CA's path length constraint is 0, so it cannot sign a CA certificate")
 	}
+	if err := commonNamesCovered(tmpl, caCerts); err != nil {
+		return signers.Result{}, fmt.Errorf("ca: %w", err)
+	}
 	tmpl.CRLDistributionPoints = spec.CRLDistributionPoints
 	tmpl.OCSPServer = spec.OCSPServers
 	tmpl.IssuingCertificateURL = spec.IssuingCertificateURLs
@@ -141,4 +149,70 @@ func (s *signer) Sign(ctx context.Context, req signers.Request) (signers.Result,
 		s.metrics.Observe(MetricHonoured, honoured.Seconds(), "issuer", label)
 	}
 	return signers.Result{Certificate: bundle.ChainPEM, CA: bundle.CAPEM, Requested: requested, Honoured: honoured}, nil
+}
+
+// commonNamesCovered applies, for a leaf (not a CA certificate), the rule
+// that keeps a commonName inside a CA's name constraints: when the CA
+// certificate or any certificate of the chain in its secret carries name
+// constraints, every subject commonName of tmpl must equal (DNS names
+// case-insensitively) one of tmpl's DNS names or IP addresses. Clients
+// that enforce name constraints (crypto/x509 among them) check
+// subjectAltNames only, while some clients still read the commonName of a
+// certificate without DNS names as its host name; with the commonName
+// among the SANs, the constraint check covers it. This is the CA/Browser
+// Forum's rule, and what cert-manager produces for a Certificate whose
+// commonName is also listed in dnsNames or ipAddresses. A CA without name
+// constraints signs any commonName CheckCSRNames accepts. The error is
+// permanent and names the commonName.
+func commonNamesCovered(tmpl *x509.Certificate, chain []*x509.Certificate) error {
+	if tmpl.IsCA || !constrained(chain) {
+		return nil
+	}
+	for _, atv := range tmpl.Subject.Names {
+		if !atv.Type.Equal(oidCommonName) {
+			continue
+		}
+		cn, _ := atv.Value.(string)
+		if cn == "" || coveredBySAN(cn, tmpl) {
+			continue
+		}
+		return errs.Permanentf("spec.request: subject commonName %q is not among the request's DNS names or IP addresses; the CA has name constraints, which clients check on subjectAltNames only, so a commonName must repeat one of them (add it to spec.dnsNames or spec.ipAddresses, or leave it out)", cn)
+	}
+	return nil
+}
+
+var oidCommonName = asn1.ObjectIdentifier{2, 5, 4, 3}
+
+func coveredBySAN(cn string, tmpl *x509.Certificate) bool {
+	if ip := net.ParseIP(cn); ip != nil {
+		for _, x := range tmpl.IPAddresses {
+			if x.Equal(ip) {
+				return true
+			}
+		}
+		return false
+	}
+	for _, d := range tmpl.DNSNames {
+		if strings.EqualFold(d, cn) {
+			return true
+		}
+	}
+	return false
+}
+
+// constrained reports whether any certificate of chain carries name
+// constraints of any kind.
+func constrained(chain []*x509.Certificate) bool {
+	for _, c := range chain {
+		if len(c.PermittedDNSDomains)+len(c.ExcludedDNSDomains)+len(c.PermittedIPRanges)+len(c.ExcludedIPRanges)+
+			len(c.PermittedEmailAddresses)+len(c.ExcludedEmailAddresses)+len(c.PermittedURIDomains)+len(c.ExcludedURIDomains) > 0 {
+			return true
+		}
+		for _, e := range c.Extensions {
+			if e.Id.Equal(pki.OIDExtensionNameConstraints) {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto"
 	"crypto/rand"
+	"crypto/rsa"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"errors"
@@ -391,6 +392,8 @@ func TestSignErrors(t *testing.T) {
 	expired := newCA(t, "expired", f.rootKey, nil, nil, func(c *x509.Certificate) { c.NotAfter = now.Add(-time.Hour) })
 	pathLen0 := newCA(t, "pathlen0", f.rootKey, nil, nil, func(c *x509.Certificate) { c.MaxPathLen, c.MaxPathLenZero = 0, true })
 	constrained := newCA(t, "constrained", f.rootKey, nil, nil, func(c *x509.Certificate) { c.PermittedDNSDomains = []string{"example.org"} })
+	constrainedRoot := newCA(t, "constrained-root", f.rootKey, nil, nil, func(c *x509.Certificate) { c.ExcludedDNSDomains = []string{"victim.corp"} })
+	constrainedInter := newCA(t, "inter", f.interKey, constrainedRoot, f.rootKey)
 	storeDown := newSecrets()
 	storeDown.err = errors.New("secret store unavailable")
 	tests := []struct {
@@ -419,6 +422,16 @@ func TestSignErrors(t *testing.T) {
 			cr: csrRequest(t, leafKey, func(s *api.CertificateSpec) { s.IsCA = true }, nil), want: "path length constraint is 0", permanent: true},
 		{name: "name outside the CA's name constraints", store: newSecrets(caSecret(t, "team-a", f.rootKey, constrained)),
 			want: "the CA cannot sign this request: x509: a root or intermediate certificate is not authorized to sign for this name", permanent: true},
+		{name: "CN-only name under a name-constrained CA", store: newSecrets(caSecret(t, "team-a", f.rootKey, constrained)),
+			cr: csrRequest(t, leafKey, func(s *api.CertificateSpec) { s.CommonName, s.DNSNames = "admin.victim.corp", nil }, nil),
+			want: `ca: spec.request: subject commonName "admin.victim.corp" is not among the request's DNS names or IP addresses; the CA has name constraints`, permanent: true},
+		{name: "CN beside other SANs under a name-constrained CA", store: newSecrets(caSecret(t, "team-a", f.rootKey, constrained)),
+			cr: csrRequest(t, leafKey, func(s *api.CertificateSpec) { s.CommonName, s.DNSNames = "admin.victim.corp", []string{"web.example.org"} }, nil),
+			want: `subject commonName "admin.victim.corp" is not among`, permanent: true},
+		{name: "CN-only name under a constrained intermediate's chain", store: newSecrets(caSecret(t, "team-a", f.interKey, constrainedInter, constrainedRoot)),
+			cr:   csrRequest(t, leafKey, func(s *api.CertificateSpec) { s.CommonName, s.DNSNames = "admin.victim.corp", nil }, nil),
+			want: `subject commonName "admin.victim.corp" is not among`, permanent: true},
+		{name: "RSA-1024 key", store: newSecrets(good), cr: rsa1024Request(t), want: "spec.request: the public key is RSA of 1024 bits", permanent: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -461,6 +474,39 @@ func BenchmarkSign(b *testing.B) {
 	for b.Loop() {
 		if _, err := s.Sign(context.Background(), req); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// rsa1024Request is a request whose CSR has an RSA-1024 key.
+func rsa1024Request(t *testing.T) *api.CertificateRequest {
+	t.Helper()
+	k, err := rsa.GenerateKey(rand.Reader, 1024)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return csrRequest(t, k, nil, nil)
+}
+
+// Under a name-constrained CA, a commonName repeated among the DNS names
+// or IP addresses is signed (and checked against the constraints as a
+// SAN).
+func TestSignCommonNameAmongSANsUnderNameConstraints(t *testing.T) {
+	f := newFixture(t)
+	constrained := newCA(t, "constrained", f.rootKey, nil, nil, func(c *x509.Certificate) {
+		c.PermittedDNSDomains = []string{"example.com"}
+		_, n, _ := net.ParseCIDR("10.0.0.0/8")
+		c.PermittedIPRanges = []*net.IPNet{n}
+	})
+	for _, spec := range []func(*api.CertificateSpec){
+		func(s *api.CertificateSpec) { s.CommonName, s.DNSNames = "WEB.example.com", []string{"web.example.com"} },
+		func(s *api.CertificateSpec) { s.CommonName, s.DNSNames, s.IPAddresses = "10.1.2.3", nil, []string{"10.1.2.3"} },
+		func(s *api.CertificateSpec) { s.CommonName = "" },
+	} {
+		cr := csrRequest(t, ecKey(t), spec, nil)
+		if _, err := New(newSecrets(caSecret(t, "team-a", f.rootKey, constrained)), clock.NewFake(now), nil).Sign(context.Background(),
+			signers.Request{CR: cr, Issuer: caIssuer(), SecretNamespace: "team-a"}); err != nil {
+			t.Errorf("Sign: %v", err)
 		}
 	}
 }
