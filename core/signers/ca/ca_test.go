@@ -423,10 +423,12 @@ func TestSignErrors(t *testing.T) {
 		{name: "name outside the CA's name constraints", store: newSecrets(caSecret(t, "team-a", f.rootKey, constrained)),
 			want: "the CA cannot sign this request: x509: a root or intermediate certificate is not authorized to sign for this name", permanent: true},
 		{name: "CN-only name under a name-constrained CA", store: newSecrets(caSecret(t, "team-a", f.rootKey, constrained)),
-			cr: csrRequest(t, leafKey, func(s *api.CertificateSpec) { s.CommonName, s.DNSNames = "admin.victim.corp", nil }, nil),
+			cr:   csrRequest(t, leafKey, func(s *api.CertificateSpec) { s.CommonName, s.DNSNames = "admin.victim.corp", nil }, nil),
 			want: `ca: spec.request: subject commonName "admin.victim.corp" is not among the request's DNS names or IP addresses; the CA has name constraints`, permanent: true},
 		{name: "CN beside other SANs under a name-constrained CA", store: newSecrets(caSecret(t, "team-a", f.rootKey, constrained)),
-			cr: csrRequest(t, leafKey, func(s *api.CertificateSpec) { s.CommonName, s.DNSNames = "admin.victim.corp", []string{"web.example.org"} }, nil),
+			cr: csrRequest(t, leafKey, func(s *api.CertificateSpec) {
+				s.CommonName, s.DNSNames = "admin.victim.corp", []string{"web.example.org"}
+			}, nil),
 			want: `subject commonName "admin.victim.corp" is not among`, permanent: true},
 		{name: "CN-only name under a constrained intermediate's chain", store: newSecrets(caSecret(t, "team-a", f.interKey, constrainedInter, constrainedRoot)),
 			cr:   csrRequest(t, leafKey, func(s *api.CertificateSpec) { s.CommonName, s.DNSNames = "admin.victim.corp", nil }, nil),
@@ -499,8 +501,12 @@ func TestSignCommonNameAmongSANsUnderNameConstraints(t *testing.T) {
 		c.PermittedIPRanges = []*net.IPNet{n}
 	})
 	for _, spec := range []func(*api.CertificateSpec){
-		func(s *api.CertificateSpec) { s.CommonName, s.DNSNames = "WEB.example.com", []string{"web.example.com"} },
-		func(s *api.CertificateSpec) { s.CommonName, s.DNSNames, s.IPAddresses = "10.1.2.3", nil, []string{"10.1.2.3"} },
+		func(s *api.CertificateSpec) {
+			s.CommonName, s.DNSNames = "WEB.example.com", []string{"web.example.com"}
+		},
+		func(s *api.CertificateSpec) {
+			s.CommonName, s.DNSNames, s.IPAddresses = "10.1.2.3", nil, []string{"10.1.2.3"}
+		},
 		func(s *api.CertificateSpec) { s.CommonName = "" },
 	} {
 		cr := csrRequest(t, ecKey(t), spec, nil)
