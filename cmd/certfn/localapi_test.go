@@ -9,6 +9,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"fmt"
 	"math/big"
 	"net"
 	"os"
@@ -16,6 +17,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/certfn/certfn/adapters/httpapi/apitest"
+	ct "github.com/certfn/certfn/core/certificates/certtest"
 )
 
 // pkiFiles writes a CA, a server certificate for 127.0.0.1 and client
@@ -141,6 +145,25 @@ spec:
 	}
 	if r := remote(adminCrt, adminKey, "status", "certificate", "web"); r.code != 0 || !strings.HasPrefix(r.stdout, "Ready") {
 		t.Fatalf("admin status: %d %s %s", r.code, r.stdout, r.stderr)
+	}
+	// A CSR whose subjectAltName hides an IP address (an iPAddress
+	// encoded as constructed: crypto/x509 skips it, OpenSSL reads
+	// IP:127.0.0.1) is refused at apply through the TLS API, as a
+	// CertificateSigningRequest and as a CertificateRequest, naming
+	// spec.request and the rule.
+	hidden := ct.HiddenIPCSR(t, "web.example.com")
+	for i, m := range []string{
+		apitest.SigningRequest("hidden-ip", "issuers.cert-manager.io/default.selfsigned", hidden),
+		apitest.RequestWithCSR("default", "hidden-ip", "selfsigned", hidden),
+	} {
+		f := filepath.Join(p.dir, fmt.Sprintf("hidden-%d.yaml", i))
+		if err := os.WriteFile(f, []byte(m), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if r := remote(adminCrt, adminKey, "apply", "-f", f); r.code == 0 || !strings.Contains(r.stderr, "spec.request") ||
+			!strings.Contains(r.stderr, "subjectAltName entry 2 (iPAddress): is encoded as constructed") {
+			t.Fatalf("hidden IP applied: %d %s %s", r.code, r.stdout, r.stderr)
+		}
 	}
 	// Orders and Challenges are written only by certfn's ACME issuer: even
 	// system:masters may not apply one through the API.

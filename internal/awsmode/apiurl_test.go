@@ -21,6 +21,7 @@ import (
 	"github.com/certfn/certfn/adapters/httpapi/apitest"
 	"github.com/certfn/certfn/core/api"
 	"github.com/certfn/certfn/core/app"
+	ct "github.com/certfn/certfn/core/certificates/certtest"
 	"github.com/certfn/certfn/core/errs"
 	"github.com/certfn/certfn/core/rbac"
 	"github.com/certfn/certfn/internal/awsmode"
@@ -372,4 +373,28 @@ func TestAPIRuntimeChecksConfig(t *testing.T) {
 
 func awsConfigForTest() aws.Config {
 	return aws.Config{Region: "eu-west-1", Credentials: credentials.NewStaticCredentialsProvider("AKID", "secret", "")}
+}
+
+// A CSR whose subjectAltName hides an IP address (an iPAddress encoded as
+// constructed, which crypto/x509 skips and OpenSSL reads) is refused at
+// apply by the api function, as a CertificateSigningRequest and as a
+// CertificateRequest, with a message naming spec.request and the rule;
+// nothing is stored.
+func TestFunctionURLRefusesHiddenSANEntries(t *testing.T) {
+	e := newFnEnv(t)
+	csr := ct.HiddenIPCSR(t, "web.team-a.example.com")
+	for _, m := range []string{
+		apitest.SigningRequest("hidden-ip", "issuers.cert-manager.io/default.ss", csr),
+		apitest.RequestWithCSR("default", "hidden-ip", "ss", csr),
+	} {
+		resp := e.must(422, req{method: "POST", path: "/v1/apply", ctype: "application/yaml", body: m, arn: adminRole})
+		var b struct{ Error string }
+		if err := json.Unmarshal([]byte(resp.Body), &b); err != nil ||
+			!strings.Contains(b.Error, "spec.request") || !strings.Contains(b.Error, "subjectAltName entry 2 (iPAddress): is encoded as constructed") {
+			t.Fatalf("error %q (%v), want spec.request and the constructed iPAddress named", b.Error, err)
+		}
+	}
+	for _, path := range []string{"/v1/certificatesigningrequests/hidden-ip", "/v1/namespaces/default/certificaterequests/hidden-ip"} {
+		e.must(404, req{method: "GET", path: path, arn: adminRole})
+	}
 }

@@ -16,6 +16,7 @@ import (
 
 	fsstore "github.com/certfn/certfn/adapters/gcp/firestore"
 	"github.com/certfn/certfn/adapters/gcp/secretmanager/gsmtest"
+	"github.com/certfn/certfn/adapters/httpapi/apitest"
 	"github.com/certfn/certfn/core/api"
 	"github.com/certfn/certfn/core/app"
 	ct "github.com/certfn/certfn/core/certificates/certtest"
@@ -273,4 +274,32 @@ func TestBadInputThroughCloudRunHandlers(t *testing.T) {
 func (d *deployment) debugRequests(ns string) string {
 	w := d.do(d.api, "GET", "/v1/namespaces/"+ns+"/certificaterequests", "token-ops@example.com", "")
 	return w.Body.String()
+}
+
+// A CSR whose subjectAltName hides an IP address (an iPAddress encoded as
+// constructed, which crypto/x509 skips and OpenSSL reads) is refused at
+// apply by the api service, as a CertificateSigningRequest and as a
+// CertificateRequest, with a message naming spec.request and the rule;
+// nothing is stored and nothing is queued.
+func TestHiddenSANEntriesRefusedByTheAPIService(t *testing.T) {
+	d := newDeployment(t)
+	csr := ct.HiddenIPCSR(t, "web.team-a.example.com")
+	for _, m := range []string{
+		apitest.SigningRequest("hidden-ip", "issuers.cert-manager.io/default.ss", csr),
+		apitest.RequestWithCSR("default", "hidden-ip", "ss", csr),
+	} {
+		w := d.do(d.api, "POST", "/v1/apply", "token-ops@example.com", m)
+		if w.Code != http.StatusUnprocessableEntity || !strings.Contains(w.Body.String(), "spec.request") ||
+			!strings.Contains(w.Body.String(), "subjectAltName entry 2 (iPAddress): is encoded as constructed") {
+			t.Fatalf("apply: %d %s, want 422 naming spec.request and the constructed iPAddress", w.Code, w.Body)
+		}
+	}
+	for _, path := range []string{"/v1/certificatesigningrequests/hidden-ip", "/v1/namespaces/default/certificaterequests/hidden-ip"} {
+		if w := d.do(d.api, "GET", path, "token-ops@example.com", ""); w.Code != http.StatusNotFound {
+			t.Fatalf("GET %s: %d %s, want 404", path, w.Code, w.Body)
+		}
+	}
+	if keys := d.workerQ.take(); len(keys) != 0 {
+		t.Fatalf("queued %v", keys)
+	}
 }

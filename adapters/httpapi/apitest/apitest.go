@@ -137,6 +137,32 @@ spec:
 `, name, ns, base64.StdEncoding.EncodeToString(csr), issuer)
 }
 
+// SigningRequest returns a CertificateSigningRequest manifest carrying
+// the PEM csr for signerName, with server-auth usages.
+func SigningRequest(name, signerName string, csr []byte) string {
+	return fmt.Sprintf(`apiVersion: certificates.k8s.io/v1
+kind: CertificateSigningRequest
+metadata: {name: %s}
+spec:
+  request: %s
+  signerName: %s
+  usages: [digital signature, key encipherment, server auth]
+`, name, base64.StdEncoding.EncodeToString(csr), signerName)
+}
+
+// RequestWithCSR returns a CertificateRequest manifest carrying the PEM
+// csr, for the Issuer issuer.
+func RequestWithCSR(ns, name, issuer string, csr []byte) string {
+	return fmt.Sprintf(`apiVersion: cert-manager.io/v1
+kind: CertificateRequest
+metadata: {name: %s, namespace: %s}
+spec:
+  request: %s
+  issuerRef: {name: %s}
+  usages: [digital signature, server auth]
+`, name, ns, base64.StdEncoding.EncodeToString(csr), issuer)
+}
+
 // Grant returns a ClusterRole named name with one rule (verbs on
 // resources of group) and a ClusterRoleBinding of it to the User user.
 // When ns is not empty the binding is a RoleBinding in ns instead.

@@ -13,6 +13,7 @@ import (
 	"crypto/rand"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/asn1"
 	"encoding/json"
 	"encoding/pem"
 	"math/big"
@@ -180,6 +181,37 @@ func BareCSR(t testing.TB, dnsName string) []byte {
 	t.Helper()
 	der, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{Subject: pkix.Name{CommonName: dnsName}, DNSNames: []string{dnsName}},
 		Key(t, nil))
+	if err != nil {
+		t.Fatalf("create CSR: %v", err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der})
+}
+
+// HiddenIPCSR returns a PEM CSR for dnsName (common name and a DNS SAN)
+// whose subjectAltName also holds an iPAddress GeneralName encoded as
+// constructed: crypto/x509 skips it, while OpenSSL concatenates its OCTET
+// STRING segments and reads IP:127.0.0.1 (16 content bytes, so a reader
+// that ignores the constructed bit sees an IPv6 address). certfn must
+// refuse it wherever a CSR is read.
+func HiddenIPCSR(t testing.TB, dnsName string) []byte {
+	t.Helper()
+	mustDER := func(v any) []byte {
+		b, err := asn1.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	octets := func(b ...byte) []byte { return mustDER(asn1.RawValue{Tag: asn1.TagOctetString, Bytes: b}) }
+	var segs []byte
+	for _, s := range [][]byte{octets(127, 0), octets(0, 1), octets(), octets(), octets(), octets()} {
+		segs = append(segs, s...)
+	}
+	dns := mustDER(asn1.RawValue{Class: asn1.ClassContextSpecific, Tag: 2, Bytes: []byte(dnsName)})
+	ip := mustDER(asn1.RawValue{Class: asn1.ClassContextSpecific, Tag: 7, IsCompound: true, Bytes: segs})
+	san := mustDER(asn1.RawValue{Tag: asn1.TagSequence, IsCompound: true, Bytes: append(dns, ip...)})
+	der, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{Subject: pkix.Name{CommonName: dnsName},
+		ExtraExtensions: []pkix.Extension{{Id: pki.OIDExtensionSubjectAltName, Value: san}}}, Key(t, nil))
 	if err != nil {
 		t.Fatalf("create CSR: %v", err)
 	}
