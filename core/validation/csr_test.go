@@ -4,6 +4,7 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/rsa"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
@@ -80,6 +81,10 @@ func TestCertificateSigningRequest(t *testing.T) {
 		{"request missing", func(c *api.CertificateSigningRequest) { c.Spec.Request = nil }, "spec.request", "required"},
 		{"request not PEM", func(c *api.CertificateSigningRequest) { c.Spec.Request = []byte("hello") }, "spec.request", "not PEM"},
 		{"request is a certificate, not a CSR", func(c *api.CertificateSigningRequest) { c.Spec.Request = cert }, "spec.request", "CERTIFICATE REQUEST"},
+		{"request hides an IP address in its subjectAltName", func(c *api.CertificateSigningRequest) { c.Spec.Request = hiddenIPCSR(t) },
+			"spec.request", "subjectAltName entry 2 (iPAddress): is encoded as constructed"},
+		{"request with an RSA-1024 key", func(c *api.CertificateSigningRequest) { c.Spec.Request = rsa1024CSR(t) },
+			"spec.request", "the public key is RSA of 1024 bits; certfn signs RSA keys of 2048 to 8192 bits"},
 		{"usages missing (v1: usages must be provided)", func(c *api.CertificateSigningRequest) { c.Spec.Usages = nil }, "spec.usages", "must be provided"},
 		{"unknown usage", func(c *api.CertificateSigningRequest) { c.Spec.Usages = []api.KeyUsage{"server auth", "flying"} }, "spec.usages[1]", "unsupported value"},
 		{"duplicate usage", func(c *api.CertificateSigningRequest) { c.Spec.Usages = []api.KeyUsage{"server auth", "server auth"} }, "spec.usages[1]", "duplicate"},
@@ -227,4 +232,38 @@ func FuzzCSRValidation(f *testing.F) {
 			t.Fatalf("status.certificate: chain error %v but validation %v", chainErr, errs)
 		}
 	})
+}
+
+// hiddenIPCSR is a CSR whose subjectAltName holds a DNS name and an
+// iPAddress encoded as constructed (OCTET STRING segments that OpenSSL
+// concatenates into 127.0.0.1; crypto/x509 skips the entry).
+func hiddenIPCSR(t testing.TB) []byte {
+	t.Helper()
+	octet := func(b ...byte) []byte { return append([]byte{0x04, byte(len(b))}, b...) }
+	ip := append([]byte{0xa7, 16}, append(append(octet(127, 0), octet(0, 1)...), append(append(octet(), octet()...), append(octet(), octet()...)...)...)...)
+	dns := append([]byte{0x82, 15}, "web.example.com"...)
+	san := append([]byte{0x30, byte(len(dns) + len(ip))}, append(dns, ip...)...)
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	der, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{Subject: pkix.Name{CommonName: "web.example.com"},
+		ExtraExtensions: []pkix.Extension{{Id: pki.OIDExtensionSubjectAltName, Value: san}}}, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der})
+}
+
+func rsa1024CSR(t testing.TB) []byte {
+	t.Helper()
+	key, err := rsa.GenerateKey(rand.Reader, 1024)
+	if err != nil {
+		t.Fatal(err)
+	}
+	der, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{Subject: pkix.Name{CommonName: "web.example.com"}, DNSNames: []string{"web.example.com"}}, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der})
 }
