@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/certfn/certfn/core/api"
+	ct "github.com/certfn/certfn/core/certificates/certtest"
 	"github.com/certfn/certfn/core/clock"
 	"github.com/certfn/certfn/core/errs"
 	"github.com/certfn/certfn/core/pki"
@@ -198,6 +199,9 @@ func TestSignErrors(t *testing.T) {
 		{name: "secret without tls.key", store: newSecrets(noKey), want: "has no tls.key", permanent: true},
 		{name: "undecodable key", store: newSecrets(badKey), want: "not a valid key", permanent: true},
 		{name: "bad CSR", store: newSecrets(good), cr: selfSignedRequest(t, k, nil, func(s *api.CertificateRequestSpec) { s.Request = []byte("junk") }), want: "spec.request", permanent: true},
+		{name: "CSR hides an IP address in its subjectAltName", store: newSecrets(good), cr: selfSignedRequest(t, k, nil, func(s *api.CertificateRequestSpec) {
+			s.Request, s.IsCA = ct.HiddenIPCSR(t, "web.team-a.example.com"), false
+		}), want: "spec.request: subjectAltName entry 2 (iPAddress): is encoded as constructed", permanent: true},
 		{name: "CA bit disagrees", store: newSecrets(good), cr: selfSignedRequest(t, k, nil, func(s *api.CertificateRequestSpec) { s.IsCA = false }), want: "spec.isCA", permanent: true},
 		{name: "issuer is not selfSigned", store: newSecrets(good), issuer: &api.Issuer{}, want: "no spec.selfSigned", notReady: true},
 		{name: "bad max-duration annotation", store: newSecrets(good), issuer: selfSignedIssuer(map[string]string{api.AnnotationMaxDuration: "-1h"}), want: api.AnnotationMaxDuration, notReady: true},
