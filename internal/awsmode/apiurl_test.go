@@ -373,3 +373,14 @@ func TestAPIRuntimeChecksConfig(t *testing.T) {
 func awsConfigForTest() aws.Config {
 	return aws.Config{Region: "eu-west-1", Credentials: credentials.NewStaticCredentialsProvider("AKID", "secret", "")}
 }
+
+// Through the api function's Function URL handler: a CSR's cert-manager
+// annotations cannot be changed by a re-apply (422 naming the field), and
+// an approval with a stale resourceVersion is 409 (apitest.CSRApprovalChecks).
+func TestFunctionURLCSRApprovalAppliesToWhatWasReviewed(t *testing.T) {
+	e := newFnEnv(t)
+	apitest.CSRApprovalChecks(t, func(method, path, ctype, body string) (int, string) {
+		resp := e.invoke(req{method: method, path: path, ctype: ctype, body: body, arn: adminRole})
+		return resp.StatusCode, resp.Body
+	}, "reviewed")
+}
