@@ -1,6 +1,7 @@
 package app_test
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -11,6 +12,8 @@ import (
 	"github.com/certfn/certfn/core/app/apptest"
 	"github.com/certfn/certfn/core/csr"
 	"github.com/certfn/certfn/core/pki"
+	"github.com/certfn/certfn/core/ports"
+	"github.com/certfn/certfn/core/requests"
 )
 
 // noCAPolicy lets team-a have leaf certificates for its names from Issuer
@@ -105,5 +108,53 @@ func TestCSRChangedAfterApprovalIsNotSigned(t *testing.T) {
 	c = getCSR(r, "store")
 	if f := c.Status.Condition(api.CSRConditionFailed); c.IsIssued() || f == nil || f.Reason != csr.ReasonChangedAfterApproval || !strings.Contains(f.Message, isCA) {
 		t.Fatalf("store: issued %v, failed %+v; want Failed %s naming %s", c.IsIssued(), f, csr.ReasonChangedAfterApproval, isCA)
+	}
+}
+
+// racingApprover approves every request and, on its first decision, runs
+// change first: a write to the CSR between the approval step's read and
+// its write.
+type racingApprover struct {
+	change func()
+	done   bool
+}
+
+func (a *racingApprover) Decide(context.Context, *api.CertificateRequest) (requests.Decision, error) {
+	if !a.done {
+		a.done = true
+		a.change()
+	}
+	return requests.Decision{Result: requests.Approved, Reason: "test", Message: "approved"}, nil
+}
+
+// The approver's write is conditional on the version it evaluated: a CSR
+// changed while the approver decided is not approved from the old view
+// (the write loses, ErrConflict), and the next reconcile evaluates the
+// stored version and records that one (status.approved.resourceVersion is
+// the version just before the approval's write).
+func TestCSRApprovalWriteIsConditional(t *testing.T) {
+	var r *apptest.Rig
+	racing := &racingApprover{}
+	r = apptest.NewRig(t, func(s *app.Settings) { s.Approver = racing })
+	m := csrSpec{name: "web", signer: "clusterissuers.cert-manager.io/ca"}.yaml(t)
+	racing.change = func() {
+		if _, err := applyAs(r, apptest.Caller, strings.Replace(m, "metadata: {name: web}", "metadata: {name: web, labels: {a: b}}", 1)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r.Apply(m)
+	err := r.Engine.Reconcile(r.Ctx, csrKey("web"))
+	if !errors.Is(err, ports.ErrConflict) {
+		t.Fatalf("approval over a concurrent change: err = %v; want the write to lose (ErrConflict)", err)
+	}
+	c := getCSR(r, "web")
+	if c.Status.Has(api.CSRConditionApproved) || c.Labels["a"] != "b" {
+		t.Fatalf("after the lost race: conditions %+v, labels %v", c.Status.Conditions, c.Labels)
+	}
+	changed := c.ResourceVersion
+	r.Reconcile(csrKey("web"))
+	c = getCSR(r, "web")
+	if a := c.Status.Approved; !c.Status.Has(api.CSRConditionApproved) || a == nil || a.ResourceVersion != changed {
+		t.Fatalf("approved %+v; want the record of version %s", a, changed)
 	}
 }
