@@ -480,6 +480,10 @@ type ApprovalRequest struct {
 	Reason string `json:"reason,omitempty"`
 	// Message recorded on the condition (default "manually approved by <caller>").
 	Message string `json:"message,omitempty"`
+	// ResourceVersion, when set, is a precondition: the decision applies
+	// only to that version of the request (metadata.resourceVersion as the
+	// caller read it); another version is 409 Conflict.
+	ResourceVersion string `json:"resourceVersion,omitempty"`
 }
 
 // decodeJSON decodes a JSON body strictly (unknown fields are errors).
@@ -517,7 +521,7 @@ func (h *Handler) approval(r *http.Request, caller app.Caller) (int, any, error)
 		return 0, nil, badRequestf("approve", "approve: required (true to approve, false to deny)")
 	}
 	key := api.Key{Kind: api.KindCertificateRequest, Namespace: r.PathValue("ns"), Name: r.PathValue("name")}
-	cr, err := h.svc.Approve(r.Context(), caller, key, *req.Approve, req.Reason, req.Message)
+	cr, err := h.svc.Approve(r.Context(), caller, key, *req.Approve, req.Reason, req.Message, req.ResourceVersion)
 	if err != nil {
 		return 0, nil, err
 	}

@@ -37,7 +37,9 @@ type client interface {
 	// Approve approves (approve=true) or denies a CertificateRequest or a
 	// CertificateSigningRequest (its approval subresource); an empty
 	// message becomes "manually approved by <caller>".
-	Approve(ctx context.Context, key api.Key, approve bool, reason, message string) error
+	// Approve decides the request at key; a non-empty resourceVersion is a
+	// precondition (the decision applies to that version only).
+	Approve(ctx context.Context, key api.Key, approve bool, reason, message, resourceVersion string) error
 }
 
 // localClient runs the verbs on the local runtime through the same
@@ -84,12 +86,12 @@ func (c *localClient) Renew(ctx context.Context, key api.Key) (*app.RenewResult,
 	return c.svc.Renew(ctx, c.caller, key)
 }
 
-func (c *localClient) Approve(ctx context.Context, key api.Key, approve bool, reason, message string) error {
+func (c *localClient) Approve(ctx context.Context, key api.Key, approve bool, reason, message, resourceVersion string) error {
 	if key.Kind == api.KindCertificateSigningRequest {
-		_, err := c.svc.ApproveCSR(ctx, c.caller, key.Name, approve, reason, message)
+		_, err := c.svc.ApproveCSR(ctx, c.caller, key.Name, approve, reason, message, resourceVersion)
 		return err
 	}
-	_, err := c.svc.Approve(ctx, c.caller, key, approve, reason, message)
+	_, err := c.svc.Approve(ctx, c.caller, key, approve, reason, message, resourceVersion)
 	return err
 }
 

@@ -31,7 +31,7 @@ func newCertificateCmd(g *globals) *cobra.Command {
 	c := &cobra.Command{Use: "certificate", Short: "Approve or deny CertificateSigningRequests (as kubectl certificate)"}
 	for _, approve := range []bool{true, false} {
 		approve := approve
-		var reason, message string
+		var reason, message, version string
 		verb, done, defReason := "deny", "denied", "CertfnDeny"
 		if approve {
 			verb, done, defReason = "approve", "approved", "CertfnApprove"
@@ -52,7 +52,7 @@ request does not let you approve it.`,
 				}
 				for _, name := range args {
 					k := api.Key{Kind: api.KindCertificateSigningRequest, Name: name}
-					if err := cl.Approve(cmd.Context(), k, approve, reason, message); err != nil {
+					if err := decideOn(cmd.Context(), cl, k, approve, reason, message, version); err != nil {
 						return err
 					}
 					fmt.Fprintf(g.stdout, "%s %s\n", displayKey(k), done)
@@ -60,6 +60,7 @@ request does not let you approve it.`,
 				return nil
 			},
 		}
+		sub.Flags().StringVar(&version, "resource-version", "", resourceVersionUsage)
 		sub.Flags().StringVar(&reason, "reason", defReason, "reason recorded on the condition")
 		sub.Flags().StringVar(&message, "message", "", "message recorded on the condition (default \"manually "+done+" by <your identity>\")")
 		c.AddCommand(sub)

@@ -6,12 +6,15 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
 	"fmt"
+	"io"
 	"math/big"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -81,42 +84,9 @@ func (p *pkiFiles) issue(t *testing.T, name, cn string, orgs []string, server bo
 // identities come from the certificate (CN, O) and the bindings decide, and
 // a client without a certificate of the CA gets nothing.
 func TestServeAPIWithClientCertificates(t *testing.T) {
-	dir := setupEnv(t)
-	p := newPKIFiles(t)
-	srvCrt, srvKey := p.issue(t, "server", "127.0.0.1", nil, true)
+	p, addr := serveTLSAPI(t)
 	adminCrt, adminKey := p.issue(t, "admin", "ops-admin", []string{"system:masters"}, false)
 	aliceCrt, aliceKey := p.issue(t, "alice", "alice", []string{"team-a"}, false)
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan int, 1)
-	go func() {
-		var out, errb bytes.Buffer
-		done <- run(ctx, []string{"--data", dir, "serve", "--auto-approve", "*", "--api-listen", addr,
-			"--api-tls-cert", srvCrt, "--api-tls-key", srvKey, "--api-client-ca", filepath.Join(p.dir, "ca.crt")}, strings.NewReader(""), &out, &errb)
-	}()
-	t.Cleanup(func() {
-		cancel()
-		if code := <-done; code != 0 {
-			t.Errorf("serve exited %d", code)
-		}
-	})
-	for i := 0; ; i++ {
-		c, err := net.Dial("tcp", addr)
-		if err == nil {
-			c.Close()
-			break
-		}
-		if i > 200 {
-			t.Fatalf("serve --api-listen not listening on %s", addr)
-		}
-		time.Sleep(25 * time.Millisecond)
-	}
 	remote := func(crt, key string, args ...string) result {
 		t.Helper()
 		base := []string{"--server", "https://" + addr, "--server-ca", filepath.Join(p.dir, "ca.crt")}
@@ -125,7 +95,6 @@ func TestServeAPIWithClientCertificates(t *testing.T) {
 		}
 		return cli(t, t.TempDir(), "", append(base, args...)...)
 	}
-
 	manifests := filepath.Join(p.dir, "m.yaml")
 	if err := os.WriteFile(manifests, []byte(selfSignedIssuer+"---\n"+`apiVersion: cert-manager.io/v1
 kind: Certificate
@@ -191,6 +160,104 @@ spec: {request: "", issuerRef: {name: selfsigned}, dnsNames: [victim.example.com
 	eveCrt, eveKey := other.issue(t, "eve", "eve", []string{"system:masters"}, false)
 	if r := remote(eveCrt, eveKey, "get", "certificates", "-n", "default"); r.code == 0 {
 		t.Fatalf("foreign client certificate accepted: %s", r.stdout)
+	}
+}
+
+// serveTLSAPI runs `serve --auto-approve '*' --api-listen` on a free
+// loopback port with a server certificate and a client CA from p, until
+// the test ends, and returns p and the address once it listens.
+func serveTLSAPI(t *testing.T) (*pkiFiles, string) {
+	t.Helper()
+	dir := setupEnv(t)
+	p := newPKIFiles(t)
+	srvCrt, srvKey := p.issue(t, "server", "127.0.0.1", nil, true)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan int, 1)
+	go func() {
+		var out, errb bytes.Buffer
+		done <- run(ctx, []string{"--data", dir, "serve", "--auto-approve", "*", "--api-listen", addr,
+			"--api-tls-cert", srvCrt, "--api-tls-key", srvKey, "--api-client-ca", filepath.Join(p.dir, "ca.crt")}, strings.NewReader(""), &out, &errb)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		if code := <-done; code != 0 {
+			t.Errorf("serve exited %d", code)
+		}
+	})
+	for i := 0; ; i++ {
+		c, err := net.Dial("tcp", addr)
+		if err == nil {
+			c.Close()
+			break
+		}
+		if i > 200 {
+			t.Fatalf("serve --api-listen not listening on %s", addr)
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+	return p, addr
+}
+
+// Through the local TLS API: a CSR's cert-manager annotations cannot be
+// changed by a re-apply (422 naming the field), an approval with a stale
+// resourceVersion is 409 (apitest.CSRApprovalChecks); the CLI's
+// `certificate approve --resource-version` sends the version it is given
+// (a stale one is refused, naming metadata.resourceVersion) and by
+// default the version it read.
+func TestServeAPIApprovalAppliesToWhatWasReviewed(t *testing.T) {
+	p, addr := serveTLSAPI(t)
+	adminCrt, adminKey := p.issue(t, "admin", "ops-admin", []string{"system:masters"}, false)
+	pair, err := tls.LoadX509KeyPair(adminCrt, adminKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	caPEM, err := os.ReadFile(filepath.Join(p.dir, "ca.crt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	roots := x509.NewCertPool()
+	roots.AppendCertsFromPEM(caPEM)
+	hc := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots, Certificates: []tls.Certificate{pair}}}}
+	do := func(method, path, ctype, body string) (int, string) {
+		t.Helper()
+		req, err := http.NewRequest(method, "https://"+addr+path, strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ctype != "" {
+			req.Header.Set("Content-Type", ctype)
+		}
+		resp, err := hc.Do(req)
+		if err != nil {
+			t.Fatalf("%s %s: %v", method, path, err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	apitest.CSRApprovalChecks(t, do, "reviewed")
+
+	remote := func(args ...string) result {
+		t.Helper()
+		base := []string{"--server", "https://" + addr, "--server-ca", filepath.Join(p.dir, "ca.crt"), "--client-cert", adminCrt, "--client-key", adminKey}
+		return cli(t, t.TempDir(), "", append(base, args...)...)
+	}
+	m := filepath.Join(p.dir, "csr.yaml")
+	if err := os.WriteFile(m, []byte(apitest.CSRManifest(t, "by-cli", "")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if r := remote("apply", "-f", m); r.code != 0 {
+		t.Fatalf("apply: %d %s %s", r.code, r.stdout, r.stderr)
+	}
+	failsWith(t, remote("certificate", "approve", "by-cli", "--resource-version", "999999"), "metadata.resourceVersion")
+	if r := remote("certificate", "approve", "by-cli"); r.code != 0 || !strings.Contains(r.stdout, "approved") {
+		t.Fatalf("approve at the version read: %d %s %s", r.code, r.stdout, r.stderr)
 	}
 }
 

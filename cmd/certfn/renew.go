@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"strings"
 
@@ -72,7 +73,7 @@ func newRenew(g *globals) *cobra.Command {
 }
 
 func newApprove(g *globals, approve bool) *cobra.Command {
-	var ns, reason, message string
+	var ns, reason, message, version string
 	verb, done, short := "deny", "denied", "Deny a CertificateRequest (permanent)"
 	if approve {
 		verb, done, short = "approve", "approved", "Approve a CertificateRequest (permanent)"
@@ -87,7 +88,7 @@ func newApprove(g *globals, approve bool) *cobra.Command {
 				return err
 			}
 			k := api.Key{Kind: api.KindCertificateRequest, Namespace: ns, Name: args[0]}
-			if err := cl.Approve(cmd.Context(), k, approve, reason, message); err != nil {
+			if err := decideOn(cmd.Context(), cl, k, approve, reason, message, version); err != nil {
 				return err
 			}
 			fmt.Fprintf(g.stdout, "%s %s\n", displayKey(k), done)
@@ -95,6 +96,7 @@ func newApprove(g *globals, approve bool) *cobra.Command {
 		},
 	}
 	c.Flags().StringVarP(&ns, "namespace", "n", "default", "namespace")
+	c.Flags().StringVar(&version, "resource-version", "", resourceVersionUsage)
 	c.Flags().StringVar(&reason, "reason", "KubectlCertManager", "reason recorded on the condition")
 	c.Flags().StringVar(&message, "message", "", "message recorded on the condition (default \"manually "+done+" by <your identity>\")")
 	return c
@@ -129,4 +131,24 @@ new key. Needs 'update' on the Certificate. ACME issuers only. Local only.`,
 	c.Flags().StringVarP(&ns, "namespace", "n", "default", "namespace")
 	c.Flags().StringVar(&reason, "reason", "unspecified", "RFC 5280 reason: "+strings.Join(app.ReasonNames(), ", "))
 	return c
+}
+
+// resourceVersionUsage is the help of the approval commands' --resource-version.
+const resourceVersionUsage = "decide only if the request is still at this metadata.resourceVersion (the one you reviewed); " +
+	"default: the version read just before deciding"
+
+// decideOn records a decision on the request at key, conditional on its
+// resourceVersion: version (--resource-version, the one the user
+// reviewed) or, when empty, the version read here, so that the decision
+// applies exactly to the request as it was read and a request changed
+// meanwhile is refused (409) rather than decided unseen.
+func decideOn(ctx context.Context, cl client, key api.Key, approve bool, reason, message, version string) error {
+	if version == "" {
+		o, err := cl.Get(ctx, key)
+		if err != nil {
+			return err
+		}
+		version = o.GetObjectMeta().ResourceVersion
+	}
+	return cl.Approve(ctx, key, approve, reason, message, version)
 }

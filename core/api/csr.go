@@ -98,6 +98,36 @@ type CertificateSigningRequestStatus struct {
 	// upstream has no Issued condition), from which the CSR's retention
 	// counts (FinishedAt).
 	IssuedAt *Time `json:"issuedAt,omitempty"`
+	// Approved is what the approval approved (certfn's extension): the
+	// parameters the approver evaluated. Only the write that adds the
+	// Approved condition sets it (core/csr.Approve); an apply never writes
+	// status. The signer signs these parameters and refuses a request whose
+	// evaluated view no longer matches them.
+	Approved *CSRApproval `json:"approved,omitempty"`
+}
+
+// CSRApproval records the evaluated view of a CertificateSigningRequest
+// that was approved: the request as its signer would sign it.
+type CSRApproval struct {
+	// Digest is the hex SHA-256 of the whole evaluated view (the fields
+	// below, the signer name and the requester).
+	Digest string `json:"digest"`
+	// ResourceVersion is the version of the request the approval read.
+	ResourceVersion string `json:"resourceVersion,omitempty"`
+	// RequestSHA256 is the hex SHA-256 of spec.request.
+	RequestSHA256 string `json:"requestSHA256"`
+	// IsCA is the approved experimental.cert-manager.io/request-is-ca.
+	IsCA bool `json:"isCA,omitempty"`
+	// ExpirationSeconds is the approved spec.expirationSeconds.
+	ExpirationSeconds *int32 `json:"expirationSeconds,omitempty"`
+	// Duration is the approved experimental.cert-manager.io/request-duration
+	// (when expirationSeconds is unset).
+	Duration *Duration `json:"duration,omitempty"`
+	// Usages are the approved spec.usages.
+	Usages []KeyUsage `json:"usages,omitempty"`
+	// PrivateKeySecretName is the approved
+	// experimental.cert-manager.io/private-key-secret-name.
+	PrivateKeySecretName string `json:"privateKeySecretName,omitempty"`
 }
 
 // FinishedAt is when the CSR became final: its Denied or Failed

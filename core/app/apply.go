@@ -170,8 +170,12 @@ func (s *Service) checkApply(ctx context.Context, caller Caller, objs []api.Obje
 	}
 	verr := &ValidationError{}
 	var msgs []string
-	for _, o := range objs {
-		if field, err := s.validate(o); err != nil {
+	for i, o := range objs {
+		field, err := s.validate(o)
+		if err == nil && stored[i] != nil {
+			field, err = validateUpdate(api.KeyOf(o), stored[i], o)
+		}
+		if err != nil {
 			msgs = append(msgs, err.Error())
 			verr.Details = append(verr.Details, ErrorDetail{Object: api.KeyOf(o).String(), Field: field, Error: api.Truncate(err.Error(), 4*api.MaxReportedLine)})
 		}
@@ -206,7 +210,8 @@ var QuotaKinds = []string{api.KindCertificate, api.KindCertificateRequest, api.K
 // namespace holds (one List per kind) plus the new ones of the batch
 // (stored[i] == nil: not stored when Apply read it). Updates are not
 // counted, so a namespace over its quota (lowered since) can still change
-// what it holds. Without a quota nothing is listed. Two applies at the same
+// what it holds. CertificateSigningRequests, cluster-scoped, count by
+// requester against the same limit (checkCSRQuota). Without a quota nothing is listed. Two applies at the same
 // moment may both pass: the quota bounds what one apply adds, not a race.
 func (s *Service) checkObjectQuota(ctx context.Context, objs, stored []api.Object) error {
 	limit := s.quotas.ObjectsPerNamespace
@@ -224,6 +229,9 @@ func (s *Service) checkObjectQuota(ctx context.Context, objs, stored []api.Objec
 		}
 		created[key.Namespace][key] = true
 	}
+	if err := s.checkCSRQuota(ctx, objs, stored, limit); err != nil {
+		return err
+	}
 	for _, ns := range slices.Sorted(maps.Keys(created)) {
 		held := 0
 		for _, kind := range QuotaKinds {
@@ -237,6 +245,44 @@ func (s *Service) checkObjectQuota(ctx context.Context, objs, stored []api.Objec
 			return forbidden(fmt.Errorf("exceeded quota: namespace %s holds %d objects and this apply would create %d more, over its quota of %d "+
 				"(CERTFN_QUOTA_OBJECTS, --quota-objects; counting Certificates, CertificateRequests, Issuers, Roles and RoleBindings); nothing was applied",
 				ns, held, n, limit))
+		}
+	}
+	return nil
+}
+
+// checkCSRQuota is the objects quota for CertificateSigningRequests,
+// which are cluster-scoped: by requester (spec.username, which Apply set
+// from the caller), the same limit as a namespace's. A batch whose new
+// CSRs would take a requester over it is refused (ErrForbidden, "exceeded
+// quota", naming the requester, the count and the limit), after one List
+// of every CSR; updates are not counted.
+func (s *Service) checkCSRQuota(ctx context.Context, objs, stored []api.Object, limit int) error {
+	created := map[string]int{} // requester → CSRs the batch creates
+	for i, o := range objs {
+		if c, ok := o.(*api.CertificateSigningRequest); ok && stored[i] == nil {
+			created[c.Spec.Username]++
+		}
+	}
+	if len(created) == 0 {
+		return nil
+	}
+	recs, err := s.engine.Store().List(ctx, ports.ListOptions{Kind: api.KindCertificateSigningRequest})
+	if err != nil {
+		return fmt.Errorf("count the CertificateSigningRequests for the objects quota: %w", err)
+	}
+	held := map[string]int{}
+	for _, rec := range recs {
+		var c api.CertificateSigningRequest
+		if err := json.Unmarshal(rec.Data, &c); err != nil {
+			return fmt.Errorf("count the CertificateSigningRequests for the objects quota: decode %s: %w", rec.Key, err)
+		}
+		held[c.Spec.Username]++
+	}
+	for _, user := range slices.Sorted(maps.Keys(created)) {
+		if n := created[user]; held[user]+n > limit {
+			return forbidden(fmt.Errorf("exceeded quota: requester %q holds %d CertificateSigningRequests and this apply would create %d more, over its quota of %d "+
+				"(CERTFN_QUOTA_OBJECTS, --quota-objects; CertificateSigningRequests count by requester); nothing was applied",
+				user, held[user], n, limit))
 		}
 	}
 	return nil
@@ -344,15 +390,7 @@ func (s *Service) applyOnce(ctx context.Context, obj, old api.Object) (created, 
 		}
 		return true, true, nil
 	}
-	if cr, ok := obj.(*api.CertificateRequest); ok {
-		oldCR := old.(*api.CertificateRequest)
-		// Identity stays the creator's; the rest of the spec is immutable.
-		cr.Spec.Username, cr.Spec.UID, cr.Spec.Groups, cr.Spec.Extra = oldCR.Spec.Username, oldCR.Spec.UID, oldCR.Spec.Groups, oldCR.Spec.Extra
-		if errl := validation.CertificateRequestUpdate(oldCR, cr); len(errl) > 0 {
-			return false, false, errs.Permanent(fmt.Errorf("%s: %w", key, errl.Err()))
-		}
-	}
-	if err := checkCSRUpdate(key, old, obj); err != nil {
+	if _, err := validateUpdate(key, old, obj); err != nil {
 		return false, false, err
 	}
 	om, nm := old.GetObjectMeta(), obj.GetObjectMeta()
@@ -385,6 +423,26 @@ func (s *Service) applyOnce(ctx context.Context, obj, old api.Object) (created, 
 		s.wakeSharers(ctx, key.Namespace, leftSecret)
 	}
 	return false, true, nil
+}
+
+// validateUpdate checks obj as an update of the stored old, for the kinds
+// whose updates have rules of their own: a CertificateRequest keeps its
+// creator's identity, and its spec and cert-manager annotations are
+// immutable (validation.CertificateRequestUpdate); a
+// CertificateSigningRequest as checkCSRUpdate says. It returns the path
+// of the first field the error names, and the error. checkApply calls it
+// before anything of the batch is written, applyOnce again on the object
+// it writes over.
+func validateUpdate(key api.Key, old, obj api.Object) (field string, err error) {
+	if cr, ok := obj.(*api.CertificateRequest); ok {
+		oldCR := old.(*api.CertificateRequest)
+		// Identity stays the creator's; the rest of the spec is immutable.
+		cr.Spec.Username, cr.Spec.UID, cr.Spec.Groups, cr.Spec.Extra = oldCR.Spec.Username, oldCR.Spec.UID, oldCR.Spec.Groups, oldCR.Spec.Extra
+		if errl := validation.CertificateRequestUpdate(oldCR, cr); len(errl) > 0 {
+			return errl[0].Path, errs.Permanent(fmt.Errorf("%s: %w", key, errl.Err()))
+		}
+	}
+	return checkCSRUpdate(key, old, obj)
 }
 
 // versionOf is the stored version a read object carries.

@@ -149,15 +149,19 @@ type Quotas struct {
 	// Certificates included (as Kubernetes' ResourceQuota counts every
 	// object of a kind); certfn's own writes are never refused, and
 	// updates of existing objects never are. Orders, Challenges and Events
-	// (certfn's bookkeeping) do not count. Env CERTFN_QUOTA_OBJECTS, flag
-	// --quota-objects.
+	// (certfn's bookkeeping) do not count. CertificateSigningRequests,
+	// cluster-scoped, count by requester (spec.username) against the same
+	// limit. Env CERTFN_QUOTA_OBJECTS, flag --quota-objects.
 	ObjectsPerNamespace int
 	// IssuancesPerHourPerNamespace is the most CertificateRequests of one
 	// namespace signed in any rolling hour: the signing step leaves a
 	// request of a namespace at the limit Pending until the oldest
 	// issuance of the hour is an hour old. ACME requests count alike (no
-	// Order is created while the namespace is at its limit). Env
-	// CERTFN_QUOTA_ISSUANCES_PER_HOUR, flag --quota-issuances-per-hour.
+	// Order is created while the namespace is at its limit).
+	// CertificateSigningRequests count by requester (spec.username) against
+	// the same limit: an approved CSR of a requester at the limit waits
+	// (IssuanceQuotaReached). Env CERTFN_QUOTA_ISSUANCES_PER_HOUR, flag
+	// --quota-issuances-per-hour.
 	IssuancesPerHourPerNamespace int
 }
 

@@ -30,21 +30,23 @@ func setRequester(obj api.Object, caller Caller) {
 // checkCSRUpdate applies an update of a stored CertificateSigningRequest:
 // the requester stays the creator's, the status stays the stored one (an
 // apply never writes status: conditions come only through the approval
-// path and the signer), and the spec is immutable (seed 004) — a changed
-// field is refused naming it (validation.CertificateSigningRequestUpdate).
-// Other kinds pass.
-func checkCSRUpdate(key api.Key, old, obj api.Object) error {
+// path and the signer, and status.approved records what was approved),
+// and the spec and cert-manager's annotations (isCA, the requested
+// duration, the selfSigned key) are immutable (seed 004) — a changed
+// field is refused naming it (validation.CertificateSigningRequestUpdate;
+// field is the first one's path). Other kinds pass.
+func checkCSRUpdate(key api.Key, old, obj api.Object) (field string, err error) {
 	c, ok := obj.(*api.CertificateSigningRequest)
 	if !ok {
-		return nil
+		return "", nil
 	}
 	o := old.(*api.CertificateSigningRequest)
 	c.Spec.Username, c.Spec.UID, c.Spec.Groups, c.Spec.Extra = o.Spec.Username, o.Spec.UID, o.Spec.Groups, o.Spec.Extra
 	c.Status = o.Status
 	if errl := validation.CertificateSigningRequestUpdate(o, c); len(errl) > 0 {
-		return errs.Permanent(fmt.Errorf("%s: %w", key, errl.Err()))
+		return errl[0].Path, errs.Permanent(fmt.Errorf("%s: %w", key, errl.Err()))
 	}
-	return nil
+	return "", nil
 }
 
 // ApproveCSR records an approval (approve=true) or a denial on the
@@ -59,10 +61,13 @@ func checkCSRUpdate(key api.Key, old, obj api.Object) error {
 //
 // A caller who may not read the request learns nothing from the answer:
 // the same ErrForbidden whether it exists or not and whichever signer it
-// names.
-func (s *Service) ApproveCSR(ctx context.Context, caller Caller, name string, approve bool, reason, message string) (*api.CertificateSigningRequest, error) {
+// names. A non-empty resourceVersion is a precondition (Kubernetes
+// semantics): the decision applies only to that version, another is
+// refused (ErrConflict naming metadata.resourceVersion). An approval
+// records what it approved (csr.Approve), which is all the signer signs.
+func (s *Service) ApproveCSR(ctx context.Context, caller Caller, name string, approve bool, reason, message, resourceVersion string) (*api.CertificateSigningRequest, error) {
 	key := api.Key{Kind: api.KindCertificateSigningRequest, Name: name}
-	out, err := s.decide(ctx, caller, key, approve, reason, message,
+	out, err := s.decide(ctx, caller, key, approve, reason, message, resourceVersion,
 		func(ctx context.Context, az *authz, o api.Object) error {
 			return az.checkSignerApproval(ctx, caller, o.(*api.CertificateSigningRequest).Spec.SignerName)
 		},
@@ -75,6 +80,10 @@ func (s *Service) ApproveCSR(ctx context.Context, caller Caller, name string, ap
 			}
 			if c.IsFinal() {
 				return conflictf("%s is already final", key)
+			}
+			if t == api.CSRConditionApproved {
+				csr.Approve(c, s.engine.Issuers().ClusterNamespace(), reason, message, s.engine.Now())
+				return nil
 			}
 			c.Status.AddCondition(t, reason, message, s.engine.Now())
 			return nil
@@ -153,12 +162,17 @@ const RetainCSR = csr.Retain
 
 // csrExpiresAt is ExpiresAt for a CertificateSigningRequest: a final one
 // expires when csr.KeepUntil says (from when it became final, read from
-// the CSR); a pending one never (the cloud stores' TTL).
+// the CSR), a pending one (neither approved nor denied) when
+// csr.PendingUntil says (a day after its creation), an approved one that
+// is not final never (the cloud stores' TTL).
 func csrExpiresAt(rec ports.Record) time.Time {
 	var c api.CertificateSigningRequest
 	if err := json.Unmarshal(rec.Data, &c); err != nil {
 		return time.Time{}
 	}
-	at, _ := csr.KeepUntil(&c)
+	if at, ok := csr.KeepUntil(&c); ok {
+		return at
+	}
+	at, _ := csr.PendingUntil(&c)
 	return at
 }

@@ -184,14 +184,14 @@ func TestCSRApprovalPermission(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.Drain()
-	if _, err := r.Service.ApproveCSR(r.Ctx, bob, "a", true, "", ""); !errors.Is(err, app.ErrForbidden) {
+	if _, err := r.Service.ApproveCSR(r.Ctx, bob, "a", true, "", "", ""); !errors.Is(err, app.ErrForbidden) {
 		t.Fatalf("the requester approved its own CSR: err = %v", err)
 	}
-	if _, err := r.Service.ApproveCSR(r.Ctx, ann, "b", true, "", ""); !errors.Is(err, app.ErrForbidden) ||
+	if _, err := r.Service.ApproveCSR(r.Ctx, ann, "b", true, "", "", ""); !errors.Is(err, app.ErrForbidden) ||
 		!strings.Contains(err.Error(), "clusterissuers.cert-manager.io/selfsigned") {
 		t.Fatalf("an approver of issuers.cert-manager.io/default.ca approved for another signer: err = %v", err)
 	}
-	c, err := r.Service.ApproveCSR(r.Ctx, ann, "a", true, "", "")
+	c, err := r.Service.ApproveCSR(r.Ctx, ann, "a", true, "", "", "")
 	if err != nil {
 		t.Fatalf("ann approves for her signer: %v", err)
 	}
@@ -199,15 +199,15 @@ func TestCSRApprovalPermission(t *testing.T) {
 		t.Fatalf("conditions %+v", c.Status.Conditions)
 	}
 	for _, approve := range []bool{false, true} {
-		if _, err := r.Service.ApproveCSR(r.Ctx, ann, "a", approve, "", ""); !errors.Is(err, app.ErrConflict) {
+		if _, err := r.Service.ApproveCSR(r.Ctx, ann, "a", approve, "", "", ""); !errors.Is(err, app.ErrConflict) {
 			t.Fatalf("second decision (approve=%v): err = %v; want ErrConflict", approve, err)
 		}
 	}
 	// A superuser denies b; it cannot be approved afterwards.
-	if _, err := r.Service.ApproveCSR(r.Ctx, apptest.Caller, "b", false, "Nope", "not today"); err != nil {
+	if _, err := r.Service.ApproveCSR(r.Ctx, apptest.Caller, "b", false, "Nope", "not today", ""); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.Service.ApproveCSR(r.Ctx, apptest.Caller, "b", true, "", ""); !errors.Is(err, app.ErrConflict) {
+	if _, err := r.Service.ApproveCSR(r.Ctx, apptest.Caller, "b", true, "", "", ""); !errors.Is(err, app.ErrConflict) {
 		t.Fatalf("approve after deny: err = %v", err)
 	}
 	if c := getCSR(r, "b"); !c.Status.Has(api.CSRConditionDenied) || c.Status.Has(api.CSRConditionApproved) {
@@ -215,7 +215,7 @@ func TestCSRApprovalPermission(t *testing.T) {
 	}
 	// An unknown CSR, asked by someone who may not read it, answers as a forbidden one.
 	eve := app.Caller{Username: "eve"}
-	if _, err := r.Service.ApproveCSR(r.Ctx, eve, "nope", true, "", ""); !errors.Is(err, app.ErrForbidden) {
+	if _, err := r.Service.ApproveCSR(r.Ctx, eve, "nope", true, "", "", ""); !errors.Is(err, app.ErrForbidden) {
 		t.Fatalf("eve: err = %v", err)
 	}
 }
@@ -427,7 +427,7 @@ func TestFinalCSRCleanedAfterRetain(t *testing.T) {
 	r.Drain()
 	// Denied through the API, which leaves it due at its short safety net:
 	// the hour counts from the Denied condition all the same.
-	if _, err := r.Service.ApproveCSR(r.Ctx, apptest.Caller, "denied", false, "", ""); err != nil {
+	if _, err := r.Service.ApproveCSR(r.Ctx, apptest.Caller, "denied", false, "", "", ""); err != nil {
 		t.Fatal(err)
 	}
 	r.Drain()

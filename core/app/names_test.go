@@ -132,7 +132,7 @@ func TestNamesACAMustNotSignAreNeverSigned(t *testing.T) {
 	// refuses it.
 	r.Apply(requestFor(t, "by-hand", &x509.CertificateRequest{DNSNames: []string{"evil.org/.team-a.example.com"}}))
 	k := api.Key{Kind: api.KindCertificateRequest, Namespace: "default", Name: "by-hand"}
-	if _, err := r.Service.Approve(r.Ctx, apptest.Caller, k, true, "", "approved by hand"); err != nil {
+	if _, err := r.Service.Approve(r.Ctx, apptest.Caller, k, true, "", "approved by hand", ""); err != nil {
 		t.Fatal(err)
 	}
 	r.Drain()

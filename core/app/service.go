@@ -388,12 +388,15 @@ func DefaultApprovalMessage(approve bool, username string) string {
 //
 // A caller who may not read the request learns nothing from the answer:
 // the same ErrForbidden, with the same message, whether it exists or not
-// and whichever signer it names.
-func (s *Service) Approve(ctx context.Context, caller Caller, key api.Key, approve bool, reason, message string) (*api.CertificateRequest, error) {
+// and whichever signer it names. A non-empty resourceVersion is a
+// precondition, as in Kubernetes: the decision applies only to that
+// version of the request, and another is refused (ErrConflict, naming
+// metadata.resourceVersion).
+func (s *Service) Approve(ctx context.Context, caller Caller, key api.Key, approve bool, reason, message, resourceVersion string) (*api.CertificateRequest, error) {
 	if key.Kind != api.KindCertificateRequest {
 		return nil, badRequestf("approval applies to certificaterequests, not %s", key.Kind)
 	}
-	out, err := s.decide(ctx, caller, key, approve, reason, message,
+	out, err := s.decide(ctx, caller, key, approve, reason, message, resourceVersion,
 		func(ctx context.Context, az *authz, o api.Object) error {
 			return az.checkApproval(ctx, caller, o.(*api.CertificateRequest))
 		},
@@ -422,8 +425,10 @@ func (s *Service) Approve(ctx context.Context, caller Caller, key api.Key, appro
 // learns nothing (the same ErrForbidden whether it exists or not); an
 // empty reason is "certfn", an empty message DefaultApprovalMessage; then
 // record writes condition approved or denied, refusing (ErrConflict) a
-// request already decided or final.
-func (s *Service) decide(ctx context.Context, caller Caller, key api.Key, approve bool, reason, message string,
+// request already decided or final, or — with a resourceVersion
+// precondition — one whose version is another (checked on the object the
+// write is conditional on, so a change after the check is refused too).
+func (s *Service) decide(ctx context.Context, caller Caller, key api.Key, approve bool, reason, message, resourceVersion string,
 	mayDecide func(ctx context.Context, az *authz, o api.Object) error,
 	record func(o api.Object, condition, reason, message string) error, approved, denied string) (api.Object, error) {
 	az := s.authz()
@@ -452,7 +457,13 @@ func (s *Service) decide(ctx context.Context, caller Caller, key api.Key, approv
 	if approve {
 		condition = approved
 	}
-	return s.mutate(ctx, key, func(o api.Object) error { return record(o, condition, reason, message) })
+	return s.mutate(ctx, key, func(o api.Object) error {
+		if v := o.GetObjectMeta().ResourceVersion; resourceVersion != "" && v != resourceVersion {
+			return conflictf("%s: metadata.resourceVersion: the precondition is version %q but the object is at version %q: "+
+				"it was modified since you read it; read it again and decide on what it holds now", key, resourceVersion, v)
+		}
+		return record(o, condition, reason, message)
+	})
 }
 
 // Status explains the Certificate at key (the report `certfn status`

@@ -173,11 +173,11 @@ func TestSetApprovalIsPermanent(t *testing.T) {
 			r := apptest.NewRig(t)
 			r.Apply(apptest.CSRRequestYAML(t, "720h"))
 			k := api.Key{Kind: api.KindCertificateRequest, Namespace: "default", Name: "req"}
-			if _, err := r.Service.Approve(r.Ctx, caller, k, tc.first, "", "by a test"); err != nil {
+			if _, err := r.Service.Approve(r.Ctx, caller, k, tc.first, "", "by a test", ""); err != nil {
 				t.Fatalf("first: %v", err)
 			}
 			v := r.Rec(k).Version
-			_, err := r.Service.Approve(r.Ctx, caller, k, tc.second, "", "again")
+			_, err := r.Service.Approve(r.Ctx, caller, k, tc.second, "", "again", "")
 			if !errs.IsPermanent(err) || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("second: %v, want %q", err, tc.want)
 			}

@@ -22,11 +22,17 @@ import (
 // the step reports it as step.Waiting (ReasonWaitingApproval with the
 // approver's message, which names the policies that did not match) and
 // the engine records it as the CSR's Event. CSRs of other signer names
-// are not certfn's to decide.
+// are not certfn's to decide. An approval records what it approved
+// (Approve) and is written conditionally on the version the step read,
+// so a request changed meanwhile is evaluated again. A CSR undecided for
+// PendingRetain is no longer decided: CleanupStep deletes it.
 func ApprovalStep(ctx context.Context, env *Env, st *State) (Outcome, error) {
 	c := st.CSR
 	if c.Status.Condition(api.CSRConditionApproved) != nil || c.Status.Condition(api.CSRConditionDenied) != nil || c.IsFinal() {
 		return Outcome{Why: "already decided"}, nil
+	}
+	if at, pending := PendingUntil(c); pending && !st.Now.Before(at) {
+		return Outcome{Why: "undecided for longer than " + PendingRetain.String() + ": left to the cleanup step"}, nil
 	}
 	cr, ours, err := Request(c, env.ClusterResourceNamespace)
 	if !ours {
@@ -43,7 +49,7 @@ func ApprovalStep(ctx context.Context, env *Env, st *State) (Outcome, error) {
 	switch d.Result {
 	case requests.Approved:
 		status = "approved"
-		c.Status.AddCondition(api.CSRConditionApproved, d.Reason, d.Message, st.Now)
+		Approve(c, env.ClusterResourceNamespace, d.Reason, d.Message, st.Now)
 	case requests.Denied:
 		status = "denied"
 		c.Status.AddCondition(api.CSRConditionDenied, d.Reason, d.Message, st.Now)

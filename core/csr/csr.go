@@ -59,6 +59,22 @@ type Env struct {
 	// ClusterResourceNamespace holds ClusterIssuer secrets.
 	ClusterResourceNamespace string
 	WaitPoll                 time.Duration
+	// IssuancesPerHour is the issuance quota of CSRs: the most CSRs of one
+	// requester (spec.username) signed in any rolling
+	// requests.QuotaWindow (0: unlimited). The signing step counts them
+	// with Quota before a signer is called.
+	IssuancesPerHour int
+	// Quota counts a requester's issued CSRs (required when
+	// IssuancesPerHour is set).
+	Quota Quota
+}
+
+// Quota counts the CSRs one requester had issued, for the issuance quota.
+type Quota interface {
+	// IssuedSince returns how many CSRs whose spec.username is username
+	// were issued (status.issuedAt) strictly after since, and the earliest
+	// of those times (zero when n is 0).
+	IssuedSince(ctx context.Context, username string, since time.Time) (n int, oldest time.Time, err error)
 }
 
 // Outcome is what a step did.
@@ -84,6 +100,9 @@ const (
 	// ReasonPending: another signer works on it asynchronously
 	// (signers.ErrPending), as a CertificateRequest's Pending.
 	ReasonPending = "Pending"
+	// ReasonIssuanceQuota: approved, its requester had as many CSRs issued
+	// in the last hour as the issuance quota allows.
+	ReasonIssuanceQuota = "IssuanceQuotaReached"
 )
 
 // pendingReason is the reason of a signer's ErrPending for issuer type typ.

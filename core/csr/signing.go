@@ -31,15 +31,22 @@ const superuserGroup = "system:masters"
 // cert-manager's signer names (seed 004), with the selfSigned and CA
 // signers of CertificateRequests:
 //   - a Denied, Failed or issued CSR is final; an unapproved one waits;
+//   - an approved CSR is signed with the parameters its approval recorded
+//     (status.approved: isCA, lifetime, usages, the selfSigned key) and
+//     nothing read later; one whose evaluated view (Request) differs from
+//     that record, or that has none, is Failed (ReasonChangedAfterApproval,
+//     ReasonApprovalNotRecorded), never signed;
 //   - a CSR that does not parse, carries a name a CA must not sign, or
 //     whose request-duration annotation is not a duration is Failed;
-//   - a missing or not Ready issuer leaves the CSR waiting (WaitPoll);
 //   - for a namespaced Issuer the requester must hold `reference` on
 //     `signers` in cert-manager.io in the Issuer's namespace, named by the
 //     issuer or "*" (CanReference, cert-manager's check), else
 //     Failed/DeniedReference. A role without Env.Authorizer (the AWS
 //     signer, which may not read RBAC) skips it: the approving role
-//     checked it before handing the CSR over (app.Deliverer);
+//     checked it before handing the CSR over (app.Deliverer). It comes
+//     before the issuer is read: whether another namespace's Issuer
+//     exists is not told to a requester who may not use it;
+//   - a missing or not Ready issuer leaves the CSR waiting (WaitPoll);
 //   - an ACME issuer signs through an Order that the CSR owns (in the
 //     issuer's namespace: the Issuer's, or the cluster resource namespace
 //     for a ClusterIssuer), created at the first signing step; the CSR
@@ -68,12 +75,24 @@ func SigningStep(ctx context.Context, env *Env, st *State) (Outcome, error) {
 	if err != nil {
 		return fail(ctx, env, st, ReasonBadDuration, err.Error())
 	}
+	if reason, msg, ok := approvedRequest(c, cr); !ok {
+		return fail(ctx, env, st, reason, msg)
+	}
 	parsed, err := pki.ParseCSRPEM(c.Spec.Request)
 	if err != nil {
 		return fail(ctx, env, st, ReasonRequestParsing, "spec.request: "+err.Error())
 	}
 	if err := requests.CheckNames(parsed); err != nil {
 		return fail(ctx, env, st, requests.ReasonInvalidNames, err.Error())
+	}
+	// The reference check comes before the issuer is read, so that the
+	// answer is the same whether or not another namespace's Issuer exists.
+	if env.Authorizer != nil {
+		if ok, why, err := CanReference(ctx, env.Authorizer, c); err != nil {
+			return Outcome{}, err
+		} else if !ok {
+			return fail(ctx, env, st, ReasonDeniedReference, why)
+		}
 	}
 	iss, secretNS, ok, err := env.Issuers.Get(ctx, cr.Namespace, cr.Spec.IssuerRef)
 	if err != nil {
@@ -83,14 +102,7 @@ func SigningStep(ctx context.Context, env *Env, st *State) (Outcome, error) {
 		return waiting(st, env, ReasonIssuerNotFound, fmt.Sprintf("%s %q not found", cr.Spec.IssuerRef.Kind, cr.Spec.IssuerRef.Name))
 	}
 	typ := requests.IssuerType(iss.GetSpec())
-	if env.Authorizer != nil {
-		if ok, why, err := CanReference(ctx, env.Authorizer, c); err != nil {
-			return Outcome{}, err
-		} else if !ok {
-			return fail(ctx, env, st, ReasonDeniedReference, why)
-		}
-	}
-	if typ == "selfSigned" && c.Annotations[api.AnnotationCSRPrivateKeySecretName] == "" {
+	if typ == "selfSigned" && cr.Annotations[api.AnnotationPrivateKeySecretName] == "" {
 		return fail(ctx, env, st, ReasonSigningError, fmt.Sprintf("a selfSigned issuer signs a CertificateSigningRequest with the key in the secret that the annotation %q names (in namespace %s); the annotation is missing",
 			api.AnnotationCSRPrivateKeySecretName, cr.Namespace))
 	}
@@ -103,7 +115,11 @@ func SigningStep(ctx context.Context, env *Env, st *State) (Outcome, error) {
 	}
 	// Owner: an ACME Order made for this request belongs to the CSR (in the
 	// issuer's namespace), as cert-manager's CSR ACME signer makes it.
-	res, err := signer.Sign(ctx, signers.Request{CR: cr, Issuer: iss, SecretNamespace: secretNS, Objects: env.Objects, Owner: c})
+	req := signers.Request{CR: cr, Issuer: iss, SecretNamespace: secretNS, Objects: env.Objects, Owner: c}
+	if out, held, err := quota(ctx, env, st, signer, req); held || err != nil {
+		return out, err
+	}
+	res, err := signer.Sign(ctx, req)
 	switch {
 	case err == nil:
 	case errors.Is(err, signers.ErrIssuerNotReady):
@@ -141,6 +157,49 @@ func SigningStep(ctx context.Context, env *Env, st *State) (Outcome, error) {
 		}
 	}
 	return write(ctx, env, st, "store signed certificate")
+}
+
+// quota applies the issuance quota of CSRs (env.IssuancesPerHour, by
+// requester) before signer is called, as the CertificateRequests' signing
+// step applies it by namespace: when the requester's CSRs issued within
+// the last requests.QuotaWindow reach the limit, and signing this one has
+// not begun (signers.Resumer: an ACME Order created before), the CSR
+// waits (ReasonIssuanceQuota, naming the quota and when it frees up) until
+// the oldest of those issuances leaves the window. held says it was held
+// back (out and err are then the step's result).
+func quota(ctx context.Context, env *Env, st *State, signer signers.Signer, req signers.Request) (out Outcome, held bool, err error) {
+	limit := env.IssuancesPerHour
+	if limit <= 0 {
+		return Outcome{}, false, nil
+	}
+	user := st.CSR.Spec.Username
+	if env.Quota == nil {
+		return Outcome{}, true, errs.Permanentf("the issuance quota is set (%d per hour) but the step has no Quota to count issuances with", limit)
+	}
+	n, oldest, err := env.Quota.IssuedSince(ctx, user, st.Now.Add(-requests.QuotaWindow))
+	if err != nil {
+		return Outcome{}, true, fmt.Errorf("count the CertificateSigningRequests of %q issued for the issuance quota: %w", user, err)
+	}
+	if n < limit {
+		return Outcome{}, false, nil
+	}
+	if r, ok := signer.(signers.Resumer); ok {
+		begun, err := r.Begun(ctx, req)
+		if err != nil {
+			return Outcome{}, true, fmt.Errorf("issuance quota: %w", err)
+		}
+		if begun {
+			return Outcome{}, false, nil
+		}
+	}
+	free := oldest.Add(requests.QuotaWindow)
+	if !free.After(st.Now) {
+		free = st.Now.Add(env.WaitPoll)
+	}
+	msg := fmt.Sprintf("Issuance quota of requester %q reached: %d CertificateSigningRequests issued in the last hour, limit %d per hour "+
+		"(CERTFN_QUOTA_ISSUANCES_PER_HOUR); signing waits until %s, when the oldest of them is an hour old",
+		user, n, limit, free.UTC().Format(time.RFC3339))
+	return Outcome{RequeueAt: free, Why: "waiting: " + msg, Waiting: &step.Waiting{Reason: ReasonIssuanceQuota, Message: msg}}, true, nil
 }
 
 // CanReference reports whether the requester of c may have it signed by

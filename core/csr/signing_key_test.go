@@ -80,7 +80,7 @@ func TestSigningStepChecksThePublicKey(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			c := csrWith("clusterissuers.cert-manager.io/ca", func(c *api.CertificateSigningRequest) {
 				c.Spec.Request = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der})
-				c.Status.AddCondition(api.CSRConditionApproved, "test", "", time.Unix(0, 0))
+				Approve(c, "cert-manager", "test", "", time.Unix(0, 0))
 			})
 			w := &keptWrites{}
 			env := &Env{Writer: w, Issuers: readyIssuer{}, Signers: map[string]signers.Signer{"ca": fixedSigner{selfSignedPEM(t, tc.key)}},

@@ -51,7 +51,7 @@ func TestStepsReportWhyTheCSRWaits(t *testing.T) {
 	ready := &api.ClusterIssuer{ObjectMeta: api.ObjectMeta{Name: "ca"}, Spec: api.IssuerSpec{CA: &api.CAIssuer{SecretName: "s"}},
 		Status: api.IssuerStatus{Conditions: []api.Condition{{Type: api.IssuerConditionReady, Status: api.ConditionTrue}}}}
 	notReady := &api.ClusterIssuer{ObjectMeta: api.ObjectMeta{Name: "ca"}, Spec: api.IssuerSpec{CA: &api.CAIssuer{SecretName: "s"}}}
-	approved := func(c *api.CertificateSigningRequest) { c.Status.AddCondition(api.CSRConditionApproved, "r", "m", now) }
+	approved := func(c *api.CertificateSigningRequest) { Approve(c, "cert-manager", "r", "m", now) }
 	for _, tc := range []struct {
 		name     string
 		approved bool

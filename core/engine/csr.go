@@ -31,6 +31,10 @@ func (e *run) reconcileCSR(ctx context.Context, rec ports.Record) error {
 	env := &csr.Env{Writer: csrWriter{e}, Approver: e.cfg.Approver, Issuers: &issuerGetter{e}, Signers: e.cfg.Signers,
 		Objects: e, Metrics: e.cfg.Metrics, Authorizer: e.Authorizer, ClusterResourceNamespace: e.cfg.ClusterResourceNamespace,
 		WaitPoll: e.cfg.WaitPoll}
+	if n := e.cfg.IssuancesPerHourPerNamespace; n > 0 {
+		// The same limit, by requester: a CSR is cluster-scoped.
+		env.IssuancesPerHour, env.Quota = n, csrIssuedCounter{e}
+	}
 	if _, refuses := e.cfg.Approver.(requests.Refuser); refuses {
 		// A role that never approves (the AWS signer) may not read RBAC:
 		// the approving role checked the reference before handing over.
@@ -159,4 +163,35 @@ func (e *run) wakePendingCSRs(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// csrIssuedCounter counts a requester's issued CSRs for the issuance
+// quota (csr.Quota) with one List of every CSR.
+type csrIssuedCounter struct{ e *run }
+
+// IssuedSince implements csr.Quota: the CSRs of username whose
+// status.issuedAt is after since. An issued CSR is kept csr.Retain (the
+// quota's window) after its issuance; one deleted sooner by a user is no
+// longer counted.
+func (q csrIssuedCounter) IssuedSince(ctx context.Context, username string, since time.Time) (int, time.Time, error) {
+	recs, err := q.e.cfg.Store.List(ctx, ports.ListOptions{Kind: api.KindCertificateSigningRequest})
+	if err != nil {
+		return 0, time.Time{}, fmt.Errorf("list CertificateSigningRequests: %w", err)
+	}
+	n, oldest := 0, time.Time{}
+	for _, r := range recs {
+		o, err := decode(r)
+		if err != nil {
+			return 0, time.Time{}, err
+		}
+		c := o.(*api.CertificateSigningRequest)
+		if c.Spec.Username != username || c.Status.IssuedAt == nil || !c.Status.IssuedAt.Time.After(since) {
+			continue
+		}
+		n++
+		if at := c.Status.IssuedAt.Time; oldest.IsZero() || at.Before(oldest) {
+			oldest = at
+		}
+	}
+	return n, oldest, nil
 }

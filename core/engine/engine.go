@@ -98,7 +98,8 @@ type Config struct {
 	NotifyExpiryWindow time.Duration
 	// IssuancesPerHourPerNamespace is the issuance quota: the most
 	// CertificateRequests of one namespace the signing step lets be signed
-	// in any rolling hour (0: unlimited; see requests.Env.IssuancesPerHour).
+	// in any rolling hour (0: unlimited; see requests.Env.IssuancesPerHour),
+	// and of CertificateSigningRequests of one requester (csr.Env).
 	IssuancesPerHourPerNamespace int
 }
 

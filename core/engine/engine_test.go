@@ -219,7 +219,7 @@ func TestDeniedRequestIsReplacedAfterTheBackoff(t *testing.T) {
 	if c := api.FindCondition(cr.Status.Conditions, "Ready"); c == nil || c.Reason != "Pending" {
 		t.Fatalf("request not pending: %+v", cr.Status.Conditions)
 	}
-	if _, err := r.Service.Approve(r.Ctx, apptest.Caller, reqKey, false, "Policy", "not allowed"); err != nil {
+	if _, err := r.Service.Approve(r.Ctx, apptest.Caller, reqKey, false, "Policy", "not allowed", ""); err != nil {
 		t.Fatal(err)
 	}
 	r.Drain()

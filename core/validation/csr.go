@@ -2,7 +2,9 @@ package validation
 
 import (
 	"fmt"
+	"maps"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -152,9 +154,15 @@ func CSRStatus(st *api.CertificateSigningRequestStatus) ErrorList {
 // old spec on an update, certfn names each changed field instead), the
 // Approved, Denied and Failed conditions may not be removed or changed
 // once present, status.certificate may not change once set, and the new
-// object passes CertificateSigningRequest.
+// object passes CertificateSigningRequest. cert-manager's annotations
+// (cert-manager.io/* and those of its subdomains, such as
+// experimental.cert-manager.io/*, which say what the signer signs: isCA,
+// the requested duration, the selfSigned key) may not be added, changed or removed after
+// creation, as on a CertificateRequest: each is an error at
+// metadata.annotations["<key>"].
 func CertificateSigningRequestUpdate(old, new *api.CertificateSigningRequest) ErrorList {
 	var errs ErrorList
+	errs = append(errs, csrAnnotations(old.Annotations, new.Annotations)...)
 	diff(&errs, "spec", reflect.ValueOf(old.Spec), reflect.ValueOf(new.Spec))
 	for _, t := range []string{api.CSRConditionApproved, api.CSRConditionDenied, api.CSRConditionFailed} {
 		o := old.Status.Condition(t)
@@ -169,4 +177,29 @@ func CertificateSigningRequestUpdate(old, new *api.CertificateSigningRequest) Er
 		errs.add("status.certificate", "updates may not modify existing certificate content")
 	}
 	return append(errs, CertificateSigningRequest(new)...)
+}
+
+// csrAnnotations reports each annotation of cert-manager's domains
+// (cert-manager.io and its subdomains) that differs between a and b (in either direction), in key order.
+func csrAnnotations(a, b map[string]string) ErrorList {
+	var errs ErrorList
+	keys := map[string]bool{}
+	for k := range a {
+		keys[k] = true
+	}
+	for k := range b {
+		keys[k] = true
+	}
+	for _, k := range slices.Sorted(maps.Keys(keys)) {
+		domain, _, _ := strings.Cut(k, "/")
+		if domain != api.CertManagerGroup && !strings.HasSuffix(domain, "."+api.CertManagerGroup) {
+			continue
+		}
+		va, ina := a[k]
+		vb, inb := b[k]
+		if ina != inb || va != vb {
+			errs.add(fmt.Sprintf("metadata.annotations[%q]", k), "field is immutable: cert-manager's annotations of a CertificateSigningRequest cannot be added, changed or removed after creation (create a new request)")
+		}
+	}
+	return errs
 }

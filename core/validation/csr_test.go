@@ -172,6 +172,21 @@ func TestCertificateSigningRequestUpdate(t *testing.T) {
 		path     string
 	}{
 		{"labels may change", nil, func(c *api.CertificateSigningRequest) { c.Labels = map[string]string{"a": "b"} }, ""},
+		{"other annotations may change", nil, func(c *api.CertificateSigningRequest) { c.Annotations = map[string]string{"example.com/note": "x"} }, ""},
+		{"request-is-ca cannot be added", nil, func(c *api.CertificateSigningRequest) {
+			c.Annotations = map[string]string{api.AnnotationCSRIsCA: "true"}
+		}, `metadata.annotations["experimental.cert-manager.io/request-is-ca"]`},
+		{"request-duration cannot change", func(c *api.CertificateSigningRequest) {
+			c.Annotations = map[string]string{api.AnnotationCSRDuration: "720h"}
+		}, func(c *api.CertificateSigningRequest) {
+			c.Annotations = map[string]string{api.AnnotationCSRDuration: "87600h"}
+		}, `metadata.annotations["experimental.cert-manager.io/request-duration"]`},
+		{"private-key-secret-name cannot be removed", func(c *api.CertificateSigningRequest) {
+			c.Annotations = map[string]string{api.AnnotationCSRPrivateKeySecretName: "k"}
+		}, func(c *api.CertificateSigningRequest) { c.Annotations = nil }, `metadata.annotations["experimental.cert-manager.io/private-key-secret-name"]`},
+		{"cert-manager.io annotations cannot be added", nil, func(c *api.CertificateSigningRequest) {
+			c.Annotations = map[string]string{"cert-manager.io/private-key-secret-name": "k"}
+		}, `metadata.annotations["cert-manager.io/private-key-secret-name"]`},
 		{"a condition may be added", nil, approved, ""},
 		{"signerName is immutable", nil, func(c *api.CertificateSigningRequest) { c.Spec.SignerName = "clusterissuers.cert-manager.io/ca" }, "spec.signerName"},
 		{"expirationSeconds is immutable", nil, func(c *api.CertificateSigningRequest) { c.Spec.ExpirationSeconds = i32(3600) }, "spec.expirationSeconds"},

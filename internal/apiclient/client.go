@@ -458,12 +458,15 @@ func (c *Client) Renew(ctx context.Context, key api.Key) (*app.RenewResult, erro
 	return &res, nil
 }
 
-func (c *Client) Approve(ctx context.Context, key api.Key, approve bool, reason, message string) error {
+// Approve approves (or denies) the request at key through its approval
+// subresource; a non-empty resourceVersion is the precondition that the
+// request is still at that version (else the server answers 409).
+func (c *Client) Approve(ctx context.Context, key api.Key, approve bool, reason, message, resourceVersion string) error {
 	p, err := ObjectPath(key)
 	if err != nil {
 		return err
 	}
-	body, err := json.Marshal(httpapi.ApprovalRequest{Approve: &approve, Reason: reason, Message: message})
+	body, err := json.Marshal(httpapi.ApprovalRequest{Approve: &approve, Reason: reason, Message: message, ResourceVersion: resourceVersion})
 	if err != nil {
 		return err
 	}

@@ -398,3 +398,14 @@ func TestFunctionURLRefusesHiddenSANEntries(t *testing.T) {
 		e.must(404, req{method: "GET", path: path, arn: adminRole})
 	}
 }
+
+// Through the api function's Function URL handler: a CSR's cert-manager
+// annotations cannot be changed by a re-apply (422 naming the field), and
+// an approval with a stale resourceVersion is 409 (apitest.CSRApprovalChecks).
+func TestFunctionURLCSRApprovalAppliesToWhatWasReviewed(t *testing.T) {
+	e := newFnEnv(t)
+	apitest.CSRApprovalChecks(t, func(method, path, ctype, body string) (int, string) {
+		resp := e.invoke(req{method: method, path: path, ctype: ctype, body: body, arn: adminRole})
+		return resp.StatusCode, resp.Body
+	}, "reviewed")
+}

@@ -85,7 +85,7 @@ spec:
   usages: [digital signature, server auth]
 `, base64.StdEncoding.EncodeToString(ct.BareCSR(t, "app.example.internal"))))
 	e.RunUntilIdle(worker, signer, 200)
-	if _, err := apiFn.App.Service.ApproveCSR(e.Ctx, caller, "app", true, "", ""); err != nil && !errors.Is(err, app.ErrConflict) {
+	if _, err := apiFn.App.Service.ApproveCSR(e.Ctx, caller, "app", true, "", "", ""); err != nil && !errors.Is(err, app.ErrConflict) {
 		t.Fatal(err)
 	}
 	e.RunUntilIdle(worker, signer, 200)

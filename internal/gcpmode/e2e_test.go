@@ -93,13 +93,13 @@ func newDeployment(t *testing.T) *deployment {
 	t.Helper()
 	t.Setenv("FIRESTORE_EMULATOR_HOST", emulators.Firestore(t))
 	ctx := context.Background()
-	store, err := fsstore.Open(ctx, project, fsstore.Options{Collection: fmt.Sprintf("e2e-%d", time.Now().UnixNano()), ExpiresAt: app.ExpiresAt})
+	clk := clock.NewFake(ct.T0)
+	store, err := fsstore.Open(ctx, project, fsstore.Options{Collection: fmt.Sprintf("e2e-%d", time.Now().UnixNano()), ExpiresAt: app.ExpiresAt, Clock: clk})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = store.Close() })
 	sm := gsmtest.New()
-	clk := clock.NewFake(ct.T0)
 	d := &deployment{t: t, workerQ: &topic{}, signerQ: &topic{}, pushes: map[string]int{}}
 	env := env{"CERTFN_PROJECT": project, "CERTFN_TOPIC": "projects/" + project + "/topics/certfn-worker", "CERTFN_SIGNER_TOPIC": "projects/" + project + "/topics/certfn-signer", "CERTFN_MANAGE_CA_CERTIFICATES": "true",
 		"CERTFN_TASKS_QUEUE": "projects/" + project + "/locations/europe-west1/queues/certfn", "CERTFN_TASKS_SERVICE_ACCOUNT": "tasks@" + project + ".iam.gserviceaccount.com",
@@ -302,4 +302,15 @@ func TestHiddenSANEntriesRefusedByTheAPIService(t *testing.T) {
 	if keys := d.workerQ.take(); len(keys) != 0 {
 		t.Fatalf("queued %v", keys)
 	}
+}
+
+// Through the Cloud Run api service's handler: a CSR's cert-manager
+// annotations cannot be changed by a re-apply (422 naming the field), and
+// an approval with a stale resourceVersion is 409 (apitest.CSRApprovalChecks).
+func TestCSRApprovalThroughCloudRunAPI(t *testing.T) {
+	d := newDeployment(t)
+	apitest.CSRApprovalChecks(t, func(method, path, ctype, body string) (int, string) {
+		w := d.do(d.api, method, path, "token-ops@example.com", body)
+		return w.Code, w.Body.String()
+	}, "reviewed")
 }

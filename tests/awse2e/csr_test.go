@@ -73,10 +73,10 @@ func TestCSRIssuedOnAWS(t *testing.T) {
 		t.Fatalf("before approval: %+v, requester %q", c.Status.Conditions, c.Spec.Username)
 	}
 	nobody := app.Caller{Username: "arn:aws:iam::123456789012:role/app", Groups: []string{"system:authenticated"}}
-	if _, err := d.api.App.Service.ApproveCSR(d.Ctx, nobody, "app", true, "", ""); !errors.Is(err, app.ErrForbidden) {
+	if _, err := d.api.App.Service.ApproveCSR(d.Ctx, nobody, "app", true, "", "", ""); !errors.Is(err, app.ErrForbidden) {
 		t.Fatalf("an unbound caller approved: %v", err)
 	}
-	if _, err := d.api.App.Service.ApproveCSR(d.Ctx, caller, "app", true, "", "reviewed"); err != nil {
+	if _, err := d.api.App.Service.ApproveCSR(d.Ctx, caller, "app", true, "", "reviewed", ""); err != nil {
 		t.Fatal(err)
 	}
 	d.run()
@@ -93,7 +93,7 @@ func TestCSRIssuedOnAWS(t *testing.T) {
 	}
 	// A denied CSR is never signed.
 	d.apply(csrYAML(t, "denied", "clusterissuers.cert-manager.io/ops-ca", 600))
-	if _, err := d.api.App.Service.ApproveCSR(d.Ctx, caller, "denied", false, "Nope", "denied on AWS"); err != nil {
+	if _, err := d.api.App.Service.ApproveCSR(d.Ctx, caller, "denied", false, "Nope", "denied on AWS", ""); err != nil {
 		t.Fatal(err)
 	}
 	d.run()
@@ -125,7 +125,7 @@ subjects: [{kind: User, name: "arn:aws:iam::123456789012:role/requester"}]
 	if _, err := d.api.App.Service.Apply(d.Ctx, requester, objs); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := d.api.App.Service.ApproveCSR(d.Ctx, caller, "noref", true, "", ""); err != nil {
+	if _, err := d.api.App.Service.ApproveCSR(d.Ctx, caller, "noref", true, "", "", ""); err != nil {
 		t.Fatal(err)
 	}
 	d.run()

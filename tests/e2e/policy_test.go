@@ -211,7 +211,7 @@ func TestPolicyApprovalForTwoTeams(t *testing.T) {
 
 	// bob may not approve for demo-ca: refused, nothing changes.
 	before, _ := h.rt.Engine.Version(h.ctx, api.KeyOf(unbound))
-	_, err := h.rt.App.Service.Approve(h.ctx, bob, api.KeyOf(unbound), true, "ByBob", "looks fine")
+	_, err := h.rt.App.Service.Approve(h.ctx, bob, api.KeyOf(unbound), true, "ByBob", "looks fine", "")
 	if !errors.Is(err, app.ErrForbidden) {
 		t.Fatalf("approval by bob = %v, want forbidden", err)
 	}
@@ -220,7 +220,7 @@ func TestPolicyApprovalForTwoTeams(t *testing.T) {
 		t.Fatalf("refused approval changed the request (version %d → %d)", before, after)
 	}
 	// The security group may approve; the approved request is then signed.
-	if _, err := h.rt.App.Service.Approve(h.ctx, app.Caller{Username: "sam", Groups: []string{"security"}}, api.KeyOf(unbound), true, "Reviewed", "approved by security"); err != nil {
+	if _, err := h.rt.App.Service.Approve(h.ctx, app.Caller{Username: "sam", Groups: []string{"security"}}, api.KeyOf(unbound), true, "Reviewed", "approved by security", ""); err != nil {
 		t.Fatal(err)
 	}
 	h.run()
