@@ -41,6 +41,9 @@ func Apply(st *certificates.State) bool {
 	switch {
 	case r.Reason == "" || r.Reason == "Renewing":
 		cond.Status, cond.Reason, cond.Message = api.ConditionTrue, "Ready", "Certificate is up to date and has not expired"
+		if r.Held != "" {
+			cond.Message += " (" + r.Held + ")"
+		}
 	default:
 		cond.Status, cond.Reason, cond.Message = api.ConditionFalse, r.Reason, r.Message
 	}

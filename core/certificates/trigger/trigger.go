@@ -71,6 +71,9 @@ func Step(ctx context.Context, env *certificates.Env, st *certificates.State) (c
 	if r.Reason == "" {
 		return certificates.Outcome{RequeueAt: r.RenewAt, Why: "no reason to issue before the renewal time"}, nil
 	}
+	if !r.HeldUntil.IsZero() && st.Now.Before(r.HeldUntil) {
+		return certificates.Outcome{RequeueAt: r.HeldUntil, Why: "held: " + r.Message}, nil
+	}
 	if wait := BackoffRemaining(st); wait > 0 {
 		return certificates.Outcome{RequeueAt: st.Now.Add(wait), Why: "backing off after a failed issuance"}, nil
 	}
