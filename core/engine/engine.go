@@ -18,6 +18,7 @@ import (
 
 	"github.com/certfn/certfn/core/api"
 	"github.com/certfn/certfn/core/certificates"
+	"github.com/certfn/certfn/core/certificates/keygen"
 	"github.com/certfn/certfn/core/issuers"
 	"github.com/certfn/certfn/core/policy"
 	"github.com/certfn/certfn/core/ports"
@@ -100,6 +101,10 @@ type Config struct {
 	// CertificateRequests of one namespace the signing step lets be signed
 	// in any rolling hour (0: unlimited; see requests.Env.IssuancesPerHour).
 	IssuancesPerHourPerNamespace int
+	// Keys generates the next private keys of Certificates (nil: a
+	// keygen.Stage on pki.GenerateKey, expensive keys shared out per
+	// namespace).
+	Keys certificates.KeyGenerator
 }
 
 // Engine runs reconciles. It is safe for concurrent use by many workers as
@@ -107,6 +112,10 @@ type Config struct {
 // conditional writes keep state consistent).
 type Engine struct {
 	cfg Config
+	// keyPolicy refuses a Certificate's spec.privateKey before its key is
+	// generated when no policy could allow it; nil unless requests are
+	// decided by the policy approver (cfg.Approver not overridden).
+	keyPolicy certificates.KeyPolicy
 }
 
 // New checks the configuration and returns an engine.
@@ -137,6 +146,10 @@ func New(cfg Config) (*Engine, error) {
 			return nil, fmt.Errorf("engine: auto-approve list: %w", err)
 		}
 		cfg.Approver = &policyApprover{e: e, ap: ap}
+		e.keyPolicy = keyPolicy{e: e, ap: ap}
+	}
+	if cfg.Keys == nil {
+		cfg.Keys = keygen.New(nil, 0)
 	}
 	if cfg.ClusterResourceNamespace == "" {
 		cfg.ClusterResourceNamespace = api.DefaultClusterResourceNamespace
