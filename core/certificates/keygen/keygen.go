@@ -10,15 +10,15 @@
 // certificates.ErrKeyGenerationBusy at once and the Certificate looks
 // again later (certificates.KeyGenerationRetry), its worker free for
 // other work meanwhile. The stage is per process: in local mode (`certfn
-// serve`) it shares the workers of one process. On the clouds each
-// invocation handles one message (a Lambda function instance or, with
-// concurrency 1, a Cloud Run instance runs one key at a time), so the
-// stage never refuses there; the share of a namespace is the share of
-// the function's concurrency its messages get. Lambda's reserved
-// concurrency is per function, not per namespace: a tenant with many
-// expensive keys can still hold many concurrent invocations (bounded by
-// the objects quota on Certificates); per-tenant shares would need a
-// function (or queue) per tenant.
+// serve`) it shares the workers of one process; a Cloud Run worker
+// instance handling several Pub/Sub pushes at once (request_concurrency,
+// 8 by default) shares them the same way. A Lambda function instance
+// handles one message at a time, so the stage never refuses there: a
+// namespace's share is the share of the function's concurrency its
+// messages get. Lambda's reserved concurrency is per function, not per
+// namespace: a tenant with many expensive keys can still hold many
+// concurrent invocations (bounded by the objects quota on Certificates);
+// a per-tenant share would need a function (or queue) per tenant.
 package keygen
 
 import (
