@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"crypto"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -15,6 +16,7 @@ import (
 	"github.com/certfn/certfn/core/acme/orders"
 	acmesigner "github.com/certfn/certfn/core/acme/signer"
 	"github.com/certfn/certfn/core/api"
+	"github.com/certfn/certfn/core/certificates/keygen"
 	"github.com/certfn/certfn/core/clock"
 	"github.com/certfn/certfn/core/engine"
 	issuerstep "github.com/certfn/certfn/core/issuers"
@@ -105,6 +107,10 @@ type Settings struct {
 	Approver requests.Approver
 	// WrapSigners may wrap or replace the signers (tests inject failures).
 	WrapSigners func(map[string]signers.Signer) map[string]signers.Signer
+	// GenerateKey replaces pki.GenerateKey under the key generation stage
+	// (keygen.Stage: expensive keys shared out per namespace); tests count
+	// and order the keys generated.
+	GenerateKey func(*api.CertificatePrivateKey) (crypto.Signer, error)
 }
 
 // ACMESettings configure the ACME issuer.
@@ -237,6 +243,7 @@ func Build(p Ports, s Settings, role Role) (*App, error) {
 		Notifier: p.Notifier, NotifyExpiryWindow: s.NotifyExpiryWindow,
 		Signers:                      map[string]signers.Signer{},
 		IssuancesPerHourPerNamespace: s.Quotas.IssuancesPerHourPerNamespace,
+		Keys:                         keygen.New(s.GenerateKey, 0),
 	}
 	if !role.Approves {
 		cfg.Approver = refuseApprover{role: role.Name}

@@ -18,6 +18,13 @@ type Reason struct {
 	// RenewAt is when the current certificate must be renewed (zero when
 	// an issuance is needed now, nothing is issued or renewal is disabled).
 	RenewAt time.Time
+	// HeldUntil, when set with Reason Expired, is when that issuance may
+	// start: the last one was less than MinReissueInterval ago.
+	HeldUntil time.Time
+	// Held, when set with no Reason, says why RenewAt was moved later than
+	// spec.renewBefore (or the issuer's renewal information) asks: to
+	// MinReissueInterval after the last issuance. The Ready condition says so.
+	Held string
 	// RenewalDisabled is set when spec.renewal.policy is Disabled and the
 	// only reason there may be is time (Expired): the trigger issues
 	// nothing for it.
@@ -62,18 +69,60 @@ func Evaluate(st *State) Reason {
 		}
 		return Reason{RenewalDisabled: true}
 	}
-	renewAt, werr := renewalTime(st, issued.Chain[0])
+	ren := renewalTime(st, leaf)
 	switch {
 	case !st.Now.Before(leaf.NotAfter):
-		return Reason{Reason: "Expired", Message: fmt.Sprintf("Certificate expired on %s", leaf.NotAfter.UTC().Format(time.RFC3339))}
-	case !st.Now.Before(renewAt):
-		msg := fmt.Sprintf("Renewing certificate as renewal was scheduled at %s", renewAt.UTC().Format(time.RFC3339))
-		if werr != nil {
-			msg += " (" + werr.Error() + ")"
+		msg := fmt.Sprintf("Certificate expired on %s", leaf.NotAfter.UTC().Format(time.RFC3339))
+		if st.Now.Before(ren.floor) {
+			return Reason{Reason: "Expired", HeldUntil: ren.floor, Message: msg + fmt.Sprintf(
+				"; it is re-issued at %s, %s after the last issuance (the least time between issuances of a certificate living %s)",
+				ren.floor.UTC().Format(time.RFC3339), ren.interval, ren.lifetime)}
+		}
+		return Reason{Reason: "Expired", Message: msg}
+	case !st.Now.Before(ren.at):
+		msg := fmt.Sprintf("Renewing certificate as renewal was scheduled at %s", ren.at.UTC().Format(time.RFC3339))
+		if ren.err != nil {
+			msg += " (" + ren.err.Error() + ")"
 		}
 		return Reason{Reason: "Renewing", Message: msg}
 	}
-	return Reason{RenewAt: renewAt}
+	r := Reason{RenewAt: ren.at}
+	if ren.held {
+		r.Held = fmt.Sprintf("renewal held until %s, %s after the last issuance: the issued certificate lives %s, "+
+			"and certfn never re-issues sooner than that (the renewal asked for was %s)",
+			ren.at.UTC().Format(time.RFC3339), ren.interval, ren.lifetime, ren.asked.UTC().Format(time.RFC3339))
+	}
+	return r
+}
+
+// MinReissueInterval is the least time between an issuance and the next
+// one that time causes (the renewal time, expiry), whatever the spec, the
+// issuer (a max-duration annotation, an ACME server's short-lived
+// certificates or renewal information, a CA that expires soon) or the
+// stored certificate say: a tenth of the issued certificate's lifetime,
+// at least 5 minutes and at most an hour (so that an ACME server's
+// renewal information after a revocation is still followed within the
+// hour). Without it, a certificate living less than its renewBefore, or
+// issued already expired, is re-issued (a signature, secret writes, a
+// deploy hook) every few seconds for ever. A change of the spec still
+// re-issues at once.
+func MinReissueInterval(lifetime time.Duration) time.Duration {
+	return min(max(lifetime/10, 5*time.Minute), time.Hour)
+}
+
+// lastIssuance is when leaf was issued, as far as certfn can tell: its
+// notBefore, or when the current revision's request became Ready (was
+// issued) if that is later (an ACME server back-dates notBefore, or may
+// issue a certificate that has expired already).
+func lastIssuance(st *State, leaf *x509.Certificate) time.Time {
+	t := leaf.NotBefore
+	if cur := st.RequestsFor(st.CurrentRevision()); st.CurrentRevision() > 0 && len(cur) == 1 {
+		c := api.FindCondition(cur[0].CR.Status.Conditions, api.CertificateRequestConditionReady)
+		if c != nil && c.Status == api.ConditionTrue && c.LastTransitionTime != nil && c.LastTransitionTime.After(t) {
+			t = c.LastTransitionTime.Time
+		}
+	}
+	return t
 }
 
 // RenewalTime is when the stored certificate is renewed: spec.renewBefore /
@@ -87,24 +136,49 @@ func RenewalTime(st *State) time.Time {
 	if issued == nil || pki.RenewalDisabled(st.Cert.Spec.Renewal) {
 		return time.Time{}
 	}
-	t, _ := renewalTime(st, issued.Chain[0])
-	return t
+	return renewalTime(st, issued.Chain[0]).at
 }
 
-// renewalTime computes RenewalTime for leaf. The error says why no
-// renewal window could be used (the time is then the one before the
-// windows, as cert-manager does).
-func renewalTime(st *State, leaf *x509.Certificate) (time.Time, error) {
+// renewal is renewalTime's answer.
+type renewal struct {
+	at    time.Time // the renewal time
+	asked time.Time // before the floor
+	held  bool      // at is the floor, later than asked
+	// floor is the last issuance plus interval (MinReissueInterval of
+	// lifetime, the issued certificate's).
+	floor              time.Time
+	interval, lifetime time.Duration
+	// err says why no renewal window could be used (the time is then the
+	// one before the windows, as cert-manager does).
+	err error
+}
+
+// renewalTime computes RenewalTime for leaf: spec.renewBefore (or the
+// percentage, or 2/3 of the lifetime), an earlier ACME renewal window,
+// spec.renewal's windows, and never before MinReissueInterval after the
+// last issuance.
+func renewalTime(st *State, leaf *x509.Certificate) renewal {
 	spec := &st.Cert.Spec
 	t := pki.RenewalTime(leaf.NotBefore, leaf.NotAfter, spec.RenewBefore, spec.RenewBeforePercentage)
 	if ri := st.Cert.Status.RenewalInfo; ri != nil && ri.SelectedTime != nil && ri.SelectedTime.Before(t) &&
 		(ri.CertificateID == "" || ri.CertificateID == ARICertificateID(leaf)) {
 		t = ri.SelectedTime.Time
 	}
+	var err error
 	if r := spec.Renewal; r != nil && len(r.Windows) > 0 {
-		return pki.ApplyRenewalWindows(leaf.NotBefore, leaf.NotAfter, t, r.Windows)
+		t, err = pki.ApplyRenewalWindows(leaf.NotBefore, leaf.NotAfter, t, r.Windows)
 	}
-	return t, nil
+	ren := renewal{at: t, asked: t, err: err, lifetime: leaf.NotAfter.Sub(leaf.NotBefore)}
+	ren.interval = MinReissueInterval(ren.lifetime)
+	// Status timestamps are whole seconds: round the floor up to one.
+	ren.floor = lastIssuance(st, leaf).Add(ren.interval)
+	if f := ren.floor.Truncate(time.Second); f.Before(ren.floor) {
+		ren.floor = f.Add(time.Second)
+	}
+	if ren.at.Before(ren.floor) {
+		ren.at, ren.held = ren.floor, true
+	}
+	return ren
 }
 
 // ARICertificateID is the certificate's ACME renewal information

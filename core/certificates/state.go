@@ -79,7 +79,45 @@ type Env struct {
 	// NotifyExpiryWindow is how long before its expiry a certificate is
 	// announced as expiring, once a day (0: never).
 	NotifyExpiryWindow time.Duration
+	// Keys generates next private keys (nil: pki.GenerateKey, unshared).
+	Keys KeyGenerator
+	// KeyPolicy, when set, is asked before a next private key is
+	// generated whether any approver could allow it (nil: no check, as
+	// with an approver that has no policies).
+	KeyPolicy KeyPolicy
 }
+
+// KeyGenerator generates the private key of a Certificate of namespace
+// as spec asks. It may refuse for now with an error wrapping
+// ErrKeyGenerationBusy (the namespace has its share of key generation in
+// flight): the caller looks again after KeyGenerationRetry, its worker
+// free for other work meanwhile.
+type KeyGenerator interface {
+	Generate(ctx context.Context, namespace string, spec *api.CertificatePrivateKey) (crypto.Signer, error)
+}
+
+// ErrKeyGenerationBusy: this namespace already has its share of the
+// expensive key generations in flight.
+var ErrKeyGenerationBusy = errors.New("key generation is busy for this namespace")
+
+// KeyGenerationRetry is how soon a Certificate refused by a busy key
+// generation looks again.
+const KeyGenerationRetry = 2 * time.Second
+
+// KeyPolicy decides, before a key exists, whether the requests of a
+// Certificate could be approved with the key spec.privateKey asks for.
+type KeyPolicy interface {
+	// RefuseKey returns why no request of crt could be approved with its
+	// spec.privateKey ("" when one could, or when that is not known
+	// before the request exists). The message names spec.privateKey and
+	// the bounds that refuse it.
+	RefuseKey(ctx context.Context, crt *api.Certificate) (string, error)
+}
+
+// ReasonKeyNotAllowed is the reason of the Issuing (and Ready) condition
+// of a Certificate whose spec.privateKey no applicable policy allows: no
+// key was generated and no request created for it.
+const ReasonKeyNotAllowed = "KeyNotAllowed"
 
 // State is everything one reconcile of a Certificate reads. The engine
 // loads it once per invocation; steps read it and act through Env.

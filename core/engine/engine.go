@@ -18,6 +18,7 @@ import (
 
 	"github.com/certfn/certfn/core/api"
 	"github.com/certfn/certfn/core/certificates"
+	"github.com/certfn/certfn/core/certificates/keygen"
 	"github.com/certfn/certfn/core/issuers"
 	"github.com/certfn/certfn/core/policy"
 	"github.com/certfn/certfn/core/ports"
@@ -101,6 +102,10 @@ type Config struct {
 	// in any rolling hour (0: unlimited; see requests.Env.IssuancesPerHour),
 	// and of CertificateSigningRequests of one requester (csr.Env).
 	IssuancesPerHourPerNamespace int
+	// Keys generates the next private keys of Certificates (nil: a
+	// keygen.Stage on pki.GenerateKey, expensive keys shared out per
+	// namespace).
+	Keys certificates.KeyGenerator
 }
 
 // Engine runs reconciles. It is safe for concurrent use by many workers as
@@ -108,6 +113,10 @@ type Config struct {
 // conditional writes keep state consistent).
 type Engine struct {
 	cfg Config
+	// keyPolicy refuses a Certificate's spec.privateKey before its key is
+	// generated when no policy could allow it; nil unless requests are
+	// decided by the policy approver (cfg.Approver not overridden).
+	keyPolicy certificates.KeyPolicy
 }
 
 // New checks the configuration and returns an engine.
@@ -138,6 +147,10 @@ func New(cfg Config) (*Engine, error) {
 			return nil, fmt.Errorf("engine: auto-approve list: %w", err)
 		}
 		cfg.Approver = &policyApprover{e: e, ap: ap}
+		e.keyPolicy = keyPolicy{e: e, ap: ap}
+	}
+	if cfg.Keys == nil {
+		cfg.Keys = keygen.New(nil, 0)
 	}
 	if cfg.ClusterResourceNamespace == "" {
 		cfg.ClusterResourceNamespace = api.DefaultClusterResourceNamespace

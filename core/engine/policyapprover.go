@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/certfn/certfn/core/api"
+	"github.com/certfn/certfn/core/pki"
 	"github.com/certfn/certfn/core/policy"
 	"github.com/certfn/certfn/core/ports"
 	"github.com/certfn/certfn/core/rbac"
@@ -37,6 +38,39 @@ func (p *policyApprover) Decide(ctx context.Context, cr *api.CertificateRequest)
 		return requests.Decision{Result: requests.Denied, Reason: policyReason, Message: d.Message()}, nil
 	}
 	return requests.Decision{Result: requests.Unmatched, Message: d.Message(), Detail: d.Detail}, nil
+}
+
+// keyPolicy is the policy approver's certificates.KeyPolicy: the requests
+// a Certificate's steps create carry its namespace and issuerRef and
+// certfn's identity, so the policies that will decide them are known
+// before the key exists; when some apply and none allows the key's
+// algorithm and size, no key is generated (policy.Approver.RefusesKey).
+type keyPolicy struct {
+	e  *Engine
+	ap *policy.Approver
+}
+
+func (k keyPolicy) RefuseKey(ctx context.Context, crt *api.Certificate) (string, error) {
+	id := k.e.cfg.Identity
+	cr := &api.CertificateRequest{
+		ObjectMeta: api.ObjectMeta{Namespace: crt.Namespace, Name: crt.Name},
+		Spec:       api.CertificateRequestSpec{IssuerRef: crt.Spec.IssuerRef, Username: id.Username, UID: id.UID, Groups: id.Groups},
+	}
+	in, err := k.e.PolicyInput(ctx, cr)
+	if err != nil {
+		return "", err
+	}
+	alg, size := pki.KeyParams(crt.Spec.PrivateKey)
+	why, refused := k.ap.RefusesKey(in, alg, size)
+	if !refused {
+		return "", nil
+	}
+	key := fmt.Sprintf("%s %d", alg, size)
+	if size == 0 {
+		key = string(alg)
+	}
+	return fmt.Sprintf("spec.privateKey: a %s key is not allowed by any CertificateRequestPolicy that applies to this Certificate's requests, "+
+		"so no key was generated and no request created: %s", key, why), nil
 }
 
 // Authorizer builds an RBAC authorizer from the stored Roles, ClusterRoles,

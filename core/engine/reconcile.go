@@ -76,6 +76,7 @@ func (e *run) reconcileCertificate(ctx context.Context, rec ports.Record) error 
 		Clock: e.cfg.Clock, Secrets: e.cfg.Secrets, Writer: &certWriter{e}, Metrics: e.cfg.Metrics,
 		Username: e.cfg.Identity.Username, UID: e.cfg.Identity.UID, Groups: e.cfg.Identity.Groups, WaitPoll: e.cfg.WaitPoll,
 		Importer: e.cfg.CertificateImporter, Notifier: e.cfg.Notifier, NotifyExpiryWindow: e.cfg.NotifyExpiryWindow,
+		Keys: e.cfg.Keys, KeyPolicy: e.keyPolicy,
 	}
 	res, err := step.Run(ctx, env, st, certSteps, certStepNames)
 	if err != nil || res.Wrote {

@@ -40,8 +40,14 @@ type Delivery struct {
 //     positive), measured on the injected clock: tests drive it with
 //     clock.Fake and never sleep. It de-duplicates by key: a key already
 //     waiting keeps the earlier of its two due times.
-//   - Receive leases up to n visible messages, earliest due first (FIFO
-//     among equal times), for the visibility timeout; an unacknowledged
+//   - Receive leases up to n visible messages for the visibility timeout,
+//     each taken from the namespace (of the key; "" for cluster-scoped
+//     keys) with the fewest messages in flight among those with a visible
+//     one, earliest due first within it and between namespaces in flight
+//     alike (FIFO among equal times): with many consumers, a namespace
+//     with a backlog holds no more than its share of them while another
+//     namespace's key waits (fairness is this queue's, not ports.Queue's:
+//     a cloud queue delivers in its own order). An unacknowledged
 //     message becomes visible again when its lease ends, with its Attempt
 //     counted up. Receive never blocks; NextDue tells when it will next
 //     return something.
@@ -60,9 +66,11 @@ type Queue struct {
 	clock      ports.Clock
 	visibility time.Duration
 
-	mu     sync.Mutex
-	items  map[api.Key]*qitem
-	order  qheap // items by the time they become visible
+	mu    sync.Mutex
+	items map[api.Key]*qitem
+	// spaces holds, per namespace, its items by the time they become
+	// visible and how many of them are in flight.
+	spaces map[string]*space
 	seq    uint64
 	leases uint64
 	// changed is closed, and cleared, when NextDue may have moved earlier;
@@ -72,10 +80,17 @@ type Queue struct {
 
 var _ ports.Queue = (*Queue)(nil)
 
-// qitem is the state of one key. It is in the heap as long as it is
-// pending or leased.
+// space is the queue of one namespace.
+type space struct {
+	order    qheap // items by the time they become visible
+	inFlight int   // leased items
+}
+
+// qitem is the state of one key. It is in its namespace's heap as long
+// as it is pending or leased.
 type qitem struct {
 	key        api.Key
+	sp         *space
 	pending    bool      // a message is waiting to be delivered
 	due        time.Time // when the pending message becomes visible
 	leased     bool      // a delivery is in flight
@@ -99,12 +114,15 @@ func (it *qitem) visibleAt() time.Time {
 // qheap is a min-heap of items by visibleAt, then seq.
 type qheap []*qitem
 
-func (h qheap) Len() int { return len(h) }
-func (h qheap) Less(i, j int) bool {
-	if c := h[i].visibleAt().Compare(h[j].visibleAt()); c != 0 {
+func (h qheap) Len() int           { return len(h) }
+func (h qheap) Less(i, j int) bool { return before(h[i], h[j]) }
+
+// before orders two items by visibleAt, then seq.
+func before(a, b *qitem) bool {
+	if c := a.visibleAt().Compare(b.visibleAt()); c != 0 {
 		return c < 0
 	}
-	return h[i].seq < h[j].seq
+	return a.seq < b.seq
 }
 func (h qheap) Swap(i, j int) {
 	h[i], h[j] = h[j], h[i]
@@ -130,7 +148,7 @@ func NewQueue(clock ports.Clock, visibility time.Duration) *Queue {
 	if visibility <= 0 {
 		visibility = DefaultVisibility
 	}
-	return &Queue{clock: clock, visibility: visibility, items: map[api.Key]*qitem{}}
+	return &Queue{clock: clock, visibility: visibility, items: map[api.Key]*qitem{}, spaces: map[string]*space{}}
 }
 
 // Visibility returns the lease duration of a received message.
@@ -152,9 +170,14 @@ func (q *Queue) Enqueue(ctx context.Context, key api.Key, delay time.Duration) e
 	it, ok := q.items[key]
 	if !ok {
 		q.seq++
-		it = &qitem{key: key, pending: true, due: due, seq: q.seq}
+		sp := q.spaces[key.Namespace]
+		if sp == nil {
+			sp = &space{}
+			q.spaces[key.Namespace] = sp
+		}
+		it = &qitem{key: key, sp: sp, pending: true, due: due, seq: q.seq}
 		q.items[key] = it
-		heap.Push(&q.order, it)
+		heap.Push(&sp.order, it)
 		q.signal()
 		return nil
 	}
@@ -163,15 +186,17 @@ func (q *Queue) Enqueue(ctx context.Context, key api.Key, delay time.Duration) e
 	}
 	it.pending, it.due = true, due
 	if !it.leased {
-		heap.Fix(&q.order, it.index)
+		heap.Fix(&it.sp.order, it.index)
 		q.signal()
 	}
 	return nil
 }
 
-// Receive leases and returns up to n messages visible now, earliest
-// first: waiting keys whose due time has come and in-flight keys whose
-// lease has ended. It never blocks.
+// Receive leases and returns up to n messages visible now (waiting keys
+// whose due time has come and in-flight keys whose lease has ended), one
+// at a time from the namespace with the fewest messages in flight, then
+// earliest first. It never blocks. Each message costs a look at every
+// namespace with queued keys.
 func (q *Queue) Receive(ctx context.Context, n int) ([]Delivery, error) {
 	if err := live(ctx, "memory queue: receive"); err != nil {
 		return nil, err
@@ -180,19 +205,43 @@ func (q *Queue) Receive(ctx context.Context, n int) ([]Delivery, error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	var out []Delivery
-	for len(out) < n && len(q.order) > 0 {
-		it := q.order[0]
-		if it.visibleAt().After(now) {
+	for len(out) < n {
+		sp := q.fairest(now)
+		if sp == nil {
 			break
+		}
+		it := sp.order[0]
+		if !it.leased {
+			sp.inFlight++
 		}
 		q.leases++
 		it.pending, it.leased = false, true
 		it.leaseUntil, it.lease = now.Add(q.visibility), q.leases
 		it.attempts++
-		heap.Fix(&q.order, 0)
+		heap.Fix(&sp.order, 0)
 		out = append(out, Delivery{Key: it.key, Attempt: it.attempts, lease: it.lease})
 	}
 	return out, nil
+}
+
+// fairest returns the namespace Receive takes its next message from: of
+// those whose earliest item is visible at now, the one with the fewest
+// items in flight, then the earliest (visibleAt, seq) item; nil if none
+// is visible. The order is total (seq is unique), so the choice does not
+// depend on the map's iteration order. q.mu must be held.
+func (q *Queue) fairest(now time.Time) *space {
+	var best *space
+	for _, sp := range q.spaces {
+		head := sp.order[0]
+		if head.visibleAt().After(now) {
+			continue
+		}
+		if best == nil || sp.inFlight < best.inFlight ||
+			(sp.inFlight == best.inFlight && before(head, best.order[0])) {
+			best = sp
+		}
+	}
+	return best
 }
 
 // leased returns d's item if d's lease is current; q.mu must be held.
@@ -219,12 +268,16 @@ func (q *Queue) Ack(ctx context.Context, d Delivery) error {
 		return err
 	}
 	it.leased, it.attempts = false, 0
+	it.sp.inFlight--
 	if !it.pending {
-		heap.Remove(&q.order, it.index)
+		heap.Remove(&it.sp.order, it.index)
 		delete(q.items, d.Key)
+		if len(it.sp.order) == 0 {
+			delete(q.spaces, d.Key.Namespace)
+		}
 		return nil
 	}
-	heap.Fix(&q.order, it.index)
+	heap.Fix(&it.sp.order, it.index)
 	q.signal()
 	return nil
 }
@@ -247,7 +300,8 @@ func (q *Queue) Nack(ctx context.Context, d Delivery, delay time.Duration) error
 		it.due = due
 	}
 	it.leased, it.pending = false, true
-	heap.Fix(&q.order, it.index)
+	it.sp.inFlight--
+	heap.Fix(&it.sp.order, it.index)
 	q.signal()
 	return nil
 }
@@ -265,10 +319,16 @@ func (q *Queue) Len() int {
 func (q *Queue) NextDue() (time.Time, bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if len(q.order) == 0 {
-		return time.Time{}, false
+	var (
+		next time.Time
+		ok   bool
+	)
+	for _, sp := range q.spaces {
+		if t := sp.order[0].visibleAt(); !ok || t.Before(next) {
+			next, ok = t, true
+		}
 	}
-	return q.order[0].visibleAt(), true
+	return next, ok
 }
 
 // Changed returns a channel that is closed at the next change that may

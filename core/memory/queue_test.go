@@ -421,3 +421,69 @@ func mustReceive(t *testing.T, q *memory.Queue, name string) memory.Delivery {
 	}
 	return ds[0]
 }
+
+// Namespaces share the consumers: Receive takes each message from the
+// namespace with the fewest in flight, so a key of team-b is delivered
+// before the backlog team-a queued earlier, and a namespace holds at most
+// its share while another waits; within a namespace, earliest first.
+func TestQueueReceiveIsFairAcrossNamespaces(t *testing.T) {
+	ctx := context.Background()
+	clk := clock.NewFake(qt0)
+	q := memory.NewQueue(clk, time.Minute)
+	in := func(ns, name string) api.Key { return api.Key{Kind: api.KindCertificate, Namespace: ns, Name: name} }
+	for i := 1; i <= 8; i++ {
+		if err := q.Enqueue(ctx, in("team-a", fmt.Sprintf("rsa8192-%d", i)), 0); err != nil {
+			t.Fatal(err)
+		}
+		clk.Advance(time.Second)
+	}
+	if err := q.Enqueue(ctx, in("team-b", "web"), 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := q.Enqueue(ctx, api.Key{Kind: api.KindClusterIssuer, Name: "ca"}, 0); err != nil {
+		t.Fatal(err)
+	}
+	recv := func(n int) []memory.Delivery {
+		t.Helper()
+		ds, err := q.Receive(ctx, n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ds
+	}
+	names := func(ds []memory.Delivery) string {
+		var out []string
+		for _, d := range ds {
+			out = append(out, d.Key.Namespace+"/"+d.Key.Name)
+		}
+		return strings.Join(out, ",")
+	}
+	// Four consumers, one message each: team-a gets the first, then the
+	// namespaces with nothing in flight, then team-a again.
+	var got []memory.Delivery
+	for range 4 {
+		got = append(got, recv(1)...)
+	}
+	if g, want := names(got), "team-a/rsa8192-1,team-b/web,/ca,team-a/rsa8192-2"; g != want {
+		t.Fatalf("received %s, want %s", g, want)
+	}
+	// team-b enqueues again while team-a holds two consumers: it is next.
+	if err := q.Enqueue(ctx, in("team-b", "api"), 0); err != nil {
+		t.Fatal(err)
+	}
+	if g := names(recv(1)); g != "team-b/api" {
+		t.Fatalf("received %s, want team-b/api before team-a's backlog", g)
+	}
+	// Acks and nacks return the share: team-a's backlog drains in order.
+	for _, d := range got {
+		if err := q.Ack(ctx, d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if g, want := names(recv(10)), "team-a/rsa8192-3,team-a/rsa8192-4,team-a/rsa8192-5,team-a/rsa8192-6,team-a/rsa8192-7,team-a/rsa8192-8"; g != want {
+		t.Fatalf("received %s, want %s", g, want)
+	}
+	if n, ok := q.NextDue(); !ok || !n.Equal(clk.Now().Add(time.Minute)) {
+		t.Fatalf("NextDue = %s %v, want the end of the leases", n, ok)
+	}
+}

@@ -50,6 +50,36 @@ func keySize(spec *api.CertificatePrivateKey) int {
 	return spec.Size
 }
 
+// KeyParams returns the algorithm and size of the key GenerateKey makes
+// for spec, with cert-manager's defaults: RSA 2048, ECDSA 256, Ed25519
+// size 0 (the key sizes a CertificateRequestPolicy constrains).
+func KeyParams(spec *api.CertificatePrivateKey) (api.PrivateKeyAlgorithm, int) {
+	alg, size := keyAlgorithm(spec), keySize(spec)
+	switch {
+	case alg == api.Ed25519KeyAlgorithm:
+		size = 0
+	case size != 0:
+	case alg == api.RSAKeyAlgorithm:
+		size = DefaultRSAKeySize
+	case alg == api.ECDSAKeyAlgorithm:
+		size = DefaultECDSAKeySize
+	}
+	return alg, size
+}
+
+// ExpensiveRSAKeySize is the smallest RSA key size whose generation is
+// expensive (about a second of a CPU for 4096 bits, tens of seconds up to
+// minutes for 8192): such keys are generated a share per namespace
+// (core/certificates/keygen).
+const ExpensiveRSAKeySize = 4096
+
+// ExpensiveKey reports whether generating spec's key is expensive: RSA of
+// ExpensiveRSAKeySize bits or more (MaxRSAKeySize at most).
+func ExpensiveKey(spec *api.CertificatePrivateKey) bool {
+	alg, size := KeyParams(spec)
+	return alg == api.RSAKeyAlgorithm && size >= ExpensiveRSAKeySize
+}
+
 // GenerateKey creates a private key as spec.privateKey asks: RSA (default,
 // 2048 bits when size is 0; 2048..8192 allowed), ECDSA (P-256 by default;
 // 256, 384 or 521) or Ed25519 (size ignored). A nil spec means RSA 2048.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/certfn/certfn/core/api"
 	"github.com/certfn/certfn/core/rbac"
 )
 
@@ -41,14 +42,26 @@ func NewApprover(ev *Evaluator, approveSignerNames []string) (*Approver, error) 
 // else the Evaluator's decision for in. Both are counted in
 // MetricApprovalOutcomes.
 func (a *Approver) Decide(ctx context.Context, in Input) Decision {
-	if cr := in.Request; cr != nil && len(a.auto) > 0 {
-		for _, n := range rbac.SignerResourceNames(cr.Spec.IssuerRef, cr.Namespace) {
-			if a.auto[n] {
-				d := Decision{Result: Approved, msg: fmt.Sprintf("auto-approved: signer %q is in certfn's approveSignerNames list", n)}
-				a.evaluator.count(cr, d.Result)
-				return d
-			}
+	if cr := in.Request; cr != nil {
+		if n, ok := a.autoApproved(cr); ok {
+			d := Decision{Result: Approved, msg: fmt.Sprintf("auto-approved: signer %q is in certfn's approveSignerNames list", n)}
+			a.evaluator.count(cr, d.Result)
+			return d
 		}
 	}
 	return a.evaluator.Evaluate(ctx, in)
+}
+
+// autoApproved returns the name in the opt-in list that approves cr's
+// signer, if any.
+func (a *Approver) autoApproved(cr *api.CertificateRequest) (string, bool) {
+	if len(a.auto) == 0 {
+		return "", false
+	}
+	for _, n := range rbac.SignerResourceNames(cr.Spec.IssuerRef, cr.Namespace) {
+		if a.auto[n] {
+			return n, true
+		}
+	}
+	return "", false
 }

@@ -234,11 +234,22 @@ func otherNames(path string, ons []api.OtherName) ErrorList {
 // smallest renewBefore a renewBeforePercentage may come to).
 const MinimumRenewBefore = 5 * time.Minute
 
+// MinimumLifetimeBeforeRenewal is the least time a Certificate of
+// duration must have between its issuance and its renewal point:
+// max(MinimumRenewBefore, duration/10). A renewBefore closer to the
+// duration would re-issue (a signature, secret writes, a deploy hook)
+// every few seconds for ever.
+func MinimumLifetimeBeforeRenewal(duration time.Duration) time.Duration {
+	return max(MinimumRenewBefore, duration/10)
+}
+
 // lifetime checks the duration of the spec at path (at least
 // api.MinimumDuration, certfn's 600 s) and its renewal, as cert-manager's
 // ValidateDuration: renewBefore or renewBeforePercentage, not both (an
 // error at each); renewBefore at least MinimumRenewBefore and shorter
-// than the duration (defaulted); a renewBeforePercentage that comes to a
+// than the duration (defaulted), and leaving at least
+// MinimumLifetimeBeforeRenewal of it before the renewal (certfn's rule,
+// stricter than cert-manager's); a renewBeforePercentage that comes to a
 // renewBefore of at least MinimumRenewBefore and shorter than the
 // duration. The percentage's renewBefore is computed as cert-manager's
 // webhook computes it, duration × (100 − percentage) / 100, so that the
@@ -259,8 +270,13 @@ func lifetime(path string, s *api.CertificateSpec) ErrorList {
 		if rb.Duration < MinimumRenewBefore {
 			errs.addValue(p("renewBefore"), rb.Duration.String(), fmt.Sprintf("must be at least %s", MinimumRenewBefore))
 		}
-		if rb.Duration >= duration {
+		switch floor := MinimumLifetimeBeforeRenewal(duration); {
+		case rb.Duration >= duration:
 			errs.addValue(p("renewBefore"), rb.Duration.String(), fmt.Sprintf("must be shorter than the duration (%s)", duration))
+		case duration-rb.Duration < floor:
+			errs.addValue(p("renewBefore"), rb.Duration.String(), fmt.Sprintf(
+				"leaves %s between issuance and renewal with a duration of %s; duration - renewBefore must be at least max(5m, duration/10) = %s, so renewBefore may be at most %s",
+				duration-rb.Duration, duration, floor, duration-floor))
 		}
 	}
 	if pct := s.RenewBeforePercentage; pct != nil {
@@ -268,7 +284,12 @@ func lifetime(path string, s *api.CertificateSpec) ErrorList {
 		rb := time.Duration(float64(duration) * float64(100-*pct) / 100)
 		v := strconv.Itoa(int(*pct))
 		if rb < MinimumRenewBefore {
-			errs.addValue(p("renewBeforePercentage"), v, fmt.Sprintf("must result in a renewBefore of at least %s", MinimumRenewBefore))
+			// rb, as cert-manager's webhook computes it, is also the time
+			// between issuance and renewal at run time (the renewal comes
+			// percentage × lifetime before expiry): this is the floor.
+			errs.addValue(p("renewBeforePercentage"), v, fmt.Sprintf(
+				"must result in a renewBefore of at least %s: it leaves %s between issuance and renewal with a duration of %s, at least %s is required",
+				MinimumRenewBefore, rb, duration, MinimumRenewBefore))
 		}
 		if rb >= duration {
 			errs.addValue(p("renewBeforePercentage"), v, "must result in a renewBefore shorter than the duration (a percentage between 1 and 99)")

@@ -244,6 +244,25 @@ func TestCertificate(t *testing.T) {
 		{"renewBeforePercentage 0", cert(func(c *C) { c.Spec.RenewBeforePercentage = ptr(int32(0)) }), "spec.renewBeforePercentage", "shorter than the duration"},
 		{"renewBeforePercentage 100", cert(func(c *C) { c.Spec.RenewBeforePercentage = ptr(int32(100)) }), "spec.renewBeforePercentage", "renewBefore of at least 5m"},
 		{"renewBeforePercentage 99", cert(func(c *C) { c.Spec.RenewBeforePercentage = ptr(int32(99)) }), "", ""},
+		// A renewal point that leaves too little lifetime re-issues in a loop:
+		// duration - renewBefore must be at least max(5m, duration/10).
+		{"renewBefore one second before the duration", cert(func(c *C) {
+			c.Spec.Duration, c.Spec.RenewBefore = api.NewDuration(10*time.Minute), api.NewDuration(10*time.Minute-time.Second)
+		}), "spec.renewBefore", "leaves 1s between issuance and renewal with a duration of 10m0s; duration - renewBefore must be at least max(5m, duration/10) = 5m0s, so renewBefore may be at most 5m0s"},
+		{"renewBefore leaves 5m of 10m", cert(func(c *C) {
+			c.Spec.Duration, c.Spec.RenewBefore = api.NewDuration(10*time.Minute), api.NewDuration(5*time.Minute)
+		}), "", ""},
+		{"renewBefore leaves less than a tenth of the duration", cert(func(c *C) {
+			c.Spec.Duration, c.Spec.RenewBefore = api.NewDuration(100*time.Hour), api.NewDuration(91*time.Hour)
+		}), "spec.renewBefore", "at least max(5m, duration/10) = 10h0m0s, so renewBefore may be at most 90h0m0s"},
+		{"renewBefore leaves a tenth of the duration", cert(func(c *C) {
+			c.Spec.Duration, c.Spec.RenewBefore = api.NewDuration(100*time.Hour), api.NewDuration(90*time.Hour)
+		}), "", ""},
+		{"renewBefore vs default duration leaves too little", cert(func(c *C) { c.Spec.RenewBefore = api.NewDuration(2000 * time.Hour) }),
+			"spec.renewBefore", "duration of 2160h0m0s; duration - renewBefore must be at least max(5m, duration/10) = 216h0m0s"},
+		{"renewBeforePercentage leaving 3m of 10m", cert(func(c *C) {
+			c.Spec.Duration, c.Spec.RenewBeforePercentage = api.NewDuration(10*time.Minute), ptr(int32(70))
+		}), "spec.renewBeforePercentage", "it leaves 3m0s between issuance and renewal with a duration of 10m0s, at least 5m0s is required"},
 
 		{"rsa size small", cert(func(c *C) { c.Spec.PrivateKey = &api.CertificatePrivateKey{Algorithm: api.RSAKeyAlgorithm, Size: 1024} }), "spec.privateKey.size", "2048 and 8192"},
 		{"rsa size large", cert(func(c *C) { c.Spec.PrivateKey = &api.CertificatePrivateKey{Size: 16384} }), "spec.privateKey.size", "2048 and 8192"},

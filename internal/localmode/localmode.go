@@ -7,6 +7,7 @@ package localmode
 
 import (
 	"context"
+	"crypto"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -67,6 +68,9 @@ type Options struct {
 	WaitPoll time.Duration
 	// WrapSigners, when set, may wrap or replace the signers (tests inject failures).
 	WrapSigners func(map[string]signers.Signer) map[string]signers.Signer
+	// GenerateKey, when set, replaces pki.GenerateKey under the key
+	// generation stage (tests order and count the keys generated).
+	GenerateKey func(*api.CertificatePrivateKey) (crypto.Signer, error)
 	// Queue, when set, replaces the engine's queue (tests deliver duplicates).
 	Queue ports.Queue
 	// Identity is certfn's own requester identity on the requests its
@@ -288,6 +292,7 @@ func Open(opts Options) (*Runtime, error) {
 	}, app.Settings{
 		ClusterResourceNamespace: opts.ClusterResourceNamespace, AutoApprove: opts.AutoApprove, Identity: opts.Identity,
 		WaitPoll: opts.WaitPoll, ResyncInterval: time.Hour, Approver: opts.Approver, WrapSigners: opts.WrapSigners, Quotas: opts.Quotas,
+		GenerateKey: opts.GenerateKey,
 		ACME: app.ACMESettings{Polling: opts.ACME.Polling, MaxChallengesInFlight: opts.ACME.MaxChallengesInFlight,
 			DNS01AllowInternalNames: opts.ACME.DNS01AllowInternalNames, HTTP01SelfCheck: !opts.ACME.DisableHTTP01SelfCheck,
 			HTTP01SelfCheckAddr: opts.ACME.HTTP01SelfCheckAddr, HTTP01NoResponder: noResponder, NamespacedServers: allow},

@@ -141,10 +141,10 @@ func WithQuotas(q app.Quotas) func(*app.Settings) {
 
 // NewPolicyRig returns a rig with certfn's own approver: no auto-approved
 // signers, so requests are decided by the CertificateRequestPolicies
-// applied to it (Rig.Approver is nil).
-func NewPolicyRig(t *testing.T) *Rig {
+// applied to it (Rig.Approver is nil); opts change the settings.
+func NewPolicyRig(t *testing.T, opts ...func(*app.Settings)) *Rig {
 	t.Helper()
-	return newRig(t, nil, nil)
+	return newRig(t, nil, nil, opts...)
 }
 
 func newRig(t *testing.T, approver *SwitchApprover, notifier ports.Notifier, opts ...func(*app.Settings)) *Rig {

@@ -2,6 +2,14 @@
 // makes sure status.nextPrivateKeySecretName names a secret holding a
 // PKCS#8 private key that matches spec.privateKey.
 //
+// Before a key is generated, env.KeyPolicy (the policy approver's) is
+// asked whether any applicable CertificateRequestPolicy allows
+// spec.privateKey: if none does, no key is generated and the issuance
+// fails (Issuing=False, reason KeyNotAllowed, the failure backoff; a
+// change of the spec is tried at once). Keys come from env.Keys, the key
+// generation stage that shares expensive keys out per namespace
+// (core/certificates/keygen): a busy stage defers the step.
+//
 // certfn differs from cert-manager in one way: the next-key secret has a
 // deterministic name ("<certificate>-next-private-key"), so duplicate or
 // reordered messages cannot create two keys; Create is exclusive, and a
@@ -17,6 +25,7 @@ import (
 
 	"github.com/certfn/certfn/core/api"
 	"github.com/certfn/certfn/core/certificates"
+	"github.com/certfn/certfn/core/certificates/readiness"
 	"github.com/certfn/certfn/core/pki"
 	"github.com/certfn/certfn/core/ports"
 )
@@ -53,8 +62,8 @@ func Step(ctx context.Context, env *certificates.Env, st *certificates.State) (c
 		if errors.Is(err, errBeingCreated) {
 			return certificates.Outcome{RequeueAt: st.Now.Add(certificates.FollowUpGrace), Why: err.Error()}, nil
 		}
-		if err != nil {
-			return certificates.Outcome{}, err
+		if out, done, err := notGenerated(ctx, env, st, err); done {
+			return out, err
 		}
 	case err != nil:
 		return certificates.Outcome{}, fmt.Errorf("read next private key secret %s/%s: %w", crt.Namespace, name, err)
@@ -67,9 +76,9 @@ func Step(ctx context.Context, env *certificates.Env, st *certificates.State) (c
 		if ok, _ := keyOK(key, derr, crt); !ok {
 			// spec.privateKey changed during the issuance (or the data is
 			// damaged): regenerate into the same secret (seed 002).
-			sec, err = generate(env, st, name)
-			if err != nil {
-				return certificates.Outcome{}, err
+			sec, err = generate(ctx, env, st, name)
+			if out, done, err := notGenerated(ctx, env, st, err); done {
+				return out, err
 			}
 			if err := env.Secrets.Put(ctx, sec); err != nil {
 				return certificates.Outcome{}, fmt.Errorf("replace next private key secret %s/%s: %w", crt.Namespace, name, err)
@@ -120,7 +129,7 @@ func keyOK(key crypto.Signer, err error, crt *api.Certificate) (bool, string) {
 }
 
 func create(ctx context.Context, env *certificates.Env, st *certificates.State, name string) (ports.Secret, error) {
-	sec, err := generate(env, st, name)
+	sec, err := generate(ctx, env, st, name)
 	if err != nil {
 		return ports.Secret{}, err
 	}
@@ -154,7 +163,7 @@ var errBeingCreated = errors.New("the next private key secret is being created (
 
 // generate builds the next-key secret: a fresh key, or with rotationPolicy
 // Never the currently stored key when it still matches spec.privateKey.
-func generate(env *certificates.Env, st *certificates.State, name string) (ports.Secret, error) {
+func generate(ctx context.Context, env *certificates.Env, st *certificates.State, name string) (ports.Secret, error) {
 	crt := st.Cert
 	var keyPEM []byte
 	if crt.Spec.RotationPolicyOrDefault() == api.RotationPolicyNever {
@@ -169,9 +178,9 @@ func generate(env *certificates.Env, st *certificates.State, name string) (ports
 		}
 	}
 	if keyPEM == nil {
-		key, err := pki.GenerateKey(crt.Spec.PrivateKey)
+		key, err := newKey(ctx, env, crt)
 		if err != nil {
-			return ports.Secret{}, fmt.Errorf("generate private key: %w", err)
+			return ports.Secret{}, err
 		}
 		b, err := pki.EncodePKCS8PEM(key)
 		if err != nil {
@@ -220,6 +229,96 @@ func cleanup(ctx context.Context, env *certificates.Env, st *certificates.State)
 	st.SetNextKeySecret(nil)
 	if err := env.Writer.UpdateCertificate(ctx, st, st.NextRunAt); err != nil {
 		return certificates.Outcome{}, fmt.Errorf("unset next private key secret: %w", err)
+	}
+	return certificates.Outcome{Wrote: true}, nil
+}
+
+// errKeyRefused carries KeyPolicy's refusal out of generate.
+type errKeyRefused struct{ msg string }
+
+func (e *errKeyRefused) Error() string { return e.msg }
+
+// newKey generates crt's next private key: unless env.KeyPolicy refuses
+// it (an *errKeyRefused), through env.Keys (which may be busy:
+// certificates.ErrKeyGenerationBusy).
+func newKey(ctx context.Context, env *certificates.Env, crt *api.Certificate) (crypto.Signer, error) {
+	if env.KeyPolicy != nil {
+		msg, err := env.KeyPolicy.RefuseKey(ctx, crt)
+		if err != nil {
+			return nil, fmt.Errorf("check spec.privateKey against the policies: %w", err)
+		}
+		if msg != "" {
+			return nil, &errKeyRefused{msg: msg}
+		}
+	}
+	var (
+		key crypto.Signer
+		err error
+	)
+	if env.Keys != nil {
+		key, err = env.Keys.Generate(ctx, crt.Namespace, crt.Spec.PrivateKey)
+	} else {
+		key, err = pki.GenerateKey(crt.Spec.PrivateKey)
+	}
+	if err != nil {
+		if errors.Is(err, certificates.ErrKeyGenerationBusy) {
+			return nil, err
+		}
+		return nil, fmt.Errorf("generate private key: %w", err)
+	}
+	return key, nil
+}
+
+// notGenerated handles generate's errors: done is false when err is nil.
+// A busy key generation stage looks again after
+// certificates.KeyGenerationRetry; a key no policy allows fails the
+// issuance (refuse).
+func notGenerated(ctx context.Context, env *certificates.Env, st *certificates.State, err error) (certificates.Outcome, bool, error) {
+	var refused *errKeyRefused
+	switch {
+	case err == nil:
+		return certificates.Outcome{}, false, nil
+	case errors.Is(err, certificates.ErrKeyGenerationBusy):
+		if env.Metrics != nil {
+			env.Metrics.Inc("certfn_private_key_generations_deferred_total", "namespace", st.Cert.Namespace)
+		}
+		return certificates.Outcome{RequeueAt: st.Now.Add(certificates.KeyGenerationRetry), Why: err.Error()}, true, nil
+	case errors.As(err, &refused):
+		out, err := refuse(ctx, env, st, refused.msg)
+		return out, true, err
+	}
+	return certificates.Outcome{}, true, err
+}
+
+// refuse fails the issuance of a Certificate whose spec.privateKey no
+// applicable policy allows, as a denied request fails it (one more failed
+// attempt, lastFailureTime, the backoff; trigger.BackoffRemaining retries
+// at once once the spec changes), without a key or a request: Issuing and
+// Ready are False with reason ReasonKeyNotAllowed and msg.
+func refuse(ctx context.Context, env *certificates.Env, st *certificates.State, msg string) (certificates.Outcome, error) {
+	s := &st.Cert.Status
+	n := 1
+	if s.FailedIssuanceAttempts != nil {
+		n = *s.FailedIssuanceAttempts + 1
+	}
+	s.FailedIssuanceAttempts = &n
+	s.LastFailureTime = api.NewTime(st.Now)
+	retry := st.Now.Add(certificates.Backoff(n))
+	if err := st.LoadSecret(ctx); err != nil {
+		return certificates.Outcome{}, err
+	}
+	api.SetCondition(&s.Conditions, api.Condition{
+		Type: api.CertificateConditionIssuing, Status: api.ConditionFalse, Reason: certificates.ReasonKeyNotAllowed,
+		Message: fmt.Sprintf("%s (attempt %d; next attempt after %s, or at once when the spec changes)",
+			msg, n, retry.UTC().Format("2006-01-02T15:04:05Z")),
+		ObservedGeneration: st.Cert.Generation,
+	}, st.Now)
+	readiness.Apply(st)
+	if err := env.Writer.UpdateCertificate(ctx, st, retry); err != nil {
+		return certificates.Outcome{}, fmt.Errorf("record the refused private key: %w", err)
+	}
+	if env.Metrics != nil {
+		env.Metrics.Inc("certfn_issuance_failures_total", "namespace", st.Cert.Namespace, "issuer", st.Cert.Spec.IssuerRef.Name)
 	}
 	return certificates.Outcome{Wrote: true}, nil
 }

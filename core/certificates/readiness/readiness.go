@@ -41,8 +41,15 @@ func Apply(st *certificates.State) bool {
 	switch {
 	case r.Reason == "" || r.Reason == "Renewing":
 		cond.Status, cond.Reason, cond.Message = api.ConditionTrue, "Ready", "Certificate is up to date and has not expired"
+		if r.Held != "" {
+			cond.Message += " (" + r.Held + ")"
+		}
 	default:
 		cond.Status, cond.Reason, cond.Message = api.ConditionFalse, r.Reason, r.Message
+		if c := keyNotAllowed(st.Cert); c != nil {
+			// No key is generated for the spec: say why rather than what is stored.
+			cond.Reason, cond.Message = c.Reason, c.Message
+		}
 	}
 	if issued != nil {
 		leaf := issued.Chain[0]
@@ -55,6 +62,17 @@ func Apply(st *certificates.State) bool {
 		changed = setTime(&s.RenewalTime, nil) || changed
 	}
 	return api.SetCondition(&s.Conditions, cond, st.Now) || changed
+}
+
+// keyNotAllowed returns the Issuing=False condition of a refused
+// spec.privateKey (certificates.ReasonKeyNotAllowed) for the current
+// generation, or nil.
+func keyNotAllowed(crt *api.Certificate) *api.Condition {
+	c := api.FindCondition(crt.Status.Conditions, api.CertificateConditionIssuing)
+	if c == nil || c.Status != api.ConditionFalse || c.Reason != certificates.ReasonKeyNotAllowed || c.ObservedGeneration != crt.Generation {
+		return nil
+	}
+	return c
 }
 
 func setTime(dst **api.Time, v *api.Time) bool {

@@ -16,7 +16,8 @@ import (
 
 // BackoffRemaining is how long issuance must still wait after a failure:
 // 1 h doubling per consecutive failure up to 32 h, counted from
-// status.lastFailureTime, unless the spec changed since the failed request.
+// status.lastFailureTime, unless the spec changed since the failed request
+// (or, for a refused spec.privateKey, since the refusal).
 func BackoffRemaining(st *certificates.State) time.Duration {
 	s := st.Cert.Status
 	if s.LastFailureTime == nil {
@@ -25,6 +26,10 @@ func BackoffRemaining(st *certificates.State) time.Duration {
 	attempts := 1
 	if s.FailedIssuanceAttempts != nil && *s.FailedIssuanceAttempts > 0 {
 		attempts = *s.FailedIssuanceAttempts
+	}
+	if c := api.FindCondition(s.Conditions, api.CertificateConditionIssuing); c != nil && c.Status == api.ConditionFalse &&
+		c.Reason == certificates.ReasonKeyNotAllowed && c.ObservedGeneration != st.Cert.Generation {
+		return 0 // a refused spec.privateKey (no request was made) and the spec changed since
 	}
 	if failed := st.RequestsFor(st.NextRevision()); len(failed) == 1 {
 		if bad, err := pki.RequestMatchesSpec(failed[0].CR, &st.Cert.Spec); err == nil && len(bad) > 0 {
@@ -70,6 +75,9 @@ func Step(ctx context.Context, env *certificates.Env, st *certificates.State) (c
 	}
 	if r.Reason == "" {
 		return certificates.Outcome{RequeueAt: r.RenewAt, Why: "no reason to issue before the renewal time"}, nil
+	}
+	if !r.HeldUntil.IsZero() && st.Now.Before(r.HeldUntil) {
+		return certificates.Outcome{RequeueAt: r.HeldUntil, Why: "held: " + r.Message}, nil
 	}
 	if wait := BackoffRemaining(st); wait > 0 {
 		return certificates.Outcome{RequeueAt: st.Now.Add(wait), Why: "backing off after a failed issuance"}, nil
