@@ -100,6 +100,10 @@ type Config struct {
 	// CertificateRequests of one namespace the signing step lets be signed
 	// in any rolling hour (0: unlimited; see requests.Env.IssuancesPerHour).
 	IssuancesPerHourPerNamespace int
+	// SecretFileBounds bound the file permissions a Certificate's
+	// spec.secretTemplate may ask for (nil: not bounded; see
+	// certificates.State.FileBounds).
+	SecretFileBounds *api.SecretFileBounds
 }
 
 // Engine runs reconciles. It is safe for concurrent use by many workers as
