@@ -15,6 +15,7 @@ import (
 
 	"github.com/gofrs/flock"
 
+	"github.com/certfn/certfn/core/api"
 	"github.com/certfn/certfn/core/errs"
 	"github.com/certfn/certfn/core/ports"
 )
@@ -59,6 +60,9 @@ type SecretStore struct {
 	// certPerms are the FilePerms of Certificates' secrets
 	// (SetCertificateFilePerms).
 	certPerms FilePerms
+	// certBounds bound the annotations of Certificates' secrets
+	// (SetCertificateFileBounds; nil: not bounded).
+	certBounds *api.SecretFileBounds
 	// trash counts the background removals of deleted secrets;
 	// trashSwept the namespace directories swept of older ones.
 	trash      sync.WaitGroup
