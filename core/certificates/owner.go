@@ -208,7 +208,10 @@ func (s *State) sharerOwnership(ctx context.Context) (Ownership, error) {
 //     stays renewable);
 //  3. otherwise a secret an issuer or a keystore password uses
 //     (SecretUsesLoader) is never written, unless it is a CA issuer's key
-//     pair that does not exist yet (the bootstrap's first issuance);
+//     pair that does not exist yet and this Certificate is a CA
+//     (spec.isCA: the bootstrap's first issuance; a deployment whose
+//     worker cannot see an operator's CA key pair, a cloud's separate
+//     secret class, sees it missing);
 //  4. a secret with data that no Certificate wrote (no certificate-name
 //     annotation, or another Certificate's next private key) is written
 //     only when its api.AnnotationAdoptByCertificate names this
@@ -235,7 +238,7 @@ func (s *State) refusal(ctx context.Context) (reason, msg string, err error) {
 		uses = append(uses, more...)
 	}
 	for _, u := range uses {
-		if u.Secret != crt.Spec.SecretName || (u.CA() && !hasData) {
+		if u.Secret != crt.Spec.SecretName || (u.CA() && !hasData && crt.Spec.IsCA) {
 			continue
 		}
 		return ReasonSecretInUse, fmt.Sprintf("Secret %q is used by %s: a Certificate never writes a secret that an Issuer, a ClusterIssuer "+
