@@ -5,12 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/gofrs/flock"
@@ -123,6 +125,31 @@ func checkDataKey(k string) error {
 	return nil
 }
 
+// realDir checks that path, a directory inside the store, is a directory
+// and not a symbolic link (Lstat): the store never follows a link it did
+// not make, so a link planted under the secrets directory can make it
+// read, write or chmod nothing outside. A missing path is fs.ErrNotExist.
+func realDir(path string) error {
+	st, err := os.Lstat(path)
+	if err != nil {
+		return err
+	}
+	if st.Mode()&fs.ModeSymlink != 0 || !st.IsDir() {
+		return errs.Permanentf("%s is a symbolic link or not a directory: the secret store follows no link it did not make "+
+			"(remove it; only an administrator of the data directory can have put it there)", path)
+	}
+	return nil
+}
+
+// secretDirs checks the namespace and secret directories of dir with
+// realDir (fs.ErrNotExist when one is missing).
+func secretDirs(dir string) error {
+	if err := realDir(filepath.Dir(dir)); err != nil {
+		return err
+	}
+	return realDir(dir)
+}
+
 // metadata is the content of metadataFile.
 type metadata struct {
 	Labels      map[string]string `json:"labels,omitempty"`
@@ -142,7 +169,11 @@ func (s *SecretStore) Get(ctx context.Context, namespace, name string) (ports.Se
 		if err := ctx.Err(); err != nil {
 			return ports.Secret{}, fmt.Errorf("secret %s/%s: get: %w", namespace, name, err)
 		}
-		version, err := currentVersion(dir)
+		err := secretDirs(dir)
+		version := ""
+		if err == nil {
+			version, err = currentVersion(dir)
+		}
 		if errors.Is(err, fs.ErrNotExist) {
 			return ports.Secret{}, fmt.Errorf("secret %s/%s: %w", namespace, name, ports.ErrNotFound)
 		}
@@ -180,6 +211,9 @@ func readVersionLink(dir, link string) (string, error) {
 
 // readVersion reads the data and metadata of one version directory.
 func readVersion(vdir string) (ports.Secret, error) {
+	if err := realDir(vdir); err != nil {
+		return ports.Secret{}, err
+	}
 	entries, err := os.ReadDir(vdir)
 	if err != nil {
 		return ports.Secret{}, err
@@ -189,7 +223,7 @@ func readVersion(vdir string) (ports.Secret, error) {
 		if !e.Type().IsRegular() {
 			continue
 		}
-		b, err := os.ReadFile(filepath.Join(vdir, e.Name()))
+		b, err := readNoFollow(filepath.Join(vdir, e.Name()))
 		if err != nil {
 			return ports.Secret{}, err
 		}
@@ -207,6 +241,17 @@ func readVersion(vdir string) (ports.Secret, error) {
 		sec.Data[e.Name()] = b
 	}
 	return sec, nil
+}
+
+// readNoFollow reads a regular file without following a symbolic link
+// put in its place (O_NOFOLLOW: ELOOP).
+func readNoFollow(path string) ([]byte, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(f)
 }
 
 // Create writes a new secret; ports.ErrAlreadyExists if it exists, even if
@@ -302,6 +347,9 @@ func (s *SecretStore) Rollback(ctx context.Context, namespace, name string) erro
 		return fail(err)
 	}
 	defer unlock()
+	if err := realDir(dir); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fail(err)
+	}
 	current, err := currentVersion(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return fail(ports.ErrNotFound)
@@ -340,11 +388,25 @@ func (s *SecretStore) Rollback(ctx context.Context, namespace, name string) erro
 // the secret is deleted: removing a lock file that another process may hold
 // would let two writers in at once.
 func (s *SecretStore) lock(namespace, name string) (func(), error) {
-	nsDir := filepath.Join(s.dir, namespace)
-	if err := os.MkdirAll(nsDir, 0o700); err != nil {
+	if err := realDir(s.dir); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, err
 	}
-	l := flock.New(filepath.Join(nsDir, lockPrefix+name), flock.SetPermissions(0o600))
+	nsDir := filepath.Join(s.dir, namespace)
+	if err := realDir(nsDir); errors.Is(err, fs.ErrNotExist) {
+		if err := os.MkdirAll(nsDir, 0o700); err != nil {
+			return nil, err
+		}
+	} else if err != nil {
+		return nil, err
+	}
+	if err := realDir(nsDir); err != nil {
+		return nil, err
+	}
+	lockPath := filepath.Join(nsDir, lockPrefix+name)
+	if st, err := os.Lstat(lockPath); err == nil && !st.Mode().IsRegular() {
+		return nil, errs.Permanentf("%s is a symbolic link or not a regular file: the secret store follows no link it did not make", lockPath)
+	}
+	l := flock.New(lockPath, flock.SetPermissions(0o600))
 	if err := l.Lock(); err != nil {
 		return nil, fmt.Errorf("lock %s: %w", l.Path(), err)
 	}
@@ -380,6 +442,9 @@ func (s *SecretStore) write(ctx context.Context, sec ports.Secret, exclusive boo
 	}
 	defer unlock()
 
+	if err := realDir(dir); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fail(err)
+	}
 	previous, err := currentVersion(dir)
 	switch {
 	case err == nil && exclusive:

@@ -466,3 +466,103 @@ func TestSecretDeleteRemovesTrash(t *testing.T) {
 		t.Fatalf("Get of the secret created after Delete: %v, %v", got.Data, err)
 	}
 }
+
+// A symbolic link planted under the secrets directory (for a namespace, a
+// secret, a version, a data file or a lock file) is never followed: the
+// file it points to outside is not read, written or chmodded, and the
+// operation fails naming the path. The store's own ..data link is
+// followed only to a version directory of its own.
+func TestSymlinksAreNotFollowed(t *testing.T) {
+	ctx := context.Background()
+	sec := ports.Secret{Namespace: "team-a", Name: "web-tls", Data: map[string][]byte{"tls.key": []byte("new key")},
+		Annotations: map[string]string{"certfn.io/secret-file-mode": "0640"}}
+	for _, tc := range []struct {
+		name  string
+		plant func(t *testing.T, s *SecretStore, outside string)
+		read  bool // Get is refused (else: the secret is missing or unchanged)
+		// writes: Put and Rollback may proceed (inside the store only: a
+		// new version replaces the planted link)
+		writes bool
+	}{
+		{"a namespace directory", func(t *testing.T, s *SecretStore, outside string) {
+			mustSymlink(t, outside, filepath.Join(s.Dir(), "team-a"))
+		}, false, false},
+		{"a secret directory", func(t *testing.T, s *SecretStore, outside string) {
+			mustMkdir(t, filepath.Join(s.Dir(), "team-a"))
+			mustSymlink(t, outside, filepath.Join(s.Dir(), "team-a", "web-tls"))
+		}, false, false},
+		{"a version directory", func(t *testing.T, s *SecretStore, outside string) {
+			dir := filepath.Join(s.Dir(), "team-a", "web-tls")
+			mustMkdir(t, dir)
+			mustSymlink(t, outside, filepath.Join(dir, "..2020_01_01_00_00_00.1"))
+			mustSymlink(t, "..2020_01_01_00_00_00.1", filepath.Join(dir, dataLink))
+		}, true, true},
+		{"a data file", func(t *testing.T, s *SecretStore, outside string) {
+			if err := s.Put(ctx, ports.Secret{Namespace: "team-a", Name: "web-tls", Data: map[string][]byte{"tls.crt": []byte("c")}}); err != nil {
+				t.Fatal(err)
+			}
+			vdir, _ := filepath.EvalSymlinks(filepath.Join(s.Dir(), "team-a", "web-tls", dataLink))
+			mustSymlink(t, filepath.Join(outside, "tls.key"), filepath.Join(vdir, "tls.key"))
+		}, false, true},
+		{"a lock file", func(t *testing.T, s *SecretStore, outside string) {
+			mustMkdir(t, filepath.Join(s.Dir(), "team-a"))
+			mustSymlink(t, filepath.Join(outside, "tls.key"), filepath.Join(s.Dir(), "team-a", lockPrefix+"web-tls"))
+		}, false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			root := t.TempDir()
+			outside := filepath.Join(root, "outside")
+			mustMkdir(t, outside)
+			target := filepath.Join(outside, "tls.key")
+			if err := os.WriteFile(target, []byte("host key"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			s := NewSecretStore(filepath.Join(root, "data", "secrets"))
+			mustMkdir(t, s.Dir())
+			tc.plant(t, s, outside)
+
+			got, err := s.Get(ctx, "team-a", "web-tls")
+			if string(got.Data["tls.key"]) == "host key" {
+				t.Fatal("Get read a file outside the store")
+			}
+			if tc.read && (err == nil || !strings.Contains(err.Error(), "symbolic link")) {
+				t.Fatalf("Get = %v, want a refusal naming the link", err)
+			}
+			if err := s.Put(ctx, sec); (err == nil) != tc.writes {
+				t.Fatalf("Put = %v, want it to proceed: %v", err, tc.writes)
+			}
+			_ = s.Rollback(ctx, "team-a", "web-tls")
+			if got, _ := s.Get(ctx, "team-a", "web-tls"); string(got.Data["tls.key"]) == "host key" {
+				t.Fatal("Get read a file outside the store")
+			}
+			b, err := os.ReadFile(target)
+			if err != nil || string(b) != "host key" {
+				t.Fatalf("the file outside changed: %q %v", b, err)
+			}
+			if m := modeOf(t, target); m != 0o600 {
+				t.Fatalf("the file outside was chmodded to %#o", m)
+			}
+			if m := modeOf(t, outside); m != 0o755 && m != 0o700 {
+				t.Fatalf("the directory outside was chmodded to %#o", m)
+			}
+			entries, _ := os.ReadDir(outside)
+			if len(entries) != 1 {
+				t.Fatalf("files created outside: %v", entries)
+			}
+		})
+	}
+}
+
+func mustSymlink(t *testing.T, target, link string) {
+	t.Helper()
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func mustMkdir(t *testing.T, dir string) {
+	t.Helper()
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+}
