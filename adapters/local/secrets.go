@@ -15,8 +15,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/gofrs/flock"
-
 	"github.com/certfn/certfn/core/api"
 	"github.com/certfn/certfn/core/errs"
 	"github.com/certfn/certfn/core/ports"
@@ -31,7 +29,7 @@ const (
 	prevLinkTmp  = "..previous_tmp"  // new ..previous before the rename
 	keyLinkTmp   = "..key_tmp"       // new <key> symlink before the rename
 	metadataFile = "..metadata.json" // labels and annotations, inside a version directory
-	lockPrefix   = "..lock."         // "..lock.<name>" in the namespace directory: serialises writers of one secret
+	lockPrefix   = "..lock."         // "..lock.<name>" in the namespace directory while a writer of that secret holds it
 	versionStamp = "2006_01_02_15_04_05."
 )
 
@@ -55,8 +53,9 @@ const getAttempts = 5
 // 0600, unless FilePerms say otherwise (fileperms.go: a group or mode that
 // lets a web server read a certificate's key).
 // Writers of one secret are serialised by a lock file (flock on
-// <namespace>/..lock.<name>), which also makes Create exclusive across
-// processes; writers of different secrets run in parallel.
+// <namespace>/..lock.<name>, removed when the writer is done), which also
+// makes Create exclusive across processes; writers of different secrets
+// run in parallel.
 type SecretStore struct {
 	dir string
 	// certPerms are the FilePerms of Certificates' secrets
@@ -383,10 +382,16 @@ func (s *SecretStore) Rollback(ctx context.Context, namespace, name string) erro
 	return nil
 }
 
-// lock takes one secret's writer lock (creating the directories). Writers
-// of different secrets never wait for each other. The lock file stays when
-// the secret is deleted: removing a lock file that another process may hold
-// would let two writers in at once.
+// lock takes one secret's writer lock (creating the directories) and
+// returns its release. Writers of different secrets never wait for each
+// other. The lock is flock(2) on <namespace>/..lock.<name>, and the file
+// is removed by its release, so no lock file outlives its writer (nor
+// the secret). Removing a lock file others may wait on is safe because
+// the holder unlinks it before it unlocks, and a writer that gets the
+// lock checks that the path still names the file it locked (same device
+// and inode): a writer that locked a file already unlinked, or replaced
+// by a newer one, starts again on the current file. So at most one
+// writer at a time holds the lock of the file the path names.
 func (s *SecretStore) lock(namespace, name string) (func(), error) {
 	if err := realDir(s.dir); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, err
@@ -402,15 +407,49 @@ func (s *SecretStore) lock(namespace, name string) (func(), error) {
 	if err := realDir(nsDir); err != nil {
 		return nil, err
 	}
-	lockPath := filepath.Join(nsDir, lockPrefix+name)
-	if st, err := os.Lstat(lockPath); err == nil && !st.Mode().IsRegular() {
-		return nil, errs.Permanentf("%s is a symbolic link or not a regular file: the secret store follows no link it did not make", lockPath)
+	path := filepath.Join(nsDir, lockPrefix+name)
+	for {
+		f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW, 0o600)
+		if errors.Is(err, syscall.ELOOP) {
+			return nil, errs.Permanentf("%s is a symbolic link: the secret store follows no link it did not make", path)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("lock %s: %w", path, err)
+		}
+		if err := flockRetry(f, syscall.LOCK_EX); err != nil {
+			_ = f.Close()
+			return nil, fmt.Errorf("lock %s: %w", path, err)
+		}
+		held, err := f.Stat()
+		if err != nil {
+			_ = f.Close()
+			return nil, fmt.Errorf("lock %s: %w", path, err)
+		}
+		cur, err := os.Lstat(path)
+		if err == nil && os.SameFile(held, cur) {
+			return func() {
+				// Unlink first: a waiter that gets this file next sees it
+				// is no longer the path's and starts again.
+				_ = os.Remove(path)
+				_ = f.Close() // releases the flock
+			}, nil
+		}
+		// Unlinked (or replaced) by the writer before us: try again.
+		_ = f.Close()
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("lock %s: %w", path, err)
+		}
 	}
-	l := flock.New(lockPath, flock.SetPermissions(0o600))
-	if err := l.Lock(); err != nil {
-		return nil, fmt.Errorf("lock %s: %w", l.Path(), err)
+}
+
+// flockRetry is flock(2) retried when a signal interrupts it.
+func flockRetry(f *os.File, how int) error {
+	for {
+		err := syscall.Flock(int(f.Fd()), how)
+		if !errors.Is(err, syscall.EINTR) {
+			return err
+		}
 	}
-	return func() { _ = l.Unlock() }, nil
 }
 
 // write implements Create (exclusive) and Put.

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/certfn/certfn/core/errs"
@@ -564,5 +565,72 @@ func mustMkdir(t *testing.T, dir string) {
 	t.Helper()
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// No ..lock.* file outlives its writer (nor the secret), and removing
+// them keeps writers of one secret exclusive: of concurrent Creates of a
+// name by separate stores (as separate processes), exactly one succeeds,
+// round after round.
+func TestLockFilesRemovedAndExclusive(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	stores := make([]*SecretStore, 4)
+	for i := range stores {
+		stores[i] = NewSecretStore(dir)
+	}
+	lockFiles := func() []string {
+		m, _ := filepath.Glob(filepath.Join(dir, "*", lockPrefix+"*"))
+		return m
+	}
+	sec := func(name, v string) ports.Secret {
+		return ports.Secret{Namespace: "team-a", Name: name, Data: map[string][]byte{"tls.key": []byte(v)}}
+	}
+	s := stores[0]
+	for _, op := range []func() error{
+		func() error { return s.Create(ctx, sec("web-tls", "1")) },
+		func() error { return s.Put(ctx, sec("web-tls", "2")) },
+		func() error { return s.Rollback(ctx, "team-a", "web-tls") },
+		func() error { return s.Delete(ctx, "team-a", "web-tls") },
+	} {
+		if err := op(); err != nil {
+			t.Fatal(err)
+		}
+		if l := lockFiles(); len(l) != 0 {
+			t.Fatalf("lock files left: %v", l)
+		}
+	}
+	for round := 0; round < 20; round++ {
+		name := "race-" + strconv.Itoa(round)
+		var wins atomic.Int32
+		var wg sync.WaitGroup
+		for i := 0; i < 8; i++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				st := stores[i%len(stores)]
+				err := st.Create(ctx, sec(name, strconv.Itoa(i)))
+				switch {
+				case err == nil:
+					wins.Add(1)
+				case !errors.Is(err, ports.ErrAlreadyExists):
+					t.Error(err)
+				}
+				if err := st.Put(ctx, sec(name, "put-"+strconv.Itoa(i))); err != nil {
+					t.Error(err)
+				}
+			}()
+		}
+		wg.Wait()
+		if n := wins.Load(); n != 1 {
+			t.Fatalf("round %d: %d Creates succeeded, want 1", round, n)
+		}
+		if got, err := s.Get(ctx, "team-a", name); err != nil || !strings.HasPrefix(string(got.Data["tls.key"]), "put-") {
+			t.Fatalf("round %d: Get = %q, %v", round, got.Data["tls.key"], err)
+		}
+	}
+	s.Wait()
+	if l := lockFiles(); len(l) != 0 {
+		t.Fatalf("lock files left: %v", l)
 	}
 }
