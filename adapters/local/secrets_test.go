@@ -109,7 +109,6 @@ func TestSecretLayoutAndPermissions(t *testing.T) {
 		{filepath.Join(dir, version, "tls.key"), 0o600},
 		{filepath.Join(dir, version, "ca.crt"), 0o600},
 		{filepath.Join(dir, version, metadataFile), 0o600},
-		{filepath.Join(root, "default", lockPrefix+"web-tls"), 0o600},
 	}
 	for _, p := range perms {
 		fi, err := os.Lstat(p.path)
@@ -120,6 +119,9 @@ func TestSecretLayoutAndPermissions(t *testing.T) {
 		if got := fi.Mode() & (fs.ModePerm | fs.ModeDir); got != p.want {
 			t.Errorf("%s: mode %v, want %v", p.path, got, p.want)
 		}
+	}
+	if _, err := os.Lstat(filepath.Join(root, "default", lockPrefix+"web-tls")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the lock file outlived the write: %v", err)
 	}
 	wantTop := []string{"..data", version, "ca.crt", "tls.crt", "tls.key"}
 	sort.Strings(wantTop)
