@@ -36,6 +36,15 @@ func (p FilePerms) IsZero() bool { return p.Mode == 0 && p.Owner == "" && p.Grou
 // their own annotations say otherwise. Call it before the store is used.
 func (s *SecretStore) SetCertificateFilePerms(p FilePerms) { s.certPerms = p }
 
+// SetCertificateFileBounds bounds what the annotations of a Certificate's
+// secret (copied from the tenant's spec.secretTemplate) may ask for: a
+// write of a Certificate's secret whose certfn.io/secret-file-*
+// annotations go beyond b fails with a permanent error naming the
+// annotation and the bound (never clamped). The defaults of
+// SetCertificateFilePerms are the operator's and are not bounded. Without
+// a call, nothing is bounded. Call it before the store is used.
+func (s *SecretStore) SetCertificateFileBounds(b api.SecretFileBounds) { s.certBounds = &b }
+
 // filePerms resolves the FilePerms of sec: its annotations
 // (api.AnnotationSecretFile*) over the Certificate default. An invalid
 // value is a permanent error naming the annotation.
@@ -43,6 +52,11 @@ func (s *SecretStore) filePerms(sec ports.Secret) (perms resolvedPerms, err erro
 	p := FilePerms{}
 	if sec.Annotations[api.AnnotationCertificateName] != "" && sec.Labels[api.LabelNextPrivateKey] != "true" {
 		p = s.certPerms
+		if s.certBounds != nil {
+			if err := s.certBounds.Check("metadata.annotations", sec.Annotations); err != nil {
+				return perms, errs.Permanent(err)
+			}
+		}
 	}
 	if v, ok := sec.Annotations[api.AnnotationSecretFileMode]; ok {
 		m, err := api.ParseSecretFileMode(v)

@@ -153,3 +153,81 @@ func TestSecretFileOwner(t *testing.T) {
 		t.Fatalf("tls.key owner %d mode %#o, want 65534 and 0400", uid, st.Mode().Perm())
 	}
 }
+
+// SetCertificateFileBounds bounds the annotations of a Certificate's
+// secret (a tenant's secretTemplate): beyond them the write fails,
+// naming the annotation and the bound, and nothing is written, so the
+// files are never world-readable and no directory above gains a bit for
+// others. The operator's defaults and secrets that are no Certificate's
+// are not bounded.
+func TestSecretFileBounds(t *testing.T) {
+	ctx := context.Background()
+	gid := strconv.Itoa(os.Getgid())
+	cert := func(ann map[string]string) ports.Secret {
+		a := map[string]string{api.AnnotationCertificateName: "a"}
+		for k, v := range ann {
+			a[k] = v
+		}
+		return ports.Secret{Namespace: "web", Name: "a-tls", Annotations: a, Data: map[string][]byte{"tls.key": []byte("key")}}
+	}
+	for _, tc := range []struct {
+		name     string
+		bounds   api.SecretFileBounds
+		defaults FilePerms
+		sec      ports.Secret
+		file     fs.FileMode
+		err      string
+	}{
+		{"0644 beyond the default bound", api.SecretFileBounds{}, FilePerms{}, cert(map[string]string{api.AnnotationSecretFileMode: "0644"}), 0,
+			`metadata.annotations[certfn.io/secret-file-mode]: "0644" is more permissive than this deployment allows (at most 0640`},
+		{"0640 within the default bound", api.SecretFileBounds{}, FilePerms{}, cert(map[string]string{api.AnnotationSecretFileMode: "0640"}), 0o640, ""},
+		{"0644 with the bound raised", api.SecretFileBounds{MaxMode: 0o644}, FilePerms{}, cert(map[string]string{api.AnnotationSecretFileMode: "0644"}), 0o644, ""},
+		{"0640 beyond a bound of 0600", api.SecretFileBounds{MaxMode: 0o600}, FilePerms{}, cert(map[string]string{api.AnnotationSecretFileMode: "0640"}), 0,
+			`"0640" is more permissive than this deployment allows (at most 0600`},
+		{"a group nobody allowed", api.SecretFileBounds{}, FilePerms{}, cert(map[string]string{api.AnnotationSecretFileGroup: gid}), 0,
+			`metadata.annotations[certfn.io/secret-file-group]: "` + gid + `" is not one this deployment allows (allowed: none`},
+		{"an allowed group", api.SecretFileBounds{Groups: []string{gid}}, FilePerms{}, cert(map[string]string{api.AnnotationSecretFileGroup: gid, api.AnnotationSecretFileMode: "0640"}), 0o640, ""},
+		{"an owner nobody allowed", api.SecretFileBounds{}, FilePerms{}, cert(map[string]string{api.AnnotationSecretFileOwner: "root"}), 0,
+			`metadata.annotations[certfn.io/secret-file-owner]: "root" is not one this deployment allows (allowed: none`},
+		{"the operator's default is not bounded", api.SecretFileBounds{MaxMode: 0o600}, FilePerms{Mode: 0o640}, cert(nil), 0o640, ""},
+		{"a secret that is no Certificate's is not bounded", api.SecretFileBounds{}, FilePerms{},
+			ports.Secret{Namespace: "web", Name: "shared", Annotations: map[string]string{api.AnnotationSecretFileMode: "0644"}, Data: map[string][]byte{"k": []byte("v")}}, 0o644, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			root := t.TempDir()
+			if err := os.Chmod(root, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			s := NewSecretStore(filepath.Join(root, "secrets"))
+			s.SetCertificateFilePerms(tc.defaults)
+			s.SetCertificateFileBounds(tc.bounds)
+			err := s.Put(ctx, tc.sec)
+			if tc.err != "" {
+				if err == nil || !errs.IsPermanent(err) || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("Put = %v, want a permanent error %q", err, tc.err)
+				}
+				if _, err := s.Get(ctx, tc.sec.Namespace, tc.sec.Name); !errors.Is(err, ports.ErrNotFound) {
+					t.Fatalf("written despite the error: %v", err)
+				}
+				for _, p := range []string{s.Dir(), root} {
+					if _, err := os.Stat(p); errors.Is(err, fs.ErrNotExist) {
+						continue // refused before anything was created
+					}
+					if m := modeOf(t, p); m&0o007 != 0 {
+						t.Errorf("%s mode %#o: gained bits for others", p, m)
+					}
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			dir, _ := s.SecretDir(tc.sec.Namespace, tc.sec.Name)
+			for k := range tc.sec.Data {
+				if m := modeOf(t, filepath.Join(dir, k)); m != tc.file {
+					t.Errorf("%s mode %#o, want %#o", k, m, tc.file)
+				}
+			}
+		})
+	}
+}

@@ -5,16 +5,17 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
-	"github.com/gofrs/flock"
-
+	"github.com/certfn/certfn/core/api"
 	"github.com/certfn/certfn/core/errs"
 	"github.com/certfn/certfn/core/ports"
 )
@@ -28,7 +29,7 @@ const (
 	prevLinkTmp  = "..previous_tmp"  // new ..previous before the rename
 	keyLinkTmp   = "..key_tmp"       // new <key> symlink before the rename
 	metadataFile = "..metadata.json" // labels and annotations, inside a version directory
-	lockPrefix   = "..lock."         // "..lock.<name>" in the namespace directory: serialises writers of one secret
+	lockPrefix   = "..lock."         // "..lock.<name>" in the namespace directory while a writer of that secret holds it
 	versionStamp = "2006_01_02_15_04_05."
 )
 
@@ -52,13 +53,17 @@ const getAttempts = 5
 // 0600, unless FilePerms say otherwise (fileperms.go: a group or mode that
 // lets a web server read a certificate's key).
 // Writers of one secret are serialised by a lock file (flock on
-// <namespace>/..lock.<name>), which also makes Create exclusive across
-// processes; writers of different secrets run in parallel.
+// <namespace>/..lock.<name>, removed when the writer is done), which also
+// makes Create exclusive across processes; writers of different secrets
+// run in parallel.
 type SecretStore struct {
 	dir string
 	// certPerms are the FilePerms of Certificates' secrets
 	// (SetCertificateFilePerms).
 	certPerms FilePerms
+	// certBounds bound the annotations of Certificates' secrets
+	// (SetCertificateFileBounds; nil: not bounded).
+	certBounds *api.SecretFileBounds
 	// trash counts the background removals of deleted secrets;
 	// trashSwept the namespace directories swept of older ones.
 	trash      sync.WaitGroup
@@ -119,6 +124,31 @@ func checkDataKey(k string) error {
 	return nil
 }
 
+// realDir checks that path, a directory inside the store, is a directory
+// and not a symbolic link (Lstat): the store never follows a link it did
+// not make, so a link planted under the secrets directory can make it
+// read, write or chmod nothing outside. A missing path is fs.ErrNotExist.
+func realDir(path string) error {
+	st, err := os.Lstat(path)
+	if err != nil {
+		return err
+	}
+	if st.Mode()&fs.ModeSymlink != 0 || !st.IsDir() {
+		return errs.Permanentf("%s is a symbolic link or not a directory: the secret store follows no link it did not make "+
+			"(remove it; only an administrator of the data directory can have put it there)", path)
+	}
+	return nil
+}
+
+// secretDirs checks the namespace and secret directories of dir with
+// realDir (fs.ErrNotExist when one is missing).
+func secretDirs(dir string) error {
+	if err := realDir(filepath.Dir(dir)); err != nil {
+		return err
+	}
+	return realDir(dir)
+}
+
 // metadata is the content of metadataFile.
 type metadata struct {
 	Labels      map[string]string `json:"labels,omitempty"`
@@ -138,7 +168,11 @@ func (s *SecretStore) Get(ctx context.Context, namespace, name string) (ports.Se
 		if err := ctx.Err(); err != nil {
 			return ports.Secret{}, fmt.Errorf("secret %s/%s: get: %w", namespace, name, err)
 		}
-		version, err := currentVersion(dir)
+		err := secretDirs(dir)
+		version := ""
+		if err == nil {
+			version, err = currentVersion(dir)
+		}
 		if errors.Is(err, fs.ErrNotExist) {
 			return ports.Secret{}, fmt.Errorf("secret %s/%s: %w", namespace, name, ports.ErrNotFound)
 		}
@@ -176,6 +210,9 @@ func readVersionLink(dir, link string) (string, error) {
 
 // readVersion reads the data and metadata of one version directory.
 func readVersion(vdir string) (ports.Secret, error) {
+	if err := realDir(vdir); err != nil {
+		return ports.Secret{}, err
+	}
 	entries, err := os.ReadDir(vdir)
 	if err != nil {
 		return ports.Secret{}, err
@@ -185,7 +222,7 @@ func readVersion(vdir string) (ports.Secret, error) {
 		if !e.Type().IsRegular() {
 			continue
 		}
-		b, err := os.ReadFile(filepath.Join(vdir, e.Name()))
+		b, err := readNoFollow(filepath.Join(vdir, e.Name()))
 		if err != nil {
 			return ports.Secret{}, err
 		}
@@ -203,6 +240,17 @@ func readVersion(vdir string) (ports.Secret, error) {
 		sec.Data[e.Name()] = b
 	}
 	return sec, nil
+}
+
+// readNoFollow reads a regular file without following a symbolic link
+// put in its place (O_NOFOLLOW: ELOOP).
+func readNoFollow(path string) ([]byte, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(f)
 }
 
 // Create writes a new secret; ports.ErrAlreadyExists if it exists, even if
@@ -298,6 +346,9 @@ func (s *SecretStore) Rollback(ctx context.Context, namespace, name string) erro
 		return fail(err)
 	}
 	defer unlock()
+	if err := realDir(dir); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fail(err)
+	}
 	current, err := currentVersion(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return fail(ports.ErrNotFound)
@@ -331,20 +382,74 @@ func (s *SecretStore) Rollback(ctx context.Context, namespace, name string) erro
 	return nil
 }
 
-// lock takes one secret's writer lock (creating the directories). Writers
-// of different secrets never wait for each other. The lock file stays when
-// the secret is deleted: removing a lock file that another process may hold
-// would let two writers in at once.
+// lock takes one secret's writer lock (creating the directories) and
+// returns its release. Writers of different secrets never wait for each
+// other. The lock is flock(2) on <namespace>/..lock.<name>, and the file
+// is removed by its release, so no lock file outlives its writer (nor
+// the secret). Removing a lock file others may wait on is safe because
+// the holder unlinks it before it unlocks, and a writer that gets the
+// lock checks that the path still names the file it locked (same device
+// and inode): a writer that locked a file already unlinked, or replaced
+// by a newer one, starts again on the current file. So at most one
+// writer at a time holds the lock of the file the path names.
 func (s *SecretStore) lock(namespace, name string) (func(), error) {
-	nsDir := filepath.Join(s.dir, namespace)
-	if err := os.MkdirAll(nsDir, 0o700); err != nil {
+	if err := realDir(s.dir); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, err
 	}
-	l := flock.New(filepath.Join(nsDir, lockPrefix+name), flock.SetPermissions(0o600))
-	if err := l.Lock(); err != nil {
-		return nil, fmt.Errorf("lock %s: %w", l.Path(), err)
+	nsDir := filepath.Join(s.dir, namespace)
+	if err := realDir(nsDir); errors.Is(err, fs.ErrNotExist) {
+		if err := os.MkdirAll(nsDir, 0o700); err != nil {
+			return nil, err
+		}
+	} else if err != nil {
+		return nil, err
 	}
-	return func() { _ = l.Unlock() }, nil
+	if err := realDir(nsDir); err != nil {
+		return nil, err
+	}
+	path := filepath.Join(nsDir, lockPrefix+name)
+	for {
+		f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW, 0o600)
+		if errors.Is(err, syscall.ELOOP) {
+			return nil, errs.Permanentf("%s is a symbolic link: the secret store follows no link it did not make", path)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("lock %s: %w", path, err)
+		}
+		if err := flockRetry(f, syscall.LOCK_EX); err != nil {
+			_ = f.Close()
+			return nil, fmt.Errorf("lock %s: %w", path, err)
+		}
+		held, err := f.Stat()
+		if err != nil {
+			_ = f.Close()
+			return nil, fmt.Errorf("lock %s: %w", path, err)
+		}
+		cur, err := os.Lstat(path)
+		if err == nil && os.SameFile(held, cur) {
+			return func() {
+				// Unlink first: a waiter that gets this file next sees it
+				// is no longer the path's and starts again.
+				_ = os.Remove(path)
+				_ = f.Close() // releases the flock
+			}, nil
+		}
+		// Unlinked (or replaced) by the writer before us: try again.
+		_ = f.Close()
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("lock %s: %w", path, err)
+		}
+	}
+}
+
+// flockRetry is flock(2) retried when a signal interrupts it.
+func flockRetry(f *os.File, how int) error {
+	for {
+		err := syscall.Flock(int(f.Fd()), how)
+		if !errors.Is(err, syscall.EINTR) {
+			return err
+		}
+	}
 }
 
 // write implements Create (exclusive) and Put.
@@ -376,6 +481,9 @@ func (s *SecretStore) write(ctx context.Context, sec ports.Secret, exclusive boo
 	}
 	defer unlock()
 
+	if err := realDir(dir); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fail(err)
+	}
 	previous, err := currentVersion(dir)
 	switch {
 	case err == nil && exclusive:

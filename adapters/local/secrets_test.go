@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/certfn/certfn/core/errs"
@@ -108,7 +109,6 @@ func TestSecretLayoutAndPermissions(t *testing.T) {
 		{filepath.Join(dir, version, "tls.key"), 0o600},
 		{filepath.Join(dir, version, "ca.crt"), 0o600},
 		{filepath.Join(dir, version, metadataFile), 0o600},
-		{filepath.Join(root, "default", lockPrefix+"web-tls"), 0o600},
 	}
 	for _, p := range perms {
 		fi, err := os.Lstat(p.path)
@@ -119,6 +119,9 @@ func TestSecretLayoutAndPermissions(t *testing.T) {
 		if got := fi.Mode() & (fs.ModePerm | fs.ModeDir); got != p.want {
 			t.Errorf("%s: mode %v, want %v", p.path, got, p.want)
 		}
+	}
+	if _, err := os.Lstat(filepath.Join(root, "default", lockPrefix+"web-tls")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the lock file outlived the write: %v", err)
 	}
 	wantTop := []string{"..data", version, "ca.crt", "tls.crt", "tls.key"}
 	sort.Strings(wantTop)
@@ -464,5 +467,172 @@ func TestSecretDeleteRemovesTrash(t *testing.T) {
 	got, err := s.Get(ctx, "default", "web-tls")
 	if err != nil || string(got.Data["tls.crt"]) != string(tlsSecret("2").Data["tls.crt"]) {
 		t.Fatalf("Get of the secret created after Delete: %v, %v", got.Data, err)
+	}
+}
+
+// A symbolic link planted under the secrets directory (for a namespace, a
+// secret, a version, a data file or a lock file) is never followed: the
+// file it points to outside is not read, written or chmodded, and the
+// operation fails naming the path. The store's own ..data link is
+// followed only to a version directory of its own.
+func TestSymlinksAreNotFollowed(t *testing.T) {
+	ctx := context.Background()
+	sec := ports.Secret{Namespace: "team-a", Name: "web-tls", Data: map[string][]byte{"tls.key": []byte("new key")},
+		Annotations: map[string]string{"certfn.io/secret-file-mode": "0640"}}
+	for _, tc := range []struct {
+		name  string
+		plant func(t *testing.T, s *SecretStore, outside string)
+		read  bool // Get is refused (else: the secret is missing or unchanged)
+		// writes: Put and Rollback may proceed (inside the store only: a
+		// new version replaces the planted link)
+		writes bool
+	}{
+		{"a namespace directory", func(t *testing.T, s *SecretStore, outside string) {
+			mustSymlink(t, outside, filepath.Join(s.Dir(), "team-a"))
+		}, false, false},
+		{"a secret directory", func(t *testing.T, s *SecretStore, outside string) {
+			mustMkdir(t, filepath.Join(s.Dir(), "team-a"))
+			mustSymlink(t, outside, filepath.Join(s.Dir(), "team-a", "web-tls"))
+		}, false, false},
+		{"a version directory", func(t *testing.T, s *SecretStore, outside string) {
+			dir := filepath.Join(s.Dir(), "team-a", "web-tls")
+			mustMkdir(t, dir)
+			mustSymlink(t, outside, filepath.Join(dir, "..2020_01_01_00_00_00.1"))
+			mustSymlink(t, "..2020_01_01_00_00_00.1", filepath.Join(dir, dataLink))
+		}, true, true},
+		{"a data file", func(t *testing.T, s *SecretStore, outside string) {
+			if err := s.Put(ctx, ports.Secret{Namespace: "team-a", Name: "web-tls", Data: map[string][]byte{"tls.crt": []byte("c")}}); err != nil {
+				t.Fatal(err)
+			}
+			vdir, _ := filepath.EvalSymlinks(filepath.Join(s.Dir(), "team-a", "web-tls", dataLink))
+			mustSymlink(t, filepath.Join(outside, "tls.key"), filepath.Join(vdir, "tls.key"))
+		}, false, true},
+		{"a lock file", func(t *testing.T, s *SecretStore, outside string) {
+			mustMkdir(t, filepath.Join(s.Dir(), "team-a"))
+			mustSymlink(t, filepath.Join(outside, "tls.key"), filepath.Join(s.Dir(), "team-a", lockPrefix+"web-tls"))
+		}, false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			root := t.TempDir()
+			outside := filepath.Join(root, "outside")
+			mustMkdir(t, outside)
+			target := filepath.Join(outside, "tls.key")
+			if err := os.WriteFile(target, []byte("host key"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			s := NewSecretStore(filepath.Join(root, "data", "secrets"))
+			mustMkdir(t, s.Dir())
+			tc.plant(t, s, outside)
+
+			got, err := s.Get(ctx, "team-a", "web-tls")
+			if string(got.Data["tls.key"]) == "host key" {
+				t.Fatal("Get read a file outside the store")
+			}
+			if tc.read && (err == nil || !strings.Contains(err.Error(), "symbolic link")) {
+				t.Fatalf("Get = %v, want a refusal naming the link", err)
+			}
+			if err := s.Put(ctx, sec); (err == nil) != tc.writes {
+				t.Fatalf("Put = %v, want it to proceed: %v", err, tc.writes)
+			}
+			_ = s.Rollback(ctx, "team-a", "web-tls")
+			if got, _ := s.Get(ctx, "team-a", "web-tls"); string(got.Data["tls.key"]) == "host key" {
+				t.Fatal("Get read a file outside the store")
+			}
+			b, err := os.ReadFile(target)
+			if err != nil || string(b) != "host key" {
+				t.Fatalf("the file outside changed: %q %v", b, err)
+			}
+			if m := modeOf(t, target); m != 0o600 {
+				t.Fatalf("the file outside was chmodded to %#o", m)
+			}
+			if m := modeOf(t, outside); m != 0o755 && m != 0o700 {
+				t.Fatalf("the directory outside was chmodded to %#o", m)
+			}
+			entries, _ := os.ReadDir(outside)
+			if len(entries) != 1 {
+				t.Fatalf("files created outside: %v", entries)
+			}
+		})
+	}
+}
+
+func mustSymlink(t *testing.T, target, link string) {
+	t.Helper()
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func mustMkdir(t *testing.T, dir string) {
+	t.Helper()
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// No ..lock.* file outlives its writer (nor the secret), and removing
+// them keeps writers of one secret exclusive: of concurrent Creates of a
+// name by separate stores (as separate processes), exactly one succeeds,
+// round after round.
+func TestLockFilesRemovedAndExclusive(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	stores := make([]*SecretStore, 4)
+	for i := range stores {
+		stores[i] = NewSecretStore(dir)
+	}
+	lockFiles := func() []string {
+		m, _ := filepath.Glob(filepath.Join(dir, "*", lockPrefix+"*"))
+		return m
+	}
+	sec := func(name, v string) ports.Secret {
+		return ports.Secret{Namespace: "team-a", Name: name, Data: map[string][]byte{"tls.key": []byte(v)}}
+	}
+	s := stores[0]
+	for _, op := range []func() error{
+		func() error { return s.Create(ctx, sec("web-tls", "1")) },
+		func() error { return s.Put(ctx, sec("web-tls", "2")) },
+		func() error { return s.Rollback(ctx, "team-a", "web-tls") },
+		func() error { return s.Delete(ctx, "team-a", "web-tls") },
+	} {
+		if err := op(); err != nil {
+			t.Fatal(err)
+		}
+		if l := lockFiles(); len(l) != 0 {
+			t.Fatalf("lock files left: %v", l)
+		}
+	}
+	for round := 0; round < 20; round++ {
+		name := "race-" + strconv.Itoa(round)
+		var wins atomic.Int32
+		var wg sync.WaitGroup
+		for i := 0; i < 8; i++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				st := stores[i%len(stores)]
+				err := st.Create(ctx, sec(name, strconv.Itoa(i)))
+				switch {
+				case err == nil:
+					wins.Add(1)
+				case !errors.Is(err, ports.ErrAlreadyExists):
+					t.Error(err)
+				}
+				if err := st.Put(ctx, sec(name, "put-"+strconv.Itoa(i))); err != nil {
+					t.Error(err)
+				}
+			}()
+		}
+		wg.Wait()
+		if n := wins.Load(); n != 1 {
+			t.Fatalf("round %d: %d Creates succeeded, want 1", round, n)
+		}
+		if got, err := s.Get(ctx, "team-a", name); err != nil || !strings.HasPrefix(string(got.Data["tls.key"]), "put-") {
+			t.Fatalf("round %d: Get = %q, %v", round, got.Data["tls.key"], err)
+		}
+	}
+	s.Wait()
+	if l := lockFiles(); len(l) != 0 {
+		t.Fatalf("lock files left: %v", l)
 	}
 }

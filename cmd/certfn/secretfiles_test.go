@@ -37,7 +37,7 @@ spec:
 	if r := cli(t, dir, manifest, "apply", "-f", "-"); r.code != 0 {
 		t.Fatalf("apply: %d %s", r.code, r.stderr)
 	}
-	ok(t, dir, "serve", "--until-idle", "--secret-file-mode", "0640", "--secret-file-group", gid)
+	ok(t, dir, "serve", "--until-idle", "--secret-file-mode", "0640", "--secret-file-group", gid, "--secret-file-max-mode", "0644")
 	for _, tc := range []struct {
 		file string
 		mode os.FileMode
@@ -60,11 +60,68 @@ spec:
 	}{
 		{[]string{"serve", "--until-idle", "--secret-file-mode", "0666"}, "", `--secret-file-mode: "0666": no write or execute permission for group or others`},
 		{[]string{"serve", "--until-idle", "--secret-file-group", "www data"}, "", `--secret-file-group: "www data": want a user or group name, or a number`},
+		{[]string{"serve", "--until-idle", "--secret-file-max-mode", "0666"}, "", `--secret-file-max-mode: "0666": no write or execute permission for group or others`},
+		{[]string{"serve", "--until-idle", "--secret-file-allow-groups", "www data"}, "", `--secret-file-allow-groups[0]: "www data": want a user or group name, or a number`},
 		{[]string{"apply", "-f", "-"}, strings.Replace(manifest, `"0644"`, `"0777"`, 1),
 			`spec.secretTemplate.annotations[certfn.io/secret-file-mode]: "0777": no write or execute permission`},
 	} {
 		if r := cli(t, dir, bad.stdin, bad.args...); r.code == 0 || !strings.Contains(r.stderr, bad.msg) {
 			t.Errorf("%v: %d %q, want %q", bad.args, r.code, r.stderr, bad.msg)
+		}
+	}
+}
+
+// By default a tenant's secretTemplate cannot make a key world-readable,
+// nor name a group the operator did not allow: such a Certificate is not
+// Ready, naming the annotation and the bound, and no file of it exists;
+// the data directory gains no bit for others.
+func TestSecretFileBoundsByDefault(t *testing.T) {
+	t.Setenv("CERTFN_APPROVER", "")
+	dir := t.TempDir()
+	manifest := selfSignedIssuer + `---
+apiVersion: cert-manager.io/v1
+kind: Certificate
+metadata: {name: public}
+spec:
+  secretName: public-tls
+  dnsNames: [public.example.com]
+  issuerRef: {name: selfsigned}
+  secretTemplate:
+    annotations: {certfn.io/secret-file-mode: "0644"}
+---
+apiVersion: cert-manager.io/v1
+kind: Certificate
+metadata: {name: grouped}
+spec:
+  secretName: grouped-tls
+  dnsNames: [grouped.example.com]
+  issuerRef: {name: selfsigned}
+  secretTemplate:
+    annotations: {certfn.io/secret-file-mode: "0640", certfn.io/secret-file-group: "` + strconv.Itoa(os.Getgid()) + `"}
+`
+	if r := cli(t, dir, manifest, "apply", "-f", "-"); r.code != 0 {
+		t.Fatalf("apply: %d %s", r.code, r.stderr)
+	}
+	r := cli(t, dir, "", "serve", "--until-idle")
+	for _, want := range []string{
+		`default/public: spec.secretTemplate.annotations[certfn.io/secret-file-mode]: "0644" is more permissive than this deployment allows (at most 0640`,
+		`default/grouped: spec.secretTemplate.annotations[certfn.io/secret-file-group]: "` + strconv.Itoa(os.Getgid()) + `" is not one this deployment allows (allowed: none`,
+	} {
+		if r.code == 0 || !strings.Contains(r.stderr, want) {
+			t.Errorf("serve --until-idle: %d, want %q in\n%s", r.code, want, r.stderr)
+		}
+	}
+	if out := ok(t, dir, "get", "certificate", "public", "-o", "yaml"); !strings.Contains(out, "reason: "+"SecretFilePermsNotAllowed") {
+		t.Errorf("certificate public: no reason SecretFilePermsNotAllowed in\n%s", out)
+	}
+	for _, s := range []string{"public-tls", "grouped-tls"} {
+		if _, err := os.Lstat(filepath.Join(dir, "secrets", "default", s)); err == nil {
+			t.Errorf("secret %s written", s)
+		}
+	}
+	for _, p := range []string{filepath.Join(dir, "secrets"), filepath.Join(dir, "secrets", "default")} {
+		if st, err := os.Stat(p); err == nil && st.Mode().Perm()&0o007 != 0 {
+			t.Errorf("%s mode %#o: bits for others", p, st.Mode().Perm())
 		}
 	}
 }

@@ -26,6 +26,8 @@ func newServe(g *globals) *cobra.Command {
 	var o localmode.ServeOptions
 	var approver, autoApprove, ctrlUser, selfCheckAddr string
 	var fileMode, fileOwner, fileGroup string
+	var fileMaxMode string
+	var fileOwners, fileGroups []string
 	var ctrlGroups []string
 	var dns01CTS string
 	var dns01NS []string
@@ -73,8 +75,12 @@ this work, so --server is refused.`,
 			if err != nil {
 				return err
 			}
+			bounds, err := certificateFileBounds(fileMaxMode, fileOwners, fileGroups)
+			if err != nil {
+				return err
+			}
 			opts := localmode.Options{DataDir: g.dataDir, ClusterResourceNamespace: g.clusterNS, AutoApprove: signers, Quotas: quotas,
-				CertificateFiles: files}
+				CertificateFiles: files, CertificateFileBounds: bounds}
 			if ctrlUser != "" {
 				opts.Identity = engine.Identity{Username: ctrlUser, Groups: append([]string{"system:authenticated"}, ctrlGroups...)}
 			}
@@ -134,6 +140,14 @@ this work, so --server is refused.`,
 	c.Flags().StringVar(&fileGroup, "secret-file-group", os.Getenv("CERTFN_SECRET_FILE_GROUP"),
 		"group (name or gid) of the files of Certificates' secrets, e.g. www-data; certfn must be root or a member "+
 			"(per Certificate: certfn.io/secret-file-group) (env CERTFN_SECRET_FILE_GROUP)")
+	// What a tenant's spec.secretTemplate may ask of its secret's files.
+	c.Flags().StringVar(&fileMaxMode, "secret-file-max-mode", envOr("CERTFN_SECRET_FILE_MAX_MODE", "0640"),
+		"the most permissive certfn.io/secret-file-mode a Certificate's spec.secretTemplate may ask for; a Certificate asking for more "+
+			"is not Ready (reason SecretFilePermsNotAllowed), never clamped (env CERTFN_SECRET_FILE_MAX_MODE)")
+	c.Flags().StringSliceVar(&fileOwners, "secret-file-allow-owners", envList("CERTFN_SECRET_FILE_ALLOW_OWNERS"),
+		"owners (names or uids, comma-separated) a Certificate's certfn.io/secret-file-owner may name, besides --secret-file-owner; default: none (env CERTFN_SECRET_FILE_ALLOW_OWNERS)")
+	c.Flags().StringSliceVar(&fileGroups, "secret-file-allow-groups", envList("CERTFN_SECRET_FILE_ALLOW_GROUPS"),
+		"groups (names or gids, comma-separated) a Certificate's certfn.io/secret-file-group may name, besides --secret-file-group; default: none (env CERTFN_SECRET_FILE_ALLOW_GROUPS)")
 	c.Flags().IntVar(&o.Workers, "workers", 4, "parallel workers")
 	c.Flags().DurationVar(&o.SweepInterval, "sweep-interval", 10*time.Second, "how often the scheduler looks for due work")
 	c.Flags().StringVar(&approver, "approver", envOr("CERTFN_APPROVER", envconf.ApproverCertManager),
@@ -240,4 +254,30 @@ func certificateFilePerms(mode, owner, group string) (local.FilePerms, error) {
 		*f.dst = f.v
 	}
 	return p, nil
+}
+
+// certificateFileBounds parses --secret-file-max-mode,
+// --secret-file-allow-owners and --secret-file-allow-groups; an invalid
+// value is an error naming the flag.
+func certificateFileBounds(maxMode string, owners, groups []string) (api.SecretFileBounds, error) {
+	var b api.SecretFileBounds
+	m, err := api.ParseSecretFileMode(maxMode)
+	if err != nil {
+		return b, fmt.Errorf("--secret-file-max-mode: %w", err)
+	}
+	b.MaxMode = m
+	for _, f := range []struct {
+		flag string
+		vs   []string
+		dst  *[]string
+	}{{"--secret-file-allow-owners", owners, &b.Owners}, {"--secret-file-allow-groups", groups, &b.Groups}} {
+		for i, v := range f.vs {
+			v = strings.TrimSpace(v)
+			if err := api.CheckSecretFileOwner(v); err != nil {
+				return b, fmt.Errorf("%s[%d]: %w", f.flag, i, err)
+			}
+			*f.dst = append(*f.dst, v)
+		}
+	}
+	return b, nil
 }

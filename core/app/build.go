@@ -102,6 +102,10 @@ type Settings struct {
 	// announced as expiring through Ports.Notifier, once a day (0: never;
 	// the deployments default to notify.DefaultExpiryWindow, 14 days).
 	NotifyExpiryWindow time.Duration
+	// SecretFileBounds bound the file permissions (owner, group, mode) a
+	// Certificate's spec.secretTemplate may ask of its secret's files (nil:
+	// not bounded: the deployment's secret store has no files).
+	SecretFileBounds *api.SecretFileBounds
 
 	// Approver replaces the approver of a role that approves (tests).
 	Approver requests.Approver
@@ -244,6 +248,7 @@ func Build(p Ports, s Settings, role Role) (*App, error) {
 		Signers:                      map[string]signers.Signer{},
 		IssuancesPerHourPerNamespace: s.Quotas.IssuancesPerHourPerNamespace,
 		Keys:                         keygen.New(s.GenerateKey, 0),
+		SecretFileBounds:             s.SecretFileBounds,
 	}
 	if !role.Approves {
 		cfg.Approver = refuseApprover{role: role.Name}

@@ -285,8 +285,8 @@ func summary(r *Report) (string, bool) {
 	if api.IsTrue(conds, api.CertificateConditionReady) && !api.IsTrue(conds, api.CertificateConditionIssuing) {
 		return "Ready: " + condMessage(conds, api.CertificateConditionReady), false
 	}
-	if rc := api.FindCondition(conds, api.CertificateConditionReady); rc != nil &&
-		(rc.Reason == certificates.ReasonDuplicateSecretName || rc.Reason == certificates.ReasonKeyNotAllowed) {
+	if rc := api.FindCondition(conds, api.CertificateConditionReady); rc != nil && (rc.Reason == certificates.ReasonDuplicateSecretName || rc.Reason == certificates.ReasonSecretNotOwned ||
+		rc.Reason == certificates.ReasonSecretInUse || rc.Reason == certificates.ReasonSecretFilePermsNotAllowed || rc.Reason == certificates.ReasonKeyNotAllowed) {
 		return "Not ready: " + rc.Message, true
 	}
 	switch r.Issuer.State {

@@ -114,3 +114,80 @@ func claimedBy(sec ports.Secret, name string) *ports.Secret {
 	sec.Annotations = ann
 	return &sec
 }
+
+// State.Ownership refuses every Certificate a secret it may not write:
+// data no Certificate wrote (unless handed over), a secret an issuer or
+// a keystore password uses (even handed over), another Certificate's next
+// private key, file permissions beyond the deployment's bounds. A secret
+// the Certificate wrote stays its own, an issuer's use notwithstanding
+// (a CA bootstrapped from a Certificate), and nothing is listed for it.
+func TestStateOwnershipRefusesSecretsNoCertificateWrote(t *testing.T) {
+	issued := ct.NewCA(t).IssueSecret(t, ct.Cert(), nil, ct.Leaf{}).Secret // names "web"
+	foreign := ports.Secret{Namespace: ct.Namespace, Name: ct.SecretName, Data: map[string][]byte{"tls.key": []byte("k")}}
+	handedOver := foreign
+	handedOver.Annotations = map[string]string{api.AnnotationAdoptByCertificate: ct.CertName}
+	empty := ports.Secret{Namespace: ct.Namespace, Name: ct.SecretName}
+	nextKey := *claimedBy(foreign, "other")
+	nextKey.Labels = map[string]string{api.LabelNextPrivateKey: "true"}
+	caUse := api.SecretUse{Kind: api.KindIssuer, Name: "ca", Field: "spec.ca.secretName", Secret: ct.SecretName}
+	acmeUse := api.SecretUse{Kind: api.KindIssuer, Name: "le", Field: "spec.acme.privateKeySecretRef", Secret: ct.SecretName}
+	mode := func(m string) func(*api.Certificate) {
+		return func(c *api.Certificate) {
+			c.Spec.SecretTemplate = &api.CertificateSecretTemplate{Annotations: map[string]string{api.AnnotationSecretFileMode: m}}
+		}
+	}
+	for _, tc := range []struct {
+		name       string
+		crt        *api.Certificate
+		secret     *ports.Secret
+		uses       []api.SecretUse
+		bounds     *api.SecretFileBounds
+		wantReason string // "": owned
+		wantLoads  int
+	}{
+		{"its own secret", ct.Cert(), &issued, nil, nil, "", 0},
+		{"its own secret, used by a CA Issuer", ct.Cert(), &issued, []api.SecretUse{caUse}, nil, "", 0},
+		{"no secret yet", ct.Cert(), nil, nil, nil, "", 1},
+		{"an empty secret", ct.Cert(), &empty, nil, nil, "", 1},
+		{"a CA Issuer's secret not created yet, by a CA Certificate", ct.Cert(func(c *api.Certificate) { c.Spec.IsCA = true }), nil, []api.SecretUse{caUse}, nil, "", 1},
+		{"a CA Issuer's secret not created yet (or not visible here), by a leaf Certificate", ct.Cert(), nil, []api.SecretUse{caUse}, nil, certificates.ReasonSecretInUse, 1},
+		{"an ACME account key not created yet", ct.Cert(), nil, []api.SecretUse{acmeUse}, nil, certificates.ReasonSecretInUse, 1},
+		{"data no Certificate wrote", ct.Cert(), &foreign, nil, nil, certificates.ReasonSecretNotOwned, 1},
+		{"data handed over to it", ct.Cert(), &handedOver, nil, nil, "", 1},
+		{"data handed over, used by a CA Issuer", ct.Cert(), &handedOver, []api.SecretUse{caUse}, nil, certificates.ReasonSecretInUse, 1},
+		{"another Certificate's next private key", ct.Cert(), &nextKey, nil, nil, certificates.ReasonSecretNotOwned, 1},
+		{"a mode within the bounds", ct.Cert(mode("0640")), &issued, nil, &api.SecretFileBounds{}, "", 0},
+		{"a mode beyond the bounds", ct.Cert(mode("0644")), &issued, nil, &api.SecretFileBounds{}, certificates.ReasonSecretFilePermsNotAllowed, 0},
+		{"a mode the operator allows", ct.Cert(mode("0644")), &issued, nil, &api.SecretFileBounds{MaxMode: 0o644}, "", 0},
+		{"unbounded (a cloud secret store)", ct.Cert(mode("0644")), &issued, nil, nil, "", 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st := ct.State(tc.crt, tc.secret)
+			st.FileBounds = tc.bounds
+			loads := 0
+			st.SecretUsesLoader = func(_ context.Context, certs bool) ([]api.SecretUse, error) {
+				loads++
+				if certs != (tc.secret != nil && len(tc.secret.Data) > 0) {
+					t.Errorf("uses loaded with certificates %v for a secret with data %v", certs, tc.secret != nil)
+				}
+				return tc.uses, nil
+			}
+			o, err := st.Ownership(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if o.Owns(ct.CertName) != (tc.wantReason == "") {
+				t.Fatalf("Ownership = %+v, want refused %q", o, tc.wantReason)
+			}
+			if tc.wantReason != "" && (o.Reason() != tc.wantReason || o.Message() == "") {
+				t.Fatalf("Reason %q (%s), want %s", o.Reason(), o.Message(), tc.wantReason)
+			}
+			if _, notOwner := st.NotOwner(); notOwner != (tc.wantReason != "") {
+				t.Fatalf("NotOwner = %v", notOwner)
+			}
+			if loads != tc.wantLoads {
+				t.Fatalf("uses loaded %d times, want %d", loads, tc.wantLoads)
+			}
+		})
+	}
+}

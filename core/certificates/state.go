@@ -146,6 +146,16 @@ type State struct {
 	SharersLoader func(context.Context) ([]*api.Certificate, error)
 	owner         *Ownership
 
+	// SecretUsesLoader lists the references to spec.secretName by the
+	// issuers whose secrets live in the Certificate's namespace, and with
+	// certificates true also by the keystores of the namespace's other
+	// Certificates (nil: none). Ownership calls it only for a secret that
+	// does not name this Certificate.
+	SecretUsesLoader func(ctx context.Context, certificates bool) ([]api.SecretUse, error)
+	// FileBounds bound the file permissions spec.secretTemplate may ask
+	// for (nil: not bounded, the secret store ignores them).
+	FileBounds *api.SecretFileBounds
+
 	nextKeyLoaded bool
 	nextKey       *ports.Secret
 

@@ -106,6 +106,11 @@ type Config struct {
 	// keygen.Stage on pki.GenerateKey, expensive keys shared out per
 	// namespace).
 	Keys certificates.KeyGenerator
+
+	// SecretFileBounds bound the file permissions a Certificate's
+	// spec.secretTemplate may ask for (nil: not bounded; see
+	// certificates.State.FileBounds).
+	SecretFileBounds *api.SecretFileBounds
 }
 
 // Engine runs reconciles. It is safe for concurrent use by many workers as

@@ -61,6 +61,10 @@ func (e *run) reconcileCertificate(ctx context.Context, rec ports.Record) error 
 		// nothing.
 		return e.certificatesNaming(ctx, st.Cert.Namespace, st.Cert.Spec.SecretName, st.Cert.Name)
 	}
+	st.SecretUsesLoader = func(ctx context.Context, certs bool) ([]api.SecretUse, error) {
+		return e.secretUses(ctx, st.Cert.Namespace, st.Cert.Spec.SecretName, st.Cert.Name, certs)
+	}
+	st.FileBounds = e.cfg.SecretFileBounds
 	reqs, err := e.cfg.Store.List(ctx, ports.ListOptions{Kind: api.KindCertificateRequest, Namespace: st.Cert.Namespace, Owner: rec.Key})
 	if err != nil {
 		return fmt.Errorf("list requests of %s: %w", rec.Key, err)
@@ -228,6 +232,56 @@ func (e *run) wakeIssuersUsing(ctx context.Context, namespace, name string) erro
 		}
 	}
 	return nil
+}
+
+// secretUses lists the references to secret namespace/name by the issuers
+// whose secrets live in namespace (its Issuers, and the ClusterIssuers
+// when namespace is the cluster resource namespace), and with certs by the
+// keystores of namespace's Certificates other than except. Records that do
+// not contain the name as a JSON string are skipped undecoded.
+func (e *run) secretUses(ctx context.Context, namespace, name, except string, certs bool) ([]api.SecretUse, error) {
+	kinds := []ports.ListOptions{{Kind: api.KindIssuer, Namespace: namespace}}
+	if namespace == e.Issuers().ClusterNamespace() {
+		kinds = append(kinds, ports.ListOptions{Kind: api.KindClusterIssuer})
+	}
+	if certs {
+		kinds = append(kinds, ports.ListOptions{Kind: api.KindCertificate, Namespace: namespace})
+	}
+	var needle []byte
+	if plainName(name) {
+		needle = []byte(`"` + name + `"`)
+	}
+	var out []api.SecretUse
+	for _, opts := range kinds {
+		recs, err := e.cfg.Store.List(ctx, opts)
+		if err != nil {
+			return nil, fmt.Errorf("list %s: %w", opts.Kind, err)
+		}
+		for _, r := range recs {
+			if needle != nil && !bytes.Contains(r.Data, needle) {
+				continue
+			}
+			o, err := decode(r)
+			if err != nil {
+				return nil, err
+			}
+			var uses []api.SecretUse
+			switch o := o.(type) {
+			case api.GenericIssuer:
+				uses = api.IssuerSecretUses(o)
+			case *api.Certificate:
+				if o.Name != except {
+					uses = api.CertificateSecretUses(o)
+				}
+			}
+			for _, u := range uses {
+				if u.Secret == name {
+					out = append(out, u)
+				}
+			}
+		}
+	}
+	return out, nil
 }
 
 var reqSteps = []step.Func[*requests.Env, *requests.State]{approval.Step, signing.Step}

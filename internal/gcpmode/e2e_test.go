@@ -85,6 +85,8 @@ type deployment struct {
 	worker, signer, sched, api *gcpmode.Runtime
 	workerQ, signerQ           *topic
 	pushes                     map[string]int
+	// sm is the Secret Manager double the functions use.
+	sm *gsmtest.Double
 }
 
 const project = "certfn-e2e-test"
@@ -100,7 +102,7 @@ func newDeployment(t *testing.T) *deployment {
 	}
 	t.Cleanup(func() { _ = store.Close() })
 	sm := gsmtest.New()
-	d := &deployment{t: t, workerQ: &topic{}, signerQ: &topic{}, pushes: map[string]int{}}
+	d := &deployment{t: t, workerQ: &topic{}, signerQ: &topic{}, pushes: map[string]int{}, sm: sm}
 	env := env{"CERTFN_PROJECT": project, "CERTFN_TOPIC": "projects/" + project + "/topics/certfn-worker", "CERTFN_SIGNER_TOPIC": "projects/" + project + "/topics/certfn-signer", "CERTFN_MANAGE_CA_CERTIFICATES": "true",
 		"CERTFN_TASKS_QUEUE": "projects/" + project + "/locations/europe-west1/queues/certfn", "CERTFN_TASKS_SERVICE_ACCOUNT": "tasks@" + project + ".iam.gserviceaccount.com",
 		"CERTFN_API_AUDIENCE": "https://api", "CERTFN_API_ADMINS": "ops@example.com", "CERTFN_AUTO_APPROVE": "*", "CERTFN_LOG_LEVEL": "error"}

@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -59,6 +60,11 @@ type Options struct {
 	// Certificates' secrets (local.SecretStore.SetCertificateFilePerms;
 	// zero: the process's user, 0600). Annotations on a secret override.
 	CertificateFiles local.FilePerms
+	// CertificateFileBounds bound what a Certificate's
+	// spec.secretTemplate.annotations may ask of its secret's files (zero:
+	// at most mode 0640, no owner or group other than CertificateFiles'
+	// own). CertificateFiles' owner and group are always allowed.
+	CertificateFileBounds api.SecretFileBounds
 	// QueueToInbox makes the engine's enqueues go to the inbox, for one-shot
 	// CLI commands: a running `certfn serve` picks them up.
 	QueueToInbox bool
@@ -256,6 +262,9 @@ func Open(opts Options) (*Runtime, error) {
 	}
 	fileSecrets := local.NewSecretStore(filepath.Join(opts.DataDir, "secrets"))
 	fileSecrets.SetCertificateFilePerms(opts.CertificateFiles)
+	bounds := opts.CertificateFileBounds
+	bounds.Owners, bounds.Groups = withValue(bounds.Owners, opts.CertificateFiles.Owner), withValue(bounds.Groups, opts.CertificateFiles.Group)
+	fileSecrets.SetCertificateFileBounds(bounds)
 	var secrets ports.SecretStore = fileSecrets
 	if opts.WrapSecrets != nil {
 		secrets = opts.WrapSecrets(secrets)
@@ -292,7 +301,8 @@ func Open(opts Options) (*Runtime, error) {
 	}, app.Settings{
 		ClusterResourceNamespace: opts.ClusterResourceNamespace, AutoApprove: opts.AutoApprove, Identity: opts.Identity,
 		WaitPoll: opts.WaitPoll, ResyncInterval: time.Hour, Approver: opts.Approver, WrapSigners: opts.WrapSigners, Quotas: opts.Quotas,
-		GenerateKey: opts.GenerateKey,
+		GenerateKey:      opts.GenerateKey,
+		SecretFileBounds: &bounds,
 		ACME: app.ACMESettings{Polling: opts.ACME.Polling, MaxChallengesInFlight: opts.ACME.MaxChallengesInFlight,
 			DNS01AllowInternalNames: opts.ACME.DNS01AllowInternalNames, HTTP01SelfCheck: !opts.ACME.DisableHTTP01SelfCheck,
 			HTTP01SelfCheckAddr: opts.ACME.HTTP01SelfCheckAddr, HTTP01NoResponder: noResponder, NamespacedServers: allow},
@@ -411,4 +421,12 @@ func secretDir(dataDir string) func(namespace, name string) string {
 		root = abs
 	}
 	return func(namespace, name string) string { return filepath.Join(root, namespace, name) }
+}
+
+// withValue is list with v appended when v is set and not in it yet.
+func withValue(list []string, v string) []string {
+	if v == "" || slices.Contains(list, v) {
+		return list
+	}
+	return append(slices.Clone(list), v)
 }

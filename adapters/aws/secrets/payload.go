@@ -155,3 +155,27 @@ func tagValue(v string) string {
 	}
 	return b.String()
 }
+
+// Replaces refuses a write of next over a stored secret cur that holds
+// what is never a Certificate's key pair, with content of another role: a
+// next private key (only ever created, then deleted), or an ACME account
+// key, credentials or a password (role acme-account with data: no
+// tls.crt). A Certificate's key pair written over either would destroy it.
+// Key pairs may change between certificate and issued-ca (an isCA
+// Certificate), and an empty secret may become anything. The error is
+// permanent and names both roles, never a value.
+func Replaces(cur, next ports.Secret) error {
+	c, n := RoleOf(cur), RoleOf(next)
+	if c == n || len(cur.Data) == 0 || (c != RolePrivateKey && c != RoleACMEAccount) {
+		return nil
+	}
+	return errs.Permanentf("the stored secret is of role %s (%s): certfn does not replace it with a secret of role %s", c, roleWhat(c), n)
+}
+
+// roleWhat describes a role in an error.
+func roleWhat(role string) string {
+	if role == RolePrivateKey {
+		return "a Certificate's next private key"
+	}
+	return "no certificate: an ACME account key, credentials or a password"
+}

@@ -269,6 +269,10 @@ func (s *Store) put(ctx context.Context, id string, sec ports.Secret) error {
 			return err
 		case err == nil && raw == payload:
 			return nil
+		case err == nil:
+			if err := Replaces(cur, sec); err != nil {
+				return fmt.Errorf("%s: %w", id, err)
+			}
 		}
 		// A current version that does not decode is replaced as well.
 		if _, err := s.client.PutSecretValue(ctx, &sm.PutSecretValueInput{SecretId: aws.String(id), SecretString: aws.String(payload)}); err != nil {

@@ -584,3 +584,59 @@ func TestRoleOf(t *testing.T) {
 		}
 	}
 }
+
+// A Certificate's key pair never replaces what is no key pair: an ACME
+// account key, DNS-01 credentials, a keystore password (role acme-account
+// with data) or a next private key. The Put is refused permanently,
+// naming the roles and no value, and the stored secret is unchanged; an
+// empty secret, and a key pair becoming a CA, are replaced as before.
+func TestPutNeverReplacesAnotherRole(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b *backend) {
+		ctx := context.Background()
+		leaf := selfSigned(t, time.Now().Add(time.Hour))
+		key := []byte("-----BEGIN PRIVATE KEY-----\nx\n-----END PRIVATE KEY-----\n")
+		pair := func(name string) ports.Secret {
+			return ports.Secret{Namespace: "team-a", Name: name, Data: map[string][]byte{"tls.crt": leaf, "tls.key": key},
+				Annotations: map[string]string{api.AnnotationCertificateName: "grab"}}
+		}
+		for _, tc := range []struct {
+			name    string
+			initial ports.Secret
+			refused bool
+		}{
+			{"an ACME account key", ports.Secret{Namespace: "team-a", Name: "le-account", Data: map[string][]byte{"tls.key": []byte("account key")}}, true},
+			{"DNS-01 credentials", ports.Secret{Namespace: "team-a", Name: "creds", Data: map[string][]byte{"api-token": []byte("token")}}, true},
+			{"a next private key", ports.Secret{Namespace: "team-a", Name: "web-next-private-key", Data: map[string][]byte{"tls.key": key},
+				Labels: map[string]string{api.LabelNextPrivateKey: "true"}}, true},
+			{"an empty secret", ports.Secret{Namespace: "team-a", Name: "empty", Data: map[string][]byte{}}, false},
+			{"a certificate key pair", pair("web-tls"), false},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				s := b.store(t, Options{})
+				if err := s.Create(ctx, tc.initial); err != nil {
+					t.Fatal(err)
+				}
+				err := s.Put(ctx, pair(tc.initial.Name))
+				got, gerr := s.Get(ctx, "team-a", tc.initial.Name)
+				if gerr != nil {
+					t.Fatal(gerr)
+				}
+				if !tc.refused {
+					if err != nil || !bytes.Equal(got.Data["tls.crt"], leaf) {
+						t.Fatalf("Put = %v, want the key pair written", err)
+					}
+					return
+				}
+				if !errs.IsPermanent(err) || !strings.Contains(err.Error(), "certfn does not replace it with a secret of role certificate") {
+					t.Fatalf("Put = %v, want a permanent refusal naming the roles", err)
+				}
+				if strings.Contains(err.Error(), "account key\"") || strings.Contains(err.Error(), "token") {
+					t.Fatalf("error carries a value: %v", err)
+				}
+				if len(got.Data) != len(tc.initial.Data) || got.Data["tls.crt"] != nil {
+					t.Fatalf("stored secret changed: keys %v", slices.Sorted(maps.Keys(got.Data)))
+				}
+			})
+		}
+	})
+}

@@ -549,6 +549,16 @@ func (s *Store) Put(ctx context.Context, sec ports.Secret) error {
 	if err != nil {
 		return fail(err)
 	}
+	if found && !loc.class.writable() {
+		return fail(errs.Permanentf("%s is in class %s (%s), which operators own: certfn does not write it", loc.param, loc.class, loc.class.what()))
+	}
+	if found {
+		if cur, _, err := decodeMain(loc.value); err == nil {
+			if err := secrets.Replaces(cur, sec); err != nil {
+				return fail(fmt.Errorf("%s: %w", loc.param, err))
+			}
+		}
+	}
 	if found && loc.class == c {
 		if enc.key == "" && loc.value == enc.main {
 			return nil

@@ -467,3 +467,52 @@ func TestSplitFailures(t *testing.T) {
 		t.Error("the parameter was written although its key was not")
 	}
 }
+
+// A Certificate's key pair never replaces a parameter of an operator's
+// class (ca, sc), nor one that holds no key pair (an ACME account key,
+// credentials: role acme-account) or a next private key: the Put is
+// refused permanently before any write, and the parameter is unchanged.
+// An empty secret becomes a key pair as before.
+func TestPutNeverReplacesAnotherClass(t *testing.T) {
+	ctx := context.Background()
+	pair := aSecret("team-a", "x").keyPair(cert(t, false), "1").build()
+	for _, tc := range []struct {
+		name   string
+		class  Class
+		stored ports.Secret
+		want   string // "": written
+	}{
+		{"an operator's CA key pair", ClassCA, aSecret("team-a", "x").keyPair(cert(t, true), "ca").build(), "in class ca"},
+		{"an operator's solver credentials", ClassSolverCredentials, aSecret("team-a", "x").data("api-token", []byte("t")).build(), "in class sc"},
+		{"an ACME account key", ClassTLS, aSecret("team-a", "x").data("tls.key", []byte("k")).build(), "of role acme-account"},
+		{"a next private key", ClassPrivateKey, aSecret("team-a", "x").data("tls.key", []byte("k")).label(api.LabelNextPrivateKey, "true").build(), "of role private-key"},
+		{"an empty secret", ClassTLS, aSecret("team-a", "x").build(), ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := newStub()
+			s, err := New(a, Options{Prefix: "p"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, _ := s.ParameterName(tc.class, "team-a", "x")
+			enc, err := encode(tc.stored)
+			if err != nil {
+				t.Fatal(err)
+			}
+			a.set(p, enc.main)
+			err = s.Put(ctx, pair)
+			if tc.want == "" {
+				if err != nil {
+					t.Fatalf("Put = %v", err)
+				}
+				return
+			}
+			if !errs.IsPermanent(err) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Put = %v, want a permanent refusal %q", err, tc.want)
+			}
+			if len(a.puts) != 0 || a.values[p] != enc.main {
+				t.Fatalf("written despite the refusal: %d puts", len(a.puts))
+			}
+		})
+	}
+}

@@ -112,3 +112,18 @@ func notAfter(crt []byte) string {
 	}
 	return c.NotAfter.UTC().Format(time.RFC3339)
 }
+
+// replaces refuses a write of next over a stored secret cur that holds
+// what is never a Certificate's key pair, with content of another role: a
+// next private key, or an ACME account key, credentials or a password
+// (role acme-account with data: no tls.crt). Key pairs may change between
+// certificate and issued-ca, and an empty secret may become anything. The
+// error is permanent and names both roles, never a value.
+func replaces(cur, next ports.Secret) error {
+	c, n := RoleOf(cur), RoleOf(next)
+	if c == n || len(cur.Data) == 0 || (c != RolePrivateKey && c != RoleACMEAccount) {
+		return nil
+	}
+	return errs.Permanentf("the stored secret is of role %s: certfn does not replace it with a secret of role %s "+
+		"(next private keys, ACME account keys, credentials and passwords are never a Certificate's key pair)", c, n)
+}

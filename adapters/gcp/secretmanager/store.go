@@ -599,6 +599,13 @@ func (s *Store) put(ctx context.Context, sec ports.Secret) error {
 	if found && !loc.class.writable() {
 		return errs.Permanentf("%s is in class %s, which operators own: certfn does not write it", loc.id, loc.class)
 	}
+	if found && loc.data != nil {
+		if cur, err := decodePayload(loc.data); err == nil {
+			if err := replaces(cur, sec); err != nil {
+				return fmt.Errorf("%s: %w", loc.id, err)
+			}
+		}
+	}
 	id := secretID(s.prefix, c, sec.Namespace, sec.Name)
 	if found && loc.class == c {
 		if loc.data != nil && bytes.Equal(loc.data, payload) {

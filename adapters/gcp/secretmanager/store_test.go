@@ -796,3 +796,52 @@ var awsLayoutSecret = ports.Secret{Namespace: "team-a", Name: "api-tls",
 
 const awsLayoutPayload = `{"..metadata":{"labels":{"app":"api"},"annotations":{"cert-manager.io/certificate-name":"api"},"base64":["keystore.p12"]},` +
 	`"ca.crt":"","keystore.p12":"MIL/AP4=","tls.crt":"-----BEGIN CERTIFICATE-----\nabc\n-----END CERTIFICATE-----\n"}`
+
+// A Certificate's key pair never replaces what holds no key pair (an ACME
+// account key, DNS-01 credentials, a password: role acme-account) or a
+// next private key: the Put is refused permanently and the secret keeps
+// its content. An empty secret becomes a key pair as before.
+func TestPutNeverReplacesAnotherRole(t *testing.T) {
+	backends(t, func(t *testing.T, b *backend) {
+		ctx := context.Background()
+		s := b.store(t, gsm.Options{})
+		pair := tlsSecret("1", certPEM(t, time.Now().Add(90*24*time.Hour), false))
+		for _, tc := range []struct {
+			name    string
+			stored  ports.Secret
+			refused bool
+		}{
+			{"an ACME account key", ports.Secret{Data: map[string][]byte{"tls.key": []byte("account key")}}, true},
+			{"DNS-01 credentials", ports.Secret{Data: map[string][]byte{"api-token": []byte("token")}}, true},
+			{"a next private key", ports.Secret{Data: map[string][]byte{"tls.key": []byte("k")}, Labels: map[string]string{api.LabelNextPrivateKey: "true"}}, true},
+			{"an empty secret", ports.Secret{Data: map[string][]byte{}}, false},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				tc.stored.Namespace, tc.stored.Name = pair.Namespace, pair.Name
+				if err := s.Delete(ctx, pair.Namespace, pair.Name); err != nil {
+					t.Fatal(err)
+				}
+				if err := s.Create(ctx, tc.stored); err != nil {
+					t.Fatal(err)
+				}
+				err := s.Put(ctx, pair)
+				got, gerr := s.Get(ctx, pair.Namespace, pair.Name)
+				if gerr != nil {
+					t.Fatal(gerr)
+				}
+				if !tc.refused {
+					if err != nil || got.Data["tls.crt"] == nil {
+						t.Fatalf("Put = %v, want the key pair written", err)
+					}
+					return
+				}
+				if !errs.IsPermanent(err) || !strings.Contains(err.Error(), "does not replace it with a secret of role certificate") {
+					t.Fatalf("Put = %v, want a permanent refusal naming the roles", err)
+				}
+				if len(got.Data) != len(tc.stored.Data) || got.Data["tls.crt"] != nil {
+					t.Fatalf("stored secret changed")
+				}
+			})
+		}
+	})
+}

@@ -39,6 +39,9 @@ type Deployment struct {
 	*app.App
 	Clock *clock.Fake
 	Queue *memory.Queue
+	// Secrets is the secret store (an operator installs key pairs there
+	// with the cloud's own tools, not through the API).
+	Secrets *memory.Secrets
 }
 
 // Runtime builds a Deployment with a fake clock at T0.
@@ -52,12 +55,13 @@ func RuntimeWith(t testing.TB, settings app.Settings) (*Deployment, *clock.Fake)
 	t.Helper()
 	clk := clock.NewFake(T0)
 	q := memory.NewQueue(clk, 5*time.Minute)
-	a, err := app.Build(app.Ports{Store: memory.NewStore(), Secrets: memory.NewSecrets(), Queue: q, Clock: clk, Logger: Discard()},
+	secrets := memory.NewSecrets()
+	a, err := app.Build(app.Ports{Store: memory.NewStore(), Secrets: secrets, Queue: q, Clock: clk, Logger: Discard()},
 		settings, Role)
 	if err != nil {
 		t.Fatalf("app.Build: %v", err)
 	}
-	return &Deployment{App: a, Clock: clk, Queue: q}, clk
+	return &Deployment{App: a, Clock: clk, Queue: q, Secrets: secrets}, clk
 }
 
 // RunUntilIdle sweeps the due index and handles every visible message
@@ -98,6 +102,33 @@ kind: Issuer
 metadata: {name: %s, namespace: %s}
 spec: {selfSigned: {}}
 `, name, ns)
+}
+
+// CAIssuer returns a CA Issuer manifest signing with the key pair in the
+// secret secretName.
+func CAIssuer(ns, name, secretName string) string {
+	return fmt.Sprintf(`apiVersion: cert-manager.io/v1
+kind: Issuer
+metadata: {name: %s, namespace: %s}
+spec: {ca: {secretName: %s}}
+`, name, ns, secretName)
+}
+
+// SecretTakeover returns the manifest of a Certificate that names the
+// secret secretName it did not write (an Issuer's CA key pair), asks to
+// keep the key stored there (rotationPolicy Never) and to make its files
+// world-readable: the attack a Certificate must never win.
+func SecretTakeover(ns, name, secretName, issuer string) string {
+	return fmt.Sprintf(`apiVersion: cert-manager.io/v1
+kind: Certificate
+metadata: {name: %s, namespace: %s}
+spec:
+  secretName: %s
+  dnsNames: [%s.example.com]
+  privateKey: {algorithm: ECDSA, size: 256, rotationPolicy: Never}
+  secretTemplate: {annotations: {certfn.io/secret-file-mode: "0644"}}
+  issuerRef: {name: %s}
+`, name, ns, secretName, name, issuer)
 }
 
 // Certificate returns a Certificate manifest for dnsNames issued by the

@@ -7,6 +7,7 @@ package issuing
 import (
 	"context"
 	"crypto"
+	"errors"
 	"fmt"
 
 	"github.com/certfn/certfn/core/api"
@@ -218,17 +219,25 @@ func password(ctx context.Context, env *certificates.Env, ns string, literal *st
 	if ref.Name == "" {
 		return nil, fmt.Errorf("%s: neither password nor passwordSecretRef is set", path)
 	}
-	sec, err := env.Secrets.Get(ctx, ns, ref.Name)
-	if err != nil {
-		return nil, fmt.Errorf("%s.passwordSecretRef: read secret %s/%s: %w", path, ns, ref.Name, err)
-	}
 	k := ref.Key
 	if k == "" {
 		k = "password"
 	}
+	// A missing secret and a missing key get one error, with the same
+	// class: telling them apart would let a Certificate probe which
+	// secrets of its namespace exist and which keys they hold.
+	missing := fmt.Errorf("%s.passwordSecretRef: no key %q in a secret %s/%s: the password secret must exist in the Certificate's "+
+		"namespace and hold that key: %w", path, k, ns, ref.Name, ports.ErrNotFound)
+	sec, err := env.Secrets.Get(ctx, ns, ref.Name)
+	if errors.Is(err, ports.ErrNotFound) {
+		return nil, missing
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s.passwordSecretRef: read secret %s/%s: %w", path, ns, ref.Name, err)
+	}
 	p, ok := sec.Data[k]
 	if !ok {
-		return nil, fmt.Errorf("%s.passwordSecretRef: secret %s/%s has no key %q", path, ns, ref.Name, k)
+		return nil, missing
 	}
 	return p, nil
 }

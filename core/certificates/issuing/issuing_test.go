@@ -6,6 +6,7 @@ import (
 	"crypto"
 	"crypto/x509"
 	"errors"
+	"fmt"
 	"sort"
 	"strings"
 	"testing"
@@ -16,6 +17,7 @@ import (
 	ct "github.com/certfn/certfn/core/certificates/certtest"
 	"github.com/certfn/certfn/core/certificates/issuing"
 	"github.com/certfn/certfn/core/certificates/keymanager"
+	"github.com/certfn/certfn/core/errs"
 	"github.com/certfn/certfn/core/pki"
 	"github.com/certfn/certfn/core/ports"
 )
@@ -437,11 +439,46 @@ func TestStepPasswordFromSecretRef(t *testing.T) {
 	f2.secrets.Set(ports.Secret{Namespace: ct.Namespace, Name: "pw", Data: map[string][]byte{"jks": []byte("s3cret!")}})
 	env2, _, _ := ct.Env(f2.secrets, &ct.Writer{})
 	_, err := issuing.Step(context.Background(), env2, ct.State(f2.crt, nil, f2.next(t, ct.Issued(f2.leafPEM, f2.ca.PEM, ct.T0))))
-	if err == nil || !strings.Contains(err.Error(), `spec.keystores.jks.passwordSecretRef: secret default/pw has no key "nope"`) {
+	if err == nil || !strings.Contains(err.Error(), `spec.keystores.jks.passwordSecretRef: no key "nope" in a secret default/pw`) {
 		t.Fatalf("err = %v", err)
 	}
 	if strings.Contains(err.Error(), "s3cret") {
 		t.Fatal("error leaks the password")
+	}
+}
+
+// A missing password secret and a missing key in it are one error (the
+// same message, the same class): the error is no oracle on which secrets
+// of the namespace exist or which keys they hold. It names the field and
+// the rule, never a value.
+func TestKeystorePasswordErrorsAreNoOracle(t *testing.T) {
+	var msgs []string
+	for _, tc := range []struct {
+		name   string
+		secret *ports.Secret
+	}{
+		{"no such secret", nil},
+		{"no such key", &ports.Secret{Namespace: ct.Namespace, Name: "pw", Data: map[string][]byte{"other": []byte("s3cret!")}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, func(c *api.Certificate) {
+				c.Spec.Keystores = &api.CertificateKeystores{PKCS12: &api.PKCS12Keystore{Create: true,
+					PasswordSecretRef: api.SecretKeySelector{LocalObjectReference: api.LocalObjectReference{Name: "pw"}, Key: "password"}}}
+			})
+			if tc.secret != nil {
+				f.secrets.Set(*tc.secret)
+			}
+			env, _, _ := ct.Env(f.secrets, &ct.Writer{})
+			_, err := issuing.Step(context.Background(), env, ct.State(f.crt, nil, f.next(t, ct.Issued(f.leafPEM, f.ca.PEM, ct.T0))))
+			want := `spec.keystores.pkcs12.passwordSecretRef: no key "password" in a secret default/pw: the password secret must exist in the Certificate's namespace and hold that key`
+			if err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "s3cret") {
+				t.Fatalf("err = %v, want %q", err, want)
+			}
+			msgs = append(msgs, fmt.Sprintf("%s|%v", err, errs.Classify(err)))
+		})
+	}
+	if len(msgs) != 2 || msgs[0] != msgs[1] {
+		t.Fatalf("the two cases differ:\n%s", strings.Join(msgs, "\n"))
 	}
 }
 

@@ -14,7 +14,8 @@
 // deterministic name ("<certificate>-next-private-key"), so duplicate or
 // reordered messages cannot create two keys; Create is exclusive, and a
 // loser adopts the winner's key. With rotationPolicy Never the key of the
-// currently stored secret is reused when it still matches the spec.
+// currently stored secret is reused when it still matches the spec and
+// the secret is this Certificate's (its certificate-name annotation).
 package keymanager
 
 import (
@@ -166,7 +167,11 @@ var errBeingCreated = errors.New("the next private key secret is being created (
 func generate(ctx context.Context, env *certificates.Env, st *certificates.State, name string) (ports.Secret, error) {
 	crt := st.Cert
 	var keyPEM []byte
-	if crt.Spec.RotationPolicyOrDefault() == api.RotationPolicyNever {
+	// Only a key this Certificate wrote is reused: the stored secret's
+	// certificate-name annotation names it (a key an operator or another
+	// Certificate put there is never signed for this one).
+	if crt.Spec.RotationPolicyOrDefault() == api.RotationPolicyNever && st.Secret != nil &&
+		st.Secret.Annotations[api.AnnotationCertificateName] == crt.Name {
 		if issued, _ := st.Parse(); issued != nil {
 			if ok, _ := pki.KeyMatchesSpec(issued.Key, crt.Spec.PrivateKey); ok {
 				b, err := pki.EncodePKCS8PEM(issued.Key)

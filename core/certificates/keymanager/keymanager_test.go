@@ -176,6 +176,25 @@ func TestStep(t *testing.T) {
 			},
 		},
 		{
+			// The secret names a Certificate that no longer exists: this
+			// one owns it now (cert-manager's rule), but the key in it is
+			// not one it wrote, so it is never signed for this Certificate.
+			name: "rotationPolicy Never does not reuse a key another Certificate wrote", generated: 1,
+			crt: issuing(ct.WithRotationPolicy(api.RotationPolicyNever)),
+			issued: func(t *testing.T, crt *api.Certificate) *ports.Secret {
+				s := ct.NewCA(t).IssueSecret(t, crt, nil, ct.Leaf{}).Secret
+				s.Annotations[api.AnnotationCertificateName] = "gone"
+				return &s
+			},
+			wantWrote: true, wantWrites: []string{"create default/" + nextKeyName}, wantStatus: true,
+			checkKey: func(t *testing.T, got crypto.Signer, _, issued *ports.Secret) {
+				k, _ := pki.DecodePrivateKeyPEM(issued.Data["tls.key"])
+				if samePublic(got, k) {
+					t.Fatal("rotationPolicy Never reused a key another Certificate wrote")
+				}
+			},
+		},
+		{
 			name: "rotationPolicy Always never reuses the stored key", generated: 1,
 			crt: issuing(ct.WithRotationPolicy(api.RotationPolicyAlways)),
 			issued: func(t *testing.T, crt *api.Certificate) *ports.Secret {

@@ -17,14 +17,15 @@ import (
 // the stored secret; it returns whether anything changed. A Certificate
 // that does not own spec.secretName (st.NotOwner: another Certificate of
 // the namespace names the same secret and owns it) is not Ready, with
-// reason DuplicateSecretName, and shows no validity: what is stored is not
+// reason DuplicateSecretName (or the reason no Certificate may write it,
+// Ownership.Reason), and shows no validity: what is stored is not
 // its certificate. Once it owns the secret, an Issuing=False condition left
 // from then is removed.
 func Apply(st *certificates.State) bool {
 	s := &st.Cert.Status
 	cond := api.Condition{Type: api.CertificateConditionReady, ObservedGeneration: st.Cert.Generation}
 	if own, ok := st.NotOwner(); ok {
-		cond.Status, cond.Reason, cond.Message = api.ConditionFalse, certificates.ReasonDuplicateSecretName, own.Message()
+		cond.Status, cond.Reason, cond.Message = api.ConditionFalse, own.Reason(), own.Message()
 		changed := setTime(&s.NotBefore, nil)
 		changed = setTime(&s.NotAfter, nil) || changed
 		changed = setTime(&s.RenewalTime, nil) || changed
@@ -32,7 +33,7 @@ func Apply(st *certificates.State) bool {
 	}
 	changed := false
 	if c := api.FindCondition(s.Conditions, api.CertificateConditionIssuing); c != nil &&
-		c.Status == api.ConditionFalse && c.Reason == certificates.ReasonDuplicateSecretName {
+		c.Status == api.ConditionFalse && ownershipReasons[c.Reason] {
 		api.RemoveCondition(&s.Conditions, api.CertificateConditionIssuing)
 		changed = true
 	}
@@ -73,6 +74,13 @@ func keyNotAllowed(crt *api.Certificate) *api.Condition {
 		return nil
 	}
 	return c
+}
+
+// ownershipReasons are the reasons of an Issuing=False condition left by
+// a stopped issuance of a Certificate that did not own its secret.
+var ownershipReasons = map[string]bool{
+	certificates.ReasonDuplicateSecretName: true, certificates.ReasonSecretNotOwned: true,
+	certificates.ReasonSecretInUse: true, certificates.ReasonSecretFilePermsNotAllowed: true,
 }
 
 func setTime(dst **api.Time, v *api.Time) bool {

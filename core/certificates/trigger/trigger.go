@@ -49,7 +49,8 @@ func BackoffRemaining(st *certificates.State) time.Duration {
 //
 // First it asks who owns spec.secretName (certificates.SecretOwner): a
 // Certificate that does not own it never issues. Its issuance, if one is
-// under way, is stopped (Issuing=False, reason DuplicateSecretName);
+// under way, is stopped (Issuing=False, reason DuplicateSecretName, or
+// the reason no Certificate may write the secret: Ownership.Refused);
 // otherwise the step does nothing and asks to look again after
 // env.WaitPoll, as cert-manager requeues such a Certificate, in case the
 // owner changed in a way no write reports (the secret deleted or
@@ -102,7 +103,7 @@ func notOwner(ctx context.Context, env *certificates.Env, st *certificates.State
 		return certificates.Outcome{RequeueAt: recheck, Why: "not the owner of the secret: " + own.Message()}, nil
 	}
 	api.SetCondition(&st.Cert.Status.Conditions, api.Condition{
-		Type: api.CertificateConditionIssuing, Status: api.ConditionFalse, Reason: certificates.ReasonDuplicateSecretName,
+		Type: api.CertificateConditionIssuing, Status: api.ConditionFalse, Reason: own.Reason(),
 		Message: own.Message(), ObservedGeneration: st.Cert.Generation,
 	}, st.Now)
 	readiness.Apply(st)
