@@ -213,6 +213,16 @@ func (r *manifestResource) ModifyPlan(ctx context.Context, req resource.ModifyPl
 	if !changed || replace || r.data == nil || r.data.client == nil {
 		return
 	}
+	if req.State.Raw.IsNull() && id.Kind == api.KindCertificateRequest {
+		// Terraform plans the create of a replacement with no prior state
+		// while the old request still exists: the server would judge the
+		// dry run as an update of an immutable spec and refuse it. The old
+		// request is deleted first; the new one is validated and decided
+		// when it is created.
+		if _, err := getObject(ctx, r.data.client, id); err == nil {
+			return
+		}
+	}
 	resp.Diagnostics.Append(dryRun(ctx, r.data.client, d, id, cfg.source())...)
 }
 
