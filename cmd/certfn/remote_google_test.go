@@ -24,6 +24,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/certfn/certfn/core/app"
+
 	"golang.org/x/oauth2"
 	"google.golang.org/api/idtoken"
 	"google.golang.org/api/option"
@@ -373,7 +375,7 @@ func TestRemoteGoogleADCServiceAccount(t *testing.T) {
 		t.Fatal(err)
 	}
 	for range 3 {
-		if _, err := c.List(context.Background(), "Issuer", "default"); err != nil {
+		if _, err := c.List(context.Background(), "Issuer", "default", app.ListOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
