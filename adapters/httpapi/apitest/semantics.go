@@ -22,8 +22,9 @@ type Doer func(t *testing.T, method, path, contentType, body string) (status int
 // delete deletes nothing, preconditions and a manifest's resourceVersion
 // are checked, a collection has no DELETE, and an unknown, misspelled or
 // repeated query parameter is a 400 naming it. It creates three
-// Certificates (web, db, bare) and an Issuer in namespace ns, which must be
-// otherwise empty of Certificates.
+// Certificates (web, db, bare), an Issuer and Roles in namespace ns, which
+// must be otherwise empty of Certificates; it deletes none of the
+// Certificates.
 func Semantics(t *testing.T, ns string, do Doer) {
 	t.Helper()
 	base := "/v1/namespaces/" + ns + "/certificates"
@@ -72,16 +73,6 @@ spec:
 		if got := names(t, ""); !slices.Equal(got, want) {
 			t.Fatalf("stored Certificates %v, want %v", got, want)
 		}
-	}
-	object := func(t *testing.T, name string) (uid, rv string) {
-		t.Helper()
-		var o struct {
-			Metadata struct{ UID, ResourceVersion string } `json:"metadata"`
-		}
-		if err := json.Unmarshal([]byte(must(t, 200, "GET", base+"/"+name, "", "")), &o); err != nil {
-			t.Fatal(err)
-		}
-		return o.Metadata.UID, o.Metadata.ResourceVersion
 	}
 	refused := func(t *testing.T, want int, method, path, ct, body, mention string) {
 		t.Helper()
@@ -167,43 +158,60 @@ spec:
 		stored(t, all)
 	})
 
+	// Preconditions on Roles: no reconciler writes them, so their
+	// resourceVersion moves only with the suite's own writes, whatever
+	// runs the engine behind the API.
+	rolesBase := "/v1/namespaces/" + ns + "/roles"
+	role := func(name, rv, verbs string) string {
+		meta := fmt.Sprintf("{name: %s, namespace: %s}", name, ns)
+		if rv != "" {
+			meta = fmt.Sprintf("{name: %s, namespace: %s, resourceVersion: %q}", name, ns, rv)
+		}
+		return fmt.Sprintf(`apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: %s
+rules: [{apiGroups: [cert-manager.io], resources: [certificates], verbs: [%s]}]
+`, meta, verbs)
+	}
+	roleMeta := func(t *testing.T, name string) (uid, rv string) {
+		t.Helper()
+		var o struct {
+			Metadata struct{ UID, ResourceVersion string } `json:"metadata"`
+		}
+		if err := json.Unmarshal([]byte(must(t, 200, "GET", rolesBase+"/"+name, "", "")), &o); err != nil {
+			t.Fatal(err)
+		}
+		return o.Metadata.UID, o.Metadata.ResourceVersion
+	}
+	must(t, 200, "POST", "/v1/apply", "application/yaml", Docs(role("pre", "", "get"), role("ver", "", "get")))
+
 	t.Run("delete preconditions", func(t *testing.T) {
-		uid, rv := object(t, "db")
+		uid, rv := roleMeta(t, "pre")
 		for _, body := range []string{
 			`{"preconditions": {"resourceVersion": "999999"}}`,
 			`{"preconditions": {"uid": "not-its-uid"}}`,
 			fmt.Sprintf(`{"preconditions": {"uid": %q, "resourceVersion": "999999"}}`, uid),
 		} {
-			refused(t, http.StatusConflict, "DELETE", base+"/db", "application/json", body, "precondition")
+			refused(t, http.StatusConflict, "DELETE", rolesBase+"/pre", "application/json", body, "precondition")
 		}
-		refused(t, http.StatusConflict, "DELETE", base+"/db"+q("preconditions.uid", "not-its-uid"), "", "", "preconditions.uid")
-		stored(t, all)
-		must(t, 200, "DELETE", base+"/db", "application/json", fmt.Sprintf(`{"preconditions": {"uid": %q, "resourceVersion": %q}}`, uid, rv))
-		stored(t, []string{"bare", "web"})
+		refused(t, http.StatusConflict, "DELETE", rolesBase+"/pre"+q("preconditions.uid", "not-its-uid"), "", "", "preconditions.uid")
+		roleMeta(t, "pre") // still there
+		must(t, 200, "DELETE", rolesBase+"/pre", "application/json", fmt.Sprintf(`{"preconditions": {"uid": %q, "resourceVersion": %q}}`, uid, rv))
+		refused(t, http.StatusNotFound, "GET", rolesBase+"/pre", "", "", "pre")
 	})
 
 	t.Run("apply with a resourceVersion", func(t *testing.T) {
-		_, rv := object(t, "web")
-		versioned := func(rv, dnsName string) string {
-			return fmt.Sprintf(`apiVersion: cert-manager.io/v1
-kind: Certificate
-metadata: {name: web, namespace: %s, resourceVersion: %q, labels: {app: web, tier: frontend}}
-spec:
-  secretName: web-tls
-  dnsNames: [%s]
-  privateKey: {algorithm: ECDSA, size: 256}
-  issuerRef: {name: ss}
-`, ns, rv, dnsName)
+		_, rv := roleMeta(t, "ver")
+		refused(t, http.StatusConflict, "POST", "/v1/apply", "application/yaml", role("ver", "999999", "get, list"), "resourceVersion")
+		refused(t, http.StatusConflict, "POST", "/v1/apply"+q("dryRun", "All"), "application/yaml", role("ver", "999999", "get, list"), "resourceVersion")
+		refused(t, http.StatusConflict, "POST", "/v1/apply", "application/yaml", role("never-created", "1", "get"), "resourceVersion")
+		if _, now := roleMeta(t, "ver"); now != rv {
+			t.Fatalf("a stale apply changed the Role: resourceVersion %s -> %s", rv, now)
 		}
-		refused(t, http.StatusConflict, "POST", "/v1/apply", "application/yaml", versioned("999999", "changed.example.com"), "resourceVersion")
-		refused(t, http.StatusConflict, "POST", "/v1/apply"+q("dryRun", "All"), "application/yaml", versioned("999999", "changed.example.com"), "resourceVersion")
-		if _, now := object(t, "web"); now != rv {
-			t.Fatalf("a stale apply changed web: resourceVersion %s -> %s", rv, now)
-		}
-		must(t, 200, "POST", "/v1/apply", "application/yaml", versioned(rv, "changed.example.com"))
-		if _, now := object(t, "web"); now == rv {
+		must(t, 200, "POST", "/v1/apply", "application/yaml", role("ver", rv, "get, list"))
+		if _, now := roleMeta(t, "ver"); now == rv {
 			t.Fatal("the apply over the current resourceVersion wrote nothing")
 		}
-		refused(t, http.StatusConflict, "POST", "/v1/apply", "application/yaml", versioned(rv, "again.example.com"), "resourceVersion")
+		refused(t, http.StatusConflict, "POST", "/v1/apply", "application/yaml", role("ver", rv, "get, list, watch"), "resourceVersion")
 	})
 }
