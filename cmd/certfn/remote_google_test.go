@@ -221,7 +221,7 @@ func newGoogleEnv(t *testing.T) *googleEnv {
 
 // serve starts the api on rt with audience ("" = https://<Host>).
 func (e *googleEnv) serve(rt *apitest.Deployment, g *fakeGoogle, audience string) *httptest.Server {
-	auth := gcpmode.GoogleAuthenticator(g.validator(), audience, map[string]bool{ciEmail: true})
+	auth := gcpmode.GoogleAuthenticator(g.validator(), []string{audience}, map[string]bool{ciEmail: true})
 	h, err := httpapi.New(httpapi.Config{Service: rt.Service, Authenticate: auth, Logger: apitest.Discard(), MaxBody: 64 << 10})
 	if err != nil {
 		e.t.Fatal(err)
