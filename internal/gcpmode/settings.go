@@ -101,9 +101,9 @@ type Settings struct {
 	APIAdmins             map[string]bool
 	// APIAudiences are the audiences the api accepts in Google ID
 	// tokens (EnvAPIAudience; required by the api role).
-	APIAudiences []string
-	Quotas                app.Quotas
-	ACMEServerAllow       acme.ServerAllowList
+	APIAudiences    []string
+	Quotas          app.Quotas
+	ACMEServerAllow acme.ServerAllowList
 	// ACMEPolling is the ACME poll backoff (EnvACMEPollFirst, EnvACMEPollMax).
 	ACMEPolling acme.Polling
 }
