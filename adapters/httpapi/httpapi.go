@@ -12,8 +12,12 @@
 // "details"} with 400 (malformed), 401 (no or invalid identity), 403
 // (bindings deny), 404, 405, 409 (conflict with the stored state), 413
 // (body larger than MaxBody), 415, 422 (validation, with field paths) or
-// 500. The API has no secret endpoint and never reads the secret store.
-// See docs/api.md.
+// 500. Kubernetes' parameters mean what they mean there (labelSelector and
+// fieldSelector on lists, dryRun and DeleteOptions preconditions on
+// deletes, a manifest's metadata.resourceVersion on apply); a query
+// parameter a route does not implement, or one given twice, is a 400
+// naming it (params.go). The API has no secret endpoint and never reads
+// the secret store. See docs/api.md.
 package httpapi
 
 import (
