@@ -12,8 +12,12 @@
 // "details"} with 400 (malformed), 401 (no or invalid identity), 403
 // (bindings deny), 404, 405, 409 (conflict with the stored state), 413
 // (body larger than MaxBody), 415, 422 (validation, with field paths) or
-// 500. The API has no secret endpoint and never reads the secret store.
-// See docs/api.md.
+// 500. Kubernetes' parameters mean what they mean there (labelSelector and
+// fieldSelector on lists, dryRun and DeleteOptions preconditions on
+// deletes, a manifest's metadata.resourceVersion on apply); a query
+// parameter a route does not implement, or one given twice, is a 400
+// naming it (params.go). The API has no secret endpoint and never reads
+// the secret store. See docs/api.md.
 package httpapi
 
 import (
@@ -83,18 +87,19 @@ func New(cfg Config) (*Handler, error) {
 		cfg.Logger = slog.Default()
 	}
 	h := &Handler{cfg: cfg, svc: cfg.Service, mux: http.NewServeMux()}
-	h.route("/v1/apply", h.apply, http.MethodPost)
-	h.route("/v1/{plural}", h.collection, http.MethodGet)
-	h.route("/v1/namespaces/{ns}/{plural}", h.collection, http.MethodGet)
-	h.route("/v1/{plural}/{name}", h.item, http.MethodGet, http.MethodDelete)
-	h.route("/v1/namespaces/{ns}/{plural}/{name}", h.item, http.MethodGet, http.MethodDelete)
-	h.route("/v1/namespaces/{ns}/certificaterequests/{name}/approval", h.approval, http.MethodPost)
-	h.route("/v1/certificatesigningrequests/{name}/approval", h.csrApproval, http.MethodPost)
-	h.route("/v1/namespaces/{ns}/certificates/{name}/renew", h.renew, http.MethodPost)
-	h.route("/v1/namespaces/{ns}/certificates/{name}/status", h.status, http.MethodGet)
+	h.route("/v1/apply", h.apply, on(http.MethodPost, "dryRun"))
+	// A collection has no DELETE (Kubernetes' deletecollection): 405.
+	h.route("/v1/{plural}", h.collection, on(http.MethodGet, listParams...))
+	h.route("/v1/namespaces/{ns}/{plural}", h.collection, on(http.MethodGet, listParams...))
+	h.route("/v1/{plural}/{name}", h.item, on(http.MethodGet), on(http.MethodDelete, deleteParams...))
+	h.route("/v1/namespaces/{ns}/{plural}/{name}", h.item, on(http.MethodGet), on(http.MethodDelete, deleteParams...))
+	h.route("/v1/namespaces/{ns}/certificaterequests/{name}/approval", h.approval, on(http.MethodPost))
+	h.route("/v1/certificatesigningrequests/{name}/approval", h.csrApproval, on(http.MethodPost))
+	h.route("/v1/namespaces/{ns}/certificates/{name}/renew", h.renew, on(http.MethodPost))
+	h.route("/v1/namespaces/{ns}/certificates/{name}/status", h.status, on(http.MethodGet))
 	h.route("/", func(*http.Request, app.Caller) (int, any, error) {
 		return 0, nil, notFoundf("no such route (see docs/api.md)")
-	}, "")
+	}, on(""))
 	return h, nil
 }
 
@@ -102,13 +107,17 @@ func New(cfg Config) (*Handler, error) {
 // value to send as JSON, or an error.
 type endpoint func(r *http.Request, caller app.Caller) (int, any, error)
 
-// route registers ep for pattern, answering 405 to other methods ("" = any).
-func (h *Handler) route(pattern string, ep endpoint, methods ...string) {
+// route registers ep for pattern with its verbs (on("") = any method,
+// any query): another method is a 405, a query parameter the verb does
+// not list a 400 naming it, before ep runs.
+func (h *Handler) route(pattern string, ep endpoint, verbs ...verb) {
 	h.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
-		if methods[0] != "" && !contains(methods, r.Method) {
-			w.Header().Set("Allow", strings.Join(methods, ", "))
-			h.fail(w, r, "", &requestError{status: http.StatusMethodNotAllowed,
-				msg: fmt.Sprintf("method %s is not allowed on %s (allowed: %s)", r.Method, r.URL.Path, strings.Join(methods, ", "))})
+		if err := checkAllowed(r, verbs); err != nil {
+			var re *requestError
+			if errors.As(err, &re) && re.allow != "" {
+				w.Header().Set("Allow", re.allow)
+			}
+			h.fail(w, r, callerFrom(r.Context()).Username, err)
 			return
 		}
 		caller := callerFrom(r.Context())
@@ -162,6 +171,7 @@ type errorBody struct {
 func classify(err error) (status int, reason, field string, details []app.ErrorDetail) {
 	var (
 		reqErr *requestError
+		fldErr *app.FieldError
 		maxErr *http.MaxBytesError
 		valErr *app.ValidationError
 		vl     validation.ErrorList
@@ -174,6 +184,8 @@ func classify(err error) (status int, reason, field string, details []app.ErrorD
 		return reqErr.status, strings.ReplaceAll(http.StatusText(reqErr.status), " ", ""), reqErr.field, nil
 	case errors.Is(err, ErrUnauthenticated):
 		return http.StatusUnauthorized, "Unauthorized", "", nil
+	case errors.As(err, &fldErr):
+		return http.StatusBadRequest, "BadRequest", fldErr.Field, nil
 	case errors.Is(err, app.ErrBadRequest):
 		return http.StatusBadRequest, "BadRequest", "", nil
 	case errors.Is(err, ports.ErrInvalidContinue):
@@ -292,20 +304,23 @@ type ListMeta struct {
 // limit=N returns at most N items and metadata.continue when more follow;
 // continue=TOKEN returns the next page (with the same limit, namespace and
 // kind). Without them the whole list is returned, sorted by namespace and
-// name; pages come in the store's key order.
+// name; pages come in the store's key order. labelSelector and
+// fieldSelector (metadata.name, metadata.namespace) select as in
+// Kubernetes; a page may then hold fewer than limit items before its
+// continue token.
 func (h *Handler) collection(r *http.Request, caller app.Caller) (int, any, error) {
 	info, key, err := resource(r, false)
 	if err != nil {
 		return 0, nil, err
 	}
 	ns := key.Namespace
-	if q := r.URL.Query().Get("namespace"); q != "" {
+	query := r.URL.Query()
+	if q := query.Get("namespace"); q != "" {
 		if ns != "" && q != ns {
 			return 0, nil, badRequestf("namespace", "query namespace %q differs from the path's %q", q, ns)
 		}
 		ns = q
 	}
-	query := r.URL.Query()
 	var (
 		objs []api.Object
 		cont string
@@ -319,9 +334,9 @@ func (h *Handler) collection(r *http.Request, caller app.Caller) (int, any, erro
 			}
 			limit = n
 		}
-		objs, cont, err = h.svc.ListPage(r.Context(), caller, info.Kind, ns, limit, query.Get("continue"))
+		objs, cont, err = h.svc.ListPage(r.Context(), caller, info.Kind, ns, listOptions(query), limit, query.Get("continue"))
 	} else {
-		objs, err = h.svc.List(r.Context(), caller, info.Kind, ns)
+		objs, err = h.svc.List(r.Context(), caller, info.Kind, ns, listOptions(query))
 	}
 	if err != nil {
 		return 0, nil, err
@@ -332,25 +347,33 @@ func (h *Handler) collection(r *http.Request, caller app.Caller) (int, any, erro
 	return http.StatusOK, List{APIVersion: "v1", Kind: "List", Metadata: ListMeta{Continue: cont}, Items: objs}, nil
 }
 
-// Deleted is the answer of a delete request.
+// Deleted is the answer of a delete request. With dryRun=All, Deleted is
+// false and DryRun true: the delete would have happened.
 type Deleted struct {
 	Kind      string `json:"kind"`
 	Namespace string `json:"namespace,omitempty"`
 	Name      string `json:"name"`
 	Deleted   bool   `json:"deleted"`
+	DryRun    bool   `json:"dryRun,omitempty"`
 }
 
-// item: GET and DELETE /v1/{plural}/{name} and /v1/namespaces/{ns}/{plural}/{name}.
+// item: GET and DELETE /v1/{plural}/{name} and
+// /v1/namespaces/{ns}/{plural}/{name}. A DELETE takes Kubernetes'
+// DeleteOptions in its body or as query parameters (deleteOptions).
 func (h *Handler) item(r *http.Request, caller app.Caller) (int, any, error) {
 	_, key, err := resource(r, true)
 	if err != nil {
 		return 0, nil, err
 	}
 	if r.Method == http.MethodDelete {
-		if err := h.svc.Delete(r.Context(), caller, key); err != nil {
+		opts, err := deleteOptions(r, r.URL.Query())
+		if err != nil {
 			return 0, nil, err
 		}
-		return http.StatusOK, Deleted{Kind: key.Kind, Namespace: key.Namespace, Name: key.Name, Deleted: true}, nil
+		if err := h.svc.Delete(r.Context(), caller, key, opts); err != nil {
+			return 0, nil, err
+		}
+		return http.StatusOK, Deleted{Kind: key.Kind, Namespace: key.Namespace, Name: key.Name, Deleted: !opts.DryRun, DryRun: opts.DryRun}, nil
 	}
 	o, err := h.svc.Get(r.Context(), caller, key)
 	if err != nil {
@@ -553,6 +576,7 @@ type requestError struct {
 	status int
 	field  string
 	msg    string
+	allow  string // the Allow header of a 405
 }
 
 func (e *requestError) Error() string { return e.msg }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/certfn/certfn/adapters/httpapi"
 	"github.com/certfn/certfn/core/api"
+	"github.com/certfn/certfn/core/app"
 	"github.com/certfn/certfn/core/ports"
 	"github.com/spf13/cobra"
 )
@@ -239,18 +240,63 @@ func displayKey(k api.Key) string {
 
 func newDelete(g *globals) *cobra.Command {
 	var files []string
-	var ns string
+	var ns, labels, fieldSel, dryRun string
 	c := &cobra.Command{
-		Use:   "delete (KIND NAME [NAME...] | KIND/NAME... | -f FILE [-f ...])",
+		Use:   "delete (KIND NAME [NAME...] | KIND/NAME... | KIND -l SELECTOR | -f FILE [-f ...])",
 		Short: "Delete resources (and what they own); issued secrets are kept",
 		Long: `Delete resources and what they own, as kubectl delete does: several names of one kind,
-KIND/NAME pairs, or the objects named in manifests (-f, repeatable). A name that is not
-found is reported and the others are still deleted; the exit status is then 1.
+KIND/NAME pairs, the objects of KIND that -l (labels) and --field-selector select (the server
+selects; nothing selected deletes nothing), or the objects named in manifests (-f,
+repeatable). A name that is not found is reported and the others are still deleted; the
+exit status is then 1. --dry-run=server makes every check on the server and deletes nothing;
+--dry-run=client only reads the objects.
 A Certificate's issued secret is kept (cert-manager's default); "delete secret NAME"
 removes a secret from the secret store.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			var opts app.DeleteOptions
+			switch dryRun {
+			case "none":
+			case "server":
+				opts.DryRun = true
+			case "client":
+			default:
+				return fmt.Errorf("--dry-run %q: want none, server or client", dryRun)
+			}
+			sel := app.ListOptions{LabelSelector: labels, FieldSelector: fieldSel}
 			var keys []api.Key
+			// preconditions of selected objects: the uid listed, so an
+			// object re-created meanwhile under the name is not deleted.
+			uids := map[api.Key]string{}
 			switch {
+			case sel != (app.ListOptions{}):
+				if len(files) > 0 || len(args) != 1 || strings.Contains(args[0], "/") {
+					return fmt.Errorf("-l/--selector and --field-selector take one KIND and no names or -f")
+				}
+				info, ok := api.KindForName(args[0])
+				if !ok {
+					return fmt.Errorf("unknown resource type %q", args[0])
+				}
+				cl, err := g.client(cmd.Context())
+				if err != nil {
+					return err
+				}
+				listNS := ns
+				if !info.Namespaced {
+					listNS = ""
+				}
+				objs, err := cl.List(cmd.Context(), info.Kind, listNS, sel)
+				if err != nil {
+					return err
+				}
+				for _, o := range objs {
+					k := api.KeyOf(o)
+					keys = append(keys, k)
+					uids[k] = o.GetObjectMeta().UID
+				}
+				if len(keys) == 0 {
+					fmt.Fprintln(g.stderr, "No resources found")
+					return nil
+				}
 			case len(files) > 0:
 				if len(args) > 0 {
 					return fmt.Errorf("give either -f or names, not both")
@@ -289,16 +335,30 @@ removes a secret from the secret store.`,
 			if err != nil {
 				return err
 			}
+			suffix := ""
+			if dryRun != "none" {
+				suffix = " (" + dryRun + " dry run)"
+			}
 			var failed []error
 			for _, k := range keys {
-				if err := cl.Delete(cmd.Context(), k); err != nil {
+				o := opts
+				if uid := uids[k]; uid != "" {
+					o.Preconditions.UID = &uid
+				}
+				var err error
+				if dryRun == "client" {
+					_, err = cl.Get(cmd.Context(), k)
+				} else {
+					err = cl.Delete(cmd.Context(), k, o)
+				}
+				if err != nil {
 					if !errors.Is(err, ports.ErrNotFound) {
 						return err
 					}
 					failed = append(failed, notFound(k, err))
 					continue
 				}
-				fmt.Fprintf(g.stdout, "%s deleted\n", displayKey(k))
+				fmt.Fprintf(g.stdout, "%s deleted%s\n", displayKey(k), suffix)
 			}
 			if len(failed) > 0 {
 				return errors.Join(failed...)
@@ -308,5 +368,8 @@ removes a secret from the secret store.`,
 	}
 	c.Flags().StringArrayVarP(&files, "filename", "f", nil, "delete the resources named in these manifests (repeatable)")
 	c.Flags().StringVarP(&ns, "namespace", "n", "default", "namespace")
+	c.Flags().StringVarP(&labels, "selector", "l", "", "delete the objects of KIND these labels select, e.g. 'app=web'")
+	c.Flags().StringVar(&fieldSel, "field-selector", "", "delete the objects of KIND this selects (metadata.name, metadata.namespace)")
+	c.Flags().StringVar(&dryRun, "dry-run", "none", "none, server (every check on the server, nothing deleted) or client (read only)")
 	return c
 }

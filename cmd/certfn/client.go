@@ -23,14 +23,17 @@ type client interface {
 	// Apply would do and what the policies decide about requests.
 	DryRun(ctx context.Context, objs []api.Object) ([]app.DryRunResult, error)
 	Get(ctx context.Context, key api.Key) (api.Object, error)
-	// List lists kind in namespace ("" = every namespace).
-	List(ctx context.Context, kind, namespace string) ([]api.Object, error)
-	// ListPage lists a page of at most limit objects (0 = all that
-	// remain) after the page cont ("" = the first) and returns the token
-	// of the next page ("" after the last), as Kubernetes' limit and
-	// continue.
-	ListPage(ctx context.Context, kind, namespace string, limit int, cont string) ([]api.Object, string, error)
-	Delete(ctx context.Context, key api.Key) error
+	// List lists kind in namespace ("" = every namespace) that the
+	// selectors of opts select (app.Service.List decides, on both
+	// clients).
+	List(ctx context.Context, kind, namespace string, opts app.ListOptions) ([]api.Object, error)
+	// ListPage lists a page of at most limit selected objects (0 = all
+	// that remain) after the page cont ("" = the first) and returns the
+	// token of the next page ("" after the last), as Kubernetes' limit
+	// and continue.
+	ListPage(ctx context.Context, kind, namespace string, opts app.ListOptions, limit int, cont string) ([]api.Object, string, error)
+	// Delete deletes key with Kubernetes' dry run and preconditions.
+	Delete(ctx context.Context, key api.Key, opts app.DeleteOptions) error
 	// Status explains a Certificate (the report `certfn status` prints).
 	Status(ctx context.Context, key api.Key) (*app.Report, error)
 	Renew(ctx context.Context, key api.Key) (*app.RenewResult, error)
@@ -66,16 +69,16 @@ func (c *localClient) Get(ctx context.Context, key api.Key) (api.Object, error) 
 	return c.svc.Get(ctx, c.caller, key)
 }
 
-func (c *localClient) List(ctx context.Context, kind, namespace string) ([]api.Object, error) {
-	return c.svc.List(ctx, c.caller, kind, namespace)
+func (c *localClient) List(ctx context.Context, kind, namespace string, opts app.ListOptions) ([]api.Object, error) {
+	return c.svc.List(ctx, c.caller, kind, namespace, opts)
 }
 
-func (c *localClient) ListPage(ctx context.Context, kind, namespace string, limit int, cont string) ([]api.Object, string, error) {
-	return c.svc.ListPage(ctx, c.caller, kind, namespace, limit, cont)
+func (c *localClient) ListPage(ctx context.Context, kind, namespace string, opts app.ListOptions, limit int, cont string) ([]api.Object, string, error) {
+	return c.svc.ListPage(ctx, c.caller, kind, namespace, opts, limit, cont)
 }
 
-func (c *localClient) Delete(ctx context.Context, key api.Key) error {
-	return c.svc.Delete(ctx, c.caller, key)
+func (c *localClient) Delete(ctx context.Context, key api.Key, opts app.DeleteOptions) error {
+	return c.svc.Delete(ctx, c.caller, key, opts)
 }
 
 func (c *localClient) Status(ctx context.Context, key api.Key) (*app.Report, error) {

@@ -16,11 +16,12 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/certfn/certfn/core/api"
+	"github.com/certfn/certfn/core/app"
 	"github.com/certfn/certfn/core/clock"
 )
 
 func newGet(g *globals) *cobra.Command {
-	var ns, output, labels string
+	var ns, output, labels, fieldSel string
 	var all bool
 	var chunk int
 	c := &cobra.Command{
@@ -30,7 +31,9 @@ func newGet(g *globals) *cobra.Command {
 certificates (cert), certificaterequests (cr), issuers, clusterissuers, orders, challenges,
 certificaterequestpolicies (crp), roles, rolebindings, clusterroles, clusterrolebindings,
 namespaces, events; several are separated by commas (get certificates,certificaterequests).
--l filters by labels (key=value, key!=value, key, !key, key in (a,b), key notin (a,b)).
+-l selects by labels in Kubernetes' syntax (key=value, key!=value, key, !key, key in (a,b),
+key notin (a,b), key>N, key<N); --field-selector by metadata.name and metadata.namespace
+(=, ==, !=). The server selects, as the Kubernetes API server does; neither goes with names.
 -o json prints the object for one named object, else always a List; -o name prints
 kind.group/name; -o jsonpath='{.items[*].metadata.name}' uses kubectl's JSONPath templates.
 Lists are read --chunk-size objects at a time, as kubectl does; tables and -o name are
@@ -44,12 +47,12 @@ Secrets are never read back (their values stay in the secret store).`,
 			if err != nil {
 				return err
 			}
-			sel, err := parseSelector(labels)
+			queries, single, err := getQueries(args, ns)
 			if err != nil {
 				return err
 			}
-			queries, single, err := getQueries(args, ns)
-			if err != nil {
+			sel := app.ListOptions{LabelSelector: labels, FieldSelector: fieldSel}
+			if err := refuseSelectorsWithNames(queries, sel); err != nil {
 				return err
 			}
 			if chunk < 0 {
@@ -82,6 +85,7 @@ Secrets are never read back (their values stay in the secret store).`,
 	c.Flags().BoolVarP(&all, "all-namespaces", "A", false, "list across all namespaces")
 	c.Flags().StringVarP(&output, "output", "o", "", "output format: wide, yaml, json, name or jsonpath=TEMPLATE")
 	c.Flags().StringVarP(&labels, "selector", "l", "", "label selector, e.g. 'app=web,tier in (frontend)'")
+	c.Flags().StringVar(&fieldSel, "field-selector", "", "field selector on metadata.name and metadata.namespace, e.g. 'metadata.name!=web'")
 	c.Flags().IntVar(&chunk, "chunk-size", 500, "return large lists in chunks of this many objects rather than all at once; 0 disables chunks")
 	return c
 }
@@ -92,16 +96,31 @@ type getter struct {
 	cl    client
 	ns    string
 	all   bool
-	sel   selector
+	sel   app.ListOptions
 	chunk int
 }
 
-// each calls fn with q's objects that match the selector: the named ones
-// in one call, else the list one chunk (ListPage of g.chunk) at a time.
-func (g *getter) each(q getQuery, fn func([]api.Object) error) error {
-	keep := func(objs []api.Object) []api.Object {
-		return slices.DeleteFunc(objs, func(o api.Object) bool { return !g.sel.matches(o.GetObjectMeta().Labels) })
+// refuseSelectorsWithNames refuses selectors with named objects, as
+// kubectl does: they select lists only.
+func refuseSelectorsWithNames(queries []getQuery, sel app.ListOptions) error {
+	for _, q := range queries {
+		if len(q.names) == 0 {
+			continue
+		}
+		switch {
+		case sel.LabelSelector != "":
+			return fmt.Errorf("-l/--selector selects from lists: it cannot be used with names")
+		case sel.FieldSelector != "":
+			return fmt.Errorf("--field-selector selects from lists: it cannot be used with names")
+		}
 	}
+	return nil
+}
+
+// each calls fn with q's objects: the named ones in one call, else the
+// list that the selectors select (the server selects) one chunk
+// (ListPage of g.chunk) at a time.
+func (g *getter) each(q getQuery, fn func([]api.Object) error) error {
 	if len(q.names) > 0 {
 		var objs []api.Object
 		for _, name := range q.names {
@@ -112,7 +131,7 @@ func (g *getter) each(q getQuery, fn func([]api.Object) error) error {
 			}
 			objs = append(objs, o)
 		}
-		return fn(keep(objs))
+		return fn(objs)
 	}
 	listNS := g.ns
 	if g.all || !q.info.Namespaced {
@@ -120,11 +139,11 @@ func (g *getter) each(q getQuery, fn func([]api.Object) error) error {
 	}
 	cont := ""
 	for {
-		objs, next, err := g.cl.ListPage(g.ctx, q.info.Kind, listNS, g.chunk, cont)
+		objs, next, err := g.cl.ListPage(g.ctx, q.info.Kind, listNS, g.sel, g.chunk, cont)
 		if err != nil {
 			return err
 		}
-		if err := fn(keep(objs)); err != nil {
+		if err := fn(objs); err != nil {
 			return err
 		}
 		if next == "" {

@@ -82,7 +82,9 @@ spec: {secretName: api-tls, dnsNames: [api.example.com], issuerRef: {name: selfs
 		msg  string
 	}{
 		{[]string{"get", "cert", "-o", "jsonpath={.items[}"}, "-o jsonpath={.items[}"},
-		{[]string{"get", "cert", "-l", "a in b"}, `-l "a in b"`},
+		{[]string{"get", "cert", "-l", "a in b"}, `labelSelector "a in b"`},
+		{[]string{"get", "cert", "web", "-l", "app=api"}, "cannot be used with names"},
+		{[]string{"get", "cert", "--field-selector", "spec.secretName=x"}, "field label not supported: spec.secretName"},
 		{[]string{"get", "certs,issuers", "web"}, "names need one resource type"},
 		{[]string{"get", "widgets"}, `unknown resource type "widgets"`},
 	} {

@@ -24,6 +24,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/certfn/certfn/core/app"
+
 	"golang.org/x/oauth2"
 	"google.golang.org/api/idtoken"
 	"google.golang.org/api/option"
@@ -186,7 +188,7 @@ func (g *fakeGoogle) credentialsFile(name string, v map[string]string) string {
 }
 
 // googleEnv is the GCP api service's HTTP API (httpapi with gcpmode's
-// GoogleAuthenticator, default audience https://<Host>) over TLS on a
+// GoogleAuthenticator, audience the server's URL) over TLS on a
 // local runtime, and the CLI's environment for it.
 type googleEnv struct {
 	t      *testing.T
@@ -217,14 +219,20 @@ func newGoogleEnv(t *testing.T) *googleEnv {
 	return e
 }
 
-// serve starts the api on rt with audience ("" = https://<Host>).
+// serve starts the api on rt with audience ("" = the server's own URL,
+// https://<address>, fixed before it serves as a deployment fixes it).
 func (e *googleEnv) serve(rt *apitest.Deployment, g *fakeGoogle, audience string) *httptest.Server {
-	auth := gcpmode.GoogleAuthenticator(g.validator(), audience, map[string]bool{ciEmail: true})
+	srv := httptest.NewUnstartedServer(nil)
+	if audience == "" {
+		audience = "https://" + srv.Listener.Addr().String()
+	}
+	auth := gcpmode.GoogleAuthenticator(g.validator(), []string{audience}, map[string]bool{ciEmail: true})
 	h, err := httpapi.New(httpapi.Config{Service: rt.Service, Authenticate: auth, Logger: apitest.Discard(), MaxBody: 64 << 10})
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	srv := httptest.NewTLSServer(h)
+	srv.Config.Handler = h
+	srv.StartTLS()
 	e.t.Cleanup(srv.Close)
 	return srv
 }
@@ -373,7 +381,7 @@ func TestRemoteGoogleADCServiceAccount(t *testing.T) {
 		t.Fatal(err)
 	}
 	for range 3 {
-		if _, err := c.List(context.Background(), "Issuer", "default"); err != nil {
+		if _, err := c.List(context.Background(), "Issuer", "default", app.ListOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -31,7 +31,7 @@ func newRenew(g *globals) *cobra.Command {
 				if allNS {
 					listNS = ""
 				}
-				objs, err := cl.List(cmd.Context(), api.KindCertificate, listNS)
+				objs, err := cl.List(cmd.Context(), api.KindCertificate, listNS, app.ListOptions{})
 				if err != nil {
 					return err
 				}

@@ -17,20 +17,36 @@ func newWait(g *globals) *cobra.Command {
 	var ns, forCond string
 	var timeout time.Duration
 	c := &cobra.Command{
-		Use:   "wait certificate NAME --for=condition=Ready [--timeout 60s]",
+		Use:   "wait (TYPE NAME | TYPE/NAME) --for=condition=Ready [--timeout 60s]",
 		Short: "Wait until a resource has a condition (exit 1 on timeout, or at once on a permanent failure, with the blocker)",
 		Long: `Wait until a resource has a condition, as kubectl wait does. For a Certificate each
 line names what blocks it, down to the ACME Challenge and the ACME server's error; the
 wait ends at once, with exit status 1, when the blocker is permanent (the request was
 denied or failed, the issuer is misconfigured), and says when no certfn serve runs on
-the data directory.`,
-		Args: cobra.ExactArgs(2),
+the data directory. The object waited for is the one named, never another: the answer
+of the server must be that object.`,
+		Args: cobra.RangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cond, want, err := parseFor(forCond)
 			if err != nil {
 				return err
 			}
-			k, _, err := resolveKey(args[0], args[1], ns)
+			kind, name := "", ""
+			switch {
+			case len(args) == 1:
+				var ok bool
+				if kind, name, ok = strings.Cut(args[0], "/"); !ok || kind == "" || name == "" {
+					return fmt.Errorf("%q: want TYPE NAME or TYPE/NAME", args[0])
+				}
+			case strings.Contains(args[0], "/"):
+				return fmt.Errorf("want TYPE NAME or TYPE/NAME, not both")
+			default:
+				kind, name = args[0], args[1]
+			}
+			if name == "" {
+				return fmt.Errorf("wait: the name is empty")
+			}
+			k, _, err := resolveKey(kind, name, ns)
 			if err != nil {
 				return err
 			}
@@ -55,6 +71,9 @@ the data directory.`,
 					return err // waiting cannot help
 				default:
 					line = "error: " + err.Error() // e.g. the network: try again
+				}
+				if err == nil && api.KeyOf(o) != k {
+					return fmt.Errorf("asked for %s, got %s", k, api.KeyOf(o))
 				}
 				if err == nil {
 					conds := conditionsOf(o)

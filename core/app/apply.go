@@ -75,7 +75,11 @@ var machineKinds = map[string]string{
 // (ErrForbidden) for every caller: only certfn writes them. With an
 // objects quota (Quotas.ObjectsPerNamespace), a batch whose creates would
 // take a namespace over it is refused whole (ErrForbidden, "exceeded
-// quota"), after authorization and validation.
+// quota"), after authorization and validation. An object whose manifest
+// carries metadata.resourceVersion is written only over that version of
+// the stored object (ErrConflict otherwise, also when it does not exist),
+// as an update through the Kubernetes API; nothing of the batch is then
+// stored if the check fails before the first write.
 func (s *Service) Apply(ctx context.Context, caller Caller, objs []api.Object) ([]ApplyResult, error) {
 	p, err := s.checkApply(ctx, caller, objs)
 	if err != nil {
@@ -165,6 +169,13 @@ func (s *Service) checkApply(ctx context.Context, caller Caller, objs []api.Obje
 				// about it: the same answer whether it exists or not.
 				return nil, forbidden(fmt.Errorf("%s may not create or update %s", identity(caller).Username, key))
 			}
+			return nil, err
+		}
+		if secretStoreKind(key.Kind) {
+			if rv := o.GetObjectMeta().ResourceVersion; rv != "" {
+				return nil, fieldErrorf("metadata.resourceVersion", "%s: metadata.resourceVersion %q: %v; leave it out", key, rv, errNoSecretVersions)
+			}
+		} else if err := checkManifestVersion(o, stored[i]); err != nil {
 			return nil, err
 		}
 	}
@@ -381,6 +392,11 @@ func (s *Service) applyObject(ctx context.Context, obj api.Object, stored api.Ob
 func (s *Service) applyOnce(ctx context.Context, obj, old api.Object) (created, changed bool, err error) {
 	key := api.KeyOf(obj)
 	now := s.engine.Now()
+	if err := checkManifestVersion(obj, old); err != nil {
+		// Checked again on every attempt: a lost race is not retried
+		// over a resourceVersion the caller named.
+		return false, false, err
+	}
 	if old == nil {
 		m := obj.GetObjectMeta()
 		m.UID, m.CreationTimestamp, m.Generation, m.ResourceVersion = "", nil, 0, ""

@@ -105,7 +105,7 @@ func TestAPIRoleLeavesSecrets(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := a.Service.Delete(r.Ctx, apptest.Caller, apptest.CertKey); err != nil {
+	if err := a.Service.Delete(r.Ctx, apptest.Caller, apptest.CertKey, app.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(logs.String(), "name=web-next-private-key") {

@@ -138,9 +138,10 @@ func sameSecret(a, b ports.Secret) bool {
 
 func sortedStrings(m map[string]string) []string { return slices.Sorted(maps.Keys(m)) }
 
-// deleteSecret removes the secret at key from the secret store; a missing
-// one is ErrNotFound, as for every kind.
-func (s *Service) deleteSecret(ctx context.Context, key api.Key) error {
+// deleteSecret removes the secret at key from the secret store (with
+// dryRun: checks that it may and writes nothing); a missing one is
+// ErrNotFound, as for every kind.
+func (s *Service) deleteSecret(ctx context.Context, key api.Key, dryRun bool) error {
 	if err := s.refuseSecretWrites(key); err != nil {
 		return err
 	}
@@ -150,6 +151,9 @@ func (s *Service) deleteSecret(ctx context.Context, key api.Key) error {
 		return err
 	case old == nil:
 		return fmt.Errorf("get %s: %w", key, ports.ErrNotFound)
+	}
+	if dryRun {
+		return nil
 	}
 	if err := s.secrets.Delete(ctx, key.Namespace, key.Name); err != nil {
 		return fmt.Errorf("delete secret %s: %w", key, err)

@@ -63,16 +63,16 @@ stringData: {tls.key: new}
 	if _, err := r.Service.Get(r.Ctx, apptest.Caller, key); !errors.Is(err, app.ErrBadRequest) || strings.Contains(err.Error(), "new") {
 		t.Fatalf("get: %v", err)
 	}
-	if _, err := r.Service.List(r.Ctx, apptest.Caller, api.KindSecret, "cert-manager"); !errors.Is(err, app.ErrBadRequest) {
+	if _, err := r.Service.List(r.Ctx, apptest.Caller, api.KindSecret, "cert-manager", app.ListOptions{}); !errors.Is(err, app.ErrBadRequest) {
 		t.Fatalf("list: %v", err)
 	}
-	if err := r.Service.Delete(r.Ctx, apptest.Caller, key); err != nil {
+	if err := r.Service.Delete(r.Ctx, apptest.Caller, key, app.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := r.Secrets.Get(r.Ctx, "cert-manager", "cloudflare-api-token-secret"); !errors.Is(err, ports.ErrNotFound) {
 		t.Fatalf("after delete: %v", err)
 	}
-	if err := r.Service.Delete(r.Ctx, apptest.Caller, key); !errors.Is(err, ports.ErrNotFound) {
+	if err := r.Service.Delete(r.Ctx, apptest.Caller, key, app.DeleteOptions{}); !errors.Is(err, ports.ErrNotFound) {
 		t.Fatalf("delete of a missing secret: %v", err)
 	}
 }
@@ -141,7 +141,7 @@ subjects: [{kind: User, name: bob}]
 	if _, err := r.Service.Apply(r.Ctx, bob, mustDecodeAll(t, other)); !errors.Is(err, app.ErrForbidden) {
 		t.Fatalf("bob in another namespace: %v", err)
 	}
-	if err := r.Service.Delete(r.Ctx, bob, api.Key{Kind: api.KindSecret, Namespace: "cert-manager", Name: "cloudflare-api-token-secret"}); !errors.Is(err, app.ErrForbidden) {
+	if err := r.Service.Delete(r.Ctx, bob, api.Key{Kind: api.KindSecret, Namespace: "cert-manager", Name: "cloudflare-api-token-secret"}, app.DeleteOptions{}); !errors.Is(err, app.ErrForbidden) {
 		t.Fatalf("bob without delete: %v", err)
 	}
 

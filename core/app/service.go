@@ -180,11 +180,17 @@ func (s *Service) Get(ctx context.Context, caller Caller, key api.Key) (api.Obje
 }
 
 // List returns the objects of kind in namespace ("" = every namespace, or
-// a cluster-scoped kind) if caller may list them there.
-func (s *Service) List(ctx context.Context, caller Caller, kind, namespace string) ([]api.Object, error) {
+// a cluster-scoped kind) that opts select, if caller may list them there.
+// A malformed or unsupported selector is a *FieldError (ErrBadRequest)
+// naming it, checked before anything is read.
+func (s *Service) List(ctx context.Context, caller Caller, kind, namespace string, opts ListOptions) ([]api.Object, error) {
 	info, ok := api.KindInfoFor(kind)
 	if !ok {
 		return nil, notFoundf("unknown kind %q", kind)
+	}
+	sel, err := opts.parse()
+	if err != nil {
+		return nil, err
 	}
 	if !info.Namespaced {
 		namespace = ""
@@ -192,22 +198,39 @@ func (s *Service) List(ctx context.Context, caller Caller, kind, namespace strin
 	if err := s.authz().check(ctx, caller, rbac.VerbList, api.Key{Kind: kind, Namespace: namespace}); err != nil {
 		return nil, err
 	}
+	var objs []api.Object
 	if info.InSecretStore {
-		return s.secretSummaries(ctx, namespace)
+		objs, err = s.secretSummaries(ctx, namespace)
+	} else {
+		objs, err = s.engine.List(ctx, kind, namespace)
 	}
-	return s.engine.List(ctx, kind, namespace)
+	if err != nil {
+		return nil, err
+	}
+	return sel.filter(objs), nil
 }
 
+// maxSelectedFetches bounds the store pages one selected ListPage reads
+// to fill its page; the page may then hold fewer than limit objects with
+// a continue token, as the Kubernetes API allows.
+const maxSelectedFetches = 8
+
 // ListPage is List a page at a time, as Kubernetes lists with limit and
-// continue: at most limit objects (0 = all that remain) after the page
-// that cont ("" = the first) continues, and the token of the next page
-// ("" after the last). Secrets (listed from the secret store) come in one
-// page whatever the limit, as a Kubernetes server may do. A malformed or
-// foreign token is an error wrapping ports.ErrInvalidContinue.
-func (s *Service) ListPage(ctx context.Context, caller Caller, kind, namespace string, limit int, cont string) ([]api.Object, string, error) {
+// continue: at most limit objects (0 = all that remain) that opts select,
+// after the page that cont ("" = the first) continues, and the token of
+// the next page ("" after the last). A page may hold fewer than limit
+// objects while a token follows (the selector filtered some out).
+// Secrets (listed from the secret store) come in one page whatever the
+// limit, as a Kubernetes server may do. A malformed or foreign token is
+// an error wrapping ports.ErrInvalidContinue.
+func (s *Service) ListPage(ctx context.Context, caller Caller, kind, namespace string, opts ListOptions, limit int, cont string) ([]api.Object, string, error) {
 	info, ok := api.KindInfoFor(kind)
 	if !ok {
 		return nil, "", notFoundf("unknown kind %q", kind)
+	}
+	sel, err := opts.parse()
+	if err != nil {
+		return nil, "", err
 	}
 	if !info.Namespaced {
 		namespace = ""
@@ -220,9 +243,24 @@ func (s *Service) ListPage(ctx context.Context, caller Caller, kind, namespace s
 			return nil, "", fmt.Errorf("continue: secrets are listed in one page: %w", ports.ErrInvalidContinue)
 		}
 		objs, err := s.secretSummaries(ctx, namespace)
-		return objs, "", err
+		return sel.filter(objs), "", err
 	}
-	return s.engine.ListPage(ctx, kind, namespace, limit, cont)
+	var out []api.Object
+	for fetch := 0; ; fetch++ {
+		want := 0
+		if limit > 0 {
+			want = limit - len(out)
+		}
+		objs, next, err := s.engine.ListPage(ctx, kind, namespace, want, cont)
+		if err != nil {
+			return nil, "", err
+		}
+		out = append(out, sel.filter(objs)...)
+		cont = next
+		if cont == "" || limit == 0 || len(out) >= limit || fetch+1 >= maxSelectedFetches {
+			return out, cont, nil
+		}
+	}
 }
 
 // Delete removes the object at key and everything it owns
@@ -231,18 +269,37 @@ func (s *Service) ListPage(ctx context.Context, caller Caller, kind, namespace s
 // caller may delete it. The Certificate's issued secret is kept, as
 // cert-manager does by default, and the other Certificates naming that
 // secret are woken: one of them may own it now. A missing object is
-// ErrNotFound.
-func (s *Service) Delete(ctx context.Context, caller Caller, key api.Key) error {
+// ErrNotFound. opts.Preconditions that the stored object does not meet
+// are ErrConflict, and the delete is then conditional on the version
+// checked; with opts.DryRun every check is made and nothing is deleted.
+func (s *Service) Delete(ctx context.Context, caller Caller, key api.Key, opts DeleteOptions) error {
 	if err := s.authz().check(ctx, caller, rbac.VerbDelete, key); err != nil {
 		return err
 	}
 	if secretStoreKind(key.Kind) {
-		return s.deleteSecret(ctx, key)
+		if !opts.Preconditions.IsZero() {
+			return fieldErrorf("preconditions", "%s: preconditions: %v", key, errNoSecretVersions)
+		}
+		return s.deleteSecret(ctx, key, opts.DryRun)
 	}
 	// The record, not the object: one that no longer decodes can be deleted.
 	rec, err := s.engine.Store().Get(ctx, key)
 	if err != nil {
 		return fmt.Errorf("get %s: %w", key, err)
+	}
+	o, derr := s.engine.Decode(rec)
+	if derr != nil {
+		o = nil
+	}
+	var version int64 // unconditional unless a precondition was checked
+	if !opts.Preconditions.IsZero() {
+		if err := opts.Preconditions.check(key, rec, o); err != nil {
+			return err
+		}
+		version = rec.Version
+	}
+	if opts.DryRun {
+		return nil
 	}
 	switch {
 	case key.Kind == api.KindCertificate && !s.deletesSecrets:
@@ -255,10 +312,10 @@ func (s *Service) Delete(ctx context.Context, caller Caller, key api.Key) error 
 			return fmt.Errorf("delete next private key of %s: %w", key, err)
 		}
 	}
-	if err := s.engine.DeleteObject(ctx, key, 0, api.Key{}); err != nil {
+	if err := s.engine.DeleteObject(ctx, key, version, api.Key{}); err != nil {
 		return err
 	}
-	if o, derr := s.engine.Decode(rec); derr == nil && key.Kind == api.KindCertificate {
+	if o != nil && key.Kind == api.KindCertificate {
 		s.wakeSharers(ctx, key.Namespace, o.(*api.Certificate).Spec.SecretName)
 	}
 	// The Event about the object goes with it (a user's delete; records

@@ -211,7 +211,7 @@ func TestDeleteCascades(t *testing.T) {
 	if err := r.Secrets.Put(r.Ctx, ports.Secret{Namespace: "default", Name: "web-next-private-key", Data: map[string][]byte{"tls.key": []byte("k")}}); err != nil {
 		t.Fatal(err)
 	}
-	if err := r.Service.Delete(r.Ctx, caller, apptest.CertKey); err != nil {
+	if err := r.Service.Delete(r.Ctx, caller, apptest.CertKey, app.DeleteOptions{}); err != nil {
 		t.Fatalf("Delete: %v", err)
 	}
 	for _, k := range []api.Key{apptest.CertKey, {Kind: api.KindCertificateRequest, Namespace: "default", Name: "web-1"}} {
@@ -233,7 +233,7 @@ func TestDeleteCascades(t *testing.T) {
 	if err := r.Engine.DeleteObject(r.Ctx, apptest.CertKey, 0, api.Key{}); err != nil {
 		t.Fatalf("second Delete: %v", err)
 	}
-	if err := r.Service.Delete(r.Ctx, caller, apptest.CertKey); !errors.Is(err, app.ErrNotFound) {
+	if err := r.Service.Delete(r.Ctx, caller, apptest.CertKey, app.DeleteOptions{}); !errors.Is(err, app.ErrNotFound) {
 		t.Fatalf("second Delete through the service: %v, want not found", err)
 	}
 }

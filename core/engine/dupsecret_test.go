@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/certfn/certfn/core/api"
+	"github.com/certfn/certfn/core/app"
 	"github.com/certfn/certfn/core/app/apptest"
 	"github.com/certfn/certfn/core/certificates"
 )
@@ -146,7 +147,7 @@ func TestDuplicateSecretNameOneOwnerNoLoop(t *testing.T) {
 	requireOwner(t, r, "shared-tls", owner, other)
 
 	// The owner goes: the other is woken at once (no clock movement) and issues.
-	if err := r.Service.Delete(r.Ctx, apptest.Caller, certKey(owner)); err != nil {
+	if err := r.Service.Delete(r.Ctx, apptest.Caller, certKey(owner), app.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	r.Drain()

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/certfn/certfn/core/api"
+	"github.com/certfn/certfn/core/app"
 	"github.com/certfn/certfn/core/app/apptest"
 	"github.com/certfn/certfn/core/engine"
 	"github.com/certfn/certfn/core/ports"
@@ -83,7 +84,7 @@ func TestFailuresAreRecordedAsEvents(t *testing.T) {
 		t.Fatalf("events %v %v", objs, err)
 	}
 	// Deleting the object deletes its Event.
-	if err := r.Service.Delete(r.Ctx, apptest.Caller, key); err != nil {
+	if err := r.Service.Delete(r.Ctx, apptest.Caller, key, app.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := r.Store.Store.Get(r.Ctx, ek); err == nil {

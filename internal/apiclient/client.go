@@ -354,7 +354,12 @@ func decodeObject(kind string, raw []byte) (api.Object, error) {
 	return o, nil
 }
 
+// Get returns the object at key; an answer that is another object (its
+// kind, namespace or name differ from key's) is an error.
 func (c *Client) Get(ctx context.Context, key api.Key) (api.Object, error) {
+	if key.Name == "" {
+		return nil, fmt.Errorf("get %s: the name is empty", key.Kind)
+	}
 	p, err := ObjectPath(key)
 	if err != nil {
 		return nil, err
@@ -363,20 +368,40 @@ func (c *Client) Get(ctx context.Context, key api.Key) (api.Object, error) {
 	if err := c.do(ctx, http.MethodGet, p, nil, &raw); err != nil {
 		return nil, err
 	}
-	return decodeObject(key.Kind, raw)
+	o, err := decodeObject(key.Kind, raw)
+	if err != nil {
+		return nil, err
+	}
+	if got := api.KeyOf(o); got != key {
+		return nil, fmt.Errorf("server %s: asked for %s, answered %s", c.base.Redacted(), key, got)
+	}
+	return o, nil
 }
 
-// List returns every object of kind (in namespace; "" for all).
-func (c *Client) List(ctx context.Context, kind, namespace string) ([]api.Object, error) {
-	objs, _, err := c.list(ctx, kind, namespace, nil)
+// selectorQuery is opts as the API's query parameters.
+func selectorQuery(opts app.ListOptions) url.Values {
+	q := url.Values{}
+	if opts.LabelSelector != "" {
+		q.Set("labelSelector", opts.LabelSelector)
+	}
+	if opts.FieldSelector != "" {
+		q.Set("fieldSelector", opts.FieldSelector)
+	}
+	return q
+}
+
+// List returns every object of kind (in namespace; "" for all) that
+// opts select (the server selects).
+func (c *Client) List(ctx context.Context, kind, namespace string, opts app.ListOptions) ([]api.Object, error) {
+	objs, _, err := c.list(ctx, kind, namespace, selectorQuery(opts))
 	return objs, err
 }
 
-// ListPage returns up to limit objects of kind from the position cont
-// ("" for the first page) and the token of the next page ("" after the
-// last), as the API's limit and continue parameters do.
-func (c *Client) ListPage(ctx context.Context, kind, namespace string, limit int, cont string) ([]api.Object, string, error) {
-	q := url.Values{}
+// ListPage returns up to limit objects of kind that opts select from the
+// position cont ("" for the first page) and the token of the next page
+// ("" after the last), as the API's limit and continue parameters do.
+func (c *Client) ListPage(ctx context.Context, kind, namespace string, opts app.ListOptions, limit int, cont string) ([]api.Object, string, error) {
+	q := selectorQuery(opts)
 	q.Set("limit", strconv.Itoa(limit))
 	if cont != "" {
 		q.Set("continue", cont)
@@ -418,12 +443,35 @@ func (c *Client) list(ctx context.Context, kind, namespace string, query url.Val
 	return objs, out.Metadata.Continue, nil
 }
 
-func (c *Client) Delete(ctx context.Context, key api.Key) error {
+// Delete deletes the object at key with opts: dryRun=All as a query
+// parameter, the preconditions in a DeleteOptions body, as Kubernetes
+// clients send them. A server that answers it deleted something else, or
+// that it deleted while a dry run was asked for, is an error.
+func (c *Client) Delete(ctx context.Context, key api.Key, opts app.DeleteOptions) error {
+	if key.Name == "" {
+		return fmt.Errorf("delete %s: the name is empty", key.Kind)
+	}
 	p, err := ObjectPath(key)
 	if err != nil {
 		return err
 	}
-	return c.do(ctx, http.MethodDelete, p, nil, nil)
+	if opts.DryRun {
+		p += "?dryRun=All"
+	}
+	var body []byte
+	if !opts.Preconditions.IsZero() {
+		if body, err = json.Marshal(httpapi.DeleteOptions{Kind: "DeleteOptions", APIVersion: "v1", Preconditions: opts.Preconditions}); err != nil {
+			return err
+		}
+	}
+	var out httpapi.Deleted
+	if err := c.do(ctx, http.MethodDelete, p, body, &out); err != nil {
+		return err
+	}
+	if got := (api.Key{Kind: out.Kind, Namespace: out.Namespace, Name: out.Name}); got != key || out.Deleted == opts.DryRun {
+		return fmt.Errorf("server %s: asked to delete %s (dry run: %t), answered %+v", c.base.Redacted(), key, opts.DryRun, out)
+	}
+	return nil
 }
 
 func (c *Client) Status(ctx context.Context, key api.Key) (*app.Report, error) {

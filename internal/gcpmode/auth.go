@@ -30,28 +30,40 @@ var googleIssuers = map[string]bool{"accounts.google.com": true, "https://accoun
 // Application Default Credentials send it), verified here — signature,
 // expiry, issuer, audience and a verified e-mail — even behind Cloud
 // Run's own IAM check, so a service deployed without it is not open to
-// a forged token. The audience is CERTFN_API_AUDIENCE, or by default the
-// service's own URL, https://<Host>. The e-mail maps to RBAC subjects by rbac.FromGoogleEmail
+// a forged token. The token's audience must be one of audiences, fixed at
+// start (CERTFN_API_AUDIENCE, comma-separated: the service's URL and any
+// custom audience), never taken from the request: with none, every
+// request is refused. The e-mail maps to RBAC subjects by rbac.FromGoogleEmail
 // (users by e-mail, service accounts also in gcp:project:<project>); an
 // e-mail listed in admins is also in system:masters. No or a bad token is
 // a 401 naming what is wrong.
-func GoogleAuthenticator(v TokenValidator, audience string, admins map[string]bool) func(*http.Request) (app.Caller, error) {
+func GoogleAuthenticator(v TokenValidator, audiences []string, admins map[string]bool) func(*http.Request) (app.Caller, error) {
+	var auds []string
+	for _, a := range audiences {
+		// Never "", which the validator would take as "any audience".
+		if a = strings.TrimSpace(a); a != "" {
+			auds = append(auds, a)
+		}
+	}
 	return func(r *http.Request) (app.Caller, error) {
 		unauth := func(format string, a ...any) (app.Caller, error) {
 			return app.Caller{}, fmt.Errorf("%w: %s", httpapi.ErrUnauthenticated, fmt.Sprintf(format, a...))
 		}
-		aud := audience
-		if aud == "" {
-			// The service's own URL (Cloud Run's default audience); never
-			// "", which the validator would take as "any audience".
-			aud = "https://" + r.Host
+		if len(auds) == 0 {
+			return unauth("the api has no ID token audience configured (%s)", EnvAPIAudience)
 		}
 		h := r.Header.Get("Authorization")
 		scheme, token, ok := strings.Cut(h, " ")
 		if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(token) == "" {
-			return unauth("no Google ID token (send Authorization: Bearer <ID token for audience %s>)", aud)
+			return unauth("no Google ID token (send Authorization: Bearer <ID token for audience %s>)", auds[0])
 		}
-		p, err := v.Validate(r.Context(), strings.TrimSpace(token), aud)
+		var p *idtoken.Payload
+		var err error
+		for _, aud := range auds {
+			if p, err = v.Validate(r.Context(), strings.TrimSpace(token), aud); err == nil {
+				break
+			}
+		}
 		if err != nil {
 			return unauth("the ID token is not valid for this service: %v", boundErr(err))
 		}

@@ -97,7 +97,7 @@ func claims(mut func(map[string]any)) map[string]any {
 func TestGoogleAuthenticator(t *testing.T) {
 	s := newSigner(t)
 	other := newSigner(t)
-	auth := gcpmode.GoogleAuthenticator(s.validator(t), audience, map[string]bool{"admin@example.com": true})
+	auth := gcpmode.GoogleAuthenticator(s.validator(t), []string{audience}, map[string]bool{"admin@example.com": true})
 	for _, tc := range []struct {
 		name   string
 		header string
@@ -146,21 +146,39 @@ func TestGoogleAuthenticator(t *testing.T) {
 	}
 }
 
-// Without a configured audience the token must name the service's own URL.
-func TestGoogleAuthenticatorDefaultAudience(t *testing.T) {
+// The audience is fixed at start, never taken from the request: a token
+// minted for another service is refused even with that service's Host
+// header, and without a configured audience every request is refused.
+func TestGoogleAuthenticatorFixedAudience(t *testing.T) {
 	s := newSigner(t)
-	auth := gcpmode.GoogleAuthenticator(s.validator(t), "", nil)
-	r := httptest.NewRequest("GET", "/v1/certificates", nil)
-	r.Host = "certfn-api-abc-ew.a.run.app"
-	if _, err := auth(r); err == nil || !strings.Contains(err.Error(), "Bearer <ID token for audience https://certfn-api-abc-ew.a.run.app>") {
-		t.Fatalf("no token: %v, want the audience to use", err)
-	}
-	for host, ok := range map[string]bool{"certfn-api-abc-ew.a.run.app": true, "other.example": false} {
-		r := httptest.NewRequest("GET", "/v1/certificates", nil)
-		r.Host = host
-		r.Header.Set("Authorization", "Bearer "+s.token(t, claims(nil)))
-		if _, err := auth(r); (err == nil) != ok {
-			t.Fatalf("host %s: err %v, want ok=%v", host, err, ok)
-		}
+	forOther := s.token(t, claims(func(c map[string]any) { c["aud"] = "https://other.example" }))
+	forUs := s.token(t, claims(nil))
+	for _, tc := range []struct {
+		name      string
+		audiences []string
+		host      string
+		token     string
+		ok        bool
+	}{
+		{"another service's token replayed with its Host", []string{audience}, "other.example", forOther, false},
+		{"another service's token with our Host", []string{audience}, "certfn-api-abc-ew.a.run.app", forOther, false},
+		{"our token through any Host", []string{audience}, "other.example", forUs, true},
+		{"one of several audiences", []string{"https://api.example.com", audience}, "api.example.com", forUs, true},
+		{"no audience configured, token for the Host", nil, "other.example", forOther, false},
+		{"empty audience configured", []string{" "}, "certfn-api-abc-ew.a.run.app", forUs, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			auth := gcpmode.GoogleAuthenticator(s.validator(t), tc.audiences, nil)
+			r := httptest.NewRequest("GET", "/v1/certificates", nil)
+			r.Host = tc.host
+			r.Header.Set("Authorization", "Bearer "+tc.token)
+			_, err := auth(r)
+			if (err == nil) != tc.ok || err != nil && !errors.Is(err, httpapi.ErrUnauthenticated) {
+				t.Fatalf("err %v, want ok=%v", err, tc.ok)
+			}
+			if len(tc.audiences) == 0 && !strings.Contains(err.Error(), "CERTFN_API_AUDIENCE") {
+				t.Fatalf("err %v, want it to name CERTFN_API_AUDIENCE", err)
+			}
+		})
 	}
 }

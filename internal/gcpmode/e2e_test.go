@@ -62,13 +62,25 @@ func (q *topic) take() []api.Key {
 	return ks
 }
 
-// fakeValidator accepts "token-<email>" for the api's audience.
+// apiAudience is the api's CERTFN_API_AUDIENCE in these tests.
+const apiAudience = "https://api"
+
+// fakeValidator accepts "token-<email>", a token for apiAudience, and
+// "token-<email>|<audience>", a token for another audience, when asked
+// for the token's audience.
 type fakeValidator struct{}
 
 func (fakeValidator) Validate(_ context.Context, tok, aud string) (*idtoken.Payload, error) {
 	email, ok := strings.CutPrefix(tok, "token-")
 	if !ok {
 		return nil, fmt.Errorf("idtoken: bad token")
+	}
+	tokenAud := apiAudience
+	if e, a, found := strings.Cut(email, "|"); found {
+		email, tokenAud = e, a
+	}
+	if aud != tokenAud {
+		return nil, fmt.Errorf("idtoken: audience provided does not match aud claim in the JWT")
 	}
 	return &idtoken.Payload{Issuer: "https://accounts.google.com", Audience: aud, Subject: "sub-" + email,
 		Claims: map[string]any{"email": email, "email_verified": true}}, nil
@@ -105,7 +117,7 @@ func newDeployment(t *testing.T) *deployment {
 	d := &deployment{t: t, workerQ: &topic{}, signerQ: &topic{}, pushes: map[string]int{}, sm: sm}
 	env := env{"CERTFN_PROJECT": project, "CERTFN_TOPIC": "projects/" + project + "/topics/certfn-worker", "CERTFN_SIGNER_TOPIC": "projects/" + project + "/topics/certfn-signer", "CERTFN_MANAGE_CA_CERTIFICATES": "true",
 		"CERTFN_TASKS_QUEUE": "projects/" + project + "/locations/europe-west1/queues/certfn", "CERTFN_TASKS_SERVICE_ACCOUNT": "tasks@" + project + ".iam.gserviceaccount.com",
-		"CERTFN_API_AUDIENCE": "https://api", "CERTFN_API_ADMINS": "ops@example.com", "CERTFN_AUTO_APPROVE": "*", "CERTFN_LOG_LEVEL": "error"}
+		"CERTFN_API_AUDIENCE": apiAudience, "CERTFN_API_ADMINS": "ops@example.com", "CERTFN_AUTO_APPROVE": "*", "CERTFN_LOG_LEVEL": "error"}
 	build := func(role gcpmode.Role) *gcpmode.Runtime {
 		rt, err := gcpmode.FromEnvWith(ctx, role, gcpmode.Options{Getenv: env.get, Clock: clk, Store: store, SecretManager: sm,
 			Queue: d.workerQ, SignerQueue: d.signerQ, TokenValidator: fakeValidator{}})

@@ -228,7 +228,7 @@ func FromEnvWith(ctx context.Context, role Role, o Options) (*Runtime, error) {
 			}
 			v = gv
 		}
-		h, err := httpapi.New(httpapi.Config{Service: rt.App.Service, Authenticate: GoogleAuthenticator(v, st.APIAudience, st.APIAdmins),
+		h, err := httpapi.New(httpapi.Config{Service: rt.App.Service, Authenticate: GoogleAuthenticator(v, st.APIAudiences, st.APIAdmins),
 			MaxBody: st.APIMaxBody, Logger: o.Logger})
 		if err != nil {
 			return nil, fmt.Errorf("gcpmode: %w", err)

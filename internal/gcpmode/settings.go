@@ -99,9 +99,11 @@ type Settings struct {
 	LogLevel              slog.Level
 	APIMaxBody            int64
 	APIAdmins             map[string]bool
-	APIAudience           string
-	Quotas                app.Quotas
-	ACMEServerAllow       acme.ServerAllowList
+	// APIAudiences are the audiences the api accepts in Google ID
+	// tokens (EnvAPIAudience; required by the api role).
+	APIAudiences    []string
+	Quotas          app.Quotas
+	ACMEServerAllow acme.ServerAllowList
 	// ACMEPolling is the ACME poll backoff (EnvACMEPollFirst, EnvACMEPollMax).
 	ACMEPolling acme.Polling
 }
@@ -125,7 +127,7 @@ func ParseSettings(role Role, getenv func(string) string) (Settings, error) {
 	s := Settings{Role: role, Project: get(EnvProject), Database: get(EnvDatabase), Collection: get(EnvCollection),
 		Topic: get(EnvTopic), SignerTopic: get(EnvSignerTopic), TasksQueue: get(EnvTasksQueue),
 		TasksServiceAccount: get(EnvTasksServiceAccount), SecretPrefix: get(EnvSecretPrefix), KMSKeyName: get(EnvKMSKeyName),
-		CertificateManagerLoc: get(EnvCertificateManagerLoc), APIAudience: get(EnvAPIAudience)}
+		CertificateManagerLoc: get(EnvCertificateManagerLoc)}
 	if fn := get(EnvFunction); fn != "" && Role(fn) != role {
 		bad(EnvFunction, "%q: this service runs as %s", fn, role)
 	}
@@ -214,6 +216,18 @@ func ParseSettings(role Role, getenv func(string) string) (Settings, error) {
 		}
 	}
 	if role == RoleAPI {
+		// The audience is fixed here, never taken from a request's Host
+		// (a token minted for another service would pass with its Host).
+		s.APIAudiences = envconf.SplitList(get(EnvAPIAudience))
+		if len(s.APIAudiences) == 0 {
+			bad(EnvAPIAudience, "required: the audience of the api's Google ID tokens, the service's URL "+
+				"(https://<service>-<project-number>.<region>.run.app, as infra/terraform/gcp sets it) and any custom audience, comma-separated")
+		}
+		for i, a := range s.APIAudiences {
+			if strings.ContainsAny(a, " \t") {
+				bad(fmt.Sprintf("%s[%d]", EnvAPIAudience, i), "%q contains white space", a)
+			}
+		}
 		s.APIMaxBody = httpapi.DefaultMaxBody
 		if v := get(EnvAPIMaxBody); v != "" {
 			n, err := strconv.ParseInt(v, 10, 64)

@@ -47,6 +47,12 @@ func TestParseSettings(t *testing.T) {
 			"CERTFN_API_ADMINS": "Ops@Example.com, nobody"}, `CERTFN_API_ADMINS[1]`, nil},
 		{"api ok", gcpmode.RoleAPI, env{"CERTFN_PROJECT": "certfn-prod-1", "CERTFN_TOPIC": "projects/certfn-prod-1/topics/certfn-worker", "CERTFN_API_AUDIENCE": "https://api",
 			"CERTFN_API_ADMINS": "Ops@Example.com"}, "", func(s gcpmode.Settings) bool { return s.APIAdmins["ops@example.com"] && s.APIMaxBody == 1<<20 }},
+		{"api without an audience", gcpmode.RoleAPI, env{"CERTFN_PROJECT": "certfn-prod-1", "CERTFN_TOPIC": "projects/certfn-prod-1/topics/certfn-worker"},
+			"CERTFN_API_AUDIENCE: required", nil},
+		{"api audiences", gcpmode.RoleAPI, env{"CERTFN_PROJECT": "certfn-prod-1", "CERTFN_TOPIC": "projects/certfn-prod-1/topics/certfn-worker",
+			"CERTFN_API_AUDIENCE": "https://certfn-api-123.europe-west1.run.app, https://api.example.com"}, "", func(s gcpmode.Settings) bool {
+			return len(s.APIAudiences) == 2 && s.APIAudiences[1] == "https://api.example.com"
+		}},
 		{"http01 needs no topic", gcpmode.RoleHTTP01, env{"CERTFN_PROJECT": "certfn-prod-1"}, "", func(gcpmode.Settings) bool { return true }},
 		{"every problem at once", gcpmode.RoleSigner, env{"CERTFN_PROJECT": "x"}, "CERTFN_TOPIC: required", nil},
 	} {

@@ -16,6 +16,7 @@ import (
 	"github.com/certfn/certfn/adapters/dns/rfc2136"
 	"github.com/certfn/certfn/core/acme/dns01"
 	"github.com/certfn/certfn/core/api"
+	"github.com/certfn/certfn/core/app"
 	"github.com/certfn/certfn/core/ports"
 	"github.com/certfn/certfn/internal/localmode"
 	"github.com/certfn/certfn/tests/dns/dnstest"
@@ -349,7 +350,7 @@ func TestCrashDNS01PresentedThenDeleted(t *testing.T) {
 	if lost := processing[0]; lost.Status.Presented || lost.Status.DNS01 != nil || !served[dns01.TXTValue(lost.Spec.Key)] {
 		t.Fatalf("the processing Challenge is not the one whose presentation the crash lost (presented=%t dns01=%v, BIND serves %v):%s", lost.Status.Presented, lost.Status.DNS01, served, e.describe(api.KindChallenge))
 	}
-	if err := e.rt.App.Service.Delete(e.ctx, caller, api.Key{Kind: api.KindCertificate, Namespace: "default", Name: "crash"}); err != nil {
+	if err := e.rt.App.Service.Delete(e.ctx, caller, api.Key{Kind: api.KindCertificate, Namespace: "default", Name: "crash"}, app.DeleteOptions{}); err != nil {
 		t.Fatalf("delete the Certificate: %v", err)
 	}
 	e.run()

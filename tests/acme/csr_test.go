@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/certfn/certfn/core/api"
+	"github.com/certfn/certfn/core/app"
 	"github.com/certfn/certfn/core/pki"
 )
 
@@ -93,7 +94,7 @@ spec:
 				ref.Name != "workload" || ref.UID != c.UID || o.Labels["app"] != "workload" || o.Status.State != api.StateValid {
 				t.Fatalf("Order %s/%s owner %+v labels %v state %s, want valid in %s owned by the CSR", o.Namespace, o.Name, o.OwnerReferences, o.Labels, o.Status.State, tc.orderNS)
 			}
-			if err := e.rt.App.Service.Delete(e.ctx, caller, csrKey); err != nil {
+			if err := e.rt.App.Service.Delete(e.ctx, caller, csrKey, app.DeleteOptions{}); err != nil {
 				t.Fatal(err)
 			}
 			if n := len(e.orders()); n != 0 {

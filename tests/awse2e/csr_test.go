@@ -212,7 +212,7 @@ spec:
 	if n := d.Usage().Invocations[awsmode.RoleSigner]; n != 0 {
 		t.Errorf("the signer was invoked %d times for an ACME CSR", n)
 	}
-	if err := d.api.App.Service.Delete(d.Ctx, caller, key); err != nil {
+	if err := d.api.App.Service.Delete(d.Ctx, caller, key, app.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if orders, err := d.api.Engine.List(d.Ctx, api.KindOrder, ""); err != nil || len(orders) != 0 {

@@ -1063,6 +1063,19 @@ func TestGCPServices(t *testing.T) {
 			t.Errorf("worker: %s = %q, want %q", n, w[n], v)
 		}
 	}
+	// The api's token audience is fixed: its deterministic URL, the
+	// api_url output, unless api_audiences lists others.
+	apiURL := "https://certfn-api-" + gcpProjectNumber + ".us-central1.run.app"
+	if v := serviceEnv(t, svcs["api"])["CERTFN_API_AUDIENCE"]; v != apiURL {
+		t.Errorf("api: CERTFN_API_AUDIENCE = %q, want %q", v, apiURL)
+	}
+	if v := e.expr(parseTF(t, gcpModuleDir(t)).outputs["api_url"].Body.Attributes["value"].Expr, nil); !v.IsKnown() || v.AsString() != apiURL {
+		t.Errorf("api_url = %#v, want %q", v, apiURL)
+	}
+	custom := gcpEval(t, map[string]cty.Value{"api_audiences": cty.ListVal([]cty.Value{cty.StringVal("https://api.example.com"), cty.StringVal(apiURL)})})
+	if v := serviceEnv(t, byKey(custom.instances("resource", "google_cloud_run_v2_service", "fn"))["api"])["CERTFN_API_AUDIENCE"]; v != "https://api.example.com,"+apiURL {
+		t.Errorf("api_audiences: CERTFN_API_AUDIENCE = %q", v)
+	}
 	if _, ok := serviceEnv(t, svcs["signer"])["CERTFN_SIGNER_TOPIC"]; ok {
 		t.Errorf("signer: CERTFN_SIGNER_TOPIC (it never sends to its own topic)")
 	}

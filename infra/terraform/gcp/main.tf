@@ -25,6 +25,11 @@ locals {
   dns_project    = var.dns_project != "" ? var.dns_project : var.project
   labels         = merge(var.labels, { "certfn-deployment" = var.name_prefix })
 
+  # The api's deterministic URL: the audience its ID tokens must carry
+  # (CERTFN_API_AUDIENCE), fixed here, never read from a request.
+  api_url       = "https://${var.name_prefix}-api-${local.project_number}.${var.region}.run.app"
+  api_audiences = length(var.api_audiences) > 0 ? var.api_audiences : [local.api_url]
+
   # The functions deployed: http01 only when enabled. all_functions are
   # every function name, deployed or not (names are fixed).
   all_functions = ["worker", "signer", "scheduler", "api", "http01"]

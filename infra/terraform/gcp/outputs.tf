@@ -4,8 +4,8 @@ output "service_urls" {
 }
 
 output "api_url" {
-  description = "URL of the api service (IAM-authenticated: send a Google ID token whose audience is this URL, as a member of api_invoker_members)."
-  value       = google_cloud_run_v2_service.fn["api"].uri
+  description = "URL of the api service, its deterministic URL (IAM-authenticated: send a Google ID token whose audience is this URL, as a member of api_invoker_members)."
+  value       = local.api_url
 }
 
 output "http01_url" {

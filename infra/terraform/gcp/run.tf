@@ -64,6 +64,7 @@ locals {
     api = merge(local.env_common, local.env_secrets, {
       CERTFN_TOPIC         = local.topic_id["worker"]
       CERTFN_API_ADMINS    = join(",", var.api_admins)
+      CERTFN_API_AUDIENCE  = join(",", local.api_audiences)
       CERTFN_QUOTA_OBJECTS = tostring(var.quota_objects_per_namespace)
     })
     http01 = local.env_common

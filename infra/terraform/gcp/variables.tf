@@ -442,6 +442,17 @@ variable "api_admins" {
   }
 }
 
+variable "api_audiences" {
+  description = "Audiences the api accepts in Google ID tokens (CERTFN_API_AUDIENCE), e.g. a custom domain's URL. Empty: the api's deterministic URL, https://<name_prefix>-api-<project number>.<region>.run.app (the api_url output). Never taken from a request's Host."
+  type        = list(string)
+  default     = []
+
+  validation {
+    condition     = alltrue([for a in var.api_audiences : a != "" && !can(regex("[\\s,]", a))])
+    error_message = "api_audiences: each entry must be non-empty, without white space or commas."
+  }
+}
+
 # --- Monitoring -------------------------------------------------------------------
 
 variable "enable_metrics" {
