@@ -290,7 +290,7 @@ variable "schedule_time_zone" {
 # --- Functions' behaviour -------------------------------------------------------
 
 variable "enable_http01" {
-  description = "Deploy the http01 service, public (allUsers may invoke it), which answers GET /.well-known/acme-challenge/{token}. Route http://<domain>/.well-known/acme-challenge/ to it (load balancer, redirect)."
+  description = "Deploy the http01 service, public (allUsers may invoke it), which answers GET /.well-known/acme-challenge/{token}. Route http://<domain>/.well-known/acme-challenge/ to it: a load balancer that keeps the Host header, or a redirect to <url>/hosts/<domain>/.well-known/acme-challenge/<token> (a token is served only for its Challenge's host)."
   type        = bool
   default     = true
 }
