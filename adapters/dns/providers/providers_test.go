@@ -1,6 +1,7 @@
 package providers
 
 import (
+	"github.com/certfn/certfn/adapters/netguard"
 	"slices"
 	"testing"
 
@@ -11,7 +12,7 @@ import (
 // its own is offered; akamai (and webhook servers) are not.
 func TestStandard(t *testing.T) {
 	var keys []string
-	for k, f := range Standard() {
+	for k, f := range Standard(netguard.Policy{}) {
 		if f == nil {
 			t.Errorf("%s: nil factory", k)
 		}

@@ -323,13 +323,13 @@ variable "auto_approve_signers" {
 }
 
 variable "acme_server_allow" {
-  description = "ACME directory URL prefixes that namespaced Issuers may use (CERTFN_ACME_SERVER_ALLOW). Empty: any server."
+  description = "ACME directory URL prefixes that namespaced Issuers may use (CERTFN_ACME_SERVER_ALLOW); [\"*\"] allows any server; ClusterIssuers are not restricted. Empty (the default): namespaced Issuers may use no ACME server."
   type        = list(string)
   default     = []
 
   validation {
-    condition     = alltrue([for u in var.acme_server_allow : can(regex("^https?://[^/?#@,\\s]+(/[^?#,\\s]*)?$", u))])
-    error_message = "acme_server_allow: each entry must be an http(s) URL of an ACME directory or a prefix of one (scheme, host, optional path; no user information, query, fragment or comma)."
+    condition     = var.acme_server_allow == ["*"] || alltrue([for u in var.acme_server_allow : can(regex("^https?://[^/?#@,\\s]+(/[^?#,\\s]*)?$", u))])
+    error_message = "acme_server_allow: each entry must be an http(s) URL of an ACME directory or a prefix of one (scheme, host, optional path; no user information, query, fragment or comma), or the single entry "*" for any server."
   }
 }
 
