@@ -2,6 +2,7 @@ package awsmode_test
 
 import (
 	"log/slog"
+	"net/netip"
 	"reflect"
 	"strings"
 	"testing"
@@ -90,6 +91,20 @@ func TestParseSettingsValues(t *testing.T) {
 				return reflect.DeepEqual(l.Prefixes(), []string{"https://acme-v02.api.letsencrypt.org/directory", "https://ca.internal.example/acme/"}) &&
 					l.Source == awsmode.EnvACMEServerAllow && l.Allows("https://ca.internal.example/acme/p/directory") && !l.Allows("https://169.254.169.254/")
 			}, "allow-list read"},
+		{"ACME server allow-list unset: deny namespaced Issuers", awsmode.RoleWorker, nil,
+			func(s awsmode.Settings) bool {
+				return s.ACMEServerAllow.Restricts() && !s.ACMEServerAllow.Allows("https://acme-v02.api.letsencrypt.org/directory")
+			}, "no server allowed"},
+		{"ACME server allow-list any", awsmode.RoleWorker, []string{awsmode.EnvACMEServerAllow, "*"},
+			func(s awsmode.Settings) bool { return s.ACMEServerAllow.Allows("https://ca.example/dir") }, "any server"},
+		{"ACME private networks", awsmode.RoleWorker, []string{awsmode.EnvACMEAllowPrivateNetworks, "10.0.0.0/8, ca.internal.example"},
+			func(s awsmode.Settings) bool {
+				n := s.ACMENetwork
+				return n.Source == awsmode.EnvACMEAllowPrivateNetworks && !n.Denied(netip.MustParseAddr("10.1.2.3")) && n.Denied(netip.MustParseAddr("169.254.169.254")) &&
+					n.HostAllowed("ca.internal.example")
+			}, "allowance read"},
+		{"ACME private networks unset", awsmode.RoleWorker, nil,
+			func(s awsmode.Settings) bool { return s.ACMENetwork.Denied(netip.MustParseAddr("169.254.169.254")) }, "no allowance"},
 		{"signer queue optional for the signer", awsmode.RoleSigner, []string{awsmode.EnvSignerQueueURL, ""},
 			func(s awsmode.Settings) bool { return s.SignerQueueURL == "" }, "no signer queue"},
 		{"http01 needs only the table", awsmode.RoleHTTP01, []string{awsmode.EnvQueueURL, "", awsmode.EnvSignerQueueURL, ""},
@@ -140,6 +155,8 @@ func TestParseSettingsErrors(t *testing.T) {
 	}{
 		{"unknown role", "cron", nil, []string{`unknown role "cron"`}},
 		{"missing table", awsmode.RoleHTTP01, []string{awsmode.EnvTable, ""}, []string{"CERTFN_TABLE: required"}},
+		{"private networks not CIDRs", awsmode.RoleWorker, []string{awsmode.EnvACMEAllowPrivateNetworks, "10.0.0.0/33"},
+			[]string{`CERTFN_ACME_ALLOW_PRIVATE_NETWORKS[0]: "10.0.0.0/33" is not a CIDR prefix`}},
 		{"worker without queues", awsmode.RoleWorker, []string{awsmode.EnvQueueURL, "", awsmode.EnvSignerQueueURL, ""},
 			[]string{"CERTFN_QUEUE_URL: required", "CERTFN_SIGNER_QUEUE_URL: required"}},
 		{"scheduler without queue", awsmode.RoleScheduler, []string{awsmode.EnvQueueURL, ""}, []string{"CERTFN_QUEUE_URL: required"}},
