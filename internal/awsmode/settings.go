@@ -2,7 +2,6 @@ package awsmode
 
 import (
 	"fmt"
-	"github.com/certfn/certfn/adapters/netguard"
 	"log/slog"
 	"math"
 	"regexp"
@@ -14,6 +13,7 @@ import (
 	"github.com/certfn/certfn/adapters/aws/secrets"
 	"github.com/certfn/certfn/adapters/aws/ssmstore"
 	"github.com/certfn/certfn/adapters/httpapi"
+	"github.com/certfn/certfn/adapters/netguard"
 	"github.com/certfn/certfn/core/acme"
 	"github.com/certfn/certfn/core/api"
 	"github.com/certfn/certfn/core/app"

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/certfn/certfn/adapters/aws/ssmstore"
+	"github.com/certfn/certfn/adapters/netguard"
+	"github.com/certfn/certfn/core/acme"
 	"github.com/certfn/certfn/core/app"
 	"github.com/certfn/certfn/internal/awsmode"
 )
@@ -41,6 +43,9 @@ func TestParseSettingsDefaults(t *testing.T) {
 		HTTP01Enabled:  true, SweepLimit: awsmode.DefaultSweepLimit, BatchParallelism: awsmode.DefaultBatchParallelism,
 		FollowUps: awsmode.DefaultFollowUps, LogLevel: slog.LevelInfo, Metrics: "none", Approver: "policy",
 		SecretStore: awsmode.SecretStoreSecretsManager, NotifyExpiryDays: awsmode.DefaultNotifyExpiryDays}
+	// Namespaced ACME Issuers: no server, no private network (deny by default).
+	want.ACMEServerAllow, _ = acme.ParseServerAllowList(awsmode.EnvACMEServerAllow, nil)
+	want.ACMENetwork, _ = netguard.Parse(awsmode.EnvACMEAllowPrivateNetworks, nil)
 	if !reflect.DeepEqual(s, want) {
 		t.Fatalf("settings\n got %+v\nwant %+v", s, want)
 	}

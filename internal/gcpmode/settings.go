@@ -2,13 +2,13 @@ package gcpmode
 
 import (
 	"fmt"
-	"github.com/certfn/certfn/adapters/netguard"
 	"log/slog"
 	"regexp"
 	"strconv"
 	"strings"
 
 	"github.com/certfn/certfn/adapters/httpapi"
+	"github.com/certfn/certfn/adapters/netguard"
 	"github.com/certfn/certfn/core/acme"
 	"github.com/certfn/certfn/core/api"
 	"github.com/certfn/certfn/core/app"

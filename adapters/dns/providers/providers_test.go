@@ -1,10 +1,10 @@
 package providers
 
 import (
-	"github.com/certfn/certfn/adapters/netguard"
 	"slices"
 	"testing"
 
+	"github.com/certfn/certfn/adapters/netguard"
 	"github.com/certfn/certfn/core/acme/dns01"
 )
 
