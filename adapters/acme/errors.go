@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"net/url"
 	"regexp"
 	"strings"
 	"time"
@@ -162,13 +161,13 @@ func (c *Client) mapError(op string, err error, m *meta) error {
 	case httpError(msg) != "":
 		// acmez's "HTTP 403: <body>": an answer that is not a problem
 		// document (its body was dropped by errorBodies); only the status
-		// and the server's host are told.
+		// and the issuer's own directory URL are told.
 		code := httpError(msg)
 		what := "not an ACME problem document"
 		if code[0] == '5' {
 			what = "a server or proxy error"
 		}
-		return opaque{err: err, msg: fmt.Sprintf("%s: the ACME server %s answered HTTP %s (%s)", op, c.host(), code, what)}
+		return opaque{err: err, msg: fmt.Sprintf("%s: the ACME server %s answered HTTP %s (%s)", op, c.dir, code, what)}
 	case strings.Contains(msg, "required directory fields are missing"), strings.Contains(msg, "provisioning client"):
 		return opaque{err: err, msg: fmt.Sprintf("%s: %s does not serve an ACME directory", op, c.dir)}
 	}
@@ -185,15 +184,6 @@ func httpError(msg string) string {
 		return m[1]
 	}
 	return ""
-}
-
-// host is the ACME server's host (what a message may say of a server
-// whose answer is not told).
-func (c *Client) host() string {
-	if u, err := url.Parse(trimFragment(c.dir)); err == nil && u.Host != "" {
-		return u.Host
-	}
-	return "(unparsable directory URL)"
 }
 
 // opaque is an error whose message says only what certfn wrote: the
