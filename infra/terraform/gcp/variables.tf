@@ -329,7 +329,7 @@ variable "acme_server_allow" {
 
   validation {
     condition     = var.acme_server_allow == ["*"] || alltrue([for u in var.acme_server_allow : can(regex("^https?://[^/?#@,\\s]+(/[^?#,\\s]*)?$", u))])
-    error_message = "acme_server_allow: each entry must be an http(s) URL of an ACME directory or a prefix of one (scheme, host, optional path; no user information, query, fragment or comma), or the single entry " * " for any server."
+    error_message = "acme_server_allow: each entry must be an http(s) URL of an ACME directory or a prefix of one (scheme, host, optional path; no user information, query, fragment or comma), or the single entry * for any server."
   }
 }
 
