@@ -49,8 +49,8 @@ func TestMapError(t *testing.T) {
 			"the TLS certificate of the ACME server https://acme.example/dir is not trusted; set spec.acme.caBundle"},
 		{"certificate for another host", fmt.Errorf("performing request: %w", x509.HostnameError{Certificate: &x509.Certificate{}, Host: "acme.example"}), 0, errs.Transient, 0, "is not trusted"},
 		{"proxy error page", fmt.Errorf("provisioning client: %w", errors.New("HTTP 502: <html>"+strings.Repeat("x", 2000)+"</html>")), 0, errs.Transient, 0,
-			"the ACME server https://acme.example/dir answered HTTP 502, a server or proxy error: provisioning client: HTTP 502: <html>xxx"},
-		{"not found at the directory URL", errors.New("provisioning client: HTTP 404: not found"), 0, errs.Transient, 0, "does not serve an ACME directory"},
+			"op: the ACME server https://acme.example/dir answered HTTP 502 (a server or proxy error)"},
+		{"not found at the directory URL", errors.New("provisioning client: HTTP 404: not found"), 0, errs.Transient, 0, "does not serve an ACME directory (HTTP 404)"},
 		{"garbage directory", errors.New("provisioning client: server did not return error headers, but required directory fields are missing"), 0, errs.Transient, 0, "does not serve an ACME directory"},
 	}
 	for _, tc := range tests {

@@ -22,6 +22,7 @@ import (
 
 	"github.com/mholt/acmez/v3/acme"
 
+	"github.com/certfn/certfn/adapters/netguard"
 	core "github.com/certfn/certfn/core/acme"
 )
 
@@ -38,10 +39,15 @@ type Options struct {
 	Retries int
 	// Timeout bounds one HTTP request (default 30 s).
 	Timeout time.Duration
+	// Network is the operator's allowance for the connections of
+	// namespaced Issuers' clients (ServerConfig.Cluster false): they may
+	// not reach loopback, link-local, private or reserved addresses
+	// except those it allows. The zero Policy allows none.
+	Network netguard.Policy
 }
 
 // Dialer hands out one Client per server configuration (directory,
-// caBundle, skipTLSVerify), cached for the life of the process. It
+// caBundle, skipTLSVerify, scope), cached for the life of the process. It
 // implements core/acme.Dialer.
 type Dialer struct {
 	opts Options
@@ -69,13 +75,13 @@ var _ core.Dialer = (*Dialer)(nil)
 // Client returns the cached client for cfg, building it on first use.
 func (d *Dialer) Client(cfg core.ServerConfig) (core.Client, error) {
 	sum := sha256.Sum256(cfg.CABundle)
-	key := fmt.Sprintf("%s|%x|%t", cfg.Directory, sum[:8], cfg.SkipTLSVerify)
+	key := fmt.Sprintf("%s|%x|%t|%t", cfg.Directory, sum[:8], cfg.SkipTLSVerify, cfg.Cluster)
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if c, ok := d.clients[key]; ok {
 		return c, nil
 	}
-	base, err := baseTransport(cfg.CABundle, cfg.SkipTLSVerify)
+	base, err := baseTransport(cfg.CABundle, cfg.SkipTLSVerify, d.opts.Network, !cfg.Cluster)
 	if err != nil {
 		return nil, err
 	}
@@ -83,6 +89,7 @@ func (d *Dialer) Client(cfg core.ServerConfig) (core.Client, error) {
 	if d.opts.Wrap != nil {
 		rt = d.opts.Wrap(rt)
 	}
+	rt = errorBodies{next: rt}
 	rt = captureTransport{next: methodSplit{idempotent: retrying(rt, d.opts.Retries), direct: rt}}
 	ari := &ariDirectory{next: nonceMark{next: rt}, dir: cfg.Directory}
 	hc := &http.Client{Transport: ari, Timeout: d.opts.Timeout}

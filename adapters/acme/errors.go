@@ -156,27 +156,46 @@ func (c *Client) mapError(op string, err error, m *meta) error {
 		return fmt.Errorf("%s: the TLS certificate of the ACME server %s is not trusted; set spec.acme.caBundle to the CA that issued it (or spec.acme.skipTLSVerify for a test server): %w", op, c.dir, err)
 	case errors.As(err, &ne), strings.Contains(msg, "performing request"):
 		return fmt.Errorf("%s: cannot reach the ACME server %s (network or TLS error): %w", op, c.dir, err)
-	case serverError(msg) != "":
-		// acmez's "HTTP 502: <body>": a server or proxy error page rather
-		// than a problem document; its body may be long.
-		return clipped{err: err, msg: fmt.Sprintf("%s: the ACME server %s answered HTTP %s, a server or proxy error: %s", op, c.dir, serverError(msg), clip(msg, 300))}
+	case httpError(msg) != "" && httpError(msg)[0] == '4' && strings.Contains(msg, "provisioning client"):
+		return opaque{err: err, msg: fmt.Sprintf("%s: %s does not serve an ACME directory (HTTP %s)", op, c.dir, httpError(msg))}
+	case httpError(msg) != "":
+		// acmez's "HTTP 403: <body>": an answer that is not a problem
+		// document (its body was dropped by errorBodies); only the status
+		// and the issuer's own directory URL are told.
+		code := httpError(msg)
+		what := "not an ACME problem document"
+		if code[0] == '5' {
+			what = "a server or proxy error"
+		}
+		return opaque{err: err, msg: fmt.Sprintf("%s: the ACME server %s answered HTTP %s (%s)", op, c.dir, code, what)}
 	case strings.Contains(msg, "required directory fields are missing"), strings.Contains(msg, "provisioning client"):
-		return fmt.Errorf("%s: %s does not serve an ACME directory: %w", op, c.dir, err)
+		return opaque{err: err, msg: fmt.Sprintf("%s: %s does not serve an ACME directory", op, c.dir)}
 	}
 	return clipped{err: err, msg: clip(fmt.Sprintf("%s: %s: %v", op, c.dir, err), maxProblemText)}
 }
 
 // httpStatusRE finds acmez's "HTTP <code>: <body>" error for a response
 // that is not a problem document.
-var httpStatusRE = regexp.MustCompile(`HTTP (5\d\d): `)
+var httpStatusRE = regexp.MustCompile(`HTTP ([45]\d\d): `)
 
-// serverError returns the 5xx status code in msg, or "".
-func serverError(msg string) string {
+// httpError returns the 4xx or 5xx status code in msg, or "".
+func httpError(msg string) string {
 	if m := httpStatusRE.FindStringSubmatch(msg); m != nil {
 		return m[1]
 	}
 	return ""
 }
+
+// opaque is an error whose message says only what certfn wrote: the
+// wrapped error (which may quote a remote answer) is kept for errors.Is
+// and errors.As, never printed.
+type opaque struct {
+	err error
+	msg string
+}
+
+func (o opaque) Error() string { return o.msg }
+func (o opaque) Unwrap() error { return o.err }
 
 // clip shortens s to at most n bytes (on a rune boundary), marking the cut.
 func clip(s string, n int) string {

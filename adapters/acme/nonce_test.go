@@ -80,7 +80,7 @@ func newFakeACME(t *testing.T, reject int) (*fakeACME, core.Client, core.Account
 	f := &fakeACME{rejectNonces: reject, counts: map[string]int{}, leafPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: leaf.Raw})}
 	srv := httptest.NewServer(f)
 	t.Cleanup(srv.Close)
-	c, err := NewDialer(Options{}).Client(core.ServerConfig{Directory: srv.URL + "/dir"})
+	c, err := NewDialer(Options{}).Client(core.ServerConfig{Directory: srv.URL + "/dir", Cluster: true}) // the operator's test server on loopback
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-retryablehttp"
+
+	"github.com/certfn/certfn/adapters/netguard"
 )
 
 // CountingTransport counts every HTTP round trip that reaches it and keeps
@@ -157,10 +159,17 @@ func retrying(next http.RoundTripper, retries int) http.RoundTripper {
 }
 
 // baseTransport is an http.Transport trusting caBundle (when set) or
-// nothing at all (skipTLSVerify).
-func baseTransport(caBundle []byte, skipTLSVerify bool) (*http.Transport, error) {
+// nothing at all (skipTLSVerify). A restricted transport (a namespaced
+// Issuer's) dials through the policy's guard, which checks every address
+// dialled (the directory, and every URL it hands out, redirects
+// included), and uses no proxy from the environment (a proxy would make
+// the connection on its behalf, unchecked).
+func baseTransport(caBundle []byte, skipTLSVerify bool, policy netguard.Policy, restricted bool) (*http.Transport, error) {
 	t := http.DefaultTransport.(*http.Transport).Clone()
-	t.DialContext = (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext
+	t.DialContext = policy.Dialer(&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}, restricted)
+	if restricted {
+		t.Proxy = nil
+	}
 	t.TLSHandshakeTimeout = 10 * time.Second
 	t.ResponseHeaderTimeout = 30 * time.Second
 	// Every worker may talk to the same server at once: keep a connection

@@ -68,7 +68,7 @@ func (g *globals) runtime() (*localmode.Runtime, error) {
 		return nil, err
 	}
 	rt, err := localmode.Open(localmode.Options{DataDir: g.dataDir, MustExist: !g.mayCreate, ClusterResourceNamespace: g.clusterNS, QueueToInbox: true,
-		ACME: localmode.ACMEOptions{ServerAllow: envList("CERTFN_ACME_SERVER_ALLOW")}, Quotas: q})
+		ACME: localmode.ACMEOptions{ServerAllow: envList("CERTFN_ACME_SERVER_ALLOW"), AllowPrivateNetworks: envList("CERTFN_ACME_ALLOW_PRIVATE_NETWORKS")}, Quotas: q})
 	if err != nil {
 		return nil, err
 	}

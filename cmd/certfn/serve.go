@@ -31,7 +31,7 @@ func newServe(g *globals) *cobra.Command {
 	var ctrlGroups []string
 	var dns01CTS string
 	var dns01NS []string
-	var serverAllow []string
+	var serverAllow, privateNetworks []string
 	var pollFirst, pollMax string
 	var hook localmode.DeployHookOptions
 	c := &cobra.Command{
@@ -88,6 +88,7 @@ this work, so --server is refused.`,
 			opts.ACME.NoHTTP01Listener = o.HTTP01Listen == ""
 			opts.Logger = slog.New(slog.NewTextHandler(g.stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 			opts.ACME.ServerAllow = serverAllow
+			opts.ACME.AllowPrivateNetworks = privateNetworks
 			if opts.ACME.Polling, err = acme.ParsePolling("--acme-poll-first", pollFirst, "--acme-poll-max", pollMax); err != nil {
 				return err
 			}
@@ -126,7 +127,12 @@ this work, so --server is refused.`,
 	c.Flags().StringVar(&o.API.ClientCAFile, "api-client-ca", os.Getenv("CERTFN_API_CLIENT_CA"), "with --api-listen, or --metrics-listen on a non-loopback address: CA certificates (PEM) client certificates must chain to")
 	c.Flags().StringSliceVar(&serverAllow, "acme-server-allow", envList("CERTFN_ACME_SERVER_ALLOW"),
 		"ACME directory URL prefixes (comma-separated, repeatable) namespaced Issuers may use, e.g. 'https://acme-v02.api.letsencrypt.org/directory'; "+
-			"an Issuer with another server is not Ready and gets no ACME request; ClusterIssuers are not restricted; default: any server (env CERTFN_ACME_SERVER_ALLOW)")
+			"an Issuer with another server is not Ready (ACMEServerNotAllowed) and gets no ACME request; '*' allows any server; ClusterIssuers are not restricted; "+
+			"default: none — namespaced ACME Issuers are refused until the operator lists their servers (env CERTFN_ACME_SERVER_ALLOW)")
+	c.Flags().StringSliceVar(&privateNetworks, "acme-allow-private-networks", envList("CERTFN_ACME_ALLOW_PRIVATE_NETWORKS"),
+		"CIDR prefixes, IP addresses or host names (comma-separated, repeatable), e.g. '10.0.0.0/8,ca.internal.example', that the connections made for namespaced Issuers "+
+			"(their ACME server and every URL it hands out, acmeDNS hosts, rfc2136 nameservers) may reach although they are loopback, link-local, private or reserved; "+
+			"checked at dial time on the address dialled; ClusterIssuers are not restricted; default: none (env CERTFN_ACME_ALLOW_PRIVATE_NETWORKS)")
 	c.Flags().StringVar(&pollFirst, "acme-poll-first", os.Getenv("CERTFN_ACME_POLL_FIRST"),
 		"wait before the first poll of an ACME authorization after its challenge was accepted, and of an order after it was finalized, "+
 			"when the server sends no Retry-After; each next wait doubles up to --acme-poll-max (default 150ms) (env CERTFN_ACME_POLL_FIRST)")

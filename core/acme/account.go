@@ -54,7 +54,7 @@ type Accounts struct {
 }
 
 // NewAccounts returns an account manager. allow restricts the ACME
-// servers of namespaced Issuers (its zero value: none).
+// servers of namespaced Issuers (its zero value allows them none).
 func NewAccounts(secrets ports.SecretStore, dialer Dialer, allow ServerAllowList) *Accounts {
 	return &Accounts{secrets: secrets, dialer: dialer, thumb: dialer, allow: allow, cache: map[string]Account{}}
 }
@@ -71,7 +71,7 @@ func (a *Accounts) Client(iss api.GenericIssuer) (Client, error) {
 	if err := a.checkServer(iss); err != nil {
 		return nil, err
 	}
-	return a.dialer.Client(ServerConfigFor(spec))
+	return a.dialer.Client(ServerConfigFor(iss))
 }
 
 // checkServer applies the allow-list to iss.
@@ -207,7 +207,7 @@ func (a *Accounts) Ready(ctx context.Context, st *issuers.State) (bool, string, 
 	if c, early := failedRegistration(st); early {
 		return false, c.Reason, c.Message, nil
 	}
-	client, err := a.dialer.Client(ServerConfigFor(spec))
+	client, err := a.dialer.Client(ServerConfigFor(st.Issuer))
 	if err != nil {
 		return false, ReasonRegister, "Failed to register ACME account: " + err.Error(), nil
 	}

@@ -51,7 +51,7 @@ func TestAccountsReadyRetriesFailedRegistrationWhenDue(t *testing.T) {
 				tc.issuer(iss)
 			}
 			fc := &fakeClient{err: errors.New("register: 502 request id 1")}
-			a := NewAccounts(certtest.NewMemSecrets(keySecret(t, nil)), fakeDialer{fc}, ServerAllowList{})
+			a := NewAccounts(certtest.NewMemSecrets(keySecret(t, nil)), fakeDialer{fc}, AllowAnyServer(""))
 			st := &issuers.State{Issuer: iss, Now: now, NextRunAt: tc.nextRunAt, SecretNamespace: "cert-manager"}
 			ok, reason, msg, err := a.Ready(context.Background(), st)
 			if err != nil {

@@ -100,7 +100,7 @@ func TestAccountsReady(t *testing.T) {
 			}
 			sec := certtest.NewMemSecrets(initial...)
 			fc := &fakeClient{err: tc.regErr}
-			a := NewAccounts(sec, fakeDialer{fc}, ServerAllowList{})
+			a := NewAccounts(sec, fakeDialer{fc}, AllowAnyServer(""))
 			st := &issuers.State{Issuer: tc.issuer, Now: time.Now(), SecretNamespace: "cert-manager"}
 			ok, reason, msg, err := a.Ready(context.Background(), st)
 			if err != nil {
@@ -155,7 +155,7 @@ func TestAccountsReady(t *testing.T) {
 
 func TestAccountsGetNotReady(t *testing.T) {
 	sec := certtest.NewMemSecrets(keySecret(t, nil))
-	a := NewAccounts(sec, fakeDialer{&fakeClient{}}, ServerAllowList{})
+	a := NewAccounts(sec, fakeDialer{&fakeClient{}}, AllowAnyServer(""))
 	iss := acmeIssuer(nil)
 	if _, _, err := a.Get(context.Background(), iss, "cert-manager"); !errors.Is(err, ErrAccountNotReady) || errs.IsPermanent(err) {
 		t.Fatalf("Get before registration = %v, want transient ErrAccountNotReady", err)
@@ -179,7 +179,7 @@ func TestAccountsReadyKeyBeingCreated(t *testing.T) {
 	sec := certtest.NewMemSecrets()
 	sec.CreateErr = ports.ErrAlreadyExists // the empty secret exists; Get finds no version
 	fc := &fakeClient{}
-	a := NewAccounts(sec, fakeDialer{fc}, ServerAllowList{})
+	a := NewAccounts(sec, fakeDialer{fc}, AllowAnyServer(""))
 	st := &issuers.State{Issuer: acmeIssuer(nil), Now: time.Now(), SecretNamespace: "cert-manager"}
 	ok, reason, msg, err := a.Ready(context.Background(), st)
 	if !errors.Is(err, issuers.ErrNotYet) {

@@ -174,6 +174,12 @@ type ServerConfig struct {
 	Directory     string
 	CABundle      []byte
 	SkipTLSVerify bool
+	// Cluster is true for a ClusterIssuer's server (the operator's):
+	// connections to it are not restricted. False — a namespaced Issuer,
+	// a tenant's — makes the Dialer refuse loopback, link-local, private
+	// and reserved addresses (at dial time, for every URL the server
+	// hands out) unless the deployment allows them.
+	Cluster bool
 }
 
 // Dialer returns a Client for a server; implementations cache clients.
@@ -182,9 +188,12 @@ type Dialer interface {
 	KeyThumbprinter
 }
 
-// ServerConfigFor returns the issuer's server configuration.
-func ServerConfigFor(a *api.ACMEIssuer) ServerConfig {
-	return ServerConfig{Directory: a.Server, CABundle: a.CABundle, SkipTLSVerify: a.SkipTLSVerify}
+// ServerConfigFor returns the issuer's server configuration, with its
+// scope (ClusterIssuer or namespaced Issuer).
+func ServerConfigFor(iss api.GenericIssuer) ServerConfig {
+	a := iss.GetSpec().ACME
+	_, cluster := iss.(*api.ClusterIssuer)
+	return ServerConfig{Directory: a.Server, CABundle: a.CABundle, SkipTLSVerify: a.SkipTLSVerify, Cluster: cluster}
 }
 
 // ACME status values (RFC 8555 §7.1.6).

@@ -21,9 +21,12 @@ var ErrServerNotAllowed = errors.New("the ACME server is not allowed for namespa
 
 // ServerAllowList restricts the ACME servers namespaced Issuers may use
 // (a team's Issuer would otherwise make the worker connect to any
-// address): spec.acme.server must start with one of its prefixes.
-// ClusterIssuers, the platform team's, are not restricted. The zero value
-// allows every server.
+// address, and a server the team runs chooses HTTP-01 tokens):
+// spec.acme.server must start with one of its prefixes. ClusterIssuers,
+// the platform team's, are not restricted. It denies by default: the zero
+// value, and a list parsed from no entries, allow no server to namespaced
+// Issuers; the operator lists the servers, or AnyServer ("*") to allow
+// every server explicitly.
 //
 // A prefix is an absolute http(s) URL: scheme and host (with its port;
 // the default port may be left out) must be equal, case aside, and the
@@ -35,9 +38,15 @@ var ErrServerNotAllowed = errors.New("the ACME server is not allowed for namespa
 type ServerAllowList struct {
 	// Source names the setting in messages (a flag or variable name).
 	Source   string
+	any      bool
 	prefixes []serverURL
 	raw      []string
 }
+
+// AnyServer is the entry that allows every ACME server to namespaced
+// Issuers (the operator's explicit choice; it cannot be combined with
+// prefixes).
+const AnyServer = "*"
 
 type serverURL struct{ scheme, host, path string }
 
@@ -72,24 +81,30 @@ func parseServerURL(s string) (serverURL, string) {
 	return serverURL{scheme: scheme, host: host, path: u.Path}, ""
 }
 
-// ParseServerAllowList checks entries (ACME directory URL prefixes) and
-// returns the list; source names the setting in its errors and in the
-// messages of refused issuers. No entries: the zero list, which allows
-// every server.
+// ParseServerAllowList checks entries (ACME directory URL prefixes, or
+// the single entry AnyServer) and returns the list; source names the
+// setting in its errors and in the messages of refused issuers. No
+// entries: a list that allows no server to namespaced Issuers.
 func ParseServerAllowList(source string, entries []string) (ServerAllowList, error) {
-	if len(entries) == 0 {
-		return ServerAllowList{}, nil
-	}
 	l := ServerAllowList{Source: source}
 	var problems []string
 	for i, e := range entries {
 		e = strings.TrimSpace(e)
+		if e == AnyServer {
+			if len(entries) > 1 {
+				problems = append(problems, fmt.Sprintf("%s[%d]: %q allows every server and cannot be combined with other entries", source, i, e))
+				continue
+			}
+			l.any = true
+			l.raw = append(l.raw, e)
+			continue
+		}
 		p, why := parseServerURL(e)
 		if why == "" && strings.Contains(e, "?") {
 			why = "has a query (a prefix is scheme, host and path)"
 		}
 		if why != "" {
-			problems = append(problems, fmt.Sprintf("%s[%d]: %q %s: want the http(s) URL of an ACME directory or a prefix of one, e.g. https://acme-v02.api.letsencrypt.org/directory", source, i, e, why))
+			problems = append(problems, fmt.Sprintf("%s[%d]: %q %s: want the http(s) URL of an ACME directory or a prefix of one, e.g. https://acme-v02.api.letsencrypt.org/directory, or %q for any server", source, i, e, why, AnyServer))
 			continue
 		}
 		l.prefixes = append(l.prefixes, p)
@@ -101,16 +116,23 @@ func ParseServerAllowList(source string, entries []string) (ServerAllowList, err
 	return l, nil
 }
 
-// Restricts reports whether the list restricts anything.
-func (l ServerAllowList) Restricts() bool { return len(l.prefixes) > 0 }
+// AllowAnyServer returns the list that allows every server (AnyServer),
+// with source naming the setting.
+func AllowAnyServer(source string) ServerAllowList {
+	return ServerAllowList{Source: source, any: true, raw: []string{AnyServer}}
+}
+
+// Restricts reports whether the list restricts anything (it does unless
+// it is AnyServer).
+func (l ServerAllowList) Restricts() bool { return !l.any }
 
 // Prefixes returns the entries as given.
 func (l ServerAllowList) Prefixes() []string { return append([]string(nil), l.raw...) }
 
 // Allows reports whether server (a directory URL) starts with one of the
-// prefixes; an empty list allows every server.
+// prefixes; AnyServer allows every server, an empty list none.
 func (l ServerAllowList) Allows(server string) bool {
-	if !l.Restricts() {
+	if l.any {
 		return true
 	}
 	s, why := parseServerURL(strings.TrimSpace(server))
@@ -139,6 +161,10 @@ func (l ServerAllowList) check(iss api.GenericIssuer) string {
 	source := l.Source
 	if source == "" {
 		source = "the ACME server allow-list"
+	}
+	if len(l.prefixes) == 0 {
+		return fmt.Sprintf("spec.acme.server %q is not allowed for namespaced Issuers: the deployment allows namespaced Issuers no ACME server by default; "+
+			"the operator lists the allowed directory URLs (or %q for any server) in %s; or use a ClusterIssuer of the platform team", spec.Server, AnyServer, source)
 	}
 	return fmt.Sprintf("spec.acme.server %q is not allowed for namespaced Issuers: the deployment allows only servers starting with %s (%s); "+
 		"use one of those, or a ClusterIssuer of the platform team", spec.Server, strings.Join(l.raw, ", "), source)

@@ -20,6 +20,8 @@ func TestParseServerAllowList(t *testing.T) {
 		err     string // substring; "" = valid
 	}{
 		{name: "none", entries: nil},
+		{name: "any", entries: []string{"*"}},
+		{name: "any with others", entries: []string{"https://ok.example/", "*"}, err: `--acme-server-allow[1]: "*" allows every server and cannot be combined with other entries`},
 		{name: "directories and a host", entries: []string{"https://acme-v02.api.letsencrypt.org/directory", " https://ca.internal.example:8443/ ", "http://pebble:14000"}},
 		{name: "no scheme", entries: []string{"acme.example/dir"}, err: `--acme-server-allow[0]: "acme.example/dir" is not an absolute http(s) URL`},
 		{name: "other scheme", entries: []string{"https://ok.example/", "ftp://acme.example/"}, err: `--acme-server-allow[1]: "ftp://acme.example/" is not an absolute http(s) URL`},
@@ -29,12 +31,12 @@ func TestParseServerAllowList(t *testing.T) {
 		{name: "fragment", entries: []string{"https://acme.example/dir#x"}, err: "has a fragment"},
 		{name: "dot segments", entries: []string{"https://acme.example/a/../b"}, err: `".." path segments`},
 		{name: "unparsable", entries: []string{"https://[::1"}, err: "is not a URL"},
-		{name: "every problem", entries: []string{"x", "https://ok.example/", "y"}, err: `--acme-server-allow[0]: "x" is not an absolute http(s) URL: want the http(s) URL of an ACME directory or a prefix of one, e.g. https://acme-v02.api.letsencrypt.org/directory; --acme-server-allow[2]: "y"`},
+		{name: "every problem", entries: []string{"x", "https://ok.example/", "y"}, err: `--acme-server-allow[0]: "x" is not an absolute http(s) URL: want the http(s) URL of an ACME directory or a prefix of one, e.g. https://acme-v02.api.letsencrypt.org/directory, or "*" for any server; --acme-server-allow[2]: "y"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			l, err := ParseServerAllowList("--acme-server-allow", tc.entries)
 			if tc.err == "" {
-				if err != nil || len(l.Prefixes()) != len(tc.entries) || l.Restricts() != (len(tc.entries) > 0) {
+				if err != nil || len(l.Prefixes()) != len(tc.entries) || l.Restricts() != (tc.name != "any") {
 					t.Fatalf("= %+v, %v", l, err)
 				}
 				return
@@ -85,8 +87,11 @@ func TestServerAllowListAllows(t *testing.T) {
 			t.Errorf("Allows(%q) = %t, want %t", tc.server, got, tc.want)
 		}
 	}
-	if !(ServerAllowList{}).Allows("https://anything.example/") {
-		t.Error("the zero list refuses a server")
+	if (ServerAllowList{}).Allows("https://acme-v02.api.letsencrypt.org/directory") {
+		t.Error("the zero list allows a server: namespaced Issuers must be denied by default")
+	}
+	if !AllowAnyServer("x").Allows("https://anything.example/") || AllowAnyServer("x").Restricts() {
+		t.Error("AllowAnyServer refuses a server")
 	}
 }
 
@@ -104,6 +109,14 @@ func TestAccountsReadyServerAllowList(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	empty, err := ParseServerAllowList("--acme-server-allow", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	anyServer, err := ParseServerAllowList("--acme-server-allow", []string{" * "})
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		name   string
 		allow  ServerAllowList
@@ -116,7 +129,15 @@ func TestAccountsReadyServerAllowList(t *testing.T) {
 		{name: "namespaced, allowed", allow: allow, issuer: namespacedACMEIssuer("https://acme.example/dir"), ns: "team-a", wantOK: true, reason: ReasonAccountRegistered},
 		{name: "namespaced, not allowed", allow: allow, issuer: namespacedACMEIssuer("https://169.254.169.254/latest"), ns: "team-a", reason: ReasonServerNotAllowed,
 			msg: `spec.acme.server "https://169.254.169.254/latest" is not allowed for namespaced Issuers: the deployment allows only servers starting with https://acme.example/ (--acme-server-allow)`},
-		{name: "namespaced, no list", issuer: namespacedACMEIssuer("https://169.254.169.254/latest"), ns: "team-a", wantOK: true, reason: ReasonAccountRegistered},
+		// Deny by default: the zero list and a list of no entries allow
+		// namespaced Issuers no server, and say which setting to change.
+		{name: "namespaced, zero list", issuer: namespacedACMEIssuer("https://acme-v02.api.letsencrypt.org/directory"), ns: "team-a", reason: ReasonServerNotAllowed,
+			msg: `allows namespaced Issuers no ACME server by default; the operator lists the allowed directory URLs (or "*" for any server) in the ACME server allow-list`},
+		{name: "namespaced, empty list", allow: empty, issuer: namespacedACMEIssuer("https://acme-v02.api.letsencrypt.org/directory"), ns: "team-a", reason: ReasonServerNotAllowed,
+			msg: `(or "*" for any server) in --acme-server-allow`},
+		{name: "namespaced, any server", allow: anyServer, issuer: namespacedACMEIssuer("https://169.254.169.254/latest"), ns: "team-a", wantOK: true, reason: ReasonAccountRegistered},
+		{name: "cluster issuer, zero list", issuer: acmeIssuer(func(a *api.ACMEIssuer) { a.Server = "https://private-ca.example/dir" }),
+			ns: "cert-manager", wantOK: true, reason: ReasonAccountRegistered},
 		{name: "cluster issuer, not on the list", allow: allow, issuer: acmeIssuer(func(a *api.ACMEIssuer) { a.Server = "https://private-ca.example/dir" }),
 			ns: "cert-manager", wantOK: true, reason: ReasonAccountRegistered},
 	} {
@@ -146,7 +167,7 @@ func TestAccountsReadyServerAllowList(t *testing.T) {
 // not-allowed, with the reason.
 func TestAccountsGetServerNotAllowed(t *testing.T) {
 	fc := &fakeClient{}
-	open := NewAccounts(certtest.NewMemSecrets(), fakeDialer{fc}, ServerAllowList{})
+	open := NewAccounts(certtest.NewMemSecrets(), fakeDialer{fc}, AllowAnyServer(""))
 	iss := namespacedACMEIssuer("https://old.example/dir")
 	st := &issuers.State{Issuer: iss, Now: time.Now(), SecretNamespace: "team-a"}
 	if ok, _, msg, err := open.Ready(context.Background(), st); !ok || err != nil {

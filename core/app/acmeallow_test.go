@@ -174,7 +174,7 @@ func TestACMEServerAllowList(t *testing.T) {
 // Issuer, which records why it is not Ready.
 func TestACMEServerAllowListAfterTheFact(t *testing.T) {
 	store, secrets, client := memory.NewStore(), memory.NewSecrets(), &acmetest.Client{}
-	before := newACMEDeployment(t, store, secrets, client, nil)
+	before := newACMEDeployment(t, store, secrets, client, []string{"*"})
 	before.apply(acmeIssuerYAML("Issuer", "team-b", "le", "https://old.example/dir"))
 	before.drain()
 	key := api.Key{Kind: api.KindIssuer, Namespace: "team-b", Name: "le"}

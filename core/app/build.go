@@ -144,7 +144,8 @@ type ACMESettings struct {
 	// (acme.ParseServerAllowList; ClusterIssuers are the platform team's
 	// and unrestricted). An Issuer with another server is not Ready
 	// (acme.ReasonServerNotAllowed) and no ACME request is made for it.
-	// The zero value allows every server.
+	// The zero value allows namespaced Issuers no server (deny by default;
+	// acme.AllowAnyServer allows every one).
 	NamespacedServers acme.ServerAllowList
 }
 

@@ -222,7 +222,7 @@ func putIssued(t *testing.T, store ports.Store, ns, name string, at time.Time) {
 func TestIssuanceQuotaACME(t *testing.T) {
 	store, client := memory.NewStore(), &acmetest.Client{}
 	putIssued(t, store, "team-a", "earlier", ct.T0.Add(-10*time.Minute))
-	d := newACMEDeployment(t, store, memory.NewSecrets(), client, nil, func(s *app.Settings) {
+	d := newACMEDeployment(t, store, memory.NewSecrets(), client, []string{"*"}, func(s *app.Settings) {
 		s.Quotas.IssuancesPerHourPerNamespace = 1
 	})
 	d.apply(acmeIssuerYAML("Issuer", "team-a", "le", "https://acme.test/dir") + acmeIssuerYAML("Issuer", "team-b", "le", "https://acme.test/dir"))

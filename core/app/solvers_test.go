@@ -15,7 +15,7 @@ import (
 // any ACME request; one with only available solvers registers as usual.
 func TestACMEIssuerWithUnavailableSolver(t *testing.T) {
 	client := &acmetest.Client{}
-	d := newACMEDeployment(t, memory.NewStore(), memory.NewSecrets(), client, nil)
+	d := newACMEDeployment(t, memory.NewStore(), memory.NewSecrets(), client, []string{"*"})
 	withSolvers := func(name, solvers string) string {
 		return strings.Replace(acmeIssuerYAML("Issuer", "team", name, "https://acme.test/dir"),
 			"solvers: [{http01: {ingress: {}}}]", "solvers: "+solvers, 1)

@@ -235,8 +235,8 @@ func FromEnvWith(ctx context.Context, role Role, o Options) (*Runtime, error) {
 		p.Secrets = rt.Secrets
 	}
 	if role == RoleWorker {
-		p.ACME = acmeadapter.NewDialer(acmeadapter.Options{Wrap: o.ACME.WrapTransport})
-		p.DNS01 = dnsproviders.Standard()
+		p.ACME = acmeadapter.NewDialer(acmeadapter.Options{Wrap: o.ACME.WrapTransport, Network: st.ACMENetwork})
+		p.DNS01 = dnsproviders.Standard(st.ACMENetwork)
 		p.DNS01[dns01.KeyRoute53] = route53.NewFactory(route53.Options{AllowedZoneIDs: st.Route53ZoneIDs, Retry: o.Retry}).Build
 		for k, f := range o.ACME.DNS01Providers {
 			p.DNS01[k] = f

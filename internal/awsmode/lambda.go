@@ -264,6 +264,10 @@ func (rt *Runtime) serve(ctx context.Context, method, path string, header http.H
 		return w
 	}
 	r.URL.Path, r.RequestURI, r.Header = path, path, header
+	// The responder serves a token only for its Challenge's host: the
+	// event's Host header is the request's host, as net/http sets it.
+	r.Host = header.Get("Host")
+	header.Del("Host")
 	rt.HTTP01.ServeHTTP(w, r)
 	return w
 }

@@ -219,14 +219,20 @@ func TestScheduleSendsDueKeysInBatches(t *testing.T) {
 	}
 }
 
-// http01Event fills a testdata HTTP event template.
-func http01Event(t *testing.T, file, method, path string) json.RawMessage {
+// http01Event fills a testdata HTTP event template; host, when set,
+// replaces the template's Host header.
+func http01Event(t *testing.T, file, method, path string, host ...string) json.RawMessage {
 	t.Helper()
 	raw, err := os.ReadFile("testdata/" + file)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return json.RawMessage(strings.NewReplacer("{{METHOD}}", method, "{{PATH}}", path).Replace(string(raw)))
+	r := []string{"{{METHOD}}", method, "{{PATH}}", path}
+	if len(host) > 0 {
+		r = append(r, `"host": "www.example.com"`, `"host": "`+host[0]+`"`, `"www.example.com"`, `"`+host[0]+`"`,
+			`"host": "abcdefghijklmnop.lambda-url.us-east-1.on.aws"`, `"host": "`+host[0]+`"`)
+	}
+	return json.RawMessage(strings.NewReplacer(r...).Replace(string(raw)))
 }
 
 func TestHTTP01ServesCurrentTokensOverFunctionURLAndALB(t *testing.T) {
@@ -243,26 +249,44 @@ func TestHTTP01ServesCurrentTokensOverFunctionURLAndALB(t *testing.T) {
 	worker := e.Runtime(awsmode.RoleWorker) // the http01 function may only read Challenges
 	put(t, worker, ch)
 	path := "/.well-known/acme-challenge/" + token
+	// A Function URL is reached by a redirect from the identifier's web
+	// server, which names the host in the path (the Host header names the
+	// function); an ALB forwards the identifier's Host header.
+	redirected := "/hosts/www.example.com" + path
 	for _, tc := range []struct {
-		name, file, method, path string
-		status                   int
-		body                     string
+		name, file, method, path, host string
+		status                         int
+		body                           string
 	}{
-		{"function URL token", "function-url-request.json", "GET", path, 200, keyAuth},
-		{"function URL HEAD", "function-url-request.json", "HEAD", path, 200, keyAuth},
-		{"function URL unknown token", "function-url-request.json", "GET", "/.well-known/acme-challenge/unknownToken123", 404, ""},
-		{"function URL other path", "function-url-request.json", "GET", "/", 404, ""},
-		{"function URL POST", "function-url-request.json", "POST", path, 405, ""},
-		{"ALB token", "alb-request.json", "GET", path, 200, keyAuth},
-		{"ALB multi-value headers", "alb-request-multivalue.json", "GET", path, 200, keyAuth},
-		{"ALB other path", "alb-request.json", "GET", "/admin", 404, ""},
+		{"function URL token", "function-url-request.json", "GET", redirected, "", 200, keyAuth},
+		{"function URL HEAD", "function-url-request.json", "HEAD", redirected, "", 200, keyAuth},
+		{"function URL Host forwarded", "function-url-request.json", "GET", path, "www.example.com", 200, keyAuth},
+		{"function URL token for the function's own host", "function-url-request.json", "GET", path, "", 404, ""},
+		{"function URL token for another host", "function-url-request.json", "GET", path, "app.team-b.example.com", 404, ""},
+		{"function URL redirected for another host", "function-url-request.json", "GET", "/hosts/app.team-b.example.com" + path, "", 404, ""},
+		{"function URL unknown token", "function-url-request.json", "GET", "/hosts/www.example.com/.well-known/acme-challenge/unknownToken123", "", 404, ""},
+		{"function URL other path", "function-url-request.json", "GET", "/", "", 404, ""},
+		{"function URL POST", "function-url-request.json", "POST", redirected, "", 405, ""},
+		{"ALB token", "alb-request.json", "GET", path, "", 200, keyAuth},
+		{"ALB token, Host with a port", "alb-request.json", "GET", path, "WWW.example.com:80", 200, keyAuth},
+		{"ALB token for another host", "alb-request.json", "GET", path, "app.team-b.example.com", 404, ""},
+		{"ALB multi-value headers", "alb-request-multivalue.json", "GET", path, "", 200, keyAuth},
+		{"ALB multi-value headers, another host", "alb-request-multivalue.json", "GET", path, "app.team-b.example.com", 404, ""},
+		{"ALB other path", "alb-request.json", "GET", "/admin", "", 404, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			out, err := rt.HandleHTTP(e.Ctx, http01Event(t, tc.file, tc.method, tc.path))
+			var host []string
+			if tc.host != "" {
+				host = []string{tc.host}
+			}
+			out, err := rt.HandleHTTP(e.Ctx, http01Event(t, tc.file, tc.method, tc.path, host...))
 			if err != nil {
 				t.Fatal(err)
 			}
 			b, _ := json.Marshal(out)
+			if tc.status != 200 && strings.Contains(string(b), keyAuth) {
+				t.Fatalf("a key authorization leaked into a %d response: %s", tc.status, b)
+			}
 			switch r := out.(type) {
 			case events.LambdaFunctionURLResponse:
 				if !strings.HasPrefix(tc.file, "function-url") {
@@ -298,7 +322,7 @@ func TestHTTP01ServesCurrentTokensOverFunctionURLAndALB(t *testing.T) {
 		t.Fatal(err)
 	}
 	time.Sleep(1100 * time.Millisecond) // the token cache's TTL (1 s, wall clock)
-	out, err := rt.HandleHTTP(e.Ctx, http01Event(t, "function-url-request.json", "GET", path))
+	out, err := rt.HandleHTTP(e.Ctx, http01Event(t, "function-url-request.json", "GET", redirected))
 	if err != nil || out.(events.LambdaFunctionURLResponse).StatusCode != 404 {
 		t.Fatalf("token of a final challenge: %+v %v, want 404", out, err)
 	}

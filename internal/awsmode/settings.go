@@ -13,6 +13,7 @@ import (
 	"github.com/certfn/certfn/adapters/aws/secrets"
 	"github.com/certfn/certfn/adapters/aws/ssmstore"
 	"github.com/certfn/certfn/adapters/httpapi"
+	"github.com/certfn/certfn/adapters/netguard"
 	"github.com/certfn/certfn/core/acme"
 	"github.com/certfn/certfn/core/api"
 	"github.com/certfn/certfn/core/app"
@@ -92,8 +93,14 @@ const (
 	// system:masters (allowed everything), e.g. to apply the first bindings.
 	EnvAPIAdmins = "CERTFN_API_ADMINS"
 	// EnvACMEServerAllow lists the ACME directory URL prefixes namespaced
-	// Issuers may use (comma-separated; acme.ServerAllowList); empty: any.
+	// Issuers may use (comma-separated; acme.ServerAllowList); empty: none
+	// (deny by default), "*": any server.
 	EnvACMEServerAllow = "CERTFN_ACME_SERVER_ALLOW"
+	// EnvACMEAllowPrivateNetworks lists the CIDR prefixes, IP addresses
+	// and host names (comma-separated; netguard.Policy) the connections
+	// made for namespaced Issuers may reach although they are loopback,
+	// link-local, private or reserved; empty: none.
+	EnvACMEAllowPrivateNetworks = "CERTFN_ACME_ALLOW_PRIVATE_NETWORKS"
 	// EnvACMEPollFirst and EnvACMEPollMax say when the worker polls an
 	// accepted challenge's authorization and a finalized order when the
 	// ACME server gives no Retry-After: the first poll after
@@ -182,6 +189,9 @@ type Settings struct {
 	// ACMEServerAllow restricts the ACME servers of namespaced Issuers
 	// (EnvACMEServerAllow; the worker runs the ACME issuer).
 	ACMEServerAllow acme.ServerAllowList
+	// ACMENetwork is the private-network allowance of namespaced Issuers'
+	// connections (EnvACMEAllowPrivateNetworks).
+	ACMENetwork netguard.Policy
 	// ACMEPolling is the ACME poll backoff (EnvACMEPollFirst, EnvACMEPollMax).
 	ACMEPolling acme.Polling
 	// Quotas are the per-namespace quotas (EnvQuotaObjects,
@@ -270,6 +280,11 @@ func ParseSettings(role Role, getenv func(string) string) (Settings, error) {
 		problems = append(problems, err.Error())
 	} else {
 		s.ACMEServerAllow = allow
+	}
+	if n, err := netguard.Parse(EnvACMEAllowPrivateNetworks, envconf.SplitList(get(EnvACMEAllowPrivateNetworks))); err != nil {
+		problems = append(problems, err.Error())
+	} else {
+		s.ACMENetwork = n
 	}
 	if p, err := acme.ParsePolling(EnvACMEPollFirst, get(EnvACMEPollFirst), EnvACMEPollMax, get(EnvACMEPollMax)); err != nil {
 		problems = append(problems, err.Error())

@@ -2,11 +2,14 @@ package awsmode_test
 
 import (
 	"log/slog"
+	"net/netip"
 	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/certfn/certfn/adapters/aws/ssmstore"
+	"github.com/certfn/certfn/adapters/netguard"
+	"github.com/certfn/certfn/core/acme"
 	"github.com/certfn/certfn/core/app"
 	"github.com/certfn/certfn/internal/awsmode"
 )
@@ -40,6 +43,9 @@ func TestParseSettingsDefaults(t *testing.T) {
 		HTTP01Enabled:  true, SweepLimit: awsmode.DefaultSweepLimit, BatchParallelism: awsmode.DefaultBatchParallelism,
 		FollowUps: awsmode.DefaultFollowUps, LogLevel: slog.LevelInfo, Metrics: "none", Approver: "policy",
 		SecretStore: awsmode.SecretStoreSecretsManager, NotifyExpiryDays: awsmode.DefaultNotifyExpiryDays}
+	// Namespaced ACME Issuers: no server, no private network (deny by default).
+	want.ACMEServerAllow, _ = acme.ParseServerAllowList(awsmode.EnvACMEServerAllow, nil)
+	want.ACMENetwork, _ = netguard.Parse(awsmode.EnvACMEAllowPrivateNetworks, nil)
 	if !reflect.DeepEqual(s, want) {
 		t.Fatalf("settings\n got %+v\nwant %+v", s, want)
 	}
@@ -90,6 +96,20 @@ func TestParseSettingsValues(t *testing.T) {
 				return reflect.DeepEqual(l.Prefixes(), []string{"https://acme-v02.api.letsencrypt.org/directory", "https://ca.internal.example/acme/"}) &&
 					l.Source == awsmode.EnvACMEServerAllow && l.Allows("https://ca.internal.example/acme/p/directory") && !l.Allows("https://169.254.169.254/")
 			}, "allow-list read"},
+		{"ACME server allow-list unset: deny namespaced Issuers", awsmode.RoleWorker, nil,
+			func(s awsmode.Settings) bool {
+				return s.ACMEServerAllow.Restricts() && !s.ACMEServerAllow.Allows("https://acme-v02.api.letsencrypt.org/directory")
+			}, "no server allowed"},
+		{"ACME server allow-list any", awsmode.RoleWorker, []string{awsmode.EnvACMEServerAllow, "*"},
+			func(s awsmode.Settings) bool { return s.ACMEServerAllow.Allows("https://ca.example/dir") }, "any server"},
+		{"ACME private networks", awsmode.RoleWorker, []string{awsmode.EnvACMEAllowPrivateNetworks, "10.0.0.0/8, ca.internal.example"},
+			func(s awsmode.Settings) bool {
+				n := s.ACMENetwork
+				return n.Source == awsmode.EnvACMEAllowPrivateNetworks && !n.Denied(netip.MustParseAddr("10.1.2.3")) && n.Denied(netip.MustParseAddr("169.254.169.254")) &&
+					n.HostAllowed("ca.internal.example")
+			}, "allowance read"},
+		{"ACME private networks unset", awsmode.RoleWorker, nil,
+			func(s awsmode.Settings) bool { return s.ACMENetwork.Denied(netip.MustParseAddr("169.254.169.254")) }, "no allowance"},
 		{"signer queue optional for the signer", awsmode.RoleSigner, []string{awsmode.EnvSignerQueueURL, ""},
 			func(s awsmode.Settings) bool { return s.SignerQueueURL == "" }, "no signer queue"},
 		{"http01 needs only the table", awsmode.RoleHTTP01, []string{awsmode.EnvQueueURL, "", awsmode.EnvSignerQueueURL, ""},
@@ -140,6 +160,8 @@ func TestParseSettingsErrors(t *testing.T) {
 	}{
 		{"unknown role", "cron", nil, []string{`unknown role "cron"`}},
 		{"missing table", awsmode.RoleHTTP01, []string{awsmode.EnvTable, ""}, []string{"CERTFN_TABLE: required"}},
+		{"private networks not CIDRs", awsmode.RoleWorker, []string{awsmode.EnvACMEAllowPrivateNetworks, "10.0.0.0/33"},
+			[]string{`CERTFN_ACME_ALLOW_PRIVATE_NETWORKS[0]: "10.0.0.0/33" is not a CIDR prefix`}},
 		{"worker without queues", awsmode.RoleWorker, []string{awsmode.EnvQueueURL, "", awsmode.EnvSignerQueueURL, ""},
 			[]string{"CERTFN_QUEUE_URL: required", "CERTFN_SIGNER_QUEUE_URL: required"}},
 		{"scheduler without queue", awsmode.RoleScheduler, []string{awsmode.EnvQueueURL, ""}, []string{"CERTFN_QUEUE_URL: required"}},

@@ -180,10 +180,10 @@ func FromEnvWith(ctx context.Context, role Role, o Options) (*Runtime, error) {
 			return nil, fmt.Errorf("gcpmode: %s: the worker needs the signer queue", EnvSignerTopic)
 		}
 		p.SignerQueue = o.SignerQueue
-		p.ACME = acmeadapter.NewDialer(acmeadapter.Options{Wrap: o.ACME.WrapTransport})
+		p.ACME = acmeadapter.NewDialer(acmeadapter.Options{Wrap: o.ACME.WrapTransport, Network: st.ACMENetwork})
 		dnsOpts := o.CloudDNS
 		dnsOpts.AllowedZones = st.CloudDNSZones
-		p.DNS01 = dnsproviders.Standard()
+		p.DNS01 = dnsproviders.Standard(st.ACMENetwork)
 		p.DNS01[dns01.KeyCloudDNS] = clouddns.NewFactory(dnsOpts).Build
 		for k, f := range o.ACME.DNS01Providers {
 			p.DNS01[k] = f

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/certfn/certfn/adapters/httpapi"
+	"github.com/certfn/certfn/adapters/netguard"
 	"github.com/certfn/certfn/core/acme"
 	"github.com/certfn/certfn/core/api"
 	"github.com/certfn/certfn/core/app"
@@ -63,6 +64,10 @@ const (
 	EnvQuotaObjects             = "CERTFN_QUOTA_OBJECTS"
 	EnvQuotaIssuances           = "CERTFN_QUOTA_ISSUANCES_PER_HOUR"
 	EnvACMEServerAllow          = "CERTFN_ACME_SERVER_ALLOW"
+	// EnvACMEAllowPrivateNetworks: the private-network allowance of
+	// namespaced Issuers' connections, as on AWS
+	// (awsmode.EnvACMEAllowPrivateNetworks).
+	EnvACMEAllowPrivateNetworks = "CERTFN_ACME_ALLOW_PRIVATE_NETWORKS"
 	// EnvACMEPollFirst and EnvACMEPollMax: the ACME poll backoff, as on
 	// AWS (awsmode.EnvACMEPollFirst).
 	EnvACMEPollFirst = "CERTFN_ACME_POLL_FIRST"
@@ -104,6 +109,7 @@ type Settings struct {
 	APIAudiences    []string
 	Quotas          app.Quotas
 	ACMEServerAllow acme.ServerAllowList
+	ACMENetwork     netguard.Policy
 	// ACMEPolling is the ACME poll backoff (EnvACMEPollFirst, EnvACMEPollMax).
 	ACMEPolling acme.Polling
 }
@@ -190,6 +196,11 @@ func ParseSettings(role Role, getenv func(string) string) (Settings, error) {
 		bad(EnvACMEServerAllow, "%v", err)
 	} else {
 		s.ACMEServerAllow = allow
+	}
+	if n, err := netguard.Parse(EnvACMEAllowPrivateNetworks, envconf.SplitList(get(EnvACMEAllowPrivateNetworks))); err != nil {
+		bad(EnvACMEAllowPrivateNetworks, "%v", err)
+	} else {
+		s.ACMENetwork = n
 	}
 	if p, err := acme.ParsePolling(EnvACMEPollFirst, get(EnvACMEPollFirst), EnvACMEPollMax, get(EnvACMEPollMax)); err != nil {
 		problems = append(problems, err.Error())

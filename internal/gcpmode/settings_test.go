@@ -1,6 +1,7 @@
 package gcpmode_test
 
 import (
+	"net/netip"
 	"strings"
 	"testing"
 
@@ -42,6 +43,14 @@ func TestParseSettings(t *testing.T) {
 		{"bad tasks queue", gcpmode.RoleWorker, workerEnv("CERTFN_TASKS_QUEUE", "certfn-delays"), "CERTFN_TASKS_QUEUE", nil},
 		{"worker without the tasks service account", gcpmode.RoleWorker, workerEnv("CERTFN_TASKS_SERVICE_ACCOUNT", ""), "CERTFN_TASKS_SERVICE_ACCOUNT: required", nil},
 		{"bad follow-ups", gcpmode.RoleWorker, workerEnv("CERTFN_FOLLOW_UPS", "-1"), "CERTFN_FOLLOW_UPS", nil},
+		{"namespaced ACME Issuers denied by default", gcpmode.RoleWorker, workerEnv(), "", func(s gcpmode.Settings) bool {
+			return !s.ACMEServerAllow.Allows("https://acme-v02.api.letsencrypt.org/directory") && s.ACMENetwork.Denied(netip.MustParseAddr("169.254.169.254"))
+		}},
+		{"ACME allowances", gcpmode.RoleWorker, workerEnv("CERTFN_ACME_SERVER_ALLOW", "*", "CERTFN_ACME_ALLOW_PRIVATE_NETWORKS", "10.0.0.0/8"), "", func(s gcpmode.Settings) bool {
+			return s.ACMEServerAllow.Allows("https://ca.example/dir") && !s.ACMENetwork.Denied(netip.MustParseAddr("10.9.8.7")) &&
+				s.ACMENetwork.Denied(netip.MustParseAddr("169.254.169.254"))
+		}},
+		{"bad private networks", gcpmode.RoleWorker, workerEnv("CERTFN_ACME_ALLOW_PRIVATE_NETWORKS", "10.0.0.0/33"), `CERTFN_ACME_ALLOW_PRIVATE_NETWORKS[0]: "10.0.0.0/33" is not a CIDR prefix`, nil},
 		{"bad quota", gcpmode.RoleWorker, workerEnv("CERTFN_QUOTA_OBJECTS", "lots"), "CERTFN_QUOTA_OBJECTS", nil},
 		{"api admins are e-mails", gcpmode.RoleAPI, env{"CERTFN_PROJECT": "certfn-prod-1", "CERTFN_TOPIC": "projects/certfn-prod-1/topics/certfn-worker", "CERTFN_API_AUDIENCE": "https://api",
 			"CERTFN_API_ADMINS": "Ops@Example.com, nobody"}, `CERTFN_API_ADMINS[1]`, nil},

@@ -24,6 +24,7 @@ import (
 	dnsproviders "github.com/certfn/certfn/adapters/dns/providers"
 	"github.com/certfn/certfn/adapters/dns/route53"
 	"github.com/certfn/certfn/adapters/local"
+	"github.com/certfn/certfn/adapters/netguard"
 	"github.com/certfn/certfn/core/acme"
 	"github.com/certfn/certfn/core/acme/dns01"
 	"github.com/certfn/certfn/core/api"
@@ -145,8 +146,17 @@ type ACMEOptions struct {
 	Polling acme.Polling
 	// ServerAllow lists the ACME directory URL prefixes namespaced Issuers
 	// may use (`serve --acme-server-allow`, env CERTFN_ACME_SERVER_ALLOW;
-	// see acme.ServerAllowList); empty: any server.
+	// see acme.ServerAllowList); empty: none (deny by default), "*": any
+	// server.
 	ServerAllow []string
+	// AllowPrivateNetworks lists the CIDR prefixes, IP addresses and host
+	// names that connections made for namespaced Issuers (their ACME
+	// server and every URL it hands out, acmeDNS hosts, rfc2136
+	// nameservers) may reach although they are loopback, link-local,
+	// private or reserved (`serve --acme-allow-private-networks`, env
+	// CERTFN_ACME_ALLOW_PRIVATE_NETWORKS; see netguard.Policy); empty:
+	// none. ClusterIssuers are not restricted.
+	AllowPrivateNetworks []string
 }
 
 // NoHTTP01ListenerReason starts the reason of a failing HTTP-01 self-check
@@ -156,6 +166,10 @@ const NoHTTP01ListenerReason = "no HTTP-01 listener is running in this certfn se
 // ServerAllowSource names the local ACME server allow-list in errors and
 // in the Ready message of a refused Issuer.
 const ServerAllowSource = "--acme-server-allow"
+
+// PrivateNetworksSource names the local private-network allowance in
+// errors and in refusals.
+const PrivateNetworksSource = "--acme-allow-private-networks"
 
 // Runtime is one opened data directory.
 type Runtime struct {
@@ -245,6 +259,10 @@ func Open(opts Options) (*Runtime, error) {
 	if err != nil {
 		return nil, err
 	}
+	network, err := netguard.Parse(PrivateNetworksSource, opts.ACME.AllowPrivateNetworks)
+	if err != nil {
+		return nil, err
+	}
 	if opts.MustExist {
 		if err := CheckDataDir(opts.DataDir); err != nil {
 			return nil, err
@@ -283,7 +301,7 @@ func Open(opts Options) (*Runtime, error) {
 	if opts.WrapStore != nil {
 		engStore = opts.WrapStore(store)
 	}
-	providers := dnsproviders.Standard()
+	providers := dnsproviders.Standard(network)
 	providers[dns01.KeyRoute53] = route53.NewFactory(route53.Options{}).Build
 	providers[dns01.KeyCloudDNS] = clouddns.NewFactory(clouddns.Options{}).Build
 	for k, f := range opts.ACME.DNS01Providers {
@@ -295,7 +313,7 @@ func Open(opts Options) (*Runtime, error) {
 	}
 	rt.App, err = app.Build(app.Ports{
 		Store: engStore, Secrets: secrets, Queue: q, Clock: opts.Clock, Metrics: rt.Metrics, Logger: opts.Logger,
-		ACME:  acmeadapter.NewDialer(acmeadapter.Options{Wrap: opts.ACME.WrapTransport, Timeout: opts.ACME.Timeout}),
+		ACME:  acmeadapter.NewDialer(acmeadapter.Options{Wrap: opts.ACME.WrapTransport, Timeout: opts.ACME.Timeout, Network: network}),
 		DNS01: providers, DNS01Resolver: opts.ACME.DNS01Resolver, CertificateImporter: opts.CertificateImporter,
 		SecretReference: secretDir(opts.DataDir),
 	}, app.Settings{

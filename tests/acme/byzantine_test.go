@@ -75,7 +75,7 @@ func TestByzantineACMEServer(t *testing.T) {
 		{name: "http-500", hits: everything, window: byzWindow,
 			answer: func(r *http.Request) (*http.Response, error) {
 				return fake(r, 500, "text/html", "<html><body>500 Internal Server Error</body></html>"), nil
-			}, want: []string{"HTTP 500", "Internal Server Error"}},
+			}, want: []string{"HTTP 500"}},
 		{name: "html-on-new-order", hits: posts("/order-plz"), window: byzWindow,
 			answer: func(r *http.Request) (*http.Response, error) {
 				return fake(r, 201, "text/html", "<html>Welcome to nginx!</html>"), nil

@@ -274,6 +274,12 @@ func newEnv(t testing.TB, o envOpts) *env {
 	port := freePort(t)
 	e.h01 = fmt.Sprintf("127.0.0.1:%d", port)
 	lo := localmode.Options{DataDir: t.TempDir(), Clock: clk, AutoApprove: []string{"*"}, Logger: quiet()}
+	// What an operator sets for namespaced ACME Issuers (some tests use
+	// them): which ACME servers they may use (any, here), and that their
+	// connections may reach loopback, where Pebble, the DNS test servers
+	// and acme-dns run.
+	lo.ACME.ServerAllow = []string{"*"}
+	lo.ACME.AllowPrivateNetworks = []string{"127.0.0.0/8", "::1"}
 	if o.realClock {
 		lo.Clock = clock.Real{}
 	}

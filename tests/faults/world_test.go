@@ -12,6 +12,7 @@ import (
 	"github.com/certfn/certfn/adapters/dns/challtestsrv"
 	"github.com/certfn/certfn/core/acme"
 	"github.com/certfn/certfn/core/acme/dns01"
+	"github.com/certfn/certfn/core/acme/http01"
 	"github.com/certfn/certfn/core/api"
 	"github.com/certfn/certfn/core/app"
 	"github.com/certfn/certfn/core/clock"
@@ -334,8 +335,8 @@ func (h *tokenHub) remove(s *memory.Store) {
 }
 
 // KeyAuthorization implements http01.Tokens: a presented HTTP-01
-// Challenge of any run with that token.
-func (h *tokenHub) KeyAuthorization(ctx context.Context, token string) (string, bool, error) {
+// Challenge of any run with that token for host.
+func (h *tokenHub) KeyAuthorization(ctx context.Context, host, token string) (string, bool, error) {
 	h.mu.Lock()
 	stores := make([]*memory.Store, 0, len(h.stores))
 	for s := range h.stores {
@@ -352,7 +353,7 @@ func (h *tokenHub) KeyAuthorization(ctx context.Context, token string) (string, 
 			if jsonUnmarshal(r.Data, &ch) != nil {
 				continue
 			}
-			if ch.Spec.Type == api.ACMEChallengeTypeHTTP01 && ch.Spec.Token == token && ch.Status.Presented && !ch.IsFinal() {
+			if http01.Serves(&ch, host, token) {
 				return ch.Spec.Key, true, nil
 			}
 		}

@@ -402,6 +402,7 @@ func TestModuleRejectsBadInputs(t *testing.T) {
 		{`route53_assume_role_arns = ["arn:aws:iam::123456789012:role/dns01-*"]`, "route53_assume_role_arns: each entry must be an IAM role ARN"},
 		{`certificate_expiry_alarm_days = -1`, "certificate_expiry_alarm_days: must be 0 (off) to 365"},
 		{`acme_server_allow = ["https://acme.example/dir", "https://user@evil.example/dir"]`, "acme_server_allow: each entry must be an http(s) URL"},
+		{`acme_allow_private_networks = ["10.0.0.0/8", "10.0.0.0/33"]`, "acme_allow_private_networks: each entry must be a CIDR prefix"},
 		{`quota_objects_per_namespace = -1`, "quota_objects_per_namespace: must be a whole number of 0 (unlimited)"},
 		{`quota_issuances_per_hour_per_namespace = 2.5`, "quota_issuances_per_hour_per_namespace: must be a whole number of 0 (unlimited)"},
 		{`secret_store = "s3"`, `secret_store: must be "secretsmanager" or "ssm"`},

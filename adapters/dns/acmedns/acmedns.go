@@ -40,6 +40,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"slices"
@@ -49,6 +50,7 @@ import (
 	"github.com/libdns/libdns"
 	"github.com/miekg/dns"
 
+	"github.com/certfn/certfn/adapters/netguard"
 	"github.com/certfn/certfn/core/acme/dns01"
 	"github.com/certfn/certfn/core/errs"
 )
@@ -63,11 +65,18 @@ type Options struct {
 	// followed: the API key goes only to host. Tests may pass one that
 	// trusts a test server's certificate.
 	HTTPClient *http.Client
+	// Network is the operator's allowance for the calls made for
+	// namespaced Issuers (dns01.ProviderRequest.IssuerKind other than
+	// ClusterIssuer): they may not reach loopback, link-local, private or
+	// reserved addresses except those it allows, checked at dial time on
+	// the address dialled. The zero Policy allows none.
+	Network netguard.Policy
 }
 
 // Factory builds acme-dns providers. Safe for concurrent use.
 type Factory struct {
-	client *http.Client
+	client     *http.Client
+	restricted *http.Client
 }
 
 // NewFactory returns a Factory with opts; its Build method is the
@@ -79,7 +88,17 @@ func NewFactory(opts Options) *Factory {
 		c = &copied
 	}
 	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
-	return &Factory{client: c}
+	r := *c
+	var base *http.Transport
+	if t, ok := c.Transport.(*http.Transport); ok {
+		base = t.Clone()
+	} else {
+		base = http.DefaultTransport.(*http.Transport).Clone()
+	}
+	base.DialContext = opts.Network.Dialer(&net.Dialer{Timeout: DefaultTimeout}, true)
+	base.Proxy = nil // a proxy would connect on the tenant's behalf, unchecked
+	r.Transport = base
+	return &Factory{client: c, restricted: &r}
 }
 
 var _ dns01.ProviderFactory = (*Factory)(nil).Build
@@ -248,7 +267,11 @@ func (f *Factory) Build(ctx context.Context, req dns01.ProviderRequest) (dns01.P
 	if err != nil {
 		return nil, err
 	}
-	return &Provider{Config: c, client: f.client}, nil
+	client := f.client
+	if netguard.Restricted(req.IssuerKind) {
+		client = f.restricted
+	}
+	return &Provider{Config: c, client: client}, nil
 }
 
 // Provider writes TXT values through acme-dns's /update. A value is built

@@ -60,8 +60,13 @@ func errorWord(body []byte) string {
 	var e struct {
 		Error string `json:"error"`
 	}
-	if json.Unmarshal(body, &e) != nil || len(e.Error) > 64 || strings.ContainsAny(e.Error, "\r\n") {
+	if json.Unmarshal(body, &e) != nil || len(e.Error) > 32 {
 		return ""
+	}
+	for _, c := range e.Error {
+		if !(c >= 'a' && c <= 'z' || c == '_') { // acme-dns's words: forbidden, bad_txt, ...
+			return ""
+		}
 	}
 	return e.Error
 }

@@ -12,18 +12,22 @@ import (
 	"github.com/certfn/certfn/adapters/dns/cloudflare"
 	"github.com/certfn/certfn/adapters/dns/digitalocean"
 	"github.com/certfn/certfn/adapters/dns/rfc2136"
+	"github.com/certfn/certfn/adapters/netguard"
 	"github.com/certfn/certfn/core/acme/dns01"
 )
 
 // Standard returns a new map of the providers every deployment offers, by
 // provider key (dns01.KeyRFC2136, …), each talking to the real service.
-// The caller may add to it.
-func Standard() map[string]dns01.ProviderFactory {
+// The providers whose address a namespaced Issuer chooses (rfc2136's
+// nameserver, acmeDNS's host) refuse loopback, link-local, private and
+// reserved addresses for it, except those network allows. The caller may
+// add to the map.
+func Standard(network netguard.Policy) map[string]dns01.ProviderFactory {
 	return map[string]dns01.ProviderFactory{
-		dns01.KeyRFC2136:      rfc2136.Factory,
+		dns01.KeyRFC2136:      rfc2136.NewFactory(network),
 		dns01.KeyCloudflare:   cloudflare.NewFactory(cloudflare.Options{}).Build,
 		dns01.KeyDigitalOcean: digitalocean.NewFactory(digitalocean.Options{}).Build,
-		dns01.KeyAcmeDNS:      acmedns.NewFactory(acmedns.Options{}).Build,
+		dns01.KeyAcmeDNS:      acmedns.NewFactory(acmedns.Options{Network: network}).Build,
 		dns01.KeyAzureDNS:     azuredns.NewFactory(azuredns.Options{}).Build,
 	}
 }

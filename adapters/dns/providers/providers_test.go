@@ -4,6 +4,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/certfn/certfn/adapters/netguard"
 	"github.com/certfn/certfn/core/acme/dns01"
 )
 
@@ -11,7 +12,7 @@ import (
 // its own is offered; akamai (and webhook servers) are not.
 func TestStandard(t *testing.T) {
 	var keys []string
-	for k, f := range Standard() {
+	for k, f := range Standard(netguard.Policy{}) {
 		if f == nil {
 			t.Errorf("%s: nil factory", k)
 		}

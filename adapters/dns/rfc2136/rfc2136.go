@@ -16,12 +16,15 @@ import (
 	"encoding/hex"
 	"fmt"
 	"hash"
+	"net"
+	"net/netip"
 	"strings"
 	"time"
 
 	"github.com/libdns/libdns"
 	"github.com/miekg/dns"
 
+	"github.com/certfn/certfn/adapters/netguard"
 	"github.com/certfn/certfn/core/acme/dns01"
 	"github.com/certfn/certfn/core/errs"
 )
@@ -35,6 +38,12 @@ type Provider struct {
 	// Path is the field path of the solver settings, used in errors
 	// (default "rfc2136").
 	Path string
+	// Restricted refuses loopback, link-local, private and reserved
+	// nameserver addresses (those Network does not allow), checked at dial
+	// time on the address dialled: set for namespaced Issuers.
+	Restricted bool
+	// Network is the operator's allowance for a Restricted provider.
+	Network netguard.Policy
 }
 
 // DefaultTimeout bounds one update when Provider.Timeout is 0.
@@ -49,14 +58,24 @@ var (
 	_ dns01.ProviderFactory = Factory
 )
 
-// Factory is the dns01.ProviderFactory for spec.solver.dns01.rfc2136: it
-// validates the settings and reads the TSIG secret (dns01.ParseRFC2136).
+// Factory is the dns01.ProviderFactory for spec.solver.dns01.rfc2136 with
+// no private-network allowance (NewFactory).
 func Factory(ctx context.Context, req dns01.ProviderRequest) (dns01.Provider, error) {
-	cfg, err := dns01.ParseRFC2136(ctx, req)
-	if err != nil {
-		return nil, err
+	return NewFactory(netguard.Policy{})(ctx, req)
+}
+
+// NewFactory returns the dns01.ProviderFactory for
+// spec.solver.dns01.rfc2136: it validates the settings and reads the TSIG
+// secret (dns01.ParseRFC2136); the providers of namespaced Issuers are
+// Restricted, with network as the operator's allowance.
+func NewFactory(network netguard.Policy) dns01.ProviderFactory {
+	return func(ctx context.Context, req dns01.ProviderRequest) (dns01.Provider, error) {
+		cfg, err := dns01.ParseRFC2136(ctx, req)
+		if err != nil {
+			return nil, err
+		}
+		return &Provider{RFC2136Config: cfg, Path: req.Path + ".rfc2136", Restricted: netguard.Restricted(req.IssuerKind), Network: network}, nil
 	}
-	return &Provider{RFC2136Config: cfg, Path: req.Path + ".rfc2136"}, nil
 }
 
 // AppendRecords adds recs to zone in one update. Adding a record that
@@ -194,11 +213,18 @@ func (p *Provider) send(ctx context.Context, m *dns.Msg) error {
 	if c.Net == "" {
 		c.Net = "udp"
 	}
+	server := p.Nameserver
+	if p.Restricted {
+		var err error
+		if server, err = p.checkNameserver(ctx); err != nil {
+			return err
+		}
+	}
 	if p.KeyName != "" {
 		m.SetTsig(p.KeyName, p.Algorithm, 300, time.Now().Unix())
 		c.TsigProvider = tsigKey{secret: p.Secret}
 	}
-	resp, _, err := c.ExchangeContext(ctx, m, p.Nameserver)
+	resp, _, err := c.ExchangeContext(ctx, m, server)
 	// miekg/dns returns the reply with ErrAuth for a NOTAUTH reply that
 	// carries a TSIG record: classify by the reply, not by that error.
 	if resp != nil && (resp.Rcode != dns.RcodeSuccess || tsigError(resp) != 0) {
@@ -208,6 +234,36 @@ func (p *Provider) send(ctx context.Context, m *dns.Msg) error {
 		return fmt.Errorf("%s: update %s via %s/%s: %w", p.path(), zoneOf(m), p.Nameserver, c.Net, err)
 	}
 	return nil
+}
+
+// checkNameserver refuses a nameserver address the policy denies. The
+// address is resolved once and the exchange then goes to the checked IP,
+// so a name that resolves differently later (DNS rebinding) cannot change
+// where the update goes.
+func (p *Provider) checkNameserver(ctx context.Context) (string, error) {
+	host, port, err := net.SplitHostPort(p.Nameserver)
+	if err != nil {
+		return "", errs.Permanentf("%s.nameserver: %q: %v", p.path(), p.Nameserver, err)
+	}
+	if p.Network.HostAllowed(host) {
+		return p.Nameserver, nil
+	}
+	var addrs []netip.Addr
+	if a, err := netip.ParseAddr(host); err == nil {
+		addrs = []netip.Addr{a}
+	} else if addrs, err = net.DefaultResolver.LookupNetIP(ctx, "ip", host); err != nil {
+		return "", fmt.Errorf("%s.nameserver: resolve %s: %w", p.path(), host, err)
+	}
+	for _, a := range addrs {
+		if !p.Network.Denied(a) {
+			return net.JoinHostPort(a.Unmap().String(), port), nil
+		}
+	}
+	source := p.Network.Source
+	if source == "" {
+		source = "the operator's private-network allowance"
+	}
+	return "", errs.Permanent(fmt.Errorf("%s.nameserver: %w: %s resolves to loopback, link-local, private or reserved addresses only; the operator may allow them in %s", p.path(), netguard.ErrDenied, p.Nameserver, source))
 }
 
 // tsigError is the TSIG error of a reply (BADSIG, BADKEY, BADTIME), or 0.

@@ -194,7 +194,7 @@ func NewRig(t *testing.T, solvers []api.ACMEChallengeSolver, chCfg challenges.Co
 		solvers = DefaultSolvers
 	}
 	r := &Rig{T: t, Ctx: context.Background(), Clock: clk, Store: store, Secrets: certtest.NewMemSecrets(), Client: &Client{}, solvers: solvers}
-	r.Accounts = acme.NewAccounts(r.Secrets, Dialer{r.Client}, acme.ServerAllowList{})
+	r.Accounts = acme.NewAccounts(r.Secrets, Dialer{r.Client}, acme.AllowAnyServer("acmetest"))
 	chCfg.Accounts = r.Accounts
 	r.Chals = challenges.New(chCfg)
 	r.Orders = orders.New(orders.Config{Accounts: r.Accounts})

@@ -1,8 +1,8 @@
-// Package http01 is certfn's HTTP-01 responder (DESIGN.md §4, the http01
-// function): it answers GET /.well-known/acme-challenge/{token} with the
-// key authorization of a current, presented HTTP-01 Challenge, and 404 for
-// anything else — no other path, no listing. It also holds the HTTP-01
-// self-check.
+// Package http01 is certfn's HTTP-01 responder (the http01 function): it
+// answers GET /.well-known/acme-challenge/{token} with the key
+// authorization of a current, presented HTTP-01 Challenge for the host the
+// request names, and 404 for anything else — no other path, no listing.
+// It also holds the HTTP-01 self-check.
 package http01
 
 import (
@@ -12,6 +12,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
 	"strings"
 	"sync"
 	"time"
@@ -25,11 +26,21 @@ import (
 // PathPrefix is where ACME servers fetch HTTP-01 key authorizations.
 const PathPrefix = "/.well-known/acme-challenge/"
 
+// HostPathPrefix starts the path of a request redirected to the
+// responder from the identifier's own web server, which names the host in
+// the path because the Host header then names the responder:
+// HostPathPrefix + <host> + PathPrefix + <token>. A redirect rule such as
+// nginx's "return 302 https://<responder>/hosts/$host$request_uri;"
+// produces it. Only the server that answers for <host> can send an ACME
+// validator there, so the path's host is as trustworthy as a Host header.
+const HostPathPrefix = "/hosts/"
+
 // Tokens looks up the key authorization of a token.
 type Tokens interface {
 	// KeyAuthorization returns the key authorization for token when a
-	// current, presented HTTP-01 Challenge has it.
-	KeyAuthorization(ctx context.Context, token string) (string, bool, error)
+	// current, presented HTTP-01 Challenge for host (a CanonicalHost) has
+	// it. A Challenge for another identifier never matches.
+	KeyAuthorization(ctx context.Context, host, token string) (string, bool, error)
 }
 
 // Handler serves HTTP-01 tokens.
@@ -39,11 +50,13 @@ type Handler struct {
 
 // ServeHTTP implements http.Handler: GET (or HEAD) of PathPrefix + a
 // token in the base64url alphabet gets the key authorization as
-// text/plain; every other request gets 404 (405 for other methods on a
-// token path).
+// text/plain when a current Challenge for the request's host (its Host
+// header, or the host named after HostPathPrefix) has that token; every
+// other request gets 404 without a body that says why (405 for other
+// methods on a token path).
 func (h Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	token, ok := strings.CutPrefix(r.URL.Path, PathPrefix)
-	if !ok || !validToken(token) {
+	host, token, ok := target(r)
+	if !ok {
 		http.NotFound(w, r)
 		return
 	}
@@ -52,7 +65,7 @@ func (h Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
 		return
 	}
-	ka, found, err := h.Tokens.KeyAuthorization(r.Context(), token)
+	ka, found, err := h.Tokens.KeyAuthorization(r.Context(), host, token)
 	if err != nil {
 		http.Error(w, "temporarily unavailable", http.StatusServiceUnavailable)
 		return
@@ -66,6 +79,85 @@ func (h Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	_, _ = io.WriteString(w, ka)
 }
 
+// target returns the canonical host and the token a request asks for.
+func target(r *http.Request) (host, token string, ok bool) {
+	path, rawHost := r.URL.Path, r.Host
+	if rest, redirected := strings.CutPrefix(path, HostPathPrefix); redirected {
+		i := strings.Index(rest, "/")
+		if i < 0 {
+			return "", "", false
+		}
+		rawHost, path = rest[:i], rest[i:]
+	}
+	token, ok = strings.CutPrefix(path, PathPrefix)
+	if !ok || !validToken(token) {
+		return "", "", false
+	}
+	host, ok = CanonicalHost(rawHost)
+	return host, token, ok
+}
+
+// CanonicalHost returns the identifier a Host header (or a Challenge's
+// spec.dnsName) names, for comparing the two: a DNS name in lower case
+// without a port or a trailing dot; an IP address (RFC 8738: a Host
+// header holds an IPv6 address in brackets) in its canonical text form,
+// without brackets. ok is false for an empty or malformed host, a
+// wildcard, and an IPv6 address with a zone.
+func CanonicalHost(h string) (string, bool) {
+	if strings.HasPrefix(h, "[") {
+		end := strings.Index(h, "]")
+		if end < 0 {
+			return "", false
+		}
+		if rest := h[end+1:]; rest != "" && !validPort(rest) {
+			return "", false
+		}
+		a, err := netip.ParseAddr(h[1:end])
+		if err != nil || !a.Is6() || a.Zone() != "" {
+			return "", false
+		}
+		return a.String(), true
+	}
+	if a, err := netip.ParseAddr(h); err == nil { // a bare IP (a Challenge's identifier)
+		if a.Zone() != "" {
+			return "", false
+		}
+		return a.Unmap().String(), true
+	}
+	if i := strings.LastIndexByte(h, ':'); i >= 0 {
+		if !validPort(h[i:]) {
+			return "", false
+		}
+		h = h[:i]
+	}
+	h = strings.ToLower(strings.TrimSuffix(h, "."))
+	if h == "" || len(h) > 253 {
+		return "", false
+	}
+	if a, err := netip.ParseAddr(h); err == nil {
+		return a.Unmap().String(), a.Is4() || a.Is4In6()
+	}
+	for _, c := range h {
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '.' || c == '_') {
+			return "", false
+		}
+	}
+	return h, true
+}
+
+// validPort: ":" and 1 to 5 digits.
+func validPort(p string) bool {
+	if len(p) < 2 || len(p) > 6 || p[0] != ':' {
+		return false
+	}
+	for _, c := range p[1:] {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
+}
+
 // validToken: ACME tokens are base64url (RFC 8555 §8.3), at least 22 characters.
 func validToken(t string) bool {
 	if len(t) < 1 || len(t) > 256 {
@@ -77,6 +169,19 @@ func validToken(t string) bool {
 		}
 	}
 	return true
+}
+
+// Serves reports whether ch answers an HTTP-01 request of token for host
+// (a CanonicalHost): a presented, not final HTTP-01 Challenge with that
+// token for that identifier. A wildcard identifier is never served
+// (RFC 8555 §8.3: wildcards are validated with DNS-01 only).
+func Serves(ch *api.Challenge, host, token string) bool {
+	if ch.Spec.Type != api.ACMEChallengeTypeHTTP01 || !ch.Status.Presented || ch.Status.State.IsFinal() ||
+		ch.Spec.Token == "" || ch.Spec.Token != token || ch.Spec.Wildcard || strings.HasPrefix(ch.Spec.DNSName, "*") {
+		return false
+	}
+	h, ok := CanonicalHost(ch.Spec.DNSName)
+	return ok && h == host
 }
 
 // StoreTokens finds tokens by listing Challenges in the state store. The
@@ -97,7 +202,8 @@ type StoreTokens struct {
 }
 
 // KeyAuthorization implements Tokens.
-func (s *StoreTokens) KeyAuthorization(ctx context.Context, token string) (string, bool, error) {
+func (s *StoreTokens) KeyAuthorization(ctx context.Context, host, token string) (string, bool, error) {
+	k := tokenKey(host, token)
 	ttl, miss := s.TTL, s.MissRefresh
 	if ttl <= 0 {
 		ttl = time.Second
@@ -110,7 +216,7 @@ func (s *StoreTokens) KeyAuthorization(ctx context.Context, token string) (strin
 	now := s.Clock.Now()
 	age := now.Sub(s.at)
 	if s.tokens != nil && age < ttl {
-		if ka, ok := s.tokens[token]; ok {
+		if ka, ok := s.tokens[k]; ok {
 			return ka, true, nil
 		}
 		if age < miss {
@@ -122,7 +228,7 @@ func (s *StoreTokens) KeyAuthorization(ctx context.Context, token string) (strin
 		return "", false, err
 	}
 	s.tokens, s.at = m, now
-	ka, ok := m[token]
+	ka, ok := m[k]
 	return ka, ok, nil
 }
 
@@ -135,6 +241,11 @@ func (s *StoreTokens) Invalidate() {
 	s.mu.Unlock()
 }
 
+// tokenKey keys the cache by identifier and token: a token is served only
+// for its Challenge's host, and two Challenges with one token (a server
+// chooses tokens) for different hosts do not hide each other.
+func tokenKey(host, token string) string { return host + " " + token }
+
 func (s *StoreTokens) load(ctx context.Context) (map[string]string, error) {
 	recs, err := s.Store.List(ctx, ports.ListOptions{Kind: api.KindChallenge})
 	if err != nil {
@@ -143,19 +254,13 @@ func (s *StoreTokens) load(ctx context.Context) (map[string]string, error) {
 	m := map[string]string{}
 	for _, rec := range recs {
 		// Decoding only what is needed keeps this cheap.
-		var c struct {
-			Spec struct {
-				Type  api.ACMEChallengeType `json:"type"`
-				Token string                `json:"token"`
-				Key   string                `json:"key"`
-			} `json:"spec"`
-			Status api.ChallengeStatus `json:"status"`
-		}
+		var c api.Challenge
 		if err := json.Unmarshal(rec.Data, &c); err != nil {
 			continue
 		}
-		if c.Spec.Type == api.ACMEChallengeTypeHTTP01 && c.Status.Presented && !c.Status.State.IsFinal() && c.Spec.Token != "" {
-			m[c.Spec.Token] = c.Spec.Key
+		host, ok := CanonicalHost(c.Spec.DNSName)
+		if ok && Serves(&c, host, c.Spec.Token) {
+			m[tokenKey(host, c.Spec.Token)] = c.Spec.Key
 		}
 	}
 	return m, nil

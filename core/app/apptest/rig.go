@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/certfn/certfn/core/acme"
 	"github.com/certfn/certfn/core/api"
 	"github.com/certfn/certfn/core/app"
 	ct "github.com/certfn/certfn/core/certificates/certtest"
@@ -152,7 +153,9 @@ func newRig(t *testing.T, approver *SwitchApprover, notifier ports.Notifier, opt
 	r := &Rig{T: t, Ctx: context.Background(), Clock: clock.NewFake(ct.T0), Store: &FaultyStore{Store: memory.NewStore()},
 		Secrets: memory.NewSecrets(), Metrics: ct.NewMetrics(), Approver: approver}
 	r.Queue = memory.NewQueue(r.Clock, 5*time.Minute)
-	settings := app.Settings{WaitPoll: WaitPoll, ResyncInterval: 24 * time.Hour}
+	// Namespaced ACME Issuers may use any server in the rig (the
+	// deployments deny them every server by default).
+	settings := app.Settings{WaitPoll: WaitPoll, ResyncInterval: 24 * time.Hour, ACME: app.ACMESettings{NamespacedServers: acme.AllowAnyServer("apptest")}}
 	if approver != nil {
 		settings.Approver = approver
 	}

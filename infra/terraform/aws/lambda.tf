@@ -22,17 +22,18 @@ locals {
   env = {
     worker = merge(local.env_common, local.env_secrets, {
       # The Parameter Store classes the worker reads, as its IAM paths (iam.tf).
-      CERTFN_SECRET_CLASSES    = local.use_ssm ? join(",", local.ssm_read.worker) : null
-      CERTFN_QUEUE_URL         = aws_sqs_queue.work["worker"].id
-      CERTFN_SIGNER_QUEUE_URL  = aws_sqs_queue.work["signer"].id
-      CERTFN_APPROVER          = var.approver
-      CERTFN_AUTO_APPROVE      = join(",", var.auto_approve_signers)
-      CERTFN_ROUTE53_ZONE_IDS  = join(",", [for z in var.route53_zone_ids : trimprefix(z, "/hostedzone/")])
-      CERTFN_ACM_IMPORT        = tostring(var.enable_acm_import)
-      CERTFN_HTTP01_ENABLED    = tostring(var.enable_http01)
-      CERTFN_ACME_SERVER_ALLOW = join(",", var.acme_server_allow)
-      CERTFN_ACME_POLL_FIRST   = var.acme_poll_first != "" ? var.acme_poll_first : null
-      CERTFN_ACME_POLL_MAX     = var.acme_poll_max != "" ? var.acme_poll_max : null
+      CERTFN_SECRET_CLASSES              = local.use_ssm ? join(",", local.ssm_read.worker) : null
+      CERTFN_QUEUE_URL                   = aws_sqs_queue.work["worker"].id
+      CERTFN_SIGNER_QUEUE_URL            = aws_sqs_queue.work["signer"].id
+      CERTFN_APPROVER                    = var.approver
+      CERTFN_AUTO_APPROVE                = join(",", var.auto_approve_signers)
+      CERTFN_ROUTE53_ZONE_IDS            = join(",", [for z in var.route53_zone_ids : trimprefix(z, "/hostedzone/")])
+      CERTFN_ACM_IMPORT                  = tostring(var.enable_acm_import)
+      CERTFN_HTTP01_ENABLED              = tostring(var.enable_http01)
+      CERTFN_ACME_SERVER_ALLOW           = join(",", var.acme_server_allow)
+      CERTFN_ACME_ALLOW_PRIVATE_NETWORKS = join(",", var.acme_allow_private_networks)
+      CERTFN_ACME_POLL_FIRST             = var.acme_poll_first != "" ? var.acme_poll_first : null
+      CERTFN_ACME_POLL_MAX               = var.acme_poll_max != "" ? var.acme_poll_max : null
       # The worker holds back ACME requests (and hands off no CA request)
       # of a namespace at its issuance quota; the signer before signing.
       CERTFN_QUOTA_ISSUANCES_PER_HOUR = tostring(var.quota_issuances_per_hour_per_namespace)

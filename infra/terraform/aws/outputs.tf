@@ -4,7 +4,7 @@ output "api_url" {
 }
 
 output "http01_url" {
-  description = "Public URL of the http01 function, or null when enable_http01 is false. Route (or redirect) http://<domain>/.well-known/acme-challenge/ to it."
+  description = "Public URL of the http01 function, or null when enable_http01 is false. Redirect http://<domain>/.well-known/acme-challenge/<token> to <url>/hosts/<domain>/.well-known/acme-challenge/<token> (a token is served only for its Challenge's host)."
   value       = var.enable_http01 ? aws_lambda_function_url.http01[0].function_url : null
 }
 

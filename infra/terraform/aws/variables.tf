@@ -102,13 +102,24 @@ variable "enable_http01" {
 }
 
 variable "acme_server_allow" {
-  description = "ACME directory URL prefixes that namespaced Issuers may use (CERTFN_ACME_SERVER_ALLOW), e.g. https://acme-v02.api.letsencrypt.org/directory. A namespaced Issuer with another server is not Ready and the worker makes no ACME request for it; ClusterIssuers are not restricted. Empty: any server."
+  description = "ACME directory URL prefixes that namespaced Issuers may use (CERTFN_ACME_SERVER_ALLOW), e.g. https://acme-v02.api.letsencrypt.org/directory. A namespaced Issuer with another server is not Ready (ACMEServerNotAllowed) and the worker makes no ACME request for it; [\"*\"] allows any server; ClusterIssuers are not restricted. Empty (the default): namespaced Issuers may use no ACME server."
   type        = list(string)
   default     = []
 
   validation {
-    condition     = alltrue([for u in var.acme_server_allow : can(regex("^https?://[^/?#@,\\s]+(/[^?#,\\s]*)?$", u))])
-    error_message = "acme_server_allow: each entry must be an http(s) URL of an ACME directory or a prefix of one (scheme, host, optional path; no user information, query, fragment or comma), e.g. https://acme-v02.api.letsencrypt.org/directory."
+    condition     = var.acme_server_allow == ["*"] || alltrue([for u in var.acme_server_allow : can(regex("^https?://[^/?#@,\\s]+(/[^?#,\\s]*)?$", u))])
+    error_message = "acme_server_allow: each entry must be an http(s) URL of an ACME directory or a prefix of one (scheme, host, optional path; no user information, query, fragment or comma), or the single entry * for any server, e.g. https://acme-v02.api.letsencrypt.org/directory."
+  }
+}
+
+variable "acme_allow_private_networks" {
+  description = "CIDR prefixes, IP addresses or host names (CERTFN_ACME_ALLOW_PRIVATE_NETWORKS) that the worker's connections for namespaced Issuers (their ACME server and every URL it hands out, acmeDNS hosts, rfc2136 nameservers) may reach although they are loopback, link-local, private or reserved, e.g. [\"10.0.0.0/8\", \"ca.internal.example\"]. ClusterIssuers are not restricted. Empty (the default): none."
+  type        = list(string)
+  default     = []
+
+  validation {
+    condition     = alltrue([for e in var.acme_allow_private_networks : can(cidrhost(e, 0)) || can(regex("^[A-Za-z0-9._:-]+$", e))])
+    error_message = "acme_allow_private_networks: each entry must be a CIDR prefix (10.0.0.0/8), an IP address or a host name."
   }
 }
 

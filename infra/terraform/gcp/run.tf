@@ -46,6 +46,7 @@ locals {
       CERTFN_CERTIFICATE_MANAGER_LOCATION = var.enable_certificate_manager_import ? var.certificate_manager_location : null
       CERTFN_HTTP01_ENABLED               = tostring(var.enable_http01)
       CERTFN_ACME_SERVER_ALLOW            = join(",", var.acme_server_allow)
+      CERTFN_ACME_ALLOW_PRIVATE_NETWORKS  = join(",", var.acme_allow_private_networks)
       CERTFN_ACME_POLL_FIRST              = var.acme_poll_first != "" ? var.acme_poll_first : null
       CERTFN_ACME_POLL_MAX                = var.acme_poll_max != "" ? var.acme_poll_max : null
       # The worker holds back ACME requests (and hands off no CA request)
