@@ -138,6 +138,10 @@ func (p Policy) Denied(a netip.Addr) bool {
 func (p Policy) HostAllowed(host string) bool { return p.hosts[canonicalHost(host)] }
 
 // control is a net.Dialer Control function refusing denied addresses.
+// DefaultSource names the allowance in messages when a Policy has no
+// Source: every deployment's setting.
+const DefaultSource = "the private-network allowance for namespaced Issuers (serve --acme-allow-private-networks, CERTFN_ACME_ALLOW_PRIVATE_NETWORKS)"
+
 func (p Policy) control(_, address string, _ syscall.RawConn) error {
 	ap, err := netip.ParseAddrPort(address)
 	if err != nil {
@@ -146,7 +150,7 @@ func (p Policy) control(_, address string, _ syscall.RawConn) error {
 	if p.Denied(ap.Addr()) {
 		source := p.Source
 		if source == "" {
-			source = "the operator's private-network allowance"
+			source = DefaultSource
 		}
 		return fmt.Errorf("%w: %s is a loopback, link-local, private or reserved address; the operator may allow it in %s", ErrDenied, ap.Addr(), source)
 	}

@@ -32,7 +32,7 @@ func setRequester(obj api.Object, caller Caller) {
 // apply never writes status: conditions come only through the approval
 // path and the signer, and status.approved records what was approved),
 // and the spec and cert-manager's annotations (isCA, the requested
-// duration, the selfSigned key) are immutable (seed 004) — a changed
+// duration, the selfSigned key) are immutable, as the Certificates API makes a spec — a changed
 // field is refused naming it (validation.CertificateSigningRequestUpdate;
 // field is the first one's path). Other kinds pass.
 func checkCSRUpdate(key api.Key, old, obj api.Object) (field string, err error) {

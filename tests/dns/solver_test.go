@@ -6,6 +6,7 @@ package dns_test
 import (
 	"context"
 	"encoding/json"
+	"github.com/certfn/certfn/adapters/netguard"
 	"slices"
 	"strings"
 	"testing"
@@ -46,7 +47,7 @@ func newBindEnv(t *testing.T) *bindEnv {
 	s := dns01.NewSolver(dns01.Deps{
 		Secrets:   secrets,
 		Clock:     clock.NewFake(t0),
-		Providers: map[string]dns01.ProviderFactory{dns01.KeyRFC2136: rfc2136.Factory},
+		Providers: map[string]dns01.ProviderFactory{dns01.KeyRFC2136: rfc2136.NewFactory(loopbackAllowed(t))},
 		Resolver: dns01.Resolver{
 			Nameservers:       []string{b.Addr},
 			AuthoritativePort: b.Port,
@@ -358,4 +359,16 @@ func TestChallTestSrv(t *testing.T) {
 			t.Fatalf("Check: %s", why)
 		}
 	})
+}
+
+// loopbackAllowed is the private-network allowance an operator sets for
+// namespaced Issuers whose nameserver (here BIND on 127.0.0.1) is on a
+// private network.
+func loopbackAllowed(t *testing.T) netguard.Policy {
+	t.Helper()
+	p, err := netguard.Parse("--acme-allow-private-networks", []string{"127.0.0.0/8"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

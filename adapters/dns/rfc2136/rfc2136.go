@@ -261,7 +261,7 @@ func (p *Provider) checkNameserver(ctx context.Context) (string, error) {
 	}
 	source := p.Network.Source
 	if source == "" {
-		source = "the operator's private-network allowance"
+		source = netguard.DefaultSource
 	}
 	return "", errs.Permanent(fmt.Errorf("%s.nameserver: %w: %s resolves to loopback, link-local, private or reserved addresses only; the operator may allow them in %s", p.path(), netguard.ErrDenied, p.Nameserver, source))
 }
