@@ -1,12 +1,9 @@
 package main
 
 import (
-	"bytes"
-	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -26,38 +23,8 @@ type tlsAPI struct {
 func startTLSAPI(t *testing.T, dir string, serveArgs ...string) *tlsAPI {
 	t.Helper()
 	p := newPKIFiles(t)
-	srvCrt, srvKey := p.issue(t, "server", "127.0.0.1", nil, true)
 	crt, key := p.issue(t, "admin", "ops-admin", []string{"system:masters"}, false)
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan int, 1)
-	go func() {
-		var out, errb bytes.Buffer
-		done <- run(ctx, append([]string{"--data", dir, "serve", "--api-listen", addr, "--api-tls-cert", srvCrt, "--api-tls-key", srvKey,
-			"--api-client-ca", filepath.Join(p.dir, "ca.crt")}, serveArgs...), strings.NewReader(""), &out, &errb)
-	}()
-	t.Cleanup(func() {
-		cancel()
-		if code := <-done; code != 0 {
-			t.Errorf("serve exited %d", code)
-		}
-	})
-	for i := 0; ; i++ {
-		c, err := net.Dial("tcp", addr)
-		if err == nil {
-			c.Close()
-			break
-		}
-		if i > 200 {
-			t.Fatalf("serve --api-listen not listening on %s", addr)
-		}
-		time.Sleep(25 * time.Millisecond)
-	}
+	addr := runTLSAPI(t, p, dir, serveArgs...)
 	return &tlsAPI{addr: addr, ca: filepath.Join(p.dir, "ca.crt"), crt: crt, key: key}
 }
 

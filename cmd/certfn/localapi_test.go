@@ -170,6 +170,14 @@ func serveTLSAPI(t *testing.T) (*pkiFiles, string) {
 	t.Helper()
 	dir := setupEnv(t)
 	p := newPKIFiles(t)
+	return p, runTLSAPI(t, p, dir, "--auto-approve", "*")
+}
+
+// runTLSAPI runs `serve serveArgs... --api-listen` on dir, on a free
+// loopback port with a server certificate for 127.0.0.1 and the client CA
+// of p, until the test ends, and returns the address once it listens.
+func runTLSAPI(t *testing.T, p *pkiFiles, dir string, serveArgs ...string) string {
+	t.Helper()
 	srvCrt, srvKey := p.issue(t, "server", "127.0.0.1", nil, true)
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -179,10 +187,11 @@ func serveTLSAPI(t *testing.T) (*pkiFiles, string) {
 	l.Close()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan int, 1)
+	args := append(append([]string{"--data", dir, "serve"}, serveArgs...), "--api-listen", addr,
+		"--api-tls-cert", srvCrt, "--api-tls-key", srvKey, "--api-client-ca", filepath.Join(p.dir, "ca.crt"))
 	go func() {
 		var out, errb bytes.Buffer
-		done <- run(ctx, []string{"--data", dir, "serve", "--auto-approve", "*", "--api-listen", addr,
-			"--api-tls-cert", srvCrt, "--api-tls-key", srvKey, "--api-client-ca", filepath.Join(p.dir, "ca.crt")}, strings.NewReader(""), &out, &errb)
+		done <- run(ctx, args, strings.NewReader(""), &out, &errb)
 	}()
 	t.Cleanup(func() {
 		cancel()
@@ -201,7 +210,7 @@ func serveTLSAPI(t *testing.T) (*pkiFiles, string) {
 		}
 		time.Sleep(25 * time.Millisecond)
 	}
-	return p, addr
+	return addr
 }
 
 // Through the local TLS API: a CSR's cert-manager annotations cannot be

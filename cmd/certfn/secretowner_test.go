@@ -2,9 +2,7 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/base64"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -28,39 +26,9 @@ func TestTenantCannotTakeOverAnIssuersSecretThroughTheLocalAPI(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := newPKIFiles(t)
-	srvCrt, srvKey := p.issue(t, "server", "127.0.0.1", nil, true)
 	adminCrt, adminKey := p.issue(t, "admin", "ops-admin", []string{"system:masters"}, false)
 	aliceCrt, aliceKey := p.issue(t, "alice", "alice", []string{"team-a"}, false)
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan int, 1)
-	go func() {
-		var out, errb bytes.Buffer
-		done <- run(ctx, []string{"--data", dir, "serve", "--auto-approve", "*", "--secret-file-max-mode", "0644", "--api-listen", addr,
-			"--api-tls-cert", srvCrt, "--api-tls-key", srvKey, "--api-client-ca", filepath.Join(p.dir, "ca.crt")}, strings.NewReader(""), &out, &errb)
-	}()
-	t.Cleanup(func() {
-		cancel()
-		if code := <-done; code != 0 {
-			t.Errorf("serve exited %d", code)
-		}
-	})
-	for i := 0; ; i++ {
-		c, err := net.Dial("tcp", addr)
-		if err == nil {
-			c.Close()
-			break
-		}
-		if i > 200 {
-			t.Fatalf("serve --api-listen not listening on %s", addr)
-		}
-		time.Sleep(25 * time.Millisecond)
-	}
+	addr := runTLSAPI(t, p, dir, "--auto-approve", "*", "--secret-file-max-mode", "0644")
 	remote := func(crt, key, manifest string, args ...string) result {
 		t.Helper()
 		base := []string{"--server", "https://" + addr, "--server-ca", filepath.Join(p.dir, "ca.crt"), "--client-cert", crt, "--client-key", key}
