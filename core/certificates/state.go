@@ -309,6 +309,21 @@ func SortRequests(rs []Request) {
 	})
 }
 
+// RecordFailedAttempt counts one more failed issuance attempt of st's
+// Certificate at st.Now (status.failedIssuanceAttempts and
+// lastFailureTime) and returns the attempt's number and when its backoff
+// ends.
+func RecordFailedAttempt(st *State) (attempt int, retry time.Time) {
+	s := &st.Cert.Status
+	attempt = 1
+	if s.FailedIssuanceAttempts != nil {
+		attempt = *s.FailedIssuanceAttempts + 1
+	}
+	s.FailedIssuanceAttempts = &attempt
+	s.LastFailureTime = api.NewTime(st.Now)
+	return attempt, st.Now.Add(Backoff(attempt))
+}
+
 // Backoff is the wait after n consecutive failed issuances: 1 h doubling,
 // capped at 32 h (cert-manager's policy; seed 002 "back-off").
 func Backoff(failedAttempts int) time.Duration {

@@ -130,13 +130,7 @@ func requestFailureMessage(cr *api.CertificateRequest) string {
 // attempt, Issuing=False with the retry time, Ready recomputed.
 func failed(ctx context.Context, env *certificates.Env, st *certificates.State, r certificates.Request, msg string) (certificates.Outcome, error) {
 	s := &st.Cert.Status
-	n := 1
-	if s.FailedIssuanceAttempts != nil {
-		n = *s.FailedIssuanceAttempts + 1
-	}
-	s.FailedIssuanceAttempts = &n
-	s.LastFailureTime = api.NewTime(st.Now)
-	retry := st.Now.Add(certificates.Backoff(n))
+	n, retry := certificates.RecordFailedAttempt(st)
 	if err := st.LoadSecret(ctx); err != nil {
 		return certificates.Outcome{}, err
 	}

@@ -302,13 +302,7 @@ func notGenerated(ctx context.Context, env *certificates.Env, st *certificates.S
 // Ready are False with reason ReasonKeyNotAllowed and msg.
 func refuse(ctx context.Context, env *certificates.Env, st *certificates.State, msg string) (certificates.Outcome, error) {
 	s := &st.Cert.Status
-	n := 1
-	if s.FailedIssuanceAttempts != nil {
-		n = *s.FailedIssuanceAttempts + 1
-	}
-	s.FailedIssuanceAttempts = &n
-	s.LastFailureTime = api.NewTime(st.Now)
-	retry := st.Now.Add(certificates.Backoff(n))
+	n, retry := certificates.RecordFailedAttempt(st)
 	if err := st.LoadSecret(ctx); err != nil {
 		return certificates.Outcome{}, err
 	}
