@@ -157,15 +157,7 @@ func Request(t testing.TB, ns, name, issuer, dnsName string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	csr := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der})
-	return fmt.Sprintf(`apiVersion: cert-manager.io/v1
-kind: CertificateRequest
-metadata: {name: %s, namespace: %s}
-spec:
-  request: %s
-  issuerRef: {name: %s}
-  usages: [digital signature, server auth]
-`, name, ns, base64.StdEncoding.EncodeToString(csr), issuer)
+	return RequestWithCSR(ns, name, issuer, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der}))
 }
 
 // SigningRequest returns a CertificateSigningRequest manifest carrying
