@@ -36,8 +36,9 @@ import (
 type Lookup func(ctx context.Context, key api.Key) (api.Object, error)
 
 // SecretReader returns the PEM tls.crt of the secret namespace/name, or an
-// error wrapping ports.ErrNotFound when the secret does not exist. It must
-// not return anything but the certificate chain.
+// error wrapping ports.ErrNotFound when the secret does not exist, or
+// ErrSecretNotOwned when the Certificate explained did not write it. It
+// must not return anything but the certificate chain.
 type SecretReader func(ctx context.Context, namespace, name string) (tlsCrt []byte, err error)
 
 // States of the issuer and secret sections.
@@ -50,7 +51,16 @@ const (
 	StateHidden = "Hidden"
 	// StateNotRead: the secret store was not consulted (the API never reads it).
 	StateNotRead = "NotRead"
+	// StateNotOwned: the secret exists but this Certificate did not write
+	// it (its cert-manager.io/certificate-name annotation names another or
+	// none); what it holds is not shown, so that naming a secret is no way
+	// to read it.
+	StateNotOwned = "NotOwned"
 )
+
+// ErrSecretNotOwned is returned by a SecretReader for a secret the
+// Certificate being explained did not write (StateNotOwned).
+var ErrSecretNotOwned = errors.New("the secret was not written by this Certificate")
 
 // Report explains one Certificate.
 type Report struct {
@@ -152,6 +162,8 @@ func Explain(ctx context.Context, lookup Lookup, secrets SecretReader, key api.K
 		switch {
 		case errors.Is(err, ports.ErrNotFound):
 			r.Secret.State = StateMissing
+		case errors.Is(err, ErrSecretNotOwned):
+			r.Secret.State = StateNotOwned
 		case err != nil:
 			return nil, fmt.Errorf("explain %s: read secret %s/%s: %w", key, c.Namespace, c.Spec.SecretName, err)
 		default:
@@ -440,6 +452,8 @@ func (r *Report) Render(w io.Writer) error {
 		}
 	case StateMissing:
 		ew.printf("Secret: %s/%s — does not exist\n", s.Namespace, s.Name)
+	case StateNotOwned:
+		ew.printf("Secret: %s/%s — not shown (this Certificate did not write it)\n", s.Namespace, s.Name)
 	default:
 		ew.printf("Secret: %s/%s — not read (the API never reads the secret store; see status.notAfter above)\n", s.Namespace, s.Name)
 	}

@@ -5,6 +5,7 @@ import (
 	"maps"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/certfn/certfn/core/api"
 	"github.com/certfn/certfn/core/app"
@@ -102,7 +103,7 @@ spec:
 			takeoverYAML("ca-key-pair", "self", "Issuer"), certificates.ReasonSecretNotOwned, "certfn.io/adopt-by-certificate: grab"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := apptest.NewRig(t, func(s *app.Settings) { s.SecretFileBounds = tc.bounds })
+			r := apptest.NewReadingRig(t, func(s *app.Settings) { s.SecretFileBounds = tc.bounds })
 			if err := r.Secrets.Put(r.Ctx, tc.secret); err != nil {
 				t.Fatal(err)
 			}
@@ -127,6 +128,15 @@ spec:
 			}
 			if crt.Status.Revision != nil || len(crt.Status.Conditions) == 0 {
 				t.Fatalf("status %+v: the Certificate issued", crt.Status)
+			}
+			// Naming a secret is no way to read it: status shows none of
+			// what a secret the Certificate did not write holds.
+			rep, err := r.Service.Status(r.Ctx, apptest.Caller, grabKey)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rep.Secret.State != app.StateNotOwned || rep.Secret.Subject != "" || rep.Secret.Issuer != "" || rep.Secret.NotAfter != (time.Time{}) {
+				t.Fatalf("status shows the secret %+v, want state %s and nothing of it", rep.Secret, app.StateNotOwned)
 			}
 		})
 	}

@@ -540,7 +540,16 @@ func (s *Service) Status(ctx context.Context, caller Caller, key api.Key) (*Repo
 	}
 	var secrets SecretReader
 	if s.readSecrets {
-		secrets = s.CertificatePEM
+		secrets = func(ctx context.Context, namespace, name string) ([]byte, error) {
+			sec, err := s.secrets.Get(ctx, namespace, name)
+			if err != nil {
+				return nil, err
+			}
+			if sec.Annotations[api.AnnotationCertificateName] != key.Name {
+				return nil, ErrSecretNotOwned
+			}
+			return sec.Data["tls.crt"], nil
+		}
 	}
 	rep, err := Explain(ctx, lookup, secrets, key)
 	if err == nil && s.secretRef != nil && rep.Secret.Name != "" {

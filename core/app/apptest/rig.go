@@ -123,7 +123,17 @@ var Caller = app.Caller{Username: "alice", UID: "u-1", Groups: []string{"team-a"
 // change the settings app.Build gets (e.g. quotas).
 func NewRig(t *testing.T, opts ...func(*app.Settings)) *Rig {
 	t.Helper()
-	return newRig(t, &SwitchApprover{d: requests.Decision{Result: requests.Approved, Reason: "test", Message: "approved by a test"}}, nil, opts...)
+	return newRig(t, Role, &SwitchApprover{d: requests.Decision{Result: requests.Approved, Reason: "test", Message: "approved by a test"}}, nil, opts...)
+}
+
+// NewReadingRig is NewRig whose service reads the secret store, as local
+// mode's does (Role with ServiceReadsSecrets: Status shows a secret's
+// certificate).
+func NewReadingRig(t *testing.T, opts ...func(*app.Settings)) *Rig {
+	t.Helper()
+	role := Role
+	role.ServiceReadsSecrets = true
+	return newRig(t, role, &SwitchApprover{d: requests.Decision{Result: requests.Approved, Reason: "test", Message: "approved by a test"}}, nil, opts...)
 }
 
 // NewNotifyingRig is NewRig with n as the deployment's notifier
@@ -132,7 +142,7 @@ func NewRig(t *testing.T, opts ...func(*app.Settings)) *Rig {
 func NewNotifyingRig(t *testing.T, n ports.Notifier, opts ...func(*app.Settings)) *Rig {
 	t.Helper()
 	opts = append([]func(*app.Settings){func(s *app.Settings) { s.NotifyExpiryWindow = notify.DefaultExpiryWindow }}, opts...)
-	return newRig(t, &SwitchApprover{d: requests.Decision{Result: requests.Approved, Reason: "test", Message: "approved by a test"}}, n, opts...)
+	return newRig(t, Role, &SwitchApprover{d: requests.Decision{Result: requests.Approved, Reason: "test", Message: "approved by a test"}}, n, opts...)
 }
 
 // WithQuotas sets the rig's quotas (NewRig's option).
@@ -145,10 +155,10 @@ func WithQuotas(q app.Quotas) func(*app.Settings) {
 // applied to it (Rig.Approver is nil); opts change the settings.
 func NewPolicyRig(t *testing.T, opts ...func(*app.Settings)) *Rig {
 	t.Helper()
-	return newRig(t, nil, nil, opts...)
+	return newRig(t, Role, nil, nil, opts...)
 }
 
-func newRig(t *testing.T, approver *SwitchApprover, notifier ports.Notifier, opts ...func(*app.Settings)) *Rig {
+func newRig(t *testing.T, role app.Role, approver *SwitchApprover, notifier ports.Notifier, opts ...func(*app.Settings)) *Rig {
 	t.Helper()
 	r := &Rig{T: t, Ctx: context.Background(), Clock: clock.NewFake(ct.T0), Store: &FaultyStore{Store: memory.NewStore()},
 		Secrets: memory.NewSecrets(), Metrics: ct.NewMetrics(), Approver: approver}
@@ -164,7 +174,7 @@ func newRig(t *testing.T, approver *SwitchApprover, notifier ports.Notifier, opt
 	}
 	var err error
 	r.App, err = app.Build(app.Ports{Store: r.Store, Secrets: r.Secrets, Queue: r.Queue, Clock: r.Clock, Metrics: r.Metrics, Notifier: notifier},
-		settings, Role)
+		settings, role)
 	if err != nil {
 		t.Fatalf("app.Build: %v", err)
 	}
