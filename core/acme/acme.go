@@ -1,5 +1,5 @@
-// Package acme holds what the ACME issuer's steps share (seed 000,
-// /work/shared/seeds/000_87abb81dd0752523.txt): the ACME client port (one
+// Package acme holds what the ACME issuer's steps share (cert-manager's
+// ACME Order and Challenge design, https://cert-manager.io/docs/concepts/acme-orders-challenges/): the ACME client port (one
 // method per ACME step, implemented by adapters/acme), the account cache and
 // issuer readiness, deterministic Order and Challenge names, solver
 // selection and the spec-immutability check.

@@ -6,8 +6,8 @@ import (
 	"strings"
 )
 
-// ACME resources (acme.cert-manager.io/v1): Order and Challenge, seed 000
-// (/work/shared/seeds/000_87abb81dd0752523.txt). They are created by the ACME
+// ACME resources (acme.cert-manager.io/v1): Order and Challenge, as
+// cert-manager's (https://cert-manager.io/docs/concepts/acme-orders-challenges/). They are created by the ACME
 // issuer only; users read them to debug. Their specs are immutable: the
 // Order and Challenge steps never change a spec after creation (see
 // core/acme: OrderSpecChanged, ChallengeSpecChanged).

@@ -1,5 +1,6 @@
 // Package dns01 solves ACME DNS-01 challenges for the Challenge steps
-// (seed 000, /work/shared/seeds/000_87abb81dd0752523.txt: "presenting
+// (cert-manager's ACME design,
+// https://cert-manager.io/docs/concepts/acme-orders-challenges/: "presenting
 // challenges using a configured solver", "performing the 'self-check' to
 // ensure the challenge record has propagated", cleaning up).
 //
