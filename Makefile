@@ -37,7 +37,7 @@ tests/emulators/node_modules/.certfn-installed: tests/emulators/package.json tes
 	cd tests/emulators && npm ci --no-audit --no-fund
 	touch $@
 
-# Lambda deployment zips (issue 5): one `bootstrap` binary per function in
+# Lambda deployment zips: one `bootstrap` binary per function in
 # functions/aws/ for the provided.al2023 runtime, for arm64 and amd64, as
 # dist/lambda/<name>-<arch>.zip, plus dist/lambda/<name>.zip = the
 # LAMBDA_DEFAULT_ARCH one (arm64: what infra/terraform/aws deploys by
@@ -63,7 +63,7 @@ lambda:
 	done
 	@ls -l $(LAMBDA_DIR)/*.zip
 
-# The Google Cloud container image (issue 11), built without Docker: one
+# The Google Cloud container image, built without Docker: one
 # static binary for every Cloud Run service (the role comes from
 # CERTFN_FUNCTION) in a scratch image with the CA bundle, written as an OCI
 # image tarball by tools/ociimage. Push it to a registry you have, e.g.

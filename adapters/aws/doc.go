@@ -1,5 +1,5 @@
-// Package aws groups certfn's adapters for Amazon Web Services (DESIGN.md
-// §5; issue 5). The implementations live in sub-packages, each running the
+// Package aws groups certfn's adapters for Amazon Web Services
+// (docs/ARCHITECTURE.md). The implementations live in sub-packages, each running the
 // contract suite of its port (core/ports/porttest):
 //
 //   - dynamo: ports.Store on one DynamoDB table (conditional writes on a

@@ -7,7 +7,7 @@ import (
 )
 
 // csrApproval: POST /v1/certificatesigningrequests/{name}/approval, the
-// approval subresource of a CertificateSigningRequest (seed 004), with
+// approval subresource of a CertificateSigningRequest (docs/design/certificates-api.md), with
 // the body of the CertificateRequest approval (ApprovalRequest). It needs
 // `approve` on `signers` in certificates.k8s.io named by the CSR's
 // signerName (or "<domain>/*"): creating CSRs does not grant it. A

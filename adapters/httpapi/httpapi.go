@@ -1,11 +1,11 @@
-// Package httpapi is certfn's cloud-neutral HTTP API (issue 5) as an
+// Package httpapi is certfn's cloud-neutral HTTP API as an
 // http.Handler: create/apply, get, list and delete every kind, the approval
 // subresource of CertificateRequests, renewal, and the status explanation
 // of a Certificate. The caller's identity comes from an Authenticate
 // function supplied by the cloud entry point (on AWS: the IAM identity a
 // Lambda Function URL with AWS_IAM auth puts in the request context; see
 // functions/aws/api); it feeds the RBAC bindings and is recorded as the
-// requester of the CertificateRequests the caller creates (seed 004).
+// requester of the CertificateRequests the caller creates (docs/design/certificates-api.md).
 //
 // Requests and answers are JSON (apply also takes YAML with Content-Type:
 // application/yaml). Errors are JSON objects {"error", "reason", "field",

@@ -1,5 +1,5 @@
 // Package local implements the ports for certfn's local mode (`certfn serve`
-// and the CLI on one machine; DESIGN.md §1 and §5):
+// and the CLI on one machine; docs/design/README.md and docs/ARCHITECTURE.md):
 //
 //   - Store: the state store on one SQLite file (pure-Go driver), shared by
 //     several processes at once (WAL mode); conditional writes in a single

@@ -26,7 +26,7 @@ import (
 )
 
 // newCertificateCmd is kubectl's `certificate approve|deny NAME` for
-// CertificateSigningRequests (seed 004's approval subresource).
+// CertificateSigningRequests (docs/design/certificates-api.md's approval subresource).
 func newCertificateCmd(g *globals) *cobra.Command {
 	c := &cobra.Command{Use: "certificate", Short: "Approve or deny CertificateSigningRequests (as kubectl certificate)"}
 	for _, approve := range []bool{true, false} {
@@ -80,7 +80,7 @@ type csrOptions struct {
 
 // newCreateCSR is `certfn create csr`: a CertificateSigningRequest built
 // from a key the user keeps, applied, waited for, and its certificate
-// written out after a client-side check of its lifetime (seed 003).
+// written out after a client-side check of its lifetime (docs/design/request-duration.md).
 func newCreateCSR(g *globals) *cobra.Command {
 	var o csrOptions
 	c := &cobra.Command{

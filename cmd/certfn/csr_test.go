@@ -136,7 +136,7 @@ func TestCreateCSRWaitsAndChecksLifetime(t *testing.T) {
 	if s := ok(t, dir, "get", "certificatesigningrequests", "short", "-o", "wide"); !strings.Contains(s, "60m") || !strings.Contains(s, "20m") {
 		t.Fatalf("get csr -o wide:\n%s", s)
 	}
-	// Refused before anything is sent: below seed 003's minimum.
+	// Refused before anything is sent: below docs/design/request-duration.md's minimum.
 	failsWith(t, cli(t, dir, "", "create", "csr", "--key", key, "--signer-name", "clusterissuers.cert-manager.io/my-ca-issuer",
 		"--expiration", "5m", "--common-name", "x"), "at least 10m")
 

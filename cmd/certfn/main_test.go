@@ -258,7 +258,7 @@ func TestServeIssuesTheExamples(t *testing.T) {
 		if out := ok(t, dir, "renew", "web"); out != "Manually triggered issuance of certificate.cert-manager.io/web (default)\n" {
 			t.Fatalf("renew: %q", out)
 		}
-		// Already being issued: woken, not refused (issue 15).
+		// Already being issued: woken, not refused.
 		if out := ok(t, dir, "renew", "web"); out != "certificate.cert-manager.io/web (default) is already being issued: woke Certificate/default/web to run now\n" {
 			t.Fatalf("renew again: %q", out)
 		}

@@ -254,7 +254,7 @@ func TestRemoteVerbs(t *testing.T) {
 	// --all lists remotely, then renews each; one already issuing
 	// (team-b/app waits for approval) is reported and its issuance woken,
 	// and the command goes on, as certbot's renew goes on past a
-	// certificate it cannot renew now (issue 13).
+	// certificate it cannot renew now.
 	if out := e.ok("renew", "--all", "-n", "team-b"); !strings.Contains(out, "certificate.cert-manager.io/app (team-b) is already being issued: woke Certificate/team-b/app, CertificateRequest/team-b/app-1") {
 		t.Fatalf("renew --all: %q", out)
 	}

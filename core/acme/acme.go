@@ -261,7 +261,7 @@ func ChallengeName(orderName, authzURL string) string {
 }
 
 // AnnotationSpecHash records the hash of a spec at creation; a stored
-// spec whose hash differs was changed, which seed 000 forbids.
+// spec whose hash differs was changed, which docs/design/acme-orders.md forbids.
 const AnnotationSpecHash = "acme.certfn.io/spec-hash"
 
 // SpecHash is the hex SHA-256 of the JSON encoding of spec.

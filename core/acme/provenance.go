@@ -10,7 +10,7 @@ import (
 	"github.com/certfn/certfn/core/ports"
 )
 
-// Provenance (seed 000: Orders and Challenges "are not intended to be
+// Provenance (docs/design/acme-orders.md: Orders and Challenges "are not intended to be
 // created by users"). The application service refuses every write of an
 // Order or a Challenge, so only certfn's ACME issuer stores them; as a
 // second line, the handlers act only on objects whose chain leads to an

@@ -18,11 +18,11 @@ const (
 	KindChallenge = "Challenge"
 )
 
-// State is the state of an ACME resource (seed 000): the ACME values plus
+// State is the state of an ACME resource (docs/design/acme-orders.md): the ACME values plus
 // "errored" for failures inside certfn. Unknown values must be tolerated.
 type State string
 
-// ACME states (seed 000).
+// ACME states (docs/design/acme-orders.md).
 const (
 	// StateUnknown is the zero value: not processed yet.
 	StateUnknown State = ""
@@ -42,7 +42,7 @@ const (
 	StateErrored State = "errored"
 )
 
-// IsFinal reports whether s is valid, invalid, expired or errored (seed 000:
+// IsFinal reports whether s is valid, invalid, expired or errored (docs/design/acme-orders.md:
 // no further ACME call is made for a resource in a final state).
 func (s State) IsFinal() bool {
 	switch s {

@@ -16,7 +16,7 @@ const (
 // Annotations and labels certfn reads and writes (cert-manager's names).
 const (
 	// AnnotationRevision is set on a CertificateRequest to the Certificate
-	// revision it was created for (seed 002).
+	// revision it was created for (docs/design/certificate-controllers.md).
 	AnnotationRevision = "cert-manager.io/certificate-revision"
 	// AnnotationCertificateName names the owning Certificate on requests and secrets.
 	AnnotationCertificateName = "cert-manager.io/certificate-name"
@@ -32,10 +32,10 @@ const (
 	AnnotationIPSANs     = "cert-manager.io/ip-sans"
 	AnnotationURISANs    = "cert-manager.io/uri-sans"
 	AnnotationEmailSANs  = "cert-manager.io/email-sans"
-	// LabelNextPrivateKey marks a next-private-key secret (seed 002).
+	// LabelNextPrivateKey marks a next-private-key secret (docs/design/certificate-controllers.md).
 	LabelNextPrivateKey = "cert-manager.io/next-private-key"
 	// AnnotationMaxDuration is certfn's extension on an Issuer: the longest
-	// lifetime it signs (seed 003: honoured = min(requested, maximum)).
+	// lifetime it signs (docs/design/request-duration.md: honoured = min(requested, maximum)).
 	AnnotationMaxDuration = "certfn.io/max-duration"
 	// AnnotationACMImport is certfn's extension on a Certificate: "true"
 	// imports its key pair into AWS Certificate Manager after each

@@ -5,21 +5,21 @@ import (
 	"time"
 )
 
-// The Kubernetes Certificates API (seed 004) as certfn serves it.
+// The Kubernetes Certificates API (docs/design/certificates-api.md) as certfn serves it.
 const (
 	CertificatesGroup = "certificates.k8s.io"
 	CertificatesV1    = "certificates.k8s.io/v1"
 
 	KindCertificateSigningRequest = "CertificateSigningRequest"
 
-	// CSR condition types (seed 004): Approved and Denied are mutually
+	// CSR condition types (docs/design/certificates-api.md): Approved and Denied are mutually
 	// exclusive and set only through the approval path; Failed records a
 	// terminal signer error. None can be removed and all are only True.
 	CSRConditionApproved = "Approved"
 	CSRConditionDenied   = "Denied"
 	CSRConditionFailed   = "Failed"
 
-	// MinExpirationSeconds is seed 003's minimum for spec.expirationSeconds.
+	// MinExpirationSeconds is docs/design/request-duration.md's minimum for spec.expirationSeconds.
 	MinExpirationSeconds = 600
 )
 
@@ -45,7 +45,7 @@ const (
 )
 
 // CertificateSigningRequest is certificates.k8s.io/v1
-// CertificateSigningRequest (cluster-scoped; seed 004). Its spec is
+// CertificateSigningRequest (cluster-scoped; docs/design/certificates-api.md). Its spec is
 // immutable after creation; the requester identity fields are set by
 // certfn from the authenticated caller, never from the body.
 type CertificateSigningRequest struct {
@@ -55,14 +55,14 @@ type CertificateSigningRequest struct {
 	Status     CertificateSigningRequestStatus `json:"status,omitempty"`
 }
 
-// CertificateSigningRequestSpec is the upstream spec (seed 004), with
-// seed 003's expirationSeconds.
+// CertificateSigningRequestSpec is the upstream spec (docs/design/certificates-api.md), with
+// docs/design/request-duration.md's expirationSeconds.
 type CertificateSigningRequestSpec struct {
 	// Request is the PEM-encoded PKCS#10 CSR (base64 in JSON/YAML, as upstream).
 	Request []byte `json:"request"`
 	// SignerName is required: a qualified name "domain/path".
 	SignerName string `json:"signerName"`
-	// ExpirationSeconds is the requested lifetime (seed 003, minimum 600);
+	// ExpirationSeconds is the requested lifetime (docs/design/request-duration.md, minimum 600);
 	// a signer may honour less, and the client must check.
 	ExpirationSeconds *int32     `json:"expirationSeconds,omitempty"`
 	Usages            []KeyUsage `json:"usages,omitempty"`
@@ -87,9 +87,9 @@ type CSRCondition struct {
 // CertificateSigningRequestStatus holds the conditions and the issued chain.
 type CertificateSigningRequestStatus struct {
 	Conditions []CSRCondition `json:"conditions,omitempty"`
-	// Certificate is the PEM chain, leaf first (base64 in JSON, seed 004).
+	// Certificate is the PEM chain, leaf first (base64 in JSON, docs/design/certificates-api.md).
 	Certificate []byte `json:"certificate,omitempty"`
-	// RequestedDuration and HonouredDuration record seed 003's requested
+	// RequestedDuration and HonouredDuration record docs/design/request-duration.md's requested
 	// vs honoured lifetime. Upstream has no such fields: they are certfn's
 	// extension, as on CertificateRequests.
 	RequestedDuration *Duration `json:"requestedDuration,omitempty"`
@@ -162,7 +162,7 @@ func (s *CertificateSigningRequestStatus) Condition(t string) *CSRCondition {
 	return nil
 }
 
-// Has reports whether condition t is present with status True (seed 004:
+// Has reports whether condition t is present with status True (docs/design/certificates-api.md:
 // Approved, Denied and Failed are treated as True when present).
 func (s *CertificateSigningRequestStatus) Has(t string) bool {
 	c := s.Condition(t)

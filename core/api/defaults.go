@@ -9,7 +9,7 @@ const (
 	// DefaultCertificateDuration is spec.duration when unset (90 days).
 	DefaultCertificateDuration = 90 * 24 * time.Hour
 	// MinimumDuration is the shortest lifetime a Certificate or a
-	// CertificateRequest may ask for (seed 003's expirationSeconds minimum,
+	// CertificateRequest may ask for (docs/design/request-duration.md's expirationSeconds minimum,
 	// 600 s; cert-manager's own minimum is 1 h).
 	MinimumDuration = 600 * time.Second
 	// DefaultRSAKeySize and DefaultECDSAKeySize apply when privateKey.size is unset.
@@ -109,7 +109,7 @@ func (r IssuerReference) KindOrDefault() string {
 }
 
 // RequestedDuration returns the lifetime the request asks for: duration
-// when set, else expirationSeconds (seed 003); ok is false when neither is
+// when set, else expirationSeconds (docs/design/request-duration.md); ok is false when neither is
 // set (the issuer then uses its default).
 func (s *CertificateRequestSpec) RequestedDuration() (d time.Duration, ok bool) {
 	if s.Duration != nil {

@@ -1,7 +1,7 @@
 // Package api holds certfn's resource types. They carry cert-manager's own
 // API groups and field names (cert-manager.io/v1, acme.cert-manager.io/v1,
 // policy.cert-manager.io/v1alpha1, rbac.authorization.k8s.io/v1) so that
-// existing cert-manager manifests decode unchanged. See ../shared/DESIGN.md §2.
+// existing cert-manager manifests decode unchanged. See docs/design/resources.md.
 package api
 
 import (

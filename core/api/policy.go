@@ -6,7 +6,7 @@ import (
 	"fmt"
 )
 
-// approver-policy's API group (seed 001).
+// approver-policy's API group (docs/design/approval-policy.md).
 const (
 	PolicyGroup    = "policy.cert-manager.io"
 	PolicyV1alpha1 = "policy.cert-manager.io/v1alpha1"
@@ -21,7 +21,7 @@ const (
 
 // CertificateRequestPolicy is approver-policy's policy.cert-manager.io/v1alpha1
 // CertificateRequestPolicy (cluster-scoped): a "policy profile" describing
-// every request it approves (seed 001). Field names are approver-policy's.
+// every request it approves (docs/design/approval-policy.md). Field names are approver-policy's.
 type CertificateRequestPolicy struct {
 	TypeMeta   `json:",inline"`
 	ObjectMeta `json:"metadata,omitempty"`

@@ -2,7 +2,7 @@ package api
 
 // Kubernetes RBAC (rbac.authorization.k8s.io/v1) and core/v1 Namespace: who
 // may use a policy, approve for a signer, or create what in which namespace
-// (DESIGN.md §2, §4; seed 004's separate approval permission).
+// (docs/design/resources.md and docs/design/roles.md; docs/design/certificates-api.md's separate approval permission).
 const (
 	RBACGroup = "rbac.authorization.k8s.io"
 	RBACV1    = "rbac.authorization.k8s.io/v1"

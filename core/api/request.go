@@ -16,7 +16,7 @@ const (
 
 // CertificateRequest is cert-manager.io/v1 CertificateRequest. Its spec is
 // immutable after creation; the identity fields (username, uid, groups,
-// extra) are set by certfn from the authenticated caller (seed 004).
+// extra) are set by certfn from the authenticated caller (docs/design/certificates-api.md).
 type CertificateRequest struct {
 	TypeMeta   `json:",inline"`
 	ObjectMeta `json:"metadata,omitempty"`
@@ -25,7 +25,7 @@ type CertificateRequest struct {
 }
 
 // CertificateRequestSpec is cert-manager's spec plus expirationSeconds
-// (seed 003, minimum 600).
+// (docs/design/request-duration.md, minimum 600).
 type CertificateRequestSpec struct {
 	Duration  *Duration       `json:"duration,omitempty"`
 	IssuerRef IssuerReference `json:"issuerRef"`
@@ -33,7 +33,7 @@ type CertificateRequestSpec struct {
 	Request []byte     `json:"request"`
 	IsCA    bool       `json:"isCA,omitempty"`
 	Usages  []KeyUsage `json:"usages,omitempty"`
-	// ExpirationSeconds is the requested lifetime (seed 003); when both it and
+	// ExpirationSeconds is the requested lifetime (docs/design/request-duration.md); when both it and
 	// duration are set they must agree.
 	ExpirationSeconds *int32              `json:"expirationSeconds,omitempty"`
 	Username          string              `json:"username,omitempty"`
@@ -45,12 +45,12 @@ type CertificateRequestSpec struct {
 // CertificateRequestStatus holds the outcome.
 type CertificateRequestStatus struct {
 	Conditions []Condition `json:"conditions,omitempty"`
-	// Certificate is the PEM chain, leaf first (seed 004 validation).
+	// Certificate is the PEM chain, leaf first (docs/design/certificates-api.md validation).
 	Certificate []byte `json:"certificate,omitempty"`
 	// CA is the PEM of the issuing CA, when known.
 	CA          []byte `json:"ca,omitempty"`
 	FailureTime *Time  `json:"failureTime,omitempty"`
-	// RequestedDuration and HonouredDuration record seed 003's
+	// RequestedDuration and HonouredDuration record docs/design/request-duration.md's
 	// requested vs honoured lifetime (certfn extension).
 	RequestedDuration *Duration `json:"requestedDuration,omitempty"`
 	HonouredDuration  *Duration `json:"honouredDuration,omitempty"`

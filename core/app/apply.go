@@ -51,7 +51,7 @@ const (
 const MaxApplyObjects = 1000
 
 // machineKinds are written only by certfn itself, never through the
-// service: the ACME issuer's Orders and Challenges (seed 000: "not
+// service: the ACME issuer's Orders and Challenges (docs/design/acme-orders.md: "not
 // intended to be created by users"; an Order or Challenge written by a
 // caller would make certfn's ACME account validate and order names for
 // it), the Challenge leases, and the Events failed reconciles record.

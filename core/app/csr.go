@@ -17,7 +17,7 @@ import (
 
 // setRequester records caller as the requester of a
 // CertificateSigningRequest, as the Kubernetes API server does on create
-// (seed 004: "the kube-apiserver also asserts authentication attributes of
+// (docs/design/certificates-api.md: "the kube-apiserver also asserts authentication attributes of
 // the requestor in the CertificateSigningRequest spec"): whatever the body
 // says in spec.username, uid, groups and extra is overwritten. On an
 // update the stored requester is kept (checkCSRUpdate).
@@ -50,7 +50,7 @@ func checkCSRUpdate(key api.Key, old, obj api.Object) (field string, err error) 
 }
 
 // ApproveCSR records an approval (approve=true) or a denial on the
-// CertificateSigningRequest name — the /approval subresource of seed 004
+// CertificateSigningRequest name — the /approval subresource of docs/design/certificates-api.md
 // — if caller may approve for its signer: `approve` on `signers` in
 // certificates.k8s.io named spec.signerName or "<domain>/*", granted by a
 // ClusterRoleBinding (rbac.CanApproveSigner). Creating a CSR does not
@@ -155,7 +155,7 @@ func (d *Deliverer) csrSignerWork(ctx context.Context, c *api.CertificateSigning
 }
 
 // RetainCSR is how long a final CertificateSigningRequest is kept
-// (csr.Retain: seed 003's one hour, or until its certificate expires if
+// (csr.Retain: docs/design/request-duration.md's one hour, or until its certificate expires if
 // sooner). CleanupStep deletes it then in every deployment; the cloud
 // stores' TTL is the same rule.
 const RetainCSR = csr.Retain

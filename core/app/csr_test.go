@@ -81,8 +81,8 @@ func applyAs(r *apptest.Rig, caller app.Caller, manifest string) ([]app.ApplyRes
 	return r.Service.Apply(r.Ctx, caller, objs)
 }
 
-// The requester identity comes from the caller, never from the body (seed
-// 004: the API server asserts it); the spec is immutable afterwards; a
+// The requester identity comes from the caller, never from the body
+// (docs/design/certificates-api.md: the API server asserts it); the spec is immutable afterwards; a
 // status in the body is dropped on create.
 func TestCSRApplyRecordsRequesterAndKeepsSpec(t *testing.T) {
 	r := apptest.NewRig(t)
@@ -122,7 +122,7 @@ func TestCSRApplyRecordsRequesterAndKeepsSpec(t *testing.T) {
 func TestCSRBadInputStoresNothing(t *testing.T) {
 	r := apptest.NewRig(t)
 	cases := []struct{ name, manifest, field, rule string }{
-		{"expirationSeconds below 600 (seed 003)", csrSpec{name: "short", signer: "clusterissuers.cert-manager.io/ca", expirationSeconds: 599}.yaml(t),
+		{"expirationSeconds below 600 (docs/design/request-duration.md)", csrSpec{name: "short", signer: "clusterissuers.cert-manager.io/ca", expirationSeconds: 599}.yaml(t),
 			"spec.expirationSeconds", "less than 600 seconds"},
 		{"no signerName", strings.Replace(csrSpec{name: "nosigner", signer: "x"}.yaml(t), "  signerName: x\n", "", 1), "spec.signerName", "required"},
 		{"request not a CSR", strings.Replace(csrSpec{name: "bad", signer: "a.b/c"}.yaml(t), "  request: ", "  request: aGVsbG8=\n  #", 1), "spec.request", "not PEM"},
@@ -168,7 +168,7 @@ roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: approve-
 subjects: [{kind: User, name: ann}]
 `
 
-// Approval is its own permission (seed 004): a requester who may create
+// Approval is its own permission (docs/design/certificates-api.md): a requester who may create
 // CSRs cannot approve them; an approver for one signer cannot approve for
 // another; Approved and Denied are mutually exclusive and permanent.
 func TestCSRApprovalPermission(t *testing.T) {
@@ -221,7 +221,7 @@ func TestCSRApprovalPermission(t *testing.T) {
 }
 
 // Signing: the CA issuer signs an approved CSR; honoured ≤ requested,
-// both recorded in status and counted by seed 003's metrics.
+// both recorded in status and counted by docs/design/request-duration.md's metrics.
 func TestCSRSignedHonouredAtMostRequested(t *testing.T) {
 	cases := []struct {
 		name              string
@@ -308,7 +308,7 @@ subjects: [{kind: User, name: bob}]
 	}
 }
 
-// Terminal signer errors are Failed (seed 004): a selfSigned issuer
+// Terminal signer errors are Failed (docs/design/certificates-api.md): a selfSigned issuer
 // without the private key annotation; an ACME issuer that is not Ready
 // leaves the CSR waiting (no Order); a signer name that is not certfn's is
 // left alone.
@@ -377,7 +377,7 @@ spec:
 }
 
 // CertificateRequestPolicies and their `use` bindings decide CSRs as they
-// decide CertificateRequests (seed 001): a bound requester's CSR the
+// decide CertificateRequests (docs/design/approval-policy.md): a bound requester's CSR the
 // policy allows is approved and issued, one it does not allow is Denied,
 // and the CSR of a requester bound to no policy is left undecided.
 func TestCSRDecidedByPolicy(t *testing.T) {
@@ -413,7 +413,7 @@ func countOrders(t *testing.T, r *apptest.Rig) int {
 	return len(recs)
 }
 
-// A final CSR goes an hour after it ended (seed 003, Kubernetes'
+// A final CSR goes an hour after it ended (docs/design/request-duration.md, Kubernetes'
 // csrcleaner), in every deployment: it is due then, and the sweep's
 // reconcile deletes it with its Event; a pending one stays.
 func TestFinalCSRCleanedAfterRetain(t *testing.T) {

@@ -24,7 +24,7 @@ type BatchQueue interface {
 
 // Deliverer runs the keys a queue-driven cloud role receives (the worker
 // and the signer functions), the same on every cloud: routing between the
-// worker and the signer (DESIGN.md §4: the worker must not read CA keys,
+// worker and the signer (docs/design/roles.md: the worker must not read CA keys,
 // the signer must not approve), and the follow-ups of one delivery.
 //
 // Routing, decided per received key before any step runs, reading the
@@ -57,7 +57,7 @@ type BatchQueue interface {
 // of the context's time is left; what remains is sent to Queue. Waits
 // still go to the queue, so nothing sleeps. If the invocation dies with
 // follow-ups not yet handled, they are lost like a message lost between a
-// write and its enqueue (DESIGN.md §3): the records' nextRunAt brings them
+// write and its enqueue (docs/design/one-step.md): the records' nextRunAt brings them
 // back through the sweep.
 type Deliverer struct {
 	App *App

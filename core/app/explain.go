@@ -8,7 +8,7 @@
 // A Report never holds key material: the secret section is built from the
 // secret's tls.crt only, and only when the caller supplies a SecretReader
 // (local mode). The API supplies none: it never reads the secret store
-// (DESIGN.md §4).
+// (docs/design/roles.md).
 
 package app
 
@@ -378,7 +378,7 @@ func challengeBlocker(r *Report) string {
 }
 
 // lastFailure says how the last reconcile of obj failed, from its Warning
-// Event, when that was recorded after obj was created (issue 15: an ACME
+// Event, when that was recorded after obj was created (an ACME
 // server answering 500s left the Certificate "Issuing" with the cause only
 // in an Event): "; its last attempt failed at <time> (once | <n> times): <message>".
 // Events outlive a recovery, so the time is given; "" when there is none.

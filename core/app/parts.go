@@ -37,7 +37,7 @@ func (h handoff) Sign(ctx context.Context, req signers.Request) (signers.Result,
 	return signers.Result{}, signers.Pending("%s", HandoffMessage)
 }
 
-// refuseApprover is the approver of a role that never approves (seed 004:
+// refuseApprover is the approver of a role that never approves (docs/design/certificates-api.md:
 // approver and signer are separate actors). A request without a decision
 // that reaches it is acknowledged with this error; the approving role
 // decides it.
@@ -59,7 +59,7 @@ func (r refuseApprover) Decide(_ context.Context, cr *api.CertificateRequest) (r
 type refuseSecrets struct{ role string }
 
 func (d refuseSecrets) err(op, ns, name string) error {
-	return errs.Permanentf("%s function: %s secret %s/%s: the secret store is not part of this role (DESIGN.md section 4)", d.role, op, ns, name)
+	return errs.Permanentf("%s function: %s secret %s/%s: the secret store is not part of this role (docs/design/roles.md)", d.role, op, ns, name)
 }
 
 // Get implements ports.SecretStore.

@@ -15,7 +15,7 @@ import (
 // abandoned resource leaves behind. It is longer than the renewal interval
 // of any usual certificate, so the current revision's request is replaced
 // before it expires; if one does expire, the trigger compares the issued
-// certificate with the spec instead (seed 002's fallback).
+// certificate with the spec instead (docs/design/certificate-controllers.md's fallback).
 const RetainFinal = 180 * 24 * time.Hour
 
 // RetainEvents is how long an Event (a recorded failure) is kept after its

@@ -59,7 +59,7 @@ func TestExpiresAt(t *testing.T) {
 		{"an event expires after RetainEvents", ports.Record{Key: api.Key{Kind: api.KindEvent, Namespace: "d", Name: "certificate.c"}, Data: []byte("{}")}, now.Add(RetainEvents)},
 		{"pending CSR never expires", rec(csr()), time.Time{}},
 		{"approved CSR not yet signed never expires", rec(csr("Approved")), time.Time{}},
-		{"denied CSR expires after an hour (seed 003)", rec(csr("Denied")), now.Add(RetainCSR)},
+		{"denied CSR expires after an hour (docs/design/request-duration.md)", rec(csr("Denied")), now.Add(RetainCSR)},
 		{"failed CSR expires after an hour", rec(csr("Approved", "Failed")), now.Add(RetainCSR)},
 		{"undecodable data never expires", ports.Record{Key: api.Key{Kind: api.KindCertificateRequest, Namespace: "d", Name: "x"}, Data: []byte("{")}, time.Time{}},
 	} {

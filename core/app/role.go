@@ -2,8 +2,8 @@ package app
 
 // Role is what one deployed process does, as data: every deployment
 // (local mode, each AWS function, and the next cloud's services) is one
-// of these roles built by Build over that deployment's ports. DESIGN.md
-// §4 gives each function its permissions; a role holds exactly the parts
+// of these roles built by Build over that deployment's ports.
+// docs/design/roles.md gives each function its permissions; a role holds exactly the parts
 // those permissions allow, and a part it lacks refuses by itself (a
 // secret store that refuses every call, an approver that never decides,
 // a signer that hands off).
@@ -15,7 +15,7 @@ type Role struct {
 	Engine bool
 	// Approves: the role decides approvals (the auto-approve list, then
 	// CertificateRequestPolicies). A role that does not refuses,
-	// permanently, a request without a decision (seed 004: the approver
+	// permanently, a request without a decision (docs/design/certificates-api.md: the approver
 	// and the signer are separate actors).
 	Approves bool
 	// Signs lists the issuer types the role signs itself

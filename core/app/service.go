@@ -16,7 +16,7 @@ import (
 )
 
 // Caller is the authenticated identity behind an API or CLI call. It is
-// recorded on the CertificateRequests it creates (seed 004: never taken
+// recorded on the CertificateRequests it creates (docs/design/certificates-api.md: never taken
 // from the submitted body).
 type Caller struct {
 	Username string
@@ -132,7 +132,7 @@ func (a *authz) checkAttrs(ctx context.Context, caller Caller, attrs rbac.Attrib
 }
 
 // checkApproval checks the `approve` permission on the signer of cr
-// (seed 004: approving is separate from signing).
+// (docs/design/certificates-api.md: approving is separate from signing).
 func (a *authz) checkApproval(ctx context.Context, caller Caller, cr *api.CertificateRequest) error {
 	id := identity(caller)
 	if isSuperuser(id) {
@@ -354,7 +354,7 @@ type RenewResult struct {
 // Renew forces the re-issuance of the Certificate at key by setting
 // Issuing=True (as `cmctl renew`) if caller may update it, and returns
 // the updated Certificate. While an issuance is already in progress it
-// writes nothing and wakes that issuance instead (issue 15: a wake-up
+// writes nothing and wakes that issuance instead (a wake-up
 // lost in a crash left an Order waiting for its 10-minute safety net, and
 // renew only refused): every object of the chain that is not final is
 // enqueued to run now, as a Kubernetes status update makes the informers
@@ -437,8 +437,8 @@ func DefaultApprovalMessage(approve bool, username string) string {
 }
 
 // Approve records an approval (approve=true) or a denial on the
-// CertificateRequest at key if caller may approve for its signer (seed
-// 004: `approve` on `signers`, separate from creating requests). Both are
+// CertificateRequest at key if caller may approve for its signer
+// (docs/design/certificates-api.md: `approve` on `signers`, separate from creating requests). Both are
 // permanent: a request already approved, denied or final is refused
 // (ErrConflict). An empty reason is "certfn"; an empty message becomes
 // DefaultApprovalMessage. It returns the updated request.
@@ -477,7 +477,7 @@ func (s *Service) Approve(ctx context.Context, caller Caller, key api.Key, appro
 }
 
 // decide is the approval path CertificateRequests and
-// CertificateSigningRequests share (seed 004): the caller must be allowed
+// CertificateSigningRequests share (docs/design/certificates-api.md): the caller must be allowed
 // by mayDecide on the stored object, and one who may not even read it
 // learns nothing (the same ErrForbidden whether it exists or not); an
 // empty reason is "certfn", an empty message DefaultApprovalMessage; then

@@ -31,7 +31,7 @@ type Reason struct {
 	RenewalDisabled bool
 }
 
-// Evaluate applies seed 002's triggers in cert-manager's order: missing or
+// Evaluate applies docs/design/certificate-controllers.md's triggers in cert-manager's order: missing or
 // undecodable secret, key and certificate mismatch, private key no longer
 // matching spec.privateKey, issuer changed, the current revision's request no
 // longer matching the spec (or, without one, the certificate itself not

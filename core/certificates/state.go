@@ -1,4 +1,4 @@
-// Package certificates holds what seed 002's Certificate controllers share:
+// Package certificates holds what docs/design/certificate-controllers.md's Certificate controllers share:
 // the loaded State of one Certificate and the Env through which a step acts.
 // The steps themselves live in the sub-packages trigger, keymanager,
 // requestmanager, issuing and readiness; the engine runs them in that order
@@ -62,7 +62,7 @@ type Env struct {
 	Writer  Writer
 	Metrics ports.Metrics
 	// Identity is certfn's own requester identity, recorded on the
-	// CertificateRequests the steps create (seed 004).
+	// CertificateRequests the steps create (docs/design/certificates-api.md).
 	Username string
 	UID      string
 	Groups   []string
@@ -192,7 +192,7 @@ func (s *State) CurrentRevision() int {
 	return *s.Cert.Status.Revision
 }
 
-// NextRevision is the revision a new request is created for (seed 002).
+// NextRevision is the revision a new request is created for (docs/design/certificate-controllers.md).
 func (s *State) NextRevision() int { return s.CurrentRevision() + 1 }
 
 // RequestsFor returns the owned requests annotated with revision rev.
@@ -325,7 +325,7 @@ func RecordFailedAttempt(st *State) (attempt int, retry time.Time) {
 }
 
 // Backoff is the wait after n consecutive failed issuances: 1 h doubling,
-// capped at 32 h (cert-manager's policy; seed 002 "back-off").
+// capped at 32 h (cert-manager's policy; docs/design/certificate-controllers.md "back-off").
 func Backoff(failedAttempts int) time.Duration {
 	if failedAttempts < 1 {
 		return 0
@@ -347,7 +347,7 @@ type Outcome = step.Outcome
 
 // FollowUpGrace is the due time set on a write that expects a follow-up
 // step: the write also enqueues the key, so the due index only matters when
-// that message is lost (the scheduler's safety net, DESIGN.md §3.4).
+// that message is lost (the scheduler's safety net, docs/design/one-step.md).
 const FollowUpGrace = 2 * time.Minute
 
 // Earliest returns the earlier non-zero time.

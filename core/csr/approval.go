@@ -12,9 +12,9 @@ import (
 
 // ApprovalStep is the approver actor for a CSR of one of cert-manager's
 // signer names: it asks the configured Approver (the auto-approve list,
-// then CertificateRequestPolicies and their `use` bindings, seed 001)
+// then CertificateRequestPolicies and their `use` bindings, docs/design/approval-policy.md)
 // about the CSR seen as a CertificateRequest (Request), exactly as for a
-// CertificateRequest, and records Approved or Denied (seed 004: permanent,
+// CertificateRequest, and records Approved or Denied (docs/design/certificates-api.md: permanent,
 // mutually exclusive). A CSR carrying a name a CA must not sign is Denied
 // first (requests.CheckNames), unless this role never decides
 // (requests.Refuser). A CSR nobody decides is left untouched and looked

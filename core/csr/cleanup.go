@@ -9,7 +9,7 @@ import (
 )
 
 // Retain is how long a final CertificateSigningRequest (issued, Denied or
-// Failed) is kept: seed 003 — "automatically garbage collected via a
+// Failed) is kept: docs/design/request-duration.md — "automatically garbage collected via a
 // pre-existing controller once the issued certificate has expired or
 // after one hour, whichever is shorter" (Kubernetes' csrcleaner); certfn
 // keeps the hour (KeepUntil). The requester has its certificate by then.
@@ -47,7 +47,7 @@ func PendingUntil(c *api.CertificateSigningRequest) (at time.Time, ok bool) {
 	return c.CreationTimestamp.Time.Add(PendingRetain), true
 }
 
-// CleanupStep is the csrcleaner of seed 003 for CSRs certfn decided or
+// CleanupStep is the csrcleaner of docs/design/request-duration.md for CSRs certfn decided or
 // signed, in every deployment (local mode has no store TTL; the cloud
 // stores' TTL, app.ExpiresAt, is the same rule as a backstop): a final
 // CSR is kept until KeepUntil (the steps that make it final write it due

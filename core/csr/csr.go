@@ -1,5 +1,5 @@
 // Package csr holds the steps of certificates.k8s.io/v1
-// CertificateSigningRequests (seed 004) signed by certfn's issuers, as
+// CertificateSigningRequests (docs/design/certificates-api.md) signed by certfn's issuers, as
 // cert-manager's certificatesigningrequests controllers do: a signer name
 // issuers.cert-manager.io/<namespace>.<name> or
 // clusterissuers.cert-manager.io/<name> names the issuer (api.SignerIssuer);
@@ -176,8 +176,8 @@ func Request(c *api.CertificateSigningRequest, clusterResourceNamespace string) 
 }
 
 // SignerLabel is the metrics label of a signer name: its domain for
-// cert-manager's two signer domains, "other" for anything else (seed
-// 003's metrics name only well-known signers, keeping labels bounded).
+// cert-manager's two signer domains, "other" for anything else
+// (docs/design/request-duration.md's metrics name only well-known signers, keeping labels bounded).
 func SignerLabel(signerName string) string {
 	if _, _, ok := api.SignerIssuer(signerName); ok {
 		d, _, _ := strings.Cut(signerName, "/")

@@ -15,7 +15,7 @@ import (
 	"github.com/certfn/certfn/core/step"
 )
 
-// Reasons of the Failed condition the signing step records (seed 004:
+// Reasons of the Failed condition the signing step records (docs/design/certificates-api.md:
 // terminal signer errors), after cert-manager's CSR signers.
 const (
 	ReasonRequestParsing  = "RequestParsingError"
@@ -28,7 +28,7 @@ const (
 const superuserGroup = "system:masters"
 
 // SigningStep is the signer actor for an approved CSR of one of
-// cert-manager's signer names (seed 004), with the selfSigned and CA
+// cert-manager's signer names (docs/design/certificates-api.md), with the selfSigned and CA
 // signers of CertificateRequests:
 //   - a Denied, Failed or issued CSR is final; an unapproved one waits;
 //   - an approved CSR is signed with the parameters its approval recorded
@@ -56,8 +56,8 @@ const superuserGroup = "system:masters"
 //   - the signer's permanent errors are Failed/SigningError; its transient
 //     errors are retried;
 //   - on success status.certificate is the chain (leaf first, validated as
-//     seed 004 says, its leaf for spec.request's public key), status.requestedDuration and honouredDuration record
-//     seed 003's requested vs honoured lifetime, and seed 003's metrics
+//     docs/design/certificates-api.md says, its leaf for spec.request's public key), status.requestedDuration and honouredDuration record
+//     docs/design/request-duration.md's requested vs honoured lifetime, and docs/design/request-duration.md's metrics
 //     count a CSR that asked for expirationSeconds, and whether it was
 //     honoured.
 func SigningStep(ctx context.Context, env *Env, st *State) (Outcome, error) {
@@ -237,7 +237,7 @@ func waiting(st *State, env *Env, reason, msg string) (Outcome, error) {
 		Waiting: &step.Waiting{Reason: reason, Message: msg, Warning: reason == ReasonIssuerNotFound || reason == ReasonIssuerNotReady}}, nil
 }
 
-// fail records a Failed condition (seed 004: terminal signer error).
+// fail records a Failed condition (docs/design/certificates-api.md: terminal signer error).
 func fail(ctx context.Context, env *Env, st *State, reason, msg string) (Outcome, error) {
 	st.CSR.Status.AddCondition(api.CSRConditionFailed, reason, msg, st.Now)
 	if env.Metrics != nil {

@@ -59,7 +59,7 @@ func selfSignedPEM(t *testing.T, key *ecdsa.PrivateKey) []byte {
 }
 
 // The signing step takes a certificate only for spec.request's public
-// key (seed 004: status.certificate is validated): a signer answering
+// key (docs/design/certificates-api.md: status.certificate is validated): a signer answering
 // with another key's certificate fails the CSR instead of handing the
 // requester a certificate it cannot use (or someone else's).
 func TestSigningStepChecksThePublicKey(t *testing.T) {

@@ -14,7 +14,7 @@ import (
 )
 
 // csrSteps are the CertificateSigningRequest steps (core/csr): the
-// approver, then the signer (seed 004), one write per invocation.
+// approver, then the signer (docs/design/certificates-api.md), one write per invocation.
 var csrSteps = []step.Func[*csr.Env, *csr.State]{csr.ApprovalStep, csr.SigningStep, csr.CleanupStep}
 
 var csrStepNames = []string{"approval", "signing", "cleanup"}

@@ -12,7 +12,7 @@ import (
 
 // A transient failure moves a due time that has passed to the retry's
 // time, so that sweeps do not enqueue the failing key again at once and
-// cut the backoff short (issue 15: an ACME server answering 500 was asked
+// cut the backoff short (an ACME server answering 500 was asked
 // at every sweep).
 func TestTransientFailureDefersTheDueTime(t *testing.T) {
 	r := apptest.NewRig(t)

@@ -1,4 +1,4 @@
-// Package engine turns a reconcile key into one step (DESIGN.md §3): it
+// Package engine turns a reconcile key into one step (docs/design/one-step.md): it
 // loads the resource, runs the controllers of its kind in order, stops after
 // the first write (one step per invocation), and records when the resource
 // wants to run again (nextRunAt in the due index, plus a delayed message for
@@ -27,7 +27,7 @@ import (
 	"github.com/certfn/certfn/core/signers"
 )
 
-// Identity is certfn's own requester identity (seed 004: requests created by
+// Identity is certfn's own requester identity (docs/design/certificates-api.md: requests created by
 // the certificate steps carry it, and policies must be bound to it).
 type Identity struct {
 	Username string
@@ -51,7 +51,7 @@ type Config struct {
 	Clock   ports.Clock
 	Metrics ports.Metrics
 	// Approver overrides the default approver (tests). When nil, requests
-	// are decided by AutoApprove, then CertificateRequestPolicies (seed 001).
+	// are decided by AutoApprove, then CertificateRequestPolicies (docs/design/approval-policy.md).
 	Approver requests.Approver
 	// AutoApprove lists signer names approved without a policy, as
 	// cert-manager's approveSignerNames ("clusterissuers.cert-manager.io/ca",

@@ -206,7 +206,7 @@ func TestSweepEnqueuesOnlyDueKeys(t *testing.T) {
 }
 
 // A denied request is recorded as such and replaced after the backoff
-// (seed 001: "a denial is a permanent failure that the Certificate retries
+// (docs/design/approval-policy.md: "a denial is a permanent failure that the Certificate retries
 // with backoff").
 func TestDeniedRequestIsReplacedAfterTheBackoff(t *testing.T) {
 	r := apptest.NewRig(t)

@@ -102,7 +102,7 @@ func (e *Engine) dispose(ctx context.Context, m Message, err error) Disposition 
 // deferDue moves a record's due time that has passed (or comes before at)
 // to at, after a transient failure: otherwise every sweep finds the record
 // due and enqueues it at once, and the failing step runs at the sweep's
-// pace instead of backing off (issue 15: an ACME server answering 500 was
+// pace instead of backing off (an ACME server answering 500 was
 // asked every sweep). A record that is not in the due index, or is due
 // later, is left alone; a lost race is no failure (the writer rescheduled
 // it).

@@ -14,7 +14,7 @@ import (
 )
 
 // policyApprover adapts policy.Approver (the opt-in auto-approve list, then
-// CertificateRequestPolicies, seed 001) to the approval step: it loads the
+// CertificateRequestPolicies, docs/design/approval-policy.md) to the approval step: it loads the
 // policies, the request's Namespace labels and the RBAC bindings from the
 // store for each decision.
 type policyApprover struct {

@@ -24,7 +24,7 @@ import (
 	"github.com/certfn/certfn/core/step"
 )
 
-// certSteps is seed 002's controller order; issuing's output refresh runs
+// certSteps is docs/design/certificate-controllers.md's controller order; issuing's output refresh runs
 // on a certificate that needs no issuance, then certfn's ACM import and
 // notifications (last: they see a settled Certificate).
 var certSteps = []step.Func[*certificates.Env, *certificates.State]{

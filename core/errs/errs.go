@@ -1,6 +1,6 @@
 // Package errs decides, in one place, whether an error is retried
 // (transient) or recorded in status and acknowledged (permanent).
-// See DESIGN.md §3.5.
+// See docs/design/one-step.md.
 package errs
 
 import (

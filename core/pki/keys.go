@@ -136,7 +136,7 @@ func curveForSize(size int) (elliptic.Curve, error) {
 }
 
 // EncodePKCS8PEM encodes key as a PEM "PRIVATE KEY" block (PKCS#8), the
-// form seed 002 stores next-private-key secrets in.
+// form docs/design/certificate-controllers.md stores next-private-key secrets in.
 func EncodePKCS8PEM(key crypto.Signer) ([]byte, error) {
 	if key == nil {
 		return nil, errors.New("encode private key: no key")

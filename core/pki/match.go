@@ -25,7 +25,7 @@ func SpecDuration(spec *api.CertificateSpec) time.Duration {
 }
 
 // RequestedDuration returns the lifetime a CertificateRequest asks for
-// (seed 003): spec.duration when set, else spec.expirationSeconds, else
+// (docs/design/request-duration.md): spec.duration when set, else spec.expirationSeconds, else
 // DefaultCertificateDuration. A zero or negative value is an error naming
 // the field.
 func RequestedDuration(spec *api.CertificateRequestSpec) (time.Duration, error) {
@@ -94,7 +94,7 @@ func issuerGroup(ref api.IssuerReference) string {
 }
 
 // RequestMatchesSpec compares a CertificateRequest with the Certificate spec
-// it should have been made for (seed 002: "verify the CSR options match what
+// it should have been made for (docs/design/certificate-controllers.md: "verify the CSR options match what
 // is requested in certificate.spec") and returns the spec fields that do not
 // match, empty when it matches:
 //
@@ -214,7 +214,7 @@ func commonNameOfSpec(spec *api.CertificateSpec) string {
 }
 
 // CertificateMatchesSpec is the trigger's fallback when no request exists
-// for the current revision (seed 002; cert-manager's
+// for the current revision (docs/design/certificate-controllers.md; cert-manager's
 // SecretDataAltNamesMatchSpec plus its private key checks). It compares only
 // what issuers do not legitimately change: the names and the key. The
 // commonName and dnsNames are compared loosely, allowing a name to move

@@ -78,7 +78,7 @@ func parseCSRPEM(b []byte) (*x509.CertificateRequest, error) {
 	return csr, nil
 }
 
-// ParseChainPEM validates status.certificate as seed 004 requires: one or
+// ParseChainPEM validates status.certificate as docs/design/certificates-api.md requires: one or
 // more PEM blocks, all labelled CERTIFICATE, without headers, each a valid
 // X.509 certificate; non-PEM text before or after is allowed. The first
 // certificate is the leaf.

@@ -18,7 +18,7 @@ import (
 // The `cr` variable of a validation rule is an object of this CEL type
 // (approver-policy's name for it), with the request's name and namespace
 // and the requester identity recorded on it (approver-policy has name,
-// namespace, username and groups; certfn adds uid and extra, seed 004):
+// namespace, username and groups; certfn adds uid and extra, docs/design/certificates-api.md):
 //
 //	cr.namespace, cr.name, cr.username, cr.uid  string
 //	cr.groups                                   list(string)

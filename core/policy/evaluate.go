@@ -1,5 +1,5 @@
 // Package policy evaluates cert-manager approver-policy's
-// CertificateRequestPolicy (seed 001) for certfn: which policies apply to a
+// CertificateRequestPolicy (docs/design/approval-policy.md) for certfn: which policies apply to a
 // CertificateRequest (Ready, selected, and bound to the requester with the
 // `use` permission), and whether one of them allows it. It is pure: the
 // caller passes the request, the policies, the namespace's labels and an
@@ -26,7 +26,7 @@ import (
 // Result is the outcome of an evaluation.
 type Result string
 
-// Results (seed 001): Approved when an applicable policy allows the
+// Results (docs/design/approval-policy.md): Approved when an applicable policy allows the
 // request; Denied when some apply and none allows it (a permanent
 // failure); Unmatched when none applies (the request is left untouched).
 const (
@@ -132,7 +132,7 @@ func (dn *denial) message() string {
 // Input is one evaluation.
 type Input struct {
 	// Request is the CertificateRequest; its spec.username, uid, groups and
-	// extra are the requester identity (set by certfn, seed 004).
+	// extra are the requester identity (set by certfn, docs/design/certificates-api.md).
 	Request *api.CertificateRequest
 	// CSR is the parsed spec.request when the caller already parsed and
 	// verified it (pki.ParseCSRPEM); nil parses it here, once.
@@ -191,7 +191,7 @@ func NewEvaluator(opts Options) (*Evaluator, error) {
 	return e, nil
 }
 
-// Evaluate decides the request (seed 001). A policy applies when it is
+// Evaluate decides the request (docs/design/approval-policy.md). A policy applies when it is
 // Ready (it compiles and its Ready condition, if any, is not False for its
 // generation), its selector matches the request, and the requester may
 // `use` it (in the request's namespace). Approved if an applicable policy

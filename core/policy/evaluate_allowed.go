@@ -120,7 +120,7 @@ func stringVals(vals []string) []ref.Val {
 }
 
 // evalValues applies one allowed field's presence and patterns to vals
-// (seed 001): absent values pass unless required; present ones need the
+// (docs/design/approval-policy.md): absent values pass unless required; present ones need the
 // field to allow values (by values or validations); each value must match
 // a pattern, if values are set. Validations are evalRules' job. Messages
 // are built by the describe helpers, outside the loop that approval runs.

@@ -3,7 +3,7 @@ package policy
 import "context"
 
 // Plugin is an evaluator compiled into certfn and named in a policy's
-// spec.plugins (seed 001's plugins). Plugins are registered explicitly at
+// spec.plugins (docs/design/approval-policy.md's plugins). Plugins are registered explicitly at
 // start-up, by passing them to NewEvaluator (or Compile); nothing registers
 // itself from init().
 //

@@ -8,7 +8,7 @@ import (
 	"github.com/certfn/certfn/core/rbac"
 )
 
-// The selection predicates: which policies apply to a request (seed 001,
+// The selection predicates: which policies apply to a request (docs/design/approval-policy.md,
 // approver-policy's manager): Ready, bound to the requester with `use`,
 // and selecting the request by issuerRef and namespace (name and labels).
 // They run before any evaluator, and they alone decide Unmatched.

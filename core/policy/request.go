@@ -28,7 +28,7 @@ type Request struct {
 	CR  *api.CertificateRequest
 	CSR *x509.CertificateRequest
 	// Identity is the requester recorded on the request (spec.username,
-	// uid, groups, extra; seed 004).
+	// uid, groups, extra; docs/design/certificates-api.md).
 	Identity rbac.Identity
 	// NamespaceLabels are the labels of the request's Namespace.
 	NamespaceLabels map[string]string
@@ -41,7 +41,7 @@ type Request struct {
 	URIs           []string
 	EmailAddresses []string
 	// Duration is the requested lifetime: spec.duration, else
-	// spec.expirationSeconds (seed 003); nil when neither is set.
+	// spec.expirationSeconds (docs/design/request-duration.md); nil when neither is set.
 	Duration *time.Duration
 	// KeyAlgorithm and KeySize describe the CSR's public key: RSA modulus
 	// bits, ECDSA curve bits; Ed25519 has size 0.

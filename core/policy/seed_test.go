@@ -9,7 +9,7 @@ import (
 	"github.com/certfn/certfn/core/api"
 )
 
-// Every example of seed 001 (approver-policy's documentation), as tables.
+// Every example of docs/design/approval-policy.md (approver-policy's documentation), as tables.
 
 // The first example: a policy allowing only common name "hello.world",
 // bound to every authenticated user through the seed's ClusterRole and
@@ -237,7 +237,7 @@ selector:
 		{name: "12h RSA 2048", cr: newCR(t, rsaCSR, duration(12*time.Hour)), want: Approved},
 		{name: "bounds are inclusive", cr: newCR(t, rsaCSR, duration(24*time.Hour)), want: Approved},
 		{name: "min bound inclusive", cr: newCR(t, rsaCSR, duration(time.Hour)), want: Approved},
-		{name: "expirationSeconds counts as the duration (seed 003)", cr: newCR(t, rsaCSR, expirationSeconds(7200)), want: Approved},
+		{name: "expirationSeconds counts as the duration (docs/design/request-duration.md)", cr: newCR(t, rsaCSR, expirationSeconds(7200)), want: Approved},
 		{name: "a duration is required", cr: newCR(t, rsaCSR), want: Denied,
 			msg: []string{"spec.constraints.maxDuration: the request carries no duration"}},
 		{name: "too long", cr: newCR(t, rsaCSR, duration(48*time.Hour)), want: Denied,

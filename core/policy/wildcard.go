@@ -7,7 +7,7 @@ import (
 	"unicode/utf8"
 )
 
-// pattern is a compiled wildcard pattern (seed 001): "*" stands for any run
+// pattern is a compiled wildcard pattern (docs/design/approval-policy.md): "*" stands for any run
 // of zero or more characters, every other character stands for itself.
 // "*" matches everything, "*foo" matches "foo" and "bar-foo", "*.foo"
 // matches "bar-123.foo" but not "barfoo". A "*" also spans dots:

@@ -6,7 +6,7 @@ import (
 	"unicode/utf8"
 )
 
-// matchRef is the straightforward recursive definition of seed 001's
+// matchRef is the straightforward recursive definition of docs/design/approval-policy.md's
 // wildcard, over runes, used to cross-check pattern.match.
 func matchRef(p, s []rune) bool {
 	for len(p) > 0 {
@@ -27,7 +27,7 @@ func TestPatternMatch(t *testing.T) {
 		value   string
 		want    bool
 	}{
-		// seed 001's examples
+		// docs/design/approval-policy.md's examples
 		{"*", "anything.at.all", true},
 		{"*", "", true},
 		{"*foo", "foo", true},

@@ -3,8 +3,8 @@
 // a queue with delays and a metrics sink. Each adapter (adapters/local,
 // adapters/aws, adapters/gcp) implements them, and core/memory in memory for
 // core's own tests; all of them run the contract suites in ports/porttest
-// (ports/porttest/README.md lists who runs what). See ../shared/DESIGN.md
-// §3 and §5.
+// (ports/porttest/README.md lists who runs what). See
+// docs/design/one-step.md and docs/ARCHITECTURE.md.
 package ports
 
 import (

@@ -1,8 +1,8 @@
 // Package rbac evaluates Kubernetes-style RBAC (Role, ClusterRole,
 // RoleBinding, ClusterRoleBinding; rbac.authorization.k8s.io/v1) over certfn's
 // stored objects, for cloud identities: who may `use` a
-// CertificateRequestPolicy (seed 001), who may `approve` for a signer
-// (seed 004's separate approval permission), and who may create, get, list,
+// CertificateRequestPolicy (docs/design/approval-policy.md), who may `approve` for a signer
+// (docs/design/certificates-api.md's separate approval permission), and who may create, get, list,
 // update or delete each kind in a namespace. It is pure: an Authorizer is
 // built from a snapshot of objects and never reads a store.
 package rbac
@@ -46,13 +46,13 @@ const (
 	// Certificate controllers use when they create CertificateRequests,
 	// system:serviceaccount:cert-manager:cert-manager, as cert-manager's
 	// controller does. Bind policies to it for requests made from
-	// Certificates (seed 001's note on the cert-manager ServiceAccount).
+	// Certificates (docs/design/approval-policy.md's note on the cert-manager ServiceAccount).
 	ControllerNamespace = "cert-manager"
 	ControllerName      = "cert-manager"
 )
 
 // Identity is an authenticated caller, as recorded on a CertificateRequest
-// (spec.username, uid, groups, extra; seed 004).
+// (spec.username, uid, groups, extra; docs/design/certificates-api.md).
 type Identity struct {
 	Username string
 	UID      string

@@ -9,7 +9,7 @@ import (
 
 // SignerResourceNames returns the `signers` resource names an approver may
 // be granted `approve` on for a request in namespace that refers to ref,
-// specific name first (cert-manager's form of seed 004's signerName check):
+// specific name first (cert-manager's form of docs/design/certificates-api.md's signerName check):
 //
 //	issuers.cert-manager.io/<namespace>.<name>, issuers.cert-manager.io/*
 //	clusterissuers.cert-manager.io/<name>,      clusterissuers.cert-manager.io/*
@@ -42,7 +42,7 @@ func plural(kind string) string {
 
 // CanApprove reports whether id may approve or deny a request in namespace
 // for the issuer ref: `approve` on `signers` in cert-manager.io for any of
-// SignerResourceNames (seed 004: approval is a permission separate from
+// SignerResourceNames (docs/design/certificates-api.md: approval is a permission separate from
 // creating requests or signing).
 func (a *Authorizer) CanApprove(id Identity, ref api.IssuerReference, namespace string) (bool, string) {
 	names := SignerResourceNames(ref, namespace)
@@ -171,7 +171,7 @@ func quoteAll(ss []string) []string {
 
 // CSRSignerNames returns the `signers` resource names in
 // certificates.k8s.io that grant a verb for a CertificateSigningRequest of
-// signerName, specific name first (seed 004: name == <.spec.signerName>,
+// signerName, specific name first (docs/design/certificates-api.md: name == <.spec.signerName>,
 // then <domain part only>/* "to allow approving an entire domain").
 func CSRSignerNames(signerName string) []string {
 	domain, _, _ := strings.Cut(signerName, "/")
@@ -181,7 +181,7 @@ func CSRSignerNames(signerName string) []string {
 // CanApproveSigner reports whether id may approve or deny a
 // CertificateSigningRequest of signerName: `approve` on `signers` in
 // certificates.k8s.io named by CSRSignerNames, granted cluster-wide (a
-// CSR is cluster-scoped, so only ClusterRoleBindings count) — seed 004's
+// CSR is cluster-scoped, so only ClusterRoleBindings count) — docs/design/certificates-api.md's
 // approval-authorizing admission check.
 func (a *Authorizer) CanApproveSigner(id Identity, signerName string) (bool, string) {
 	return a.canSigner(id, VerbApprove, signerName)

@@ -1,6 +1,6 @@
 // Package requests holds what the CertificateRequest steps share: the
 // loaded State and the Env. The steps are approval (the approver actor of
-// seed 004) and signing (the signer actor); the engine runs them in that
+// docs/design/certificates-api.md) and signing (the signer actor); the engine runs them in that
 // order, one write per invocation.
 package requests
 
@@ -55,7 +55,7 @@ type Approver interface {
 }
 
 // Refuser is implemented by the Approver of a role that never makes
-// approval decisions (seed 004: approver and signer are separate actors).
+// approval decisions (docs/design/certificates-api.md: approver and signer are separate actors).
 // The approval step then leaves every decision, a denial of invalid names
 // included, to the approving role; the signing step still refuses such
 // names.

@@ -1,8 +1,8 @@
 // Package signers holds the Signer interface and what the selfSigned and CA
 // signers share: the certificate template built from a CertificateRequest
-// (cert-manager's CertificateTemplateFromCertificateRequest) and seed 003's
+// (cert-manager's CertificateTemplateFromCertificateRequest) and docs/design/request-duration.md's
 // lifetime rule (honoured = min(requested, the signer's maximum)). Each
-// signer's contract (seed 004) is in docs/signers.md.
+// signer's contract (docs/design/certificates-api.md) is in docs/signers.md.
 package signers
 
 import (
@@ -84,7 +84,7 @@ type Objects interface {
 type Result struct {
 	Certificate []byte        // PEM chain, leaf first
 	CA          []byte        // PEM of the issuing CA (self-signed: the certificate itself)
-	Requested   time.Duration // seed 003
+	Requested   time.Duration // docs/design/request-duration.md
 	Honoured    time.Duration
 }
 
@@ -288,7 +288,7 @@ func MaxDuration(issuer api.GenericIssuer) (time.Duration, bool, error) {
 	return d, true, nil
 }
 
-// Lifetime applies seed 003 to a template built by TemplateFromRequest:
+// Lifetime applies docs/design/request-duration.md to a template built by TemplateFromRequest:
 // honoured = min(requested, the issuer's maximum), and notAfter never later
 // than notAfterLimit when that is not zero (a CA cannot sign beyond its own
 // expiry). It sets tmpl.NotAfter and returns the requested and honoured

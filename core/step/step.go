@@ -1,5 +1,5 @@
 // Package step holds what every controller step shares: its Outcome and
-// the runner that gives an invocation one step (DESIGN.md §3.2).
+// the runner that gives an invocation one step (docs/design/one-step.md).
 package step
 
 import (

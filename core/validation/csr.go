@@ -15,7 +15,7 @@ import (
 // CertificateSigningRequest validates a CertificateSigningRequest as the
 // Kubernetes API server does for certificates.k8s.io/v1
 // (k8s.io/kubernetes pkg/apis/certificates/validation,
-// validateCertificateSigningRequest), with seeds 003 and 004:
+// validateCertificateSigningRequest), with docs/design/request-duration.md and docs/design/certificates-api.md:
 //   - metadata: a cluster-scoped object (upstream accepts any name; certfn
 //     keeps its DNS-1123 subdomain rule, as its keys need);
 //   - spec.request must parse as a PEM CERTIFICATE REQUEST whose signature
@@ -23,9 +23,9 @@ import (
 //     (signable);
 //   - spec.usages must be provided, each from the known list, none twice;
 //   - spec.signerName is required and a qualified name "domain/path"
-//     (ValidateSignerName); kubernetes.io/legacy-unknown is refused (seed
-//     004: only permitted in v1beta1);
-//   - spec.expirationSeconds, when set, is at least 600 (seed 003);
+//     (ValidateSignerName); kubernetes.io/legacy-unknown is refused
+//     (docs/design/certificates-api.md: only permitted in v1beta1);
+//   - spec.expirationSeconds, when set, is at least 600 (docs/design/request-duration.md);
 //   - status.conditions and status.certificate as CSRStatus.
 func CertificateSigningRequest(csr *api.CertificateSigningRequest) ErrorList {
 	errs := Metadata(&csr.ObjectMeta, false)
@@ -107,7 +107,7 @@ func SignerName(path, name string) ErrorList {
 }
 
 // CSRStatus checks a CSR's status as upstream's validateConditions and
-// validateCertificate (seed 004):
+// validateCertificate (docs/design/certificates-api.md):
 //   - each condition has a type, at most one of each type, and a status
 //     of True, False or Unknown; Approved, Denied and Failed only True;
 //   - Approved and Denied are mutually exclusive;
@@ -150,7 +150,7 @@ func CSRStatus(st *api.CertificateSigningRequestStatus) ErrorList {
 
 // CertificateSigningRequestUpdate checks an update of a CSR (upstream's
 // ValidateCertificateSigningRequestUpdate and its status and approval
-// variants): the spec is immutable (seed 004; upstream silently keeps the
+// variants): the spec is immutable (docs/design/certificates-api.md; upstream silently keeps the
 // old spec on an update, certfn names each changed field instead), the
 // Approved, Denied and Failed conditions may not be removed or changed
 // once present, status.certificate may not change once set, and the new

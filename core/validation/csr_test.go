@@ -54,7 +54,7 @@ func selfSignedPEM(t testing.TB) []byte {
 // TestCertificateSigningRequest runs the cases of upstream's
 // pkg/apis/certificates/validation (TestValidateCertificateSigningRequestCreate,
 // TestValidateSignerName, status.conditions and status.certificate cases)
-// with seeds 003 and 004: each case names the field path its error is at.
+// with docs/design/request-duration.md and docs/design/certificates-api.md: each case names the field path its error is at.
 func TestCertificateSigningRequest(t *testing.T) {
 	cert := selfSignedPEM(t)
 	cond := func(typ string, st api.ConditionStatus) api.CSRCondition {
@@ -67,10 +67,10 @@ func TestCertificateSigningRequest(t *testing.T) {
 		rule string
 	}{
 		{"valid", nil, "", ""},
-		{"valid: expirationSeconds 600 (seed 003 minimum)", func(c *api.CertificateSigningRequest) { c.Spec.ExpirationSeconds = i32(600) }, "", ""},
+		{"valid: expirationSeconds 600 (docs/design/request-duration.md minimum)", func(c *api.CertificateSigningRequest) { c.Spec.ExpirationSeconds = i32(600) }, "", ""},
 		{"valid: cluster issuer signer", func(c *api.CertificateSigningRequest) { c.Spec.SignerName = "clusterissuers.cert-manager.io/ca" }, "", ""},
 		{"valid: any qualified signer (upstream accepts signers it does not know)", func(c *api.CertificateSigningRequest) { c.Spec.SignerName = "example.com/my-signer.v1" }, "", ""},
-		{"valid: a certificate chain with explanatory text around it (seed 004)", func(c *api.CertificateSigningRequest) {
+		{"valid: a certificate chain with explanatory text around it (docs/design/certificates-api.md)", func(c *api.CertificateSigningRequest) {
 			c.Status.Certificate = append(append([]byte("issued by certfn\n"), cert...), cert...)
 		}, "", ""},
 		{"valid: Failed condition", func(c *api.CertificateSigningRequest) {
@@ -97,8 +97,8 @@ func TestCertificateSigningRequest(t *testing.T) {
 		{"signerName path too long", func(c *api.CertificateSigningRequest) {
 			c.Spec.SignerName = "example.com/" + strings.Repeat(strings.Repeat("a", 60)+".", 10)[:600]
 		}, "spec.signerName", "no more than"},
-		{"legacy signerName refused in v1 (seed 004)", func(c *api.CertificateSigningRequest) { c.Spec.SignerName = "kubernetes.io/legacy-unknown" }, "spec.signerName", "legacy"},
-		{"expirationSeconds below 600 (seed 003)", func(c *api.CertificateSigningRequest) { c.Spec.ExpirationSeconds = i32(599) }, "spec.expirationSeconds", "less than 600 seconds"},
+		{"legacy signerName refused in v1 (docs/design/certificates-api.md)", func(c *api.CertificateSigningRequest) { c.Spec.SignerName = "kubernetes.io/legacy-unknown" }, "spec.signerName", "legacy"},
+		{"expirationSeconds below 600 (docs/design/request-duration.md)", func(c *api.CertificateSigningRequest) { c.Spec.ExpirationSeconds = i32(599) }, "spec.expirationSeconds", "less than 600 seconds"},
 		{"expirationSeconds negative", func(c *api.CertificateSigningRequest) { c.Spec.ExpirationSeconds = i32(-1) }, "spec.expirationSeconds", "less than 600 seconds"},
 		{"request-is-ca not a boolean", func(c *api.CertificateSigningRequest) {
 			c.Annotations = map[string]string{api.AnnotationCSRIsCA: "yes"}
@@ -119,19 +119,19 @@ func TestCertificateSigningRequest(t *testing.T) {
 		{"duplicate condition type", func(c *api.CertificateSigningRequest) {
 			c.Status.Conditions = []api.CSRCondition{cond("Approved", "True"), cond("Approved", "True")}
 		}, "status.conditions[1].type", "duplicate"},
-		{"Approved and Denied together (seed 004: mutually exclusive)", func(c *api.CertificateSigningRequest) {
+		{"Approved and Denied together (docs/design/certificates-api.md: mutually exclusive)", func(c *api.CertificateSigningRequest) {
 			c.Status.Conditions = []api.CSRCondition{cond("Approved", "True"), cond("Denied", "True")}
 		}, "status.conditions", "mutually exclusive"},
-		{"certificate that is not PEM (seed 004)", func(c *api.CertificateSigningRequest) { c.Status.Certificate = []byte("not pem") }, "status.certificate", ""},
-		{"certificate with a non-CERTIFICATE block (seed 004)", func(c *api.CertificateSigningRequest) {
+		{"certificate that is not PEM (docs/design/certificates-api.md)", func(c *api.CertificateSigningRequest) { c.Status.Certificate = []byte("not pem") }, "status.certificate", ""},
+		{"certificate with a non-CERTIFICATE block (docs/design/certificates-api.md)", func(c *api.CertificateSigningRequest) {
 			c.Status.Certificate = append(append([]byte{}, cert...), testCSR(t)...)
 		}, "status.certificate", "CERTIFICATE"},
-		{"certificate block with headers (seed 004)", func(c *api.CertificateSigningRequest) {
+		{"certificate block with headers (docs/design/certificates-api.md)", func(c *api.CertificateSigningRequest) {
 			b, _ := pem.Decode(cert)
 			b.Headers = map[string]string{"Proc-Type": "4,ENCRYPTED"}
 			c.Status.Certificate = pem.EncodeToMemory(b)
 		}, "status.certificate", "header"},
-		{"certificate block that is not a certificate (seed 004)", func(c *api.CertificateSigningRequest) {
+		{"certificate block that is not a certificate (docs/design/certificates-api.md)", func(c *api.CertificateSigningRequest) {
 			c.Status.Certificate = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: []byte("junk")})
 		}, "status.certificate", ""},
 	}
@@ -159,7 +159,7 @@ func TestCertificateSigningRequest(t *testing.T) {
 }
 
 // TestCertificateSigningRequestUpdate: the spec is immutable after
-// creation (seed 004), Approved/Denied/Failed are permanent, and
+// creation (docs/design/certificates-api.md), Approved/Denied/Failed are permanent, and
 // status.certificate cannot change once set (upstream's update validation).
 func TestCertificateSigningRequestUpdate(t *testing.T) {
 	cert := selfSignedPEM(t)
@@ -225,7 +225,7 @@ func TestCertificateSigningRequestUpdate(t *testing.T) {
 // FuzzCSRValidation: whatever spec.request, spec.signerName and
 // status.certificate hold, validation never panics, never echoes the
 // request or certificate bytes, and accepts a status.certificate exactly
-// when it is a seed 004 chain.
+// when it is a docs/design/certificates-api.md chain.
 func FuzzCSRValidation(f *testing.F) {
 	f.Add(testCSR(f), "issuers.cert-manager.io/default.ca", []byte(nil))
 	f.Add([]byte("x"), "a/b/c", []byte("-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n"))

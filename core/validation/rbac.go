@@ -8,7 +8,7 @@ import (
 
 // rbacMetadata checks the metadata of a Role, ClusterRole, RoleBinding or
 // ClusterRoleBinding. Kubernetes validates RBAC object names as path
-// segments, not DNS names, so "cert-manager-policy:hello-world" (seed 001's
+// segments, not DNS names, so "cert-manager-policy:hello-world" (docs/design/approval-policy.md's
 // example) is valid: any name except "." and "..", without '/' or '%'.
 // The rules and subjects themselves are checked by rbac.Validate.
 func rbacMetadata(m *api.ObjectMeta, namespaced bool) ErrorList {

@@ -14,8 +14,8 @@ func TestRBACNames(t *testing.T) {
 		obj  api.Object
 		want string // "" = valid
 	}{
-		{"seed 001 ClusterRole name with a colon", &api.ClusterRole{ObjectMeta: meta("", "cert-manager-policy:hello-world")}, ""},
-		{"seed 001 ClusterRoleBinding", &api.ClusterRoleBinding{ObjectMeta: meta("", "cert-manager-policy:hello-world")}, ""},
+		{"docs/design/approval-policy.md ClusterRole name with a colon", &api.ClusterRole{ObjectMeta: meta("", "cert-manager-policy:hello-world")}, ""},
+		{"docs/design/approval-policy.md ClusterRoleBinding", &api.ClusterRoleBinding{ObjectMeta: meta("", "cert-manager-policy:hello-world")}, ""},
 		{"Role with upper case", &api.Role{ObjectMeta: meta("team-a", "Approvers")}, ""},
 		{"slash", &api.RoleBinding{ObjectMeta: meta("team-a", "a/b")}, "metadata.name: may not contain '/' or '%'"},
 		{"dot-dot", &api.ClusterRole{ObjectMeta: meta("", "..")}, "metadata.name: may not be '.' or '..'"},

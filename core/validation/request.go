@@ -22,7 +22,7 @@ import (
 // extensions a CA signs (signable), and whose encoded basic
 // constraints and key usages agree with spec.isCA and spec.usages (the
 // defaults when empty; "cert sign" added for a CA), the requested
-// lifetime (seed 003), the usage names, and the Approved / Denied
+// lifetime (docs/design/request-duration.md), the usage names, and the Approved / Denied
 // conditions (at most one of each, only True, not both).
 func CertificateRequest(cr *api.CertificateRequest) ErrorList {
 	errs := Metadata(&cr.ObjectMeta, true)
@@ -178,7 +178,7 @@ func CertificateRequestConditionsUpdate(old, new []api.Condition, path string) E
 // cert-manager's own annotations (cert-manager.io*, acme.cert-manager.io*)
 // may not be added, changed or removed after creation — each is an error
 // at metadata.annotations.<key>, as cert-manager renders it; and the
-// whole spec is immutable (seed 004) — where cert-manager reports "spec",
+// whole spec is immutable (docs/design/certificates-api.md) — where cert-manager reports "spec",
 // certfn names each changed field under it. Labels, other annotations and
 // status may change.
 func CertificateRequestUpdate(old, new *api.CertificateRequest) ErrorList {

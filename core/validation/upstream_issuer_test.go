@@ -331,7 +331,7 @@ func testCAPEMOnce() []byte { return testCAPEM(nil) }
 const (
 	whyVault   = "certfn does not implement the vault issuer: spec.vault is kept as given, counts as the issuer's type and is reported as an ignored field (the Issuer is not Ready)"
 	whyVenafi  = "certfn does not implement the venafi issuer: spec.venafi is kept as given, counts as the issuer's type and is reported as an ignored field (the Issuer is not Ready)"
-	whyACMERes = "certfn refuses every create and update of Orders and Challenges from callers (core/app, issue 19); its own controllers keep their specs immutable (acme.SpecChanged)"
+	whyACMERes = "certfn refuses every create and update of Orders and Challenges from callers (core/app); its own controllers keep their specs immutable (acme.SpecChanged)"
 )
 
 // issuerNotTranscribed: the vault and venafi cases of issuer_test.go and

@@ -1,5 +1,4 @@
-// Package awsmode assembles certfn's AWS Lambda functions (issue 5;
-// DESIGN.md §3–§4) from environment variables: the DynamoDB state store,
+// Package awsmode assembles certfn's AWS Lambda functions (// docs/design/one-step.md and docs/design/roles.md) from environment variables: the DynamoDB state store,
 // the SQS queues and the secret store (Secrets Manager, or Parameter Store
 // with CERTFN_SECRET_STORE=ssm; adapters/aws), handed
 // to core/app.Build with each function's role (core/app/role.go), which
@@ -380,7 +379,7 @@ var ExportedMetrics = map[string]emf.Export{
 	// Notifications that EventBridge refused for good (a permission or
 	// the bus missing): the step retries them hourly and returns no error.
 	notify.MetricNotificationFailures: {Name: "NotificationFailures", Unit: "Count"},
-	// KEP-2784's CertificateSigningRequest counters (seed 003: CSRs that
+	// KEP-2784's CertificateSigningRequest counters (docs/design/request-duration.md: CSRs that
 	// asked for expirationSeconds, and those whose certificate honoured
 	// it), written by the function that signs them; published only in
 	// invocations that sign such a CSR.

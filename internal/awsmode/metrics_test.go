@@ -62,7 +62,7 @@ spec:
 }
 
 // The function that signs a CertificateSigningRequest with
-// spec.expirationSeconds exports KEP-2784's two counters (seed 003):
+// spec.expirationSeconds exports KEP-2784's two counters (docs/design/request-duration.md):
 // CSRRequestedDuration, and CSRHonoredDuration when the certificate's
 // lifetime is the one requested.
 func TestSignerExportsCSRDurationMetrics(t *testing.T) {

@@ -19,7 +19,7 @@ import (
 	"github.com/certfn/certfn/internal/awsmode/awstest"
 )
 
-// Each role gets only the ports and signers DESIGN.md §4 gives it.
+// Each role gets only the ports and signers docs/design/roles.md gives it.
 func TestRolesGetOnlyTheirPorts(t *testing.T) {
 	e := awstest.New(t)
 	for _, tc := range []struct {

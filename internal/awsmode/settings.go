@@ -21,7 +21,7 @@ import (
 	"github.com/certfn/certfn/internal/envconf"
 )
 
-// Role names one deployed function (DESIGN.md §4). Each role gets only the
+// Role names one deployed function (docs/design/roles.md). Each role gets only the
 // ports and signers it may use.
 type Role string
 

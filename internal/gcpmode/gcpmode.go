@@ -1,5 +1,5 @@
 // Package gcpmode assembles certfn's Cloud Run services on Google Cloud
-// (DESIGN.md §4–§5) from environment variables: the Firestore state store,
+// (docs/design/roles.md and docs/ARCHITECTURE.md) from environment variables: the Firestore state store,
 // the Secret Manager secret store, the Pub/Sub work queue (with Cloud
 // Tasks for short delays), the Cloud DNS DNS-01 provider and the
 // Certificate Manager importer (adapters/gcp, adapters/dns/clouddns), and

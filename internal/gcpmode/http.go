@@ -82,7 +82,7 @@ func healthy(w http.ResponseWriter, r *http.Request) bool {
 
 // ExportedMetrics are the metrics CERTFN_METRICS=log writes: few, since
 // each line is a billed log entry (the expiry alert counts the first).
-// KEP-2784's two CertificateSigningRequest counters (seed 003: requested
+// KEP-2784's two CertificateSigningRequest counters (docs/design/request-duration.md: requested
 // versus honoured lifetime, by signer domain) are written by the signer,
 // one or two lines per CSR it signs with spec.expirationSeconds.
 var ExportedMetrics = map[string]bool{

@@ -16,7 +16,7 @@ import (
 	"github.com/certfn/certfn/internal/envconf"
 )
 
-// Role names one Cloud Run service (DESIGN.md §4); the container image is
+// Role names one Cloud Run service (docs/design/roles.md); the container image is
 // one for all, the role comes from CERTFN_FUNCTION.
 type Role string
 

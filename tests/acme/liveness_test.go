@@ -91,7 +91,7 @@ func (s *dyingStore) Delete(ctx context.Context, k api.Key, v int64) error {
 	return s.after("delete", ports.Record{Key: k}, s.Store.Delete(ctx, k, v))
 }
 
-// Liveness after a crash (issue 15): `certfn serve` killed right after a
+// Liveness after a crash: `certfn serve` killed right after a
 // Challenge was written valid, before its Order handled the wake-up
 // (lost with the in-memory queue), is restarted as serve starts
 // (Runtime.Resume, then its loops): the Order finalizes and the

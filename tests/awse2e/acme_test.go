@@ -135,7 +135,7 @@ func (d *deployment) waitReady(ns, name string, within time.Duration) *api.Certi
 
 // An ACME certificate (HTTP-01, Pebble) is issued by the worker with the
 // http01 function answering Pebble's validation from the state store;
-// the counts per issuance are checked against issue 5's targets (≤ 15
+// the counts per issuance are checked against targets (≤ 15
 // invocations, ≤ 40 DynamoDB writes) and logged.
 func TestACMEIssuanceOnAWS(t *testing.T) {
 	h01Port := freePort(t)

@@ -121,12 +121,12 @@ func (f figures) String() string {
 // an issuance from a CA issuer (api call to Ready), a renewal, a daily
 // resync of a Ready certificate, and an idle scheduler run; and what
 // 1,000 issuances and 1,000 certificates kept for a month cost at the
-// prices above. Targets (issue 5, for an ACME issuance; a CA issuance must
+// prices above. Targets (for an ACME issuance; a CA issuance must
 // stay well within them): ≤ 15 invocations and ≤ 40 DynamoDB writes.
 //
 // It runs once per secret store the Terraform module offers: Secrets
 // Manager (the HAND-WRITTEN TEST DOUBLE, or the environment's endpoint)
-// and Parameter Store (secret_store = "ssm", on moto); issue 14's goal for
+// and Parameter Store (secret_store = "ssm", on moto); goal for
 // 1,000 certificates kept a month is under $10.
 func TestCostPerIssuance(t *testing.T) {
 	t.Run("secretsmanager", func(t *testing.T) { testCostPerIssuance(t, nil, secretsManagerPrices) })
@@ -134,7 +134,7 @@ func TestCostPerIssuance(t *testing.T) {
 		ep := emulators.Moto(t)
 		perMonth := testCostPerIssuance(t, func(e *awstest.Env) { e.UseSSM(ep) }, parameterStorePrices)
 		if perMonth >= 10 {
-			t.Errorf("1,000 certificates kept a month on Parameter Store cost $%.2f, want under $10 (issue 14)", perMonth)
+			t.Errorf("1,000 certificates kept a month on Parameter Store cost $%.2f, want under $10", perMonth)
 		}
 	})
 }

@@ -25,7 +25,7 @@ import (
 // tests/faults, does 1,000 in about 8 s).
 const dupCerts = 600
 
-// TestDuplicateShuffledDeliveryOnAWS is issue 15's "duplicate and
+// TestDuplicateShuffledDeliveryOnAWS is "duplicate and
 // reordered delivery under load" on the AWS shape: 600 Certificates (an
 // operator-installed CA ClusterIssuer; every fifth from a selfSigned one)
 // issued by the worker and signer functions on dynalite and local-aws-sqs,
@@ -42,8 +42,8 @@ const dupCerts = 600
 // issuing, exactly one CertificateRequest created per revision, at most one
 // certificate signed per revision, tls.key matching tls.crt, nothing in
 // the dead-letter queues, no next-private-key secret left behind (overlapping
-// reconciles of one Certificate used to leave 0–9 of 600 per revision:
-// issue 15, fixed in the keymanager).
+// reconciles of one Certificate used to leave 0–9 of 600 per revision;
+// fixed in the keymanager).
 func TestDuplicateShuffledDeliveryOnAWS(t *testing.T) {
 	seed := faultsweep.LoadSeed(t)
 	rng := rand.New(rand.NewSource(seed))

@@ -28,8 +28,8 @@ import (
 	"github.com/certfn/certfn/tests/faultsweep"
 )
 
-// The fault harness of tests/faults on the Lambda functions themselves
-// (issue 15): the worker, signer, scheduler and api built by
+// The fault harness of tests/faults on the Lambda functions themselves:
+// the worker, signer, scheduler and api built by
 // awsmode.FromEnvWith as Lambda runs them, handling SQS events received
 // from local-aws-sqs, with their state in dynalite and their secrets in the
 // Secrets Manager double. Every AWS request the functions make goes

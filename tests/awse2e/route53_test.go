@@ -48,7 +48,7 @@ const route53Service = emulators.Service("ROUTE_53")
 // only in the allowed zone (the longer-suffix zone it may not change is
 // skipped), the presented change read PENDING before INSYNC; no TXT
 // record left behind in the double or challtestsrv; per-issuance counts
-// within issue 5's targets (≤ 15 invocations, ≤ 40 DynamoDB writes).
+// within targets (≤ 15 invocations, ≤ 40 DynamoDB writes).
 func TestACMEDNS01Route53OnAWS(t *testing.T) {
 	peb := startPebble(t, freePort(t)) // no HTTP-01 here
 	// zones: example.com, and a public zone named by a longer suffix of the

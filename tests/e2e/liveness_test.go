@@ -138,7 +138,7 @@ func (s dyingSecrets) Delete(ctx context.Context, ns, name string) error {
 	return s.d.after("delete", secretKey(ns, name), nil, s.SecretStore.Delete(ctx, ns, name))
 }
 
-// Liveness after a crash (issue 15): a `certfn serve` killed right after
+// Liveness after a crash: a `certfn serve` killed right after
 // a step's write, before the wake-up that write queued in memory was
 // delivered, is restarted as serve starts (Runtime.Resume, then its
 // loops): the Certificate is Ready within 5 s of fake time, not at a

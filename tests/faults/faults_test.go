@@ -1,4 +1,4 @@
-// Package faults is certfn's deterministic fault harness (issue 15): for
+// Package faults is certfn's deterministic fault harness: for
 // each flow — selfSigned and CA issuance, ACM import, renewal with
 // rotationPolicy Always and Never, policy approval and denial, ACME HTTP-01,
 // revocation and replacement (local mode only) and DNS-01 against Pebble in

@@ -28,7 +28,7 @@ type loadStats struct {
 	sweeps     int
 }
 
-// TestDuplicateShuffledDeliveryLocal is issue 15's "duplicate and
+// TestDuplicateShuffledDeliveryLocal is "duplicate and
 // reordered delivery under load" in local mode: 1,000 Certificates (CA
 // Issuer; every fifth selfSigned) through the engine built as `certfn
 // serve` builds it (app.Build, app.Local) over core/memory's stores, then

@@ -20,7 +20,7 @@ import (
 //
 //	go test ./tests/gcpe2e -run TestFigures -v
 //
-// Targets (issue 5, as on AWS, for an ACME issuance; a CA issuance must
+// Targets (as on AWS, for an ACME issuance; a CA issuance must
 // stay well within them): ≤ 15 Cloud Run requests of the worker, signer,
 // api and http01, ≤ 40 Firestore document writes.
 func TestFigures(t *testing.T) {
@@ -161,7 +161,7 @@ func acmeFigures(t *testing.T) figures {
 	return f
 }
 
-// checkTargets fails f above issue 5's targets.
+// checkTargets fails f above targets.
 func checkTargets(t *testing.T, what string, f figures) {
 	t.Helper()
 	if r := f.totalRequests() - f.requests["scheduler"]; r > 15 || f.fsWrites > 40 {

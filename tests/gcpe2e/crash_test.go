@@ -8,12 +8,12 @@ import (
 	"github.com/certfn/certfn/core/api"
 )
 
-// A service killed between its write and its publish (DESIGN.md §3.4):
+// A service killed between its write and its publish (docs/design/one-step.md):
 // the publish is lost, the request's context is canceled at that moment
 // (nothing more is written) and its answer never reaches Pub/Sub, which
 // pushes the message again after the acknowledgement deadline. When the
 // write made the handled object final (the signer's signed request), that
-// redelivery finds it final and wakes its owner again (issue 15: a final
+// redelivery finds it final and wakes its owner again (a final
 // object reconciled again wakes its owner), so the certificate is Ready
 // without a sweep. Otherwise the redelivery finds the write done and has
 // nothing to publish, and without a sweep the certificate is not Ready;

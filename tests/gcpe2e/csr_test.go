@@ -246,7 +246,7 @@ func (s *syncBuffer) metricLines(t *testing.T, name string) []map[string]any {
 //     the signer service: status.certificate chains to the operator's CA,
 //     for the CSR's public key, with the requested lifetime (honoured 30 m
 //     of a requested hour under the Issuer's certfn.io/max-duration), both
-//     recorded in status, and seed 003's metric lines written by the
+//     recorded in status, and docs/design/request-duration.md's metric lines written by the
 //     signer in CERTFN_METRICS=log's format; a selfSigned ClusterIssuer's
 //     CSR (approved by an admin of CERTFN_API_ADMINS) is signed with the
 //     key its owner installed (class pk);
@@ -443,7 +443,7 @@ spec: {ca: {secretName: team-ca}}
 		}
 	}
 
-	// expirationSeconds below seed 003's minimum: refused naming the field, nothing stored.
+	// expirationSeconds below docs/design/request-duration.md's minimum: refused naming the field, nothing stored.
 	y, _ := csrSpec{name: "short", signer: opsSigner, expirationSeconds: 599}.build(t)
 	w := d.callAs(requester, "POST", "/v1/apply", y)
 	var e struct{ Error, Reason, Field string }

@@ -23,8 +23,8 @@ import (
 	"github.com/certfn/certfn/tests/faultsweep"
 )
 
-// The fault harness of tests/faults on the Cloud Run services themselves
-// (issue 15): the api, worker, signer and scheduler built by
+// The fault harness of tests/faults on the Cloud Run services themselves:
+// the api, worker, signer and scheduler built by
 // gcpmode.FromEnvWith, served their Pub/Sub pushes over HTTP, with their
 // state in Google's Firestore emulator and their secrets in the Secret
 // Manager double. Every call they make to the state store, Secret Manager

@@ -418,7 +418,7 @@ func secretCond(classes ...string) string {
 	return strings.Join(parts, " || ")
 }
 
-// expectedGCPGrants is the IAM table of DESIGN.md §4 on Google Cloud: every
+// expectedGCPGrants is the IAM table of docs/design/roles.md on Google Cloud: every
 // grant of every identity, with its condition.
 func expectedGCPGrants(o gcpOpts) []grant {
 	proj := "project:" + gcpProject
@@ -544,7 +544,7 @@ func TestGCPIAMTable(t *testing.T) {
 	}
 }
 
-// TestGCPIAMInvariants states DESIGN.md §4 directly, over every variant:
+// TestGCPIAMInvariants states docs/design/roles.md directly, over every variant:
 // only the signer reads CA keys; the api, scheduler and http01 have no
 // Secret Manager permission; the worker's DNS role is bound to the listed
 // zones and nowhere else; nothing gets a basic role; project-wide grants
@@ -978,7 +978,7 @@ var gcpEnvShared = []string{
 
 // TestGCPServices: one service per function from the one image, each as
 // its own account, with CERTFN_FUNCTION and the environment README.md
-// documents; ingress and invokers per DESIGN.md §4.
+// documents; ingress and invokers per docs/design/roles.md.
 func TestGCPServices(t *testing.T) {
 	readme, err := os.ReadFile(filepath.Join(gcpModuleDir(t), "README.md"))
 	if err != nil {

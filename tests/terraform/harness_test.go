@@ -3,7 +3,7 @@
 // its example, against a filesystem mirror of the hashicorp/aws provider (no
 // registry, no AWS account: fake credentials and the provider's skip_*
 // settings). The planned IAM policies are then evaluated (iam_test.go) for
-// the least privilege of DESIGN.md §4.
+// the least privilege of docs/design/roles.md.
 //
 // A missing terraform binary or provider mirror fails the tests: they are
 // part of `make test` (`make tf-check` runs only them). TERRAFORM names the

@@ -1,6 +1,6 @@
 package terraform_test
 
-// The least-privilege test of DESIGN.md §4: plan the module, read the IAM
+// The least-privilege test of docs/design/roles.md: plan the module, read the IAM
 // policy documents from `terraform show -json`, and evaluate a table of
 // (function, action, resource, request context) checks against them:
 // forbidden ones must be denied, required ones allowed (so that the policies
@@ -468,7 +468,7 @@ func parameterChecks(b *checkBuilder, noSecretRoles []string) {
 }
 
 // absoluteForbidden are actions for which a role may not have any Allow
-// statement at all, whatever its Resource or Condition (DESIGN.md §4: the
+// statement at all, whatever its Resource or Condition (docs/design/roles.md: the
 // api reads no private key; scheduler and http01 touch nothing but their
 // own data).
 var absoluteForbidden = map[string][]string{

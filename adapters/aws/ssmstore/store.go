@@ -1,5 +1,5 @@
 // Package ssmstore implements ports.SecretStore on AWS Systems Manager
-// Parameter Store (issue 14): the cheaper alternative to
+// Parameter Store: the cheaper alternative to
 // adapters/aws/secrets (Secrets Manager bills $0.40 per secret and month;
 // a standard-tier parameter costs nothing to store). See docs/aws.md,
 // "SSM Parameter Store secret store".

@@ -1,5 +1,5 @@
 // Package fsstore implements ports.Store on one Cloud Firestore (native
-// mode) collection (DESIGN.md §5, "On Google Cloud").
+// mode) collection (docs/ARCHITECTURE.md, "On Google Cloud").
 //
 //   - One document per resource; its ID is the resource key, percent-encoded
 //     (docID: reversible, never holds '/', at most 1500 bytes).

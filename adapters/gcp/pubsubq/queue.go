@@ -1,5 +1,5 @@
 // Package pubsubq implements ports.Queue on Google Cloud Pub/Sub, with
-// Cloud Tasks for delays (DESIGN.md §3 and §5: Pub/Sub push to Cloud Run,
+// Cloud Tasks for delays (docs/design/one-step.md and docs/ARCHITECTURE.md: Pub/Sub push to Cloud Run,
 // Cloud Tasks for short delays).
 //
 //   - A message's data is the reconcile key, api.Key.String(); the message

@@ -1,5 +1,5 @@
 // Package gsm implements ports.SecretStore on Google Cloud Secret Manager
-// (DESIGN.md §2 and §5), as adapters/aws/secrets does on AWS Secrets
+// (docs/design/resources.md and docs/ARCHITECTURE.md), as adapters/aws/secrets does on AWS Secrets
 // Manager. docs/gcp-secret-manager.md has the layout and the IAM rules.
 //
 //   - A secret's ID is <prefix>_<class>_<namespace>_<name>, '.' written

@@ -9,7 +9,7 @@ const MaxCheckInterval = 5 * time.Minute
 // the Challenge is young, then a quarter of the time since it was
 // presented, up to MaxCheckInterval (or CheckInterval, if that is
 // longer). A record that never becomes visible (a DNS provider that
-// accepted the change and never served it, issue 15) is not checked every
+// accepted the change and never served it) is not checked every
 // CheckInterval for as long as the Order lives — 720 rounds an hour at 5 s,
 // each a DNS query round and, on the clouds, a function invocation — but
 // 32 in the first hour and 12 an hour after that (the bound

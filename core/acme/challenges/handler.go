@@ -1,4 +1,4 @@
-// Package challenges is seed 000's challenge controller as
+// Package challenges is docs/design/acme-orders.md's challenge controller as
 // one-step-per-invocation steps for kind Challenge (an engine.Handler):
 //
 //  1. schedule: oldest first, at most MaxInFlight processing at once, never

@@ -1,6 +1,6 @@
 package challenges
 
-// Challenge leases: the atomic part of seed 000's "never two Challenges for
+// Challenge leases: the atomic part of docs/design/acme-orders.md's "never two Challenges for
 // the same name and type at once". Workers run in parallel, so checking the
 // list of Challenges and then marking one processing is a check-then-act
 // race; instead a Challenge claims the global ChallengeLease of its

@@ -11,7 +11,7 @@ import (
 )
 
 // poll reads the authorization, no earlier than status.nextPollAt, and
-// records its state and the poll (status.polls) (seed 000: a Challenge is valid only when its
+// records its state and the poll (status.polls) (docs/design/acme-orders.md: a Challenge is valid only when its
 // authorization is valid).
 func (r *run) poll(ctx context.Context) error {
 	c := r.c

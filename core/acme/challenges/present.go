@@ -147,7 +147,7 @@ func (r *run) checkAndAccept(ctx context.Context) error {
 	if got.Status == acme.StatusInvalid {
 		return r.finish(ctx, api.StateInvalid, "The ACME server rejected the challenge: "+got.Problem)
 	}
-	// The authorization's state is what seed 000 records, so it is polled
+	// The authorization's state is what docs/design/acme-orders.md records, so it is polled
 	// even when the answer says the challenge is valid already — then at
 	// once, without the backoff's first wait.
 	c.Status.State = api.StateProcessing

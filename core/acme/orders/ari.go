@@ -20,7 +20,7 @@ import (
 const issuedWait = time.Minute
 
 // afterValid runs on a valid Order: it cleans up and deletes the
-// Challenges (seed 000), then keeps the certificate's ACME renewal
+// Challenges (docs/design/acme-orders.md), then keeps the certificate's ACME renewal
 // information (RFC 9773) fresh and copies it to the Certificate while this
 // Order's request is the Certificate's current revision. It is fetched
 // first once the Certificate has stored the certificate — never on the

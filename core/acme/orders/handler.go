@@ -1,4 +1,4 @@
-// Package orders is seed 000's order controller as one-step-per-invocation
+// Package orders is docs/design/acme-orders.md's order controller as one-step-per-invocation
 // steps for kind Order (an engine.Handler):
 //
 //  1. create the ACME order once, only while status.url is empty, and copy

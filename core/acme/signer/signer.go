@@ -1,4 +1,4 @@
-// Package signer is the ACME issuer for CertificateRequests (seed 000's
+// Package signer is the ACME issuer for CertificateRequests (docs/design/acme-orders.md's
 // "ACME Issuer"): it manages one Order per request instead of talking to
 // the ACME server itself.
 //

@@ -1,5 +1,5 @@
 // Package acmimport is certfn's ACM import step for Certificates (a certfn
-// extension, issue 5): a Certificate annotated certfn.io/acm-import: "true"
+// extension): a Certificate annotated certfn.io/acm-import: "true"
 // has its key pair imported into AWS Certificate Manager once it is Ready,
 // and re-imported into the same ARN after each renewal, so that an ALB or
 // CloudFront distribution attached to that ARN follows the renewals. The

@@ -1,4 +1,4 @@
-// Package issuing is seed 002's issuing controller: when the next
+// Package issuing is docs/design/certificate-controllers.md's issuing controller: when the next
 // revision's CertificateRequest is final it either stores the key pair in
 // spec.secretName and completes the revision, or records the failure and
 // the backoff.

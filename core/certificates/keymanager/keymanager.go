@@ -1,4 +1,4 @@
-// Package keymanager is seed 002's keymanager: while Issuing is True it
+// Package keymanager is docs/design/certificate-controllers.md's keymanager: while Issuing is True it
 // makes sure status.nextPrivateKeySecretName names a secret holding a
 // PKCS#8 private key that matches spec.privateKey.
 //
@@ -76,7 +76,7 @@ func Step(ctx context.Context, env *certificates.Env, st *certificates.State) (c
 		key, derr := pki.DecodePrivateKeyPEM(sec.Data["tls.key"])
 		if ok, _ := keyOK(key, derr, crt); !ok {
 			// spec.privateKey changed during the issuance (or the data is
-			// damaged): regenerate into the same secret (seed 002).
+			// damaged): regenerate into the same secret (docs/design/certificate-controllers.md).
 			sec, err = generate(ctx, env, st, name)
 			if out, done, err := notGenerated(ctx, env, st, err); done {
 				return out, err
@@ -108,7 +108,7 @@ func recorded(crt *api.Certificate, name string) bool {
 // this reconcile most likely read the Certificate before that completion,
 // while another reconcile of the same key went on (on a cloud queue, a
 // duplicate message in another invocation): creating the secret again
-// would leave a private key nothing refers to (issue 15, 0–9 of 600
+// would leave a private key nothing refers to (0–9 of 600
 // Certificates per revision on the AWS shape). Instead the name is unset
 // with a write conditional on the version read: a stale read loses that
 // race and the reconcile runs again on fresh state; otherwise (someone
@@ -158,7 +158,7 @@ func create(ctx context.Context, env *certificates.Env, st *certificates.State, 
 // after a Create whose answer was lost or that died there, until the store
 // lets a later Create take the empty secret over (secretmanager.ShellGrace,
 // a minute). An error here was retried at once, again and again, into the
-// dead-letter queue (issue 15's fault harness on Cloud Run); the step waits
+// dead-letter queue (fault harness on Cloud Run); the step waits
 // FollowUpGrace instead.
 var errBeingCreated = errors.New("the next private key secret is being created (it exists and holds no key yet): looking again later")
 
@@ -212,7 +212,7 @@ func owned(sec *ports.Secret, crt *api.Certificate) bool {
 	return sec.Annotations[api.AnnotationCertificateName] == crt.Name && sec.Labels[api.LabelNextPrivateKey] == "true"
 }
 
-// cleanup is seed 002's "Issuing is False or not set" branch: the owned
+// cleanup is docs/design/certificate-controllers.md's "Issuing is False or not set" branch: the owned
 // next-private-key secret is deleted and status.nextPrivateKeySecretName
 // unset (after a failed issuance; a successful one already did both). A
 // secret the Certificate does not own is never deleted.

@@ -25,7 +25,7 @@ func issuing(opts ...func(*api.Certificate)) *api.Certificate {
 }
 
 // storedKey decodes tls.key of the next-key secret and checks its shape:
-// PKCS#8 (seed 002), owned and labelled.
+// PKCS#8 (docs/design/certificate-controllers.md), owned and labelled.
 func storedKey(t *testing.T, s *ct.MemSecrets) crypto.Signer {
 	t.Helper()
 	sec, ok := s.Lookup(ct.Namespace, nextKeyName)
@@ -373,7 +373,7 @@ func TestStepCreateRaceAdoptsTheWinnersKey(t *testing.T) {
 
 // A next-key secret that status names but that is gone is not created
 // again: the reconcile most likely read the Certificate before another
-// completed the issuance and deleted it (issue 15's orphaned keys). The
+// completed the issuance and deleted it (orphaned keys). The
 // name is unset with a write conditional on the version read, so a stale
 // reconcile loses the race and leaves no secret behind; on fresh state
 // the following step creates a new key.

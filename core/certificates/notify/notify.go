@@ -1,5 +1,5 @@
 // Package notify is certfn's notification step for Certificates (a certfn
-// extension, issue 14): it publishes, through ports.Notifier
+// extension): it publishes, through ports.Notifier
 // (adapters/aws/ebnotify: EventBridge), that a Certificate was issued or
 // renewed, that an issuance failed, and that its certificate approaches
 // expiration, and records on the status what it published

@@ -1,4 +1,4 @@
-// Package requestmanager is seed 002's requestmanager: while Issuing is True
+// Package requestmanager is docs/design/certificate-controllers.md's requestmanager: while Issuing is True
 // and a next private key exists, it makes sure exactly one
 // CertificateRequest exists for the next revision, signed by that key and
 // matching the spec; stale or mismatching requests are deleted, one per

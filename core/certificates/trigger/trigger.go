@@ -1,4 +1,4 @@
-// Package trigger is seed 002's trigger controller: it decides whether the
+// Package trigger is docs/design/certificate-controllers.md's trigger controller: it decides whether the
 // stored certificate must be (re-)issued and, if so, sets the Issuing
 // condition. It honours the per-Certificate failure backoff.
 package trigger

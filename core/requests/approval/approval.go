@@ -1,4 +1,4 @@
-// Package approval is the approver step for CertificateRequests (seed 004:
+// Package approval is the approver step for CertificateRequests (docs/design/certificates-api.md:
 // the approver is an actor separate from requester and signer). It asks the
 // configured Approver once and records Approved or Denied; both are
 // permanent and mutually exclusive. A request no policy applies to is left

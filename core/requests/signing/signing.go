@@ -1,7 +1,7 @@
 // Package signing is the signer step for CertificateRequests of the
-// selfSigned and ca issuers (seed 004's signer actor): it signs only
-// approved requests, records the chain (validated as seed 004 requires) and
-// the requested vs honoured lifetime (seed 003), marks terminal failures
+// selfSigned and ca issuers (docs/design/certificates-api.md's signer actor): it signs only
+// approved requests, records the chain (validated as docs/design/certificates-api.md requires) and
+// the requested vs honoured lifetime (docs/design/request-duration.md), marks terminal failures
 // Failed, and leaves requests pending while their issuer is missing or not
 // ready. A Denied request is marked final here, as cert-manager does. An
 // approved request whose CSR does not parse, or carries a name a CA must

@@ -118,7 +118,7 @@ func TestStepSignsAnApprovedRequest(t *testing.T) {
 	}
 	if s.RequestedDuration == nil || s.RequestedDuration.Duration != 90*24*time.Hour ||
 		s.HonouredDuration == nil || s.HonouredDuration.Duration != 30*24*time.Hour {
-		t.Errorf("durations = %v / %v, want 2160h / 720h (seed 003)", s.RequestedDuration, s.HonouredDuration)
+		t.Errorf("durations = %v / %v, want 2160h / 720h (docs/design/request-duration.md)", s.RequestedDuration, s.HonouredDuration)
 	}
 	c := cond(up.Request, api.CertificateRequestConditionReady)
 	if c == nil || c.Status != api.ConditionTrue || c.Reason != api.CertificateRequestReasonIssued {

@@ -19,7 +19,7 @@ import (
 	"github.com/certfn/certfn/core/signers"
 )
 
-// Metric names (seed 003: requested vs honoured durations), observed in
+// Metric names (docs/design/request-duration.md: requested vs honoured durations), observed in
 // seconds with the label issuer.
 const (
 	MetricRequested = "certfn_signer_duration_seconds_requested"

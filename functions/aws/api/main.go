@@ -1,4 +1,4 @@
-// Command api is certfn's `api` function on AWS Lambda (DESIGN.md §4): the
+// Command api is certfn's `api` function on AWS Lambda (docs/design/roles.md): the
 // HTTP API of adapters/httpapi behind a Lambda Function URL with AWS_IAM
 // auth (BUFFERED invoke mode). The caller is the IAM principal the Function
 // URL verified (requestContext.authorizer.iam.userArn); the bindings decide

@@ -1,5 +1,5 @@
 # One IAM role per function, each with one inline policy holding only what
-# DESIGN.md §4 gives that function:
+# docs/design/roles.md gives that function:
 #
 #   api       resources in the table; enqueue on the worker queue. No secret
 #             value at all (explicit deny).
@@ -459,7 +459,7 @@ resource "aws_iam_role" "fn" {
   for_each = local.functions
 
   name        = each.value.name
-  description = "certfn ${each.key} function (DESIGN.md section 4)"
+  description = "certfn ${each.key} function (docs/design/roles.md)"
   assume_role_policy = jsonencode({
     Version = "2012-10-17"
     Statement = [{

@@ -1,7 +1,7 @@
 # certfn on AWS: five Lambda functions (worker, signer, scheduler, api,
 # http01), two SQS queues with dead-letter queues, one DynamoDB table, secrets
 # in Secrets Manager, an EventBridge Scheduler schedule, and one IAM role per
-# function with only the permissions DESIGN.md §4 gives it (iam.tf).
+# function with only the permissions docs/design/roles.md gives it (iam.tf).
 #
 # Every ARN that appears in an IAM policy is built from names known at plan
 # time (not read from the created resources), so that `terraform plan` shows

@@ -1,7 +1,7 @@
 # Two work queues, each with a dead-letter queue and an alarm on it:
 #   worker — reconcile keys (every resource write, scheduler sweeps, delays);
 #   signer — keys of approved CertificateRequests whose issuer is ca or
-#            selfSigned (only the signer holds CA keys: DESIGN.md §4).
+#            selfSigned (only the signer holds CA keys: docs/design/roles.md).
 # Visibility timeout = 6 × the consumer's timeout (AWS's advice for Lambda
 # SQS triggers); a message that fails max_receive_count times moves to the DLQ.
 

@@ -1,6 +1,6 @@
 # The scheduler function runs on an EventBridge Scheduler schedule
 # (schedule_rate, every minute by default): it reads the due index and
-# enqueues the keys whose nextRunAt has passed (DESIGN.md §3). A missed run is
+# enqueues the keys whose nextRunAt has passed (docs/design/one-step.md). A missed run is
 # not retried: the next one covers it.
 resource "aws_scheduler_schedule" "sweep" {
   name        = "${local.prefix}-sweep"

@@ -1,5 +1,5 @@
 # Inputs of the certfn AWS module. docs/deploy-aws.md describes each group
-# and the IAM model they feed (DESIGN.md §4).
+# and the IAM model they feed (docs/design/roles.md).
 
 variable "name_prefix" {
   description = "Prefix of every resource name (functions, roles, queues, table, log groups, alarms, KMS alias)."

@@ -1,4 +1,4 @@
-# One service account per function, each granted only what DESIGN.md §4
+# One service account per function, each granted only what docs/design/roles.md
 # gives that function (README.md, "IAM", has the table):
 #
 #   api       Firestore read/write on the deployment's database; publish on
@@ -106,7 +106,7 @@ resource "google_service_account" "this" {
   project      = local.project
   account_id   = local.sa_id[each.key]
   display_name = "certfn ${local.prefix} ${each.key}"
-  description  = contains(local.all_functions, each.key) ? "certfn ${each.key} function (DESIGN.md section 4)" : "certfn ${each.key}: token identity only"
+  description  = contains(local.all_functions, each.key) ? "certfn ${each.key} function (docs/design/roles.md)" : "certfn ${each.key}: token identity only"
 
   depends_on = [google_project_service.this]
 }

@@ -2,7 +2,7 @@
 # signer, scheduler, api, http01), Pub/Sub topics with push subscriptions and
 # dead-letter topics, a Cloud Tasks queue for short delays, a Firestore
 # database, secrets in Secret Manager, a Cloud Scheduler job, alert policies,
-# and one service account per function with only the permissions DESIGN.md §4
+# and one service account per function with only the permissions docs/design/roles.md
 # gives it (iam.tf).
 #
 # Every name that appears in an IAM grant (service account e-mails, topic,

@@ -1,8 +1,8 @@
-# The queues (DESIGN.md §3): a Pub/Sub topic per consumer, pushed to its
+# The queues (docs/design/one-step.md): a Pub/Sub topic per consumer, pushed to its
 # Cloud Run service —
 #   worker — reconcile keys (every resource write, scheduler sweeps, delays);
 #   signer — keys of approved CertificateRequests whose issuer is ca or
-#            selfSigned (only the signer holds CA keys: DESIGN.md §4).
+#            selfSigned (only the signer holds CA keys: docs/design/roles.md).
 # A push that fails (non-2xx or no answer within the acknowledgement
 # deadline, which is the consumer's request timeout) is retried with
 # exponential backoff (retry_backoff_seconds); after max_delivery_attempts

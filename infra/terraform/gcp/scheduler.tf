@@ -1,7 +1,7 @@
 # The scheduler service runs on a Cloud Scheduler job (schedule, every minute
 # by default): a POST to its sweep path with an OIDC token of the cron
 # account. It reads the due index and publishes the keys whose nextRunAt has
-# passed (DESIGN.md §3). A missed or failed run is not retried: the next one
+# passed (docs/design/one-step.md). A missed or failed run is not retried: the next one
 # covers it.
 resource "google_cloud_scheduler_job" "sweep" {
   project     = local.project

@@ -1,5 +1,5 @@
 # Inputs of the certfn Google Cloud module. README.md describes each group,
-# the IAM model they feed (DESIGN.md §4) and the function environment.
+# the IAM model they feed (docs/design/roles.md) and the function environment.
 
 # --- Project and naming ------------------------------------------------------
 

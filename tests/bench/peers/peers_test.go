@@ -1,4 +1,4 @@
-// Package peers is the peer benchmark of issue 16: certfn beside the tools
+// Package peers is the peer benchmark: certfn beside the tools
 // users would pick instead, in one run, on one machine, against the same
 // ACME server and the same private CA.
 //
