@@ -144,7 +144,7 @@ func readSources(root string) (sources, error) {
 	}{
 		{"README.md", &s.readme, false},
 		{"LICENSE", &s.license, true},
-		{"docs/install.md", &s.install, false},
+		{"docs/deploy/local.md", &s.install, false},
 		{"packaging/systemd/certfn.service", &s.unit, false},
 		{"packaging/default/certfn", &s.defaults, false},
 		{"packaging/deb/postinst", &s.postinst, false},

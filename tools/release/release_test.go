@@ -51,7 +51,7 @@ func TestWriteReleaseTarballs(t *testing.T) {
 					dir:                            {0o755, nil},
 					dir + "certfn":                 {0o755, fakeBinary(arch)},
 					dir + "README.md":              {0o644, readFile(t, filepath.Join(root, "README.md"))},
-					dir + "install.md":             {0o644, readFile(t, filepath.Join(root, "docs/install.md"))},
+					dir + "install.md":             {0o644, readFile(t, filepath.Join(root, "docs/deploy/local.md"))},
 					dir + "systemd/":               {0o755, nil},
 					dir + "systemd/certfn.service": {0o644, bytes.Replace(unit, []byte("ExecStart=/usr/bin/certfn "), []byte("ExecStart=/usr/local/bin/certfn "), 1)},
 					dir + "default/":               {0o755, nil},
@@ -221,8 +221,8 @@ func TestWriteReleaseMissingInputs(t *testing.T) {
 		wantErr string
 	}{
 		{"no install.md", func(t *testing.T, root string, _ map[string]string) {
-			_ = os.Remove(filepath.Join(root, "docs/install.md"))
-		}, "docs/install.md"},
+			_ = os.Remove(filepath.Join(root, "docs/deploy/local.md"))
+		}, "docs/deploy/local.md"},
 		{"no postinst", func(t *testing.T, root string, _ map[string]string) {
 			_ = os.Remove(filepath.Join(root, "packaging/deb/postinst"))
 		}, "packaging/deb/postinst"},
