@@ -93,22 +93,28 @@ func TestConfigValidate(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			c := validConfig(t)
 			tc.edit(&c)
-			err := c.Validate()
-			if len(tc.want) == 0 {
-				if err != nil {
-					t.Fatalf("Validate: %v", err)
-				}
-				return
-			}
-			if err == nil {
-				t.Fatalf("Validate accepted %s, want an error containing %q", tc.name, tc.want)
-			}
-			for _, w := range tc.want {
-				if !strings.Contains(err.Error(), w) {
-					t.Errorf("error %q does not contain %q", err, w)
-				}
-			}
+			checkValidate(t, c.Validate(), tc.want)
 		})
+	}
+}
+
+// checkValidate checks Validate's err: nil when want is empty, else an
+// error containing every substring of want (the flag and the rule).
+func checkValidate(t *testing.T, err error, want []string) {
+	t.Helper()
+	if len(want) == 0 {
+		if err != nil {
+			t.Fatalf("Validate: %v", err)
+		}
+		return
+	}
+	if err == nil {
+		t.Fatalf("Validate accepted the value, want an error containing %q", want)
+	}
+	for _, w := range want {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("error %q does not contain %q", err, w)
+		}
 	}
 }
 
@@ -164,22 +170,12 @@ func TestClientConfigValidate(t *testing.T) {
 			c := valid(t)
 			tc.edit(&c)
 			err := c.Validate()
-			if len(tc.want) == 0 {
-				if err != nil {
-					t.Fatalf("Validate: %v", err)
-				}
+			checkValidate(t, err, tc.want)
+			if err == nil {
 				return
 			}
-			if err == nil {
-				t.Fatalf("Validate accepted %s, want an error containing %q", tc.name, tc.want)
-			}
-			for _, w := range tc.want {
-				if !strings.Contains(err.Error(), w) {
-					t.Errorf("error %q does not contain %q", err, w)
-				}
-			}
-			if _, err := OpenClient(c); err == nil || err.Error() != c.Validate().Error() {
-				t.Errorf("OpenClient = %v, want Validate's error", err)
+			if _, oerr := OpenClient(c); oerr == nil || oerr.Error() != err.Error() {
+				t.Errorf("OpenClient = %v, want Validate's error %v", oerr, err)
 			}
 		})
 	}
