@@ -127,7 +127,7 @@ func readManifestFile(name string) ([]byte, error) {
 	return readManifest(f, name)
 }
 
-func newApply(g *globals) *cobra.Command {
+func newApply(t *target, std streams) *cobra.Command {
 	var files []string
 	var ns, dryRun string
 	c := &cobra.Command{
@@ -139,12 +139,11 @@ the document and the field. Fields cert-manager defines but certfn does not act 
 accepted and listed as ignored.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			objs, err := readManifests(files, g.stdin, g.stderr)
+			objs, err := readManifests(files, std.in, std.err)
 			if err != nil {
 				return err
 			}
-			g.mayCreate = true // apply is how a data directory is first filled
-			cl, err := g.client(cmd.Context())
+			cl, err := t.client(cmd.Context(), createsData) // apply is how a data directory is first filled
 			if err != nil {
 				return err
 			}
@@ -158,7 +157,7 @@ accepted and listed as ignored.`,
 			switch dryRun {
 			case "none", "":
 			case "client", "server":
-				return printDryRun(g, cl, cmd.Context(), objs)
+				return printDryRun(std, cl, cmd.Context(), objs)
 			default:
 				return fmt.Errorf("--dry-run=%q: want none, client or server", dryRun)
 			}
@@ -166,9 +165,9 @@ accepted and listed as ignored.`,
 			// applied before it is still reported.
 			results, err := cl.Apply(cmd.Context(), objs)
 			for _, res := range results {
-				fmt.Fprintf(g.stdout, "%s %s\n", displayKey(res.Key), httpapi.Action(res))
+				fmt.Fprintf(std.out, "%s %s\n", displayKey(res.Key), httpapi.Action(res))
 				if len(res.Ignored) > 0 {
-					fmt.Fprintf(g.stdout, "  ignored (accepted, not acted on by certfn): %s\n", strings.Join(res.Ignored, ", "))
+					fmt.Fprintf(std.out, "  ignored (accepted, not acted on by certfn): %s\n", strings.Join(res.Ignored, ", "))
 				}
 			}
 			return err
@@ -185,24 +184,24 @@ accepted and listed as ignored.`,
 
 // printDryRun prints what apply would do with objs, and the policies'
 // verdict on each request, writing nothing.
-func printDryRun(g *globals, cl client, ctx context.Context, objs []api.Object) error {
+func printDryRun(std streams, cl client, ctx context.Context, objs []api.Object) error {
 	res, err := cl.DryRun(ctx, objs)
 	if err != nil {
 		return err
 	}
 	for _, r := range res {
-		fmt.Fprintf(g.stdout, "%s %s (dry run)\n", displayKey(r.Key), r.Action)
+		fmt.Fprintf(std.out, "%s %s (dry run)\n", displayKey(r.Key), r.Action)
 		if len(r.Ignored) > 0 {
-			fmt.Fprintf(g.stdout, "  ignored (accepted, not acted on by certfn): %s\n", strings.Join(r.Ignored, ", "))
+			fmt.Fprintf(std.out, "  ignored (accepted, not acted on by certfn): %s\n", strings.Join(r.Ignored, ", "))
 		}
 		if a := r.Approval; a != nil {
 			switch a.Result {
 			case "Approved":
-				fmt.Fprintf(g.stdout, "  request: would be approved by CertificateRequestPolicy %q\n", a.Policy)
+				fmt.Fprintf(std.out, "  request: would be approved by CertificateRequestPolicy %q\n", a.Policy)
 			case "Denied":
-				fmt.Fprintf(g.stdout, "  request: would be denied: %s\n", a.Message)
+				fmt.Fprintf(std.out, "  request: would be denied: %s\n", a.Message)
 			default:
-				fmt.Fprintf(g.stdout, "  request: no CertificateRequestPolicy applies (%s): it waits under --approver policy, "+
+				fmt.Fprintf(std.out, "  request: no CertificateRequestPolicy applies (%s): it waits under --approver policy, "+
 					"and is approved by the built-in approver (--approver cert-manager, the local default) or an auto-approve list\n", a.Message)
 			}
 		}
@@ -238,7 +237,7 @@ func displayKey(k api.Key) string {
 	return s
 }
 
-func newDelete(g *globals) *cobra.Command {
+func newDelete(t *target, std streams) *cobra.Command {
 	var files []string
 	var ns, labels, fieldSel, dryRun string
 	c := &cobra.Command{
@@ -276,7 +275,7 @@ removes a secret from the secret store.`,
 				if !ok {
 					return fmt.Errorf("unknown resource type %q", args[0])
 				}
-				cl, err := g.client(cmd.Context())
+				cl, err := t.client(cmd.Context(), readsData)
 				if err != nil {
 					return err
 				}
@@ -294,14 +293,14 @@ removes a secret from the secret store.`,
 					uids[k] = o.GetObjectMeta().UID
 				}
 				if len(keys) == 0 {
-					fmt.Fprintln(g.stderr, "No resources found")
+					fmt.Fprintln(std.err, "No resources found")
 					return nil
 				}
 			case len(files) > 0:
 				if len(args) > 0 {
 					return fmt.Errorf("give either -f or names, not both")
 				}
-				objs, err := readManifests(files, g.stdin, g.stderr)
+				objs, err := readManifests(files, std.in, std.err)
 				if err != nil {
 					return err
 				}
@@ -331,7 +330,7 @@ removes a secret from the secret store.`,
 			default:
 				return fmt.Errorf("want KIND NAME [NAME...], KIND/NAME... or -f FILE")
 			}
-			cl, err := g.client(cmd.Context())
+			cl, err := t.client(cmd.Context(), readsData)
 			if err != nil {
 				return err
 			}
@@ -358,7 +357,7 @@ removes a secret from the secret store.`,
 					failed = append(failed, notFound(k, err))
 					continue
 				}
-				fmt.Fprintf(g.stdout, "%s deleted%s\n", displayKey(k), suffix)
+				fmt.Fprintf(std.out, "%s deleted%s\n", displayKey(k), suffix)
 			}
 			if len(failed) > 0 {
 				return errors.Join(failed...)

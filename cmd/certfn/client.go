@@ -3,18 +3,18 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
 
 	"github.com/certfn/certfn/core/api"
 	"github.com/certfn/certfn/core/app"
+	"github.com/certfn/certfn/internal/apiclient"
 	"github.com/certfn/certfn/internal/localmode"
 )
 
 // client is what the verbs need from certfn. Every method acts for the
 // CLI's caller and is refused (app.ErrForbidden) when the bindings do
 // not allow it; a missing object is an error wrapping ports.ErrNotFound.
-// `wait` polls Get. Two implementations: localClient on the --data
-// directory and remoteClient on the HTTP API at --server.
+// `wait` polls Get. Two implementations: localmode.Client on the --data
+// directory and apiclient.Client on the HTTP API at --server.
 type client interface {
 	// Apply validates every object and applies them only if all are valid
 	// and allowed.
@@ -45,108 +45,43 @@ type client interface {
 	Approve(ctx context.Context, key api.Key, approve bool, reason, message, resourceVersion string) error
 }
 
-// localClient runs the verbs on the local runtime through the same
-// application service (core/app) the HTTP API uses, so both check the
-// same permissions.
-type localClient struct {
-	svc    *app.Service
-	caller app.Caller
-}
-
-func newLocalClient(rt *localmode.Runtime, caller app.Caller) *localClient {
-	return &localClient{svc: rt.App.Service, caller: caller}
-}
-
-func (c *localClient) Apply(ctx context.Context, objs []api.Object) ([]app.ApplyResult, error) {
-	return c.svc.Apply(ctx, c.caller, objs)
-}
-
-func (c *localClient) DryRun(ctx context.Context, objs []api.Object) ([]app.DryRunResult, error) {
-	return c.svc.DryRun(ctx, c.caller, objs)
-}
-
-func (c *localClient) Get(ctx context.Context, key api.Key) (api.Object, error) {
-	return c.svc.Get(ctx, c.caller, key)
-}
-
-func (c *localClient) List(ctx context.Context, kind, namespace string, opts app.ListOptions) ([]api.Object, error) {
-	return c.svc.List(ctx, c.caller, kind, namespace, opts)
-}
-
-func (c *localClient) ListPage(ctx context.Context, kind, namespace string, opts app.ListOptions, limit int, cont string) ([]api.Object, string, error) {
-	return c.svc.ListPage(ctx, c.caller, kind, namespace, opts, limit, cont)
-}
-
-func (c *localClient) Delete(ctx context.Context, key api.Key, opts app.DeleteOptions) error {
-	return c.svc.Delete(ctx, c.caller, key, opts)
-}
-
-func (c *localClient) Status(ctx context.Context, key api.Key) (*app.Report, error) {
-	return c.svc.Status(ctx, c.caller, key)
-}
-
-func (c *localClient) Renew(ctx context.Context, key api.Key) (*app.RenewResult, error) {
-	return c.svc.Renew(ctx, c.caller, key)
-}
-
-func (c *localClient) Approve(ctx context.Context, key api.Key, approve bool, reason, message, resourceVersion string) error {
-	if key.Kind == api.KindCertificateSigningRequest {
-		_, err := c.svc.ApproveCSR(ctx, c.caller, key.Name, approve, reason, message, resourceVersion)
-		return err
-	}
-	_, err := c.svc.Approve(ctx, c.caller, key, approve, reason, message, resourceVersion)
-	return err
-}
+// The local client is localmode's; the remote client is apiclient's.
+var (
+	_ client = (*localmode.Client)(nil)
+	_ client = (*apiclient.Client)(nil)
+)
 
 // client returns the client of this invocation: remote when --server (or
-// CERTFN_SERVER) is set, else local on --data.
-func (g *globals) client(ctx context.Context) (client, error) {
-	if g.cl != nil {
-		return g.cl, nil
+// CERTFN_SERVER) is set, else local on --data (creating it only with
+// createsData).
+func (t *target) client(ctx context.Context, use dataUse) (client, error) {
+	if t.cl != nil {
+		return t.cl, nil
 	}
-	if g.server != "" {
-		if g.as != "" || len(g.asGroups) > 0 {
-			return nil, fmt.Errorf("--as and --as-group are local-only: with --server your identity is the one your credentials prove " +
-				"(your AWS principal, the e-mail of your Google ID token, your client certificate's subject)")
-		}
-		token := g.token
-		if g.flags == nil || !g.flags.Changed("token") {
-			// Read here, not as the flag's default, which --help would print.
-			token = os.Getenv("CERTFN_TOKEN")
-		}
-		rc, err := newRemoteClient(ctx, remoteOptions{Server: g.server, Auth: g.auth, Region: g.region, Audience: g.audience, Token: token,
-			HTTPClient: g.httpClient, ClientCert: g.clientCert, ClientKey: g.clientKey, ServerCA: g.serverCA, Name: g.optionName})
-		if err != nil {
-			return nil, err
-		}
-		g.cl = rc
-		return rc, nil
+	if !t.remote.enabled() {
+		return t.localClient(use)
 	}
-	rt, err := g.runtime()
+	if t.as.set() {
+		return nil, fmt.Errorf("--as and --as-group are local-only: with --server your identity is the one your credentials prove " +
+			"(your AWS principal, the e-mail of your Google ID token, your client certificate's subject)")
+	}
+	rc, err := newRemoteClient(ctx, t.remote.options())
 	if err != nil {
 		return nil, err
 	}
-	g.cl = newLocalClient(rt, g.caller())
-	return g.cl, nil
+	t.cl = rc
+	return rc, nil
 }
 
-// remoteFlagEnv are the environment variables of the remote flags.
-var remoteFlagEnv = map[string]string{"server": "CERTFN_SERVER", "auth": "CERTFN_AUTH", "audience": "CERTFN_AUDIENCE", "token": "CERTFN_TOKEN",
-	"client-cert": "CERTFN_CLIENT_CERT", "client-key": "CERTFN_CLIENT_KEY", "server-ca": "CERTFN_SERVER_CA"}
-
-// optionName is how errors call a remote option: "--<flag>", or its
-// environment variable when the value came from there.
-func (g *globals) optionName(flag string) string {
-	if env := remoteFlagEnv[flag]; env != "" && os.Getenv(env) != "" && (g.flags == nil || !g.flags.Changed(flag)) {
-		return env
+// resolveKey turns CLI arguments into a key, defaulting the namespace.
+func resolveKey(kindName, name, namespace string) (api.Key, api.KindInfo, error) {
+	info, ok := api.KindForName(kindName)
+	if !ok {
+		return api.Key{}, info, fmt.Errorf("unknown resource type %q (try certificates, certificaterequests, issuers, clusterissuers)", kindName)
 	}
-	return "--" + flag
-}
-
-// localOnly refuses a command that has no API counterpart in remote mode.
-func (g *globals) localOnly(what, why string) error {
-	if g.server != "" {
-		return fmt.Errorf("%s is local-only (not available with --server): %s", what, why)
+	k := api.Key{Kind: info.Kind, Name: name}
+	if info.Namespaced {
+		k.Namespace = namespace
 	}
-	return nil
+	return k, info, nil
 }

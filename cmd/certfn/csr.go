@@ -27,7 +27,7 @@ import (
 
 // newCertificateCmd is kubectl's `certificate approve|deny NAME` for
 // CertificateSigningRequests (docs/design/certificates-api.md's approval subresource).
-func newCertificateCmd(g *globals) *cobra.Command {
+func newCertificateCmd(t *target, std streams) *cobra.Command {
 	c := &cobra.Command{Use: "certificate", Short: "Approve or deny CertificateSigningRequests (as kubectl certificate)"}
 	for _, approve := range []bool{true, false} {
 		approve := approve
@@ -46,7 +46,7 @@ request's spec.signerName (or '<domain>/*'), granted by a ClusterRoleBinding: cr
 request does not let you approve it.`,
 			Args: cobra.MinimumNArgs(1),
 			RunE: func(cmd *cobra.Command, args []string) error {
-				cl, err := g.client(cmd.Context())
+				cl, err := t.client(cmd.Context(), readsData)
 				if err != nil {
 					return err
 				}
@@ -55,7 +55,7 @@ request does not let you approve it.`,
 					if err := decideOn(cmd.Context(), cl, k, approve, reason, message, version); err != nil {
 						return err
 					}
-					fmt.Fprintf(g.stdout, "%s %s\n", displayKey(k), done)
+					fmt.Fprintf(std.out, "%s %s\n", displayKey(k), done)
 				}
 				return nil
 			},
@@ -81,7 +81,7 @@ type csrOptions struct {
 // newCreateCSR is `certfn create csr`: a CertificateSigningRequest built
 // from a key the user keeps, applied, waited for, and its certificate
 // written out after a client-side check of its lifetime (docs/design/request-duration.md).
-func newCreateCSR(g *globals) *cobra.Command {
+func newCreateCSR(t *target, std streams) *cobra.Command {
 	var o csrOptions
 	c := &cobra.Command{
 		Use:   "csr --key KEY.pem --signer-name SIGNER [--expiration 10m] [--common-name CN] [--dns-name NAME]...",
@@ -103,7 +103,7 @@ the issued certificate's lifetime is checked here and a shorter one is reported 
   certfn create csr --key key.pem --signer-name clusterissuers.cert-manager.io/ca \
     --common-name app.internal --dns-name app.internal --expiration 24h --out app.pem`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return createCSR(cmd, g, o) },
+		RunE: func(cmd *cobra.Command, _ []string) error { return createCSR(cmd, t, std, o) },
 	}
 	f := c.Flags()
 	f.StringVar(&o.name, "name", "", "name of the CertificateSigningRequest (default csr-<random>)")
@@ -125,7 +125,7 @@ the issued certificate's lifetime is checked here and a shorter one is reported 
 	return c
 }
 
-func createCSR(cmd *cobra.Command, g *globals, o csrOptions) error {
+func createCSR(cmd *cobra.Command, t *target, std streams, o csrOptions) error {
 	switch {
 	case o.keyFile == "":
 		return errors.New("--key is required: the private key the request is signed with (it stays on this machine)")
@@ -172,7 +172,7 @@ func createCSR(cmd *cobra.Command, g *globals, o csrOptions) error {
 	if o.keySecret != "" {
 		c.Annotations[api.AnnotationCSRPrivateKeySecretName] = o.keySecret
 	}
-	cl, err := g.client(cmd.Context())
+	cl, err := t.client(cmd.Context(), readsData)
 	if err != nil {
 		return err
 	}
@@ -186,11 +186,11 @@ func createCSR(cmd *cobra.Command, g *globals, o csrOptions) error {
 		return err
 	}
 	key2 := api.KeyOf(c)
-	fmt.Fprintf(g.stderr, "%s created\n", displayKey(key2))
+	fmt.Fprintf(std.err, "%s created\n", displayKey(key2))
 	if !o.wait {
 		return nil
 	}
-	issued, err := waitCSR(cmd, g, cl, key2, o.timeout)
+	issued, err := waitCSR(cmd, t, std, cl, key2, o.timeout)
 	if err != nil {
 		return err
 	}
@@ -202,16 +202,16 @@ func createCSR(cmd *cobra.Command, g *globals, o csrOptions) error {
 		return fmt.Errorf("%s: the issued certificate is not for --key's public key", displayKey(key2))
 	}
 	if w := lifetimeWarning(chain[0], c.Spec.ExpirationSeconds); w != "" {
-		fmt.Fprintln(g.stderr, "warning: "+w)
+		fmt.Fprintln(std.err, "warning: "+w)
 	}
 	if o.out == "" {
-		_, err = g.stdout.Write(issued.Status.Certificate)
+		_, err = std.out.Write(issued.Status.Certificate)
 		return err
 	}
 	if err := os.WriteFile(o.out, issued.Status.Certificate, 0o644); err != nil {
 		return err
 	}
-	fmt.Fprintf(g.stderr, "certificate written to %s (expires %s)\n", o.out, chain[0].NotAfter.UTC().Format(time.RFC3339))
+	fmt.Fprintf(std.err, "certificate written to %s (expires %s)\n", o.out, chain[0].NotAfter.UTC().Format(time.RFC3339))
 	return nil
 }
 
@@ -261,13 +261,13 @@ func buildCSR(o csrOptions, key crypto.Signer) ([]byte, error) {
 // condition ends the wait with exit status 1. While it waits it prints
 // why, from the CSR's Event (csrWaitingReason), each time that changes;
 // a timeout repeats the last.
-func waitCSR(cmd *cobra.Command, g *globals, cl client, k api.Key, timeout time.Duration) (*api.CertificateSigningRequest, error) {
+func waitCSR(cmd *cobra.Command, t *target, std streams, cl client, k api.Key, timeout time.Duration) (*api.CertificateSigningRequest, error) {
 	interval := 200 * time.Millisecond
-	if g.server != "" {
+	if t.remote.enabled() {
 		interval = 2 * time.Second // each poll is a signed API request
 	}
 	deadline := time.Now().Add(timeout)
-	noServe := g.noServeNote()
+	noServe := t.noServeNote()
 	last := ""
 	for {
 		o, err := cl.Get(cmd.Context(), k)
@@ -300,7 +300,7 @@ func waitCSR(cmd *cobra.Command, g *globals, cl client, k api.Key, timeout time.
 			line += " (" + noServe + ")"
 		}
 		if line != last {
-			fmt.Fprintf(g.stderr, "%s: %s\n", displayKey(k), line)
+			fmt.Fprintf(std.err, "%s: %s\n", displayKey(k), line)
 			last = line
 		}
 		if time.Now().After(deadline) {

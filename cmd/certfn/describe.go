@@ -17,7 +17,7 @@ import (
 // describe: for a Certificate the whole chain `certfn status` explains;
 // for any other object its metadata, spec and status, then the failure
 // recorded about it (its Event), when the caller may read it.
-func newDescribe(g *globals) *cobra.Command {
+func newDescribe(t *target, std streams) *cobra.Command {
 	var ns string
 	c := &cobra.Command{
 		Use:   "describe TYPE NAME | describe TYPE/NAME",
@@ -37,7 +37,7 @@ func newDescribe(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			cl, err := g.client(cmd.Context())
+			cl, err := t.client(cmd.Context(), readsData)
 			if err != nil {
 				return err
 			}
@@ -46,7 +46,7 @@ func newDescribe(g *globals) *cobra.Command {
 				if err != nil {
 					return notFound(k, err)
 				}
-				return rep.Render(g.stdout)
+				return rep.Render(std.out)
 			}
 			o, err := cl.Get(cmd.Context(), k)
 			if err != nil {
@@ -56,7 +56,7 @@ func newDescribe(g *globals) *cobra.Command {
 			if eo, err := cl.Get(cmd.Context(), api.EventKeyFor(k)); err == nil {
 				ev, _ = eo.(*api.Event)
 			}
-			return describeObject(g.stdout, o, ev)
+			return describeObject(std.out, o, ev)
 		},
 	}
 	c.Flags().StringVarP(&ns, "namespace", "n", "default", "namespace")

@@ -20,7 +20,7 @@ import (
 	"github.com/certfn/certfn/core/clock"
 )
 
-func newGet(g *globals) *cobra.Command {
+func newGet(t *target, std streams) *cobra.Command {
 	var ns, output, labels, fieldSel string
 	var all bool
 	var chunk int
@@ -58,13 +58,13 @@ Secrets are never read back (their values stay in the secret store).`,
 			if chunk < 0 {
 				return fmt.Errorf("--chunk-size %d: want 0 (no chunks) or more", chunk)
 			}
-			cl, err := g.client(cmd.Context())
+			cl, err := t.client(cmd.Context(), readsData)
 			if err != nil {
 				return err
 			}
 			gt := &getter{ctx: cmd.Context(), cl: cl, ns: ns, all: all, sel: sel, chunk: chunk}
 			if out.kind == "" || out.kind == "wide" || out.kind == "name" {
-				return gt.stream(g.stdout, queries, out, clock.Real{}.Now())
+				return gt.stream(std.out, queries, out, clock.Real{}.Now())
 			}
 			var groups []objectGroup
 			for _, q := range queries {
@@ -78,7 +78,7 @@ Secrets are never read back (their values stay in the secret store).`,
 				}
 				groups = append(groups, objectGroup{info: q.info, objs: objs})
 			}
-			return printGroups(g.stdout, groups, out, single, all, len(queries) > 1, clock.Real{}.Now())
+			return printGroups(std.out, groups, out, single, all, len(queries) > 1, clock.Real{}.Now())
 		},
 	}
 	c.Flags().StringVarP(&ns, "namespace", "n", "default", "namespace")

@@ -20,7 +20,7 @@ import (
 	"github.com/certfn/certfn/core/pki"
 )
 
-func newInspect(g *globals) *cobra.Command {
+func newInspect(t *target, std streams) *cobra.Command {
 	var ns, caFile string
 	var verify bool
 	c := &cobra.Command{
@@ -35,18 +35,18 @@ read their key pairs from the cloud secret store (e.g. Secrets Manager) directly
 			if args[0] != "secret" && args[0] != "secrets" {
 				return fmt.Errorf("inspect supports only: secret")
 			}
-			if err := g.localOnly("inspect secret", "secrets are read from the cloud secret store by the workloads, not through the API"); err != nil {
+			if err := t.remote.localOnly("inspect secret", "secrets are read from the cloud secret store by the workloads, not through the API"); err != nil {
 				return err
 			}
-			rt, err := g.runtime()
+			lc, err := t.localClient(readsData)
 			if err != nil {
 				return err
 			}
-			sec, err := rt.Secrets.Get(cmd.Context(), ns, args[1])
+			sec, err := lc.Secret(cmd.Context(), ns, args[1])
 			if err != nil {
 				return fmt.Errorf("secret %s/%s: %w", ns, args[1], err)
 			}
-			w := g.stdout
+			w := std.out
 			fmt.Fprintf(w, "Secret: %s/%s\n", ns, args[1])
 			keys := make([]string, 0, len(sec.Data))
 			for k := range sec.Data {

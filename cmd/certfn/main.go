@@ -16,9 +16,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/certfn/certfn/core/api"
 	"github.com/certfn/certfn/core/validation"
-	"github.com/certfn/certfn/internal/apiclient"
 )
 
 func main() {
@@ -39,16 +37,14 @@ func (e exitError) Error() string { return e.err.Error() }
 // run executes the CLI and returns the process exit code. Errors print one
 // line on stderr.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	g := &globals{stdin: stdin, stdout: stdout, stderr: stderr}
-	root := newRoot(g)
+	t, std := &target{}, streams{in: stdin, out: stdout, err: stderr}
+	root := newRoot(t, std)
 	root.SetArgs(args)
 	root.SetIn(stdin)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	err := root.ExecuteContext(ctx)
-	if g.closer != nil {
-		g.closer()
-	}
+	t.close()
 	if err == nil {
 		return 0
 	}
@@ -73,7 +69,9 @@ func oneLine(s string) string {
 	return string(out)
 }
 
-func newRoot(g *globals) *cobra.Command {
+// newRoot is certfn's root command: the flags every command shares bound
+// to t, and the commands, each given what it uses.
+func newRoot(t *target, std streams) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "certfn",
 		Short: "cert-manager's certificate lifecycle without Kubernetes",
@@ -96,42 +94,16 @@ for the bindings. See docs/api.md.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(*cobra.Command, []string) error {
-			if msg := validation.NamespaceName(g.clusterNS); msg != "" {
-				return fmt.Errorf("--cluster-resource-namespace (env CERTFN_CLUSTER_RESOURCE_NAMESPACE) %q: %s", g.clusterNS, msg)
+			if msg := validation.NamespaceName(t.data.clusterNS); msg != "" {
+				return fmt.Errorf("--cluster-resource-namespace (env CERTFN_CLUSTER_RESOURCE_NAMESPACE) %q: %s", t.data.clusterNS, msg)
 			}
 			return nil
 		},
 	}
-	root.PersistentFlags().StringVar(&g.dataDir, "data", envOr("CERTFN_DATA", defaultDataDir()), dataDirHelp)
-	root.PersistentFlags().StringVar(&g.clusterNS, "cluster-resource-namespace", envOr("CERTFN_CLUSTER_RESOURCE_NAMESPACE", api.DefaultClusterResourceNamespace),
-		"namespace holding ClusterIssuer secrets (env CERTFN_CLUSTER_RESOURCE_NAMESPACE)")
-	g.flags = root.PersistentFlags()
-	root.PersistentFlags().IntVar(&g.quotas.ObjectsPerNamespace, flagQuotaObjects, g.envQuota(flagQuotaObjects, envQuotaObjects),
-		"local mode: the most Certificates, CertificateRequests, Issuers, Roles and RoleBindings one namespace may hold; an apply that would create more is refused; "+
-			"0: unlimited (env "+envQuotaObjects+"; with --server the deployment's quota applies)")
-	root.PersistentFlags().IntVar(&g.quotas.IssuancesPerHourPerNamespace, flagQuotaIssuances, g.envQuota(flagQuotaIssuances, envQuotaIssuances),
-		"local mode: the most certificates signed per namespace in any rolling hour; further requests wait (Pending) until the oldest issuance is an hour old; "+
-			"0: unlimited (env "+envQuotaIssuances+")")
-	root.PersistentFlags().StringVar(&g.as, "as", "", "act as this identity (a user name, an IAM ARN, system:serviceaccount:NS:NAME); permissions then come from the bindings")
-	root.PersistentFlags().StringSliceVar(&g.asGroups, "as-group", nil, "with --as: groups of that identity (repeatable)")
-	root.PersistentFlags().StringVar(&g.server, "server", os.Getenv("CERTFN_SERVER"),
-		"remote mode: certfn's HTTP API base URL, e.g. https://<url-id>.lambda-url.<region>.on.aws or https://<service>-<hash>-<region>.a.run.app (env CERTFN_SERVER)")
-	root.PersistentFlags().StringVar(&g.auth, "auth", os.Getenv("CERTFN_AUTH"),
-		"with --server: how to authenticate: "+strings.Join(apiclient.AuthModes, ", ")+" (env CERTFN_AUTH); default: client-cert with --client-cert/--client-key, "+
-			"google-id-token with --token/--audience or a *.run.app URL, aws-sigv4 for a *.lambda-url.<region>.on.aws URL, client-cert with --server-ca, else aws-sigv4")
-	root.PersistentFlags().StringVar(&g.audience, "audience", os.Getenv("CERTFN_AUDIENCE"),
-		"with --auth google-id-token: the ID token's audience, as the api's CERTFN_API_AUDIENCE (env CERTFN_AUDIENCE; default https://<server host>)")
-	root.PersistentFlags().StringVar(&g.token, "token", "",
-		"with --auth google-id-token: send this Google ID token instead of one from Application Default Credentials, e.g. "+
-			"\"$(gcloud auth print-identity-token --impersonate-service-account=SA --audiences=URL --include-email)\" (env CERTFN_TOKEN, which other users cannot see in the process list)")
-	root.PersistentFlags().StringVar(&g.clientCert, "client-cert", os.Getenv("CERTFN_CLIENT_CERT"),
-		"with --server: authenticate with this TLS client certificate (PEM), for 'certfn serve --api-listen' (env CERTFN_CLIENT_CERT)")
-	root.PersistentFlags().StringVar(&g.clientKey, "client-key", os.Getenv("CERTFN_CLIENT_KEY"), "with --client-cert: its private key (PEM) (env CERTFN_CLIENT_KEY)")
-	root.PersistentFlags().StringVar(&g.serverCA, "server-ca", os.Getenv("CERTFN_SERVER_CA"), "with --server: CA certificates (PEM) the server's certificate must chain to (env CERTFN_SERVER_CA)")
-	root.PersistentFlags().StringVar(&g.region, "region", "",
-		"with --auth aws-sigv4: AWS region to sign for (default: the Function URL's region, else AWS_REGION or the profile's)")
-	root.AddCommand(newServe(g), newApply(g), newDelete(g), newGet(g), newStatus(g), newRenew(g), newRevoke(g),
-		newApprove(g, true), newApprove(g, false), newCertificateCmd(g), newInspect(g), newWait(g), newCreate(g), newVersion(g), newDescribe(g), newCheck(g))
+	t.bind(root.PersistentFlags())
+	root.AddCommand(newServe(&t.data, &t.remote, std), newApply(t, std), newDelete(t, std), newGet(t, std), newStatus(t, std),
+		newRenew(t, std), newRevoke(t, std), newApprove(t, std, true), newApprove(t, std, false), newCertificateCmd(t, std),
+		newInspect(t, std), newWait(t, std), newCreate(t, std), newVersion(std), newDescribe(t, std), newCheck(t, std))
 	return root
 }
 

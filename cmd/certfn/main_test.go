@@ -343,7 +343,7 @@ func TestApproveAndDeny(t *testing.T) {
 // Every command's --help mentions each of its flags (own and inherited).
 func TestHelpMentionsEveryFlag(t *testing.T) {
 	dir := setupEnv(t)
-	root := newRoot(&globals{})
+	root := newRoot(&target{}, streams{})
 	cmds := append([]*cobra.Command{root}, root.Commands()...)
 	for _, c := range cmds {
 		if c.Hidden || c.Name() == "help" || c.Name() == "completion" {

@@ -11,7 +11,7 @@ import (
 	"github.com/certfn/certfn/core/app"
 )
 
-func newRenew(g *globals) *cobra.Command {
+func newRenew(t *target, std streams) *cobra.Command {
 	var ns string
 	var all, allNS bool
 	c := &cobra.Command{
@@ -21,7 +21,7 @@ func newRenew(g *globals) *cobra.Command {
 			if all == (len(args) == 1) || len(args) > 1 {
 				return fmt.Errorf("give one certificate NAME or --all")
 			}
-			cl, err := g.client(cmd.Context())
+			cl, err := t.client(cmd.Context(), readsData)
 			if err != nil {
 				return err
 			}
@@ -50,14 +50,14 @@ func newRenew(g *globals) *cobra.Command {
 				res, err := cl.Renew(cmd.Context(), k)
 				switch {
 				case err == nil && res.InFlight:
-					fmt.Fprintf(g.stdout, "%s is already being issued: woke %s to run now\n", displayKey(k), strings.Join(res.Woken, ", "))
+					fmt.Fprintf(std.out, "%s is already being issued: woke %s to run now\n", displayKey(k), strings.Join(res.Woken, ", "))
 				case err == nil:
-					fmt.Fprintf(g.stdout, "Manually triggered issuance of %s\n", displayKey(k))
+					fmt.Fprintf(std.out, "Manually triggered issuance of %s\n", displayKey(k))
 				case !all:
 					return err
 				default:
 					failed++
-					fmt.Fprintf(g.stderr, "error: %s: %v\n", displayKey(k), err)
+					fmt.Fprintf(std.err, "error: %s: %v\n", displayKey(k), err)
 				}
 			}
 			if failed > 0 {
@@ -72,7 +72,7 @@ func newRenew(g *globals) *cobra.Command {
 	return c
 }
 
-func newApprove(g *globals, approve bool) *cobra.Command {
+func newApprove(t *target, std streams, approve bool) *cobra.Command {
 	var ns, reason, message, version string
 	verb, done, short := "deny", "denied", "Deny a CertificateRequest (permanent)"
 	if approve {
@@ -83,7 +83,7 @@ func newApprove(g *globals, approve bool) *cobra.Command {
 		Short: short,
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			cl, err := g.client(cmd.Context())
+			cl, err := t.client(cmd.Context(), readsData)
 			if err != nil {
 				return err
 			}
@@ -91,7 +91,7 @@ func newApprove(g *globals, approve bool) *cobra.Command {
 			if err := decideOn(cmd.Context(), cl, k, approve, reason, message, version); err != nil {
 				return err
 			}
-			fmt.Fprintf(g.stdout, "%s %s\n", displayKey(k), done)
+			fmt.Fprintf(std.out, "%s %s\n", displayKey(k), done)
 			return nil
 		},
 	}
@@ -102,7 +102,7 @@ func newApprove(g *globals, approve bool) *cobra.Command {
 	return c
 }
 
-func newRevoke(g *globals) *cobra.Command {
+func newRevoke(t *target, std streams) *cobra.Command {
 	var ns, reason string
 	c := &cobra.Command{
 		Use:   "revoke NAME",
@@ -113,18 +113,18 @@ issuer (RFC 8555, signed with the issuer's account key), then trigger a re-issua
 new key. Needs 'update' on the Certificate. ACME issuers only. Local only.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := g.localOnly("revoke", "the HTTP API has no revocation route yet"); err != nil {
+			if err := t.remote.localOnly("revoke", "the HTTP API has no revocation route yet"); err != nil {
 				return err
 			}
-			rt, err := g.runtime()
+			lc, err := t.localClient(readsData)
 			if err != nil {
 				return err
 			}
 			key := api.Key{Kind: api.KindCertificate, Namespace: ns, Name: args[0]}
-			if err := rt.App.Service.Revoke(cmd.Context(), g.caller(), key, reason); err != nil {
+			if err := lc.Revoke(cmd.Context(), key, reason); err != nil {
 				return err
 			}
-			fmt.Fprintf(g.stdout, "Revoked the certificate of %s (reason %s); a new one is being issued\n", displayKey(key), reason)
+			fmt.Fprintf(std.out, "Revoked the certificate of %s (reason %s); a new one is being issued\n", displayKey(key), reason)
 			return nil
 		},
 	}

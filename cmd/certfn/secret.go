@@ -15,7 +15,7 @@ import (
 // newCreate is `certfn create secret`, kubectl's `create secret generic`
 // for the local secret store: CA key pairs for `ca` issuers, TSIG keys,
 // EAB keys and keystore passwords. Values are never printed.
-func newCreate(g *globals) *cobra.Command {
+func newCreate(t *target, std streams) *cobra.Command {
 	create := &cobra.Command{Use: "create", Short: "Create objects that are not manifests (secrets, CertificateSigningRequests from a key you keep)"}
 	var ns string
 	var files, literals []string
@@ -33,11 +33,11 @@ cluster resource namespace (default cert-manager). Local only: on a cloud deploy
 cloud's secret store. Needs system:masters (the local user, unless --as is given).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := g.localOnly("create secret", "write the cloud secret store with the cloud's own tools"); err != nil {
+			if err := t.remote.localOnly("create secret", "write the cloud secret store with the cloud's own tools"); err != nil {
 				return err
 			}
-			if !hasGroup(g.caller(), app.SuperuserGroup) {
-				return fmt.Errorf("%w: %s may not create secrets (local secrets need %s)", app.ErrForbidden, g.caller().Username, app.SuperuserGroup)
+			if !hasGroup(t.as.caller(), app.SuperuserGroup) {
+				return fmt.Errorf("%w: %s may not create secrets (local secrets need %s)", app.ErrForbidden, t.as.caller().Username, app.SuperuserGroup)
 			}
 			data := map[string][]byte{}
 			for _, f := range files {
@@ -61,21 +61,18 @@ cloud's secret store. Needs system:masters (the local user, unless --as is given
 			if len(data) == 0 {
 				return fmt.Errorf("give at least one --from-file or --from-literal")
 			}
-			g.mayCreate = true // a secret is often the first thing stored (a CA key pair)
-			rt, err := g.runtime()
+			lc, err := t.localClient(createsData) // a secret is often the first thing stored (a CA key pair)
 			if err != nil {
 				return err
 			}
 			s := ports.Secret{Namespace: ns, Name: args[0], Data: data}
-			if overwrite {
-				err = rt.Secrets.Put(cmd.Context(), s)
-			} else if err = rt.Secrets.Create(cmd.Context(), s); errors.Is(err, ports.ErrAlreadyExists) {
+			if err = lc.StoreSecret(cmd.Context(), s, overwrite); !overwrite && errors.Is(err, ports.ErrAlreadyExists) {
 				return fmt.Errorf("secret %s/%s already exists (use --overwrite to replace it)", ns, args[0])
 			}
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(g.stdout, "secret %s/%s created with keys %s\n", ns, args[0], strings.Join(sortedKeys(data), ", "))
+			fmt.Fprintf(std.out, "secret %s/%s created with keys %s\n", ns, args[0], strings.Join(sortedKeys(data), ", "))
 			return nil
 		},
 	}
@@ -83,7 +80,7 @@ cloud's secret store. Needs system:masters (the local user, unless --as is given
 	sec.Flags().StringArrayVar(&files, "from-file", nil, "KEY=PATH: a key whose value is the file's content (repeatable)")
 	sec.Flags().StringArrayVar(&literals, "from-literal", nil, "KEY=VALUE: a key with a literal value (repeatable)")
 	sec.Flags().BoolVar(&overwrite, "overwrite", false, "replace an existing secret (the previous version is kept for rollback)")
-	create.AddCommand(sec, newCreateCSR(g))
+	create.AddCommand(sec, newCreateCSR(t, std))
 	return create
 }
 

@@ -7,7 +7,7 @@ import (
 	"github.com/spf13/cobra"
 )
 
-func newStatus(g *globals) *cobra.Command {
+func newStatus(t *target, std streams) *cobra.Command {
 	var ns string
 	c := &cobra.Command{
 		Use:   "status certificate NAME",
@@ -17,7 +17,7 @@ func newStatus(g *globals) *cobra.Command {
 			if info, ok := api.KindForName(args[0]); !ok || info.Kind != api.KindCertificate {
 				return fmt.Errorf("status supports only: certificate")
 			}
-			cl, err := g.client(cmd.Context())
+			cl, err := t.client(cmd.Context(), readsData)
 			if err != nil {
 				return err
 			}
@@ -26,11 +26,11 @@ func newStatus(g *globals) *cobra.Command {
 			if err != nil {
 				return notFound(key, err)
 			}
-			if err := rep.Render(g.stdout); err != nil {
+			if err := rep.Render(std.out); err != nil {
 				return err
 			}
-			if note := g.noServeNote(); note != "" && !api.IsTrue(rep.Certificate.Status.Conditions, api.CertificateConditionReady) {
-				fmt.Fprintf(g.stdout, "\nNote: %s\n", note)
+			if note := t.noServeNote(); note != "" && !api.IsTrue(rep.Certificate.Status.Conditions, api.CertificateConditionReady) {
+				fmt.Fprintf(std.out, "\nNote: %s\n", note)
 			}
 			return nil
 		},

@@ -14,7 +14,7 @@ var version = "dev"
 
 // newVersion is `certfn version`: the version, the VCS revision the binary
 // was built from when known, and the Go version and platform.
-func newVersion(g *globals) *cobra.Command {
+func newVersion(std streams) *cobra.Command {
 	return &cobra.Command{
 		Use:   "version",
 		Short: "Print certfn's version, build revision, Go version and platform",
@@ -28,7 +28,7 @@ func newVersion(g *globals) *cobra.Command {
 					}
 				}
 			}
-			_, err := fmt.Fprintf(g.stdout, "certfn %s (revision %s, %s, %s/%s)\n", version, rev, runtime.Version(), runtime.GOOS, runtime.GOARCH)
+			_, err := fmt.Fprintf(std.out, "certfn %s (revision %s, %s, %s/%s)\n", version, rev, runtime.Version(), runtime.GOOS, runtime.GOARCH)
 			return err
 		},
 	}

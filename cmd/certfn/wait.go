@@ -13,7 +13,7 @@ import (
 	"golang.org/x/term"
 )
 
-func newWait(g *globals) *cobra.Command {
+func newWait(t *target, std streams) *cobra.Command {
 	var ns, forCond string
 	var timeout time.Duration
 	c := &cobra.Command{
@@ -50,18 +50,18 @@ of the server must be that object.`,
 			if err != nil {
 				return err
 			}
-			cl, err := g.client(cmd.Context())
+			cl, err := t.client(cmd.Context(), readsData)
 			if err != nil {
 				return err
 			}
-			tty := isTTY(g.stdout)
+			tty := isTTY(std.out)
 			interval := 200 * time.Millisecond
-			if g.server != "" {
+			if t.remote.enabled() {
 				interval = 2 * time.Second // each poll is a signed API request
 			}
 			deadline := time.Now().Add(timeout)
 			last := ""
-			noServe := g.noServeNote()
+			noServe := t.noServeNote()
 			for {
 				o, err := cl.Get(cmd.Context(), k)
 				line := "not found"
@@ -80,9 +80,9 @@ of the server must be that object.`,
 					if c := api.FindCondition(conds, cond); c != nil {
 						if string(c.Status) == want {
 							if tty {
-								fmt.Fprint(g.stdout, "\r\033[K")
+								fmt.Fprint(std.out, "\r\033[K")
 							}
-							fmt.Fprintf(g.stdout, "%s condition met: %s=%s\n", displayKey(k), cond, want)
+							fmt.Fprintf(std.out, "%s condition met: %s=%s\n", displayKey(k), cond, want)
 							return nil
 						}
 						line = fmt.Sprintf("%s=%s (%s) %s", cond, c.Status, c.Reason, c.Message)
@@ -97,7 +97,7 @@ of the server must be that object.`,
 							line = rep.Summary
 							if rep.Permanent {
 								if tty {
-									fmt.Fprint(g.stdout, "\r\033[K")
+									fmt.Fprint(std.out, "\r\033[K")
 								}
 								return exitError{code: 1, err: fmt.Errorf("%s will not become %s=%s without a change: %s", displayKey(k), cond, want, rep.Summary)}
 							}
@@ -108,14 +108,14 @@ of the server must be that object.`,
 					line += " (" + noServe + ")"
 				}
 				if tty {
-					fmt.Fprintf(g.stdout, "\r\033[Kwaiting for %s: %s", displayKey(k), truncate(line, 120))
+					fmt.Fprintf(std.out, "\r\033[Kwaiting for %s: %s", displayKey(k), truncate(line, 120))
 				} else if line != last {
-					fmt.Fprintf(g.stdout, "waiting for %s: %s\n", displayKey(k), line)
+					fmt.Fprintf(std.out, "waiting for %s: %s\n", displayKey(k), line)
 				}
 				last = line
 				if time.Now().After(deadline) {
 					if tty {
-						fmt.Fprintln(g.stdout)
+						fmt.Fprintln(std.out)
 					}
 					return exitError{code: 1, err: fmt.Errorf("timed out after %s waiting for %s %s=%s; last: %s", timeout, displayKey(k), cond, want, last)}
 				}

@@ -224,7 +224,7 @@ func (e *NoDataError) Error() string {
 // (a state.db file); it creates nothing.
 func CheckDataDir(dir string) error {
 	if dir == "" {
-		return errors.New("localmode: a data directory is required (--data or CERTFN_DATA)")
+		return errNoDataDir
 	}
 	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
 		return &NoDataError{Dir: dir, Missing: true}
@@ -247,7 +247,7 @@ func CheckDataDir(dir string) error {
 // is refused (checkDataPermissions).
 func Open(opts Options) (*Runtime, error) {
 	if opts.DataDir == "" {
-		return nil, errors.New("localmode: a data directory is required (--data or CERTFN_DATA)")
+		return nil, errNoDataDir
 	}
 	if opts.Clock == nil {
 		opts.Clock = clock.Real{}
