@@ -16,6 +16,7 @@ import (
 	"github.com/certfn/certfn/core/acme/orders"
 	acmesigner "github.com/certfn/certfn/core/acme/signer"
 	"github.com/certfn/certfn/core/api"
+	"github.com/certfn/certfn/core/certificaterequests"
 	"github.com/certfn/certfn/core/certificates/keygen"
 	"github.com/certfn/certfn/core/clock"
 	"github.com/certfn/certfn/core/engine"
@@ -23,7 +24,6 @@ import (
 	"github.com/certfn/certfn/core/policy"
 	"github.com/certfn/certfn/core/policy/plugins/denydomains"
 	"github.com/certfn/certfn/core/ports"
-	"github.com/certfn/certfn/core/requests"
 	"github.com/certfn/certfn/core/signers"
 	"github.com/certfn/certfn/core/signers/ca"
 	"github.com/certfn/certfn/core/signers/selfsigned"
@@ -108,7 +108,7 @@ type Settings struct {
 	SecretFileBounds *api.SecretFileBounds
 
 	// Approver replaces the approver of a role that approves (tests).
-	Approver requests.Approver
+	Approver certificaterequests.Approver
 	// WrapSigners may wrap or replace the signers (tests inject failures).
 	WrapSigners func(map[string]signers.Signer) map[string]signers.Signer
 	// GenerateKey replaces pki.GenerateKey under the key generation stage

@@ -8,10 +8,10 @@ import (
 	"time"
 
 	"github.com/certfn/certfn/core/api"
+	"github.com/certfn/certfn/core/certificaterequests"
 	"github.com/certfn/certfn/core/csr"
 	"github.com/certfn/certfn/core/errs"
 	"github.com/certfn/certfn/core/ports"
-	"github.com/certfn/certfn/core/requests"
 	"github.com/certfn/certfn/core/validation"
 )
 
@@ -142,7 +142,7 @@ func (d *Deliverer) csrSignerWork(ctx context.Context, c *api.CertificateSigning
 	if err != nil {
 		return false, nil
 	}
-	typ := requests.IssuerType(iobj.(api.GenericIssuer).GetSpec())
+	typ := certificaterequests.IssuerType(iobj.(api.GenericIssuer).GetSpec())
 	role := d.App.Role
 	if !role.handsOff(typ) && !(role.SignerWorkOnly && role.signs(typ)) {
 		return false, nil

@@ -10,9 +10,9 @@ import (
 	"github.com/certfn/certfn/core/api"
 	"github.com/certfn/certfn/core/app"
 	"github.com/certfn/certfn/core/app/apptest"
+	"github.com/certfn/certfn/core/certificaterequests"
 	"github.com/certfn/certfn/core/csr"
 	"github.com/certfn/certfn/core/ports"
-	"github.com/certfn/certfn/core/requests"
 )
 
 // The objects quota counts CertificateSigningRequests by requester: a
@@ -21,7 +21,7 @@ import (
 // an update of a held CSR is not counted.
 func TestCSRObjectsQuotaByRequester(t *testing.T) {
 	r := apptest.NewRig(t, apptest.WithQuotas(app.Quotas{ObjectsPerNamespace: 2}))
-	r.Approver.Set(requests.Unmatched)
+	r.Approver.Set(certificaterequests.Unmatched)
 	r.Apply(approverRBAC)
 	bob := app.Caller{Username: "bob", Groups: []string{"system:authenticated"}}
 	ann := app.Caller{Username: "ann", Groups: []string{"system:authenticated"}}
@@ -118,7 +118,7 @@ func TestCSRIssuanceQuotaByRequester(t *testing.T) {
 // same.
 func TestPendingCSRCleanedAfterADay(t *testing.T) {
 	r := apptest.NewRig(t)
-	r.Approver.Set(requests.Unmatched)
+	r.Approver.Set(certificaterequests.Unmatched)
 	r.Apply(csrSpec{name: "pending", signer: "clusterissuers.cert-manager.io/ca"}.yaml(t))
 	r.Apply(csrSpec{name: "foreign", signer: "example.com/not-certfns"}.yaml(t))
 	r.Drain()
@@ -154,7 +154,7 @@ func TestPendingCSRCleanedAfterADay(t *testing.T) {
 // it is decided. The approval of a CSR records what it approved.
 func TestApprovalResourceVersionPrecondition(t *testing.T) {
 	r := apptest.NewRig(t)
-	r.Approver.Set(requests.Unmatched)
+	r.Approver.Set(certificaterequests.Unmatched)
 	m := csrSpec{name: "web", signer: "clusterissuers.cert-manager.io/ca"}.yaml(t)
 	r.Apply(m)
 	r.Drain()

@@ -5,8 +5,8 @@ import (
 	"fmt"
 
 	"github.com/certfn/certfn/core/api"
+	"github.com/certfn/certfn/core/certificaterequests"
 	"github.com/certfn/certfn/core/pki"
-	"github.com/certfn/certfn/core/requests"
 	"github.com/certfn/certfn/core/step"
 )
 
@@ -16,8 +16,8 @@ import (
 // about the CSR seen as a CertificateRequest (Request), exactly as for a
 // CertificateRequest, and records Approved or Denied (docs/design/certificates-api.md: permanent,
 // mutually exclusive). A CSR carrying a name a CA must not sign is Denied
-// first (requests.CheckNames), unless this role never decides
-// (requests.Refuser). A CSR nobody decides is left untouched and looked
+// first (certificaterequests.CheckNames), unless this role never decides
+// (certificaterequests.Refuser). A CSR nobody decides is left untouched and looked
 // at again after WaitPoll; a CSR has no Ready condition to say why, so
 // the step reports it as step.Waiting (ReasonWaitingApproval with the
 // approver's message, which names the policies that did not match) and
@@ -47,10 +47,10 @@ func ApprovalStep(ctx context.Context, env *Env, st *State) (Outcome, error) {
 	}
 	status := "unmatched"
 	switch d.Result {
-	case requests.Approved:
+	case certificaterequests.Approved:
 		status = "approved"
 		Approve(c, env.ClusterResourceNamespace, d.Reason, d.Message, st.Now)
-	case requests.Denied:
+	case certificaterequests.Denied:
 		status = "denied"
 		c.Status.AddCondition(api.CSRConditionDenied, d.Reason, d.Message, st.Now)
 	default:
@@ -60,8 +60,8 @@ func ApprovalStep(ctx context.Context, env *Env, st *State) (Outcome, error) {
 	if env.Metrics != nil {
 		env.Metrics.Inc("certfn_csr_approval_total", "signer", SignerLabel(c.Spec.SignerName), "status", status)
 	}
-	next := st.Now.Add(requests.FollowUpGrace) // the signing step follows at once (woken by the write)
-	if d.Result == requests.Denied {
+	next := st.Now.Add(certificaterequests.FollowUpGrace) // the signing step follows at once (woken by the write)
+	if d.Result == certificaterequests.Denied {
 		next = st.Now.Add(Retain) // final: due when CleanupStep deletes it (KeepUntil)
 	}
 	if err := env.Writer.UpdateCSR(ctx, st, next); err != nil {
@@ -71,19 +71,19 @@ func ApprovalStep(ctx context.Context, env *Env, st *State) (Outcome, error) {
 }
 
 // decide is the approval decision for the CSR seen as cr (see
-// core/requests/approval: names a CA must not sign are denied before the
+// certificaterequests.ApprovalStep: names a CA must not sign are denied before the
 // approver is asked).
-func decide(ctx context.Context, env *Env, cr *api.CertificateRequest) (requests.Decision, error) {
-	if _, refuses := env.Approver.(requests.Refuser); !refuses {
+func decide(ctx context.Context, env *Env, cr *api.CertificateRequest) (certificaterequests.Decision, error) {
+	if _, refuses := env.Approver.(certificaterequests.Refuser); !refuses {
 		if parsed, err := pki.ParseCSRPEM(cr.Spec.Request); err == nil {
-			if err := requests.CheckNames(parsed); err != nil {
-				return requests.Decision{Result: requests.Denied, Reason: requests.ReasonInvalidNames, Message: err.Error()}, nil
+			if err := certificaterequests.CheckNames(parsed); err != nil {
+				return certificaterequests.Decision{Result: certificaterequests.Denied, Reason: certificaterequests.ReasonInvalidNames, Message: err.Error()}, nil
 			}
 		}
 	}
 	d, err := env.Approver.Decide(ctx, cr)
 	if err != nil {
-		return requests.Decision{}, fmt.Errorf("approval of CertificateSigningRequest %s: %w", cr.Name, err)
+		return certificaterequests.Decision{}, fmt.Errorf("approval of CertificateSigningRequest %s: %w", cr.Name, err)
 	}
 	return d, nil
 }

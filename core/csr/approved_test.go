@@ -7,9 +7,9 @@ import (
 	"time"
 
 	"github.com/certfn/certfn/core/api"
+	"github.com/certfn/certfn/core/certificaterequests"
 	ct "github.com/certfn/certfn/core/certificates/certtest"
 	"github.com/certfn/certfn/core/rbac"
-	"github.com/certfn/certfn/core/requests"
 	"github.com/certfn/certfn/core/signers"
 )
 
@@ -17,11 +17,11 @@ import (
 // 90 days: a CertificateRequestPolicy that forbids isCA, as a test double.
 type noCAApprover struct{}
 
-func (noCAApprover) Decide(_ context.Context, cr *api.CertificateRequest) (requests.Decision, error) {
+func (noCAApprover) Decide(_ context.Context, cr *api.CertificateRequest) (certificaterequests.Decision, error) {
 	if d, ok := cr.Spec.RequestedDuration(); cr.Spec.IsCA || (ok && d > 90*24*time.Hour) {
-		return requests.Decision{Result: requests.Denied, Reason: "policy", Message: "isCA or a long lifetime"}, nil
+		return certificaterequests.Decision{Result: certificaterequests.Denied, Reason: "policy", Message: "isCA or a long lifetime"}, nil
 	}
-	return requests.Decision{Result: requests.Approved, Reason: "policy", Message: "allowed"}, nil
+	return certificaterequests.Decision{Result: certificaterequests.Approved, Reason: "policy", Message: "allowed"}, nil
 }
 
 // recordingSigner is a signer double that keeps the request it was asked
@@ -156,7 +156,7 @@ func TestApproveRecordsOnce(t *testing.T) {
 	}
 }
 
-// countingIssuers is a requests.Issuers double holding one issuer (nil:
+// countingIssuers is a certificaterequests.Issuers double holding one issuer (nil:
 // none) that counts its lookups.
 type countingIssuers struct {
 	iss   api.GenericIssuer

@@ -19,7 +19,7 @@ const Retain = time.Hour
 // (api's FinishedAt: its Denied or Failed condition, or status.issuedAt).
 // An issued CSR is kept that long even when its certificate expires
 // sooner (where upstream deletes it at expiry): the issuance quota counts
-// a requester's issued CSRs over the last hour (requests.QuotaWindow,
+// a requester's issued CSRs over the last hour (certificaterequests.QuotaWindow,
 // equal to Retain), and a short-lived certificate must not take its CSR
 // out of that count. ok is false for a CSR that is not final. It is read
 // from the CSR alone, so every writer agrees on it whatever due time it

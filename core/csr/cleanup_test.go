@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/certfn/certfn/core/api"
-	"github.com/certfn/certfn/core/requests"
+	"github.com/certfn/certfn/core/certificaterequests"
 )
 
 // A final CSR is kept Retain after it ended (its Denied or Failed
@@ -96,7 +96,7 @@ func TestFinalWriteIsDueAtKeepUntil(t *testing.T) {
 // The issuance quota counts a requester's CSRs issued within its window:
 // an issued CSR must be kept at least that long.
 func TestRetainCoversTheQuotaWindow(t *testing.T) {
-	if Retain < requests.QuotaWindow {
-		t.Fatalf("Retain %v is shorter than the issuance quota's window %v", Retain, requests.QuotaWindow)
+	if Retain < certificaterequests.QuotaWindow {
+		t.Fatalf("Retain %v is shorter than the issuance quota's window %v", Retain, certificaterequests.QuotaWindow)
 	}
 }

@@ -18,10 +18,10 @@ import (
 	"time"
 
 	"github.com/certfn/certfn/core/api"
+	"github.com/certfn/certfn/core/certificaterequests"
 	"github.com/certfn/certfn/core/errs"
 	"github.com/certfn/certfn/core/ports"
 	"github.com/certfn/certfn/core/rbac"
-	"github.com/certfn/certfn/core/requests"
 	"github.com/certfn/certfn/core/signers"
 	"github.com/certfn/certfn/core/step"
 )
@@ -42,12 +42,12 @@ type Writer interface {
 }
 
 // Env is what the CSR steps get from outside (the engine fills it as it
-// does requests.Env).
+// does certificaterequests.Env).
 type Env struct {
 	Writer   Writer
-	Approver requests.Approver
-	Issuers  requests.Issuers
-	// Signers by issuer type, as requests.Env.Signers.
+	Approver certificaterequests.Approver
+	Issuers  certificaterequests.Issuers
+	// Signers by issuer type, as certificaterequests.Env.Signers.
 	Signers map[string]signers.Signer
 	Objects signers.Objects
 	Metrics ports.Metrics
@@ -61,7 +61,7 @@ type Env struct {
 	WaitPoll                 time.Duration
 	// IssuancesPerHour is the issuance quota of CSRs: the most CSRs of one
 	// requester (spec.username) signed in any rolling
-	// requests.QuotaWindow (0: unlimited). The signing step counts them
+	// certificaterequests.QuotaWindow (0: unlimited). The signing step counts them
 	// with Quota before a signer is called.
 	IssuancesPerHour int
 	// Quota counts a requester's issued CSRs (required when

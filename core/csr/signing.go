@@ -7,10 +7,10 @@ import (
 	"time"
 
 	"github.com/certfn/certfn/core/api"
+	"github.com/certfn/certfn/core/certificaterequests"
 	"github.com/certfn/certfn/core/errs"
 	"github.com/certfn/certfn/core/pki"
 	"github.com/certfn/certfn/core/rbac"
-	"github.com/certfn/certfn/core/requests"
 	"github.com/certfn/certfn/core/signers"
 	"github.com/certfn/certfn/core/step"
 )
@@ -82,8 +82,8 @@ func SigningStep(ctx context.Context, env *Env, st *State) (Outcome, error) {
 	if err != nil {
 		return fail(ctx, env, st, ReasonRequestParsing, "spec.request: "+err.Error())
 	}
-	if err := requests.CheckNames(parsed); err != nil {
-		return fail(ctx, env, st, requests.ReasonInvalidNames, err.Error())
+	if err := certificaterequests.CheckNames(parsed); err != nil {
+		return fail(ctx, env, st, certificaterequests.ReasonInvalidNames, err.Error())
 	}
 	// The reference check comes before the issuer is read, so that the
 	// answer is the same whether or not another namespace's Issuer exists.
@@ -101,7 +101,7 @@ func SigningStep(ctx context.Context, env *Env, st *State) (Outcome, error) {
 	if !ok {
 		return waiting(st, env, ReasonIssuerNotFound, fmt.Sprintf("%s %q not found", cr.Spec.IssuerRef.Kind, cr.Spec.IssuerRef.Name))
 	}
-	typ := requests.IssuerType(iss.GetSpec())
+	typ := certificaterequests.IssuerType(iss.GetSpec())
 	if typ == "selfSigned" && cr.Annotations[api.AnnotationPrivateKeySecretName] == "" {
 		return fail(ctx, env, st, ReasonSigningError, fmt.Sprintf("a selfSigned issuer signs a CertificateSigningRequest with the key in the secret that the annotation %q names (in namespace %s); the annotation is missing",
 			api.AnnotationCSRPrivateKeySecretName, cr.Namespace))
@@ -162,7 +162,7 @@ func SigningStep(ctx context.Context, env *Env, st *State) (Outcome, error) {
 // quota applies the issuance quota of CSRs (env.IssuancesPerHour, by
 // requester) before signer is called, as the CertificateRequests' signing
 // step applies it by namespace: when the requester's CSRs issued within
-// the last requests.QuotaWindow reach the limit, and signing this one has
+// the last certificaterequests.QuotaWindow reach the limit, and signing this one has
 // not begun (signers.Resumer: an ACME Order created before), the CSR
 // waits (ReasonIssuanceQuota, naming the quota and when it frees up) until
 // the oldest of those issuances leaves the window. held says it was held
@@ -176,7 +176,7 @@ func quota(ctx context.Context, env *Env, st *State, signer signers.Signer, req 
 	if env.Quota == nil {
 		return Outcome{}, true, errs.Permanentf("the issuance quota is set (%d per hour) but the step has no Quota to count issuances with", limit)
 	}
-	n, oldest, err := env.Quota.IssuedSince(ctx, user, st.Now.Add(-requests.QuotaWindow))
+	n, oldest, err := env.Quota.IssuedSince(ctx, user, st.Now.Add(-certificaterequests.QuotaWindow))
 	if err != nil {
 		return Outcome{}, true, fmt.Errorf("count the CertificateSigningRequests of %q issued for the issuance quota: %w", user, err)
 	}
@@ -192,7 +192,7 @@ func quota(ctx context.Context, env *Env, st *State, signer signers.Signer, req 
 			return Outcome{}, false, nil
 		}
 	}
-	free := oldest.Add(requests.QuotaWindow)
+	free := oldest.Add(certificaterequests.QuotaWindow)
 	if !free.After(st.Now) {
 		free = st.Now.Add(env.WaitPoll)
 	}

@@ -24,7 +24,7 @@ func (s fixedSigner) Sign(context.Context, signers.Request) (signers.Result, err
 	return signers.Result{Certificate: s.chain}, nil
 }
 
-// readyIssuer is a test double of requests.Issuers: one Ready CA ClusterIssuer.
+// readyIssuer is a test double of certificaterequests.Issuers: one Ready CA ClusterIssuer.
 type readyIssuer struct{}
 
 func (readyIssuer) Get(context.Context, string, api.IssuerReference) (api.GenericIssuer, string, bool, error) {

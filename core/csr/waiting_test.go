@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/certfn/certfn/core/api"
+	"github.com/certfn/certfn/core/certificaterequests"
 	ct "github.com/certfn/certfn/core/certificates/certtest"
-	"github.com/certfn/certfn/core/requests"
 	"github.com/certfn/certfn/core/signers"
 	"github.com/certfn/certfn/core/step"
 )
@@ -38,8 +38,8 @@ func (w noWrites) DeleteCSR(context.Context, *State) error {
 
 type undecided struct{}
 
-func (undecided) Decide(context.Context, *api.CertificateRequest) (requests.Decision, error) {
-	return requests.Decision{Result: requests.Unmatched, Message: "no CertificateRequestPolicy matched"}, nil
+func (undecided) Decide(context.Context, *api.CertificateRequest) (certificaterequests.Decision, error) {
+	return certificaterequests.Decision{Result: certificaterequests.Unmatched, Message: "no CertificateRequestPolicy matched"}, nil
 }
 
 // Each way a CSR waits is reported as step.Waiting with its reason (after

@@ -7,9 +7,9 @@ import (
 	"time"
 
 	"github.com/certfn/certfn/core/api"
+	"github.com/certfn/certfn/core/certificaterequests"
 	"github.com/certfn/certfn/core/csr"
 	"github.com/certfn/certfn/core/ports"
-	"github.com/certfn/certfn/core/requests"
 	"github.com/certfn/certfn/core/step"
 )
 
@@ -35,7 +35,7 @@ func (e *run) reconcileCSR(ctx context.Context, rec ports.Record) error {
 		// The same limit, by requester: a CSR is cluster-scoped.
 		env.IssuancesPerHour, env.Quota = n, csrIssuedCounter{e}
 	}
-	if _, refuses := e.cfg.Approver.(requests.Refuser); refuses {
+	if _, refuses := e.cfg.Approver.(certificaterequests.Refuser); refuses {
 		// A role that never approves (the AWS signer) may not read RBAC:
 		// the approving role checked the reference before handing over.
 		env.Authorizer = nil

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/certfn/certfn/core/api"
+	"github.com/certfn/certfn/core/certificaterequests"
 	"github.com/certfn/certfn/core/certificates"
 	"github.com/certfn/certfn/core/certificates/acmimport"
 	"github.com/certfn/certfn/core/certificates/issuing"
@@ -18,9 +19,6 @@ import (
 	"github.com/certfn/certfn/core/certificates/trigger"
 	"github.com/certfn/certfn/core/issuers"
 	"github.com/certfn/certfn/core/ports"
-	"github.com/certfn/certfn/core/requests"
-	"github.com/certfn/certfn/core/requests/approval"
-	"github.com/certfn/certfn/core/requests/signing"
 	"github.com/certfn/certfn/core/step"
 )
 
@@ -284,7 +282,7 @@ func (e *run) secretUses(ctx context.Context, namespace, name, except string, ce
 	return out, nil
 }
 
-var reqSteps = []step.Func[*requests.Env, *requests.State]{approval.Step, signing.Step}
+var reqSteps = []step.Func[*certificaterequests.Env, *certificaterequests.State]{certificaterequests.ApprovalStep, certificaterequests.SigningStep}
 
 // reqStepNames name reqSteps in debug logs.
 var reqStepNames = []string{"approval", "signing"}
@@ -294,8 +292,8 @@ func (e *run) reconcileRequest(ctx context.Context, rec ports.Record) error {
 	if err != nil {
 		return err
 	}
-	st := &requests.State{CR: obj.(*api.CertificateRequest), Version: rec.Version, NextRunAt: rec.NextRunAt, Now: e.cfg.Clock.Now()}
-	env := &requests.Env{Clock: e.cfg.Clock, Writer: &reqWriter{e}, Approver: e.cfg.Approver, Issuers: &issuerGetter{e},
+	st := &certificaterequests.State{CR: obj.(*api.CertificateRequest), Version: rec.Version, NextRunAt: rec.NextRunAt, Now: e.cfg.Clock.Now()}
+	env := &certificaterequests.Env{Clock: e.cfg.Clock, Writer: &reqWriter{e}, Approver: e.cfg.Approver, Issuers: &issuerGetter{e},
 		Signers: e.cfg.Signers, Objects: e, Metrics: e.cfg.Metrics, WaitPoll: e.cfg.WaitPoll}
 	if n := e.cfg.IssuancesPerHourPerNamespace; n > 0 {
 		env.IssuancesPerHour, env.Quota = n, issuedCounter{e}
@@ -312,7 +310,7 @@ func (e *run) reconcileRequest(ctx context.Context, rec ports.Record) error {
 
 type reqWriter struct{ e *run }
 
-func (w *reqWriter) UpdateRequest(ctx context.Context, st *requests.State, next time.Time) error {
+func (w *reqWriter) UpdateRequest(ctx context.Context, st *certificaterequests.State, next time.Time) error {
 	v, err := w.e.update(ctx, st.CR, st.Version, next)
 	if err != nil {
 		return err
@@ -322,10 +320,10 @@ func (w *reqWriter) UpdateRequest(ctx context.Context, st *requests.State, next 
 }
 
 // issuedCounter counts a namespace's issuances for the issuance quota
-// (requests.Quota) with one List of its CertificateRequests.
+// (certificaterequests.Quota) with one List of its CertificateRequests.
 type issuedCounter struct{ e *run }
 
-// IssuedSince implements requests.Quota: the requests whose Ready
+// IssuedSince implements certificaterequests.Quota: the requests whose Ready
 // condition is True with reason Issued and changed after since. Requests
 // deleted since they were issued (pruned beyond a Certificate's
 // revisionHistoryLimit, or deleted by a user) are no longer counted.

@@ -1,8 +1,11 @@
-// Package requests holds what the CertificateRequest steps share: the
-// loaded State and the Env. The steps are approval (the approver actor of
-// docs/design/certificates-api.md) and signing (the signer actor); the engine runs them in that
-// order, one write per invocation.
-package requests
+// Package certificaterequests is the controller package of the
+// CertificateRequest kind, named as cert-manager's
+// pkg/controller/certificaterequests. Each step is one file and one
+// exported function: approval.go (ApprovalStep, the approver actor of
+// docs/design/certificates-api.md) and signing.go (SigningStep, the signer
+// actor). state.go holds what the steps share: the loaded State and the
+// Env. The engine runs the steps in that order, one write per invocation.
+package certificaterequests
 
 import (
 	"context"

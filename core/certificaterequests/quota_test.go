@@ -1,4 +1,4 @@
-package signing_test
+package certificaterequests_test
 
 import (
 	"context"
@@ -8,14 +8,13 @@ import (
 	"time"
 
 	"github.com/certfn/certfn/core/api"
+	"github.com/certfn/certfn/core/certificaterequests"
 	ct "github.com/certfn/certfn/core/certificates/certtest"
 	"github.com/certfn/certfn/core/errs"
-	"github.com/certfn/certfn/core/requests"
-	"github.com/certfn/certfn/core/requests/signing"
 	"github.com/certfn/certfn/core/signers"
 )
 
-// fakeQuota is a test double of requests.Quota over fixed issuance times
+// fakeQuota is a test double of certificaterequests.Quota over fixed issuance times
 // per namespace.
 type fakeQuota struct {
 	issued map[string][]time.Time
@@ -54,7 +53,7 @@ func (s *resumingSigner) Begun(context.Context, signers.Request) (bool, error) {
 	return s.begun, s.err
 }
 
-func TestStepIssuanceQuota(t *testing.T) {
+func TestSigningStepIssuanceQuota(t *testing.T) {
 	ago := func(d time.Duration) time.Time { return ct.T0.Add(-d) }
 	for _, tc := range []struct {
 		name   string
@@ -147,7 +146,7 @@ func TestStepIssuanceQuota(t *testing.T) {
 // The limit counts the rolling hour: (limit+1)-th request at T0 waits for
 // the oldest issuance; at that time the window holds one fewer and it is
 // signed, without the test double forgetting anything.
-func TestStepIssuanceQuotaWindowMoves(t *testing.T) {
+func TestSigningStepIssuanceQuotaWindowMoves(t *testing.T) {
 	f := newFixture(t)
 	oldest := ct.T0.Add(-45 * time.Minute)
 	q := &fakeQuota{issued: map[string][]time.Time{ct.Namespace: {oldest, ct.T0.Add(-5 * time.Minute)}}}
@@ -165,7 +164,7 @@ func TestStepIssuanceQuotaWindowMoves(t *testing.T) {
 	}
 }
 
-func TestStepIssuanceQuotaErrors(t *testing.T) {
+func TestSigningStepIssuanceQuotaErrors(t *testing.T) {
 	boom := errors.New("store throttled")
 	for _, tc := range []struct {
 		name      string
@@ -190,7 +189,7 @@ func TestStepIssuanceQuotaErrors(t *testing.T) {
 				f.env.Quota = q
 			}
 			tc.setup(f, q)
-			out, err := signing.Step(context.Background(), f.env, f.st)
+			out, err := certificaterequests.SigningStep(context.Background(), f.env, f.st)
 			if err == nil || !strings.Contains(err.Error(), tc.want) || errs.IsPermanent(err) != tc.permanent {
 				t.Fatalf("Step = %+v, %v; want %q (permanent %v)", out, err, tc.want, tc.permanent)
 			}
@@ -203,4 +202,4 @@ func TestStepIssuanceQuotaErrors(t *testing.T) {
 
 func ptr[T any](v T) *T { return &v }
 
-var _ requests.Quota = (*fakeQuota)(nil)
+var _ certificaterequests.Quota = (*fakeQuota)(nil)

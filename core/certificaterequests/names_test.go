@@ -1,14 +1,14 @@
-package requests_test
+package certificaterequests_test
 
 import (
 	"strings"
 	"testing"
 
 	"github.com/certfn/certfn/core/api"
+	"github.com/certfn/certfn/core/certificaterequests"
 	ct "github.com/certfn/certfn/core/certificates/certtest"
 	"github.com/certfn/certfn/core/errs"
 	"github.com/certfn/certfn/core/pki"
-	"github.com/certfn/certfn/core/requests"
 )
 
 func TestCheckNames(t *testing.T) {
@@ -27,7 +27,7 @@ func TestCheckNames(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			err = requests.CheckNames(csr)
+			err = certificaterequests.CheckNames(csr)
 			if tc.want == "" {
 				if err != nil {
 					t.Fatalf("CheckNames = %v", err)

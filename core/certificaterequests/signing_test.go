@@ -1,4 +1,4 @@
-package signing_test
+package certificaterequests_test
 
 import (
 	"bytes"
@@ -10,18 +10,17 @@ import (
 	"time"
 
 	"github.com/certfn/certfn/core/api"
+	"github.com/certfn/certfn/core/certificaterequests"
 	ct "github.com/certfn/certfn/core/certificates/certtest"
 	"github.com/certfn/certfn/core/clock"
 	"github.com/certfn/certfn/core/errs"
 	"github.com/certfn/certfn/core/ports"
-	"github.com/certfn/certfn/core/requests"
-	"github.com/certfn/certfn/core/requests/signing"
 	"github.com/certfn/certfn/core/signers"
 )
 
-const waitPoll = 10 * time.Minute
+const signingWaitPoll = 10 * time.Minute
 
-// fakeIssuers is a test double of requests.Issuers over a fixed set.
+// fakeIssuers is a test double of certificaterequests.Issuers over a fixed set.
 type fakeIssuers struct {
 	byName map[string]api.GenericIssuer
 	err    error
@@ -57,8 +56,8 @@ func issuer(name string, spec api.IssuerSpec, ready bool) *api.Issuer {
 }
 
 type fixture struct {
-	env     *requests.Env
-	st      *requests.State
+	env     *certificaterequests.Env
+	st      *certificaterequests.State
 	w       *ct.Writer
 	m       *ct.Metrics
 	signer  *fakeSigner
@@ -83,15 +82,15 @@ func newFixture(t *testing.T, opts ...func(*api.CertificateRequest)) *fixture {
 			"Issuer/ca": issuer("ca", api.IssuerSpec{CA: &api.CAIssuer{SecretName: "ca-key-pair"}}, true),
 		}},
 	}
-	f.env = &requests.Env{Clock: clock.NewFake(ct.T0), Writer: f.w, Issuers: f.issuers, Metrics: f.m, WaitPoll: waitPoll,
+	f.env = &certificaterequests.Env{Clock: clock.NewFake(ct.T0), Writer: f.w, Issuers: f.issuers, Metrics: f.m, WaitPoll: signingWaitPoll,
 		Signers: map[string]signers.Signer{"ca": f.signer, "selfSigned": f.signer}}
-	f.st = &requests.State{CR: cr, Version: 2, Now: ct.T0}
+	f.st = &certificaterequests.State{CR: cr, Version: 2, Now: ct.T0}
 	return f
 }
 
-func (f *fixture) step(t *testing.T) requests.Outcome {
+func (f *fixture) step(t *testing.T) certificaterequests.Outcome {
 	t.Helper()
-	out, err := signing.Step(context.Background(), f.env, f.st)
+	out, err := certificaterequests.SigningStep(context.Background(), f.env, f.st)
 	if err != nil {
 		t.Fatalf("Step: %v", err)
 	}
@@ -102,7 +101,7 @@ func cond(cr *api.CertificateRequest, typ string) *api.Condition {
 	return api.FindCondition(cr.Status.Conditions, typ)
 }
 
-func TestStepSignsAnApprovedRequest(t *testing.T) {
+func TestSigningStepSignsAnApprovedRequest(t *testing.T) {
 	f := newFixture(t)
 	out := f.step(t)
 	if !out.Wrote || f.signer.calls != 1 || strings.Join(f.w.Ops(), ",") != "UpdateRequest" {
@@ -136,7 +135,7 @@ func TestStepSignsAnApprovedRequest(t *testing.T) {
 	}
 }
 
-func TestStepSelfSignedAndClusterIssuer(t *testing.T) {
+func TestSigningStepSelfSignedAndClusterIssuer(t *testing.T) {
 	f := newFixture(t, func(cr *api.CertificateRequest) {
 		cr.Spec.IssuerRef = api.IssuerReference{Name: "selfsigned", Kind: api.KindClusterIssuer}
 	})
@@ -152,7 +151,7 @@ func TestStepSelfSignedAndClusterIssuer(t *testing.T) {
 	}
 }
 
-func TestStepDoesNothing(t *testing.T) {
+func TestSigningStepDoesNothing(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		setup func(f *fixture)
@@ -175,7 +174,7 @@ func TestStepDoesNothing(t *testing.T) {
 	}
 }
 
-func TestStepDenied(t *testing.T) {
+func TestSigningStepDenied(t *testing.T) {
 	f := newFixture(t, func(cr *api.CertificateRequest) {
 		cr.Status.Conditions = nil
 		api.SetCondition(&cr.Status.Conditions, api.Condition{Type: api.CertificateRequestConditionDenied, Status: api.ConditionTrue,
@@ -203,7 +202,7 @@ func TestStepDenied(t *testing.T) {
 	}
 }
 
-func TestStepPending(t *testing.T) {
+func TestSigningStepPending(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		setup   func(f *fixture)
@@ -233,7 +232,7 @@ func TestStepPending(t *testing.T) {
 			if c == nil || c.Status != api.ConditionFalse || c.Reason != api.CertificateRequestReasonPending || !strings.Contains(c.Message, tc.wantMsg) {
 				t.Fatalf("Ready = %+v, want False/Pending containing %q", c, tc.wantMsg)
 			}
-			if !up.NextRunAt.Equal(ct.T0.Add(waitPoll)) {
+			if !up.NextRunAt.Equal(ct.T0.Add(signingWaitPoll)) {
 				t.Errorf("nextRunAt = %s, want now+WaitPoll", up.NextRunAt)
 			}
 			if up.Request.IsFinal() {
@@ -242,14 +241,14 @@ func TestStepPending(t *testing.T) {
 			// Same reason again: no second write, a requeue instead.
 			f.st.Now = ct.T0.Add(time.Minute)
 			out = f.step(t)
-			if out.Wrote || len(f.w.Calls) != 1 || !out.RequeueAt.Equal(f.st.Now.Add(waitPoll)) {
+			if out.Wrote || len(f.w.Calls) != 1 || !out.RequeueAt.Equal(f.st.Now.Add(signingWaitPoll)) {
 				t.Fatalf("repeat: outcome %+v writer %v; want no write and a requeue", out, f.w.Ops())
 			}
 		})
 	}
 }
 
-func TestStepFails(t *testing.T) {
+func TestSigningStepFails(t *testing.T) {
 	for _, tc := range []struct {
 		name       string
 		setup      func(f *fixture)
@@ -297,7 +296,7 @@ func TestStepFails(t *testing.T) {
 	}
 }
 
-func TestStepTransientErrorsAreReturned(t *testing.T) {
+func TestSigningStepTransientErrorsAreReturned(t *testing.T) {
 	boom := errors.New("KMS throttled")
 	for _, tc := range []struct {
 		name   string
@@ -312,7 +311,7 @@ func TestStepTransientErrorsAreReturned(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t)
 			tc.setup(f)
-			out, err := signing.Step(context.Background(), f.env, f.st)
+			out, err := certificaterequests.SigningStep(context.Background(), f.env, f.st)
 			if !errors.Is(err, tc.target) || !strings.Contains(err.Error(), tc.ctx) || out.Wrote {
 				t.Fatalf("Step = %+v, %v; want %v with %q", out, err, tc.target, tc.ctx)
 			}
@@ -329,7 +328,7 @@ func TestStepTransientErrorsAreReturned(t *testing.T) {
 // A request approved although its CSR carries a name a CA must not sign
 // (by hand, or before names were checked) fails permanently before any
 // issuer is read or signer called.
-func TestStepRefusesNamesACAMustNotSign(t *testing.T) {
+func TestSigningStepRefusesNamesACAMustNotSign(t *testing.T) {
 	for _, tc := range []struct{ name, want string }{
 		{"evil.com\x00.team-a.example.com", `spec.request: DNS name "evil.com\x00.team-a.example.com" (SAN 1): contains a character a DNS name cannot hold (NUL)`},
 		{"evil.org/.team-a.example.com", `spec.request: DNS name "evil.org/.team-a.example.com" (SAN 1): contains a character a DNS name cannot hold ('/')`},
@@ -354,8 +353,8 @@ func TestStepRefusesNamesACAMustNotSign(t *testing.T) {
 			}
 			for _, typ := range []string{api.CertificateRequestConditionInvalidRequest, api.CertificateRequestConditionFailed} {
 				c := cond(up.Request, typ)
-				if c == nil || c.Status != api.ConditionTrue || c.Reason != requests.ReasonInvalidNames || c.Message != tc.want {
-					t.Errorf("%s = %+v, want True/%s", typ, c, requests.ReasonInvalidNames)
+				if c == nil || c.Status != api.ConditionTrue || c.Reason != certificaterequests.ReasonInvalidNames || c.Message != tc.want {
+					t.Errorf("%s = %+v, want True/%s", typ, c, certificaterequests.ReasonInvalidNames)
 				}
 			}
 			if up.Request.Status.FailureTime == nil || len(up.Request.Status.Certificate) != 0 || !up.Request.IsFinal() {

@@ -1,4 +1,4 @@
-package approval_test
+package certificaterequests_test
 
 import (
 	"context"
@@ -8,54 +8,53 @@ import (
 	"time"
 
 	"github.com/certfn/certfn/core/api"
+	"github.com/certfn/certfn/core/certificaterequests"
 	ct "github.com/certfn/certfn/core/certificates/certtest"
 	"github.com/certfn/certfn/core/clock"
 	"github.com/certfn/certfn/core/ports"
-	"github.com/certfn/certfn/core/requests"
-	"github.com/certfn/certfn/core/requests/approval"
 )
 
 // fakeApprover is a test double returning a fixed decision and counting calls.
 type fakeApprover struct {
-	d     requests.Decision
+	d     certificaterequests.Decision
 	err   error
 	calls int
 }
 
-func (a *fakeApprover) Decide(context.Context, *api.CertificateRequest) (requests.Decision, error) {
+func (a *fakeApprover) Decide(context.Context, *api.CertificateRequest) (certificaterequests.Decision, error) {
 	a.calls++
 	return a.d, a.err
 }
 
-const waitPoll = 10 * time.Minute
+const approvalWaitPoll = 10 * time.Minute
 
-func setup(t *testing.T, d requests.Decision, opts ...func(*api.CertificateRequest)) (*requests.Env, *requests.State, *fakeApprover, *ct.Writer, *ct.Metrics) {
+func setup(t *testing.T, d certificaterequests.Decision, opts ...func(*api.CertificateRequest)) (*certificaterequests.Env, *certificaterequests.State, *fakeApprover, *ct.Writer, *ct.Metrics) {
 	t.Helper()
 	crt := ct.Cert()
 	cr := ct.Request(t, crt, ct.Key(t, nil), 1, opts...)
 	a := &fakeApprover{d: d}
 	w := &ct.Writer{}
 	m := ct.NewMetrics()
-	env := &requests.Env{Clock: clock.NewFake(ct.T0), Writer: w, Approver: a, Metrics: m, WaitPoll: waitPoll}
-	return env, &requests.State{CR: cr, Version: 3, Now: ct.T0}, a, w, m
+	env := &certificaterequests.Env{Clock: clock.NewFake(ct.T0), Writer: w, Approver: a, Metrics: m, WaitPoll: approvalWaitPoll}
+	return env, &certificaterequests.State{CR: cr, Version: 3, Now: ct.T0}, a, w, m
 }
 
-func TestStepRecordsTheDecision(t *testing.T) {
+func TestApprovalStepRecordsTheDecision(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
-		d        requests.Decision
+		d        certificaterequests.Decision
 		wantType string
 		wantNext time.Time
 		metric   string
 	}{
-		{"approve", requests.Decision{Result: requests.Approved, Reason: "policy.cert-manager.io", Message: "Approved by CertificateRequestPolicy: \"web\""},
-			api.CertificateRequestConditionApproved, ct.T0.Add(requests.FollowUpGrace), "certfn_approval_total{namespace=default,status=approved}"},
-		{"deny", requests.Decision{Result: requests.Denied, Reason: "policy.cert-manager.io", Message: "No policy approved this request: [web: spec.dnsNames: not allowed]"},
-			api.CertificateRequestConditionDenied, ct.T0.Add(requests.FollowUpGrace), "certfn_approval_total{namespace=default,status=denied}"},
+		{"approve", certificaterequests.Decision{Result: certificaterequests.Approved, Reason: "policy.cert-manager.io", Message: "Approved by CertificateRequestPolicy: \"web\""},
+			api.CertificateRequestConditionApproved, ct.T0.Add(certificaterequests.FollowUpGrace), "certfn_approval_total{namespace=default,status=approved}"},
+		{"deny", certificaterequests.Decision{Result: certificaterequests.Denied, Reason: "policy.cert-manager.io", Message: "No policy approved this request: [web: spec.dnsNames: not allowed]"},
+			api.CertificateRequestConditionDenied, ct.T0.Add(certificaterequests.FollowUpGrace), "certfn_approval_total{namespace=default,status=denied}"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			env, st, a, w, m := setup(t, tc.d)
-			out, err := approval.Step(context.Background(), env, st)
+			out, err := certificaterequests.ApprovalStep(context.Background(), env, st)
 			if err != nil || !out.Wrote {
 				t.Fatalf("Step = %+v, %v", out, err)
 			}
@@ -87,14 +86,14 @@ func TestStepRecordsTheDecision(t *testing.T) {
 	}
 }
 
-func TestStepUnmatchedWritesOnceWhileTheMessageIsUnchanged(t *testing.T) {
-	d := requests.Decision{Result: requests.Unmatched, Message: "Waiting for approval: no policy applies"}
+func TestApprovalStepUnmatchedWritesOnceWhileTheMessageIsUnchanged(t *testing.T) {
+	d := certificaterequests.Decision{Result: certificaterequests.Unmatched, Message: "Waiting for approval: no policy applies"}
 	env, st, a, w, m := setup(t, d)
-	out, err := approval.Step(context.Background(), env, st)
+	out, err := certificaterequests.ApprovalStep(context.Background(), env, st)
 	if err != nil || !out.Wrote || len(w.Calls) != 1 {
 		t.Fatalf("first: %+v %v %v", out, err, w.Ops())
 	}
-	if !w.Calls[0].NextRunAt.Equal(ct.T0.Add(waitPoll)) {
+	if !w.Calls[0].NextRunAt.Equal(ct.T0.Add(approvalWaitPoll)) {
 		t.Errorf("nextRunAt = %s, want now+WaitPoll", w.Calls[0].NextRunAt)
 	}
 	c := api.FindCondition(st.CR.Status.Conditions, api.CertificateRequestConditionReady)
@@ -107,11 +106,11 @@ func TestStepUnmatchedWritesOnceWhileTheMessageIsUnchanged(t *testing.T) {
 	}
 	for i := 0; i < 3; i++ {
 		st.Now = ct.T0.Add(time.Duration(i+1) * time.Minute)
-		out, err = approval.Step(context.Background(), env, st)
+		out, err = certificaterequests.ApprovalStep(context.Background(), env, st)
 		if err != nil || out.Wrote || len(w.Calls) != 1 {
 			t.Fatalf("repeat %d: %+v %v %v; want no write", i, out, err, w.Ops())
 		}
-		if !out.RequeueAt.Equal(st.Now.Add(waitPoll)) {
+		if !out.RequeueAt.Equal(st.Now.Add(approvalWaitPoll)) {
 			t.Fatalf("RequeueAt = %s, want now+WaitPoll", out.RequeueAt)
 		}
 	}
@@ -123,12 +122,12 @@ func TestStepUnmatchedWritesOnceWhileTheMessageIsUnchanged(t *testing.T) {
 	}
 	// A new reason is written.
 	a.d.Message = "Waiting for approval: a policy was added but does not apply"
-	if out, _ := approval.Step(context.Background(), env, st); !out.Wrote || len(w.Calls) != 2 {
+	if out, _ := certificaterequests.ApprovalStep(context.Background(), env, st); !out.Wrote || len(w.Calls) != 2 {
 		t.Fatalf("changed message not written: %v", w.Ops())
 	}
 }
 
-func TestStepAlreadyDecidedIsANoOp(t *testing.T) {
+func TestApprovalStepAlreadyDecidedIsANoOp(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		opt  func(*api.CertificateRequest)
@@ -144,8 +143,8 @@ func TestStepAlreadyDecidedIsANoOp(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			env, st, a, w, m := setup(t, requests.Decision{Result: requests.Approved}, tc.opt)
-			out, err := approval.Step(context.Background(), env, st)
+			env, st, a, w, m := setup(t, certificaterequests.Decision{Result: certificaterequests.Approved}, tc.opt)
+			out, err := certificaterequests.ApprovalStep(context.Background(), env, st)
 			if err != nil || out.Wrote || !out.RequeueAt.IsZero() || a.calls != 0 || len(w.Calls) != 0 || len(m.Counts) != 0 {
 				t.Fatalf("outcome %+v err %v approver %d writer %v metrics %v; want nothing", out, err, a.calls, w.Ops(), m.Counts)
 			}
@@ -153,19 +152,19 @@ func TestStepAlreadyDecidedIsANoOp(t *testing.T) {
 	}
 }
 
-func TestStepErrors(t *testing.T) {
+func TestApprovalStepErrors(t *testing.T) {
 	boom := errors.New("policy store unavailable")
-	env, st, a, w, _ := setup(t, requests.Decision{})
+	env, st, a, w, _ := setup(t, certificaterequests.Decision{})
 	a.err = boom
-	if _, err := approval.Step(context.Background(), env, st); !errors.Is(err, boom) || !strings.Contains(err.Error(), "approval of CertificateRequest default/web-1") {
+	if _, err := certificaterequests.ApprovalStep(context.Background(), env, st); !errors.Is(err, boom) || !strings.Contains(err.Error(), "approval of CertificateRequest default/web-1") {
 		t.Fatalf("approver error = %v", err)
 	}
 	if len(w.Calls) != 0 {
 		t.Fatal("wrote after an approver error")
 	}
-	env, st, _, w, _ = setup(t, requests.Decision{Result: requests.Approved})
+	env, st, _, w, _ = setup(t, certificaterequests.Decision{Result: certificaterequests.Approved})
 	w.Err = ports.ErrConflict
-	out, err := approval.Step(context.Background(), env, st)
+	out, err := certificaterequests.ApprovalStep(context.Background(), env, st)
 	if !errors.Is(err, ports.ErrConflict) || !strings.Contains(err.Error(), "record approval decision") || out.Wrote {
 		t.Fatalf("write error = %+v, %v", out, err)
 	}
@@ -181,13 +180,13 @@ var probeNames = []struct{ name, want string }{
 
 // A request whose CSR carries a name a CA must not sign is denied before
 // the approver is asked, whatever the approver would decide.
-func TestStepDeniesNamesACAMustNotSign(t *testing.T) {
+func TestApprovalStepDeniesNamesACAMustNotSign(t *testing.T) {
 	for _, tc := range probeNames {
 		t.Run(tc.name, func(t *testing.T) {
 			crt := ct.Cert(ct.WithDNSNames(tc.name), func(c *api.Certificate) { c.Spec.CommonName = "" })
-			env, _, a, w, m := setup(t, requests.Decision{Result: requests.Approved, Reason: "test", Message: "approved"})
-			st := &requests.State{CR: ct.Request(t, crt, ct.Key(t, nil), 1), Version: 3, Now: ct.T0}
-			out, err := approval.Step(context.Background(), env, st)
+			env, _, a, w, m := setup(t, certificaterequests.Decision{Result: certificaterequests.Approved, Reason: "test", Message: "approved"})
+			st := &certificaterequests.State{CR: ct.Request(t, crt, ct.Key(t, nil), 1), Version: 3, Now: ct.T0}
+			out, err := certificaterequests.ApprovalStep(context.Background(), env, st)
 			if err != nil || !out.Wrote || len(w.Calls) != 1 {
 				t.Fatalf("Step = %+v, %v (writer %v)", out, err, w.Ops())
 			}
@@ -196,8 +195,8 @@ func TestStepDeniesNamesACAMustNotSign(t *testing.T) {
 			}
 			conds := w.Calls[0].Request.Status.Conditions
 			d := api.FindCondition(conds, api.CertificateRequestConditionDenied)
-			if d == nil || d.Status != api.ConditionTrue || d.Reason != requests.ReasonInvalidNames || d.Message != tc.want {
-				t.Fatalf("Denied = %+v\nwant True/%s/%s", d, requests.ReasonInvalidNames, tc.want)
+			if d == nil || d.Status != api.ConditionTrue || d.Reason != certificaterequests.ReasonInvalidNames || d.Message != tc.want {
+				t.Fatalf("Denied = %+v\nwant True/%s/%s", d, certificaterequests.ReasonInvalidNames, tc.want)
 			}
 			if api.FindCondition(conds, api.CertificateRequestConditionApproved) != nil {
 				t.Fatal("a request with an invalid name was approved")
@@ -208,29 +207,29 @@ func TestStepDeniesNamesACAMustNotSign(t *testing.T) {
 		})
 	}
 	// A valid request still goes to the approver.
-	env, st, a, _, _ := setup(t, requests.Decision{Result: requests.Approved, Reason: "test", Message: "approved"})
-	if _, err := approval.Step(context.Background(), env, st); err != nil || a.calls != 1 ||
+	env, st, a, _, _ := setup(t, certificaterequests.Decision{Result: certificaterequests.Approved, Reason: "test", Message: "approved"})
+	if _, err := certificaterequests.ApprovalStep(context.Background(), env, st); err != nil || a.calls != 1 ||
 		!api.IsTrue(st.CR.Status.Conditions, api.CertificateRequestConditionApproved) {
 		t.Fatalf("valid request: err %v, approver calls %d, conditions %+v", err, a.calls, st.CR.Status.Conditions)
 	}
 }
 
 // refusingApprover is a test double of the approver of a role that never
-// decides (requests.Refuser).
+// decides (certificaterequests.Refuser).
 type refusingApprover struct{ fakeApprover }
 
 func (*refusingApprover) RefusesApproval() {}
 
 // A role that never approves does not deny either, not even invalid
 // names: the approving role decides (the signing step still refuses them).
-func TestStepRefuserDecidesNothing(t *testing.T) {
+func TestApprovalStepRefuserDecidesNothing(t *testing.T) {
 	crt := ct.Cert(ct.WithDNSNames(probeNames[1].name), func(c *api.Certificate) { c.Spec.CommonName = "" })
-	env, _, _, w, _ := setup(t, requests.Decision{})
+	env, _, _, w, _ := setup(t, certificaterequests.Decision{})
 	refuse := errors.New("this role never approves")
 	a := &refusingApprover{fakeApprover{err: refuse}}
 	env.Approver = a
-	st := &requests.State{CR: ct.Request(t, crt, ct.Key(t, nil), 1), Version: 3, Now: ct.T0}
-	if _, err := approval.Step(context.Background(), env, st); !errors.Is(err, refuse) || a.calls != 1 || len(w.Calls) != 0 {
+	st := &certificaterequests.State{CR: ct.Request(t, crt, ct.Key(t, nil), 1), Version: 3, Now: ct.T0}
+	if _, err := certificaterequests.ApprovalStep(context.Background(), env, st); !errors.Is(err, refuse) || a.calls != 1 || len(w.Calls) != 0 {
 		t.Fatalf("err %v, approver calls %d, writes %v; want the refusal, no write", err, a.calls, w.Ops())
 	}
 }
