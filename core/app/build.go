@@ -63,7 +63,7 @@ type Ports struct {
 	// it is not configured).
 	CertificateImporter ports.CertificateImporter
 	// Notifier publishes events about Certificates — issued, renewed,
-	// failed, approaching expiration (core/certificates/notify); nil:
+	// failed, approaching expiration (core/certificates/notify.go); nil:
 	// notifications are off. Only roles with an engine use it.
 	Notifier ports.Notifier
 	// SecretReference names where the deployment's secret store keeps the
@@ -100,7 +100,7 @@ type Settings struct {
 	Quotas Quotas
 	// NotifyExpiryWindow is how long before its expiry a certificate is
 	// announced as expiring through Ports.Notifier, once a day (0: never;
-	// the deployments default to notify.DefaultExpiryWindow, 14 days).
+	// the deployments default to certificates.NotifyDefaultExpiryWindow, 14 days).
 	NotifyExpiryWindow time.Duration
 	// SecretFileBounds bound the file permissions (owner, group, mode) a
 	// Certificate's spec.secretTemplate may ask of its secret's files (nil:

@@ -93,7 +93,7 @@ type Config struct {
 	// Certificates get a condition saying it is not configured).
 	CertificateImporter ports.CertificateImporter
 	// Notifier publishes events about Certificates (nil: none; see
-	// core/certificates/notify), NotifyExpiryWindow how long before expiry
+	// core/certificates/notify.go), NotifyExpiryWindow how long before expiry
 	// they are announced as expiring (0: never).
 	Notifier           ports.Notifier
 	NotifyExpiryWindow time.Duration

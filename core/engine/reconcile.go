@@ -10,13 +10,6 @@ import (
 	"github.com/certfn/certfn/core/api"
 	"github.com/certfn/certfn/core/certificaterequests"
 	"github.com/certfn/certfn/core/certificates"
-	"github.com/certfn/certfn/core/certificates/acmimport"
-	"github.com/certfn/certfn/core/certificates/issuing"
-	"github.com/certfn/certfn/core/certificates/keymanager"
-	"github.com/certfn/certfn/core/certificates/notify"
-	"github.com/certfn/certfn/core/certificates/readiness"
-	"github.com/certfn/certfn/core/certificates/requestmanager"
-	"github.com/certfn/certfn/core/certificates/trigger"
 	"github.com/certfn/certfn/core/issuers"
 	"github.com/certfn/certfn/core/ports"
 	"github.com/certfn/certfn/core/step"
@@ -26,9 +19,9 @@ import (
 // on a certificate that needs no issuance, then certfn's ACM import and
 // notifications (last: they see a settled Certificate).
 var certSteps = []step.Func[*certificates.Env, *certificates.State]{
-	trigger.Step, keymanager.Step, requestmanager.Step, issuing.Step, readiness.Step, issuing.OutputsStep,
-	acmimport.Step, // certfn extension: certfn.io/acm-import
-	notify.Step,    // certfn extension: events about Certificates
+	certificates.TriggerStep, certificates.KeyManagerStep, certificates.RequestManagerStep, certificates.IssuingStep, certificates.ReadinessStep, certificates.OutputsStep,
+	certificates.ACMImportStep, // certfn extension: certfn.io/acm-import
+	certificates.NotifyStep,    // certfn extension: events about Certificates
 }
 
 // certStepNames name certSteps in debug logs.

@@ -18,8 +18,8 @@ import (
 	"github.com/certfn/certfn/core/api"
 	"github.com/certfn/certfn/core/app"
 	"github.com/certfn/certfn/core/certificaterequests"
+	"github.com/certfn/certfn/core/certificates"
 	ct "github.com/certfn/certfn/core/certificates/certtest"
-	"github.com/certfn/certfn/core/certificates/notify"
 	"github.com/certfn/certfn/core/clock"
 	"github.com/certfn/certfn/core/engine"
 	"github.com/certfn/certfn/core/errs"
@@ -137,11 +137,11 @@ func NewReadingRig(t *testing.T, opts ...func(*app.Settings)) *Rig {
 }
 
 // NewNotifyingRig is NewRig with n as the deployment's notifier
-// (app.Ports.Notifier) and notify.DefaultExpiryWindow; opts may change
+// (app.Ports.Notifier) and certificates.NotifyDefaultExpiryWindow; opts may change
 // the window.
 func NewNotifyingRig(t *testing.T, n ports.Notifier, opts ...func(*app.Settings)) *Rig {
 	t.Helper()
-	opts = append([]func(*app.Settings){func(s *app.Settings) { s.NotifyExpiryWindow = notify.DefaultExpiryWindow }}, opts...)
+	opts = append([]func(*app.Settings){func(s *app.Settings) { s.NotifyExpiryWindow = certificates.NotifyDefaultExpiryWindow }}, opts...)
 	return newRig(t, Role, &SwitchApprover{d: certificaterequests.Decision{Result: certificaterequests.Approved, Reason: "test", Message: "approved by a test"}}, n, opts...)
 }
 

@@ -1,9 +1,4 @@
-// Package requestmanager is docs/design/certificate-controllers.md's requestmanager: while Issuing is True
-// and a next private key exists, it makes sure exactly one
-// CertificateRequest exists for the next revision, signed by that key and
-// matching the spec; stale or mismatching requests are deleted, one per
-// invocation.
-package requestmanager
+package certificates
 
 import (
 	"context"
@@ -12,31 +7,34 @@ import (
 	"strconv"
 
 	"github.com/certfn/certfn/core/api"
-	"github.com/certfn/certfn/core/certificates"
 	"github.com/certfn/certfn/core/pki"
 )
 
-// Step runs one requestmanager step.
-func Step(ctx context.Context, env *certificates.Env, st *certificates.State) (certificates.Outcome, error) {
+// RequestManagerStep is docs/design/certificate-controllers.md's requestmanager: while Issuing is True
+// and a next private key exists, it makes sure exactly one
+// CertificateRequest exists for the next revision, signed by that key and
+// matching the spec; stale or mismatching requests are deleted, one per
+// invocation.
+func RequestManagerStep(ctx context.Context, env *Env, st *State) (Outcome, error) {
 	if !st.IsIssuing() {
-		return certificates.Outcome{Why: "not issuing"}, nil
+		return Outcome{Why: "not issuing"}, nil
 	}
 	own, err := st.Ownership(ctx)
 	if err != nil {
-		return certificates.Outcome{}, err
+		return Outcome{}, err
 	}
 	if !own.Owns(st.Cert.Name) {
 		// The trigger stops this issuance; no request is made for it.
-		return certificates.Outcome{Why: "not the owner of the secret (the trigger stops the issuance)"}, nil
+		return Outcome{Why: "not the owner of the secret (the trigger stops the issuance)"}, nil
 	}
 	nk, err := st.NextKeySecret(ctx, env)
 	if err != nil || nk == nil {
-		return certificates.Outcome{}, err
+		return Outcome{}, err
 	}
 	key, err := pki.DecodePrivateKeyPEM(nk.Data["tls.key"])
 	if err != nil {
 		// keymanager regenerates an undecodable key on its next step.
-		return certificates.Outcome{Why: "the next private key does not decode (keymanager replaces it)"}, nil
+		return Outcome{Why: "the next private key does not decode (keymanager replaces it)"}, nil
 	}
 	next := st.NextRevision()
 	for _, r := range st.Requests {
@@ -45,7 +43,7 @@ func Step(ctx context.Context, env *certificates.Env, st *certificates.State) (c
 		}
 	}
 	cur := st.RequestsFor(next)
-	certificates.SortRequests(cur)
+	SortRequests(cur)
 	if len(cur) > 1 {
 		return deleted(ctx, env, cur[1], "more than one request exists for the same revision")
 	}
@@ -61,28 +59,28 @@ func Step(ctx context.Context, env *certificates.Env, st *certificates.State) (c
 		if failedBeforeTrigger(st, r.CR) {
 			return deleted(ctx, env, r, "it failed before the current issuance was triggered")
 		}
-		return certificates.Outcome{Why: "the request of this revision matches the spec and the next private key"}, nil
+		return Outcome{Why: "the request of this revision matches the spec and the next private key"}, nil
 	}
 	cr, err := build(env, st, key, next, nk.Name)
 	if err != nil {
-		return certificates.Outcome{}, err
+		return Outcome{}, err
 	}
 	if err := env.Writer.CreateRequest(ctx, st, cr); err != nil {
-		return certificates.Outcome{}, fmt.Errorf("create CertificateRequest %s/%s: %w", cr.Namespace, cr.Name, err)
+		return Outcome{}, fmt.Errorf("create CertificateRequest %s/%s: %w", cr.Namespace, cr.Name, err)
 	}
-	return certificates.Outcome{Wrote: true}, nil
+	return Outcome{Wrote: true}, nil
 }
 
-func deleted(ctx context.Context, env *certificates.Env, r certificates.Request, why string) (certificates.Outcome, error) {
+func deleted(ctx context.Context, env *Env, r Request, why string) (Outcome, error) {
 	if err := env.Writer.DeleteRequest(ctx, r); err != nil {
-		return certificates.Outcome{}, fmt.Errorf("delete CertificateRequest %s/%s (%s): %w", r.CR.Namespace, r.CR.Name, why, err)
+		return Outcome{}, fmt.Errorf("delete CertificateRequest %s/%s (%s): %w", r.CR.Namespace, r.CR.Name, why, err)
 	}
-	return certificates.Outcome{Wrote: true}, nil
+	return Outcome{Wrote: true}, nil
 }
 
 // failedBeforeTrigger: a request that failed before Issuing last became
 // True belongs to an earlier attempt and is replaced (after the backoff).
-func failedBeforeTrigger(st *certificates.State, cr *api.CertificateRequest) bool {
+func failedBeforeTrigger(st *State, cr *api.CertificateRequest) bool {
 	if !cr.IsFinal() || cr.IsIssued() {
 		return false
 	}
@@ -99,7 +97,7 @@ func failedBeforeTrigger(st *certificates.State, cr *api.CertificateRequest) boo
 	return failed != nil && failed.Before(issuing.LastTransitionTime.Time)
 }
 
-func build(env *certificates.Env, st *certificates.State, key crypto.Signer, rev int, keySecret string) (*api.CertificateRequest, error) {
+func build(env *Env, st *State, key crypto.Signer, rev int, keySecret string) (*api.CertificateRequest, error) {
 	crt := st.Cert
 	csrPEM, err := pki.GenerateCSR(crt, key)
 	if err != nil {
@@ -109,7 +107,7 @@ func build(env *certificates.Env, st *certificates.State, key crypto.Signer, rev
 	return &api.CertificateRequest{
 		TypeMeta: api.TypeMeta{APIVersion: api.CertManagerV1, Kind: api.KindCertificateRequest},
 		ObjectMeta: api.ObjectMeta{
-			Name:      certificates.RequestName(crt.Name, rev),
+			Name:      RequestName(crt.Name, rev),
 			Namespace: crt.Namespace,
 			Annotations: map[string]string{
 				api.AnnotationRevision:             strconv.Itoa(rev),

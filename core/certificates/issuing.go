@@ -1,8 +1,4 @@
-// Package issuing is docs/design/certificate-controllers.md's issuing controller: when the next
-// revision's CertificateRequest is final it either stores the key pair in
-// spec.secretName and completes the revision, or records the failure and
-// the backoff.
-package issuing
+package certificates
 
 import (
 	"context"
@@ -11,51 +7,52 @@ import (
 	"fmt"
 
 	"github.com/certfn/certfn/core/api"
-	"github.com/certfn/certfn/core/certificates"
-	"github.com/certfn/certfn/core/certificates/readiness"
 	"github.com/certfn/certfn/core/pki"
 	"github.com/certfn/certfn/core/ports"
 )
 
-// Step runs one issuing step.
-func Step(ctx context.Context, env *certificates.Env, st *certificates.State) (certificates.Outcome, error) {
+// IssuingStep is docs/design/certificate-controllers.md's issuing controller: when the next
+// revision's CertificateRequest is final it either stores the key pair in
+// spec.secretName and completes the revision, or records the failure and
+// the backoff.
+func IssuingStep(ctx context.Context, env *Env, st *State) (Outcome, error) {
 	if !st.IsIssuing() {
-		return certificates.Outcome{Why: "not issuing"}, nil
+		return Outcome{Why: "not issuing"}, nil
 	}
 	own, err := st.Ownership(ctx)
 	if err != nil {
-		return certificates.Outcome{}, err
+		return Outcome{}, err
 	}
 	if !own.Owns(st.Cert.Name) {
 		// Another Certificate owns spec.secretName: never overwrite it
 		// (the trigger stops this issuance).
-		return certificates.Outcome{Why: "not the owner of the secret (the trigger stops the issuance)"}, nil
+		return Outcome{Why: "not the owner of the secret (the trigger stops the issuance)"}, nil
 	}
 	nk, err := st.NextKeySecret(ctx, env)
 	if err != nil || nk == nil {
-		return certificates.Outcome{}, err
+		return Outcome{}, err
 	}
 	cur := st.RequestsFor(st.NextRevision())
 	if len(cur) != 1 {
-		return certificates.Outcome{Why: "no single request for the next revision yet (requestmanager's job)"}, nil
+		return Outcome{Why: "no single request for the next revision yet (requestmanager's job)"}, nil
 	}
 	r := cur[0]
 	if !r.CR.IsFinal() {
-		return certificates.Outcome{RequeueAt: st.Now.Add(env.WaitPoll), Why: "waiting for CertificateRequest " + r.CR.Name}, nil
+		return Outcome{RequeueAt: st.Now.Add(env.WaitPoll), Why: "waiting for CertificateRequest " + r.CR.Name}, nil
 	}
 	if !r.CR.IsIssued() {
 		return failed(ctx, env, st, r, requestFailureMessage(r.CR))
 	}
 	key, err := pki.DecodePrivateKeyPEM(nk.Data["tls.key"])
 	if err != nil {
-		return certificates.Outcome{Why: "the next private key does not decode (keymanager regenerates it; requestmanager replaces the request)"}, nil
+		return Outcome{Why: "the next private key does not decode (keymanager regenerates it; requestmanager replaces the request)"}, nil
 	}
 	csr, err := pki.ParseCSRPEM(r.CR.Spec.Request)
 	if err != nil || !pki.PublicKeysEqual(csr.PublicKey, key.Public()) {
-		return certificates.Outcome{Why: "the request's key is not the next private key (requestmanager replaces the request)"}, nil
+		return Outcome{Why: "the request's key is not the next private key (requestmanager replaces the request)"}, nil
 	}
 	if bad, err := pki.RequestMatchesSpec(r.CR, &st.Cert.Spec); err != nil || len(bad) > 0 {
-		return certificates.Outcome{Why: "the request no longer matches the spec (requestmanager replaces it)"}, nil
+		return Outcome{Why: "the request no longer matches the spec (requestmanager replaces it)"}, nil
 	}
 	chain, err := pki.ParseChainPEM(r.CR.Status.Certificate)
 	if err != nil {
@@ -66,10 +63,10 @@ func Step(ctx context.Context, env *certificates.Env, st *certificates.State) (c
 	}
 	sec, err := BuildSecret(ctx, env, st.Cert, key, r.CR.Status.Certificate, r.CR.Status.CA)
 	if err != nil {
-		return certificates.Outcome{}, err
+		return Outcome{}, err
 	}
 	if err := env.Secrets.Put(ctx, sec); err != nil {
-		return certificates.Outcome{}, fmt.Errorf("store secret %s/%s: %w", sec.Namespace, sec.Name, err)
+		return Outcome{}, fmt.Errorf("store secret %s/%s: %w", sec.Namespace, sec.Name, err)
 	}
 	rev := st.NextRevision()
 	s := &st.Cert.Status
@@ -83,21 +80,21 @@ func Step(ctx context.Context, env *certificates.Env, st *certificates.State) (c
 	s.LastFailureTime, s.FailedIssuanceAttempts = nil, nil
 	api.RemoveCondition(&s.Conditions, api.CertificateConditionIssuing)
 	st.SetSecret(&sec)
-	readiness.Apply(st)
-	if err := env.Writer.UpdateCertificate(ctx, st, certificates.RenewalTime(st)); err != nil {
-		return certificates.Outcome{}, fmt.Errorf("complete revision %d: %w", rev, err)
+	ApplyReadiness(st)
+	if err := env.Writer.UpdateCertificate(ctx, st, RenewalTime(st)); err != nil {
+		return Outcome{}, fmt.Errorf("complete revision %d: %w", rev, err)
 	}
 	if env.Metrics != nil {
 		env.Metrics.Inc("certfn_certificates_issued_total", "namespace", st.Cert.Namespace, "issuer", st.Cert.Spec.IssuerRef.Name)
 	}
 	forgetNextKey(ctx, env, st, nk)
 	if err := pruneHistory(ctx, env, st, rev); err != nil {
-		return certificates.Outcome{Wrote: true}, err
+		return Outcome{Wrote: true}, err
 	}
 	if err := env.Writer.SecretWritten(ctx, sec.Namespace, sec.Name); err != nil {
-		return certificates.Outcome{Wrote: true}, err
+		return Outcome{Wrote: true}, err
 	}
-	return certificates.Outcome{Wrote: true}, nil
+	return Outcome{Wrote: true}, nil
 }
 
 // forgetNextKey deletes the next-key secret of the completed revision
@@ -105,7 +102,7 @@ func Step(ctx context.Context, env *certificates.Env, st *certificates.State) (c
 // status.nextPrivateKeySecretName. Either failing is left to the
 // keymanager's clean-up, which runs on the Certificate's next step (the
 // completion write woke it) while the name is set, so it is only counted.
-func forgetNextKey(ctx context.Context, env *certificates.Env, st *certificates.State, nk *ports.Secret) {
+func forgetNextKey(ctx context.Context, env *Env, st *State, nk *ports.Secret) {
 	err := env.Secrets.Delete(ctx, nk.Namespace, nk.Name)
 	if err == nil {
 		st.Cert.Status.NextPrivateKeySecretName = nil
@@ -128,29 +125,29 @@ func requestFailureMessage(cr *api.CertificateRequest) string {
 
 // failed records a failed issuance: lastFailureTime, one more failed
 // attempt, Issuing=False with the retry time, Ready recomputed.
-func failed(ctx context.Context, env *certificates.Env, st *certificates.State, r certificates.Request, msg string) (certificates.Outcome, error) {
+func failed(ctx context.Context, env *Env, st *State, r Request, msg string) (Outcome, error) {
 	s := &st.Cert.Status
-	n, retry := certificates.RecordFailedAttempt(st)
+	n, retry := RecordFailedAttempt(st)
 	if err := st.LoadSecret(ctx); err != nil {
-		return certificates.Outcome{}, err
+		return Outcome{}, err
 	}
 	api.SetCondition(&s.Conditions, api.Condition{
 		Type: api.CertificateConditionIssuing, Status: api.ConditionFalse, Reason: "Failed",
 		Message:            fmt.Sprintf("%s (attempt %d; next attempt after %s)", msg, n, retry.UTC().Format("2006-01-02T15:04:05Z")),
 		ObservedGeneration: st.Cert.Generation,
 	}, st.Now)
-	readiness.Apply(st)
+	ApplyReadiness(st)
 	if err := env.Writer.UpdateCertificate(ctx, st, retry); err != nil {
-		return certificates.Outcome{}, fmt.Errorf("record failed issuance: %w", err)
+		return Outcome{}, fmt.Errorf("record failed issuance: %w", err)
 	}
 	if env.Metrics != nil {
 		env.Metrics.Inc("certfn_issuance_failures_total", "namespace", st.Cert.Namespace, "issuer", st.Cert.Spec.IssuerRef.Name)
 	}
-	return certificates.Outcome{Wrote: true}, nil
+	return Outcome{Wrote: true}, nil
 }
 
 // pruneHistory deletes requests older than revisionHistoryLimit revisions.
-func pruneHistory(ctx context.Context, env *certificates.Env, st *certificates.State, rev int) error {
+func pruneHistory(ctx context.Context, env *Env, st *State, rev int) error {
 	limit := int(st.Cert.Spec.RevisionHistoryLimitOrDefault())
 	for _, r := range st.Requests {
 		if rr := r.Revision(); rr > 0 && rr <= rev-limit {
@@ -164,7 +161,7 @@ func pruneHistory(ctx context.Context, env *certificates.Env, st *certificates.S
 
 // BuildSecret encodes the key pair and every output the Certificate asks
 // for, with cert-manager's annotations and the secretTemplate metadata.
-func BuildSecret(ctx context.Context, env *certificates.Env, crt *api.Certificate, key crypto.Signer, certPEM, caPEM []byte) (ports.Secret, error) {
+func BuildSecret(ctx context.Context, env *Env, crt *api.Certificate, key crypto.Signer, certPEM, caPEM []byte) (ports.Secret, error) {
 	in := pki.OutputInput{Key: key, CertPEM: certPEM, CAPEM: caPEM, Spec: &crt.Spec}
 	if ks := crt.Spec.Keystores; ks != nil {
 		if ks.PKCS12 != nil && ks.PKCS12.Create {
@@ -206,7 +203,7 @@ func BuildSecret(ctx context.Context, env *certificates.Env, crt *api.Certificat
 	return sec, nil
 }
 
-func password(ctx context.Context, env *certificates.Env, ns string, literal *string, ref api.SecretKeySelector, path string) ([]byte, error) {
+func password(ctx context.Context, env *Env, ns string, literal *string, ref api.SecretKeySelector, path string) ([]byte, error) {
 	if literal != nil {
 		return []byte(*literal), nil
 	}

@@ -1,4 +1,4 @@
-package issuing_test
+package certificates_test
 
 import (
 	"bytes"
@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/certfn/certfn/core/api"
+	"github.com/certfn/certfn/core/certificates"
 	ct "github.com/certfn/certfn/core/certificates/certtest"
-	"github.com/certfn/certfn/core/certificates/issuing"
 	"github.com/certfn/certfn/core/pki"
 	"github.com/certfn/certfn/core/ports"
 )
@@ -117,14 +117,14 @@ func TestOutputsStep(t *testing.T) {
 			}
 			crt := ct.Cert(tc.want...)
 			st := ct.State(crt, &sec)
-			stale := issuing.OutputsStale(st)
+			stale := certificates.OutputsStale(st)
 			if (stale == "") != (tc.wantStale == "") || !strings.Contains(stale, tc.wantStale) {
 				t.Fatalf("OutputsStale = %q, want %q", stale, tc.wantStale)
 			}
 			secrets := ct.NewMemSecrets(sec)
 			w := &ct.Writer{}
 			env, _, _ := ct.Env(secrets, w)
-			out, err := issuing.OutputsStep(context.Background(), env, st)
+			out, err := certificates.OutputsStep(context.Background(), env, st)
 			if err != nil {
 				t.Fatalf("OutputsStep: %v", err)
 			}
@@ -153,7 +153,7 @@ func TestOutputsStep(t *testing.T) {
 			}
 			// After the rewrite the outputs are current.
 			st.Secret = &got
-			if s := issuing.OutputsStale(st); s != "" {
+			if s := certificates.OutputsStale(st); s != "" {
 				t.Errorf("still stale after the rewrite: %s", s)
 			}
 			if tc.check != nil {
@@ -188,7 +188,7 @@ func TestOutputsStepSkips(t *testing.T) {
 			secrets := ct.NewMemSecrets()
 			w := &ct.Writer{}
 			env, _, _ := ct.Env(secrets, w)
-			out, err := issuing.OutputsStep(context.Background(), env, ct.Sharing(ct.State(tc.crt, tc.secret), tc.sharers...))
+			out, err := certificates.OutputsStep(context.Background(), env, ct.Sharing(ct.State(tc.crt, tc.secret), tc.sharers...))
 			if err != nil || out.Wrote || len(w.Calls) != 0 || len(secrets.Writes()) != 0 {
 				t.Fatalf("outcome %+v err %v calls %v secrets %v; want nothing", out, err, w.Ops(), secrets.Writes())
 			}
@@ -204,7 +204,7 @@ func TestOutputsStepPutError(t *testing.T) {
 	secrets.PutErr = boom
 	w := &ct.Writer{}
 	env, _, _ := ct.Env(secrets, w)
-	out, err := issuing.OutputsStep(context.Background(), env, ct.State(crt, &sec))
+	out, err := certificates.OutputsStep(context.Background(), env, ct.State(crt, &sec))
 	if !errors.Is(err, boom) || !strings.Contains(err.Error(), "rewrite secret default/web-tls") || out.Wrote || len(w.Calls) != 0 {
 		t.Fatalf("OutputsStep = %+v, %v, calls %v", out, err, w.Ops())
 	}

@@ -1,4 +1,4 @@
-package keymanager_test
+package certificates_test
 
 import (
 	"context"
@@ -11,7 +11,6 @@ import (
 	"github.com/certfn/certfn/core/api"
 	"github.com/certfn/certfn/core/certificates"
 	ct "github.com/certfn/certfn/core/certificates/certtest"
-	"github.com/certfn/certfn/core/certificates/keymanager"
 )
 
 // refusing is a KeyPolicy that refuses every key with msg ("" allows).
@@ -45,7 +44,7 @@ func (k *countingKeys) Generate(_ context.Context, ns string, _ *api.Certificate
 // issuance fails with Issuing and Ready False, reason KeyNotAllowed, the
 // message naming spec.privateKey, and the failure backoff. A busy key
 // generation stage defers the step without writing.
-func TestStepGatesKeyGeneration(t *testing.T) {
+func TestKeyManagerStepGatesKeyGeneration(t *testing.T) {
 	const refusal = `spec.privateKey: a RSA 8192 key is not allowed by any CertificateRequestPolicy that applies to this Certificate's requests, so no key was generated and no request created: [policy "small": spec.constraints.privateKey.maxSize: the request's RSA key has size 8192, the policy allows at most 4096]`
 	for _, tc := range []struct {
 		name        string
@@ -73,7 +72,7 @@ func TestStepGatesKeyGeneration(t *testing.T) {
 			pol := &refusing{msg: tc.refuse}
 			keys := &countingKeys{key: ct.Key(t, nil), busy: tc.busy}
 			env.KeyPolicy, env.Keys = pol, keys
-			out, err := keymanager.Step(context.Background(), env, ct.State(crt, nil))
+			out, err := certificates.KeyManagerStep(context.Background(), env, ct.State(crt, nil))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,17 +1,4 @@
-// Package acmimport is certfn's ACM import step for Certificates (a certfn
-// extension): a Certificate annotated certfn.io/acm-import: "true"
-// has its key pair imported into AWS Certificate Manager once it is Ready,
-// and re-imported into the same ARN after each renewal, so that an ALB or
-// CloudFront distribution attached to that ARN follows the renewals. The
-// ARN and the imported serial are recorded on the status
-// (acmCertificateARN, acmCertificateSerial) and the ACMImported condition
-// says how it went. The import goes through ports.CertificateImporter
-// (adapters/aws/acm); without one, the condition says so and nothing
-// fails.
-//
-// It runs after readiness in the engine's Certificate steps and, like
-// every step, writes at most once per invocation.
-package acmimport
+package certificates
 
 import (
 	"context"
@@ -24,7 +11,6 @@ import (
 	"strings"
 
 	"github.com/certfn/certfn/core/api"
-	"github.com/certfn/certfn/core/certificates"
 	"github.com/certfn/certfn/core/errs"
 	"github.com/certfn/certfn/core/pki"
 	"github.com/certfn/certfn/core/ports"
@@ -32,30 +18,30 @@ import (
 
 // Reasons of the ACMImported condition.
 const (
-	// ReasonImported: ACM holds the stored certificate (True).
-	ReasonImported = "Imported"
-	// ReasonNotConfigured: the deployment has no importer (False).
-	ReasonNotConfigured = "NotConfigured"
-	// ReasonUnsupportedKey: ACM cannot import this key type or size (False).
-	ReasonUnsupportedKey = "UnsupportedKey"
-	// ReasonFailed: the import failed permanently (False); it is tried
+	// ReasonACMImported: ACM holds the stored certificate (True).
+	ReasonACMImported = "Imported"
+	// ReasonACMNotConfigured: the deployment has no importer (False).
+	ReasonACMNotConfigured = "NotConfigured"
+	// ReasonACMUnsupportedKey: ACM cannot import this key type or size (False).
+	ReasonACMUnsupportedKey = "UnsupportedKey"
+	// ReasonACMImportFailed: the import failed permanently (False); it is tried
 	// again when the Certificate is next reconciled.
-	ReasonFailed = "ImportFailed"
+	ReasonACMImportFailed = "ImportFailed"
 )
 
-// MetricImports counts import attempts by result (imported, unchanged,
+// MetricACMImports counts import attempts by result (imported, unchanged,
 // failed).
-const MetricImports = "certfn_acm_imports_total"
+const MetricACMImports = "certfn_acm_imports_total"
 
-// Requested reports whether c asks for ACM import (the annotation's value
+// ACMImportRequested reports whether c asks for ACM import (the annotation's value
 // is "true", case-insensitive).
-func Requested(c *api.Certificate) bool {
+func ACMImportRequested(c *api.Certificate) bool {
 	return strings.EqualFold(strings.TrimSpace(c.Annotations[api.AnnotationACMImport]), "true")
 }
 
-// FormatSerial writes a serial number as ACM shows it: lower-case hex
+// FormatACMSerial writes a serial number as ACM shows it: lower-case hex
 // octets separated by colons ("0a:1b:...").
-func FormatSerial(n *big.Int) string {
+func FormatACMSerial(n *big.Int) string {
 	b := n.Bytes()
 	if len(b) == 0 {
 		b = []byte{0}
@@ -67,7 +53,21 @@ func FormatSerial(n *big.Int) string {
 	return strings.Join(parts, ":")
 }
 
-// Step imports the stored key pair of a Ready Certificate that asks for it
+// ACMImportStep is certfn's ACM import step for Certificates (a certfn
+// extension): a Certificate annotated certfn.io/acm-import: "true"
+// has its key pair imported into AWS Certificate Manager once it is Ready,
+// and re-imported into the same ARN after each renewal, so that an ALB or
+// CloudFront distribution attached to that ARN follows the renewals. The
+// ARN and the imported serial are recorded on the status
+// (acmCertificateARN, acmCertificateSerial) and the ACMImported condition
+// says how it went. The import goes through ports.CertificateImporter
+// (adapters/aws/acm); without one, the condition says so and nothing
+// fails.
+//
+// It runs after readiness in the engine's Certificate steps and, like
+// every step, writes at most once per invocation.
+//
+// ACMImportStep imports the stored key pair of a Ready Certificate that asks for it
 // and records the result; it does nothing while the Certificate is issuing
 // or not Ready, and nothing at all when the annotation is absent (an
 // ACMImported condition left from before is removed; the ARN is kept, as
@@ -75,37 +75,37 @@ func FormatSerial(n *big.Int) string {
 // is already recorded for the ARN is not sent again. A transient import
 // failure is returned (the message is retried with backoff); a permanent
 // one is recorded on the condition.
-func Step(ctx context.Context, env *certificates.Env, st *certificates.State) (certificates.Outcome, error) {
+func ACMImportStep(ctx context.Context, env *Env, st *State) (Outcome, error) {
 	c := st.Cert
 	s := &c.Status
-	if !Requested(c) {
+	if !ACMImportRequested(c) {
 		if !api.RemoveCondition(&s.Conditions, api.CertificateConditionACMImported) {
-			return certificates.Outcome{Why: "no ACM import requested"}, nil
+			return Outcome{Why: "no ACM import requested"}, nil
 		}
 		return write(ctx, env, st, "remove the ACMImported condition")
 	}
 	if st.IsIssuing() || !api.IsTrue(s.Conditions, api.CertificateConditionReady) {
-		return certificates.Outcome{Why: "ACM import waits for a Ready certificate"}, nil
+		return Outcome{Why: "ACM import waits for a Ready certificate"}, nil
 	}
 	if err := st.LoadSecret(ctx); err != nil {
-		return certificates.Outcome{}, err
+		return Outcome{}, err
 	}
 	issued, _ := st.Parse()
 	if issued == nil {
-		return certificates.Outcome{Why: "no certificate to import (readiness reports the problem)"}, nil
+		return Outcome{Why: "no certificate to import (readiness reports the problem)"}, nil
 	}
 	leaf := issued.Chain[0]
-	serial := FormatSerial(leaf.SerialNumber)
+	serial := FormatACMSerial(leaf.SerialNumber)
 	if env.Importer == nil {
-		return setCondition(ctx, env, st, api.ConditionFalse, ReasonNotConfigured,
+		return setCondition(ctx, env, st, api.ConditionFalse, ReasonACMNotConfigured,
 			"The certfn.io/acm-import annotation is set, but this deployment of certfn has no ACM importer "+
 				"(AWS mode imports with CERTFN_ACM_IMPORT=true); the certificate is only in its Secret")
 	}
 	if s.ACMCertificateARN != "" && s.ACMCertificateSerial == serial && api.IsTrue(s.Conditions, api.CertificateConditionACMImported) {
-		return certificates.Outcome{Why: "imported into ACM already"}, nil
+		return Outcome{Why: "imported into ACM already"}, nil
 	}
 	if why := unsupportedKey(issued); why != "" {
-		return setCondition(ctx, env, st, api.ConditionFalse, ReasonUnsupportedKey, why)
+		return setCondition(ctx, env, st, api.ConditionFalse, ReasonACMUnsupportedKey, why)
 	}
 	keyPEM := st.Secret.Data["tls.key"]
 	req := ports.CertificateImport{
@@ -117,21 +117,21 @@ func Step(ctx context.Context, env *certificates.Env, st *certificates.State) (c
 	}
 	res, err := env.Importer.Import(ctx, req)
 	if err != nil {
-		env.Metrics.Inc(MetricImports, "result", "failed")
+		env.Metrics.Inc(MetricACMImports, "result", "failed")
 		if errs.IsPermanent(err) {
-			return setCondition(ctx, env, st, api.ConditionFalse, ReasonFailed,
+			return setCondition(ctx, env, st, api.ConditionFalse, ReasonACMImportFailed,
 				fmt.Sprintf("Importing the certificate with serial %s into ACM failed: %v", serial, err))
 		}
-		return certificates.Outcome{}, fmt.Errorf("import %s into ACM: %w", st.Key(), err)
+		return Outcome{}, fmt.Errorf("import %s into ACM: %w", st.Key(), err)
 	}
 	result := "imported"
 	if !res.Imported {
 		result = "unchanged"
 	}
-	env.Metrics.Inc(MetricImports, "result", result)
+	env.Metrics.Inc(MetricACMImports, "result", result)
 	s.ACMCertificateARN, s.ACMCertificateSerial = res.Ref, serial
 	api.SetCondition(&s.Conditions, api.Condition{
-		Type: api.CertificateConditionACMImported, Status: api.ConditionTrue, Reason: ReasonImported,
+		Type: api.CertificateConditionACMImported, Status: api.ConditionTrue, Reason: ReasonACMImported,
 		Message: fmt.Sprintf("The certificate with serial %s is in ACM as %s", serial, res.Ref), ObservedGeneration: c.Generation,
 	}, st.Now)
 	return write(ctx, env, st, "record the ACM import")
@@ -140,7 +140,7 @@ func Step(ctx context.Context, env *certificates.Env, st *certificates.State) (c
 // unsupportedKey explains why ACM cannot import the key ("" when it can):
 // ACM imports RSA keys of 1024 to 4096 bits (RSA 1024, 2048, 3072, 4096)
 // and ECDSA keys on P-256, P-384 and P-521; not Ed25519.
-func unsupportedKey(issued *certificates.Issued) string {
+func unsupportedKey(issued *Issued) string {
 	switch k := issued.Key.(type) {
 	case *rsa.PrivateKey:
 		switch n := k.N.BitLen(); n {
@@ -159,24 +159,24 @@ func unsupportedKey(issued *certificates.Issued) string {
 
 // setCondition sets the ACMImported condition and writes the Certificate
 // when it changed.
-func setCondition(ctx context.Context, env *certificates.Env, st *certificates.State, status api.ConditionStatus, reason, msg string) (certificates.Outcome, error) {
+func setCondition(ctx context.Context, env *Env, st *State, status api.ConditionStatus, reason, msg string) (Outcome, error) {
 	changed := api.SetCondition(&st.Cert.Status.Conditions, api.Condition{
 		Type: api.CertificateConditionACMImported, Status: status, Reason: reason, Message: msg, ObservedGeneration: st.Cert.Generation,
 	}, st.Now)
 	if !changed {
-		return certificates.Outcome{Why: "the ACMImported condition is up to date: " + msg}, nil
+		return Outcome{Why: "the ACMImported condition is up to date: " + msg}, nil
 	}
 	return write(ctx, env, st, "record the ACMImported condition")
 }
 
 // write stores st.Cert, keeping the renewal time as its due time.
-func write(ctx context.Context, env *certificates.Env, st *certificates.State, what string) (certificates.Outcome, error) {
+func write(ctx context.Context, env *Env, st *State, what string) (Outcome, error) {
 	next := st.NextRunAt
-	if rt := certificates.RenewalTime(st); !rt.IsZero() && !st.IsIssuing() {
+	if rt := RenewalTime(st); !rt.IsZero() && !st.IsIssuing() {
 		next = rt
 	}
 	if err := env.Writer.UpdateCertificate(ctx, st, next); err != nil {
-		return certificates.Outcome{}, fmt.Errorf("%s: %w", what, err)
+		return Outcome{}, fmt.Errorf("%s: %w", what, err)
 	}
-	return certificates.Outcome{Wrote: true}, nil
+	return Outcome{Wrote: true}, nil
 }

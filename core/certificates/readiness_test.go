@@ -1,4 +1,4 @@
-package readiness_test
+package certificates_test
 
 import (
 	"context"
@@ -10,7 +10,6 @@ import (
 	"github.com/certfn/certfn/core/api"
 	"github.com/certfn/certfn/core/certificates"
 	ct "github.com/certfn/certfn/core/certificates/certtest"
-	"github.com/certfn/certfn/core/certificates/readiness"
 	"github.com/certfn/certfn/core/ports"
 )
 
@@ -20,7 +19,7 @@ var (
 	renewal   = notBefore.Add(60 * 24 * time.Hour)
 )
 
-func TestStep(t *testing.T) {
+func TestReadinessStep(t *testing.T) {
 	for _, tc := range []struct {
 		name       string
 		now        time.Time
@@ -90,7 +89,7 @@ func TestStep(t *testing.T) {
 			st.NextRunAt = ct.T0.Add(7 * time.Minute)
 			w := &ct.Writer{}
 			env, _, _ := ct.Env(ct.NewMemSecrets(), w)
-			out, err := readiness.Step(context.Background(), env, st)
+			out, err := certificates.ReadinessStep(context.Background(), env, st)
 			if err != nil {
 				t.Fatalf("Step: %v", err)
 			}
@@ -124,11 +123,11 @@ func TestStep(t *testing.T) {
 	}
 }
 
-func TestStepNoWriteWhenUnchanged(t *testing.T) {
+func TestReadinessStepNoWriteWhenUnchanged(t *testing.T) {
 	crt := ct.Cert()
 	sec := ct.NewCA(t).IssueSecret(t, crt, nil, ct.Leaf{NotBefore: notBefore, NotAfter: notAfter}).Secret
 	st := ct.State(crt, &sec)
-	if !readiness.Apply(st) {
+	if !certificates.ApplyReadiness(st) {
 		t.Fatal("first Apply reported no change")
 	}
 	ready := *api.FindCondition(crt.Status.Conditions, api.CertificateConditionReady)
@@ -136,13 +135,13 @@ func TestStepNoWriteWhenUnchanged(t *testing.T) {
 	env, _, m := ct.Env(ct.NewMemSecrets(), w)
 	for i, now := range []time.Time{ct.T0, ct.T0.Add(time.Hour), renewal.Add(time.Minute)} {
 		st.Now = now
-		out, err := readiness.Step(context.Background(), env, st)
+		out, err := certificates.ReadinessStep(context.Background(), env, st)
 		if err != nil || out.Wrote || len(w.Calls) != 0 {
 			t.Fatalf("at %s: outcome %+v err %v calls %v; want no write", now, out, err, w.Ops())
 		}
 		// Every pass reports the time left until notAfter.
-		if v := m.Values[readiness.MetricExpirySeconds]; len(v) != i+1 || v[i] != notAfter.Sub(now).Seconds() {
-			t.Fatalf("at %s: %s values %v, want last %v", now, readiness.MetricExpirySeconds, v, notAfter.Sub(now).Seconds())
+		if v := m.Values[certificates.MetricExpirySeconds]; len(v) != i+1 || v[i] != notAfter.Sub(now).Seconds() {
+			t.Fatalf("at %s: %s values %v, want last %v", now, certificates.MetricExpirySeconds, v, notAfter.Sub(now).Seconds())
 		}
 	}
 	if got := *api.FindCondition(crt.Status.Conditions, api.CertificateConditionReady); !got.LastTransitionTime.Equal(ready.LastTransitionTime.Time) {
@@ -150,18 +149,18 @@ func TestStepNoWriteWhenUnchanged(t *testing.T) {
 	}
 	// Expiry is a change: written once, then quiet again.
 	st.Now = notAfter.Add(time.Second)
-	if out, err := readiness.Step(context.Background(), env, st); err != nil || !out.Wrote {
+	if out, err := certificates.ReadinessStep(context.Background(), env, st); err != nil || !out.Wrote {
 		t.Fatalf("expiry not written: %+v %v", out, err)
 	}
-	if out, _ := readiness.Step(context.Background(), env, st); out.Wrote {
+	if out, _ := certificates.ReadinessStep(context.Background(), env, st); out.Wrote {
 		t.Fatal("written twice for the same expiry")
 	}
 }
 
-func TestStepWriteError(t *testing.T) {
+func TestReadinessStepWriteError(t *testing.T) {
 	w := &ct.Writer{Err: ports.ErrConflict}
 	env, _, _ := ct.Env(ct.NewMemSecrets(), w)
-	out, err := readiness.Step(context.Background(), env, ct.State(ct.Cert(), nil))
+	out, err := certificates.ReadinessStep(context.Background(), env, ct.State(ct.Cert(), nil))
 	if !errors.Is(err, ports.ErrConflict) || !strings.Contains(err.Error(), "update Ready condition") || out.Wrote {
 		t.Fatalf("Step = %+v, %v", out, err)
 	}

@@ -1,4 +1,4 @@
-package trigger_test
+package certificates_test
 
 import (
 	"context"
@@ -10,94 +10,93 @@ import (
 	"github.com/certfn/certfn/core/api"
 	"github.com/certfn/certfn/core/certificates"
 	ct "github.com/certfn/certfn/core/certificates/certtest"
-	"github.com/certfn/certfn/core/certificates/trigger"
 	"github.com/certfn/certfn/core/ports"
 )
 
-// fixture is a Certificate with a valid stored secret issued by a test CA
+// triggerFixture is a Certificate with a valid stored secret issued by a test CA
 // (notBefore T0-1h, 90 days): renewal at notBefore+60d.
-type fixture struct {
+type triggerFixture struct {
 	ca     *ct.CA
 	crt    *api.Certificate
 	issued ct.IssuedSecret
 	st     *certificates.State
 }
 
-func newFixture(t *testing.T, opts ...func(*api.Certificate)) *fixture {
+func newTriggerFixture(t *testing.T, opts ...func(*api.Certificate)) *triggerFixture {
 	t.Helper()
-	f := &fixture{ca: ct.NewCA(t), crt: ct.Cert(opts...)}
+	f := &triggerFixture{ca: ct.NewCA(t), crt: ct.Cert(opts...)}
 	f.issued = f.ca.IssueSecret(t, f.crt, nil, ct.Leaf{})
 	sec := f.issued.Secret
 	f.st = ct.State(f.crt, &sec)
 	return f
 }
 
-func (f *fixture) renewAt() time.Time { return f.issued.Leaf.NotBefore.Add(60 * 24 * time.Hour) }
+func (f *triggerFixture) renewAt() time.Time { return f.issued.Leaf.NotBefore.Add(60 * 24 * time.Hour) }
 
 // Seed 002, "trigger": every condition that causes an issuance.
-func TestStepTriggersIssuance(t *testing.T) {
+func TestTriggerStepTriggersIssuance(t *testing.T) {
 	otherKeyPEM := func(t *testing.T) []byte { return ct.KeyPEM(t, ct.Key(t, nil)) }
 	for _, tc := range []struct {
 		name       string
-		setup      func(t *testing.T, f *fixture)
+		setup      func(t *testing.T, f *triggerFixture)
 		wantReason string
 		wantMsg    string
 		wantReady  api.ConditionStatus
 	}{
-		{"missing secret", func(t *testing.T, f *fixture) { f.st.Secret = nil },
+		{"missing secret", func(t *testing.T, f *triggerFixture) { f.st.Secret = nil },
 			"DoesNotExist", `Secret "web-tls" does not exist`, api.ConditionFalse},
-		{"missing tls.crt", func(t *testing.T, f *fixture) { delete(f.st.Secret.Data, "tls.crt") },
+		{"missing tls.crt", func(t *testing.T, f *triggerFixture) { delete(f.st.Secret.Data, "tls.crt") },
 			"MissingData", "does not contain a certificate and a private key", api.ConditionFalse},
-		{"missing tls.key", func(t *testing.T, f *fixture) { f.st.Secret.Data["tls.key"] = nil },
+		{"missing tls.key", func(t *testing.T, f *triggerFixture) { f.st.Secret.Data["tls.key"] = nil },
 			"MissingData", "does not contain a certificate and a private key", api.ConditionFalse},
-		{"undecodable key", func(t *testing.T, f *fixture) {
+		{"undecodable key", func(t *testing.T, f *triggerFixture) {
 			f.st.Secret.Data["tls.key"] = []byte("-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n")
 		}, "InvalidKeyPair", "invalid private key", api.ConditionFalse},
-		{"undecodable certificate", func(t *testing.T, f *fixture) { f.st.Secret.Data["tls.crt"] = []byte("not a certificate") },
+		{"undecodable certificate", func(t *testing.T, f *triggerFixture) { f.st.Secret.Data["tls.crt"] = []byte("not a certificate") },
 			"InvalidCertificate", "invalid certificate", api.ConditionFalse},
-		{"key does not match certificate", func(t *testing.T, f *fixture) { f.st.Secret.Data["tls.key"] = otherKeyPEM(t) },
+		{"key does not match certificate", func(t *testing.T, f *triggerFixture) { f.st.Secret.Data["tls.key"] = otherKeyPEM(t) },
 			"InvalidKeyPair", "does not match the certificate", api.ConditionFalse},
-		{"private key no longer matches spec.privateKey", func(t *testing.T, f *fixture) {
+		{"private key no longer matches spec.privateKey", func(t *testing.T, f *triggerFixture) {
 			f.crt.Spec.PrivateKey.Size = 384
 		}, "SecretMismatch", "spec.privateKey.size", api.ConditionFalse},
-		{"issuer name changed", func(t *testing.T, f *fixture) { f.crt.Spec.IssuerRef.Name = "other" },
+		{"issuer name changed", func(t *testing.T, f *triggerFixture) { f.crt.Spec.IssuerRef.Name = "other" },
 			"IncorrectIssuer", `previously issued by Issuer "ca"`, api.ConditionFalse},
-		{"issuer kind changed", func(t *testing.T, f *fixture) { f.crt.Spec.IssuerRef.Kind = api.KindClusterIssuer },
+		{"issuer kind changed", func(t *testing.T, f *triggerFixture) { f.crt.Spec.IssuerRef.Kind = api.KindClusterIssuer },
 			"IncorrectIssuer", `previously issued by Issuer "ca"`, api.ConditionFalse},
-		{"current request no longer matches the spec", func(t *testing.T, f *fixture) {
+		{"current request no longer matches the spec", func(t *testing.T, f *triggerFixture) {
 			cr := ct.Request(t, f.crt, f.issued.Key, 1, ct.Issued(f.issued.CertPEM, f.ca.PEM, ct.T0.Add(-time.Hour)))
 			f.st = ct.State(f.crt, f.st.Secret, cr)
 			rev := 1
 			f.crt.Status.Revision = &rev
 			f.crt.Spec.Duration = api.NewDuration(48 * time.Hour)
 		}, "RequestChanged", "spec.duration", api.ConditionFalse},
-		{"no current request and the certificate does not match the spec", func(t *testing.T, f *fixture) {
+		{"no current request and the certificate does not match the spec", func(t *testing.T, f *triggerFixture) {
 			rev := 1
 			f.crt.Status.Revision = &rev
 			f.crt.Spec.DNSNames = append(f.crt.Spec.DNSNames, "new.example.com")
 		}, "SecretMismatch", "spec.dnsNames", api.ConditionFalse},
-		{"renewal time reached", func(t *testing.T, f *fixture) { f.st.Now = f.renewAt() },
+		{"renewal time reached", func(t *testing.T, f *triggerFixture) { f.st.Now = f.renewAt() },
 			"Renewing", "Renewing certificate as renewal was scheduled at", api.ConditionTrue},
-		{"ACME renewal window earlier than the renewal time", func(t *testing.T, f *fixture) {
+		{"ACME renewal window earlier than the renewal time", func(t *testing.T, f *triggerFixture) {
 			f.crt.Status.RenewalInfo = &api.RenewalInfo{SelectedTime: api.NewTime(ct.T0.Add(-time.Minute))}
 		}, "Renewing", "Renewing certificate", api.ConditionTrue},
-		{"expired", func(t *testing.T, f *fixture) { f.st.Now = f.issued.Leaf.NotAfter },
+		{"expired", func(t *testing.T, f *triggerFixture) { f.st.Now = f.issued.Leaf.NotAfter },
 			"Expired", "Certificate expired on", api.ConditionFalse},
-		{"renewal time reached, an older Certificate shares the secret, which names this one", func(t *testing.T, f *fixture) {
+		{"renewal time reached, an older Certificate shares the secret, which names this one", func(t *testing.T, f *triggerFixture) {
 			ct.Sharing(f.st, ct.Cert(ct.Named("api"), ct.CreatedAt(ct.T0.Add(-48*time.Hour))))
 			f.st.Now = f.renewAt()
 		}, "Renewing", "Renewing certificate as renewal was scheduled at", api.ConditionTrue},
-		{"missing secret, a younger Certificate shares it", func(t *testing.T, f *fixture) {
+		{"missing secret, a younger Certificate shares it", func(t *testing.T, f *triggerFixture) {
 			f.st.Secret = nil
 			ct.Sharing(f.st, ct.Cert(ct.Named("api"), ct.CreatedAt(ct.T0)))
 		}, "DoesNotExist", `Secret "web-tls" does not exist`, api.ConditionFalse},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newFixture(t)
+			f := newTriggerFixture(t)
 			tc.setup(t, f)
 			w := &ct.Writer{}
 			env, _, _ := ct.Env(ct.NewMemSecrets(), w)
-			out, err := trigger.Step(context.Background(), env, f.st)
+			out, err := certificates.TriggerStep(context.Background(), env, f.st)
 			if err != nil {
 				t.Fatalf("Step: %v", err)
 			}
@@ -126,32 +125,32 @@ func TestStepTriggersIssuance(t *testing.T) {
 	}
 }
 
-func TestStepNoIssuanceNeeded(t *testing.T) {
+func TestTriggerStepNoIssuanceNeeded(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
-		setup func(t *testing.T, f *fixture)
+		setup func(t *testing.T, f *triggerFixture)
 	}{
-		{"fresh certificate, no requests", func(t *testing.T, f *fixture) {}},
-		{"current request matches", func(t *testing.T, f *fixture) {
+		{"fresh certificate, no requests", func(t *testing.T, f *triggerFixture) {}},
+		{"current request matches", func(t *testing.T, f *triggerFixture) {
 			cr := ct.Request(t, f.crt, f.issued.Key, 1, ct.Issued(f.issued.CertPEM, f.ca.PEM, ct.T0.Add(-time.Hour)))
 			f.st = ct.State(f.crt, f.st.Secret, cr)
 			rev := 1
 			f.crt.Status.Revision = &rev
 		}},
-		{"one second before the renewal time", func(t *testing.T, f *fixture) { f.st.Now = f.renewAt().Add(-time.Second) }},
-		{"spec change the certificate does not show (duration) without a current request", func(t *testing.T, f *fixture) {
+		{"one second before the renewal time", func(t *testing.T, f *triggerFixture) { f.st.Now = f.renewAt().Add(-time.Second) }},
+		{"spec change the certificate does not show (duration) without a current request", func(t *testing.T, f *triggerFixture) {
 			f.crt.Spec.Duration = api.NewDuration(48 * time.Hour)
 		}},
-		{"an older Certificate shares the secret, which names this one", func(t *testing.T, f *fixture) {
+		{"an older Certificate shares the secret, which names this one", func(t *testing.T, f *triggerFixture) {
 			ct.Sharing(f.st, ct.Cert(ct.Named("api"), ct.CreatedAt(ct.T0.Add(-48*time.Hour))))
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newFixture(t)
+			f := newTriggerFixture(t)
 			tc.setup(t, f)
 			w := &ct.Writer{}
 			env, _, _ := ct.Env(ct.NewMemSecrets(), w)
-			out, err := trigger.Step(context.Background(), env, f.st)
+			out, err := certificates.TriggerStep(context.Background(), env, f.st)
 			if err != nil {
 				t.Fatalf("Step: %v", err)
 			}
@@ -168,34 +167,34 @@ func TestStepNoIssuanceNeeded(t *testing.T) {
 // A Certificate that does not own its secret (cert-manager PR #6406)
 // never starts an issuance and stops one under way (Issuing=False and
 // Ready=False, reason DuplicateSecretName, naming the owner), in one write.
-func TestStepNotOwner(t *testing.T) {
+func TestTriggerStepNotOwner(t *testing.T) {
 	const owned = `Secret "web-tls" is owned by Certificate "api" (the Certificates "api", "web" share spec.secretName)`
 	api0 := func() *api.Certificate { return ct.Cert(ct.Named("api")) } // same creationTimestamp: first by name
-	namesAPI := func(f *fixture) { f.st.Secret.Annotations[api.AnnotationCertificateName] = "api" }
+	namesAPI := func(f *triggerFixture) { f.st.Secret.Annotations[api.AnnotationCertificateName] = "api" }
 	for _, tc := range []struct {
 		name    string
 		opts    []func(*api.Certificate)
-		setup   func(f *fixture)
+		setup   func(f *triggerFixture)
 		stopped bool // an issuance under way is stopped (one write)
 	}{
-		{"missing secret: no issuance", nil, func(f *fixture) { f.st.Secret = nil }, false},
-		{"the secret names the other, which is younger", nil, func(f *fixture) {
+		{"missing secret: no issuance", nil, func(f *triggerFixture) { f.st.Secret = nil }, false},
+		{"the secret names the other, which is younger", nil, func(f *triggerFixture) {
 			namesAPI(f)
 			f.st.Sharers[0].CreationTimestamp = api.NewTime(ct.T0)
 		}, false},
-		{"renewal due: no issuance", nil, func(f *fixture) { namesAPI(f); f.st.Now = f.renewAt() }, false},
+		{"renewal due: no issuance", nil, func(f *triggerFixture) { namesAPI(f); f.st.Now = f.renewAt() }, false},
 		{"issuance under way is stopped", []func(*api.Certificate){ct.WithIssuing("DoesNotExist", ct.T0.Add(-time.Minute))},
-			func(f *fixture) { f.st.Secret = nil }, true},
+			func(f *triggerFixture) { f.st.Secret = nil }, true},
 		{"manual renewal is stopped", []func(*api.Certificate){ct.WithIssuing("ManuallyTriggered", ct.T0.Add(-time.Minute))},
 			namesAPI, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newFixture(t, tc.opts...)
+			f := newTriggerFixture(t, tc.opts...)
 			ct.Sharing(f.st, api0())
 			tc.setup(f)
 			w := &ct.Writer{}
 			env, _, _ := ct.Env(ct.NewMemSecrets(), w)
-			out, err := trigger.Step(context.Background(), env, f.st)
+			out, err := certificates.TriggerStep(context.Background(), env, f.st)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -232,22 +231,22 @@ func TestStepNotOwner(t *testing.T) {
 // Seed 002: "Another actor may choose to manually trigger an issuance by
 // setting the Issuing condition themselves ... The trigger controller will
 // not interfere in this case."
-func TestStepLeavesIssuingAlone(t *testing.T) {
+func TestTriggerStepLeavesIssuingAlone(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
-		setup func(f *fixture)
+		setup func(f *triggerFixture)
 	}{
-		{"manual trigger on a valid certificate", func(f *fixture) {}},
-		{"issuance already under way for a missing secret", func(f *fixture) { f.st.Secret = nil }},
-		{"renewal due", func(f *fixture) { f.st.Now = f.renewAt().Add(time.Hour) }},
+		{"manual trigger on a valid certificate", func(f *triggerFixture) {}},
+		{"issuance already under way for a missing secret", func(f *triggerFixture) { f.st.Secret = nil }},
+		{"renewal due", func(f *triggerFixture) { f.st.Now = f.renewAt().Add(time.Hour) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newFixture(t, ct.WithIssuing("ManuallyTriggered", ct.T0.Add(-time.Minute)))
+			f := newTriggerFixture(t, ct.WithIssuing("ManuallyTriggered", ct.T0.Add(-time.Minute)))
 			tc.setup(f)
 			before := ct.Copy(t, f.crt)
 			w := &ct.Writer{}
 			env, _, _ := ct.Env(ct.NewMemSecrets(), w)
-			out, err := trigger.Step(context.Background(), env, f.st)
+			out, err := certificates.TriggerStep(context.Background(), env, f.st)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -301,12 +300,12 @@ func TestBackoff(t *testing.T) {
 				crt.Spec.DNSNames = append(crt.Spec.DNSNames, "fixed.example.com")
 			}
 			st := ct.State(crt, nil, cr) // no secret: DoesNotExist would trigger
-			if got := trigger.BackoffRemaining(st); got != tc.wantWait {
+			if got := certificates.BackoffRemaining(st); got != tc.wantWait {
 				t.Fatalf("BackoffRemaining = %s, want %s", got, tc.wantWait)
 			}
 			w := &ct.Writer{}
 			env, _, _ := ct.Env(ct.NewMemSecrets(), w)
-			out, err := trigger.Step(context.Background(), env, st)
+			out, err := certificates.TriggerStep(context.Background(), env, st)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -326,18 +325,18 @@ func TestBackoff(t *testing.T) {
 	}
 }
 
-func TestStepNoBackoffWithoutFailure(t *testing.T) {
+func TestTriggerStepNoBackoffWithoutFailure(t *testing.T) {
 	st := ct.State(ct.Cert(), nil)
-	if got := trigger.BackoffRemaining(st); got != 0 {
+	if got := certificates.BackoffRemaining(st); got != 0 {
 		t.Fatalf("BackoffRemaining without lastFailureTime = %s, want 0", got)
 	}
 }
 
-func TestStepReturnsWriteErrors(t *testing.T) {
+func TestTriggerStepReturnsWriteErrors(t *testing.T) {
 	st := ct.State(ct.Cert(), nil)
 	w := &ct.Writer{Err: ports.ErrConflict}
 	env, _, _ := ct.Env(ct.NewMemSecrets(), w)
-	out, err := trigger.Step(context.Background(), env, st)
+	out, err := certificates.TriggerStep(context.Background(), env, st)
 	if err == nil || out.Wrote {
 		t.Fatalf("Step = %+v, %v; want the conflict", out, err)
 	}
@@ -351,13 +350,13 @@ func isConflict(err error) bool { return errors.Is(err, ports.ErrConflict) }
 // A secret store that cannot be read is an error to retry, never a reason
 // to issue ("does not exist"): the secret is read lazily, and a failed
 // read must surface.
-func TestStepSecretReadErrorIsNotATrigger(t *testing.T) {
+func TestTriggerStepSecretReadErrorIsNotATrigger(t *testing.T) {
 	st := ct.State(ct.Cert(), nil)
 	boom := errors.New("secret store unavailable")
 	st.SecretLoader = func(context.Context) (*ports.Secret, error) { return nil, boom }
 	w := &ct.Writer{}
 	env, _, _ := ct.Env(ct.NewMemSecrets(), w)
-	out, err := trigger.Step(context.Background(), env, st)
+	out, err := certificates.TriggerStep(context.Background(), env, st)
 	if !errors.Is(err, boom) || out.Wrote || len(w.Calls) != 0 {
 		t.Fatalf("outcome %+v err %v writes %v; want the read error and no write", out, err, w.Ops())
 	}

@@ -1,4 +1,4 @@
-package acmimport
+package certificates_test
 
 import (
 	"bytes"
@@ -16,7 +16,6 @@ import (
 	"github.com/certfn/certfn/core/api"
 	"github.com/certfn/certfn/core/certificates"
 	"github.com/certfn/certfn/core/certificates/certtest"
-	"github.com/certfn/certfn/core/certificates/readiness"
 	"github.com/certfn/certfn/core/errs"
 	"github.com/certfn/certfn/core/pki"
 	"github.com/certfn/certfn/core/ports"
@@ -48,8 +47,8 @@ func (f *fakeImporter) Import(_ context.Context, req ports.CertificateImport) (p
 	return ports.CertificateImported{Ref: ref, Imported: !f.unchaged}, nil
 }
 
-// fixture is one Certificate with its stored key pair, Ready.
-type fixture struct {
+// acmImportFixture is one Certificate with its stored key pair, Ready.
+type acmImportFixture struct {
 	st     *certificates.State
 	issued certtest.IssuedSecret
 	ca     *certtest.CA
@@ -60,10 +59,10 @@ func annotated(c *api.Certificate) {
 	c.Annotations = map[string]string{api.AnnotationACMImport: "true"}
 }
 
-// newFixture issues the Certificate built with opts and marks it Ready as
+// newAcmImportFixture issues the Certificate built with opts and marks it Ready as
 // the readiness step would; withChain stores the CA after the leaf in
 // tls.crt (an intermediate, as ACME servers send).
-func newFixture(t *testing.T, withChain bool, opts ...func(*api.Certificate)) *fixture {
+func newAcmImportFixture(t *testing.T, withChain bool, opts ...func(*api.Certificate)) *acmImportFixture {
 	t.Helper()
 	ca := certtest.NewCA(t)
 	crt := certtest.Cert(opts...)
@@ -73,36 +72,36 @@ func newFixture(t *testing.T, withChain bool, opts ...func(*api.Certificate)) *f
 	}
 	sec := is.Secret
 	st := certtest.State(crt, &sec)
-	readiness.Apply(st)
+	certificates.ApplyReadiness(st)
 	if !api.IsTrue(crt.Status.Conditions, api.CertificateConditionReady) {
-		t.Fatalf("fixture is not Ready: %+v", crt.Status.Conditions)
+		t.Fatalf("acmImportFixture is not Ready: %+v", crt.Status.Conditions)
 	}
-	return &fixture{st: st, issued: is, ca: ca}
+	return &acmImportFixture{st: st, issued: is, ca: ca}
 }
 
 // imported records a previous import of the stored certificate.
-func (f *fixture) imported() {
+func (f *acmImportFixture) imported() {
 	s := &f.st.Cert.Status
-	s.ACMCertificateARN, s.ACMCertificateSerial = arn, FormatSerial(f.issued.Leaf.SerialNumber)
-	api.SetCondition(&s.Conditions, api.Condition{Type: api.CertificateConditionACMImported, Status: api.ConditionTrue, Reason: ReasonImported}, certtest.T0)
+	s.ACMCertificateARN, s.ACMCertificateSerial = arn, certificates.FormatACMSerial(f.issued.Leaf.SerialNumber)
+	api.SetCondition(&s.Conditions, api.Condition{Type: api.CertificateConditionACMImported, Status: api.ConditionTrue, Reason: certificates.ReasonACMImported}, certtest.T0)
 }
 
 // renewed replaces the stored key pair by a new issuance (a new serial).
-func (f *fixture) renewed(t *testing.T) {
+func (f *acmImportFixture) renewed(t *testing.T) {
 	is := f.ca.IssueSecret(t, f.st.Cert, nil, certtest.Leaf{})
 	sec := is.Secret
 	f.st.SetSecret(&sec)
 	f.issued = is
-	readiness.Apply(f.st)
+	certificates.ApplyReadiness(f.st)
 }
 
-func TestStep(t *testing.T) {
+func TestACMImportStep(t *testing.T) {
 	transient := errors.New("ACM: ThrottlingException")
 	cases := []struct {
 		name      string
 		opts      []func(*api.Certificate)
 		chain     bool
-		setup     func(*testing.T, *fixture)
+		setup     func(*testing.T, *acmImportFixture)
 		importer  *fakeImporter // nil: none configured
 		wantCalls int
 		wantRef   string // Ref of the import request
@@ -115,51 +114,51 @@ func TestStep(t *testing.T) {
 	}{
 		{name: "annotation absent: nothing", importer: &fakeImporter{}},
 		{name: "annotation removed: condition dropped, ARN kept", importer: &fakeImporter{},
-			setup: func(_ *testing.T, f *fixture) { f.imported() }, wantWrite: true, wantARN: arn, wantKept: true},
+			setup: func(_ *testing.T, f *acmImportFixture) { f.imported() }, wantWrite: true, wantARN: arn, wantKept: true},
 		{name: "first import records the ARN", opts: []func(*api.Certificate){annotated}, importer: &fakeImporter{},
 			wantCalls: 1, wantWrite: true, wantARN: arn, wantKept: true, metric: "imported",
-			wantCond: &api.Condition{Status: api.ConditionTrue, Reason: ReasonImported}},
+			wantCond: &api.Condition{Status: api.ConditionTrue, Reason: certificates.ReasonACMImported}},
 		{name: "chain from tls.crt", opts: []func(*api.Certificate){annotated}, chain: true, importer: &fakeImporter{},
 			wantCalls: 1, wantWrite: true, wantARN: arn, wantKept: true, metric: "imported",
-			wantCond: &api.Condition{Status: api.ConditionTrue, Reason: ReasonImported}},
+			wantCond: &api.Condition{Status: api.ConditionTrue, Reason: certificates.ReasonACMImported}},
 		{name: "unchanged: no import, no write", opts: []func(*api.Certificate){annotated}, importer: &fakeImporter{},
-			setup: func(_ *testing.T, f *fixture) { f.imported() }, wantARN: arn, wantKept: true,
-			wantCond: &api.Condition{Status: api.ConditionTrue, Reason: ReasonImported}},
+			setup: func(_ *testing.T, f *acmImportFixture) { f.imported() }, wantARN: arn, wantKept: true,
+			wantCond: &api.Condition{Status: api.ConditionTrue, Reason: certificates.ReasonACMImported}},
 		{name: "renewal re-imports into the same ARN", opts: []func(*api.Certificate){annotated}, importer: &fakeImporter{},
-			setup:     func(t *testing.T, f *fixture) { f.imported(); f.renewed(t) },
+			setup:     func(t *testing.T, f *acmImportFixture) { f.imported(); f.renewed(t) },
 			wantCalls: 1, wantRef: arn, wantWrite: true, wantARN: arn, wantKept: true, metric: "imported",
-			wantCond: &api.Condition{Status: api.ConditionTrue, Reason: ReasonImported}},
+			wantCond: &api.Condition{Status: api.ConditionTrue, Reason: certificates.ReasonACMImported}},
 		{name: "ARN replaced when ACM lost it", opts: []func(*api.Certificate){annotated}, importer: &fakeImporter{ref: arn + "-new"},
-			setup:     func(t *testing.T, f *fixture) { f.imported(); f.renewed(t) },
+			setup:     func(t *testing.T, f *acmImportFixture) { f.imported(); f.renewed(t) },
 			wantCalls: 1, wantRef: arn, wantWrite: true, wantARN: arn + "-new", wantKept: true, metric: "imported",
-			wantCond: &api.Condition{Status: api.ConditionTrue, Reason: ReasonImported}},
+			wantCond: &api.Condition{Status: api.ConditionTrue, Reason: certificates.ReasonACMImported}},
 		{name: "ACM already held it (status write lost)", opts: []func(*api.Certificate){annotated}, importer: &fakeImporter{unchaged: true},
 			wantCalls: 1, wantWrite: true, wantARN: arn, wantKept: true, metric: "unchanged",
-			wantCond: &api.Condition{Status: api.ConditionTrue, Reason: ReasonImported}},
+			wantCond: &api.Condition{Status: api.ConditionTrue, Reason: certificates.ReasonACMImported}},
 		{name: "transient failure is returned for a retry", opts: []func(*api.Certificate){annotated}, importer: &fakeImporter{err: transient},
 			wantCalls: 1, wantErr: true, metric: "failed"},
 		{name: "permanent failure is recorded", opts: []func(*api.Certificate){annotated}, importer: &fakeImporter{err: errs.Permanentf("ValidationException: bad chain")},
 			wantCalls: 1, wantWrite: true, metric: "failed",
-			wantCond: &api.Condition{Status: api.ConditionFalse, Reason: ReasonFailed}},
+			wantCond: &api.Condition{Status: api.ConditionFalse, Reason: certificates.ReasonACMImportFailed}},
 		{name: "no importer configured", opts: []func(*api.Certificate){annotated},
-			wantWrite: true, wantCond: &api.Condition{Status: api.ConditionFalse, Reason: ReasonNotConfigured}},
+			wantWrite: true, wantCond: &api.Condition{Status: api.ConditionFalse, Reason: certificates.ReasonACMNotConfigured}},
 		{name: "Ed25519 cannot be imported", opts: []func(*api.Certificate){annotated, certtest.WithKeySpec(api.Ed25519KeyAlgorithm, 0)}, importer: &fakeImporter{},
-			wantWrite: true, wantCond: &api.Condition{Status: api.ConditionFalse, Reason: ReasonUnsupportedKey}},
+			wantWrite: true, wantCond: &api.Condition{Status: api.ConditionFalse, Reason: certificates.ReasonACMUnsupportedKey}},
 		{name: "RSA 2048 is imported", opts: []func(*api.Certificate){annotated, certtest.WithKeySpec(api.RSAKeyAlgorithm, 2048)}, importer: &fakeImporter{},
 			wantCalls: 1, wantWrite: true, wantARN: arn, wantKept: true, metric: "imported",
-			wantCond: &api.Condition{Status: api.ConditionTrue, Reason: ReasonImported}},
+			wantCond: &api.Condition{Status: api.ConditionTrue, Reason: certificates.ReasonACMImported}},
 		{name: "issuing: wait", opts: []func(*api.Certificate){annotated}, importer: &fakeImporter{},
-			setup: func(_ *testing.T, f *fixture) {
+			setup: func(_ *testing.T, f *acmImportFixture) {
 				api.SetCondition(&f.st.Cert.Status.Conditions, api.Condition{Type: api.CertificateConditionIssuing, Status: api.ConditionTrue}, certtest.T0)
 			}},
 		{name: "not Ready: wait", opts: []func(*api.Certificate){annotated}, importer: &fakeImporter{},
-			setup: func(_ *testing.T, f *fixture) {
+			setup: func(_ *testing.T, f *acmImportFixture) {
 				api.SetCondition(&f.st.Cert.Status.Conditions, api.Condition{Type: api.CertificateConditionReady, Status: api.ConditionFalse}, certtest.T0)
 			}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newFixture(t, tc.chain, tc.opts...)
+			f := newAcmImportFixture(t, tc.chain, tc.opts...)
 			if tc.setup != nil {
 				tc.setup(t, f)
 			}
@@ -168,7 +167,7 @@ func TestStep(t *testing.T) {
 			if tc.importer != nil {
 				env.Importer = tc.importer
 			}
-			out, err := Step(context.Background(), env, f.st)
+			out, err := certificates.ACMImportStep(context.Background(), env, f.st)
 			if (err != nil) != tc.wantErr || (err != nil && errs.IsPermanent(err)) {
 				t.Fatalf("Step error = %v, want a transient error: %v", err, tc.wantErr)
 			}
@@ -189,8 +188,8 @@ func TestStep(t *testing.T) {
 			if s.ACMCertificateARN != tc.wantARN {
 				t.Errorf("acmCertificateARN = %q, want %q", s.ACMCertificateARN, tc.wantARN)
 			}
-			if kept := s.ACMCertificateSerial == FormatSerial(f.issued.Leaf.SerialNumber); kept != tc.wantKept {
-				t.Errorf("acmCertificateSerial = %q (leaf %s), want recorded: %v", s.ACMCertificateSerial, FormatSerial(f.issued.Leaf.SerialNumber), tc.wantKept)
+			if kept := s.ACMCertificateSerial == certificates.FormatACMSerial(f.issued.Leaf.SerialNumber); kept != tc.wantKept {
+				t.Errorf("acmCertificateSerial = %q (leaf %s), want recorded: %v", s.ACMCertificateSerial, certificates.FormatACMSerial(f.issued.Leaf.SerialNumber), tc.wantKept)
 			}
 			cond := api.FindCondition(s.Conditions, api.CertificateConditionACMImported)
 			switch {
@@ -199,8 +198,8 @@ func TestStep(t *testing.T) {
 			case tc.wantCond != nil && (cond == nil || cond.Status != tc.wantCond.Status || cond.Reason != tc.wantCond.Reason):
 				t.Errorf("ACMImported condition %+v, want %s/%s", cond, tc.wantCond.Status, tc.wantCond.Reason)
 			}
-			if tc.metric != "" && m.Get(MetricImports+"{result="+tc.metric+"}") != 1 {
-				t.Errorf("metric %s{result=%s} not counted: %v", MetricImports, tc.metric, m.Counts)
+			if tc.metric != "" && m.Get(certificates.MetricACMImports+"{result="+tc.metric+"}") != 1 {
+				t.Errorf("metric %s{result=%s} not counted: %v", certificates.MetricACMImports, tc.metric, m.Counts)
 			}
 			for _, c := range w.Only("UpdateCertificate") {
 				b, _ := json.Marshal(c.Cert)
@@ -215,7 +214,7 @@ func TestStep(t *testing.T) {
 // checkRequest verifies what the step sent: the leaf alone as the
 // certificate, the rest of tls.crt as the chain, tls.key, the serial,
 // the owner and the previous reference.
-func checkRequest(t *testing.T, f *fixture, r ports.CertificateImport, wantRef string, chain bool) {
+func checkRequest(t *testing.T, f *acmImportFixture, r ports.CertificateImport, wantRef string, chain bool) {
 	t.Helper()
 	if r.Ref != wantRef || r.Owner != f.st.Key() || r.Serial.Cmp(f.issued.Leaf.SerialNumber) != 0 {
 		t.Errorf("request ref %q owner %s serial %x; want %q, %s, %x", r.Ref, r.Owner, r.Serial, wantRef, f.st.Key(), f.issued.Leaf.SerialNumber)
@@ -249,14 +248,14 @@ func btoi(b bool) int {
 
 // A permanent failure is recorded once: the next reconcile tries again but
 // writes nothing while the outcome is the same.
-func TestPermanentFailureWrittenOnce(t *testing.T) {
-	f := newFixture(t, false, annotated)
+func TestACMImportPermanentFailureWrittenOnce(t *testing.T) {
+	f := newAcmImportFixture(t, false, annotated)
 	imp := &fakeImporter{err: errs.Permanentf("AccessDeniedException: not authorized to perform acm:ImportCertificate")}
 	for i, wantWrite := range []bool{true, false} {
 		w := &certtest.Writer{}
 		env, _, _ := certtest.Env(certtest.NewMemSecrets(), w)
 		env.Importer = imp
-		out, err := Step(context.Background(), env, f.st)
+		out, err := certificates.ACMImportStep(context.Background(), env, f.st)
 		if err != nil || out.Wrote != wantWrite {
 			t.Fatalf("run %d: Wrote = %v, err = %v; want Wrote %v", i, out.Wrote, err, wantWrite)
 		}
@@ -272,17 +271,17 @@ func TestPermanentFailureWrittenOnce(t *testing.T) {
 
 // Adding the annotation to a Certificate issued long ago imports it on
 // its next reconcile; a lost status write is not an error either.
-func TestAnnotationAddedLaterAndLostWrite(t *testing.T) {
-	f := newFixture(t, false)
+func TestACMImportAnnotationAddedLaterAndLostWrite(t *testing.T) {
+	f := newAcmImportFixture(t, false)
 	imp := &fakeImporter{}
 	w := &certtest.Writer{ErrOn: map[string]error{"UpdateCertificate": ports.ErrConflict}}
 	env, _, _ := certtest.Env(certtest.NewMemSecrets(), w)
 	env.Importer = imp
-	if out, err := Step(context.Background(), env, f.st); err != nil || out.Wrote || len(imp.reqs) != 0 {
+	if out, err := certificates.ACMImportStep(context.Background(), env, f.st); err != nil || out.Wrote || len(imp.reqs) != 0 {
 		t.Fatalf("without the annotation: %+v, %v, %d imports", out, err, len(imp.reqs))
 	}
 	annotated(f.st.Cert)
-	if _, err := Step(context.Background(), env, f.st); !errors.Is(err, ports.ErrConflict) {
+	if _, err := certificates.ACMImportStep(context.Background(), env, f.st); !errors.Is(err, ports.ErrConflict) {
 		t.Fatalf("lost write: err = %v, want the conflict returned", err)
 	}
 	if len(imp.reqs) != 1 {
@@ -290,8 +289,8 @@ func TestAnnotationAddedLaterAndLostWrite(t *testing.T) {
 	}
 }
 
-// TestUnsupportedKey: the key types and sizes ACM imports.
-func TestUnsupportedKey(t *testing.T) {
+// TestACMImportUnsupportedKey: the key types and sizes ACM imports.
+func TestACMImportUnsupportedKey(t *testing.T) {
 	rsaOf := func(bits int) *rsa.PrivateKey {
 		return &rsa.PrivateKey{PublicKey: rsa.PublicKey{N: new(big.Int).Lsh(big.NewInt(1), uint(bits-1)), E: 65537}}
 	}
@@ -304,14 +303,14 @@ func TestUnsupportedKey(t *testing.T) {
 		{&ecdsa.PrivateKey{}, ""},
 		{ed25519.NewKeyFromSeed(make([]byte, ed25519.SeedSize)), "ACM does not import Ed25519 keys"},
 	} {
-		got := unsupportedKey(&certificates.Issued{Key: tc.key})
+		got := certificates.ACMUnsupportedKey(&certificates.Issued{Key: tc.key})
 		if (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
 			t.Errorf("unsupportedKey(%T) = %q, want %q", tc.key, got, tc.want)
 		}
 	}
 }
 
-func TestFormatSerial(t *testing.T) {
+func TestFormatACMSerial(t *testing.T) {
 	for _, tc := range []struct {
 		n    *big.Int
 		want string
@@ -320,7 +319,7 @@ func TestFormatSerial(t *testing.T) {
 		{big.NewInt(10), "0a"},
 		{new(big.Int).SetBytes([]byte{0x80, 0x01, 0xff}), "80:01:ff"},
 	} {
-		if got := FormatSerial(tc.n); got != tc.want {
+		if got := certificates.FormatACMSerial(tc.n); got != tc.want {
 			t.Errorf("FormatSerial(%x) = %q, want %q", tc.n, got, tc.want)
 		}
 	}

@@ -1,19 +1,14 @@
-// Package readiness keeps a Certificate's Ready condition and its
-// notBefore/notAfter/renewalTime fields in line with what is stored
-// (cert-manager's readiness controller). Renewal being due does not make a
-// still-valid certificate not Ready.
-package readiness
+package certificates
 
 import (
 	"context"
 	"fmt"
 
 	"github.com/certfn/certfn/core/api"
-	"github.com/certfn/certfn/core/certificates"
 	"github.com/certfn/certfn/core/pki"
 )
 
-// Apply sets the Ready condition and the validity fields on st.Cert from
+// ApplyReadiness sets the Ready condition and the validity fields on st.Cert from
 // the stored secret; it returns whether anything changed. A Certificate
 // that does not own spec.secretName (st.NotOwner: another Certificate of
 // the namespace names the same secret and owns it) is not Ready, with
@@ -21,7 +16,7 @@ import (
 // Ownership.Reason), and shows no validity: what is stored is not
 // its certificate. Once it owns the secret, an Issuing=False condition left
 // from then is removed.
-func Apply(st *certificates.State) bool {
+func ApplyReadiness(st *State) bool {
 	s := &st.Cert.Status
 	cond := api.Condition{Type: api.CertificateConditionReady, ObservedGeneration: st.Cert.Generation}
 	if own, ok := st.NotOwner(); ok {
@@ -38,7 +33,7 @@ func Apply(st *certificates.State) bool {
 		changed = true
 	}
 	issued, _ := st.Parse()
-	r := certificates.Evaluate(st)
+	r := Evaluate(st)
 	switch {
 	case r.Reason == "" || r.Reason == "Renewing":
 		cond.Status, cond.Reason, cond.Message = api.ConditionTrue, "Ready", "Certificate is up to date and has not expired"
@@ -56,7 +51,7 @@ func Apply(st *certificates.State) bool {
 		leaf := issued.Chain[0]
 		changed = setTime(&s.NotBefore, api.NewTime(leaf.NotBefore)) || changed
 		changed = setTime(&s.NotAfter, api.NewTime(leaf.NotAfter)) || changed
-		changed = setTime(&s.RenewalTime, api.NewTime(certificates.RenewalTime(st))) || changed
+		changed = setTime(&s.RenewalTime, api.NewTime(RenewalTime(st))) || changed
 	} else {
 		changed = setTime(&s.NotBefore, nil) || changed
 		changed = setTime(&s.NotAfter, nil) || changed
@@ -66,11 +61,11 @@ func Apply(st *certificates.State) bool {
 }
 
 // keyNotAllowed returns the Issuing=False condition of a refused
-// spec.privateKey (certificates.ReasonKeyNotAllowed) for the current
+// spec.privateKey (ReasonKeyNotAllowed) for the current
 // generation, or nil.
 func keyNotAllowed(crt *api.Certificate) *api.Condition {
 	c := api.FindCondition(crt.Status.Conditions, api.CertificateConditionIssuing)
-	if c == nil || c.Status != api.ConditionFalse || c.Reason != certificates.ReasonKeyNotAllowed || c.ObservedGeneration != crt.Generation {
+	if c == nil || c.Status != api.ConditionFalse || c.Reason != ReasonKeyNotAllowed || c.ObservedGeneration != crt.Generation {
 		return nil
 	}
 	return c
@@ -79,8 +74,8 @@ func keyNotAllowed(crt *api.Certificate) *api.Condition {
 // ownershipReasons are the reasons of an Issuing=False condition left by
 // a stopped issuance of a Certificate that did not own its secret.
 var ownershipReasons = map[string]bool{
-	certificates.ReasonDuplicateSecretName: true, certificates.ReasonSecretNotOwned: true,
-	certificates.ReasonSecretInUse: true, certificates.ReasonSecretFilePermsNotAllowed: true,
+	ReasonDuplicateSecretName: true, ReasonSecretNotOwned: true,
+	ReasonSecretInUse: true, ReasonSecretFilePermsNotAllowed: true,
 }
 
 func setTime(dst **api.Time, v *api.Time) bool {
@@ -101,25 +96,30 @@ func setTime(dst **api.Time, v *api.Time) bool {
 // soonest expiry, which a cloud alarm can watch without listing anything.
 const MetricExpirySeconds = "certfn_certificate_expiry_seconds"
 
-// Step writes the Certificate when Apply changed it (drift: a secret
+// ReadinessStep writes the Certificate when ApplyReadiness changed it (drift: a secret
 // deleted, replaced or expired since the last write).
-func Step(ctx context.Context, env *certificates.Env, st *certificates.State) (certificates.Outcome, error) {
+//
+// It keeps a Certificate's Ready condition and its
+// notBefore/notAfter/renewalTime fields in line with what is stored
+// (cert-manager's readiness controller). Renewal being due does not make a
+// still-valid certificate not Ready.
+func ReadinessStep(ctx context.Context, env *Env, st *State) (Outcome, error) {
 	if err := st.LoadSecret(ctx); err != nil {
-		return certificates.Outcome{}, err
+		return Outcome{}, err
 	}
 	own, err := st.Ownership(ctx)
 	if err != nil {
-		return certificates.Outcome{}, err
+		return Outcome{}, err
 	}
 	owner := own.Owns(st.Cert.Name)
 	if issued, _ := st.Parse(); issued != nil && owner && env.Metrics != nil {
 		env.Metrics.Observe(MetricExpirySeconds, issued.Chain[0].NotAfter.Sub(st.Now).Seconds(), "namespace", st.Cert.Namespace)
 	}
-	if !Apply(st) {
-		return certificates.Outcome{Why: "the Ready condition is up to date"}, nil
+	if !ApplyReadiness(st) {
+		return Outcome{Why: "the Ready condition is up to date"}, nil
 	}
 	next := st.NextRunAt
-	if rt := certificates.RenewalTime(st); !rt.IsZero() && !st.IsIssuing() && owner {
+	if rt := RenewalTime(st); !rt.IsZero() && !st.IsIssuing() && owner {
 		next = rt
 	} else if issued, _ := st.Parse(); issued != nil && owner && pki.RenewalDisabled(st.Cert.Spec.Renewal) {
 		// Renewal disabled: look again at expiry at the latest, to say so in Ready.
@@ -128,7 +128,7 @@ func Step(ctx context.Context, env *certificates.Env, st *certificates.State) (c
 		}
 	}
 	if err := env.Writer.UpdateCertificate(ctx, st, next); err != nil {
-		return certificates.Outcome{}, fmt.Errorf("update Ready condition: %w", err)
+		return Outcome{}, fmt.Errorf("update Ready condition: %w", err)
 	}
-	return certificates.Outcome{Wrote: true}, nil
+	return Outcome{Wrote: true}, nil
 }

@@ -1,4 +1,17 @@
-// Package keymanager is docs/design/certificate-controllers.md's keymanager: while Issuing is True it
+package certificates
+
+import (
+	"context"
+	"crypto"
+	"errors"
+	"fmt"
+
+	"github.com/certfn/certfn/core/api"
+	"github.com/certfn/certfn/core/pki"
+	"github.com/certfn/certfn/core/ports"
+)
+
+// KeyManagerStep is docs/design/certificate-controllers.md's keymanager: while Issuing is True it
 // makes sure status.nextPrivateKeySecretName names a secret holding a
 // PKCS#8 private key that matches spec.privateKey.
 //
@@ -16,42 +29,26 @@
 // loser adopts the winner's key. With rotationPolicy Never the key of the
 // currently stored secret is reused when it still matches the spec and
 // the secret is this Certificate's (its certificate-name annotation).
-package keymanager
-
-import (
-	"context"
-	"crypto"
-	"errors"
-	"fmt"
-
-	"github.com/certfn/certfn/core/api"
-	"github.com/certfn/certfn/core/certificates"
-	"github.com/certfn/certfn/core/certificates/readiness"
-	"github.com/certfn/certfn/core/pki"
-	"github.com/certfn/certfn/core/ports"
-)
-
-// Step runs one keymanager step.
-func Step(ctx context.Context, env *certificates.Env, st *certificates.State) (certificates.Outcome, error) {
+func KeyManagerStep(ctx context.Context, env *Env, st *State) (Outcome, error) {
 	if !st.IsIssuing() {
 		return cleanup(ctx, env, st)
 	}
 	own, err := st.Ownership(ctx)
 	if err != nil {
-		return certificates.Outcome{}, err
+		return Outcome{}, err
 	}
 	if !own.Owns(st.Cert.Name) {
 		// The trigger stops this issuance; no key is made for it.
-		return certificates.Outcome{Why: "not the owner of the secret (the trigger stops the issuance)"}, nil
+		return Outcome{Why: "not the owner of the secret (the trigger stops the issuance)"}, nil
 	}
 	crt := st.Cert
-	name := certificates.NextKeySecretName(crt.Name)
+	name := NextKeySecretName(crt.Name)
 	if n := crt.Status.NextPrivateKeySecretName; n != nil && *n != "" {
 		name = *n
 	}
 	if crt.Spec.RotationPolicyOrDefault() == api.RotationPolicyNever {
 		if err := st.LoadSecret(ctx); err != nil { // the stored key may be reused
-			return certificates.Outcome{}, err
+			return Outcome{}, err
 		}
 	}
 	sec, err := env.Secrets.Get(ctx, crt.Namespace, name)
@@ -61,17 +58,17 @@ func Step(ctx context.Context, env *certificates.Env, st *certificates.State) (c
 	case errors.Is(err, ports.ErrNotFound):
 		sec, err = create(ctx, env, st, name)
 		if errors.Is(err, errBeingCreated) {
-			return certificates.Outcome{RequeueAt: st.Now.Add(certificates.FollowUpGrace), Why: err.Error()}, nil
+			return Outcome{RequeueAt: st.Now.Add(FollowUpGrace), Why: err.Error()}, nil
 		}
 		if out, done, err := notGenerated(ctx, env, st, err); done {
 			return out, err
 		}
 	case err != nil:
-		return certificates.Outcome{}, fmt.Errorf("read next private key secret %s/%s: %w", crt.Namespace, name, err)
+		return Outcome{}, fmt.Errorf("read next private key secret %s/%s: %w", crt.Namespace, name, err)
 	default:
 		if !owned(&sec, crt) {
 			// Not ours: never overwrite it. Report and wait for a person.
-			return certificates.Outcome{RequeueAt: st.Now.Add(env.WaitPoll), Why: "the next private key secret exists and is not this Certificate's"}, nil
+			return Outcome{RequeueAt: st.Now.Add(env.WaitPoll), Why: "the next private key secret exists and is not this Certificate's"}, nil
 		}
 		key, derr := pki.DecodePrivateKeyPEM(sec.Data["tls.key"])
 		if ok, _ := keyOK(key, derr, crt); !ok {
@@ -82,19 +79,19 @@ func Step(ctx context.Context, env *certificates.Env, st *certificates.State) (c
 				return out, err
 			}
 			if err := env.Secrets.Put(ctx, sec); err != nil {
-				return certificates.Outcome{}, fmt.Errorf("replace next private key secret %s/%s: %w", crt.Namespace, name, err)
+				return Outcome{}, fmt.Errorf("replace next private key secret %s/%s: %w", crt.Namespace, name, err)
 			}
 		}
 	}
 	st.SetNextKeySecret(&sec)
 	if n := crt.Status.NextPrivateKeySecretName; n != nil && *n == name {
-		return certificates.Outcome{Why: "the next private key is ready"}, nil
+		return Outcome{Why: "the next private key is ready"}, nil
 	}
 	crt.Status.NextPrivateKeySecretName = &name
-	if err := env.Writer.UpdateCertificate(ctx, st, st.Now.Add(certificates.FollowUpGrace)); err != nil {
-		return certificates.Outcome{}, fmt.Errorf("record next private key secret: %w", err)
+	if err := env.Writer.UpdateCertificate(ctx, st, st.Now.Add(FollowUpGrace)); err != nil {
+		return Outcome{}, fmt.Errorf("record next private key secret: %w", err)
 	}
-	return certificates.Outcome{Wrote: true}, nil
+	return Outcome{Wrote: true}, nil
 }
 
 // recorded says whether status already names the next-key secret name.
@@ -113,13 +110,13 @@ func recorded(crt *api.Certificate, name string) bool {
 // with a write conditional on the version read: a stale read loses that
 // race and the reconcile runs again on fresh state; otherwise (someone
 // deleted the secret during the issuance) the next step creates a new key.
-func forgetGone(ctx context.Context, env *certificates.Env, st *certificates.State) (certificates.Outcome, error) {
+func forgetGone(ctx context.Context, env *Env, st *State) (Outcome, error) {
 	st.Cert.Status.NextPrivateKeySecretName = nil
 	st.SetNextKeySecret(nil)
-	if err := env.Writer.UpdateCertificate(ctx, st, st.Now.Add(certificates.FollowUpGrace)); err != nil {
-		return certificates.Outcome{}, fmt.Errorf("forget the next private key secret that is gone: %w", err)
+	if err := env.Writer.UpdateCertificate(ctx, st, st.Now.Add(FollowUpGrace)); err != nil {
+		return Outcome{}, fmt.Errorf("forget the next private key secret that is gone: %w", err)
 	}
-	return certificates.Outcome{Wrote: true}, nil
+	return Outcome{Wrote: true}, nil
 }
 
 func keyOK(key crypto.Signer, err error, crt *api.Certificate) (bool, string) {
@@ -129,7 +126,7 @@ func keyOK(key crypto.Signer, err error, crt *api.Certificate) (bool, string) {
 	return pki.KeyMatchesSpec(key, crt.Spec.PrivateKey)
 }
 
-func create(ctx context.Context, env *certificates.Env, st *certificates.State, name string) (ports.Secret, error) {
+func create(ctx context.Context, env *Env, st *State, name string) (ports.Secret, error) {
 	sec, err := generate(ctx, env, st, name)
 	if err != nil {
 		return ports.Secret{}, err
@@ -164,7 +161,7 @@ var errBeingCreated = errors.New("the next private key secret is being created (
 
 // generate builds the next-key secret: a fresh key, or with rotationPolicy
 // Never the currently stored key when it still matches spec.privateKey.
-func generate(ctx context.Context, env *certificates.Env, st *certificates.State, name string) (ports.Secret, error) {
+func generate(ctx context.Context, env *Env, st *State, name string) (ports.Secret, error) {
 	crt := st.Cert
 	var keyPEM []byte
 	// Only a key this Certificate wrote is reused: the stored secret's
@@ -216,26 +213,26 @@ func owned(sec *ports.Secret, crt *api.Certificate) bool {
 // next-private-key secret is deleted and status.nextPrivateKeySecretName
 // unset (after a failed issuance; a successful one already did both). A
 // secret the Certificate does not own is never deleted.
-func cleanup(ctx context.Context, env *certificates.Env, st *certificates.State) (certificates.Outcome, error) {
+func cleanup(ctx context.Context, env *Env, st *State) (Outcome, error) {
 	n := st.Cert.Status.NextPrivateKeySecretName
 	if n == nil || *n == "" {
-		return certificates.Outcome{Why: "not issuing and no next private key to clean up"}, nil
+		return Outcome{Why: "not issuing and no next private key to clean up"}, nil
 	}
 	sec, err := env.Secrets.Get(ctx, st.Cert.Namespace, *n)
 	switch {
 	case err == nil && owned(&sec, st.Cert):
 		if err := env.Secrets.Delete(ctx, st.Cert.Namespace, *n); err != nil {
-			return certificates.Outcome{}, fmt.Errorf("delete next private key secret %s/%s: %w", st.Cert.Namespace, *n, err)
+			return Outcome{}, fmt.Errorf("delete next private key secret %s/%s: %w", st.Cert.Namespace, *n, err)
 		}
 	case err != nil && !errors.Is(err, ports.ErrNotFound):
-		return certificates.Outcome{}, fmt.Errorf("read next private key secret %s/%s: %w", st.Cert.Namespace, *n, err)
+		return Outcome{}, fmt.Errorf("read next private key secret %s/%s: %w", st.Cert.Namespace, *n, err)
 	}
 	st.Cert.Status.NextPrivateKeySecretName = nil
 	st.SetNextKeySecret(nil)
 	if err := env.Writer.UpdateCertificate(ctx, st, st.NextRunAt); err != nil {
-		return certificates.Outcome{}, fmt.Errorf("unset next private key secret: %w", err)
+		return Outcome{}, fmt.Errorf("unset next private key secret: %w", err)
 	}
-	return certificates.Outcome{Wrote: true}, nil
+	return Outcome{Wrote: true}, nil
 }
 
 // errKeyRefused carries KeyPolicy's refusal out of generate.
@@ -245,8 +242,8 @@ func (e *errKeyRefused) Error() string { return e.msg }
 
 // newKey generates crt's next private key: unless env.KeyPolicy refuses
 // it (an *errKeyRefused), through env.Keys (which may be busy:
-// certificates.ErrKeyGenerationBusy).
-func newKey(ctx context.Context, env *certificates.Env, crt *api.Certificate) (crypto.Signer, error) {
+// ErrKeyGenerationBusy).
+func newKey(ctx context.Context, env *Env, crt *api.Certificate) (crypto.Signer, error) {
 	if env.KeyPolicy != nil {
 		msg, err := env.KeyPolicy.RefuseKey(ctx, crt)
 		if err != nil {
@@ -266,7 +263,7 @@ func newKey(ctx context.Context, env *certificates.Env, crt *api.Certificate) (c
 		key, err = pki.GenerateKey(crt.Spec.PrivateKey)
 	}
 	if err != nil {
-		if errors.Is(err, certificates.ErrKeyGenerationBusy) {
+		if errors.Is(err, ErrKeyGenerationBusy) {
 			return nil, err
 		}
 		return nil, fmt.Errorf("generate private key: %w", err)
@@ -276,48 +273,48 @@ func newKey(ctx context.Context, env *certificates.Env, crt *api.Certificate) (c
 
 // notGenerated handles generate's errors: done is false when err is nil.
 // A busy key generation stage looks again after
-// certificates.KeyGenerationRetry; a key no policy allows fails the
+// KeyGenerationRetry; a key no policy allows fails the
 // issuance (refuse).
-func notGenerated(ctx context.Context, env *certificates.Env, st *certificates.State, err error) (certificates.Outcome, bool, error) {
+func notGenerated(ctx context.Context, env *Env, st *State, err error) (Outcome, bool, error) {
 	var refused *errKeyRefused
 	switch {
 	case err == nil:
-		return certificates.Outcome{}, false, nil
-	case errors.Is(err, certificates.ErrKeyGenerationBusy):
+		return Outcome{}, false, nil
+	case errors.Is(err, ErrKeyGenerationBusy):
 		if env.Metrics != nil {
 			env.Metrics.Inc("certfn_private_key_generations_deferred_total", "namespace", st.Cert.Namespace)
 		}
-		return certificates.Outcome{RequeueAt: st.Now.Add(certificates.KeyGenerationRetry), Why: err.Error()}, true, nil
+		return Outcome{RequeueAt: st.Now.Add(KeyGenerationRetry), Why: err.Error()}, true, nil
 	case errors.As(err, &refused):
 		out, err := refuse(ctx, env, st, refused.msg)
 		return out, true, err
 	}
-	return certificates.Outcome{}, true, err
+	return Outcome{}, true, err
 }
 
 // refuse fails the issuance of a Certificate whose spec.privateKey no
 // applicable policy allows, as a denied request fails it (one more failed
-// attempt, lastFailureTime, the backoff; trigger.BackoffRemaining retries
+// attempt, lastFailureTime, the backoff; BackoffRemaining retries
 // at once once the spec changes), without a key or a request: Issuing and
 // Ready are False with reason ReasonKeyNotAllowed and msg.
-func refuse(ctx context.Context, env *certificates.Env, st *certificates.State, msg string) (certificates.Outcome, error) {
+func refuse(ctx context.Context, env *Env, st *State, msg string) (Outcome, error) {
 	s := &st.Cert.Status
-	n, retry := certificates.RecordFailedAttempt(st)
+	n, retry := RecordFailedAttempt(st)
 	if err := st.LoadSecret(ctx); err != nil {
-		return certificates.Outcome{}, err
+		return Outcome{}, err
 	}
 	api.SetCondition(&s.Conditions, api.Condition{
-		Type: api.CertificateConditionIssuing, Status: api.ConditionFalse, Reason: certificates.ReasonKeyNotAllowed,
+		Type: api.CertificateConditionIssuing, Status: api.ConditionFalse, Reason: ReasonKeyNotAllowed,
 		Message: fmt.Sprintf("%s (attempt %d; next attempt after %s, or at once when the spec changes)",
 			msg, n, retry.UTC().Format("2006-01-02T15:04:05Z")),
 		ObservedGeneration: st.Cert.Generation,
 	}, st.Now)
-	readiness.Apply(st)
+	ApplyReadiness(st)
 	if err := env.Writer.UpdateCertificate(ctx, st, retry); err != nil {
-		return certificates.Outcome{}, fmt.Errorf("record the refused private key: %w", err)
+		return Outcome{}, fmt.Errorf("record the refused private key: %w", err)
 	}
 	if env.Metrics != nil {
 		env.Metrics.Inc("certfn_issuance_failures_total", "namespace", st.Cert.Namespace, "issuer", st.Cert.Spec.IssuerRef.Name)
 	}
-	return certificates.Outcome{Wrote: true}, nil
+	return Outcome{Wrote: true}, nil
 }

@@ -1,4 +1,4 @@
-package trigger_test
+package certificates_test
 
 import (
 	"context"
@@ -9,15 +9,14 @@ import (
 	"github.com/certfn/certfn/core/api"
 	"github.com/certfn/certfn/core/certificates"
 	ct "github.com/certfn/certfn/core/certificates/certtest"
-	"github.com/certfn/certfn/core/certificates/trigger"
 )
 
 // spec.renewal (cert-manager's renewal policy and windows): Disabled never
 // issues because of time, windows move the renewal time, all from the
 // injected clock (State.Now).
-func TestStepRenewalPolicy(t *testing.T) {
+func TestTriggerStepRenewalPolicy(t *testing.T) {
 	disabled := func(c *api.Certificate) { c.Spec.Renewal = &api.CertificateRenewal{Policy: api.RenewalPolicyDisabled} }
-	// The fixture's certificate runs from T0-1h for 90 days; its renewal
+	// The triggerFixture's certificate runs from T0-1h for 90 days; its renewal
 	// time is notBefore+60d. A daily window opening at 03:00 UTC for one
 	// hour moves the renewal to the next 03:00 after that.
 	window := func(cron, tz string, d time.Duration) func(*api.Certificate) {
@@ -29,23 +28,23 @@ func TestStepRenewalPolicy(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
 		spec      func(*api.Certificate)
-		now       func(f *fixture) time.Time
+		now       func(f *triggerFixture) time.Time
 		wantIssue bool
 		wantWhy   string
 		// wantRequeue, when set, is the expected RequeueAt.
-		wantRequeue func(f *fixture) time.Time
+		wantRequeue func(f *triggerFixture) time.Time
 	}{
 		{name: "disabled: renewal time passed, no issuance", spec: disabled,
-			now: func(f *fixture) time.Time { return f.renewAt().Add(time.Hour) }, wantWhy: "renewal is disabled"},
+			now: func(f *triggerFixture) time.Time { return f.renewAt().Add(time.Hour) }, wantWhy: "renewal is disabled"},
 		{name: "disabled: expired, still no issuance", spec: disabled,
-			now: func(f *fixture) time.Time { return f.issued.Leaf.NotAfter.Add(time.Hour) }, wantWhy: "renewal is disabled"},
+			now: func(f *triggerFixture) time.Time { return f.issued.Leaf.NotAfter.Add(time.Hour) }, wantWhy: "renewal is disabled"},
 		{name: "RenewBefore without windows renews at the renewal time", spec: func(c *api.Certificate) {
 			c.Spec.Renewal = &api.CertificateRenewal{Policy: api.RenewalPolicyRenewBefore}
 		},
-			now: func(f *fixture) time.Time { return f.renewAt() }, wantIssue: true},
+			now: func(f *triggerFixture) time.Time { return f.renewAt() }, wantIssue: true},
 		{name: "window not yet open: requeued at its opening", spec: window("0 3 * * *", "", time.Hour),
-			now: func(f *fixture) time.Time { return f.renewAt() },
-			wantRequeue: func(f *fixture) time.Time {
+			now: func(f *triggerFixture) time.Time { return f.renewAt() },
+			wantRequeue: func(f *triggerFixture) time.Time {
 				r := f.renewAt().UTC()
 				open := time.Date(r.Year(), r.Month(), r.Day(), 3, 0, 0, 0, time.UTC)
 				if !open.After(r) {
@@ -54,10 +53,10 @@ func TestStepRenewalPolicy(t *testing.T) {
 				return open
 			}, wantWhy: "no reason to issue"},
 		{name: "window open at the renewal time: renews then", spec: window("* * * * *", "", time.Hour),
-			now: func(f *fixture) time.Time { return f.renewAt() }, wantIssue: true},
+			now: func(f *triggerFixture) time.Time { return f.renewAt() }, wantIssue: true},
 		{name: "window in a time zone", spec: window("0 3 * * *", "Asia/Tokyo", time.Hour),
-			now: func(f *fixture) time.Time { return f.renewAt() },
-			wantRequeue: func(f *fixture) time.Time {
+			now: func(f *triggerFixture) time.Time { return f.renewAt() },
+			wantRequeue: func(f *triggerFixture) time.Time {
 				tokyo, err := time.LoadLocation("Asia/Tokyo")
 				if err != nil {
 					t.Fatal(err)
@@ -71,11 +70,11 @@ func TestStepRenewalPolicy(t *testing.T) {
 			}, wantWhy: "no reason to issue"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newFixture(t, tc.spec)
+			f := newTriggerFixture(t, tc.spec)
 			f.st.Now = tc.now(f)
 			w := &ct.Writer{}
 			env, _, _ := ct.Env(ct.NewMemSecrets(), w)
-			out, err := trigger.Step(context.Background(), env, f.st)
+			out, err := certificates.TriggerStep(context.Background(), env, f.st)
 			if err != nil {
 				t.Fatalf("Step: %v", err)
 			}
@@ -109,7 +108,7 @@ func TestStepRenewalPolicy(t *testing.T) {
 // With renewal disabled the Certificate has no renewal time (status and
 // wake-ups), and an expired one is not Ready.
 func TestRenewalDisabledStatus(t *testing.T) {
-	f := newFixture(t, func(c *api.Certificate) {
+	f := newTriggerFixture(t, func(c *api.Certificate) {
 		c.Spec.Renewal = &api.CertificateRenewal{Policy: api.RenewalPolicyDisabled}
 	})
 	if rt := certificates.RenewalTime(f.st); !rt.IsZero() {

@@ -1,4 +1,4 @@
-package keymanager_test
+package certificates_test
 
 import (
 	"bytes"
@@ -13,7 +13,6 @@ import (
 	"github.com/certfn/certfn/core/api"
 	"github.com/certfn/certfn/core/certificates"
 	ct "github.com/certfn/certfn/core/certificates/certtest"
-	"github.com/certfn/certfn/core/certificates/keymanager"
 	"github.com/certfn/certfn/core/pki"
 	"github.com/certfn/certfn/core/ports"
 )
@@ -47,7 +46,7 @@ func storedKey(t *testing.T, s *ct.MemSecrets) crypto.Signer {
 
 func samePublic(a, b crypto.Signer) bool { return pki.PublicKeysEqual(a.Public(), b.Public()) }
 
-func TestStep(t *testing.T) {
+func TestKeyManagerStep(t *testing.T) {
 	ecKey := func(t *testing.T) crypto.Signer { return ct.Key(t, nil) }
 	for _, tc := range []struct {
 		name string
@@ -223,7 +222,7 @@ func TestStep(t *testing.T) {
 			st := ct.State(tc.crt, issued)
 			w := &ct.Writer{}
 			env, _, m := ct.Env(secrets, w)
-			out, err := keymanager.Step(context.Background(), env, st)
+			out, err := certificates.KeyManagerStep(context.Background(), env, st)
 			if err != nil {
 				t.Fatalf("Step: %v", err)
 			}
@@ -262,7 +261,7 @@ func TestStep(t *testing.T) {
 	}
 }
 
-func TestStepNeverOverwritesASecretItDoesNotOwn(t *testing.T) {
+func TestKeyManagerStepNeverOverwritesASecretItDoesNotOwn(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		tweak func(*ports.Secret)
@@ -277,7 +276,7 @@ func TestStepNeverOverwritesASecretItDoesNotOwn(t *testing.T) {
 			secrets := ct.NewMemSecrets(foreign)
 			w := &ct.Writer{}
 			env, _, _ := ct.Env(secrets, w)
-			out, err := keymanager.Step(context.Background(), env, ct.State(crt, nil))
+			out, err := certificates.KeyManagerStep(context.Background(), env, ct.State(crt, nil))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -298,7 +297,7 @@ func TestStepNeverOverwritesASecretItDoesNotOwn(t *testing.T) {
 // A Certificate that does not own spec.secretName (another Certificate of
 // the namespace names it and owns it) makes no key, even while Issuing is
 // True: the trigger stops its issuance.
-func TestStepNotOwnerMakesNoKey(t *testing.T) {
+func TestKeyManagerStepNotOwnerMakesNoKey(t *testing.T) {
 	other := ct.Cert(ct.Named("api")) // same creationTimestamp: first by name
 	for _, tc := range []struct {
 		name     string
@@ -330,7 +329,7 @@ func TestStepNotOwnerMakesNoKey(t *testing.T) {
 			secrets := ct.NewMemSecrets(existing...)
 			w := &ct.Writer{}
 			env, _, m := ct.Env(secrets, w)
-			out, err := keymanager.Step(context.Background(), env, ct.Sharing(ct.State(tc.crt, issued), other))
+			out, err := certificates.KeyManagerStep(context.Background(), env, ct.Sharing(ct.State(tc.crt, issued), other))
 			if err != nil || out.Wrote || len(w.Calls) != 0 || len(secrets.Calls) != 0 {
 				t.Fatalf("outcome %+v err %v writer %v secrets %v; want nothing", out, err, w.Ops(), secrets.Calls)
 			}
@@ -343,7 +342,7 @@ func TestStepNotOwnerMakesNoKey(t *testing.T) {
 
 // Create is exclusive: when another invocation created the secret between
 // our Get and Create, we adopt its key instead of overwriting it.
-func TestStepCreateRaceAdoptsTheWinnersKey(t *testing.T) {
+func TestKeyManagerStepCreateRaceAdoptsTheWinnersKey(t *testing.T) {
 	crt := issuing()
 	winner := ct.NextKeySecret(t, crt, ct.Key(t, nil))
 	secrets := ct.NewMemSecrets()
@@ -354,7 +353,7 @@ func TestStepCreateRaceAdoptsTheWinnersKey(t *testing.T) {
 	w := &ct.Writer{}
 	env, _, _ := ct.Env(secrets, w)
 	st := ct.State(crt, nil)
-	out, err := keymanager.Step(context.Background(), env, st)
+	out, err := certificates.KeyManagerStep(context.Background(), env, st)
 	if err != nil {
 		t.Fatalf("Step: %v", err)
 	}
@@ -377,7 +376,7 @@ func TestStepCreateRaceAdoptsTheWinnersKey(t *testing.T) {
 // name is unset with a write conditional on the version read, so a stale
 // reconcile loses the race and leaves no secret behind; on fresh state
 // the following step creates a new key.
-func TestStepDoesNotRecreateARecordedKeyThatIsGone(t *testing.T) {
+func TestKeyManagerStepDoesNotRecreateARecordedKeyThatIsGone(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
 		conflict bool
@@ -393,7 +392,7 @@ func TestStepDoesNotRecreateARecordedKeyThatIsGone(t *testing.T) {
 				w.Err = ports.ErrConflict
 			}
 			env, _, _ := ct.Env(secrets, w)
-			out, err := keymanager.Step(context.Background(), env, ct.State(crt, nil))
+			out, err := certificates.KeyManagerStep(context.Background(), env, ct.State(crt, nil))
 			if got := secrets.Writes(); len(got) != 0 {
 				t.Fatalf("secret writes %v: a key nothing refers to", got)
 			}
@@ -411,7 +410,7 @@ func TestStepDoesNotRecreateARecordedKeyThatIsGone(t *testing.T) {
 				t.Fatalf("Step: %+v %v", out, err)
 			}
 			// The next step, on the state it wrote, creates a new key.
-			out, err = keymanager.Step(context.Background(), env, ct.State(updates[0].Cert, nil))
+			out, err = certificates.KeyManagerStep(context.Background(), env, ct.State(updates[0].Cert, nil))
 			if err != nil || !out.Wrote || strings.Join(secrets.Writes(), ",") != "create default/"+nextKeyName {
 				t.Fatalf("second step: %+v %v, writes %v", out, err, secrets.Writes())
 			}
@@ -419,7 +418,7 @@ func TestStepDoesNotRecreateARecordedKeyThatIsGone(t *testing.T) {
 	}
 }
 
-func TestStepNothingWhenNotIssuing(t *testing.T) {
+func TestKeyManagerStepNothingWhenNotIssuing(t *testing.T) {
 	for _, crt := range []*api.Certificate{
 		ct.Cert(),
 		ct.Cert(func(c *api.Certificate) {
@@ -429,14 +428,14 @@ func TestStepNothingWhenNotIssuing(t *testing.T) {
 		secrets := ct.NewMemSecrets()
 		w := &ct.Writer{}
 		env, _, _ := ct.Env(secrets, w)
-		out, err := keymanager.Step(context.Background(), env, ct.State(crt, nil))
+		out, err := certificates.KeyManagerStep(context.Background(), env, ct.State(crt, nil))
 		if err != nil || out.Wrote || !out.RequeueAt.IsZero() || len(w.Calls) != 0 || len(secrets.Calls) != 0 {
 			t.Fatalf("not issuing: outcome %+v err %v writer %v secrets %v", out, err, w.Ops(), secrets.Calls)
 		}
 	}
 }
 
-func TestStepErrors(t *testing.T) {
+func TestKeyManagerStepErrors(t *testing.T) {
 	boom := errors.New("secret store unavailable")
 	for _, tc := range []struct {
 		name   string
@@ -453,7 +452,7 @@ func TestStepErrors(t *testing.T) {
 			w := &ct.Writer{}
 			tc.setup(secrets, w)
 			env, _, _ := ct.Env(secrets, w)
-			out, err := keymanager.Step(context.Background(), env, ct.State(issuing(), nil))
+			out, err := certificates.KeyManagerStep(context.Background(), env, ct.State(issuing(), nil))
 			if !errors.Is(err, tc.target) || !strings.Contains(err.Error(), tc.ctx) || out.Wrote {
 				t.Fatalf("Step = %+v, %v; want %v with context %q", out, err, tc.target, tc.ctx)
 			}
@@ -467,7 +466,7 @@ func TestStepErrors(t *testing.T) {
 // Seed 002: when Issuing is False (a failed issuance), the owned next-key
 // secret is deleted and status.nextPrivateKeySecretName unset; a secret the
 // Certificate does not own is left alone (the field is still unset).
-func TestStepCleansUpTheNextKeyWhenNotIssuing(t *testing.T) {
+func TestKeyManagerStepCleansUpTheNextKeyWhenNotIssuing(t *testing.T) {
 	failed := func(c *api.Certificate) {
 		api.SetCondition(&c.Status.Conditions, api.Condition{Type: api.CertificateConditionIssuing, Status: api.ConditionFalse, Reason: "Failed"}, ct.T0)
 	}
@@ -493,7 +492,7 @@ func TestStepCleansUpTheNextKeyWhenNotIssuing(t *testing.T) {
 			env, _, _ := ct.Env(secrets, w)
 			st := ct.State(crt, nil)
 			st.NextRunAt = ct.T0.Add(time.Hour)
-			out, err := keymanager.Step(context.Background(), env, st)
+			out, err := certificates.KeyManagerStep(context.Background(), env, st)
 			if err != nil || !out.Wrote {
 				t.Fatalf("outcome %+v err %v, want a write", out, err)
 			}
@@ -515,12 +514,12 @@ func TestStepCleansUpTheNextKeyWhenNotIssuing(t *testing.T) {
 // secret without its first version: a concurrent Create between its two
 // calls, or one whose answer was lost) is waited for, not retried at once
 // as an error: on Cloud Run that went on into the dead-letter queue.
-func TestStepWaitsForASecretBeingCreated(t *testing.T) {
+func TestKeyManagerStepWaitsForASecretBeingCreated(t *testing.T) {
 	secrets := ct.NewMemSecrets()
 	secrets.CreateErr = ports.ErrAlreadyExists // exists, but Get finds no key
 	w := &ct.Writer{}
 	env, _, _ := ct.Env(secrets, w)
-	out, err := keymanager.Step(context.Background(), env, ct.State(issuing(), nil))
+	out, err := certificates.KeyManagerStep(context.Background(), env, ct.State(issuing(), nil))
 	if err != nil || out.Wrote || !out.RequeueAt.Equal(ct.T0.Add(certificates.FollowUpGrace)) || !strings.Contains(out.Why, "being created") {
 		t.Fatalf("Step = %+v, %v; want a wait of FollowUpGrace", out, err)
 	}

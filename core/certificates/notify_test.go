@@ -1,4 +1,4 @@
-package notify
+package certificates_test
 
 import (
 	"context"
@@ -11,9 +11,7 @@ import (
 
 	"github.com/certfn/certfn/core/api"
 	"github.com/certfn/certfn/core/certificates"
-	"github.com/certfn/certfn/core/certificates/acmimport"
 	ct "github.com/certfn/certfn/core/certificates/certtest"
-	"github.com/certfn/certfn/core/certificates/readiness"
 	"github.com/certfn/certfn/core/errs"
 	"github.com/certfn/certfn/core/memory"
 	"github.com/certfn/certfn/core/ports"
@@ -21,8 +19,8 @@ import (
 
 const day = 24 * time.Hour
 
-// fixture describes one stored Certificate, as the engine loads it.
-type fixture struct {
+// notifyFixture describes one stored Certificate, as the engine loads it.
+type notifyFixture struct {
 	rev        int           // status.revision (0: never issued)
 	notBefore  time.Duration // the leaf's, from T0 (default -1h)
 	lifetime   time.Duration // the leaf's (default 90 days)
@@ -39,10 +37,8 @@ type fixture struct {
 	sharedWith string        // another, older Certificate owning spec.secretName
 }
 
-func intp(n int) *int { return &n }
-
 // build returns the loaded state of f at T0 and the issued leaf's serial.
-func (f fixture) build(t *testing.T) (*certificates.State, string) {
+func (f notifyFixture) build(t *testing.T) (*certificates.State, string) {
 	t.Helper()
 	crt := ct.Cert()
 	if f.noRenewal {
@@ -63,7 +59,7 @@ func (f fixture) build(t *testing.T) (*certificates.State, string) {
 		}
 		ca := ct.NewCAValid(t, ct.T0.Add(-400*day), ct.T0.Add(400*day), true)
 		is := ca.IssueSecret(t, crt, nil, ct.Leaf{NotBefore: nb, NotAfter: nb.Add(life)})
-		serial = acmimport.FormatSerial(is.Leaf.SerialNumber)
+		serial = certificates.FormatACMSerial(is.Leaf.SerialNumber)
 		if !f.noSecret {
 			sec = &is.Secret
 		}
@@ -107,7 +103,7 @@ func (f fixture) build(t *testing.T) (*certificates.State, string) {
 			t.Fatal(err)
 		}
 	}
-	readiness.Apply(st)
+	certificates.ApplyReadiness(st)
 	st.NextRunAt = ct.T0.Add(day)
 	if f.nextRunAt != 0 {
 		st.NextRunAt = ct.T0.Add(f.nextRunAt)
@@ -118,16 +114,16 @@ func (f fixture) build(t *testing.T) (*certificates.State, string) {
 // windowStart is when the expiry window of a leaf valid from T0+notBefore
 // for lifetime starts (its renewal time, at 2/3, is earlier).
 func windowStart(notBefore, lifetime time.Duration) time.Time {
-	return ct.T0.Add(notBefore + lifetime - DefaultExpiryWindow)
+	return ct.T0.Add(notBefore + lifetime - certificates.NotifyDefaultExpiryWindow)
 }
 
-func TestStep(t *testing.T) {
+func TestNotifyStep(t *testing.T) {
 	transient := errors.New("throttled")
 	permanent := errs.Permanentf("access denied")
 	cases := []struct {
 		name       string
-		f          fixture
-		window     time.Duration // default DefaultExpiryWindow; <0: 0 (off)
+		f          notifyFixture
+		window     time.Duration // default certificates.NotifyDefaultExpiryWindow; <0: 0 (off)
 		noNotifier bool
 		fail       error
 		wantTypes  []ports.NotificationType // published
@@ -137,9 +133,9 @@ func TestStep(t *testing.T) {
 		wantWhy    string    // substring of Outcome.Why
 		check      func(t *testing.T, st *certificates.State, sent []ports.Notification, w *ct.Writer)
 	}{
-		{name: "no notifier: nothing, written or said", f: fixture{rev: 1}, noNotifier: true, wantWhy: "notifications are off"},
-		{name: "never issued: nothing", f: fixture{}, wantWhy: "nothing to notify"},
-		{name: "first revision: Certificate Issued", f: fixture{rev: 1}, wantTypes: []ports.NotificationType{ports.NotificationIssued}, wantWrite: true,
+		{name: "no notifier: nothing, written or said", f: notifyFixture{rev: 1}, noNotifier: true, wantWhy: "notifications are off"},
+		{name: "never issued: nothing", f: notifyFixture{}, wantWhy: "nothing to notify"},
+		{name: "first revision: Certificate Issued", f: notifyFixture{rev: 1}, wantTypes: []ports.NotificationType{ports.NotificationIssued}, wantWrite: true,
 			check: func(t *testing.T, st *certificates.State, sent []ports.Notification, w *ct.Writer) {
 				if nr := w.LastCert().Status.NotifiedRevision; nr == nil || *nr != 1 {
 					t.Errorf("notifiedRevision = %v, want 1", nr)
@@ -155,20 +151,20 @@ func TestStep(t *testing.T) {
 					t.Errorf("written nextRunAt = %v, want the record's T0+24h", got)
 				}
 			}},
-		{name: "later revision: Certificate Renewed", f: fixture{rev: 3, notified: intp(2)}, wantTypes: []ports.NotificationType{ports.NotificationRenewed}, wantWrite: true},
-		{name: "revision already announced: wakes when the expiry window starts", f: fixture{rev: 2, notified: intp(2)}, wantWhy: "nothing to notify",
+		{name: "later revision: Certificate Renewed", f: notifyFixture{rev: 3, notified: intp(2)}, wantTypes: []ports.NotificationType{ports.NotificationRenewed}, wantWrite: true},
+		{name: "revision already announced: wakes when the expiry window starts", f: notifyFixture{rev: 2, notified: intp(2)}, wantWhy: "nothing to notify",
 			wantWake: windowStart(-time.Hour, 90*day)},
-		{name: "fresh revision without a recorded one: announced", f: fixture{rev: 4}, wantTypes: []ports.NotificationType{ports.NotificationRenewed}, wantWrite: true},
+		{name: "fresh revision without a recorded one: announced", f: notifyFixture{rev: 4}, wantTypes: []ports.NotificationType{ports.NotificationRenewed}, wantWrite: true},
 		{name: "old revision without a recorded one (notifications just enabled): silent, nothing written",
-			f: fixture{rev: 2, notBefore: -30 * day, issuedAgo: 30 * day}, wantWhy: "before notifications were on", wantWake: windowStart(-30*day, 90*day)},
+			f: notifyFixture{rev: 2, notBefore: -30 * day, issuedAgo: 30 * day}, wantWhy: "before notifications were on", wantWake: windowStart(-30*day, 90*day)},
 		{name: "old revision, a newer one than recorded: silent (missed while off)",
-			f: fixture{rev: 5, notified: intp(3), notBefore: -8 * day, issuedAgo: 8 * day}, wantWhy: "not announced", wantWake: windowStart(-8*day, 90*day)},
-		{name: "no request left: the certificate's notBefore dates the revision", f: fixture{rev: 1, issuedAgo: -1},
+			f: notifyFixture{rev: 5, notified: intp(3), notBefore: -8 * day, issuedAgo: 8 * day}, wantWhy: "not announced", wantWake: windowStart(-8*day, 90*day)},
+		{name: "no request left: the certificate's notBefore dates the revision", f: notifyFixture{rev: 1, issuedAgo: -1},
 			wantTypes: []ports.NotificationType{ports.NotificationIssued}, wantWrite: true},
-		{name: "no request left, old notBefore: silent", f: fixture{rev: 1, issuedAgo: -1, notBefore: -10 * day}, wantWhy: "not announced",
+		{name: "no request left, old notBefore: silent", f: notifyFixture{rev: 1, issuedAgo: -1, notBefore: -10 * day}, wantWhy: "not announced",
 			wantWake: windowStart(-10*day, 90*day)},
-		{name: "revision without its secret: waits", f: fixture{rev: 1, noSecret: true}, wantWhy: "once its secret holds a valid certificate"},
-		{name: "failed issuance (denied): Certificate Issuance Failed", f: fixture{rev: 1, notified: intp(1), failureAgo: time.Minute, failures: 2, denied: true},
+		{name: "revision without its secret: waits", f: notifyFixture{rev: 1, noSecret: true}, wantWhy: "once its secret holds a valid certificate"},
+		{name: "failed issuance (denied): Certificate Issuance Failed", f: notifyFixture{rev: 1, notified: intp(1), failureAgo: time.Minute, failures: 2, denied: true},
 			wantTypes: []ports.NotificationType{ports.NotificationFailed}, wantWrite: true,
 			check: func(t *testing.T, st *certificates.State, sent []ports.Notification, w *ct.Writer) {
 				n := sent[0]
@@ -181,7 +177,7 @@ func TestStep(t *testing.T) {
 					t.Errorf("notifiedFailureTime = %v, want %v", got, ft)
 				}
 			}},
-		{name: "failed first issuance: no certificate to describe", f: fixture{failureAgo: time.Minute},
+		{name: "failed first issuance: no certificate to describe", f: notifyFixture{failureAgo: time.Minute},
 			wantTypes: []ports.NotificationType{ports.NotificationFailed}, wantWrite: true,
 			check: func(t *testing.T, st *certificates.State, sent []ports.Notification, w *ct.Writer) {
 				n := sent[0]
@@ -193,13 +189,13 @@ func TestStep(t *testing.T) {
 					t.Errorf("written nextRunAt = %v", got)
 				}
 			}},
-		{name: "failure already announced: nothing", f: fixture{rev: 1, notified: intp(1), failureAgo: time.Minute, notedFail: true}, wantWhy: "nothing to notify",
+		{name: "failure already announced: nothing", f: notifyFixture{rev: 1, notified: intp(1), failureAgo: time.Minute, notedFail: true}, wantWhy: "nothing to notify",
 			wantWake: windowStart(-time.Hour, 90*day)},
-		{name: "old failure (notifications just enabled): silent", f: fixture{rev: 1, notified: intp(1), failureAgo: 8 * day}, wantWhy: "failed issuance",
+		{name: "old failure (notifications just enabled): silent", f: notifyFixture{rev: 1, notified: intp(1), failureAgo: 8 * day}, wantWhy: "failed issuance",
 			wantWake: windowStart(-time.Hour, 90*day)},
-		{name: "a new revision goes before a failure", f: fixture{rev: 2, notified: intp(1), failureAgo: time.Minute},
+		{name: "a new revision goes before a failure", f: notifyFixture{rev: 2, notified: intp(1), failureAgo: time.Minute},
 			wantTypes: []ports.NotificationType{ports.NotificationRenewed}, wantWrite: true},
-		{name: "expiring, renewal overdue: Certificate Approaching Expiration", f: fixture{rev: 1, notified: intp(1), notBefore: -80 * day, issuedAgo: 80 * day},
+		{name: "expiring, renewal overdue: Certificate Approaching Expiration", f: notifyFixture{rev: 1, notified: intp(1), notBefore: -80 * day, issuedAgo: 80 * day},
 			wantTypes: []ports.NotificationType{ports.NotificationExpiring}, wantWrite: true,
 			check: func(t *testing.T, st *certificates.State, sent []ports.Notification, w *ct.Writer) {
 				if got := w.LastCert().Status.NotifiedExpiryTime; got == nil || !got.Equal(ct.T0) {
@@ -212,24 +208,24 @@ func TestStep(t *testing.T) {
 					t.Errorf("written nextRunAt = %v, want the next UTC midnight %v", got, want)
 				}
 			}},
-		{name: "expiring, renewal disabled", f: fixture{rev: 1, notified: intp(1), notBefore: -80 * day, issuedAgo: 80 * day, noRenewal: true},
+		{name: "expiring, renewal disabled", f: notifyFixture{rev: 1, notified: intp(1), notBefore: -80 * day, issuedAgo: 80 * day, noRenewal: true},
 			wantTypes: []ports.NotificationType{ports.NotificationExpiring}, wantWrite: true},
-		{name: "expiring, published today: wakes at midnight", f: fixture{rev: 1, notified: intp(1), notBefore: -80 * day, issuedAgo: 80 * day, expiryAgo: 11 * time.Hour},
+		{name: "expiring, published today: wakes at midnight", f: notifyFixture{rev: 1, notified: intp(1), notBefore: -80 * day, issuedAgo: 80 * day, expiryAgo: 11 * time.Hour},
 			wantWake: time.Date(2026, 1, 2, 0, 0, 0, 0, time.UTC), wantWhy: "today's approaching-expiration event"},
-		{name: "expiring, published yesterday: again", f: fixture{rev: 1, notified: intp(1), notBefore: -80 * day, issuedAgo: 80 * day, expiryAgo: 13 * time.Hour},
+		{name: "expiring, published yesterday: again", f: notifyFixture{rev: 1, notified: intp(1), notBefore: -80 * day, issuedAgo: 80 * day, expiryAgo: 13 * time.Hour},
 			wantTypes: []ports.NotificationType{ports.NotificationExpiring}, wantWrite: true},
-		{name: "expiring, the window off", f: fixture{rev: 1, notified: intp(1), notBefore: -80 * day, issuedAgo: 80 * day}, window: -1, wantWhy: "nothing to notify"},
-		{name: "before the window: wakes at its start", f: fixture{rev: 1, notified: intp(1), notBefore: -50 * day, issuedAgo: 50 * day, noRenewal: true},
+		{name: "expiring, the window off", f: notifyFixture{rev: 1, notified: intp(1), notBefore: -80 * day, issuedAgo: 80 * day}, window: -1, wantWhy: "nothing to notify"},
+		{name: "before the window: wakes at its start", f: notifyFixture{rev: 1, notified: intp(1), notBefore: -50 * day, issuedAgo: 50 * day, noRenewal: true},
 			wantWake: ct.T0.Add(-50*day + 90*day - 14*day)},
 		{name: "in the window, renewal still ahead: wakes an hour after the renewal time",
-			f:        fixture{rev: 1, notified: intp(1), notBefore: -time.Hour, lifetime: day},
-			wantWake: ct.T0.Add(-time.Hour + 16*time.Hour + RenewalGrace)},
-		{name: "the secret is another Certificate's: not announced as expiring", f: fixture{rev: 1, notified: intp(1), notBefore: -80 * day, issuedAgo: 80 * day, sharedWith: "aaa"},
+			f:        notifyFixture{rev: 1, notified: intp(1), notBefore: -time.Hour, lifetime: day},
+			wantWake: ct.T0.Add(-time.Hour + 16*time.Hour + certificates.NotifyRenewalGrace)},
+		{name: "the secret is another Certificate's: not announced as expiring", f: notifyFixture{rev: 1, notified: intp(1), notBefore: -80 * day, issuedAgo: 80 * day, sharedWith: "aaa"},
 			wantWhy: "nothing to notify"},
-		{name: "expired: no more events", f: fixture{rev: 1, notified: intp(1), notBefore: -91 * day, issuedAgo: 91 * day, noRenewal: true}, wantWhy: "has expired"},
-		{name: "transient failure: returned, nothing written", f: fixture{rev: 1}, fail: transient, wantErr: true},
-		{name: "permanent failure: counted, retried in an hour, nothing written", f: fixture{rev: 1}, fail: permanent,
-			wantWake: ct.T0.Add(PermanentRetry), wantWhy: "failed permanently",
+		{name: "expired: no more events", f: notifyFixture{rev: 1, notified: intp(1), notBefore: -91 * day, issuedAgo: 91 * day, noRenewal: true}, wantWhy: "has expired"},
+		{name: "transient failure: returned, nothing written", f: notifyFixture{rev: 1}, fail: transient, wantErr: true},
+		{name: "permanent failure: counted, retried in an hour, nothing written", f: notifyFixture{rev: 1}, fail: permanent,
+			wantWake: ct.T0.Add(certificates.NotifyPermanentRetry), wantWhy: "failed permanently",
 			check: func(t *testing.T, st *certificates.State, sent []ports.Notification, w *ct.Writer) {
 				if st.Cert.Status.NotifiedRevision != nil {
 					t.Error("a failed publication was recorded")
@@ -245,14 +241,14 @@ func TestStep(t *testing.T) {
 			if !tc.noNotifier {
 				env.Notifier = notifier
 			}
-			env.NotifyExpiryWindow = DefaultExpiryWindow
+			env.NotifyExpiryWindow = certificates.NotifyDefaultExpiryWindow
 			if tc.window < 0 {
 				env.NotifyExpiryWindow = 0
 			}
 			if tc.fail != nil {
 				notifier.FailWith(func(ports.Notification) error { return tc.fail })
 			}
-			out, err := Step(context.Background(), env, st)
+			out, err := certificates.NotifyStep(context.Background(), env, st)
 			if (err != nil) != tc.wantErr {
 				t.Fatalf("Step error = %v, want error %v", err, tc.wantErr)
 			}
@@ -277,11 +273,11 @@ func TestStep(t *testing.T) {
 				t.Errorf("Why = %q, want it to contain %q", out.Why, tc.wantWhy)
 			}
 			for _, n := range sent {
-				if got := m.Get(fmt.Sprintf("%s{result=published,type=%s}", MetricNotifications, n.Type)); got != 1 {
-					t.Errorf("metric %s published %s = %v, want 1", MetricNotifications, n.Type, got)
+				if got := m.Get(fmt.Sprintf("%s{result=published,type=%s}", certificates.MetricNotifications, n.Type)); got != 1 {
+					t.Errorf("metric %s published %s = %v, want 1", certificates.MetricNotifications, n.Type, got)
 				}
 			}
-			if tc.fail != nil && errs.IsPermanent(tc.fail) && (m.Get(MetricNotifications+"{result=failed,type=Issued}") != 1 || m.Get(MetricNotificationFailures) != 1) {
+			if tc.fail != nil && errs.IsPermanent(tc.fail) && (m.Get(certificates.MetricNotifications+"{result=failed,type=Issued}") != 1 || m.Get(certificates.MetricNotificationFailures) != 1) {
 				t.Errorf("permanent failure not counted: %v", m.Counts)
 			}
 			if tc.check != nil {
@@ -291,7 +287,7 @@ func TestStep(t *testing.T) {
 	}
 }
 
-// stored runs Step as the engine does, invocation after invocation: each
+// stored runs certificates.NotifyStep as the engine does, invocation after invocation: each
 // one loads the stored Certificate afresh, and a successful write replaces
 // it.
 type stored struct {
@@ -303,7 +299,7 @@ type stored struct {
 	writeErr error // the next write fails with it (then succeeds again)
 }
 
-func newStored(t *testing.T, f fixture) *stored {
+func newStored(t *testing.T, f notifyFixture) *stored {
 	st, _ := f.build(t)
 	return &stored{t: t, cert: st.Cert, secret: st.Secret, reqs: st.Requests, notifier: memory.NewNotifier()}
 }
@@ -316,8 +312,8 @@ func (s *stored) invoke(now time.Time) (certificates.Outcome, []ports.Notificati
 	w := &ct.Writer{Err: s.writeErr}
 	s.writeErr = nil
 	env, _, _ := ct.Env(ct.NewMemSecrets(), w)
-	env.Notifier, env.NotifyExpiryWindow = s.notifier, DefaultExpiryWindow
-	out, err := Step(context.Background(), env, st)
+	env.Notifier, env.NotifyExpiryWindow = s.notifier, certificates.NotifyDefaultExpiryWindow
+	out, err := certificates.NotifyStep(context.Background(), env, st)
 	if c := w.LastCert(); c != nil {
 		s.cert = c
 	}
@@ -327,9 +323,9 @@ func (s *stored) invoke(now time.Time) (certificates.Outcome, []ports.Notificati
 // The events of one Certificate: each published once per invocation, in
 // order (revision, failure, expiry), with duplicates only after a lost
 // record.
-func TestStepSequence(t *testing.T) {
+func TestNotifyStepSequence(t *testing.T) {
 	t.Run("duplicate invocations publish once", func(t *testing.T) {
-		s := newStored(t, fixture{rev: 1})
+		s := newStored(t, notifyFixture{rev: 1})
 		for i, want := range []int{1, 0, 0} {
 			out, sent, err := s.invoke(ct.T0)
 			if err != nil || len(sent) != want || out.Wrote != (want == 1) {
@@ -339,7 +335,7 @@ func TestStepSequence(t *testing.T) {
 	})
 
 	t.Run("crash after publishing: published again, then recorded", func(t *testing.T) {
-		s := newStored(t, fixture{rev: 2, notified: intp(1)})
+		s := newStored(t, notifyFixture{rev: 2, notified: intp(1)})
 		s.writeErr = ports.ErrConflict // the record is lost (a lost race, a crash)
 		_, first, err := s.invoke(ct.T0)
 		if !errors.Is(err, ports.ErrConflict) || len(first) != 1 {
@@ -355,7 +351,7 @@ func TestStepSequence(t *testing.T) {
 	})
 
 	t.Run("crash before publishing: nothing lost", func(t *testing.T) {
-		s := newStored(t, fixture{rev: 1})
+		s := newStored(t, notifyFixture{rev: 1})
 		s.notifier.FailWith(func(ports.Notification) error { return errors.New("connection reset") })
 		if _, sent, err := s.invoke(ct.T0); err == nil || len(sent) != 0 {
 			t.Fatalf("published %d, err %v; want nothing and the error", len(sent), err)
@@ -370,7 +366,7 @@ func TestStepSequence(t *testing.T) {
 		// Renewed to revision 2 long ago and about to expire, a renewal
 		// failed a minute ago: revision 2 is too old to announce; the
 		// failure and the expiry are not.
-		s := newStored(t, fixture{rev: 2, notified: intp(1), notBefore: -80 * day, issuedAgo: 80 * day, failureAgo: time.Minute, failures: 3})
+		s := newStored(t, notifyFixture{rev: 2, notified: intp(1), notBefore: -80 * day, issuedAgo: 80 * day, failureAgo: time.Minute, failures: 3})
 		var got []ports.NotificationType
 		now := ct.T0
 		for i := 0; i < 4; i++ {

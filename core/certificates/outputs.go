@@ -1,4 +1,4 @@
-package issuing
+package certificates
 
 import (
 	"context"
@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/certfn/certfn/core/api"
-	"github.com/certfn/certfn/core/certificates"
 )
 
 // optionalOutputs maps each optional secret key to whether spec asks for it.
@@ -37,7 +36,7 @@ const certManagerAnnotationPrefix = "cert-manager.io/"
 // secretTemplate labels and annotations added, changed or removed, the
 // certificate-name annotation naming another Certificate); empty when it
 // has. Fixing that needs no new certificate, only a rewrite of the secret.
-func OutputsStale(st *certificates.State) string {
+func OutputsStale(st *State) string {
 	sec := st.Secret
 	for k, want := range optionalOutputs(&st.Cert.Spec) {
 		if _, have := sec.Data[k]; have != want {
@@ -53,7 +52,7 @@ func OutputsStale(st *certificates.State) string {
 	}
 	if n := sec.Annotations[api.AnnotationCertificateName]; n != "" && n != st.Cert.Name {
 		// Written by a Certificate that owned the secret before this one
-		// (see certificates.SecretOwner): the secret must name its owner.
+		// (see SecretOwner): the secret must name its owner.
 		return "annotation " + api.AnnotationCertificateName + " names Certificate " + n
 	}
 	var tl, ta map[string]string
@@ -91,27 +90,27 @@ func OutputsStale(st *certificates.State) string {
 
 // OutputsStep rewrites a valid, current secret whose outputs are stale,
 // from the key and certificate it already holds (no new issuance).
-func OutputsStep(ctx context.Context, env *certificates.Env, st *certificates.State) (certificates.Outcome, error) {
+func OutputsStep(ctx context.Context, env *Env, st *State) (Outcome, error) {
 	if st.IsIssuing() {
-		return certificates.Outcome{Why: "issuing: the outputs are written with the new certificate"}, nil
+		return Outcome{Why: "issuing: the outputs are written with the new certificate"}, nil
 	}
 	if err := st.LoadSecret(ctx); err != nil || st.Secret == nil {
-		return certificates.Outcome{}, err
+		return Outcome{}, err
 	}
 	own, err := st.Ownership(ctx)
 	if err != nil {
-		return certificates.Outcome{}, err
+		return Outcome{}, err
 	}
 	if !own.Owns(st.Cert.Name) {
-		return certificates.Outcome{Why: "not the owner of the secret: its outputs are the owner's"}, nil
+		return Outcome{Why: "not the owner of the secret: its outputs are the owner's"}, nil
 	}
 	issued, _ := st.Parse()
 	if issued == nil || OutputsStale(st) == "" {
-		return certificates.Outcome{Why: "the secret's outputs are up to date"}, nil
+		return Outcome{Why: "the secret's outputs are up to date"}, nil
 	}
 	sec, err := BuildSecret(ctx, env, st.Cert, issued.Key, st.Secret.Data["tls.crt"], st.Secret.Data["ca.crt"])
 	if err != nil {
-		return certificates.Outcome{}, err
+		return Outcome{}, err
 	}
 	// Keep the issuer annotations of the stored certificate.
 	for _, k := range []string{api.AnnotationIssuerName, api.AnnotationIssuerKind, api.AnnotationIssuerGroup} {
@@ -120,8 +119,8 @@ func OutputsStep(ctx context.Context, env *certificates.Env, st *certificates.St
 		}
 	}
 	if err := env.Secrets.Put(ctx, sec); err != nil {
-		return certificates.Outcome{}, fmt.Errorf("rewrite secret %s/%s: %w", sec.Namespace, sec.Name, err)
+		return Outcome{}, fmt.Errorf("rewrite secret %s/%s: %w", sec.Namespace, sec.Name, err)
 	}
 	st.SetSecret(&sec)
-	return certificates.Outcome{Wrote: true}, env.Writer.Enqueue(ctx, st.Key(), 0)
+	return Outcome{Wrote: true}, env.Writer.Enqueue(ctx, st.Key(), 0)
 }

@@ -1,4 +1,4 @@
-package requestmanager_test
+package certificates_test
 
 import (
 	"context"
@@ -10,42 +10,40 @@ import (
 	"time"
 
 	"github.com/certfn/certfn/core/api"
+	"github.com/certfn/certfn/core/certificates"
 	ct "github.com/certfn/certfn/core/certificates/certtest"
-	"github.com/certfn/certfn/core/certificates/requestmanager"
 	"github.com/certfn/certfn/core/pki"
 	"github.com/certfn/certfn/core/ports"
 )
 
-const nextKeyName = "web-next-private-key"
-
 // issuingAt is when Issuing last became True in these tests.
 var issuingAt = ct.T0.Add(-time.Minute)
 
-type fixture struct {
+type requestFixture struct {
 	crt     *api.Certificate
 	key     crypto.Signer // the next private key
 	secrets *ct.MemSecrets
 }
 
-func newFixture(t *testing.T, opts ...func(*api.Certificate)) *fixture {
+func newRequestFixture(t *testing.T, opts ...func(*api.Certificate)) *requestFixture {
 	t.Helper()
 	base := []func(*api.Certificate){ct.WithIssuing("Renewing", issuingAt), ct.WithNextKey(nextKeyName)}
-	f := &fixture{crt: ct.Cert(append(base, opts...)...), key: ct.Key(t, nil)}
+	f := &requestFixture{crt: ct.Cert(append(base, opts...)...), key: ct.Key(t, nil)}
 	f.secrets = ct.NewMemSecrets(ct.NextKeySecret(t, f.crt, f.key))
 	return f
 }
 
-func TestStepCreatesTheRequestForTheNextRevision(t *testing.T) {
+func TestRequestManagerStepCreatesTheRequestForTheNextRevision(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
 		opts     []func(*api.Certificate)
-		existing func(t *testing.T, f *fixture) []*api.CertificateRequest
+		existing func(t *testing.T, f *requestFixture) []*api.CertificateRequest
 		wantName string
 		wantRev  string
 	}{
 		{"first issuance", nil, nil, "web-1", "1"},
 		{"renewal of revision 2 keeps the current request", []func(*api.Certificate){ct.WithRevision(2)},
-			func(t *testing.T, f *fixture) []*api.CertificateRequest {
+			func(t *testing.T, f *requestFixture) []*api.CertificateRequest {
 				return []*api.CertificateRequest{ct.Request(t, f.crt, ct.Key(t, nil), 2, ct.Issued(nil, nil, ct.T0.Add(-48*time.Hour)))}
 			}, "web-3", "3"},
 		{"CA certificate with usages and a duration", []func(*api.Certificate){func(c *api.Certificate) {
@@ -56,14 +54,14 @@ func TestStepCreatesTheRequestForTheNextRevision(t *testing.T) {
 		}}, nil, "web-1", "1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newFixture(t, tc.opts...)
+			f := newRequestFixture(t, tc.opts...)
 			var reqs []*api.CertificateRequest
 			if tc.existing != nil {
 				reqs = tc.existing(t, f)
 			}
 			w := &ct.Writer{}
 			env, _, _ := ct.Env(f.secrets, w)
-			out, err := requestmanager.Step(context.Background(), env, ct.State(f.crt, nil, reqs...))
+			out, err := certificates.RequestManagerStep(context.Background(), env, ct.State(f.crt, nil, reqs...))
 			if err != nil {
 				t.Fatalf("Step: %v", err)
 			}
@@ -107,44 +105,44 @@ func TestStepCreatesTheRequestForTheNextRevision(t *testing.T) {
 	}
 }
 
-func TestStepDeletesStaleRequests(t *testing.T) {
+func TestRequestManagerStepDeletesStaleRequests(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		reqs func(t *testing.T, f *fixture) []*api.CertificateRequest
+		reqs func(t *testing.T, f *requestFixture) []*api.CertificateRequest
 		want string // the deleted request
 	}{
-		{"no revision annotation", func(t *testing.T, f *fixture) []*api.CertificateRequest {
+		{"no revision annotation", func(t *testing.T, f *requestFixture) []*api.CertificateRequest {
 			return []*api.CertificateRequest{ct.Request(t, f.crt, f.key, 1, ct.WithName("legacy"), ct.WithoutRevision())}
 		}, "legacy"},
-		{"revision ahead of the next one", func(t *testing.T, f *fixture) []*api.CertificateRequest {
+		{"revision ahead of the next one", func(t *testing.T, f *requestFixture) []*api.CertificateRequest {
 			return []*api.CertificateRequest{ct.Request(t, f.crt, f.key, 1), ct.Request(t, f.crt, f.key, 5)}
 		}, "web-5"},
-		{"duplicates for the same revision: all but the first by name", func(t *testing.T, f *fixture) []*api.CertificateRequest {
+		{"duplicates for the same revision: all but the first by name", func(t *testing.T, f *requestFixture) []*api.CertificateRequest {
 			return []*api.CertificateRequest{ct.Request(t, f.crt, f.key, 1, ct.WithName("web-1-b")), ct.Request(t, f.crt, f.key, 1)}
 		}, "web-1-b"},
-		{"public key does not match the next private key", func(t *testing.T, f *fixture) []*api.CertificateRequest {
+		{"public key does not match the next private key", func(t *testing.T, f *requestFixture) []*api.CertificateRequest {
 			return []*api.CertificateRequest{ct.Request(t, f.crt, ct.Key(t, nil), 1)}
 		}, "web-1"},
-		{"spec changed since the request was made", func(t *testing.T, f *fixture) []*api.CertificateRequest {
+		{"spec changed since the request was made", func(t *testing.T, f *requestFixture) []*api.CertificateRequest {
 			old := ct.Cert(ct.WithDNSNames("old.example.com"))
 			return []*api.CertificateRequest{ct.Request(t, old, f.key, 1)}
 		}, "web-1"},
-		{"issuer changed since the request was made", func(t *testing.T, f *fixture) []*api.CertificateRequest {
+		{"issuer changed since the request was made", func(t *testing.T, f *requestFixture) []*api.CertificateRequest {
 			old := ct.Cert(ct.WithIssuerRef("old", api.KindClusterIssuer))
 			return []*api.CertificateRequest{ct.Request(t, old, f.key, 1)}
 		}, "web-1"},
-		{"failed before the issuance was triggered", func(t *testing.T, f *fixture) []*api.CertificateRequest {
+		{"failed before the issuance was triggered", func(t *testing.T, f *requestFixture) []*api.CertificateRequest {
 			return []*api.CertificateRequest{ct.Request(t, f.crt, f.key, 1, ct.Failed("old failure", issuingAt.Add(-time.Hour)))}
 		}, "web-1"},
-		{"denied before the issuance was triggered", func(t *testing.T, f *fixture) []*api.CertificateRequest {
+		{"denied before the issuance was triggered", func(t *testing.T, f *requestFixture) []*api.CertificateRequest {
 			return []*api.CertificateRequest{ct.Request(t, f.crt, f.key, 1, ct.Denied("no", issuingAt.Add(-time.Hour)))}
 		}, "web-1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newFixture(t)
+			f := newRequestFixture(t)
 			w := &ct.Writer{}
 			env, _, _ := ct.Env(f.secrets, w)
-			out, err := requestmanager.Step(context.Background(), env, ct.State(f.crt, nil, tc.reqs(t, f)...))
+			out, err := certificates.RequestManagerStep(context.Background(), env, ct.State(f.crt, nil, tc.reqs(t, f)...))
 			if err != nil {
 				t.Fatalf("Step: %v", err)
 			}
@@ -156,25 +154,25 @@ func TestStepDeletesStaleRequests(t *testing.T) {
 	}
 }
 
-func TestStepLeavesAMatchingRequestAlone(t *testing.T) {
+func TestRequestManagerStepLeavesAMatchingRequestAlone(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		opt  func(f *fixture) func(*api.CertificateRequest)
+		opt  func(f *requestFixture) func(*api.CertificateRequest)
 	}{
-		{"pending", func(*fixture) func(*api.CertificateRequest) { return func(*api.CertificateRequest) {} }},
-		{"approved", func(*fixture) func(*api.CertificateRequest) { return ct.Approved(ct.T0) }},
-		{"failed after the trigger (issuing records it)", func(*fixture) func(*api.CertificateRequest) {
+		{"pending", func(*requestFixture) func(*api.CertificateRequest) { return func(*api.CertificateRequest) {} }},
+		{"approved", func(*requestFixture) func(*api.CertificateRequest) { return ct.Approved(ct.T0) }},
+		{"failed after the trigger (issuing records it)", func(*requestFixture) func(*api.CertificateRequest) {
 			return ct.Failed("boom", issuingAt.Add(time.Second))
 		}},
-		{"issued", func(*fixture) func(*api.CertificateRequest) { return ct.Issued([]byte("x"), nil, ct.T0) }},
+		{"issued", func(*requestFixture) func(*api.CertificateRequest) { return ct.Issued([]byte("x"), nil, ct.T0) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newFixture(t, ct.WithRevision(1))
+			f := newRequestFixture(t, ct.WithRevision(1))
 			current := ct.Request(t, f.crt, ct.Key(t, nil), 1) // history: another key, older revision
 			next := ct.Request(t, f.crt, f.key, 2, tc.opt(f))
 			w := &ct.Writer{}
 			env, _, _ := ct.Env(f.secrets, w)
-			out, err := requestmanager.Step(context.Background(), env, ct.State(f.crt, nil, current, next))
+			out, err := certificates.RequestManagerStep(context.Background(), env, ct.State(f.crt, nil, current, next))
 			if err != nil || out.Wrote || !out.RequeueAt.IsZero() || len(w.Calls) != 0 {
 				t.Fatalf("outcome %+v, err %v, calls %v; want nothing", out, err, w.Ops())
 			}
@@ -182,7 +180,7 @@ func TestStepLeavesAMatchingRequestAlone(t *testing.T) {
 	}
 }
 
-func TestStepNothingWithoutANextKey(t *testing.T) {
+func TestRequestManagerStepNothingWithoutANextKey(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		crt     *api.Certificate
@@ -208,7 +206,7 @@ func TestStepNothingWithoutANextKey(t *testing.T) {
 			w := &ct.Writer{}
 			env, _, _ := ct.Env(tc.secrets(t, tc.crt), w)
 			stale := ct.Request(t, tc.crt, ct.Key(t, nil), 9) // would be deleted if the step ran
-			out, err := requestmanager.Step(context.Background(), env, ct.State(tc.crt, nil, stale))
+			out, err := certificates.RequestManagerStep(context.Background(), env, ct.State(tc.crt, nil, stale))
 			if err != nil || out.Wrote || len(w.Calls) != 0 {
 				t.Fatalf("outcome %+v, err %v, calls %v; want nothing", out, err, w.Ops())
 			}
@@ -219,22 +217,22 @@ func TestStepNothingWithoutANextKey(t *testing.T) {
 // A Certificate that does not own spec.secretName (another Certificate of
 // the namespace names it and owns it) creates and deletes no request,
 // even while Issuing is True: the trigger stops its issuance.
-func TestStepNotOwnerMakesNoRequest(t *testing.T) {
+func TestRequestManagerStepNotOwnerMakesNoRequest(t *testing.T) {
 	other := ct.Cert(ct.Named("api")) // same creationTimestamp: first by name
 	for _, tc := range []struct {
 		name string
-		reqs func(t *testing.T, f *fixture) []*api.CertificateRequest
+		reqs func(t *testing.T, f *requestFixture) []*api.CertificateRequest
 	}{
-		{"first issuance (would be created)", func(*testing.T, *fixture) []*api.CertificateRequest { return nil }},
-		{"a stale request (would be deleted)", func(t *testing.T, f *fixture) []*api.CertificateRequest {
+		{"first issuance (would be created)", func(*testing.T, *requestFixture) []*api.CertificateRequest { return nil }},
+		{"a stale request (would be deleted)", func(t *testing.T, f *requestFixture) []*api.CertificateRequest {
 			return []*api.CertificateRequest{ct.Request(t, f.crt, ct.Key(t, nil), 9)}
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newFixture(t)
+			f := newRequestFixture(t)
 			w := &ct.Writer{}
 			env, _, _ := ct.Env(f.secrets, w)
-			out, err := requestmanager.Step(context.Background(), env, ct.Sharing(ct.State(f.crt, nil, tc.reqs(t, f)...), other))
+			out, err := certificates.RequestManagerStep(context.Background(), env, ct.Sharing(ct.State(f.crt, nil, tc.reqs(t, f)...), other))
 			if err != nil || out.Wrote || len(w.Calls) != 0 || !strings.Contains(out.Why, "not the owner") {
 				t.Fatalf("outcome %+v, err %v, calls %v; want nothing", out, err, w.Ops())
 			}
@@ -242,24 +240,24 @@ func TestStepNotOwnerMakesNoRequest(t *testing.T) {
 	}
 }
 
-func TestStepErrors(t *testing.T) {
+func TestRequestManagerStepErrors(t *testing.T) {
 	boom := errors.New("unavailable")
 	for _, tc := range []struct {
 		name   string
-		reqs   func(t *testing.T, f *fixture) []*api.CertificateRequest
+		reqs   func(t *testing.T, f *requestFixture) []*api.CertificateRequest
 		setup  func(w *ct.Writer, s *ct.MemSecrets)
 		target error
 		ctx    string
 	}{
 		{"create loses a race", nil, func(w *ct.Writer, _ *ct.MemSecrets) { w.Err = ports.ErrConflict },
 			ports.ErrConflict, "create CertificateRequest default/web-1"},
-		{"delete loses a race", func(t *testing.T, f *fixture) []*api.CertificateRequest {
+		{"delete loses a race", func(t *testing.T, f *requestFixture) []*api.CertificateRequest {
 			return []*api.CertificateRequest{ct.Request(t, f.crt, f.key, 4)}
 		}, func(w *ct.Writer, _ *ct.MemSecrets) { w.Err = ports.ErrConflict }, ports.ErrConflict, "delete CertificateRequest default/web-4"},
 		{"next key unreadable", nil, func(_ *ct.Writer, s *ct.MemSecrets) { s.GetErr = boom }, boom, "read next private key secret"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newFixture(t)
+			f := newRequestFixture(t)
 			w := &ct.Writer{}
 			tc.setup(w, f.secrets)
 			var reqs []*api.CertificateRequest
@@ -267,7 +265,7 @@ func TestStepErrors(t *testing.T) {
 				reqs = tc.reqs(t, f)
 			}
 			env, _, _ := ct.Env(f.secrets, w)
-			out, err := requestmanager.Step(context.Background(), env, ct.State(f.crt, nil, reqs...))
+			out, err := certificates.RequestManagerStep(context.Background(), env, ct.State(f.crt, nil, reqs...))
 			if !errors.Is(err, tc.target) || !strings.Contains(err.Error(), tc.ctx) || out.Wrote {
 				t.Fatalf("Step = %+v, %v; want %v with %q", out, err, tc.target, tc.ctx)
 			}

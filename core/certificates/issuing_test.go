@@ -1,4 +1,4 @@
-package issuing_test
+package certificates_test
 
 import (
 	"bytes"
@@ -15,16 +15,12 @@ import (
 	"github.com/certfn/certfn/core/api"
 	"github.com/certfn/certfn/core/certificates"
 	ct "github.com/certfn/certfn/core/certificates/certtest"
-	"github.com/certfn/certfn/core/certificates/issuing"
-	"github.com/certfn/certfn/core/certificates/keymanager"
 	"github.com/certfn/certfn/core/errs"
 	"github.com/certfn/certfn/core/pki"
 	"github.com/certfn/certfn/core/ports"
 )
 
-const nextKeyName = "web-next-private-key"
-
-type fixture struct {
+type issuingFixture struct {
 	ca      *ct.CA
 	crt     *api.Certificate
 	key     crypto.Signer // next private key
@@ -33,23 +29,23 @@ type fixture struct {
 	leafPEM []byte
 }
 
-// newFixture: Issuing=True for the next revision, the next key stored, and
+// newIssuingFixture: Issuing=True for the next revision, the next key stored, and
 // a leaf for that key issued by a test CA at T0 for 90 days.
-func newFixture(t *testing.T, opts ...func(*api.Certificate)) *fixture {
+func newIssuingFixture(t *testing.T, opts ...func(*api.Certificate)) *issuingFixture {
 	t.Helper()
 	base := []func(*api.Certificate){ct.WithIssuing("Renewing", ct.T0.Add(-time.Minute)), ct.WithNextKey(nextKeyName)}
-	f := &fixture{ca: ct.NewCA(t), crt: ct.Cert(append(base, opts...)...), key: ct.Key(t, nil)}
+	f := &issuingFixture{ca: ct.NewCA(t), crt: ct.Cert(append(base, opts...)...), key: ct.Key(t, nil)}
 	f.secrets = ct.NewMemSecrets(ct.NextKeySecret(t, f.crt, f.key))
 	f.leaf, f.leafPEM = f.ca.Issue(t, f.crt, f.key, ct.Leaf{NotBefore: ct.T0, NotAfter: ct.T0.Add(90 * 24 * time.Hour)})
 	return f
 }
 
-func (f *fixture) next(t *testing.T, opts ...func(*api.CertificateRequest)) *api.CertificateRequest {
+func (f *issuingFixture) next(t *testing.T, opts ...func(*api.CertificateRequest)) *api.CertificateRequest {
 	st := ct.State(f.crt, nil)
 	return ct.Request(t, f.crt, f.key, st.NextRevision(), opts...)
 }
 
-func TestStepStoresAnIssuedCertificate(t *testing.T) {
+func TestIssuingStepStoresAnIssuedCertificate(t *testing.T) {
 	for _, tc := range []struct {
 		name        string
 		opts        []func(*api.Certificate)
@@ -83,7 +79,7 @@ func TestStepStoresAnIssuedCertificate(t *testing.T) {
 			wantKeys: []string{"ca.crt", "key.der", "keystore.p12", "tls-combined.pem", "tls.crt", "tls.key", "truststore.p12"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newFixture(t, tc.opts...)
+			f := newIssuingFixture(t, tc.opts...)
 			var reqs []*api.CertificateRequest
 			for _, rev := range tc.history {
 				reqs = append(reqs, ct.Request(t, f.crt, ct.Key(t, nil), rev, ct.Issued(nil, nil, ct.T0.Add(-time.Duration(10-rev)*time.Hour))))
@@ -92,7 +88,7 @@ func TestStepStoresAnIssuedCertificate(t *testing.T) {
 			w := &ct.Writer{}
 			env, _, m := ct.Env(f.secrets, w)
 			st := ct.State(f.crt, nil, reqs...)
-			out, err := issuing.Step(context.Background(), env, st)
+			out, err := certificates.IssuingStep(context.Background(), env, st)
 			if err != nil {
 				t.Fatalf("Step: %v", err)
 			}
@@ -210,37 +206,37 @@ func TestStepStoresAnIssuedCertificate(t *testing.T) {
 	}
 }
 
-func TestStepRecordsAFailedIssuance(t *testing.T) {
+func TestIssuingStepRecordsAFailedIssuance(t *testing.T) {
 	for _, tc := range []struct {
 		name         string
 		opts         []func(*api.Certificate)
-		req          func(t *testing.T, f *fixture) *api.CertificateRequest
+		req          func(t *testing.T, f *issuingFixture) *api.CertificateRequest
 		wantAttempts int
 		wantMsg      string
 	}{
-		{"failed request", nil, func(t *testing.T, f *fixture) *api.CertificateRequest {
+		{"failed request", nil, func(t *testing.T, f *issuingFixture) *api.CertificateRequest {
 			return f.next(t, ct.Failed("CA key unusable", ct.T0))
 		}, 1, "CA key unusable"},
-		{"denied request", nil, func(t *testing.T, f *fixture) *api.CertificateRequest {
+		{"denied request", nil, func(t *testing.T, f *issuingFixture) *api.CertificateRequest {
 			return f.next(t, ct.Denied("policy says no", ct.T0))
 		}, 1, "policy says no"},
 		{"third failure backs off 4 h", []func(*api.Certificate){ct.WithFailures(2, ct.T0.Add(-3*time.Hour))},
-			func(t *testing.T, f *fixture) *api.CertificateRequest {
+			func(t *testing.T, f *issuingFixture) *api.CertificateRequest {
 				return f.next(t, ct.Failed("again", ct.T0))
 			}, 3, "again"},
-		{"issued certificate for another key", nil, func(t *testing.T, f *fixture) *api.CertificateRequest {
+		{"issued certificate for another key", nil, func(t *testing.T, f *issuingFixture) *api.CertificateRequest {
 			_, other := f.ca.Issue(t, f.crt, ct.Key(t, nil), ct.Leaf{})
 			return f.next(t, ct.Issued(other, f.ca.PEM, ct.T0))
 		}, 1, "does not match the private key"},
-		{"issued certificate unparseable", nil, func(t *testing.T, f *fixture) *api.CertificateRequest {
+		{"issued certificate unparseable", nil, func(t *testing.T, f *issuingFixture) *api.CertificateRequest {
 			return f.next(t, ct.Issued([]byte("-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n"), nil, ct.T0))
 		}, 1, "invalid certificate"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newFixture(t, tc.opts...)
+			f := newIssuingFixture(t, tc.opts...)
 			w := &ct.Writer{}
 			env, _, m := ct.Env(f.secrets, w)
-			out, err := issuing.Step(context.Background(), env, ct.State(f.crt, nil, tc.req(t, f)))
+			out, err := certificates.IssuingStep(context.Background(), env, ct.State(f.crt, nil, tc.req(t, f)))
 			if err != nil {
 				t.Fatalf("Step: %v", err)
 			}
@@ -277,49 +273,49 @@ func TestStepRecordsAFailedIssuance(t *testing.T) {
 	}
 }
 
-func TestStepWaitsOrDefers(t *testing.T) {
+func TestIssuingStepWaitsOrDefers(t *testing.T) {
 	for _, tc := range []struct {
 		name        string
 		notIssuing  bool
 		noNextKey   bool
-		reqs        func(t *testing.T, f *fixture) []*api.CertificateRequest
+		reqs        func(t *testing.T, f *issuingFixture) []*api.CertificateRequest
 		wantRequeue bool
 		sharers     []*api.Certificate // other Certificates naming the secret
 	}{
-		{name: "pending request: wait", wantRequeue: true, reqs: func(t *testing.T, f *fixture) []*api.CertificateRequest {
+		{name: "pending request: wait", wantRequeue: true, reqs: func(t *testing.T, f *issuingFixture) []*api.CertificateRequest {
 			return []*api.CertificateRequest{f.next(t)}
 		}},
-		{name: "approved, not yet signed: wait", wantRequeue: true, reqs: func(t *testing.T, f *fixture) []*api.CertificateRequest {
+		{name: "approved, not yet signed: wait", wantRequeue: true, reqs: func(t *testing.T, f *issuingFixture) []*api.CertificateRequest {
 			return []*api.CertificateRequest{f.next(t, ct.Approved(ct.T0))}
 		}},
-		{name: "public key mismatch: requestmanager's job", reqs: func(t *testing.T, f *fixture) []*api.CertificateRequest {
+		{name: "public key mismatch: requestmanager's job", reqs: func(t *testing.T, f *issuingFixture) []*api.CertificateRequest {
 			other := ct.Key(t, nil)
 			_, pemb := f.ca.Issue(t, f.crt, other, ct.Leaf{})
 			return []*api.CertificateRequest{ct.Request(t, f.crt, other, 1, ct.Issued(pemb, f.ca.PEM, ct.T0))}
 		}},
-		{name: "spec mismatch: requestmanager's job", reqs: func(t *testing.T, f *fixture) []*api.CertificateRequest {
+		{name: "spec mismatch: requestmanager's job", reqs: func(t *testing.T, f *issuingFixture) []*api.CertificateRequest {
 			old := ct.Cert(ct.WithDNSNames("old.example.com"))
 			_, pemb := f.ca.Issue(t, old, f.key, ct.Leaf{})
 			return []*api.CertificateRequest{ct.Request(t, old, f.key, 1, ct.Issued(pemb, f.ca.PEM, ct.T0))}
 		}},
-		{name: "no request for the next revision", reqs: func(t *testing.T, f *fixture) []*api.CertificateRequest { return nil }},
-		{name: "two requests for the next revision", reqs: func(t *testing.T, f *fixture) []*api.CertificateRequest {
+		{name: "no request for the next revision", reqs: func(t *testing.T, f *issuingFixture) []*api.CertificateRequest { return nil }},
+		{name: "two requests for the next revision", reqs: func(t *testing.T, f *issuingFixture) []*api.CertificateRequest {
 			return []*api.CertificateRequest{f.next(t, ct.Issued(f.leafPEM, nil, ct.T0)), f.next(t, ct.WithName("web-1-b"), ct.Issued(f.leafPEM, nil, ct.T0))}
 		}},
-		{name: "not issuing", notIssuing: true, reqs: func(t *testing.T, f *fixture) []*api.CertificateRequest {
+		{name: "not issuing", notIssuing: true, reqs: func(t *testing.T, f *issuingFixture) []*api.CertificateRequest {
 			return []*api.CertificateRequest{f.next(t, ct.Issued(f.leafPEM, nil, ct.T0))}
 		}},
-		{name: "no next key", noNextKey: true, reqs: func(t *testing.T, f *fixture) []*api.CertificateRequest {
+		{name: "no next key", noNextKey: true, reqs: func(t *testing.T, f *issuingFixture) []*api.CertificateRequest {
 			return []*api.CertificateRequest{f.next(t, ct.Issued(f.leafPEM, nil, ct.T0))}
 		}},
 		{name: "issued, but another Certificate owns the secret: never stored (the trigger stops the issuance)",
 			sharers: []*api.Certificate{ct.Cert(ct.Named("api"))},
-			reqs: func(t *testing.T, f *fixture) []*api.CertificateRequest {
+			reqs: func(t *testing.T, f *issuingFixture) []*api.CertificateRequest {
 				return []*api.CertificateRequest{f.next(t, ct.Issued(f.leafPEM, nil, ct.T0))}
 			}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newFixture(t)
+			f := newIssuingFixture(t)
 			if tc.notIssuing {
 				api.RemoveCondition(&f.crt.Status.Conditions, api.CertificateConditionIssuing)
 			}
@@ -328,7 +324,7 @@ func TestStepWaitsOrDefers(t *testing.T) {
 			}
 			w := &ct.Writer{}
 			env, _, _ := ct.Env(f.secrets, w)
-			out, err := issuing.Step(context.Background(), env, ct.Sharing(ct.State(f.crt, nil, tc.reqs(t, f)...), tc.sharers...))
+			out, err := certificates.IssuingStep(context.Background(), env, ct.Sharing(ct.State(f.crt, nil, tc.reqs(t, f)...), tc.sharers...))
 			if err != nil || out.Wrote || len(w.Calls) != 0 || len(f.secrets.Writes()) != 0 {
 				t.Fatalf("outcome %+v err %v calls %v secrets %v; want nothing", out, err, w.Ops(), f.secrets.Writes())
 			}
@@ -342,29 +338,31 @@ func TestStepWaitsOrDefers(t *testing.T) {
 	}
 }
 
-func TestStepErrors(t *testing.T) {
+func TestIssuingStepErrors(t *testing.T) {
 	boom := errors.New("secret store unavailable")
 	for _, tc := range []struct {
 		name       string
-		setup      func(f *fixture, w *ct.Writer)
+		setup      func(f *issuingFixture, w *ct.Writer)
 		target     error
 		ctx        string
 		keepNextKy bool
 	}{
-		{"secret write fails: status untouched", func(f *fixture, _ *ct.Writer) { f.secrets.PutErr = boom }, boom, "store secret default/web-tls", true},
-		{"status write loses a race: next key kept", func(_ *fixture, w *ct.Writer) { w.ErrOn = map[string]error{"UpdateCertificate": ports.ErrConflict} },
+		{"secret write fails: status untouched", func(f *issuingFixture, _ *ct.Writer) { f.secrets.PutErr = boom }, boom, "store secret default/web-tls", true},
+		{"status write loses a race: next key kept", func(_ *issuingFixture, w *ct.Writer) {
+			w.ErrOn = map[string]error{"UpdateCertificate": ports.ErrConflict}
+		},
 			ports.ErrConflict, "complete revision 1", true},
-		{"keystore password secret missing", func(f *fixture, _ *ct.Writer) {
+		{"keystore password secret missing", func(f *issuingFixture, _ *ct.Writer) {
 			f.crt.Spec.Keystores = &api.CertificateKeystores{PKCS12: &api.PKCS12Keystore{Create: true,
 				PasswordSecretRef: api.SecretKeySelector{LocalObjectReference: api.LocalObjectReference{Name: "pw"}}}}
 		}, ports.ErrNotFound, "spec.keystores.pkcs12.passwordSecretRef", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newFixture(t)
+			f := newIssuingFixture(t)
 			w := &ct.Writer{}
 			tc.setup(f, w)
 			env, _, _ := ct.Env(f.secrets, w)
-			out, err := issuing.Step(context.Background(), env, ct.State(f.crt, nil, f.next(t, ct.Issued(f.leafPEM, f.ca.PEM, ct.T0))))
+			out, err := certificates.IssuingStep(context.Background(), env, ct.State(f.crt, nil, f.next(t, ct.Issued(f.leafPEM, f.ca.PEM, ct.T0))))
 			if !errors.Is(err, tc.target) || !strings.Contains(err.Error(), tc.ctx) || out.Wrote {
 				t.Fatalf("Step = %+v, %v; want %v with %q", out, err, tc.target, tc.ctx)
 			}
@@ -383,13 +381,13 @@ func TestStepErrors(t *testing.T) {
 // the keymanager's clean-up on the Certificate's next step deletes it
 // and unsets the name. Nothing is left behind for the next issuance to
 // adopt as its "new" key.
-func TestStepLeavesAFailedNextKeyDeleteToTheCleanUp(t *testing.T) {
-	f := newFixture(t)
+func TestIssuingStepLeavesAFailedNextKeyDeleteToTheCleanUp(t *testing.T) {
+	f := newIssuingFixture(t)
 	f.secrets.DeleteErr = errors.New("secret store unavailable")
 	w := &ct.Writer{}
 	env, _, m := ct.Env(f.secrets, w)
 	st := ct.State(f.crt, nil, f.next(t, ct.Issued(f.leafPEM, f.ca.PEM, ct.T0)))
-	out, err := issuing.Step(context.Background(), env, st)
+	out, err := certificates.IssuingStep(context.Background(), env, st)
 	if err != nil || !out.Wrote {
 		t.Fatalf("Step = %+v, %v; want a write and no error", out, err)
 	}
@@ -404,7 +402,7 @@ func TestStepLeavesAFailedNextKeyDeleteToTheCleanUp(t *testing.T) {
 	}
 	// The next step: not issuing, the next key named.
 	f.secrets.DeleteErr = nil
-	out, err = keymanager.Step(context.Background(), env, st)
+	out, err = certificates.KeyManagerStep(context.Background(), env, st)
 	if err != nil || !out.Wrote {
 		t.Fatalf("keymanager.Step = %+v, %v; want its clean-up", out, err)
 	}
@@ -416,15 +414,15 @@ func TestStepLeavesAFailedNextKeyDeleteToTheCleanUp(t *testing.T) {
 	}
 }
 
-func TestStepPasswordFromSecretRef(t *testing.T) {
-	f := newFixture(t, func(c *api.Certificate) {
+func TestIssuingStepPasswordFromSecretRef(t *testing.T) {
+	f := newIssuingFixture(t, func(c *api.Certificate) {
 		c.Spec.Keystores = &api.CertificateKeystores{JKS: &api.JKSKeystore{Create: true,
 			PasswordSecretRef: api.SecretKeySelector{LocalObjectReference: api.LocalObjectReference{Name: "pw"}, Key: "jks"}}}
 	})
 	f.secrets.Set(ports.Secret{Namespace: ct.Namespace, Name: "pw", Data: map[string][]byte{"jks": []byte("s3cret!")}})
 	w := &ct.Writer{}
 	env, _, _ := ct.Env(f.secrets, w)
-	if _, err := issuing.Step(context.Background(), env, ct.State(f.crt, nil, f.next(t, ct.Issued(f.leafPEM, f.ca.PEM, ct.T0)))); err != nil {
+	if _, err := certificates.IssuingStep(context.Background(), env, ct.State(f.crt, nil, f.next(t, ct.Issued(f.leafPEM, f.ca.PEM, ct.T0)))); err != nil {
 		t.Fatalf("Step: %v", err)
 	}
 	sec, _ := f.secrets.Lookup(ct.Namespace, ct.SecretName)
@@ -432,13 +430,13 @@ func TestStepPasswordFromSecretRef(t *testing.T) {
 		t.Fatalf("JKS keystores missing: %v", sortedKeys(sec.Data))
 	}
 	// A wrong key in the password secret is an error naming the field.
-	f2 := newFixture(t, func(c *api.Certificate) {
+	f2 := newIssuingFixture(t, func(c *api.Certificate) {
 		c.Spec.Keystores = &api.CertificateKeystores{JKS: &api.JKSKeystore{Create: true,
 			PasswordSecretRef: api.SecretKeySelector{LocalObjectReference: api.LocalObjectReference{Name: "pw"}, Key: "nope"}}}
 	})
 	f2.secrets.Set(ports.Secret{Namespace: ct.Namespace, Name: "pw", Data: map[string][]byte{"jks": []byte("s3cret!")}})
 	env2, _, _ := ct.Env(f2.secrets, &ct.Writer{})
-	_, err := issuing.Step(context.Background(), env2, ct.State(f2.crt, nil, f2.next(t, ct.Issued(f2.leafPEM, f2.ca.PEM, ct.T0))))
+	_, err := certificates.IssuingStep(context.Background(), env2, ct.State(f2.crt, nil, f2.next(t, ct.Issued(f2.leafPEM, f2.ca.PEM, ct.T0))))
 	if err == nil || !strings.Contains(err.Error(), `spec.keystores.jks.passwordSecretRef: no key "nope" in a secret default/pw`) {
 		t.Fatalf("err = %v", err)
 	}
@@ -461,7 +459,7 @@ func TestKeystorePasswordErrorsAreNoOracle(t *testing.T) {
 		{"no such key", &ports.Secret{Namespace: ct.Namespace, Name: "pw", Data: map[string][]byte{"other": []byte("s3cret!")}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newFixture(t, func(c *api.Certificate) {
+			f := newIssuingFixture(t, func(c *api.Certificate) {
 				c.Spec.Keystores = &api.CertificateKeystores{PKCS12: &api.PKCS12Keystore{Create: true,
 					PasswordSecretRef: api.SecretKeySelector{LocalObjectReference: api.LocalObjectReference{Name: "pw"}, Key: "password"}}}
 			})
@@ -469,7 +467,7 @@ func TestKeystorePasswordErrorsAreNoOracle(t *testing.T) {
 				f.secrets.Set(*tc.secret)
 			}
 			env, _, _ := ct.Env(f.secrets, &ct.Writer{})
-			_, err := issuing.Step(context.Background(), env, ct.State(f.crt, nil, f.next(t, ct.Issued(f.leafPEM, f.ca.PEM, ct.T0))))
+			_, err := certificates.IssuingStep(context.Background(), env, ct.State(f.crt, nil, f.next(t, ct.Issued(f.leafPEM, f.ca.PEM, ct.T0))))
 			want := `spec.keystores.pkcs12.passwordSecretRef: no key "password" in a secret default/pw: the password secret must exist in the Certificate's namespace and hold that key`
 			if err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "s3cret") {
 				t.Fatalf("err = %v, want %q", err, want)

@@ -1,4 +1,45 @@
-// Package notify is certfn's notification step for Certificates (a certfn
+package certificates
+
+import (
+	"context"
+	"crypto/x509"
+	"fmt"
+	"time"
+
+	"github.com/certfn/certfn/core/api"
+	"github.com/certfn/certfn/core/errs"
+	"github.com/certfn/certfn/core/ports"
+)
+
+const (
+	// NotifyDefaultExpiryWindow is the deployments' default expiry window: the
+	// Terraform module's certificate_expiry_alarm_days default, 14 days.
+	NotifyDefaultExpiryWindow = 14 * 24 * time.Hour
+	// NotifyMaxAge is how old an issuance or a failure may be and still be
+	// announced (see NotifyStep).
+	NotifyMaxAge = 7 * 24 * time.Hour
+	// NotifyRenewalGrace is how long after its renewal time a Certificate that
+	// certfn renews may take before it is announced as expiring.
+	NotifyRenewalGrace = time.Hour
+	// NotifyPermanentRetry is when a permanently failed publication is tried
+	// again.
+	NotifyPermanentRetry = time.Hour
+)
+
+// MetricNotifications counts publications by type (Issued, Renewed,
+// Failed, Expiring) and result (published, failed).
+const MetricNotifications = "certfn_notifications_total"
+
+// MetricNotificationFailures counts publications that failed permanently
+// (the step does not return those errors, so the engine's
+// certfn_permanent_errors_total does not count them); AWS mode exports it
+// to CloudWatch as NotificationFailures.
+const MetricNotificationFailures = "certfn_notification_failures_total"
+
+// NotifyStep publishes the first pending event of the Certificate and records
+// it.
+//
+// It is certfn's notification step for Certificates (a certfn
 // extension): it publishes, through ports.Notifier
 // (adapters/aws/ebnotify: EventBridge), that a Certificate was issued or
 // renewed, that an issuance failed, and that its certificate approaches
@@ -23,7 +64,7 @@
 //     NotificationExpiring once per UTC day, as ACM's daily "Approaching
 //     Expiration" events; notifiedExpiryTime = now. A Certificate that
 //     certfn renews raises none before its renewal time plus
-//     RenewalGrace: a renewal on time (short-lived certificates are inside
+//     NotifyRenewalGrace: a renewal on time (short-lived certificates are inside
 //     any window their whole life) says nothing; one that fails or hangs
 //     does. The step asks to run again (Outcome.RequeueAt) when the events
 //     start and at the next UTC midnight, so no other wake-up is needed.
@@ -35,14 +76,14 @@
 //
 // Enabling notifications on a deployment that already holds Certificates
 // does not announce their old issuances: a revision or failure is
-// announced only while it is at most MaxAge old (the revision's
+// announced only while it is at most NotifyMaxAge old (the revision's
 // CertificateRequest's Ready transition time, else the certificate's
 // notBefore; the failure's lastFailureTime). Older ones are left
 // unannounced and nothing is written for them (no store write per
 // existing Certificate); their next renewal is announced. The same bound
 // keeps a deployment whose notifications were off for weeks from
 // announcing every renewal it missed, while an outage of the event bus
-// shorter than MaxAge loses nothing.
+// shorter than NotifyMaxAge loses nothing.
 //
 // Without a Notifier (Env.Notifier nil) the step does nothing and writes
 // nothing: issuance costs no extra store write with notifications off and
@@ -51,56 +92,14 @@
 // A transient publishing error is returned (the message is retried with
 // backoff). A permanent one (a permission or the event bus missing) is
 // counted (MetricNotificationFailures) and the step asks to try again
-// after PermanentRetry without returning it: returned, it would make the
+// after NotifyPermanentRetry without returning it: returned, it would make the
 // sweep run the Certificate again every minute while it is due.
-package notify
-
-import (
-	"context"
-	"crypto/x509"
-	"fmt"
-	"time"
-
-	"github.com/certfn/certfn/core/api"
-	"github.com/certfn/certfn/core/certificates"
-	"github.com/certfn/certfn/core/certificates/acmimport"
-	"github.com/certfn/certfn/core/errs"
-	"github.com/certfn/certfn/core/ports"
-)
-
-const (
-	// DefaultExpiryWindow is the deployments' default expiry window: the
-	// Terraform module's certificate_expiry_alarm_days default, 14 days.
-	DefaultExpiryWindow = 14 * 24 * time.Hour
-	// MaxAge is how old an issuance or a failure may be and still be
-	// announced (see the package comment).
-	MaxAge = 7 * 24 * time.Hour
-	// RenewalGrace is how long after its renewal time a Certificate that
-	// certfn renews may take before it is announced as expiring.
-	RenewalGrace = time.Hour
-	// PermanentRetry is when a permanently failed publication is tried
-	// again.
-	PermanentRetry = time.Hour
-)
-
-// MetricNotifications counts publications by type (Issued, Renewed,
-// Failed, Expiring) and result (published, failed).
-const MetricNotifications = "certfn_notifications_total"
-
-// MetricNotificationFailures counts publications that failed permanently
-// (the step does not return those errors, so the engine's
-// certfn_permanent_errors_total does not count them); AWS mode exports it
-// to CloudWatch as NotificationFailures.
-const MetricNotificationFailures = "certfn_notification_failures_total"
-
-// Step publishes the first pending event of the Certificate and records
-// it (see the package comment for the rules).
-func Step(ctx context.Context, env *certificates.Env, st *certificates.State) (certificates.Outcome, error) {
+func NotifyStep(ctx context.Context, env *Env, st *State) (Outcome, error) {
 	if env.Notifier == nil {
-		return certificates.Outcome{Why: "notifications are off (this deployment has no notifier)"}, nil
+		return Outcome{Why: "notifications are off (this deployment has no notifier)"}, nil
 	}
 	if err := st.LoadSecret(ctx); err != nil {
-		return certificates.Outcome{}, err
+		return Outcome{}, err
 	}
 	var leaf *x509.Certificate
 	if issued, _ := st.Parse(); issued != nil {
@@ -132,7 +131,7 @@ func Step(ctx context.Context, env *certificates.Env, st *certificates.State) (c
 	if why != "" {
 		whys = append(whys, why)
 	}
-	out := certificates.Outcome{RequeueAt: wake, Why: "nothing to notify"}
+	out := Outcome{RequeueAt: wake, Why: "nothing to notify"}
 	if len(whys) > 0 {
 		out.Why = joinWhy(whys)
 	}
@@ -148,14 +147,14 @@ func joinWhy(whys []string) string {
 }
 
 // base fills in what every notification about st says.
-func base(typ ports.NotificationType, st *certificates.State, leaf *x509.Certificate) ports.Notification {
+func base(typ ports.NotificationType, st *State, leaf *x509.Certificate) ports.Notification {
 	c := st.Cert
 	n := ports.Notification{
 		Type: typ, Certificate: st.Key(), Time: st.Now, Revision: st.CurrentRevision(),
 		IssuerRef: c.Spec.IssuerRef, SecretName: c.Spec.SecretName,
 	}
 	if leaf != nil {
-		n.Serial = acmimport.FormatSerial(leaf.SerialNumber)
+		n.Serial = FormatACMSerial(leaf.SerialNumber)
 		n.NotBefore, n.NotAfter = leaf.NotBefore.UTC(), leaf.NotAfter.UTC()
 		n.CommonName = leaf.Subject.CommonName
 		n.DNSNames = append([]string(nil), leaf.DNSNames...)
@@ -164,7 +163,7 @@ func base(typ ports.NotificationType, st *certificates.State, leaf *x509.Certifi
 }
 
 // revisionEvent returns the Issued/Renewed notification due, or why none is.
-func revisionEvent(st *certificates.State, leaf *x509.Certificate) (*ports.Notification, string) {
+func revisionEvent(st *State, leaf *x509.Certificate) (*ports.Notification, string) {
 	rev := st.CurrentRevision()
 	if rev == 0 {
 		return nil, ""
@@ -176,9 +175,9 @@ func revisionEvent(st *certificates.State, leaf *x509.Certificate) (*ports.Notif
 		return nil, fmt.Sprintf("revision %d is announced once its secret holds a valid certificate", rev)
 	}
 	at := issuedAt(st, rev, leaf)
-	if st.Now.Sub(at) > MaxAge {
+	if st.Now.Sub(at) > NotifyMaxAge {
 		return nil, fmt.Sprintf("revision %d was issued at %s, more than %s ago (before notifications were on): not announced",
-			rev, at.UTC().Format(time.RFC3339), MaxAge)
+			rev, at.UTC().Format(time.RFC3339), NotifyMaxAge)
 	}
 	typ := ports.NotificationRenewed
 	if rev == 1 {
@@ -190,7 +189,7 @@ func revisionEvent(st *certificates.State, leaf *x509.Certificate) (*ports.Notif
 
 // issuedAt is when revision rev was issued: its CertificateRequest's Ready
 // transition, else the certificate's notBefore.
-func issuedAt(st *certificates.State, rev int, leaf *x509.Certificate) time.Time {
+func issuedAt(st *State, rev int, leaf *x509.Certificate) time.Time {
 	for _, r := range st.RequestsFor(rev) {
 		c := api.FindCondition(r.CR.Status.Conditions, api.CertificateRequestConditionReady)
 		if c != nil && c.Status == api.ConditionTrue && c.Reason == api.CertificateRequestReasonIssued && c.LastTransitionTime != nil {
@@ -201,7 +200,7 @@ func issuedAt(st *certificates.State, rev int, leaf *x509.Certificate) time.Time
 }
 
 // failureEvent returns the Failed notification due, or why none is.
-func failureEvent(st *certificates.State, leaf *x509.Certificate) (*ports.Notification, string) {
+func failureEvent(st *State, leaf *x509.Certificate) (*ports.Notification, string) {
 	s := &st.Cert.Status
 	if s.LastFailureTime == nil || s.LastFailureTime.IsZero() {
 		return nil, ""
@@ -210,9 +209,9 @@ func failureEvent(st *certificates.State, leaf *x509.Certificate) (*ports.Notifi
 	if s.NotifiedFailureTime != nil && s.NotifiedFailureTime.Equal(at) {
 		return nil, ""
 	}
-	if st.Now.Sub(at) > MaxAge {
+	if st.Now.Sub(at) > NotifyMaxAge {
 		return nil, fmt.Sprintf("the failed issuance of %s is more than %s old (before notifications were on): not announced",
-			at.UTC().Format(time.RFC3339), MaxAge)
+			at.UTC().Format(time.RFC3339), NotifyMaxAge)
 	}
 	n := base(ports.NotificationFailed, st, leaf)
 	n.FailureTime = at.UTC()
@@ -220,7 +219,7 @@ func failureEvent(st *certificates.State, leaf *x509.Certificate) (*ports.Notifi
 	if s.FailedIssuanceAttempts != nil && *s.FailedIssuanceAttempts > 0 {
 		n.FailedAttempts = *s.FailedIssuanceAttempts
 	}
-	n.RetryAfter = at.Add(certificates.Backoff(n.FailedAttempts)).UTC()
+	n.RetryAfter = at.Add(Backoff(n.FailedAttempts)).UTC()
 	if c := api.FindCondition(s.Conditions, api.CertificateConditionIssuing); c != nil && c.Status == api.ConditionFalse {
 		n.Reason, n.Message = c.Reason, c.Message
 	}
@@ -242,7 +241,7 @@ func failureEvent(st *certificates.State, leaf *x509.Certificate) (*ports.Notifi
 
 // expiryEvent returns the Expiring notification due, or when the next one
 // may be (wake) and why none is now.
-func expiryEvent(env *certificates.Env, st *certificates.State, leaf *x509.Certificate) (*ports.Notification, time.Time, string) {
+func expiryEvent(env *Env, st *State, leaf *x509.Certificate) (*ports.Notification, time.Time, string) {
 	window := env.NotifyExpiryWindow
 	if window <= 0 || leaf == nil {
 		return nil, time.Time{}, ""
@@ -252,8 +251,8 @@ func expiryEvent(env *certificates.Env, st *certificates.State, leaf *x509.Certi
 		return nil, time.Time{}, "the certificate has expired: no more approaching-expiration events"
 	}
 	from := notAfter.Add(-window)
-	if renewAt := certificates.RenewalTime(st); !renewAt.IsZero() && renewAt.Add(RenewalGrace).After(from) {
-		from = renewAt.Add(RenewalGrace)
+	if renewAt := RenewalTime(st); !renewAt.IsZero() && renewAt.Add(NotifyRenewalGrace).After(from) {
+		from = renewAt.Add(NotifyRenewalGrace)
 	}
 	if now.Before(from) {
 		if !from.Before(notAfter) {
@@ -288,18 +287,18 @@ func nextDay(t time.Time) time.Time {
 
 // publish sends n and, once it was accepted, records it (record edits the
 // status) with one write.
-func publish(ctx context.Context, env *certificates.Env, st *certificates.State, n ports.Notification, record func()) (certificates.Outcome, error) {
+func publish(ctx context.Context, env *Env, st *State, n ports.Notification, record func()) (Outcome, error) {
 	if err := env.Notifier.Notify(ctx, n); err != nil {
 		if errs.IsPermanent(err) {
 			count(env, n, "failed")
 			if env.Metrics != nil {
 				env.Metrics.Inc(MetricNotificationFailures, "type", string(n.Type))
 			}
-			retry := st.Now.Add(PermanentRetry)
-			return certificates.Outcome{RequeueAt: retry,
+			retry := st.Now.Add(NotifyPermanentRetry)
+			return Outcome{RequeueAt: retry,
 				Why: fmt.Sprintf("publishing %s failed permanently (tried again after %s): %v", n, retry.UTC().Format(time.RFC3339), err)}, nil
 		}
-		return certificates.Outcome{}, fmt.Errorf("notify %s: %w", n, err)
+		return Outcome{}, fmt.Errorf("notify %s: %w", n, err)
 	}
 	count(env, n, "published")
 	record()
@@ -313,21 +312,21 @@ func publish(ctx context.Context, env *certificates.Env, st *certificates.State,
 	}
 	if n.Type == ports.NotificationExpiring {
 		if nd := nextDay(st.Now); nd.Before(n.NotAfter) {
-			next = certificates.Earliest(next, nd)
+			next = Earliest(next, nd)
 		}
 	}
 	if next.IsZero() {
-		next = st.Now.Add(certificates.FollowUpGrace)
+		next = st.Now.Add(FollowUpGrace)
 	}
 	if err := env.Writer.UpdateCertificate(ctx, st, next); err != nil {
 		// Published but not recorded: the next invocation publishes again
 		// (at least once).
-		return certificates.Outcome{}, fmt.Errorf("record the %s notification: %w", n.Type, err)
+		return Outcome{}, fmt.Errorf("record the %s notification: %w", n.Type, err)
 	}
-	return certificates.Outcome{Wrote: true}, nil
+	return Outcome{Wrote: true}, nil
 }
 
-func count(env *certificates.Env, n ports.Notification, result string) {
+func count(env *Env, n ports.Notification, result string) {
 	if env.Metrics != nil {
 		env.Metrics.Inc(MetricNotifications, "type", string(n.Type), "result", result)
 	}

@@ -1,4 +1,4 @@
-package trigger_test
+package certificates_test
 
 import (
 	"context"
@@ -9,15 +9,13 @@ import (
 	"github.com/certfn/certfn/core/api"
 	"github.com/certfn/certfn/core/certificates"
 	ct "github.com/certfn/certfn/core/certificates/certtest"
-	"github.com/certfn/certfn/core/certificates/readiness"
-	"github.com/certfn/certfn/core/certificates/trigger"
 )
 
 // Time alone never re-issues sooner than certificates.MinReissueInterval
 // after the last issuance, whatever renewBefore (a stored Certificate
 // older than its validation), the issuer's lifetime or an ACME server's
 // notBefore say; Ready says when the renewal is held.
-func TestStepNeverReissuesFasterThanTheFloor(t *testing.T) {
+func TestTriggerStepNeverReissuesFasterThanTheFloor(t *testing.T) {
 	tenMinutes := func(c *api.Certificate) {
 		c.Spec.Duration, c.Spec.RenewBefore = api.NewDuration(10*time.Minute), api.NewDuration(10*time.Minute-time.Second)
 	}
@@ -75,7 +73,7 @@ func TestStepNeverReissuesFasterThanTheFloor(t *testing.T) {
 			st.Now = ct.T0.Add(tc.now)
 			w := &ct.Writer{}
 			env, _, _ := ct.Env(ct.NewMemSecrets(), w)
-			out, err := trigger.Step(context.Background(), env, st)
+			out, err := certificates.TriggerStep(context.Background(), env, st)
 			if err != nil {
 				t.Fatalf("Step: %v", err)
 			}
@@ -98,7 +96,7 @@ func TestStepNeverReissuesFasterThanTheFloor(t *testing.T) {
 			if rt := certificates.RenewalTime(st); !rt.Equal(tc.wantHeld) && tc.wantReady == api.ConditionTrue {
 				t.Errorf("RenewalTime = %s, want %s", rt, tc.wantHeld)
 			}
-			readiness.Apply(st)
+			certificates.ApplyReadiness(st)
 			c := api.FindCondition(st.Cert.Status.Conditions, api.CertificateConditionReady)
 			if c == nil || c.Status != tc.wantReady || !strings.Contains(c.Message, tc.wantReadyM) {
 				t.Errorf("Ready = %+v, want %s containing %q", c, tc.wantReady, tc.wantReadyM)
