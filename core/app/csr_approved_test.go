@@ -11,7 +11,7 @@ import (
 	"github.com/certfn/certfn/core/app"
 	"github.com/certfn/certfn/core/app/apptest"
 	"github.com/certfn/certfn/core/certificaterequests"
-	"github.com/certfn/certfn/core/csr"
+	"github.com/certfn/certfn/core/certificatesigningrequests"
 	"github.com/certfn/certfn/core/pki"
 	"github.com/certfn/certfn/core/ports"
 )
@@ -106,8 +106,8 @@ func TestCSRChangedAfterApprovalIsNotSigned(t *testing.T) {
 		t.Fatalf("signed: isCA %v, lifetime %v; want the approved leaf", leaf.IsCA, leaf.NotAfter.Sub(leaf.NotBefore))
 	}
 	c = getCSR(r, "store")
-	if f := c.Status.Condition(api.CSRConditionFailed); c.IsIssued() || f == nil || f.Reason != csr.ReasonChangedAfterApproval || !strings.Contains(f.Message, isCA) {
-		t.Fatalf("store: issued %v, failed %+v; want Failed %s naming %s", c.IsIssued(), f, csr.ReasonChangedAfterApproval, isCA)
+	if f := c.Status.Condition(api.CSRConditionFailed); c.IsIssued() || f == nil || f.Reason != certificatesigningrequests.ReasonChangedAfterApproval || !strings.Contains(f.Message, isCA) {
+		t.Fatalf("store: issued %v, failed %+v; want Failed %s naming %s", c.IsIssued(), f, certificatesigningrequests.ReasonChangedAfterApproval, isCA)
 	}
 }
 

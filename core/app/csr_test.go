@@ -17,7 +17,7 @@ import (
 	"github.com/certfn/certfn/core/app/apptest"
 	"github.com/certfn/certfn/core/certificaterequests"
 	ct "github.com/certfn/certfn/core/certificates/certtest"
-	"github.com/certfn/certfn/core/csr"
+	"github.com/certfn/certfn/core/certificatesigningrequests"
 	"github.com/certfn/certfn/core/pki"
 	"github.com/certfn/certfn/core/ports"
 )
@@ -261,11 +261,11 @@ func TestCSRSignedHonouredAtMostRequested(t *testing.T) {
 			if tc.expirationSeconds != 0 {
 				reqWant = 1
 			}
-			if got := r.Metrics.Get(csr.MetricRequestedDuration + "{signerName=issuers.cert-manager.io}"); got != reqWant {
-				t.Fatalf("%s = %v, want %v", csr.MetricRequestedDuration, got, reqWant)
+			if got := r.Metrics.Get(certificatesigningrequests.MetricRequestedDuration + "{signerName=issuers.cert-manager.io}"); got != reqWant {
+				t.Fatalf("%s = %v, want %v", certificatesigningrequests.MetricRequestedDuration, got, reqWant)
 			}
-			if got := r.Metrics.Get(csr.MetricHonoredDuration); got != tc.honoredMetric {
-				t.Fatalf("%s = %v, want %v", csr.MetricHonoredDuration, got, tc.honoredMetric)
+			if got := r.Metrics.Get(certificatesigningrequests.MetricHonoredDuration); got != tc.honoredMetric {
+				t.Fatalf("%s = %v, want %v", certificatesigningrequests.MetricHonoredDuration, got, tc.honoredMetric)
 			}
 		})
 	}
@@ -284,7 +284,7 @@ func TestCSRNamespacedIssuerNeedsReference(t *testing.T) {
 	}
 	r.Drain()
 	c := getCSR(r, "a")
-	if f := c.Status.Condition(api.CSRConditionFailed); f == nil || f.Reason != csr.ReasonDeniedReference || c.IsIssued() {
+	if f := c.Status.Condition(api.CSRConditionFailed); f == nil || f.Reason != certificatesigningrequests.ReasonDeniedReference || c.IsIssued() {
 		t.Fatalf("want Failed/DeniedReference, got %+v", c.Status.Conditions)
 	}
 	r.Apply(`apiVersion: rbac.authorization.k8s.io/v1
@@ -328,7 +328,7 @@ spec: {acme: {server: "https://acme.invalid/dir", privateKeySecretRef: {name: le
 	if c := getCSR(r, "acme"); !c.Status.Has(api.CSRConditionApproved) || c.IsFinal() || countOrders(t, r) != 0 {
 		t.Fatalf("acme (issuer never Ready): want approved and waiting with no Order, got %+v", c.Status.Conditions)
 	}
-	if f := getCSR(r, "nokey").Status.Condition(api.CSRConditionFailed); f == nil || f.Reason != csr.ReasonSigningError ||
+	if f := getCSR(r, "nokey").Status.Condition(api.CSRConditionFailed); f == nil || f.Reason != certificatesigningrequests.ReasonSigningError ||
 		!strings.Contains(f.Message, "private-key-secret-name") {
 		t.Fatalf("nokey: %+v", getCSR(r, "nokey").Status.Conditions)
 	}

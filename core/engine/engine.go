@@ -100,7 +100,7 @@ type Config struct {
 	// IssuancesPerHourPerNamespace is the issuance quota: the most
 	// CertificateRequests of one namespace the signing step lets be signed
 	// in any rolling hour (0: unlimited; see certificaterequests.Env.IssuancesPerHour),
-	// and of CertificateSigningRequests of one requester (csr.Env).
+	// and of CertificateSigningRequests of one requester (certificatesigningrequests.Env).
 	IssuancesPerHourPerNamespace int
 	// Keys generates the next private keys of Certificates (nil: a
 	// keygen.Stage on pki.GenerateKey, expensive keys shared out per

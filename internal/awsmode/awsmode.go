@@ -53,8 +53,8 @@ import (
 	"github.com/certfn/certfn/core/acme/dns01"
 	"github.com/certfn/certfn/core/app"
 	"github.com/certfn/certfn/core/certificates"
+	"github.com/certfn/certfn/core/certificatesigningrequests"
 	"github.com/certfn/certfn/core/clock"
-	"github.com/certfn/certfn/core/csr"
 	"github.com/certfn/certfn/core/engine"
 	"github.com/certfn/certfn/core/ports"
 )
@@ -382,8 +382,8 @@ var ExportedMetrics = map[string]emf.Export{
 	// asked for expirationSeconds, and those whose certificate honoured
 	// it), written by the function that signs them; published only in
 	// invocations that sign such a CSR.
-	csr.MetricRequestedDuration: {Name: "CSRRequestedDuration", Unit: "Count"},
-	csr.MetricHonoredDuration:   {Name: "CSRHonoredDuration", Unit: "Count"},
+	certificatesigningrequests.MetricRequestedDuration: {Name: "CSRRequestedDuration", Unit: "Count"},
+	certificatesigningrequests.MetricHonoredDuration:   {Name: "CSRHonoredDuration", Unit: "Count"},
 }
 
 // flushMetrics writes the invocation's EMF line, if metrics are exported.

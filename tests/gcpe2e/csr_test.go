@@ -26,7 +26,7 @@ import (
 	"github.com/certfn/certfn/adapters/secretpayload"
 	"github.com/certfn/certfn/core/api"
 	ct "github.com/certfn/certfn/core/certificates/certtest"
-	"github.com/certfn/certfn/core/csr"
+	"github.com/certfn/certfn/core/certificatesigningrequests"
 	"github.com/certfn/certfn/core/pki"
 	"github.com/certfn/certfn/core/ports"
 	"github.com/certfn/certfn/internal/gcpmode"
@@ -404,8 +404,8 @@ spec: {ca: {secretName: team-ca}}
 		metric string
 		want   []string
 	}{
-		{csr.MetricRequestedDuration, []string{"clusterissuers.cert-manager.io", "clusterissuers.cert-manager.io", "issuers.cert-manager.io"}},
-		{csr.MetricHonoredDuration, []string{"clusterissuers.cert-manager.io", "clusterissuers.cert-manager.io"}},
+		{certificatesigningrequests.MetricRequestedDuration, []string{"clusterissuers.cert-manager.io", "clusterissuers.cert-manager.io", "issuers.cert-manager.io"}},
+		{certificatesigningrequests.MetricHonoredDuration, []string{"clusterissuers.cert-manager.io", "clusterissuers.cert-manager.io"}},
 	} {
 		var got []string
 		for _, l := range signerLog.metricLines(t, m.metric) {
@@ -428,8 +428,8 @@ spec: {ca: {secretName: team-ca}}
 	}
 
 	// The requester without `reference` on team-ca: failed by the worker.
-	if f := d.csr("noref").Status.Condition(api.CSRConditionFailed); f == nil || f.Reason != csr.ReasonDeniedReference || d.csr("noref").IsIssued() {
-		t.Errorf("noref: %+v, want Failed/%s", d.csr("noref").Status.Conditions, csr.ReasonDeniedReference)
+	if f := d.csr("noref").Status.Condition(api.CSRConditionFailed); f == nil || f.Reason != certificatesigningrequests.ReasonDeniedReference || d.csr("noref").IsIssued() {
+		t.Errorf("noref: %+v, want Failed/%s", d.csr("noref").Status.Conditions, certificatesigningrequests.ReasonDeniedReference)
 	}
 	// Denied stays denied, unsigned; the signer was pushed only the two it signed.
 	dc := d.csr("denied")

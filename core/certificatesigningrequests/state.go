@@ -1,16 +1,22 @@
-// Package csr holds the steps of certificates.k8s.io/v1
-// CertificateSigningRequests (docs/design/certificates-api.md) signed by certfn's issuers, as
-// cert-manager's certificatesigningrequests controllers do: a signer name
-// issuers.cert-manager.io/<namespace>.<name> or
-// clusterissuers.cert-manager.io/<name> names the issuer (api.SignerIssuer);
-// any other signer name is left alone (another signer's request).
+// Package certificatesigningrequests is the controller package of the
+// certificates.k8s.io/v1 CertificateSigningRequest kind
+// (docs/design/certificates-api.md) for CSRs signed by certfn's issuers,
+// named as cert-manager's pkg/controller/certificatesigningrequests: a
+// signer name issuers.cert-manager.io/<namespace>.<name> or
+// clusterissuers.cert-manager.io/<name> names the issuer
+// (api.SignerIssuer); any other signer name is left alone (another
+// signer's request).
 //
+// Each step is one file and one exported function, run in this order, one
+// write per invocation: approval.go (ApprovalStep, the approver actor),
+// signing.go (SigningStep, the signer actor) and cleanup.go (CleanupStep,
+// as Kubernetes' csrcleaner). approved.go is the one place an approval is
+// recorded (Approve); state.go holds what the steps share (State, Env).
 // Each step works on the CSR seen as a CertificateRequest (Request), so
 // that the approver (the auto-approve list, CertificateRequestPolicies)
 // and the signers (selfSigned, CA) decide and sign CSRs exactly as they do
-// CertificateRequests. The steps are approval (the approver actor) and
-// signing (the signer actor), one write per invocation, in that order.
-package csr
+// CertificateRequests.
+package certificatesigningrequests
 
 import (
 	"context"

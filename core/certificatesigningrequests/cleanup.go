@@ -1,4 +1,4 @@
-package csr
+package certificatesigningrequests
 
 import (
 	"context"
