@@ -22,7 +22,7 @@ import (
 
 	smpb "cloud.google.com/go/secretmanager/apiv1/secretmanagerpb"
 
-	gsm "github.com/certfn/certfn/adapters/gcp/secretmanager"
+	"github.com/certfn/certfn/adapters/gcp/secretmanager"
 	"github.com/certfn/certfn/adapters/secretpayload"
 	"github.com/certfn/certfn/core/api"
 	ct "github.com/certfn/certfn/core/certificates/certtest"
@@ -150,20 +150,20 @@ spec:
 func (d *deployment) installCA(ns, name string) *ct.CA {
 	d.t.Helper()
 	ca := ct.NewCA(d.t)
-	d.installSecret(gsm.ClassCA, ca.Secret(d.t, ns, name))
+	d.installSecret(secretmanager.ClassCA, ca.Secret(d.t, ns, name))
 	return ca
 }
 
 // installSecret stores sec in Secret Manager as an operator's `gcloud
 // secrets create <prefix>_<class>_<ns>_<name>` and `versions add` would
 // (docs/gcp-secret-manager.md), outside the services.
-func (d *deployment) installSecret(class gsm.Class, sec ports.Secret) {
+func (d *deployment) installSecret(class secretmanager.Class, sec ports.Secret) {
 	d.t.Helper()
 	id, err := d.secrets.SecretID(class, sec.Namespace, sec.Name)
 	if err != nil {
 		d.t.Fatal(err)
 	}
-	payload, err := secretpayload.Encode(sec, gsm.MaxPayloadBytes, "Secret Manager")
+	payload, err := secretpayload.Encode(sec, secretmanager.MaxPayloadBytes, "Secret Manager")
 	if err != nil {
 		d.t.Fatal(err)
 	}
@@ -304,7 +304,7 @@ spec: {ca: {secretName: team-ca}}
 	if err != nil {
 		t.Fatal(err)
 	}
-	d.installSecret(gsm.ClassPrivateKey, ports.Secret{Namespace: "cert-manager", Name: "self-key",
+	d.installSecret(secretmanager.ClassPrivateKey, ports.Secret{Namespace: "cert-manager", Name: "self-key",
 		Data: map[string][]byte{"tls.key": pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der})}})
 	d.settle()
 	for _, n := range []string{"app", "team-app", "denied", "noref", "self"} {
@@ -422,7 +422,7 @@ spec: {ca: {secretName: team-ca}}
 
 	// The CA keys: the worker touched no CA secret.
 	for _, sc := range d.secretCalls("worker") {
-		if sc.class == gsm.ClassCA || sc.class == gsm.ClassIssuedCA {
+		if sc.class == secretmanager.ClassCA || sc.class == secretmanager.ClassIssuedCA {
 			t.Errorf("the worker called %s", sc)
 		}
 	}
