@@ -26,7 +26,7 @@ type Event struct {
 	InvolvedObject ObjectReference `json:"involvedObject"`
 	// Reason is a short machine-readable cause: Failed (retried) or
 	// FailedPermanently (not retried until the object changes or is due);
-	// for a CertificateSigningRequest also why it waits (core/csr's
+	// for a CertificateSigningRequest also why it waits (core/certificatesigningrequests's
 	// reasons: WaitingApproval, IssuerNotFound, IssuerNotReady,
 	// OrderPending, Pending) and, replacing such an Event, how it ended
 	// (CertificateIssued, Denied, or its Failed condition's reason).

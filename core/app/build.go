@@ -16,6 +16,7 @@ import (
 	"github.com/certfn/certfn/core/acme/orders"
 	acmesigner "github.com/certfn/certfn/core/acme/signer"
 	"github.com/certfn/certfn/core/api"
+	"github.com/certfn/certfn/core/certificaterequests"
 	"github.com/certfn/certfn/core/certificates/keygen"
 	"github.com/certfn/certfn/core/clock"
 	"github.com/certfn/certfn/core/engine"
@@ -23,7 +24,6 @@ import (
 	"github.com/certfn/certfn/core/policy"
 	"github.com/certfn/certfn/core/policy/plugins/denydomains"
 	"github.com/certfn/certfn/core/ports"
-	"github.com/certfn/certfn/core/requests"
 	"github.com/certfn/certfn/core/signers"
 	"github.com/certfn/certfn/core/signers/ca"
 	"github.com/certfn/certfn/core/signers/selfsigned"
@@ -63,7 +63,7 @@ type Ports struct {
 	// it is not configured).
 	CertificateImporter ports.CertificateImporter
 	// Notifier publishes events about Certificates — issued, renewed,
-	// failed, approaching expiration (core/certificates/notify); nil:
+	// failed, approaching expiration (core/certificates/notify.go); nil:
 	// notifications are off. Only roles with an engine use it.
 	Notifier ports.Notifier
 	// SecretReference names where the deployment's secret store keeps the
@@ -100,7 +100,7 @@ type Settings struct {
 	Quotas Quotas
 	// NotifyExpiryWindow is how long before its expiry a certificate is
 	// announced as expiring through Ports.Notifier, once a day (0: never;
-	// the deployments default to notify.DefaultExpiryWindow, 14 days).
+	// the deployments default to certificates.NotifyDefaultExpiryWindow, 14 days).
 	NotifyExpiryWindow time.Duration
 	// SecretFileBounds bound the file permissions (owner, group, mode) a
 	// Certificate's spec.secretTemplate may ask of its secret's files (nil:
@@ -108,7 +108,7 @@ type Settings struct {
 	SecretFileBounds *api.SecretFileBounds
 
 	// Approver replaces the approver of a role that approves (tests).
-	Approver requests.Approver
+	Approver certificaterequests.Approver
 	// WrapSigners may wrap or replace the signers (tests inject failures).
 	WrapSigners func(map[string]signers.Signer) map[string]signers.Signer
 	// GenerateKey replaces pki.GenerateKey under the key generation stage

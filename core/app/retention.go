@@ -25,7 +25,7 @@ const RetainEvents = 7 * 24 * time.Hour
 // gcKinds are the kinds certfn creates itself and that the TTL may collect.
 var gcKinds = map[string]bool{api.KindCertificateRequest: true, "Order": true, "Challenge": true, api.KindChallengeLease: true}
 
-// ExpiresAt is the retention policy of the cloud stores (their TTL: dynamo.Options.ExpiresAt, fsstore.Options.ExpiresAt): a
+// ExpiresAt is the retention policy of the cloud stores (their TTL: dynamo.Options.ExpiresAt, firestore.Options.ExpiresAt): a
 // CertificateRequest, Order or Challenge written in a final state (an
 // Order of a CertificateSigningRequest: RetainCSR, as its owner), and a
 // ChallengeLease written released (no holder), expire RetainFinal after

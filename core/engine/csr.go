@@ -7,15 +7,15 @@ import (
 	"time"
 
 	"github.com/certfn/certfn/core/api"
-	"github.com/certfn/certfn/core/csr"
+	"github.com/certfn/certfn/core/certificaterequests"
+	"github.com/certfn/certfn/core/certificatesigningrequests"
 	"github.com/certfn/certfn/core/ports"
-	"github.com/certfn/certfn/core/requests"
 	"github.com/certfn/certfn/core/step"
 )
 
-// csrSteps are the CertificateSigningRequest steps (core/csr): the
+// csrSteps are the CertificateSigningRequest steps (core/certificatesigningrequests): the
 // approver, then the signer (docs/design/certificates-api.md), one write per invocation.
-var csrSteps = []step.Func[*csr.Env, *csr.State]{csr.ApprovalStep, csr.SigningStep, csr.CleanupStep}
+var csrSteps = []step.Func[*certificatesigningrequests.Env, *certificatesigningrequests.State]{certificatesigningrequests.ApprovalStep, certificatesigningrequests.SigningStep, certificatesigningrequests.CleanupStep}
 
 var csrStepNames = []string{"approval", "signing", "cleanup"}
 
@@ -27,15 +27,15 @@ func (e *run) reconcileCSR(ctx context.Context, rec ports.Record) error {
 	if err != nil {
 		return err
 	}
-	st := &csr.State{CSR: obj.(*api.CertificateSigningRequest), Version: rec.Version, Now: e.cfg.Clock.Now()}
-	env := &csr.Env{Writer: csrWriter{e}, Approver: e.cfg.Approver, Issuers: &issuerGetter{e}, Signers: e.cfg.Signers,
+	st := &certificatesigningrequests.State{CSR: obj.(*api.CertificateSigningRequest), Version: rec.Version, Now: e.cfg.Clock.Now()}
+	env := &certificatesigningrequests.Env{Writer: csrWriter{e}, Approver: e.cfg.Approver, Issuers: &issuerGetter{e}, Signers: e.cfg.Signers,
 		Objects: e, Metrics: e.cfg.Metrics, Authorizer: e.Authorizer, ClusterResourceNamespace: e.cfg.ClusterResourceNamespace,
 		WaitPoll: e.cfg.WaitPoll}
 	if n := e.cfg.IssuancesPerHourPerNamespace; n > 0 {
 		// The same limit, by requester: a CSR is cluster-scoped.
 		env.IssuancesPerHour, env.Quota = n, csrIssuedCounter{e}
 	}
-	if _, refuses := e.cfg.Approver.(requests.Refuser); refuses {
+	if _, refuses := e.cfg.Approver.(certificaterequests.Refuser); refuses {
 		// A role that never approves (the AWS signer) may not read RBAC:
 		// the approving role checked the reference before handing over.
 		env.Authorizer = nil
@@ -124,7 +124,7 @@ type csrWriter struct{ e *run }
 // Service.Delete), then the CSR (conditionally on st.Version) with what it
 // owns. In that order a crash between the two leaves the CSR, whose next
 // reconcile deletes again, never an Event about nothing.
-func (w csrWriter) DeleteCSR(ctx context.Context, st *csr.State) error {
+func (w csrWriter) DeleteCSR(ctx context.Context, st *certificatesigningrequests.State) error {
 	key := api.KeyOf(st.CSR)
 	if err := w.e.cfg.Store.Delete(ctx, api.EventKeyFor(key), 0); err != nil && !errors.Is(err, ports.ErrNotFound) {
 		return fmt.Errorf("delete the Event of %s: %w", key, err)
@@ -132,7 +132,7 @@ func (w csrWriter) DeleteCSR(ctx context.Context, st *csr.State) error {
 	return w.e.DeleteObject(ctx, key, st.Version, api.Key{})
 }
 
-func (w csrWriter) UpdateCSR(ctx context.Context, st *csr.State, next time.Time) error {
+func (w csrWriter) UpdateCSR(ctx context.Context, st *certificatesigningrequests.State, next time.Time) error {
 	v, err := w.e.update(ctx, st.CSR, st.Version, next)
 	if err != nil {
 		return err
@@ -166,11 +166,11 @@ func (e *run) wakePendingCSRs(ctx context.Context) error {
 }
 
 // csrIssuedCounter counts a requester's issued CSRs for the issuance
-// quota (csr.Quota) with one List of every CSR.
+// quota (certificatesigningrequests.Quota) with one List of every CSR.
 type csrIssuedCounter struct{ e *run }
 
-// IssuedSince implements csr.Quota: the CSRs of username whose
-// status.issuedAt is after since. An issued CSR is kept csr.Retain (the
+// IssuedSince implements certificatesigningrequests.Quota: the CSRs of username whose
+// status.issuedAt is after since. An issued CSR is kept certificatesigningrequests.Retain (the
 // quota's window) after its issuance; one deleted sooner by a user is no
 // longer counted.
 func (q csrIssuedCounter) IssuedSince(ctx context.Context, username string, since time.Time) (int, time.Time, error) {

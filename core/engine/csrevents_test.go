@@ -10,16 +10,16 @@ import (
 
 	"github.com/certfn/certfn/core/api"
 	"github.com/certfn/certfn/core/app/apptest"
+	"github.com/certfn/certfn/core/certificaterequests"
 	ct "github.com/certfn/certfn/core/certificates/certtest"
 	"github.com/certfn/certfn/core/engine"
 	"github.com/certfn/certfn/core/ports"
-	"github.com/certfn/certfn/core/requests"
 )
 
 // csrRig is a rig whose approver decides result, with the manifests
 // applied and a CertificateSigningRequest "web" for signer applied and
 // drained.
-func csrRig(t *testing.T, result requests.Result, signer string, manifests ...string) (*apptest.Rig, api.Key) {
+func csrRig(t *testing.T, result certificaterequests.Result, signer string, manifests ...string) (*apptest.Rig, api.Key) {
 	t.Helper()
 	r := apptest.NewRig(t)
 	r.Approver.Set(result)
@@ -59,18 +59,18 @@ func TestWaitingCSRRecordsWhyInItsEvent(t *testing.T) {
 	notReady := "apiVersion: cert-manager.io/v1\nkind: ClusterIssuer\nmetadata: {name: ca}\nspec: {ca: {secretName: nowhere}}\n"
 	for _, tc := range []struct {
 		name      string
-		result    requests.Result
+		result    certificaterequests.Result
 		signer    string
 		manifests []string
 		typ       string
 		reason    string
 		message   string // the whole message
 	}{
-		{"nobody decided", requests.Unmatched, "clusterissuers.cert-manager.io/ca", nil,
-			api.EventTypeNormal, "WaitingApproval", fmt.Sprintf("decided %d by a test", requests.Unmatched)},
-		{"approved, the issuer is missing", requests.Approved, "clusterissuers.cert-manager.io/missing", nil,
+		{"nobody decided", certificaterequests.Unmatched, "clusterissuers.cert-manager.io/ca", nil,
+			api.EventTypeNormal, "WaitingApproval", fmt.Sprintf("decided %d by a test", certificaterequests.Unmatched)},
+		{"approved, the issuer is missing", certificaterequests.Approved, "clusterissuers.cert-manager.io/missing", nil,
 			api.EventTypeWarning, "IssuerNotFound", `ClusterIssuer "missing" not found`},
-		{"approved, the issuer is not Ready", requests.Approved, "clusterissuers.cert-manager.io/ca", []string{notReady},
+		{"approved, the issuer is not Ready", certificaterequests.Approved, "clusterissuers.cert-manager.io/ca", []string{notReady},
 			api.EventTypeWarning, "IssuerNotReady", `issuer "ca" is not Ready`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -108,11 +108,11 @@ func TestWaitingCSRRecordsWhyInItsEvent(t *testing.T) {
 // replaced once by how it ended, and a CSR that never waited gets none.
 func TestCSREventFollowsTheCSR(t *testing.T) {
 	t.Run("waiting for approval, then for the issuer, then issued", func(t *testing.T) {
-		r, key := csrRig(t, requests.Unmatched, "issuers.cert-manager.io/default.ca")
+		r, key := csrRig(t, certificaterequests.Unmatched, "issuers.cert-manager.io/default.ca")
 		if ev, _ := csrEvent(t, r, key); ev == nil || ev.Reason != "WaitingApproval" {
 			t.Fatalf("event %+v", ev)
 		}
-		r.Approver.Set(requests.Approved)
+		r.Approver.Set(certificaterequests.Approved)
 		r.Reconcile(key) // the approval write: no Event write
 		r.Drain()        // the signing step: no issuer
 		ev, _ := csrEvent(t, r, key)
@@ -145,12 +145,12 @@ func TestCSREventFollowsTheCSR(t *testing.T) {
 		}
 	})
 	t.Run("waiting for approval, then denied", func(t *testing.T) {
-		r, key := csrRig(t, requests.Unmatched, "clusterissuers.cert-manager.io/ca")
-		r.Approver.Set(requests.Denied)
+		r, key := csrRig(t, certificaterequests.Unmatched, "clusterissuers.cert-manager.io/ca")
+		r.Approver.Set(certificaterequests.Denied)
 		r.Reconcile(key)
 		r.Drain()
 		ev, _ := csrEvent(t, r, key)
-		if ev == nil || ev.Type != api.EventTypeWarning || ev.Reason != "Denied" || !strings.Contains(ev.Message, fmt.Sprintf("decided %d by a test", requests.Denied)) {
+		if ev == nil || ev.Type != api.EventTypeWarning || ev.Reason != "Denied" || !strings.Contains(ev.Message, fmt.Sprintf("decided %d by a test", certificaterequests.Denied)) {
 			t.Fatalf("event %+v", ev)
 		}
 	})

@@ -17,13 +17,13 @@ import (
 	"time"
 
 	"github.com/certfn/certfn/core/api"
+	"github.com/certfn/certfn/core/certificaterequests"
 	"github.com/certfn/certfn/core/certificates"
 	"github.com/certfn/certfn/core/certificates/keygen"
 	"github.com/certfn/certfn/core/issuers"
 	"github.com/certfn/certfn/core/policy"
 	"github.com/certfn/certfn/core/ports"
 	"github.com/certfn/certfn/core/rbac"
-	"github.com/certfn/certfn/core/requests"
 	"github.com/certfn/certfn/core/signers"
 )
 
@@ -52,7 +52,7 @@ type Config struct {
 	Metrics ports.Metrics
 	// Approver overrides the default approver (tests). When nil, requests
 	// are decided by AutoApprove, then CertificateRequestPolicies (docs/design/approval-policy.md).
-	Approver requests.Approver
+	Approver certificaterequests.Approver
 	// AutoApprove lists signer names approved without a policy, as
 	// cert-manager's approveSignerNames ("clusterissuers.cert-manager.io/ca",
 	// "issuers.cert-manager.io/<ns>.<name>", "issuers.cert-manager.io/*").
@@ -93,14 +93,14 @@ type Config struct {
 	// Certificates get a condition saying it is not configured).
 	CertificateImporter ports.CertificateImporter
 	// Notifier publishes events about Certificates (nil: none; see
-	// core/certificates/notify), NotifyExpiryWindow how long before expiry
+	// core/certificates/notify.go), NotifyExpiryWindow how long before expiry
 	// they are announced as expiring (0: never).
 	Notifier           ports.Notifier
 	NotifyExpiryWindow time.Duration
 	// IssuancesPerHourPerNamespace is the issuance quota: the most
 	// CertificateRequests of one namespace the signing step lets be signed
-	// in any rolling hour (0: unlimited; see requests.Env.IssuancesPerHour),
-	// and of CertificateSigningRequests of one requester (csr.Env).
+	// in any rolling hour (0: unlimited; see certificaterequests.Env.IssuancesPerHour),
+	// and of CertificateSigningRequests of one requester (certificatesigningrequests.Env).
 	IssuancesPerHourPerNamespace int
 	// Keys generates the next private keys of Certificates (nil: a
 	// keygen.Stage on pki.GenerateKey, expensive keys shared out per

@@ -11,11 +11,11 @@ import (
 
 	"github.com/certfn/certfn/core/api"
 	"github.com/certfn/certfn/core/app/apptest"
+	"github.com/certfn/certfn/core/certificaterequests"
 	ct "github.com/certfn/certfn/core/certificates/certtest"
 	"github.com/certfn/certfn/core/engine"
 	"github.com/certfn/certfn/core/errs"
 	"github.com/certfn/certfn/core/ports"
-	"github.com/certfn/certfn/core/requests"
 )
 
 func TestHandleAcknowledgesWhatCannotBeRetried(t *testing.T) {
@@ -210,7 +210,7 @@ func TestSweepEnqueuesOnlyDueKeys(t *testing.T) {
 // with backoff").
 func TestDeniedRequestIsReplacedAfterTheBackoff(t *testing.T) {
 	r := apptest.NewRig(t)
-	r.Approver.Set(requests.Unmatched)
+	r.Approver.Set(certificaterequests.Unmatched)
 	r.Apply(apptest.SelfSignedYAML)
 	r.Apply(apptest.CertYAML)
 	r.Drain()
@@ -233,7 +233,7 @@ func TestDeniedRequestIsReplacedAfterTheBackoff(t *testing.T) {
 	}
 	oldUID := cr.UID
 
-	r.Approver.Set(requests.Approved)
+	r.Approver.Set(certificaterequests.Approved)
 	r.Clock.Advance(time.Hour + time.Minute)
 	if _, err := r.Engine.Sweep(r.Ctx, 100); err != nil {
 		t.Fatal(err)

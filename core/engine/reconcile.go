@@ -8,19 +8,10 @@ import (
 	"time"
 
 	"github.com/certfn/certfn/core/api"
+	"github.com/certfn/certfn/core/certificaterequests"
 	"github.com/certfn/certfn/core/certificates"
-	"github.com/certfn/certfn/core/certificates/acmimport"
-	"github.com/certfn/certfn/core/certificates/issuing"
-	"github.com/certfn/certfn/core/certificates/keymanager"
-	"github.com/certfn/certfn/core/certificates/notify"
-	"github.com/certfn/certfn/core/certificates/readiness"
-	"github.com/certfn/certfn/core/certificates/requestmanager"
-	"github.com/certfn/certfn/core/certificates/trigger"
 	"github.com/certfn/certfn/core/issuers"
 	"github.com/certfn/certfn/core/ports"
-	"github.com/certfn/certfn/core/requests"
-	"github.com/certfn/certfn/core/requests/approval"
-	"github.com/certfn/certfn/core/requests/signing"
 	"github.com/certfn/certfn/core/step"
 )
 
@@ -28,9 +19,9 @@ import (
 // on a certificate that needs no issuance, then certfn's ACM import and
 // notifications (last: they see a settled Certificate).
 var certSteps = []step.Func[*certificates.Env, *certificates.State]{
-	trigger.Step, keymanager.Step, requestmanager.Step, issuing.Step, readiness.Step, issuing.OutputsStep,
-	acmimport.Step, // certfn extension: certfn.io/acm-import
-	notify.Step,    // certfn extension: events about Certificates
+	certificates.TriggerStep, certificates.KeyManagerStep, certificates.RequestManagerStep, certificates.IssuingStep, certificates.ReadinessStep, certificates.OutputsStep,
+	certificates.ACMImportStep, // certfn extension: certfn.io/acm-import
+	certificates.NotifyStep,    // certfn extension: events about Certificates
 }
 
 // certStepNames name certSteps in debug logs.
@@ -284,7 +275,7 @@ func (e *run) secretUses(ctx context.Context, namespace, name, except string, ce
 	return out, nil
 }
 
-var reqSteps = []step.Func[*requests.Env, *requests.State]{approval.Step, signing.Step}
+var reqSteps = []step.Func[*certificaterequests.Env, *certificaterequests.State]{certificaterequests.ApprovalStep, certificaterequests.SigningStep}
 
 // reqStepNames name reqSteps in debug logs.
 var reqStepNames = []string{"approval", "signing"}
@@ -294,8 +285,8 @@ func (e *run) reconcileRequest(ctx context.Context, rec ports.Record) error {
 	if err != nil {
 		return err
 	}
-	st := &requests.State{CR: obj.(*api.CertificateRequest), Version: rec.Version, NextRunAt: rec.NextRunAt, Now: e.cfg.Clock.Now()}
-	env := &requests.Env{Clock: e.cfg.Clock, Writer: &reqWriter{e}, Approver: e.cfg.Approver, Issuers: &issuerGetter{e},
+	st := &certificaterequests.State{CR: obj.(*api.CertificateRequest), Version: rec.Version, NextRunAt: rec.NextRunAt, Now: e.cfg.Clock.Now()}
+	env := &certificaterequests.Env{Clock: e.cfg.Clock, Writer: &reqWriter{e}, Approver: e.cfg.Approver, Issuers: &issuerGetter{e},
 		Signers: e.cfg.Signers, Objects: e, Metrics: e.cfg.Metrics, WaitPoll: e.cfg.WaitPoll}
 	if n := e.cfg.IssuancesPerHourPerNamespace; n > 0 {
 		env.IssuancesPerHour, env.Quota = n, issuedCounter{e}
@@ -312,7 +303,7 @@ func (e *run) reconcileRequest(ctx context.Context, rec ports.Record) error {
 
 type reqWriter struct{ e *run }
 
-func (w *reqWriter) UpdateRequest(ctx context.Context, st *requests.State, next time.Time) error {
+func (w *reqWriter) UpdateRequest(ctx context.Context, st *certificaterequests.State, next time.Time) error {
 	v, err := w.e.update(ctx, st.CR, st.Version, next)
 	if err != nil {
 		return err
@@ -322,10 +313,10 @@ func (w *reqWriter) UpdateRequest(ctx context.Context, st *requests.State, next 
 }
 
 // issuedCounter counts a namespace's issuances for the issuance quota
-// (requests.Quota) with one List of its CertificateRequests.
+// (certificaterequests.Quota) with one List of its CertificateRequests.
 type issuedCounter struct{ e *run }
 
-// IssuedSince implements requests.Quota: the requests whose Ready
+// IssuedSince implements certificaterequests.Quota: the requests whose Ready
 // condition is True with reason Issued and changed after since. Requests
 // deleted since they were issued (pruned beyond a Certificate's
 // revisionHistoryLimit, or deleted by a user) are no longer counted.

@@ -1,6 +1,6 @@
 // Package certtest holds the builders and test doubles shared by the unit
-// tests of the Certificate steps (core/certificates/...), the
-// CertificateRequest steps (core/requests/...), the issuer step and the
+// tests of the Certificate steps (core/certificates), the
+// CertificateRequest steps (core/certificaterequests), the issuer step and the
 // engine: Certificates and CertificateRequests built from small options, a
 // tiny in-test CA that issues real certificates with chosen validity and
 // SANs, an in-memory secret store and recording writers.
