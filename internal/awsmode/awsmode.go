@@ -1,22 +1,18 @@
-// Package awsmode assembles certfn's AWS Lambda functions (// docs/design/one-step.md and docs/design/roles.md) from environment variables: the DynamoDB state store,
-// the SQS queues and the secret store (Secrets Manager, or Parameter Store
-// with CERTFN_SECRET_STORE=ssm; adapters/aws), handed
-// to core/app.Build with each function's role (core/app/role.go), which
-// holds only the ports and signers that role may use:
-//
-//	worker     every step except CA/selfSigned signing and CA issuer checks;
-//	           signers: acme, plus a hand-off for ca/selfSigned (no CA key)
-//	signer     approved CertificateRequests of CA/selfSigned issuers and CA
-//	           issuers' readiness; signers ca and selfSigned; never approves
-//	scheduler  the due-index sweep into the worker queue; no secret store
-//	api        the engine for the HTTP API; no secret store, no signer
-//	http01     the HTTP-01 responder over the state store; no engine
+// Package awsmode assembles certfn's AWS Lambda functions
+// (docs/design/one-step.md and docs/design/roles.md) from environment
+// variables. Each function is one of core/app's Functions, by name; its
+// role's data says which ports it is built over, and core/app.Assemble
+// builds those with this package's factories over the AWS adapters
+// (adapters/aws): the DynamoDB state store, the SQS queues, the secret
+// store (Secrets Manager, or Parameter Store with CERTFN_SECRET_STORE=ssm),
+// the ACM importer, the EventBridge notifier and the Route53 DNS-01
+// provider. ParseSettings requires the variables of those ports only.
 //
 // Delivered keys run through core/app.Deliverer (worker↔signer routing and
 // follow-ups, shared with internal/gcpmode); what is AWS's own is the
-// Lambda event handling (lambda.go: SQS batches, the scheduler, HTTP-01 and
-// the api's Function URL). The functions' mains (functions/aws/*) call
-// FromEnv and lambda.Start; only they exit.
+// environment and the Lambda event handling (lambda.go: SQS batches, the
+// scheduler, HTTP-01 and the api's Function URL). The functions' mains
+// (functions/aws/*) call Main with their role's name; only they exit.
 package awsmode
 
 import (
@@ -50,6 +46,7 @@ import (
 	dnsproviders "github.com/certfn/certfn/adapters/dns/providers"
 	"github.com/certfn/certfn/adapters/dns/route53"
 	"github.com/certfn/certfn/adapters/httpapi"
+	"github.com/certfn/certfn/core/acme"
 	"github.com/certfn/certfn/core/acme/dns01"
 	"github.com/certfn/certfn/core/app"
 	"github.com/certfn/certfn/core/certificates/notify"
@@ -120,70 +117,69 @@ type ACMEOptions struct {
 // Runtime is one function's assembly. Its handlers (lambda.go) are safe
 // for concurrent use.
 type Runtime struct {
-	Role     Role
+	// Role is the function's role (core/app.Functions).
+	Role     app.Role
 	Settings Settings
 	Log      *slog.Logger
 	Clock    ports.Clock
-	// App is the function's role assembled by core/app.Build.
+	// App is the function's role assembled by core/app.Assemble.
 	App *app.App
 	// Engine is App.Engine (nil for the http01 role).
 	Engine *engine.Engine
 	// Store is the DynamoDB store (Counts() for cost figures).
 	Store *dynamo.Store
-	// Queue is the worker queue (nil for http01).
+	// Queue is the worker queue (roles with the queue port).
 	Queue *sqsq.Queue
-	// SignerQueue is the signer queue: set for the worker (where it hands
-	// work to the signer) and for the signer when CERTFN_SIGNER_QUEUE_URL
-	// is set (the queue it consumes).
+	// SignerQueue is the signer queue: set where the role hands work to
+	// the signer (the signer queue port) and where it consumes it and
+	// CERTFN_SIGNER_QUEUE_URL is set.
 	SignerQueue *sqsq.Queue
-	// Secrets is the secret store (worker and signer only): the Secrets
-	// Manager store (*secrets.Store) or, with CERTFN_SECRET_STORE=ssm, the
-	// Parameter Store one (*ssmstore.Store).
+	// Secrets is the secret store (roles with the secret store port): the
+	// Secrets Manager store (*secrets.Store) or, with
+	// CERTFN_SECRET_STORE=ssm, the Parameter Store one (*ssmstore.Store).
 	Secrets ports.SecretStore
-	// HTTP01 answers /.well-known/acme-challenge/{token} (http01 role only).
+	// HTTP01 answers /.well-known/acme-challenge/{token} (roles with HTTP01).
 	HTTP01 http.Handler
-	// API serves the HTTP API (api role only).
+	// API serves the HTTP API (roles that serve it).
 	API http.Handler
 
 	getenv  func(string) string
 	sqs     sqsq.API
 	store   ports.Store     // what the engine uses (maybe wrapped)
-	batch   *app.SweepQueue // scheduler: the sweep's batched sends
+	batch   *app.SweepQueue // roles that sweep: the sweep's batched sends
 	qmu     sync.Mutex
 	queues  map[string]*sqsq.Queue // consumed queues by event source ARN
 	metrics ports.Metrics
 	emf     *emf.Sink
-	deliver *app.Deliverer // worker and signer
+	deliver *app.Deliverer // roles that consume a queue
 }
 
-// appRoles maps each function to its core/app role.
-var appRoles = map[Role]app.Role{RoleWorker: app.Worker, RoleSigner: app.Signer, RoleScheduler: app.Scheduler,
-	RoleAPI: app.API, RoleHTTP01: app.HTTP01}
-
-// FromEnv builds role's Runtime from the process environment and the AWS
-// default configuration chain (credentials of the function's role,
-// AWS_REGION, AWS_ENDPOINT_URL*). It makes no network call. Errors name
-// the variables that are missing or invalid.
-func FromEnv(ctx context.Context, role Role) (*Runtime, error) {
-	return FromEnvWith(ctx, role, Options{})
+// FromEnv builds the Runtime of the function called name (core/app
+// Functions: worker, signer, scheduler, api, http01) from the process
+// environment and the AWS default configuration chain (credentials of the
+// function's role, AWS_REGION, AWS_ENDPOINT_URL*). It makes no network
+// call. Errors name the variables that are missing or invalid.
+func FromEnv(ctx context.Context, name string) (*Runtime, error) {
+	return FromEnvWith(ctx, name, Options{})
 }
 
 // FromEnvWith is FromEnv with injected dependencies (see Options): it
-// builds the AWS adapters the role may use from Settings and hands them
-// to app.Build.
-func FromEnvWith(ctx context.Context, role Role, o Options) (*Runtime, error) {
+// hands core/app.Assemble a factory per port over the AWS adapters, which
+// builds those the role needs.
+func FromEnvWith(ctx context.Context, name string, o Options) (*Runtime, error) {
 	if o.Getenv == nil {
 		o.Getenv = os.Getenv
 	}
-	st, err := ParseSettings(role, o.Getenv)
+	st, err := ParseSettings(name, o.Getenv)
 	if err != nil {
 		return nil, err
 	}
+	role := st.Role
 	if o.Clock == nil {
 		o.Clock = clock.Real{}
 	}
 	if o.Logger == nil {
-		o.Logger = slog.New(slog.NewJSONHandler(os.Stdout, &slog.HandlerOptions{Level: st.LogLevel})).With("function", string(role))
+		o.Logger = slog.New(slog.NewJSONHandler(os.Stdout, &slog.HandlerOptions{Level: st.LogLevel})).With("function", role.Name)
 	}
 	if err := o.clients(ctx); err != nil {
 		return nil, err
@@ -194,92 +190,127 @@ func FromEnvWith(ctx context.Context, role Role, o Options) (*Runtime, error) {
 		if out == nil {
 			out = os.Stdout
 		}
-		sink = emf.New(emf.Options{Function: string(role), Metrics: ExportedMetrics, Out: out})
+		sink = emf.New(emf.Options{Function: role.Name, Metrics: ExportedMetrics, Out: out})
 		o.Metrics = sink
 	}
 	rt := &Runtime{Role: role, Settings: st, Log: o.Logger, Clock: o.Clock, getenv: o.Getenv, sqs: o.SQS,
 		queues: map[string]*sqsq.Queue{}, metrics: o.Metrics, emf: sink}
-	rt.Store, err = dynamo.New(o.DynamoDB, dynamo.Options{Table: st.Table, Shards: st.DueShards, Clock: o.Clock, Metrics: o.Metrics, ExpiresAt: app.ExpiresAt})
-	if err != nil {
-		return nil, fmt.Errorf("awsmode: %s: %w", EnvTable, err)
-	}
-	rt.store = rt.Store
-	if o.WrapStore != nil {
-		rt.store = o.WrapStore(rt.store)
-	}
-	p := app.Ports{Store: rt.store, Clock: o.Clock, Metrics: o.Metrics, Logger: o.Logger, MaxQueueDelay: sqsq.MaxDelay,
-		SecretReference: st.secretReference}
-	if role != RoleHTTP01 {
-		if rt.Queue, err = sqsq.New(o.SQS, sqsq.Options{QueueURL: st.QueueURL, Metrics: o.Metrics}); err != nil {
-			return nil, fmt.Errorf("awsmode: %s: %w", EnvQueueURL, err)
-		}
-		p.Queue = rt.Queue
-	}
-	if role == RoleScheduler {
-		rt.batch = &app.SweepQueue{Q: rt.Queue}
-		p.Queue = rt.batch
-	}
-	if st.SignerQueueURL != "" && (role == RoleWorker || role == RoleSigner) {
-		if rt.SignerQueue, err = sqsq.New(o.SQS, sqsq.Options{QueueURL: st.SignerQueueURL, Metrics: o.Metrics}); err != nil {
-			return nil, fmt.Errorf("awsmode: %s: %w", EnvSignerQueueURL, err)
-		}
-		if role == RoleWorker {
-			p.SignerQueue = rt.SignerQueue
-		}
-	}
-	if role == RoleWorker || role == RoleSigner {
-		if rt.Secrets, err = o.secretStore(ctx, st); err != nil {
-			return nil, err
-		}
-		p.Secrets = rt.Secrets
-	}
-	if role == RoleWorker {
-		p.ACME = acmeadapter.NewDialer(acmeadapter.Options{Wrap: o.ACME.WrapTransport, Network: st.ACMENetwork})
-		p.DNS01 = dnsproviders.Standard(st.ACMENetwork)
-		p.DNS01[dns01.KeyRoute53] = route53.NewFactory(route53.Options{AllowedZoneIDs: st.Route53ZoneIDs, Retry: o.Retry}).Build
-		for k, f := range o.ACME.DNS01Providers {
-			p.DNS01[k] = f
-		}
-		p.DNS01Resolver = o.ACME.DNS01Resolver
-		if st.ACMImport {
-			if p.CertificateImporter, err = o.acmImporter(ctx, st); err != nil {
-				return nil, err
-			}
-		}
-		if st.NotifyEventBus != "" {
-			if p.Notifier, err = o.notifier(ctx, st); err != nil {
-				return nil, err
-			}
-		}
-	}
-	rt.App, err = app.Build(p, app.Settings{
+	base := app.Ports{Clock: o.Clock, Metrics: o.Metrics, Logger: o.Logger, MaxQueueDelay: sqsq.MaxDelay,
+		DNS01Resolver: o.ACME.DNS01Resolver, SecretReference: st.secretReference}
+	rt.App, err = app.Assemble(ctx, base, rt.factories(st, o), app.Settings{
 		ClusterResourceNamespace: st.ClusterResourceNamespace, AutoApprove: st.AutoApprove, Quotas: st.Quotas,
 		ACME: app.ACMESettings{Polling: st.ACMEPolling, MaxChallengesInFlight: o.ACME.MaxChallengesInFlight,
 			DNS01AllowInternalNames: o.ACME.DNS01AllowInternalNames,
 			HTTP01SelfCheck:         st.HTTP01Enabled, HTTP01SelfCheckAddr: o.ACME.HTTP01SelfCheckAddr,
 			NamespacedServers: st.ACMEServerAllow},
 		NotifyExpiryWindow: time.Duration(st.NotifyExpiryDays) * 24 * time.Hour,
-	}, appRoles[role])
+	}, role)
 	if err != nil {
 		return nil, fmt.Errorf("awsmode: %w", err)
 	}
 	rt.Engine, rt.HTTP01 = rt.App.Engine, rt.App.HTTP01
-	if role == RoleWorker || role == RoleSigner {
-		rt.deliver = &app.Deliverer{App: rt.App, Queue: rt.Queue, Metrics: o.Metrics, Log: o.Logger, Reserve: followUpReserve}
-		if role == RoleWorker {
-			rt.deliver.FollowUps = st.FollowUps
-			if rt.SignerQueue != nil {
-				rt.deliver.HandOff = rt.SignerQueue
-			}
+	if role.Consumes == app.SignerQueue && st.SignerQueueURL != "" {
+		// The queue it consumes, for retry delays (consumedQueue).
+		if rt.SignerQueue, err = sqsq.New(o.SQS, sqsq.Options{QueueURL: st.SignerQueueURL, Metrics: o.Metrics}); err != nil {
+			return nil, fmt.Errorf("awsmode: %s: %w", EnvSignerQueueURL, err)
 		}
 	}
-	if role == RoleAPI {
+	if role.Consumes != "" {
+		rt.deliver = &app.Deliverer{App: rt.App, Queue: rt.Queue, Metrics: o.Metrics, Log: o.Logger, Reserve: followUpReserve}
+		if role.Consumes == app.WorkQueue {
+			rt.deliver.FollowUps = st.FollowUps
+		}
+		if role.Needs(app.PortSignerQueue) {
+			rt.deliver.HandOff = rt.SignerQueue
+		}
+	}
+	if role.ServesAPI {
 		if rt.API, err = httpapi.New(httpapi.Config{Service: rt.App.Service, Authenticate: IAMAuthenticator(st.APIAdmins),
 			MaxBody: st.APIMaxBody, Logger: o.Logger}); err != nil {
 			return nil, fmt.Errorf("awsmode: %w", err)
 		}
 	}
 	return rt, nil
+}
+
+// factories builds each port over the AWS adapters, recording what it
+// built in rt; app.Assemble calls those the role needs.
+func (rt *Runtime) factories(st Settings, o Options) app.PortFactories {
+	queue := func(url string) (*sqsq.Queue, error) {
+		return sqsq.New(o.SQS, sqsq.Options{QueueURL: url, Metrics: o.Metrics})
+	}
+	return app.PortFactories{
+		Store: func(context.Context) (ports.Store, error) {
+			s, err := dynamo.New(o.DynamoDB, dynamo.Options{Table: st.Table, Shards: st.DueShards, Clock: o.Clock, Metrics: o.Metrics, ExpiresAt: app.ExpiresAt})
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", EnvTable, err)
+			}
+			rt.Store, rt.store = s, s
+			if o.WrapStore != nil {
+				rt.store = o.WrapStore(s)
+			}
+			return rt.store, nil
+		},
+		// Secrets Manager is scoped by IAM tags alone; Parameter Store by
+		// st.SecretClasses, which default to the access's (ParseSettings).
+		Secrets: func(ctx context.Context, _ app.SecretAccess) (ports.SecretStore, error) {
+			s, err := o.secretStore(ctx, st)
+			rt.Secrets = s
+			return s, err
+		},
+		Queue: func(context.Context) (ports.Queue, error) {
+			q, err := queue(st.QueueURL)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", EnvQueueURL, err)
+			}
+			rt.Queue = q
+			if rt.Role.Sweeps {
+				// HandleSchedule flushes the sweep's keys in batches.
+				rt.batch = &app.SweepQueue{Q: q}
+				return rt.batch, nil
+			}
+			return q, nil
+		},
+		SignerQueue: func(context.Context) (ports.Queue, error) {
+			q, err := queue(st.SignerQueueURL)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", EnvSignerQueueURL, err)
+			}
+			rt.SignerQueue = q
+			return q, nil
+		},
+		ACME: func(context.Context) (acme.Dialer, error) {
+			return acmeadapter.NewDialer(acmeadapter.Options{Wrap: o.ACME.WrapTransport, Network: st.ACMENetwork}), nil
+		},
+		DNS01: func(context.Context) (map[string]dns01.ProviderFactory, error) {
+			p := dnsproviders.Standard(st.ACMENetwork)
+			p[dns01.KeyRoute53] = route53.NewFactory(route53.Options{AllowedZoneIDs: st.Route53ZoneIDs, Retry: o.Retry}).Build
+			for k, f := range o.ACME.DNS01Providers {
+				p[k] = f
+			}
+			return p, nil
+		},
+		CertificateImporter: func(ctx context.Context) (ports.CertificateImporter, error) {
+			if !st.ACMImport {
+				return nil, nil
+			}
+			imp, err := o.acmImporter(ctx, st)
+			if err != nil {
+				return nil, err
+			}
+			return imp, nil
+		},
+		Notifier: func(ctx context.Context) (ports.Notifier, error) {
+			if st.NotifyEventBus == "" {
+				return nil, nil
+			}
+			n, err := o.notifier(ctx, st)
+			if err != nil {
+				return nil, err
+			}
+			return n, nil
+		},
+	}
 }
 
 // clients builds the SDK clients that were not injected, from one default
@@ -304,13 +335,13 @@ func (o *Options) clients(ctx context.Context) error {
 	return nil
 }
 
-// secretStore builds the worker's or signer's secret store
-// (CERTFN_SECRET_STORE).
+// secretStore builds the secret store of a role with the secret store
+// port (CERTFN_SECRET_STORE).
 func (o *Options) secretStore(ctx context.Context, st Settings) (ports.SecretStore, error) {
 	if st.SecretStore != SecretStoreSSM {
 		s, err := secrets.New(o.SecretsManager, secrets.Options{Prefix: st.SecretPrefix, KMSKeyID: st.KMSKeyID, Metrics: o.Metrics})
 		if err != nil {
-			return nil, fmt.Errorf("awsmode: %s: %w", EnvSecretPrefix, err)
+			return nil, fmt.Errorf("%s: %w", EnvSecretPrefix, err)
 		}
 		return s, nil
 	}
@@ -318,18 +349,18 @@ func (o *Options) secretStore(ctx context.Context, st Settings) (ports.SecretSto
 	if client == nil {
 		cfg, err := awscfg.Load(ctx, o.Retry)
 		if err != nil {
-			return nil, fmt.Errorf("awsmode: %w", err)
+			return nil, err
 		}
 		client = ssm.NewFromConfig(cfg)
 	}
 	s, err := ssmstore.New(client, ssmstore.Options{Prefix: st.SecretPrefix, Classes: st.SecretClasses, KMSKeyID: st.KMSKeyID, Metrics: o.Metrics})
 	if err != nil {
-		return nil, fmt.Errorf("awsmode: %s: %w", EnvSecretPrefix, err)
+		return nil, fmt.Errorf("%s: %w", EnvSecretPrefix, err)
 	}
 	return s, nil
 }
 
-// acmImporter builds the worker's ACM importer (CERTFN_ACM_IMPORT): new
+// acmImporter builds the certificate importer on ACM (CERTFN_ACM_IMPORT): new
 // imports are tagged with the deployment's name (acm.DeploymentFromEnv),
 // which the worker's IAM policy requires.
 func (o *Options) acmImporter(ctx context.Context, st Settings) (*acm.Importer, error) {
@@ -337,18 +368,18 @@ func (o *Options) acmImporter(ctx context.Context, st Settings) (*acm.Importer, 
 	if client == nil {
 		cfg, err := awscfg.Load(ctx, o.Retry)
 		if err != nil {
-			return nil, fmt.Errorf("awsmode: %w", err)
+			return nil, err
 		}
 		client = awsacm.NewFromConfig(cfg)
 	}
 	imp, err := acm.New(client, acm.Options{Deployment: acm.DeploymentFromEnv(o.Getenv, cmp.Or(st.SecretPrefix, "certfn"))})
 	if err != nil {
-		return nil, fmt.Errorf("awsmode: %s: %w", EnvACMImport, err)
+		return nil, fmt.Errorf("%s: %w", EnvACMImport, err)
 	}
 	return imp, nil
 }
 
-// notifier builds the worker's EventBridge notifier (CERTFN_NOTIFY_EVENT_BUS):
+// notifier builds the EventBridge notifier (CERTFN_NOTIFY_EVENT_BUS):
 // events name the deployment as the ACM importer's tags do
 // (acm.DeploymentFromEnv: the Terraform module's name_prefix).
 func (o *Options) notifier(ctx context.Context, st Settings) (*ebnotify.Notifier, error) {
@@ -356,13 +387,13 @@ func (o *Options) notifier(ctx context.Context, st Settings) (*ebnotify.Notifier
 	if client == nil {
 		cfg, err := awscfg.Load(ctx, o.Retry)
 		if err != nil {
-			return nil, fmt.Errorf("awsmode: %w", err)
+			return nil, err
 		}
 		client = eventbridge.NewFromConfig(cfg)
 	}
 	n, err := ebnotify.New(client, ebnotify.Options{EventBus: st.NotifyEventBus, Deployment: acm.DeploymentFromEnv(o.Getenv, cmp.Or(st.SecretPrefix, "certfn"))})
 	if err != nil {
-		return nil, fmt.Errorf("awsmode: %s: %w", EnvNotifyEventBus, err)
+		return nil, fmt.Errorf("%s: %w", EnvNotifyEventBus, err)
 	}
 	return n, nil
 }

@@ -29,6 +29,7 @@ import (
 	"github.com/certfn/certfn/adapters/gcp/pubsubq"
 	gsm "github.com/certfn/certfn/adapters/gcp/secretmanager"
 	"github.com/certfn/certfn/adapters/httpapi"
+	"github.com/certfn/certfn/core/acme"
 	"github.com/certfn/certfn/core/acme/dns01"
 	"github.com/certfn/certfn/core/api"
 	"github.com/certfn/certfn/core/app"
@@ -82,7 +83,8 @@ type ACMEOptions struct {
 
 // Runtime is one service's assembly; it serves Cloud Run's HTTP requests.
 type Runtime struct {
-	Role     Role
+	// Role is the service's role (core/app.Functions).
+	Role     app.Role
 	Settings Settings
 	Log      *slog.Logger
 	App      *app.App
@@ -90,136 +92,69 @@ type Runtime struct {
 	Engine  *engine.Engine
 	handler http.Handler
 	deliver *app.Deliverer
-	queue   app.BatchQueue
-	batch   *app.SweepQueue // scheduler: the sweep's batched publishes
-	decode  pushDecoder
+	queue   app.BatchQueue  // the worker queue (roles with the queue port)
+	batch   *app.SweepQueue // roles that sweep: the sweep's batched publishes
+	// signerQueue is the signer queue (roles with the signer queue port).
+	signerQueue ports.Queue
+	decode      pushDecoder
 }
 
-// FromEnv builds role's Runtime from the process environment and
-// Application Default Credentials.
-func FromEnv(ctx context.Context, role Role) (*Runtime, error) {
-	return FromEnvWith(ctx, role, Options{})
+// FromEnv builds the Runtime of the service called name (core/app
+// Functions: worker, signer, scheduler, api, http01) from the process
+// environment and Application Default Credentials.
+func FromEnv(ctx context.Context, name string) (*Runtime, error) {
+	return FromEnvWith(ctx, name, Options{})
 }
 
 // FromEnvWith is FromEnv with injected dependencies (see Options): it
-// builds the Google Cloud adapters the role may use and hands them to
-// app.Build.
-func FromEnvWith(ctx context.Context, role Role, o Options) (*Runtime, error) {
+// hands core/app.Assemble a factory per port over the Google Cloud
+// adapters, which builds those the role needs.
+func FromEnvWith(ctx context.Context, name string, o Options) (*Runtime, error) {
 	if o.Getenv == nil {
 		o.Getenv = os.Getenv
 	}
-	st, err := ParseSettings(role, o.Getenv)
+	st, err := ParseSettings(name, o.Getenv)
 	if err != nil {
 		return nil, err
 	}
+	role := st.Role
 	if o.Clock == nil {
 		o.Clock = clock.Real{}
 	}
 	if o.Logger == nil {
-		o.Logger = CloudLogger(os.Stdout, st.LogLevel).With("function", string(role))
+		o.Logger = CloudLogger(os.Stdout, st.LogLevel).With("function", role.Name)
 	}
 	if o.Metrics == nil && st.Metrics == "log" {
 		o.Metrics = LogMetrics{Log: o.Logger}
 	}
-	rt := &Runtime{Role: role, Settings: st, Log: o.Logger, queue: o.Queue, decode: o.DecodePush}
+	rt := &Runtime{Role: role, Settings: st, Log: o.Logger, decode: o.DecodePush}
 	if rt.decode == nil {
 		rt.decode = defaultDecodePush
 	}
-	store := o.Store
-	if store == nil {
-		fs, err := fsstore.Open(ctx, st.Project, fsstore.Options{Database: st.Database, Collection: st.Collection, Clock: o.Clock,
-			ExpiresAt: app.ExpiresAt, Metrics: o.Metrics})
-		if err != nil {
-			return nil, fmt.Errorf("gcpmode: %s/%s: %w", EnvDatabase, EnvCollection, err)
-		}
-		store = fs
-	}
-	p := app.Ports{Store: store, Clock: o.Clock, Metrics: o.Metrics, Logger: o.Logger, MaxQueueDelay: pubsubq.MaxDelay,
+	base := app.Ports{Clock: o.Clock, Metrics: o.Metrics, Logger: o.Logger, MaxQueueDelay: pubsubq.MaxDelay,
+		DNS01Resolver: o.ACME.DNS01Resolver,
 		SecretReference: func(namespace, name string) string {
 			return gsm.ResourceName(st.Project, st.SecretPrefix, namespace, name)
 		}}
-	if role != RoleHTTP01 {
-		if o.Queue == nil {
-			q, sq, err := queues(ctx, st, o)
-			if err != nil {
-				return nil, err
-			}
-			o.Queue, rt.queue = q, q
-			if o.SignerQueue == nil && sq != nil {
-				o.SignerQueue = sq
-			}
-		}
-		p.Queue = o.Queue
-		if role == RoleScheduler {
-			rt.batch = &app.SweepQueue{Q: o.Queue, MaxBatch: pubsubq.MaxBatch}
-			p.Queue = rt.batch
-		}
-	}
-	if role == RoleWorker || role == RoleSigner {
-		api := o.SecretManager
-		if api == nil {
-			c, err := secretmanager.NewClient(ctx)
-			if err != nil {
-				return nil, fmt.Errorf("gcpmode: Secret Manager client: %w", err)
-			}
-			api = gsm.ClientAPI(c)
-		}
-		classes := gsm.SignerClasses()
-		if role == RoleWorker {
-			classes = gsm.WorkerClasses(st.ManageCA)
-		}
-		sec, err := gsm.New(api, gsm.Options{Project: st.Project, Prefix: st.SecretPrefix, Classes: classes, KMSKeyName: st.KMSKeyName,
-			Metrics: o.Metrics, Clock: o.Clock})
-		if err != nil {
-			return nil, fmt.Errorf("gcpmode: %s: %w", EnvSecretPrefix, err)
-		}
-		p.Secrets = sec
-	}
-	if role == RoleWorker {
-		if o.SignerQueue == nil {
-			return nil, fmt.Errorf("gcpmode: %s: the worker needs the signer queue", EnvSignerTopic)
-		}
-		p.SignerQueue = o.SignerQueue
-		p.ACME = acmeadapter.NewDialer(acmeadapter.Options{Wrap: o.ACME.WrapTransport, Network: st.ACMENetwork})
-		dnsOpts := o.CloudDNS
-		dnsOpts.AllowedZones = st.CloudDNSZones
-		p.DNS01 = dnsproviders.Standard(st.ACMENetwork)
-		p.DNS01[dns01.KeyCloudDNS] = clouddns.NewFactory(dnsOpts).Build
-		for k, f := range o.ACME.DNS01Providers {
-			p.DNS01[k] = f
-		}
-		p.DNS01Resolver = o.ACME.DNS01Resolver
-		p.CertificateImporter = o.CertificateImporter
-		if p.CertificateImporter == nil && st.CertificateManager {
-			// certmanager.NewClient: the library's request logging would
-			// print the private key.
-			c, err := certmanager.NewClient(ctx)
-			if err != nil {
-				return nil, fmt.Errorf("gcpmode: %s: Certificate Manager client: %w", EnvCertificateManager, err)
-			}
-			imp, err := certmanager.New(c, certmanager.Options{Project: st.Project, Location: st.CertificateManagerLoc, Deployment: st.SecretPrefix})
-			if err != nil {
-				return nil, fmt.Errorf("gcpmode: %s: %w", EnvCertificateManagerLoc, err)
-			}
-			p.CertificateImporter = imp
-		}
-	}
-	rt.App, err = app.Build(p, app.Settings{
+	rt.App, err = app.Assemble(ctx, base, rt.factories(st, o), app.Settings{
 		ClusterResourceNamespace: st.ClusterResourceNamespace, AutoApprove: st.AutoApprove, Quotas: st.Quotas,
 		ACME: app.ACMESettings{Polling: st.ACMEPolling, DNS01AllowInternalNames: o.ACME.DNS01AllowInternalNames, HTTP01SelfCheck: st.HTTP01Enabled,
 			HTTP01SelfCheckAddr: o.ACME.HTTP01SelfCheckAddr, NamespacedServers: st.ACMEServerAllow},
-	}, appRoles[role])
+	}, role)
 	if err != nil {
 		return nil, fmt.Errorf("gcpmode: %w", err)
 	}
 	rt.Engine = rt.App.Engine
-	if role == RoleWorker || role == RoleSigner {
-		rt.deliver = &app.Deliverer{App: rt.App, Queue: o.Queue, Metrics: o.Metrics, Log: o.Logger, Reserve: followUpReserve}
-		if role == RoleWorker {
-			rt.deliver.HandOff, rt.deliver.FollowUps = o.SignerQueue, st.FollowUps
+	if role.Consumes != "" {
+		rt.deliver = &app.Deliverer{App: rt.App, Queue: rt.queue, Metrics: o.Metrics, Log: o.Logger, Reserve: followUpReserve}
+		if role.Consumes == app.WorkQueue {
+			rt.deliver.FollowUps = st.FollowUps
+		}
+		if role.Needs(app.PortSignerQueue) {
+			rt.deliver.HandOff = rt.signerQueue
 		}
 	}
-	if role == RoleAPI {
+	if role.ServesAPI {
 		v := o.TokenValidator
 		if v == nil {
 			gv, err := idtoken.NewValidator(ctx)
@@ -244,36 +179,134 @@ var errNoHandler = errors.New("this service does not serve that path")
 // defaultDecodePush is the Pub/Sub push decoder.
 var defaultDecodePush pushDecoder = pubsubq.DecodePush
 
-// queues builds the worker queue (and the signer queue for the worker):
-// Pub/Sub topics, with Cloud Tasks publishing delayed messages
-// (pubsubq). The signer and the scheduler publish to the worker topic.
-func queues(ctx context.Context, st Settings, o Options) (app.BatchQueue, ports.Queue, error) {
-	client, err := pubsub.NewClient(ctx, st.Project)
-	if err != nil {
-		return nil, nil, fmt.Errorf("gcpmode: Pub/Sub client: %w", err)
-	}
-	var tasks pubsubq.TasksAPI
-	if st.TasksQueue != "" {
-		tc, err := cloudtasks.NewClient(ctx)
-		if err != nil {
-			return nil, nil, fmt.Errorf("gcpmode: Cloud Tasks client: %w", err)
+// factories builds each port over the Google Cloud adapters (or those
+// Options injects), recording what it built in rt; app.Assemble calls
+// those the role needs. The queues are Pub/Sub topics sharing one client,
+// with Cloud Tasks publishing delayed messages (pubsubq) where
+// CERTFN_TASKS_QUEUE is set. Google Cloud has no notifier.
+func (rt *Runtime) factories(st Settings, o Options) app.PortFactories {
+	var (
+		client *pubsub.Client
+		tasks  pubsubq.TasksAPI
+	)
+	topic := func(ctx context.Context, name string) (*pubsubq.Queue, error) {
+		if client == nil {
+			c, err := pubsub.NewClient(ctx, st.Project)
+			if err != nil {
+				return nil, fmt.Errorf("Pub/Sub client: %w", err)
+			}
+			if st.TasksQueue != "" {
+				tc, err := cloudtasks.NewClient(ctx)
+				if err != nil {
+					return nil, fmt.Errorf("Cloud Tasks client: %w", err)
+				}
+				tasks = tc
+			}
+			client = c
 		}
-		tasks = tc
-	}
-	mk := func(topic string) (*pubsubq.Queue, error) {
-		return pubsubq.New(client, tasks, pubsubq.Options{Topic: topic, TaskQueue: st.TasksQueue,
+		return pubsubq.New(client, tasks, pubsubq.Options{Topic: name, TaskQueue: st.TasksQueue,
 			TaskServiceAccount: st.TasksServiceAccount, Clock: o.Clock, Metrics: o.Metrics})
 	}
-	q, err := mk(st.Topic)
-	if err != nil {
-		return nil, nil, fmt.Errorf("gcpmode: %s: %w", EnvTopic, err)
+	return app.PortFactories{
+		Store: func(ctx context.Context) (ports.Store, error) {
+			if o.Store != nil {
+				return o.Store, nil
+			}
+			fs, err := fsstore.Open(ctx, st.Project, fsstore.Options{Database: st.Database, Collection: st.Collection, Clock: o.Clock,
+				ExpiresAt: app.ExpiresAt, Metrics: o.Metrics})
+			if err != nil {
+				return nil, fmt.Errorf("%s/%s: %w", EnvDatabase, EnvCollection, err)
+			}
+			return fs, nil
+		},
+		Secrets: func(ctx context.Context, access app.SecretAccess) (ports.SecretStore, error) {
+			api := o.SecretManager
+			if api == nil {
+				c, err := secretmanager.NewClient(ctx)
+				if err != nil {
+					return nil, fmt.Errorf("Secret Manager client: %w", err)
+				}
+				api = gsm.ClientAPI(c)
+			}
+			sec, err := gsm.New(api, gsm.Options{Project: st.Project, Prefix: st.SecretPrefix, Classes: secretClasses(access, st.ManageCA),
+				KMSKeyName: st.KMSKeyName, Metrics: o.Metrics, Clock: o.Clock})
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", EnvSecretPrefix, err)
+			}
+			return sec, nil
+		},
+		Queue: func(ctx context.Context) (ports.Queue, error) {
+			q := o.Queue
+			if q == nil {
+				tq, err := topic(ctx, st.Topic)
+				if err != nil {
+					return nil, fmt.Errorf("%s: %w", EnvTopic, err)
+				}
+				q = tq
+			}
+			rt.queue = q
+			if rt.Role.Sweeps {
+				// The sweep route flushes the sweep's keys in batches.
+				rt.batch = &app.SweepQueue{Q: q, MaxBatch: pubsubq.MaxBatch}
+				return rt.batch, nil
+			}
+			return q, nil
+		},
+		SignerQueue: func(ctx context.Context) (ports.Queue, error) {
+			q := o.SignerQueue
+			switch {
+			case q == nil && o.Queue != nil:
+				return nil, fmt.Errorf("%s: the %s needs the signer queue", EnvSignerTopic, rt.Role.Name)
+			case q == nil:
+				tq, err := topic(ctx, st.SignerTopic)
+				if err != nil {
+					return nil, fmt.Errorf("%s: %w", EnvSignerTopic, err)
+				}
+				q = tq
+			}
+			rt.signerQueue = q
+			return q, nil
+		},
+		ACME: func(context.Context) (acme.Dialer, error) {
+			return acmeadapter.NewDialer(acmeadapter.Options{Wrap: o.ACME.WrapTransport, Network: st.ACMENetwork}), nil
+		},
+		DNS01: func(context.Context) (map[string]dns01.ProviderFactory, error) {
+			dnsOpts := o.CloudDNS
+			dnsOpts.AllowedZones = st.CloudDNSZones
+			p := dnsproviders.Standard(st.ACMENetwork)
+			p[dns01.KeyCloudDNS] = clouddns.NewFactory(dnsOpts).Build
+			for k, f := range o.ACME.DNS01Providers {
+				p[k] = f
+			}
+			return p, nil
+		},
+		CertificateImporter: func(ctx context.Context) (ports.CertificateImporter, error) {
+			if o.CertificateImporter != nil || !st.CertificateManager {
+				return o.CertificateImporter, nil
+			}
+			// certmanager.NewClient: the library's request logging would
+			// print the private key.
+			c, err := certmanager.NewClient(ctx)
+			if err != nil {
+				return nil, fmt.Errorf("%s: Certificate Manager client: %w", EnvCertificateManager, err)
+			}
+			imp, err := certmanager.New(c, certmanager.Options{Project: st.Project, Location: st.CertificateManagerLoc, Deployment: st.SecretPrefix})
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", EnvCertificateManagerLoc, err)
+			}
+			return imp, nil
+		},
 	}
-	if st.Role != RoleWorker {
-		return q, nil, nil
+}
+
+// secretClasses are the Secret Manager classes access reads (core/app
+// SecretAccess.Classes; manageCA: CERTFN_MANAGE_CA_CERTIFICATES), in the
+// order a Get tries them.
+func secretClasses(access app.SecretAccess, manageCA bool) []gsm.Class {
+	read, _ := access.Classes(manageCA)
+	out := make([]gsm.Class, len(read))
+	for i, c := range read {
+		out[i] = gsm.Class(c)
 	}
-	sq, err := mk(st.SignerTopic)
-	if err != nil {
-		return nil, nil, fmt.Errorf("gcpmode: %s: %w", EnvSignerTopic, err)
-	}
-	return q, sq, nil
+	return out
 }
