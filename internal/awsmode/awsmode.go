@@ -197,7 +197,7 @@ func FromEnvWith(ctx context.Context, name string, o Options) (*Runtime, error) 
 		queues: map[string]*sqsq.Queue{}, metrics: o.Metrics, emf: sink}
 	base := app.Ports{Clock: o.Clock, Metrics: o.Metrics, Logger: o.Logger, MaxQueueDelay: sqsq.MaxDelay,
 		DNS01Resolver: o.ACME.DNS01Resolver, SecretReference: st.secretReference}
-	rt.App, err = app.Assemble(ctx, base, rt.factories(st, o), app.Settings{
+	rt.App, err = app.Assemble(ctx, base, awsPorts{rt: rt, st: st, o: &o}.factories(), app.Settings{
 		ClusterResourceNamespace: st.ClusterResourceNamespace, AutoApprove: st.AutoApprove, Quotas: st.Quotas,
 		ACME: app.ACMESettings{Polling: st.ACMEPolling, MaxChallengesInFlight: o.ACME.MaxChallengesInFlight,
 			DNS01AllowInternalNames: o.ACME.DNS01AllowInternalNames,
@@ -233,84 +233,72 @@ func FromEnvWith(ctx context.Context, name string, o Options) (*Runtime, error) 
 	return rt, nil
 }
 
-// factories builds each port over the AWS adapters, recording what it
-// built in rt; app.Assemble calls those the role needs.
-func (rt *Runtime) factories(st Settings, o Options) app.PortFactories {
-	queue := func(url string) (*sqsq.Queue, error) {
-		return sqsq.New(o.SQS, sqsq.Options{QueueURL: url, Metrics: o.Metrics})
+// awsPorts builds the ports over the AWS adapters, one method per port
+// (app.PortFactories: Assemble calls those the role needs), recording
+// what it built in rt.
+type awsPorts struct {
+	rt *Runtime
+	st Settings
+	o  *Options
+}
+
+func (f awsPorts) factories() app.PortFactories {
+	return app.PortFactories{Store: f.store, Secrets: f.secrets, Queue: f.queue, SignerQueue: f.signerQueue,
+		ACME: f.acme, DNS01: f.dns01, CertificateImporter: f.importer, Notifier: f.notifier}
+}
+
+// store builds the DynamoDB state store (wrapped by Options.WrapStore).
+func (f awsPorts) store(context.Context) (ports.Store, error) {
+	s, err := dynamo.New(f.o.DynamoDB, dynamo.Options{Table: f.st.Table, Shards: f.st.DueShards, Clock: f.o.Clock, Metrics: f.o.Metrics, ExpiresAt: app.ExpiresAt})
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", EnvTable, err)
 	}
-	return app.PortFactories{
-		Store: func(context.Context) (ports.Store, error) {
-			s, err := dynamo.New(o.DynamoDB, dynamo.Options{Table: st.Table, Shards: st.DueShards, Clock: o.Clock, Metrics: o.Metrics, ExpiresAt: app.ExpiresAt})
-			if err != nil {
-				return nil, fmt.Errorf("%s: %w", EnvTable, err)
-			}
-			rt.Store, rt.store = s, s
-			if o.WrapStore != nil {
-				rt.store = o.WrapStore(s)
-			}
-			return rt.store, nil
-		},
-		// Secrets Manager is scoped by IAM tags alone; Parameter Store by
-		// st.SecretClasses, which default to the access's (ParseSettings).
-		Secrets: func(ctx context.Context, _ app.SecretAccess) (ports.SecretStore, error) {
-			s, err := o.secretStore(ctx, st)
-			rt.Secrets = s
-			return s, err
-		},
-		Queue: func(context.Context) (ports.Queue, error) {
-			q, err := queue(st.QueueURL)
-			if err != nil {
-				return nil, fmt.Errorf("%s: %w", EnvQueueURL, err)
-			}
-			rt.Queue = q
-			if rt.Role.Sweeps {
-				// HandleSchedule flushes the sweep's keys in batches.
-				rt.batch = &app.SweepQueue{Q: q}
-				return rt.batch, nil
-			}
-			return q, nil
-		},
-		SignerQueue: func(context.Context) (ports.Queue, error) {
-			q, err := queue(st.SignerQueueURL)
-			if err != nil {
-				return nil, fmt.Errorf("%s: %w", EnvSignerQueueURL, err)
-			}
-			rt.SignerQueue = q
-			return q, nil
-		},
-		ACME: func(context.Context) (acme.Dialer, error) {
-			return acmeadapter.NewDialer(acmeadapter.Options{Wrap: o.ACME.WrapTransport, Network: st.ACMENetwork}), nil
-		},
-		DNS01: func(context.Context) (map[string]dns01.ProviderFactory, error) {
-			p := dnsproviders.Standard(st.ACMENetwork)
-			p[dns01.KeyRoute53] = route53.NewFactory(route53.Options{AllowedZoneIDs: st.Route53ZoneIDs, Retry: o.Retry}).Build
-			for k, f := range o.ACME.DNS01Providers {
-				p[k] = f
-			}
-			return p, nil
-		},
-		CertificateImporter: func(ctx context.Context) (ports.CertificateImporter, error) {
-			if !st.ACMImport {
-				return nil, nil
-			}
-			imp, err := o.acmImporter(ctx, st)
-			if err != nil {
-				return nil, err
-			}
-			return imp, nil
-		},
-		Notifier: func(ctx context.Context) (ports.Notifier, error) {
-			if st.NotifyEventBus == "" {
-				return nil, nil
-			}
-			n, err := o.notifier(ctx, st)
-			if err != nil {
-				return nil, err
-			}
-			return n, nil
-		},
+	f.rt.Store, f.rt.store = s, s
+	if f.o.WrapStore != nil {
+		f.rt.store = f.o.WrapStore(s)
 	}
+	return f.rt.store, nil
+}
+
+// queue builds the worker queue; a role that sweeps sends through a
+// batch that HandleSchedule flushes.
+func (f awsPorts) queue(context.Context) (ports.Queue, error) {
+	q, err := sqsq.New(f.o.SQS, sqsq.Options{QueueURL: f.st.QueueURL, Metrics: f.o.Metrics})
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", EnvQueueURL, err)
+	}
+	f.rt.Queue = q
+	if f.rt.Role.Sweeps {
+		f.rt.batch = &app.SweepQueue{Q: q}
+		return f.rt.batch, nil
+	}
+	return q, nil
+}
+
+// signerQueue builds the signer queue requests are handed off to.
+func (f awsPorts) signerQueue(context.Context) (ports.Queue, error) {
+	q, err := sqsq.New(f.o.SQS, sqsq.Options{QueueURL: f.st.SignerQueueURL, Metrics: f.o.Metrics})
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", EnvSignerQueueURL, err)
+	}
+	f.rt.SignerQueue = q
+	return q, nil
+}
+
+// acme builds the ACME dialer, within CERTFN_ACME_ALLOW_PRIVATE_NETWORKS.
+func (f awsPorts) acme(context.Context) (acme.Dialer, error) {
+	return acmeadapter.NewDialer(acmeadapter.Options{Wrap: f.o.ACME.WrapTransport, Network: f.st.ACMENetwork}), nil
+}
+
+// dns01 builds the DNS-01 providers: the standard ones, route53 within
+// CERTFN_ROUTE53_ZONE_IDS, and those of Options.
+func (f awsPorts) dns01(context.Context) (map[string]dns01.ProviderFactory, error) {
+	p := dnsproviders.Standard(f.st.ACMENetwork)
+	p[dns01.KeyRoute53] = route53.NewFactory(route53.Options{AllowedZoneIDs: f.st.Route53ZoneIDs, Retry: f.o.Retry}).Build
+	for k, pf := range f.o.ACME.DNS01Providers {
+		p[k] = pf
+	}
+	return p, nil
 }
 
 // clients builds the SDK clients that were not injected, from one default
@@ -335,14 +323,17 @@ func (o *Options) clients(ctx context.Context) error {
 	return nil
 }
 
-// secretStore builds the secret store of a role with the secret store
-// port (CERTFN_SECRET_STORE).
-func (o *Options) secretStore(ctx context.Context, st Settings) (ports.SecretStore, error) {
+// secrets builds the secret store (CERTFN_SECRET_STORE). Secrets Manager
+// is scoped by IAM tags alone; Parameter Store by st.SecretClasses, which
+// default to the access's (ParseSettings).
+func (f awsPorts) secrets(ctx context.Context, _ app.SecretAccess) (ports.SecretStore, error) {
+	st, o := f.st, f.o
 	if st.SecretStore != SecretStoreSSM {
 		s, err := secrets.New(o.SecretsManager, secrets.Options{Prefix: st.SecretPrefix, KMSKeyID: st.KMSKeyID, Metrics: o.Metrics})
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", EnvSecretPrefix, err)
 		}
+		f.rt.Secrets = s
 		return s, nil
 	}
 	client := o.SSM
@@ -357,13 +348,18 @@ func (o *Options) secretStore(ctx context.Context, st Settings) (ports.SecretSto
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", EnvSecretPrefix, err)
 	}
+	f.rt.Secrets = s
 	return s, nil
 }
 
-// acmImporter builds the certificate importer on ACM (CERTFN_ACM_IMPORT): new
+// importer builds the ACM importer when CERTFN_ACM_IMPORT is set: new
 // imports are tagged with the deployment's name (acm.DeploymentFromEnv),
-// which the worker's IAM policy requires.
-func (o *Options) acmImporter(ctx context.Context, st Settings) (*acm.Importer, error) {
+// which the IAM policy requires.
+func (f awsPorts) importer(ctx context.Context) (ports.CertificateImporter, error) {
+	st, o := f.st, f.o
+	if !st.ACMImport {
+		return nil, nil
+	}
 	client := o.ACM
 	if client == nil {
 		cfg, err := awscfg.Load(ctx, o.Retry)
@@ -379,10 +375,14 @@ func (o *Options) acmImporter(ctx context.Context, st Settings) (*acm.Importer, 
 	return imp, nil
 }
 
-// notifier builds the EventBridge notifier (CERTFN_NOTIFY_EVENT_BUS):
-// events name the deployment as the ACM importer's tags do
+// notifier builds the EventBridge notifier when CERTFN_NOTIFY_EVENT_BUS
+// is set: events name the deployment as the ACM importer's tags do
 // (acm.DeploymentFromEnv: the Terraform module's name_prefix).
-func (o *Options) notifier(ctx context.Context, st Settings) (*ebnotify.Notifier, error) {
+func (f awsPorts) notifier(ctx context.Context) (ports.Notifier, error) {
+	st, o := f.st, f.o
+	if st.NotifyEventBus == "" {
+		return nil, nil
+	}
 	client := o.EventBridge
 	if client == nil {
 		cfg, err := awscfg.Load(ctx, o.Retry)

@@ -31,13 +31,14 @@ const (
 	EnvClusterResourceNamespace = "CERTFN_CLUSTER_RESOURCE_NAMESPACE"
 	EnvSecretPrefix             = "CERTFN_SECRET_PREFIX"
 	EnvKMSKeyID                 = "CERTFN_KMS_KEY_ID"
-	// EnvSecretStore chooses the secret store of the worker and signer:
-	// "secretsmanager" (the default) or "ssm" (Parameter Store
-	// SecureStrings, adapters/aws/ssmstore). EnvSecretClasses lists, for
-	// "ssm", the parameter classes the function reads, in the order a Get
-	// tries them (comma-separated; default ssmstore.WorkerClasses(false)
-	// for the worker, ssmstore.SignerClasses() for the signer); Terraform
-	// sets it from the same list as the function's IAM paths.
+	// EnvSecretStore chooses the secret store of the roles with the
+	// secret store port (the worker and signer): "secretsmanager" (the
+	// default) or "ssm" (Parameter Store SecureStrings,
+	// adapters/aws/ssmstore). EnvSecretClasses lists, for "ssm", the
+	// parameter classes the function reads, in the order a Get tries them
+	// (comma-separated; default the classes of the role's secret access,
+	// SSMClasses); Terraform sets it from the same list as the function's
+	// IAM paths.
 	EnvSecretStore    = "CERTFN_SECRET_STORE"
 	EnvSecretClasses  = "CERTFN_SECRET_CLASSES"
 	EnvQueueURL       = "CERTFN_QUEUE_URL"

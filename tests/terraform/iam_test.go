@@ -17,6 +17,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/certfn/certfn/core/app"
 )
 
 // secretRoles are the values of the certfn-role tag (docs/deploy-aws.md).
@@ -137,13 +139,14 @@ func route53Change(types, names string) map[string][]string {
 // prints the name, the request and what decided it.
 func iamChecks(v variant) []iamCheck {
 	b := &checkBuilder{v: v}
-	roles := []string{"worker", "signer", "scheduler", "api"}
-	if v.http01 {
-		roles = append(roles, "http01")
-	}
-	noSecretRoles := []string{"scheduler", "api"}
-	if v.http01 {
-		noSecretRoles = append(noSecretRoles, "http01")
+	// The deployed functions, and those without the secret store port
+	// (core/app's role data).
+	roles := roleNames(deployedFunctions(v))
+	var noSecretRoles []string
+	for _, r := range deployedFunctions(v) {
+		if !r.Needs(app.PortSecrets) {
+			noSecretRoles = append(noSecretRoles, r.Name)
+		}
 	}
 	if v.ssm {
 		parameterChecks(b, noSecretRoles)
@@ -719,10 +722,7 @@ func TestIAMLeastPrivilege(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			p := planModuleVariant(t, tc.inputs, nil)
 			policies := rolePolicies(t, p)
-			want := []string{"api", "schedule", "scheduler", "signer", "worker"}
-			if tc.v.http01 {
-				want = append(want, "http01")
-			}
+			want := append(roleNames(deployedFunctions(tc.v)), "schedule")
 			sort.Strings(want)
 			if got := keysOf(policies); strings.Join(got, ",") != strings.Join(want, ",") {
 				t.Fatalf("roles with policies = %v, want %v", got, want)
