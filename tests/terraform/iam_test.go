@@ -10,6 +10,7 @@ package terraform_test
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -637,27 +638,26 @@ var planCache = struct {
 
 // planModuleVariant copies the module, writes a root for it with inputs
 // (HCL lines) and any extra files into the module copy, and returns the
-// plan. Plans without extra files are cached by inputs.
+// plan. Plans are cached by inputs and extra files.
 func planModuleVariant(t *testing.T, inputs string, extra map[string]string) *planJSON {
 	t.Helper()
-	if len(extra) == 0 {
-		planCache.Lock()
-		p, ok := planCache.plans[inputs]
-		planCache.Unlock()
-		if ok {
-			return p
-		}
-		defer func() {
-			if p != nil && !t.Failed() {
-				planCache.Lock()
-				planCache.plans[inputs] = p
-				planCache.Unlock()
-			}
-		}()
-		p = planFresh(t, inputs, nil)
+	key := inputs
+	for _, name := range slices.Sorted(maps.Keys(extra)) {
+		key += "\x00" + name + "\x00" + extra[name]
+	}
+	planCache.Lock()
+	p, ok := planCache.plans[key]
+	planCache.Unlock()
+	if ok {
 		return p
 	}
-	return planFresh(t, inputs, extra)
+	p = planFresh(t, inputs, extra)
+	if !t.Failed() {
+		planCache.Lock()
+		planCache.plans[key] = p
+		planCache.Unlock()
+	}
+	return p
 }
 
 // planFresh is planModuleVariant without the cache.
