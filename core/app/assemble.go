@@ -132,3 +132,22 @@ func (p Ports) has(port Port) bool {
 	}
 	return false
 }
+
+// NewDeliverer returns the Deliverer of a's role over d's queues and
+// settings, or nil for a role that consumes no queue: it keeps d.HandOff
+// only for a role with the signer queue port and d.FollowUps only for one
+// that consumes the work queue.
+func NewDeliverer(a *App, d Deliverer) *Deliverer {
+	role := a.Role
+	if role.Consumes == "" {
+		return nil
+	}
+	d.App = a
+	if role.Consumes != WorkQueue {
+		d.FollowUps = 0
+	}
+	if !role.Needs(PortSignerQueue) {
+		d.HandOff = nil
+	}
+	return &d
+}

@@ -203,3 +203,28 @@ func TestFunctionNamed(t *testing.T) {
 		t.Errorf("Roles = %v", app.Roles)
 	}
 }
+
+// A role's Deliverer: none without a consumed queue, the hand-off only
+// with the signer queue port, follow-ups only from the work queue.
+func TestNewDeliverer(t *testing.T) {
+	clk := clock.NewFake(ct.T0)
+	handOff := memory.NewQueue(clk, time.Minute)
+	for _, r := range app.Roles {
+		var log factoryLog
+		a, err := app.Assemble(context.Background(), app.Ports{}, countingFactories(&log), app.Settings{}, r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := app.NewDeliverer(a, app.Deliverer{HandOff: handOff, FollowUps: 7})
+		if (d != nil) != (r.Consumes != "") {
+			t.Errorf("%s: deliverer %v", r.Name, d)
+			continue
+		}
+		if d == nil {
+			continue
+		}
+		if d.App != a || (d.HandOff != nil) != r.Needs(app.PortSignerQueue) || (d.FollowUps == 7) != (r.Consumes == app.WorkQueue) {
+			t.Errorf("%s: deliverer hand-off %v follow-ups %d", r.Name, d.HandOff, d.FollowUps)
+		}
+	}
+}

@@ -144,6 +144,7 @@ type Runtime struct {
 	metrics ports.Metrics
 	emf     *emf.Sink
 	deliver *app.Deliverer // roles that consume a queue
+	handOff ports.Queue    // the signer queue of a role with its port
 }
 
 // FromEnv builds the Runtime of the function called name (core/app
@@ -207,15 +208,8 @@ func FromEnvWith(ctx context.Context, name string, o Options) (*Runtime, error) 
 			return nil, fmt.Errorf("awsmode: %s: %w", EnvSignerQueueURL, err)
 		}
 	}
-	if role.Consumes != "" {
-		rt.deliver = &app.Deliverer{App: rt.App, Queue: rt.Queue, Metrics: o.Metrics, Log: o.Logger, Reserve: followUpReserve}
-		if role.Consumes == app.WorkQueue {
-			rt.deliver.FollowUps = st.FollowUps
-		}
-		if role.Needs(app.PortSignerQueue) {
-			rt.deliver.HandOff = rt.SignerQueue
-		}
-	}
+	rt.deliver = app.NewDeliverer(rt.App, app.Deliverer{Queue: rt.Queue, HandOff: rt.handOff, FollowUps: st.FollowUps,
+		Metrics: o.Metrics, Log: o.Logger, Reserve: followUpReserve})
 	if role.ServesAPI {
 		if rt.API, err = httpapi.New(httpapi.Config{Service: rt.App.Service, Authenticate: IAMAuthenticator(st.APIAdmins),
 			MaxBody: st.APIMaxBody, Logger: o.Logger}); err != nil {

@@ -73,7 +73,7 @@ func (f awsPorts) signerQueue(context.Context) (ports.Queue, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", EnvSignerQueueURL, err)
 	}
-	f.rt.SignerQueue = q
+	f.rt.SignerQueue, f.rt.handOff = q, q
 	return q, nil
 }
 

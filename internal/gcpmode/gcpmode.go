@@ -142,15 +142,8 @@ func FromEnvWith(ctx context.Context, name string, o Options) (*Runtime, error) 
 		return nil, fmt.Errorf("gcpmode: %w", err)
 	}
 	rt.Engine = rt.App.Engine
-	if role.Consumes != "" {
-		rt.deliver = &app.Deliverer{App: rt.App, Queue: rt.queue, Metrics: o.Metrics, Log: o.Logger, Reserve: followUpReserve}
-		if role.Consumes == app.WorkQueue {
-			rt.deliver.FollowUps = st.FollowUps
-		}
-		if role.Needs(app.PortSignerQueue) {
-			rt.deliver.HandOff = rt.signerQueue
-		}
-	}
+	rt.deliver = app.NewDeliverer(rt.App, app.Deliverer{Queue: rt.queue, HandOff: rt.signerQueue, FollowUps: st.FollowUps,
+		Metrics: o.Metrics, Log: o.Logger, Reserve: followUpReserve})
 	if role.ServesAPI {
 		v := o.TokenValidator
 		if v == nil {
