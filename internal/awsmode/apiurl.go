@@ -27,7 +27,7 @@ type iamKey struct{}
 // verified (see IAMAuthenticator).
 func (rt *Runtime) HandleFunctionURL(ctx context.Context, ev events.LambdaFunctionURLRequest) (events.LambdaFunctionURLResponse, error) {
 	if rt.API == nil {
-		return jsonError(http.StatusInternalServerError, "InternalError", fmt.Sprintf("the %s function serves no API", rt.Role)), nil
+		return jsonError(http.StatusInternalServerError, "InternalError", fmt.Sprintf("the %s function serves no API", rt.Role.Name)), nil
 	}
 	return ServeFunctionURL(rt.API)(ctx, ev)
 }

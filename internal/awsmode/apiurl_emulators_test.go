@@ -18,6 +18,7 @@ import (
 	"github.com/certfn/certfn/adapters/aws/dynamo"
 	"github.com/certfn/certfn/adapters/httpapi/apitest"
 	"github.com/certfn/certfn/core/api"
+	"github.com/certfn/certfn/core/app"
 	"github.com/certfn/certfn/internal/awsmode"
 	"github.com/certfn/certfn/tests/emulators"
 )
@@ -50,7 +51,7 @@ func TestAPIFunctionOnEmulators(t *testing.T) {
 	}
 	t.Cleanup(func() { _, _ = q.DeleteQueue(context.Background(), &sqs.DeleteQueueInput{QueueUrl: qo.QueueUrl}) })
 
-	rt, err := awsmode.FromEnvWith(ctx, awsmode.RoleAPI, awsmode.Options{Getenv: env{"CERTFN_FUNCTION": "api", "CERTFN_TABLE": table,
+	rt, err := awsmode.FromEnvWith(ctx, app.API.Name, awsmode.Options{Getenv: env{"CERTFN_FUNCTION": "api", "CERTFN_TABLE": table,
 		"CERTFN_QUEUE_URL": aws.ToString(qo.QueueUrl), "CERTFN_API_ADMINS": adminRole}.get, Logger: apitest.Discard()})
 	if err != nil {
 		t.Fatal(err)

@@ -128,7 +128,7 @@ type fnEnv struct {
 // create, get and list certificates and requests everywhere.
 func newFnEnv(t *testing.T) *fnEnv {
 	t.Helper()
-	st, err := awsmode.ParseSettings(awsmode.RoleAPI, env{"CERTFN_TABLE": "t", "CERTFN_QUEUE_URL": "q", "CERTFN_API_MAX_BODY": "16384", "CERTFN_API_ADMINS": adminRole}.get)
+	st, err := awsmode.ParseSettings(app.API.Name, env{"CERTFN_TABLE": "t", "CERTFN_QUEUE_URL": "q", "CERTFN_API_MAX_BODY": "16384", "CERTFN_API_ADMINS": adminRole}.get)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -324,7 +324,7 @@ func TestAPISettingsFromEnv(t *testing.T) {
 		{"session admin", with("CERTFN_API_ADMINS", ciSession), `CERTFN_API_ADMINS[0]: "arn:aws:sts::123456789012:assumed-role/ci/build-42" is a session: name its role, arn:aws:iam::123456789012:role/ci`, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c, err := awsmode.ParseSettings(awsmode.RoleAPI, tc.env.get)
+			c, err := awsmode.ParseSettings(app.API.Name, tc.env.get)
 			switch {
 			case tc.want == "" && err != nil:
 				t.Fatalf("error: %v", err)
@@ -335,7 +335,7 @@ func TestAPISettingsFromEnv(t *testing.T) {
 			}
 		})
 	}
-	if _, err := awsmode.FromEnvWith(context.Background(), awsmode.RoleAPI, awsmode.Options{Getenv: with("CERTFN_TABLE", "").get, Logger: apitest.Discard()}); err == nil || !strings.Contains(err.Error(), "CERTFN_TABLE") {
+	if _, err := awsmode.FromEnvWith(context.Background(), app.API.Name, awsmode.Options{Getenv: with("CERTFN_TABLE", "").get, Logger: apitest.Discard()}); err == nil || !strings.Contains(err.Error(), "CERTFN_TABLE") {
 		t.Fatalf("setup with a bad environment: %v", err)
 	}
 }
@@ -353,12 +353,12 @@ func TestAPIRuntimeChecksConfig(t *testing.T) {
 		{env{"CERTFN_TABLE": "t", "CERTFN_QUEUE_URL": ""}, "CERTFN_QUEUE_URL"},
 	} {
 		o.Getenv = tc.env.get
-		if _, err := awsmode.FromEnvWith(context.Background(), awsmode.RoleAPI, o); err == nil || !strings.Contains(err.Error(), tc.want) {
+		if _, err := awsmode.FromEnvWith(context.Background(), app.API.Name, o); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Fatalf("%v: %v, want %q", tc.env, err, tc.want)
 		}
 	}
 	o.Getenv = env{"CERTFN_TABLE": "t", "CERTFN_QUEUE_URL": "https://sqs.example/q"}.get
-	rt, err := awsmode.FromEnvWith(context.Background(), awsmode.RoleAPI, o)
+	rt, err := awsmode.FromEnvWith(context.Background(), app.API.Name, o)
 	if err != nil || rt.Engine == nil || rt.API == nil {
 		t.Fatalf("valid config: %v", err)
 	}

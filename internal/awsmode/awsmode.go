@@ -1,26 +1,21 @@
-// Package awsmode assembles certfn's AWS Lambda functions (// docs/design/one-step.md and docs/design/roles.md) from environment variables: the DynamoDB state store,
-// the SQS queues and the secret store (Secrets Manager, or Parameter Store
-// with CERTFN_SECRET_STORE=ssm; adapters/aws), handed
-// to core/app.Build with each function's role (core/app/role.go), which
-// holds only the ports and signers that role may use:
-//
-//	worker     every step except CA/selfSigned signing and CA issuer checks;
-//	           signers: acme, plus a hand-off for ca/selfSigned (no CA key)
-//	signer     approved CertificateRequests of CA/selfSigned issuers and CA
-//	           issuers' readiness; signers ca and selfSigned; never approves
-//	scheduler  the due-index sweep into the worker queue; no secret store
-//	api        the engine for the HTTP API; no secret store, no signer
-//	http01     the HTTP-01 responder over the state store; no engine
+// Package awsmode assembles certfn's AWS Lambda functions
+// (docs/design/one-step.md and docs/design/roles.md) from environment
+// variables. Each function is one of core/app's Functions, by name; its
+// role's data says which ports it is built over, and core/app.Assemble
+// builds those with this package's factories (ports.go) over the AWS
+// adapters (adapters/aws): the DynamoDB state store, the SQS queues, the
+// secret store (Secrets Manager, or Parameter Store with
+// CERTFN_SECRET_STORE=ssm), the ACM importer, the EventBridge notifier and
+// the Route53 DNS-01 provider. ParseSettings requires the variables of those ports only.
 //
 // Delivered keys run through core/app.Deliverer (worker↔signer routing and
 // follow-ups, shared with internal/gcpmode); what is AWS's own is the
-// Lambda event handling (lambda.go: SQS batches, the scheduler, HTTP-01 and
-// the api's Function URL). The functions' mains (functions/aws/*) call
-// FromEnv and lambda.Start; only they exit.
+// environment and the Lambda event handling (lambda.go: SQS batches, the
+// scheduler, HTTP-01 and the api's Function URL). The functions' mains
+// (functions/aws/*) call Main with their role's name; only they exit.
 package awsmode
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -31,14 +26,10 @@ import (
 	"sync"
 	"time"
 
-	awsacm "github.com/aws/aws-sdk-go-v2/service/acm"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
 	sm "github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
-	"github.com/aws/aws-sdk-go-v2/service/ssm"
 
-	acmeadapter "github.com/certfn/certfn/adapters/acme"
 	"github.com/certfn/certfn/adapters/aws/acm"
 	"github.com/certfn/certfn/adapters/aws/awscfg"
 	"github.com/certfn/certfn/adapters/aws/dynamo"
@@ -47,8 +38,6 @@ import (
 	"github.com/certfn/certfn/adapters/aws/secrets"
 	"github.com/certfn/certfn/adapters/aws/sqsq"
 	"github.com/certfn/certfn/adapters/aws/ssmstore"
-	dnsproviders "github.com/certfn/certfn/adapters/dns/providers"
-	"github.com/certfn/certfn/adapters/dns/route53"
 	"github.com/certfn/certfn/adapters/httpapi"
 	"github.com/certfn/certfn/core/acme/dns01"
 	"github.com/certfn/certfn/core/app"
@@ -119,70 +108,70 @@ type ACMEOptions struct {
 // Runtime is one function's assembly. Its handlers (lambda.go) are safe
 // for concurrent use.
 type Runtime struct {
-	Role     Role
+	// Role is the function's role (core/app.Functions).
+	Role     app.Role
 	Settings Settings
 	Log      *slog.Logger
 	Clock    ports.Clock
-	// App is the function's role assembled by core/app.Build.
+	// App is the function's role assembled by core/app.Assemble.
 	App *app.App
 	// Engine is App.Engine (nil for the http01 role).
 	Engine *engine.Engine
 	// Store is the DynamoDB store (Counts() for cost figures).
 	Store *dynamo.Store
-	// Queue is the worker queue (nil for http01).
+	// Queue is the worker queue (roles with the queue port).
 	Queue *sqsq.Queue
-	// SignerQueue is the signer queue: set for the worker (where it hands
-	// work to the signer) and for the signer when CERTFN_SIGNER_QUEUE_URL
-	// is set (the queue it consumes).
+	// SignerQueue is the signer queue: set where the role hands work to
+	// the signer (the signer queue port) and where it consumes it and
+	// CERTFN_SIGNER_QUEUE_URL is set.
 	SignerQueue *sqsq.Queue
-	// Secrets is the secret store (worker and signer only): the Secrets
-	// Manager store (*secrets.Store) or, with CERTFN_SECRET_STORE=ssm, the
-	// Parameter Store one (*ssmstore.Store).
+	// Secrets is the secret store (roles with the secret store port): the
+	// Secrets Manager store (*secrets.Store) or, with
+	// CERTFN_SECRET_STORE=ssm, the Parameter Store one (*ssmstore.Store).
 	Secrets ports.SecretStore
-	// HTTP01 answers /.well-known/acme-challenge/{token} (http01 role only).
+	// HTTP01 answers /.well-known/acme-challenge/{token} (roles with HTTP01).
 	HTTP01 http.Handler
-	// API serves the HTTP API (api role only).
+	// API serves the HTTP API (roles that serve it).
 	API http.Handler
 
 	getenv  func(string) string
 	sqs     sqsq.API
 	store   ports.Store     // what the engine uses (maybe wrapped)
-	batch   *app.SweepQueue // scheduler: the sweep's batched sends
+	batch   *app.SweepQueue // roles that sweep: the sweep's batched sends
 	qmu     sync.Mutex
 	queues  map[string]*sqsq.Queue // consumed queues by event source ARN
 	metrics ports.Metrics
 	emf     *emf.Sink
-	deliver *app.Deliverer // worker and signer
+	deliver *app.Deliverer // roles that consume a queue
+	handOff ports.Queue    // the signer queue of a role with its port
 }
 
-// appRoles maps each function to its core/app role.
-var appRoles = map[Role]app.Role{RoleWorker: app.Worker, RoleSigner: app.Signer, RoleScheduler: app.Scheduler,
-	RoleAPI: app.API, RoleHTTP01: app.HTTP01}
-
-// FromEnv builds role's Runtime from the process environment and the AWS
-// default configuration chain (credentials of the function's role,
-// AWS_REGION, AWS_ENDPOINT_URL*). It makes no network call. Errors name
-// the variables that are missing or invalid.
-func FromEnv(ctx context.Context, role Role) (*Runtime, error) {
-	return FromEnvWith(ctx, role, Options{})
+// FromEnv builds the Runtime of the function called name (core/app
+// Functions: worker, signer, scheduler, api, http01) from the process
+// environment and the AWS default configuration chain (credentials of the
+// function's role, AWS_REGION, AWS_ENDPOINT_URL*). It makes no network
+// call. Errors name the variables that are missing or invalid.
+func FromEnv(ctx context.Context, name string) (*Runtime, error) {
+	return FromEnvWith(ctx, name, Options{})
 }
 
 // FromEnvWith is FromEnv with injected dependencies (see Options): it
-// builds the AWS adapters the role may use from Settings and hands them
-// to app.Build.
-func FromEnvWith(ctx context.Context, role Role, o Options) (*Runtime, error) {
+// hands core/app.Assemble a factory per port over the AWS adapters, which
+// builds those the role needs.
+func FromEnvWith(ctx context.Context, name string, o Options) (*Runtime, error) {
 	if o.Getenv == nil {
 		o.Getenv = os.Getenv
 	}
-	st, err := ParseSettings(role, o.Getenv)
+	st, err := ParseSettings(name, o.Getenv)
 	if err != nil {
 		return nil, err
 	}
+	role := st.Role
 	if o.Clock == nil {
 		o.Clock = clock.Real{}
 	}
 	if o.Logger == nil {
-		o.Logger = slog.New(slog.NewJSONHandler(os.Stdout, &slog.HandlerOptions{Level: st.LogLevel})).With("function", string(role))
+		o.Logger = slog.New(slog.NewJSONHandler(os.Stdout, &slog.HandlerOptions{Level: st.LogLevel})).With("function", role.Name)
 	}
 	if err := o.clients(ctx); err != nil {
 		return nil, err
@@ -193,86 +182,34 @@ func FromEnvWith(ctx context.Context, role Role, o Options) (*Runtime, error) {
 		if out == nil {
 			out = os.Stdout
 		}
-		sink = emf.New(emf.Options{Function: string(role), Metrics: ExportedMetrics, Out: out})
+		sink = emf.New(emf.Options{Function: role.Name, Metrics: ExportedMetrics, Out: out})
 		o.Metrics = sink
 	}
 	rt := &Runtime{Role: role, Settings: st, Log: o.Logger, Clock: o.Clock, getenv: o.Getenv, sqs: o.SQS,
 		queues: map[string]*sqsq.Queue{}, metrics: o.Metrics, emf: sink}
-	rt.Store, err = dynamo.New(o.DynamoDB, dynamo.Options{Table: st.Table, Shards: st.DueShards, Clock: o.Clock, Metrics: o.Metrics, ExpiresAt: app.ExpiresAt})
-	if err != nil {
-		return nil, fmt.Errorf("awsmode: %s: %w", EnvTable, err)
-	}
-	rt.store = rt.Store
-	if o.WrapStore != nil {
-		rt.store = o.WrapStore(rt.store)
-	}
-	p := app.Ports{Store: rt.store, Clock: o.Clock, Metrics: o.Metrics, Logger: o.Logger, MaxQueueDelay: sqsq.MaxDelay,
-		SecretReference: st.secretReference}
-	if role != RoleHTTP01 {
-		if rt.Queue, err = sqsq.New(o.SQS, sqsq.Options{QueueURL: st.QueueURL, Metrics: o.Metrics}); err != nil {
-			return nil, fmt.Errorf("awsmode: %s: %w", EnvQueueURL, err)
-		}
-		p.Queue = rt.Queue
-	}
-	if role == RoleScheduler {
-		rt.batch = &app.SweepQueue{Q: rt.Queue}
-		p.Queue = rt.batch
-	}
-	if st.SignerQueueURL != "" && (role == RoleWorker || role == RoleSigner) {
-		if rt.SignerQueue, err = sqsq.New(o.SQS, sqsq.Options{QueueURL: st.SignerQueueURL, Metrics: o.Metrics}); err != nil {
-			return nil, fmt.Errorf("awsmode: %s: %w", EnvSignerQueueURL, err)
-		}
-		if role == RoleWorker {
-			p.SignerQueue = rt.SignerQueue
-		}
-	}
-	if role == RoleWorker || role == RoleSigner {
-		if rt.Secrets, err = o.secretStore(ctx, st); err != nil {
-			return nil, err
-		}
-		p.Secrets = rt.Secrets
-	}
-	if role == RoleWorker {
-		p.ACME = acmeadapter.NewDialer(acmeadapter.Options{Wrap: o.ACME.WrapTransport, Network: st.ACMENetwork})
-		p.DNS01 = dnsproviders.Standard(st.ACMENetwork)
-		p.DNS01[dns01.KeyRoute53] = route53.NewFactory(route53.Options{AllowedZoneIDs: st.Route53ZoneIDs, Retry: o.Retry}).Build
-		for k, f := range o.ACME.DNS01Providers {
-			p.DNS01[k] = f
-		}
-		p.DNS01Resolver = o.ACME.DNS01Resolver
-		if st.ACMImport {
-			if p.CertificateImporter, err = o.acmImporter(ctx, st); err != nil {
-				return nil, err
-			}
-		}
-		if st.NotifyEventBus != "" {
-			if p.Notifier, err = o.notifier(ctx, st); err != nil {
-				return nil, err
-			}
-		}
-	}
-	rt.App, err = app.Build(p, app.Settings{
+	base := app.Ports{Clock: o.Clock, Metrics: o.Metrics, Logger: o.Logger, MaxQueueDelay: sqsq.MaxDelay,
+		DNS01Resolver: o.ACME.DNS01Resolver, SecretReference: st.secretReference}
+	rt.App, err = app.Assemble(ctx, base, awsPorts{rt: rt, st: st, o: &o}.factories(), app.Settings{
 		ClusterResourceNamespace: st.ClusterResourceNamespace, AutoApprove: st.AutoApprove, Quotas: st.Quotas,
 		ACME: app.ACMESettings{Polling: st.ACMEPolling, MaxChallengesInFlight: o.ACME.MaxChallengesInFlight,
 			DNS01AllowInternalNames: o.ACME.DNS01AllowInternalNames,
 			HTTP01SelfCheck:         st.HTTP01Enabled, HTTP01SelfCheckAddr: o.ACME.HTTP01SelfCheckAddr,
 			NamespacedServers: st.ACMEServerAllow},
 		NotifyExpiryWindow: time.Duration(st.NotifyExpiryDays) * 24 * time.Hour,
-	}, appRoles[role])
+	}, role)
 	if err != nil {
 		return nil, fmt.Errorf("awsmode: %w", err)
 	}
 	rt.Engine, rt.HTTP01 = rt.App.Engine, rt.App.HTTP01
-	if role == RoleWorker || role == RoleSigner {
-		rt.deliver = &app.Deliverer{App: rt.App, Queue: rt.Queue, Metrics: o.Metrics, Log: o.Logger, Reserve: followUpReserve}
-		if role == RoleWorker {
-			rt.deliver.FollowUps = st.FollowUps
-			if rt.SignerQueue != nil {
-				rt.deliver.HandOff = rt.SignerQueue
-			}
+	if role.Consumes == app.SignerQueue && st.SignerQueueURL != "" {
+		// The queue it consumes, for retry delays (consumedQueue).
+		if rt.SignerQueue, err = sqsq.New(o.SQS, sqsq.Options{QueueURL: st.SignerQueueURL, Metrics: o.Metrics}); err != nil {
+			return nil, fmt.Errorf("awsmode: %s: %w", EnvSignerQueueURL, err)
 		}
 	}
-	if role == RoleAPI {
+	rt.deliver = app.NewDeliverer(rt.App, app.Deliverer{Queue: rt.Queue, HandOff: rt.handOff, FollowUps: st.FollowUps,
+		Metrics: o.Metrics, Log: o.Logger, Reserve: followUpReserve})
+	if role.ServesAPI {
 		if rt.API, err = httpapi.New(httpapi.Config{Service: rt.App.Service, Authenticate: IAMAuthenticator(st.APIAdmins),
 			MaxBody: st.APIMaxBody, Logger: o.Logger}); err != nil {
 			return nil, fmt.Errorf("awsmode: %w", err)
@@ -301,69 +238,6 @@ func (o *Options) clients(ctx context.Context) error {
 		o.SecretsManager = sm.NewFromConfig(cfg)
 	}
 	return nil
-}
-
-// secretStore builds the worker's or signer's secret store
-// (CERTFN_SECRET_STORE).
-func (o *Options) secretStore(ctx context.Context, st Settings) (ports.SecretStore, error) {
-	if st.SecretStore != SecretStoreSSM {
-		s, err := secrets.New(o.SecretsManager, secrets.Options{Prefix: st.SecretPrefix, KMSKeyID: st.KMSKeyID, Metrics: o.Metrics})
-		if err != nil {
-			return nil, fmt.Errorf("awsmode: %s: %w", EnvSecretPrefix, err)
-		}
-		return s, nil
-	}
-	client := o.SSM
-	if client == nil {
-		cfg, err := awscfg.Load(ctx, o.Retry)
-		if err != nil {
-			return nil, fmt.Errorf("awsmode: %w", err)
-		}
-		client = ssm.NewFromConfig(cfg)
-	}
-	s, err := ssmstore.New(client, ssmstore.Options{Prefix: st.SecretPrefix, Classes: st.SecretClasses, KMSKeyID: st.KMSKeyID, Metrics: o.Metrics})
-	if err != nil {
-		return nil, fmt.Errorf("awsmode: %s: %w", EnvSecretPrefix, err)
-	}
-	return s, nil
-}
-
-// acmImporter builds the worker's ACM importer (CERTFN_ACM_IMPORT): new
-// imports are tagged with the deployment's name (acm.DeploymentFromEnv),
-// which the worker's IAM policy requires.
-func (o *Options) acmImporter(ctx context.Context, st Settings) (*acm.Importer, error) {
-	client := o.ACM
-	if client == nil {
-		cfg, err := awscfg.Load(ctx, o.Retry)
-		if err != nil {
-			return nil, fmt.Errorf("awsmode: %w", err)
-		}
-		client = awsacm.NewFromConfig(cfg)
-	}
-	imp, err := acm.New(client, acm.Options{Deployment: acm.DeploymentFromEnv(o.Getenv, cmp.Or(st.SecretPrefix, "certfn"))})
-	if err != nil {
-		return nil, fmt.Errorf("awsmode: %s: %w", EnvACMImport, err)
-	}
-	return imp, nil
-}
-
-// notifier builds the worker's EventBridge notifier (CERTFN_NOTIFY_EVENT_BUS):
-// events name the deployment as the ACM importer's tags do
-// (acm.DeploymentFromEnv: the Terraform module's name_prefix).
-func (o *Options) notifier(ctx context.Context, st Settings) (*ebnotify.Notifier, error) {
-	client := o.EventBridge
-	if client == nil {
-		cfg, err := awscfg.Load(ctx, o.Retry)
-		if err != nil {
-			return nil, fmt.Errorf("awsmode: %w", err)
-		}
-		client = eventbridge.NewFromConfig(cfg)
-	}
-	n, err := ebnotify.New(client, ebnotify.Options{EventBus: st.NotifyEventBus, Deployment: acm.DeploymentFromEnv(o.Getenv, cmp.Or(st.SecretPrefix, "certfn"))})
-	if err != nil {
-		return nil, fmt.Errorf("awsmode: %s: %w", EnvNotifyEventBus, err)
-	}
-	return n, nil
 }
 
 // ExportedMetrics are the metrics CERTFN_METRICS=emf sends to CloudWatch

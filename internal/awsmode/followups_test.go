@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/certfn/certfn/core/api"
+	"github.com/certfn/certfn/core/app"
 	"github.com/certfn/certfn/core/ports"
 	"github.com/certfn/certfn/internal/awsmode"
 	"github.com/certfn/certfn/internal/awsmode/awstest"
@@ -28,14 +29,14 @@ spec:
 func setupFollowUps(t *testing.T, e *awstest.Env, followUps int, mods ...func(*awsmode.Options)) *awsmode.Runtime {
 	t.Helper()
 	e.Vars[awsmode.EnvFollowUps] = strconv.Itoa(followUps)
-	apiRT := e.Runtime(awsmode.RoleAPI)
+	apiRT := e.Runtime(app.API.Name)
 	put(t, apiRT, clusterIssuer("selfsigned", api.IssuerSpec{SelfSigned: &api.SelfSignedIssuer{}}, true))
 	apply(t, apiRT, leafYAML)
 	if got := drain(t, e, e.WorkerQueueURL); len(got) != 1 || got[0] != "Certificate/default/web" {
 		t.Fatalf("worker queue %v", got)
 	}
 	send(t, e, e.WorkerQueueURL, "Certificate/default/web", "1")
-	return e.Runtime(awsmode.RoleWorker, mods...)
+	return e.Runtime(app.Worker.Name, mods...)
 }
 
 func TestFollowUps(t *testing.T) {

@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/certfn/certfn/adapters/aws/sqsq"
+	"github.com/certfn/certfn/core/app"
 )
 
 // HandleSQS is the Lambda handler of the worker and the signer (SQS event
@@ -135,11 +136,13 @@ func (rt *Runtime) consumedQueue(arn string) (*sqsq.Queue, error) {
 	}
 	name := arn[strings.LastIndex(arn, ":")+1:]
 	var known []*sqsq.Queue
-	if rt.Role == RoleWorker {
+	switch rt.Role.Consumes {
+	case app.WorkQueue:
 		known = append(known, rt.Queue)
-	}
-	if rt.Role == RoleSigner && rt.SignerQueue != nil {
-		known = append(known, rt.SignerQueue)
+	case app.SignerQueue:
+		if rt.SignerQueue != nil {
+			known = append(known, rt.SignerQueue)
+		}
 	}
 	for _, q := range known {
 		if u := q.URL(); name != "" && u[strings.LastIndex(u, "/")+1:] == name {
@@ -200,7 +203,7 @@ type SweepResult struct {
 func (rt *Runtime) HandleSchedule(ctx context.Context, _ json.RawMessage) (SweepResult, error) {
 	defer rt.flushMetrics()
 	if rt.Engine == nil || rt.batch == nil {
-		return SweepResult{}, fmt.Errorf("%s function: scheduler handler: %w", rt.Role, errNoEngine)
+		return SweepResult{}, fmt.Errorf("%s function: scheduler handler: %w", rt.Role.Name, errNoEngine)
 	}
 	n, err := rt.Engine.Sweep(ctx, rt.Settings.SweepLimit)
 	sent, ferr := rt.batch.Flush(ctx)
@@ -230,7 +233,7 @@ type httpEvent struct {
 // challenge; 404 for anything else) and answers in the event's own format.
 func (rt *Runtime) HandleHTTP(ctx context.Context, raw json.RawMessage) (any, error) {
 	if rt.HTTP01 == nil {
-		return nil, fmt.Errorf("%s function has no HTTP handler", rt.Role)
+		return nil, fmt.Errorf("%s function has no HTTP handler", rt.Role.Name)
 	}
 	var kind httpEvent
 	if err := json.Unmarshal(raw, &kind); err != nil {

@@ -15,6 +15,7 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/certfn/certfn/core/api"
+	"github.com/certfn/certfn/core/app"
 	"github.com/certfn/certfn/core/engine"
 	"github.com/certfn/certfn/core/ports"
 	"github.com/certfn/certfn/internal/awsmode"
@@ -93,11 +94,11 @@ func sqsEvent(t *testing.T, e *awstest.Env, url string) events.SQSEvent {
 // others are acknowledged without holding the batch back.
 func TestSQSBatchReportsOnlyTransientFailures(t *testing.T) {
 	e := awstest.New(t)
-	apiRT := e.Runtime(awsmode.RoleAPI)
+	apiRT := e.Runtime(app.API.Name)
 	apply(t, apiRT, selfSignedYAML+"---\n"+flakyYAML)
 	drain(t, e, e.WorkerQueueURL)
 	flaky := api.Key{Kind: api.KindCertificate, Namespace: "default", Name: "flaky"}
-	worker := e.Runtime(awsmode.RoleWorker, func(o *awsmode.Options) {
+	worker := e.Runtime(app.Worker.Name, func(o *awsmode.Options) {
 		o.WrapStore = func(s ports.Store) ports.Store { return failGets{Store: s, key: flaky} }
 	})
 	ev := sqsEvent(t, e, e.WorkerQueueURL)
@@ -146,10 +147,10 @@ func TestSQSBatchReportsOnlyTransientFailures(t *testing.T) {
 // Copies of one key in a batch are handled once and all acknowledged.
 func TestSQSBatchHandlesDuplicatesOnce(t *testing.T) {
 	e := awstest.New(t)
-	apiRT := e.Runtime(awsmode.RoleAPI)
+	apiRT := e.Runtime(app.API.Name)
 	apply(t, apiRT, selfSignedYAML)
 	drain(t, e, e.WorkerQueueURL)
-	worker := e.Runtime(awsmode.RoleWorker)
+	worker := e.Runtime(app.Worker.Name)
 	for range 3 {
 		send(t, e, e.WorkerQueueURL, "ClusterIssuer/selfsigned", "1")
 	}
@@ -177,7 +178,7 @@ func TestSQSBatchHandlesDuplicatesOnce(t *testing.T) {
 // every message is reported, so none is lost.
 func TestSQSBatchAfterDeadlineReportsEverything(t *testing.T) {
 	e := awstest.New(t)
-	worker := e.Runtime(awsmode.RoleWorker)
+	worker := e.Runtime(app.Worker.Name)
 	ctx, cancel := context.WithCancel(e.Ctx)
 	cancel()
 	ev := events.SQSEvent{Records: []events.SQSMessage{{MessageId: "a", Body: "ClusterIssuer/x"}, {MessageId: "b", Body: "ClusterIssuer/y"}}}
@@ -189,14 +190,14 @@ func TestSQSBatchAfterDeadlineReportsEverything(t *testing.T) {
 
 func TestScheduleSendsDueKeysInBatches(t *testing.T) {
 	e := awstest.New(t)
-	apiRT := e.Runtime(awsmode.RoleAPI)
+	apiRT := e.Runtime(app.API.Name)
 	var manifests []string
 	for _, n := range []string{"a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l"} {
 		manifests = append(manifests, strings.ReplaceAll(selfSignedYAML, "selfsigned", "ss-"+n))
 	}
 	apply(t, apiRT, strings.Join(manifests, "---\n"))
 	drain(t, e, e.WorkerQueueURL)
-	sched := e.Runtime(awsmode.RoleScheduler)
+	sched := e.Runtime(app.Scheduler.Name)
 	e.SQS.Reset()
 	// Nothing is due yet (created with the follow-up grace of 2 minutes).
 	if res := e.Sweep(sched); res.Due != 0 {
@@ -237,7 +238,7 @@ func http01Event(t *testing.T, file, method, path string, host ...string) json.R
 
 func TestHTTP01ServesCurrentTokensOverFunctionURLAndALB(t *testing.T) {
 	e := awstest.New(t)
-	rt := e.Runtime(awsmode.RoleHTTP01)
+	rt := e.Runtime(app.HTTP01.Name)
 	if rt.Engine != nil || rt.Queue != nil || rt.Secrets != nil {
 		t.Fatal("the http01 function has an engine, a queue or a secret store")
 	}
@@ -246,7 +247,7 @@ func TestHTTP01ServesCurrentTokensOverFunctionURLAndALB(t *testing.T) {
 		ObjectMeta: api.ObjectMeta{Name: "web-1-0-1", Namespace: "default"},
 		Spec:       api.ChallengeSpec{Type: api.ACMEChallengeTypeHTTP01, Token: token, Key: keyAuth, DNSName: "www.example.com"},
 		Status:     api.ChallengeStatus{Presented: true, State: api.StatePending}}
-	worker := e.Runtime(awsmode.RoleWorker) // the http01 function may only read Challenges
+	worker := e.Runtime(app.Worker.Name) // the http01 function may only read Challenges
 	put(t, worker, ch)
 	path := "/.well-known/acme-challenge/" + token
 	// A Function URL is reached by a redirect from the identifier's web

@@ -21,9 +21,9 @@ func TestWorkerExportsEMFMetrics(t *testing.T) {
 	e := awstest.New(t)
 	e.Vars[awsmode.EnvMetrics] = "emf"
 	var out bytes.Buffer
-	worker := e.Runtime(awsmode.RoleWorker, func(o *awsmode.Options) { o.Metrics = nil; o.MetricsOut = &out })
-	signer := e.Runtime(awsmode.RoleSigner)
-	apiFn := e.Runtime(awsmode.RoleAPI)
+	worker := e.Runtime(app.Worker.Name, func(o *awsmode.Options) { o.Metrics = nil; o.MetricsOut = &out })
+	signer := e.Runtime(app.Signer.Name)
+	apiFn := e.Runtime(app.API.Name)
 	e.InstallSecret(ct.NewCA(t).Secret(t, "cert-manager", "ops-ca"), "ca")
 	apply(t, apiFn, `apiVersion: cert-manager.io/v1
 kind: ClusterIssuer
@@ -69,9 +69,9 @@ func TestSignerExportsCSRDurationMetrics(t *testing.T) {
 	e := awstest.New(t)
 	e.Vars[awsmode.EnvMetrics] = "emf"
 	var out bytes.Buffer
-	worker := e.Runtime(awsmode.RoleWorker)
-	signer := e.Runtime(awsmode.RoleSigner, func(o *awsmode.Options) { o.Metrics = nil; o.MetricsOut = &out })
-	apiFn := e.Runtime(awsmode.RoleAPI)
+	worker := e.Runtime(app.Worker.Name)
+	signer := e.Runtime(app.Signer.Name, func(o *awsmode.Options) { o.Metrics = nil; o.MetricsOut = &out })
+	apiFn := e.Runtime(app.API.Name)
 	e.InstallSecret(ct.NewCA(t).Secret(t, "cert-manager", "ops-ca"), "ca")
 	apply(t, apiFn, "apiVersion: cert-manager.io/v1\nkind: ClusterIssuer\nmetadata: {name: ops-ca}\nspec: {ca: {secretName: ops-ca}}\n")
 	e.RunUntilIdle(worker, signer, 200)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/certfn/certfn/adapters/aws/ebnotify"
 	"github.com/certfn/certfn/core/api"
+	"github.com/certfn/certfn/core/app"
 	"github.com/certfn/certfn/core/errs"
 	"github.com/certfn/certfn/core/ports"
 	"github.com/certfn/certfn/internal/awsmode"
@@ -23,16 +24,16 @@ import (
 func TestRolesGetOnlyTheirPorts(t *testing.T) {
 	e := awstest.New(t)
 	for _, tc := range []struct {
-		role        awsmode.Role
+		role        string
 		signers     []string
 		secrets     bool // a Secrets Manager store
 		signerQueue bool
 		handlers    []string
 	}{
-		{awsmode.RoleWorker, []string{"acme", "ca", "selfSigned"}, true, true, []string{api.KindChallenge, api.KindOrder}},
-		{awsmode.RoleSigner, []string{"ca", "selfSigned"}, true, true, nil},
-		{awsmode.RoleScheduler, nil, false, false, nil},
-		{awsmode.RoleAPI, nil, false, false, nil},
+		{app.Worker.Name, []string{"acme", "ca", "selfSigned"}, true, true, []string{api.KindChallenge, api.KindOrder}},
+		{app.Signer.Name, []string{"ca", "selfSigned"}, true, true, nil},
+		{app.Scheduler.Name, nil, false, false, nil},
+		{app.API.Name, nil, false, false, nil},
 	} {
 		t.Run(string(tc.role), func(t *testing.T) {
 			rt := e.Runtime(tc.role)
@@ -91,24 +92,25 @@ func TestFromEnvProcessEnvironment(t *testing.T) {
 	t.Setenv(awsmode.EnvTable, "certfn")
 	t.Setenv(awsmode.EnvQueueURL, "https://sqs.eu-west-1.amazonaws.com/123456789012/certfn-worker")
 	t.Setenv(awsmode.EnvSignerQueueURL, "https://sqs.eu-west-1.amazonaws.com/123456789012/certfn-signer")
-	for _, role := range awsmode.Roles {
+	for _, fn := range app.Functions {
+		role := fn.Name
 		rt, err := awsmode.FromEnv(context.Background(), role)
 		if err != nil {
 			t.Fatalf("FromEnv(%s): %v", role, err)
 		}
-		if rt.Role != role || rt.Store == nil || rt.Store.Table() != "certfn" {
+		if rt.Role.Name != role || rt.Store == nil || rt.Store.Table() != "certfn" {
 			t.Fatalf("FromEnv(%s) = %+v", role, rt)
 		}
-		if (rt.Engine == nil) != (role == awsmode.RoleHTTP01) || (rt.HTTP01 == nil) != (role != awsmode.RoleHTTP01) {
+		if (rt.Engine == nil) != (role == app.HTTP01.Name) || (rt.HTTP01 == nil) != (role != app.HTTP01.Name) {
 			t.Fatalf("%s: engine %v, http01 handler %v", role, rt.Engine != nil, rt.HTTP01 != nil)
 		}
 	}
 	t.Setenv(awsmode.EnvSignerQueueURL, "")
-	if _, err := awsmode.FromEnv(context.Background(), awsmode.RoleWorker); err == nil || !strings.Contains(err.Error(), awsmode.EnvSignerQueueURL) {
+	if _, err := awsmode.FromEnv(context.Background(), app.Worker.Name); err == nil || !strings.Contains(err.Error(), awsmode.EnvSignerQueueURL) {
 		t.Fatalf("worker without a signer queue: %v", err)
 	}
 	t.Setenv(awsmode.EnvSecretPrefix, "/bad//prefix")
-	if _, err := awsmode.FromEnv(context.Background(), awsmode.RoleSigner); err == nil || !strings.Contains(err.Error(), awsmode.EnvSecretPrefix) {
+	if _, err := awsmode.FromEnv(context.Background(), app.Signer.Name); err == nil || !strings.Contains(err.Error(), awsmode.EnvSecretPrefix) {
 		t.Fatalf("bad secret prefix: %v", err)
 	}
 }
@@ -116,7 +118,7 @@ func TestFromEnvProcessEnvironment(t *testing.T) {
 // The handlers of roles that have none answer with an error, not a panic.
 func TestHandlersOfOtherRoles(t *testing.T) {
 	e := awstest.New(t)
-	sched, http01 := e.Runtime(awsmode.RoleScheduler), e.Runtime(awsmode.RoleHTTP01)
+	sched, http01 := e.Runtime(app.Scheduler.Name), e.Runtime(app.HTTP01.Name)
 	if d := sched.Handle(e.Ctx, api.Key{Kind: api.KindClusterIssuer, Name: "x"}, 1); !d.Ack || d.Err == nil {
 		t.Errorf("scheduler Handle = %+v, want acknowledged with an error", d)
 	}
@@ -149,15 +151,15 @@ func TestOnlyTheWorkerNotifies(t *testing.T) {
 	e := awstest.New(t)
 	stub := &putEventsStub{}
 	withStub := func(o *awsmode.Options) { o.EventBridge = stub }
-	if cfg := e.Runtime(awsmode.RoleWorker, withStub).Engine.Config(); cfg.Notifier != nil {
+	if cfg := e.Runtime(app.Worker.Name, withStub).Engine.Config(); cfg.Notifier != nil {
 		t.Fatalf("worker without %s: notifier %v", awsmode.EnvNotifyEventBus, cfg.Notifier)
 	}
 	e.Vars[awsmode.EnvNotifyEventBus] = "pki-events"
 	e.Vars[awsmode.EnvNotifyExpiryDays] = "21"
-	for _, role := range []awsmode.Role{awsmode.RoleWorker, awsmode.RoleSigner, awsmode.RoleScheduler, awsmode.RoleAPI} {
+	for _, role := range []string{app.Worker.Name, app.Signer.Name, app.Scheduler.Name, app.API.Name} {
 		cfg := e.Runtime(role, withStub).Engine.Config()
 		n, ok := cfg.Notifier.(*ebnotify.Notifier)
-		if (role == awsmode.RoleWorker) != ok {
+		if (role == app.Worker.Name) != ok {
 			t.Errorf("%s: notifier %T, want one only on the worker", role, cfg.Notifier)
 		}
 		if ok && (n.EventBus() != "pki-events" || cfg.NotifyExpiryWindow != 21*24*time.Hour) {

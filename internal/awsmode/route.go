@@ -17,7 +17,7 @@ import (
 // message (app.Deliverer.DeliverOne: no follow-ups).
 func (rt *Runtime) Handle(ctx context.Context, key api.Key, attempt int) engine.Disposition {
 	if rt.deliver == nil {
-		return engine.Disposition{Ack: true, Err: fmt.Errorf("the %s function consumes no queue: %s dropped", rt.Role, key)}
+		return engine.Disposition{Ack: true, Err: fmt.Errorf("the %s function consumes no queue: %s dropped", rt.Role.Name, key)}
 	}
 	return rt.deliver.DeliverOne(ctx, key, attempt)
 }

@@ -25,7 +25,7 @@ type routeEnv struct {
 func newRouteEnv(t *testing.T, issuersReady bool) *routeEnv {
 	t.Helper()
 	e := awstest.New(t)
-	r := &routeEnv{Env: e, worker: e.Runtime(awsmode.RoleWorker), signer: e.Runtime(awsmode.RoleSigner), ca: ct.NewCA(t)}
+	r := &routeEnv{Env: e, worker: e.Runtime(app.Worker.Name), signer: e.Runtime(app.Signer.Name), ca: ct.NewCA(t)}
 	e.InstallSecret(r.ca.Secret(t, "cert-manager", "ops-ca"), "ca")
 	put(t, r.worker, clusterIssuer("ops-ca", api.IssuerSpec{CA: &api.CAIssuer{SecretName: "ops-ca"}}, issuersReady))
 	put(t, r.worker, clusterIssuer("selfsigned", api.IssuerSpec{SelfSigned: &api.SelfSignedIssuer{}}, issuersReady))

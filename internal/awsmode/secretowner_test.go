@@ -21,7 +21,7 @@ import (
 // newFnEnvWith is newFnEnv on a deployment built with settings.
 func newFnEnvWith(t *testing.T, settings app.Settings) *fnEnv {
 	t.Helper()
-	st, err := awsmode.ParseSettings(awsmode.RoleAPI, env{"CERTFN_TABLE": "t", "CERTFN_QUEUE_URL": "q", "CERTFN_API_ADMINS": adminRole}.get)
+	st, err := awsmode.ParseSettings(app.API.Name, env{"CERTFN_TABLE": "t", "CERTFN_QUEUE_URL": "q", "CERTFN_API_ADMINS": adminRole}.get)
 	if err != nil {
 		t.Fatal(err)
 	}

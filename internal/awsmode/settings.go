@@ -21,30 +21,6 @@ import (
 	"github.com/certfn/certfn/internal/envconf"
 )
 
-// Role names one deployed function (docs/design/roles.md). Each role gets only the
-// ports and signers it may use.
-type Role string
-
-// The roles.
-const (
-	// RoleWorker consumes the worker queue: every reconcile step except
-	// signing for CA and selfSigned issuers and checking CA issuers (it
-	// never reads a CA key).
-	RoleWorker Role = "worker"
-	// RoleSigner consumes the signer queue: approved CertificateRequests of
-	// CA and selfSigned issuers, and CA issuers' readiness. It never approves.
-	RoleSigner Role = "signer"
-	// RoleScheduler sweeps the due index into the worker queue.
-	RoleScheduler Role = "scheduler"
-	// RoleAPI serves the HTTP API (functions/aws/api); no secret store.
-	RoleAPI Role = "api"
-	// RoleHTTP01 answers ACME HTTP-01 challenges from the state store.
-	RoleHTTP01 Role = "http01"
-)
-
-// Roles lists every role.
-var Roles = []Role{RoleWorker, RoleSigner, RoleScheduler, RoleAPI, RoleHTTP01}
-
 // Environment variables. The CERTFN_* names up to EnvNotifyExpiryDays are
 // the ones infra/terraform/aws/lambda.tf sets; the rest are optional tuning
 // knobs with defaults. docs/aws.md ("Lambda functions") lists them.
@@ -55,13 +31,14 @@ const (
 	EnvClusterResourceNamespace = "CERTFN_CLUSTER_RESOURCE_NAMESPACE"
 	EnvSecretPrefix             = "CERTFN_SECRET_PREFIX"
 	EnvKMSKeyID                 = "CERTFN_KMS_KEY_ID"
-	// EnvSecretStore chooses the secret store of the worker and signer:
-	// "secretsmanager" (the default) or "ssm" (Parameter Store
-	// SecureStrings, adapters/aws/ssmstore). EnvSecretClasses lists, for
-	// "ssm", the parameter classes the function reads, in the order a Get
-	// tries them (comma-separated; default ssmstore.WorkerClasses(false)
-	// for the worker, ssmstore.SignerClasses() for the signer); Terraform
-	// sets it from the same list as the function's IAM paths.
+	// EnvSecretStore chooses the secret store of the roles with the
+	// secret store port (the worker and signer): "secretsmanager" (the
+	// default) or "ssm" (Parameter Store SecureStrings,
+	// adapters/aws/ssmstore). EnvSecretClasses lists, for "ssm", the
+	// parameter classes the function reads, in the order a Get tries them
+	// (comma-separated; default the classes of the role's secret access,
+	// SSMClasses); Terraform sets it from the same list as the function's
+	// IAM paths.
 	EnvSecretStore    = "CERTFN_SECRET_STORE"
 	EnvSecretClasses  = "CERTFN_SECRET_CLASSES"
 	EnvQueueURL       = "CERTFN_QUEUE_URL"
@@ -132,7 +109,9 @@ const (
 
 // Settings is a function's configuration as read from its environment.
 type Settings struct {
-	Role Role
+	// Role is the function's role (core/app.Functions, by name): what it
+	// needs from the environment follows from its ports.
+	Role app.Role
 	// Table is the DynamoDB state table (all roles).
 	Table string
 	// DueShards is the due index's shard count (fixed for a table's life).
@@ -218,26 +197,24 @@ var eventBus = regexp.MustCompile(`^(arn:aws[\w-]*:events:[a-z0-9-]+:[0-9]{12}:e
 
 var dnsLabel = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
 
-// ParseSettings reads role's settings through getenv and checks them. An
-// error names every variable that is missing or invalid and the rule it
-// breaks.
-func ParseSettings(role Role, getenv func(string) string) (Settings, error) {
+// ParseSettings reads the settings of the function called name
+// (core/app.FunctionNamed) through getenv and checks them: a variable is
+// required when the role needs the port it configures. An error names
+// every variable that is missing or invalid and the rule it breaks.
+func ParseSettings(name string, getenv func(string) string) (Settings, error) {
 	var problems []string
 	bad := func(name, format string, a ...any) {
 		problems = append(problems, name+": "+fmt.Sprintf(format, a...))
 	}
 	get := func(name string) string { return strings.TrimSpace(getenv(name)) }
-	known := false
-	for _, r := range Roles {
-		known = known || r == role
-	}
-	if !known {
-		return Settings{}, fmt.Errorf("awsmode: unknown role %q (want one of worker, signer, scheduler, api, http01)", role)
+	role, err := app.FunctionNamed(name)
+	if err != nil {
+		return Settings{}, fmt.Errorf("awsmode: %w", err)
 	}
 	s := Settings{Role: role, SecretPrefix: get(EnvSecretPrefix), KMSKeyID: get(EnvKMSKeyID),
 		QueueURL: get(EnvQueueURL), SignerQueueURL: get(EnvSignerQueueURL), Table: get(EnvTable)}
-	if fn := get(EnvFunction); fn != "" && Role(fn) != role {
-		bad(EnvFunction, "%q: this binary is the %s function (a zip deployed to the wrong function?)", fn, role)
+	if fn := get(EnvFunction); fn != "" && fn != role.Name {
+		bad(EnvFunction, "%q: this binary is the %s function (a zip deployed to the wrong function?)", fn, role.Name)
 	}
 	if s.Table == "" {
 		bad(EnvTable, "required: the DynamoDB state table")
@@ -249,22 +226,11 @@ func ParseSettings(role Role, getenv func(string) string) (Settings, error) {
 	} else if len(s.ClusterResourceNamespace) > 63 || !dnsLabel.MatchString(s.ClusterResourceNamespace) {
 		bad(EnvClusterResourceNamespace, "%q is not a DNS label (lower-case letters, digits and '-', at most 63 characters)", s.ClusterResourceNamespace)
 	}
-	switch role {
-	case RoleWorker:
-		if s.QueueURL == "" {
-			bad(EnvQueueURL, "required: the worker queue the worker consumes and sends follow-ups to")
-		}
-		if s.SignerQueueURL == "" {
-			bad(EnvSignerQueueURL, "required: the signer queue the worker hands approved CA and selfSigned requests to")
-		}
-	case RoleSigner:
-		if s.QueueURL == "" {
-			bad(EnvQueueURL, "required: the worker queue the signer wakes certificates on")
-		}
-	case RoleScheduler, RoleAPI:
-		if s.QueueURL == "" {
-			bad(EnvQueueURL, "required: the worker queue")
-		}
+	if role.Needs(app.PortQueue) && s.QueueURL == "" {
+		bad(EnvQueueURL, "required: %s", queueUse(role))
+	}
+	if role.Needs(app.PortSignerQueue) && s.SignerQueueURL == "" {
+		bad(EnvSignerQueueURL, "required: the signer queue the %s hands approved %s requests to", role.Name, strings.Join(role.HandsOff, " and "))
 	}
 	var autoApprove *string
 	if v := get(EnvAutoApprove); v != "" {
@@ -291,7 +257,7 @@ func ParseSettings(role Role, getenv func(string) string) (Settings, error) {
 	} else {
 		s.ACMEPolling = p
 	}
-	if role == RoleAPI {
+	if role.ServesAPI {
 		s.parseAPI(get, bad)
 	}
 	s.parseSecretStore(role, get, bad)
@@ -319,7 +285,7 @@ func ParseSettings(role Role, getenv func(string) string) (Settings, error) {
 		bad(EnvMetrics, "%q is not emf or none", s.Metrics)
 	}
 	if len(problems) > 0 {
-		return Settings{}, fmt.Errorf("awsmode: %s function environment: %s", role, strings.Join(problems, "; "))
+		return Settings{}, fmt.Errorf("awsmode: %s function environment: %s", role.Name, strings.Join(problems, "; "))
 	}
 	return s, nil
 }
@@ -341,8 +307,9 @@ func (s Settings) secretReference(namespace, name string) string {
 }
 
 // parseSecretStore reads EnvSecretStore and, for Parameter Store,
-// EnvSecretClasses (worker and signer: the roles with a secret store).
-func (s *Settings) parseSecretStore(role Role, get func(string) string, bad func(string, string, ...any)) {
+// EnvSecretClasses (roles with the secret store only; the default classes
+// are those of the role's SecretAccess).
+func (s *Settings) parseSecretStore(role app.Role, get func(string) string, bad func(string, string, ...any)) {
 	switch s.SecretStore = strings.ToLower(get(EnvSecretStore)); s.SecretStore {
 	case "":
 		s.SecretStore = SecretStoreSecretsManager
@@ -352,18 +319,14 @@ func (s *Settings) parseSecretStore(role Role, get func(string) string, bad func
 		return
 	}
 	v := get(EnvSecretClasses)
-	if s.SecretStore != SecretStoreSSM || (role != RoleWorker && role != RoleSigner) {
+	if s.SecretStore != SecretStoreSSM || !role.Needs(app.PortSecrets) {
 		if v != "" && s.SecretStore != SecretStoreSSM {
 			bad(EnvSecretClasses, "set, but %s is not ssm (classes are Parameter Store paths)", EnvSecretStore)
 		}
 		return
 	}
 	if v == "" {
-		if role == RoleWorker {
-			s.SecretClasses = ssmstore.WorkerClasses(false)
-		} else {
-			s.SecretClasses = ssmstore.SignerClasses()
-		}
+		s.SecretClasses, _ = SSMClasses(role.SecretAccess(), false)
 		return
 	}
 	for _, c := range envconf.SplitList(v) {
@@ -411,4 +374,30 @@ func (s *Settings) parseAPI(get func(string) string, bad func(string, string, ..
 			s.APIAdmins[a] = true
 		}
 	}
+}
+
+// queueUse says what role does with the worker queue (an error's reason).
+func queueUse(role app.Role) string {
+	switch role.Consumes {
+	case app.WorkQueue:
+		return "the worker queue the " + role.Name + " consumes and sends follow-ups to"
+	case "":
+		return "the worker queue"
+	}
+	return "the worker queue the " + role.Name + " wakes certificates on"
+}
+
+// SSMClasses are the Parameter Store classes of access (core/app
+// SecretAccess.Classes): read, in the order a Get tries them (the default
+// of EnvSecretClasses, with issuedCA false), and write. issuedCA is the
+// Terraform module's worker_manages_ca_certificates.
+func SSMClasses(access app.SecretAccess, issuedCA bool) (read, write []ssmstore.Class) {
+	r, w := access.Classes(issuedCA)
+	for _, c := range r {
+		read = append(read, ssmstore.Class(c))
+	}
+	for _, c := range w {
+		write = append(write, ssmstore.Class(c))
+	}
+	return read, write
 }

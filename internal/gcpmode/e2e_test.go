@@ -118,7 +118,7 @@ func newDeployment(t *testing.T) *deployment {
 	env := env{"CERTFN_PROJECT": project, "CERTFN_TOPIC": "projects/" + project + "/topics/certfn-worker", "CERTFN_SIGNER_TOPIC": "projects/" + project + "/topics/certfn-signer", "CERTFN_MANAGE_CA_CERTIFICATES": "true",
 		"CERTFN_TASKS_QUEUE": "projects/" + project + "/locations/europe-west1/queues/certfn", "CERTFN_TASKS_SERVICE_ACCOUNT": "tasks@" + project + ".iam.gserviceaccount.com",
 		"CERTFN_API_AUDIENCE": apiAudience, "CERTFN_API_ADMINS": "ops@example.com", "CERTFN_AUTO_APPROVE": "*", "CERTFN_LOG_LEVEL": "error"}
-	build := func(role gcpmode.Role) *gcpmode.Runtime {
+	build := func(role string) *gcpmode.Runtime {
 		rt, err := gcpmode.FromEnvWith(ctx, role, gcpmode.Options{Getenv: env.get, Clock: clk, Store: store, SecretManager: sm,
 			Queue: d.workerQ, SignerQueue: d.signerQ, TokenValidator: fakeValidator{}})
 		if err != nil {
@@ -126,7 +126,7 @@ func newDeployment(t *testing.T) *deployment {
 		}
 		return rt
 	}
-	d.worker, d.signer, d.sched, d.api = build(gcpmode.RoleWorker), build(gcpmode.RoleSigner), build(gcpmode.RoleScheduler), build(gcpmode.RoleAPI)
+	d.worker, d.signer, d.sched, d.api = build(app.Worker.Name), build(app.Signer.Name), build(app.Scheduler.Name), build(app.API.Name)
 	return d
 }
 

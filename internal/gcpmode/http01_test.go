@@ -29,7 +29,7 @@ func TestHTTP01ServesTokensOnlyForTheirHost(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = store.Close() })
-	rt, err := gcpmode.FromEnvWith(ctx, gcpmode.RoleHTTP01, gcpmode.Options{Getenv: env{"CERTFN_PROJECT": project}.get, Store: store})
+	rt, err := gcpmode.FromEnvWith(ctx, app.HTTP01.Name, gcpmode.Options{Getenv: env{"CERTFN_PROJECT": project}.get, Store: store})
 	if err != nil {
 		t.Fatal(err)
 	}

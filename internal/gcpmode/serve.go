@@ -18,7 +18,8 @@ const maxPushBody = 64 << 10
 // (pubsubq.DecodePush); set by FromEnvWith.
 type pushDecoder func(r *http.Request, maxBody int64) (api.Key, int, error)
 
-// ServeHTTP serves the role's routes:
+// ServeHTTP serves the routes of the role's events (core/app Role:
+// Consumes, Sweeps, ServesAPI, HTTP01); anything else is 404:
 //
 //	worker, signer  POST /push    a Pub/Sub push (delayed messages too: a
 //	                              Cloud Tasks task publishes them to the
@@ -38,27 +39,22 @@ func (rt *Runtime) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if healthy(w, r) {
 		return
 	}
-	switch rt.Role {
-	case RoleAPI:
-		rt.handler.ServeHTTP(w, r)
-	case RoleHTTP01:
-		rt.App.HTTP01.ServeHTTP(w, r)
-	case RoleScheduler:
-		if r.URL.Path != "/sweep" {
-			fail(w, http.StatusNotFound, "NotFound", errNoHandler)
-			return
-		}
-		if allow(w, r, http.MethodPost) {
-			rt.sweep(w, r)
-		}
-	case RoleWorker, RoleSigner:
-		if r.URL.Path != "/push" {
-			fail(w, http.StatusNotFound, "NotFound", errNoHandler)
-			return
-		}
+	role := rt.Role
+	switch {
+	case role.Consumes != "" && r.URL.Path == "/push":
 		if allow(w, r, http.MethodPost) {
 			rt.push(w, r)
 		}
+	case role.Sweeps && r.URL.Path == "/sweep":
+		if allow(w, r, http.MethodPost) {
+			rt.sweep(w, r)
+		}
+	case role.ServesAPI:
+		rt.handler.ServeHTTP(w, r)
+	case role.HTTP01:
+		rt.App.HTTP01.ServeHTTP(w, r)
+	default:
+		fail(w, http.StatusNotFound, "NotFound", errNoHandler)
 	}
 }
 

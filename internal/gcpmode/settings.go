@@ -16,23 +16,6 @@ import (
 	"github.com/certfn/certfn/internal/envconf"
 )
 
-// Role names one Cloud Run service (docs/design/roles.md); the container image is
-// one for all, the role comes from CERTFN_FUNCTION.
-type Role string
-
-// The roles, as on AWS.
-const (
-	RoleWorker    Role = "worker"
-	RoleSigner    Role = "signer"
-	RoleScheduler Role = "scheduler"
-	RoleAPI       Role = "api"
-	RoleHTTP01    Role = "http01"
-)
-
-// appRoles maps each service to its core/app role.
-var appRoles = map[Role]app.Role{RoleWorker: app.Worker, RoleSigner: app.Signer, RoleScheduler: app.Scheduler,
-	RoleAPI: app.API, RoleHTTP01: app.HTTP01}
-
 // Environment variables (infra/terraform/gcp sets them; its README lists
 // them). Names shared with AWS (internal/awsmode/settings.go) mean the same.
 const (
@@ -76,7 +59,9 @@ const (
 
 // Settings are one service's configuration.
 type Settings struct {
-	Role                Role
+	// Role is the service's role (core/app.Functions, by name): what it
+	// needs from the environment follows from its ports.
+	Role                app.Role
 	Project             string
 	Database            string
 	Collection          string
@@ -121,11 +106,14 @@ var (
 	topicName  = regexp.MustCompile(`^projects/[^/]+/topics/[A-Za-z][-A-Za-z0-9._~%+]{2,254}$`)
 )
 
-// ParseSettings reads role's configuration; every problem is reported at
-// once, each naming its variable and the rule.
-func ParseSettings(role Role, getenv func(string) string) (Settings, error) {
-	if _, ok := appRoles[role]; !ok {
-		return Settings{}, fmt.Errorf("gcpmode: unknown role %q (want one of worker, signer, scheduler, api, http01)", role)
+// ParseSettings reads the configuration of the service called name
+// (core/app.FunctionNamed): a variable is required when the role needs
+// the port it configures. Every problem is reported at once, each naming
+// its variable and the rule.
+func ParseSettings(name string, getenv func(string) string) (Settings, error) {
+	role, err := app.FunctionNamed(name)
+	if err != nil {
+		return Settings{}, fmt.Errorf("gcpmode: %w", err)
 	}
 	var problems []string
 	bad := func(name, format string, a ...any) { problems = append(problems, name+": "+fmt.Sprintf(format, a...)) }
@@ -134,8 +122,8 @@ func ParseSettings(role Role, getenv func(string) string) (Settings, error) {
 		Topic: get(EnvTopic), SignerTopic: get(EnvSignerTopic), TasksQueue: get(EnvTasksQueue),
 		TasksServiceAccount: get(EnvTasksServiceAccount), SecretPrefix: get(EnvSecretPrefix), KMSKeyName: get(EnvKMSKeyName),
 		CertificateManagerLoc: get(EnvCertificateManagerLoc)}
-	if fn := get(EnvFunction); fn != "" && Role(fn) != role {
-		bad(EnvFunction, "%q: this service runs as %s", fn, role)
+	if fn := get(EnvFunction); fn != "" && fn != role.Name {
+		bad(EnvFunction, "%q: this service runs as %s", fn, role.Name)
 	}
 	if !projectID.MatchString(s.Project) {
 		bad(EnvProject, "%q is not a Google Cloud project ID (6 to 30 lower-case letters, digits and '-')", s.Project)
@@ -163,16 +151,15 @@ func ParseSettings(role Role, getenv func(string) string) (Settings, error) {
 			bad(name, "required: %s", why)
 		}
 	}
-	switch role {
-	case RoleWorker:
-		needs(EnvTopic, s.Topic, "the worker topic the worker sends follow-ups and retries to")
-		needs(EnvSignerTopic, s.SignerTopic, "the signer topic the worker hands approved CA and selfSigned requests to")
+	if role.Needs(app.PortQueue) {
+		needs(EnvTopic, s.Topic, "the worker topic the "+role.Name+" sends reconcile keys to")
+	}
+	if role.Needs(app.PortSignerQueue) {
+		needs(EnvSignerTopic, s.SignerTopic, "the signer topic the "+role.Name+" hands approved "+strings.Join(role.HandsOff, " and ")+" requests to")
+	}
+	if role.DelaysWork() {
 		needs(EnvTasksQueue, s.TasksQueue, "the Cloud Tasks queue of short delays")
 		needs(EnvTasksServiceAccount, s.TasksServiceAccount, "the service account whose token delayed tasks publish with")
-	case RoleSigner:
-		needs(EnvTopic, s.Topic, "the worker topic the signer wakes certificates on")
-	case RoleScheduler, RoleAPI:
-		needs(EnvTopic, s.Topic, "the worker topic")
 	}
 	for _, t := range []struct{ name, v string }{{EnvTopic, s.Topic}, {EnvSignerTopic, s.SignerTopic}} {
 		if t.v != "" && !topicName.MatchString(t.v) {
@@ -226,7 +213,7 @@ func ParseSettings(role Role, getenv func(string) string) (Settings, error) {
 			bad(EnvLogLevel, "%q is not a log level (debug, info, warn, error)", v)
 		}
 	}
-	if role == RoleAPI {
+	if role.ServesAPI {
 		// The audience is fixed here, never taken from a request's Host
 		// (a token minted for another service would pass with its Host).
 		s.APIAudiences = envconf.SplitList(get(EnvAPIAudience))
@@ -261,7 +248,7 @@ func ParseSettings(role Role, getenv func(string) string) (Settings, error) {
 		}
 	}
 	if len(problems) > 0 {
-		return Settings{}, fmt.Errorf("gcpmode: %s service environment: %s", role, strings.Join(problems, "; "))
+		return Settings{}, fmt.Errorf("gcpmode: %s service environment: %s", role.Name, strings.Join(problems, "; "))
 	}
 	return s, nil
 }

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/certfn/certfn/core/app"
 	"github.com/certfn/certfn/internal/gcpmode"
 )
 
@@ -25,45 +26,45 @@ func workerEnv(kv ...string) env {
 func TestParseSettings(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
-		role  gcpmode.Role
+		role  string
 		env   env
 		want  string // error substring; "" = valid
 		check func(gcpmode.Settings) bool
 	}{
-		{"worker defaults", gcpmode.RoleWorker, workerEnv(), "", func(s gcpmode.Settings) bool {
+		{"worker defaults", app.Worker.Name, workerEnv(), "", func(s gcpmode.Settings) bool {
 			return s.Database == "(default)" && s.Collection == "certfn" && s.SecretPrefix == "certfn" && s.ClusterResourceNamespace == "cert-manager" &&
 				s.FollowUps == 32 && s.HTTP01Enabled && !s.CertificateManager && s.CertificateManagerLoc == "global"
 		}},
-		{"auto-approve star expands", gcpmode.RoleWorker, workerEnv("CERTFN_AUTO_APPROVE", "*"), "", func(s gcpmode.Settings) bool {
+		{"auto-approve star expands", app.Worker.Name, workerEnv("CERTFN_AUTO_APPROVE", "*"), "", func(s gcpmode.Settings) bool {
 			return len(s.AutoApprove) == 2
 		}},
-		{"wrong function", gcpmode.RoleWorker, workerEnv("CERTFN_FUNCTION", "api"), `CERTFN_FUNCTION: "api": this service runs as worker`, nil},
-		{"bad project", gcpmode.RoleWorker, workerEnv("CERTFN_PROJECT", "Bad_Project"), "CERTFN_PROJECT", nil},
-		{"worker without signer topic", gcpmode.RoleWorker, workerEnv("CERTFN_SIGNER_TOPIC", ""), "CERTFN_SIGNER_TOPIC: required", nil},
-		{"bad tasks queue", gcpmode.RoleWorker, workerEnv("CERTFN_TASKS_QUEUE", "certfn-delays"), "CERTFN_TASKS_QUEUE", nil},
-		{"worker without the tasks service account", gcpmode.RoleWorker, workerEnv("CERTFN_TASKS_SERVICE_ACCOUNT", ""), "CERTFN_TASKS_SERVICE_ACCOUNT: required", nil},
-		{"bad follow-ups", gcpmode.RoleWorker, workerEnv("CERTFN_FOLLOW_UPS", "-1"), "CERTFN_FOLLOW_UPS", nil},
-		{"namespaced ACME Issuers denied by default", gcpmode.RoleWorker, workerEnv(), "", func(s gcpmode.Settings) bool {
+		{"wrong function", app.Worker.Name, workerEnv("CERTFN_FUNCTION", "api"), `CERTFN_FUNCTION: "api": this service runs as worker`, nil},
+		{"bad project", app.Worker.Name, workerEnv("CERTFN_PROJECT", "Bad_Project"), "CERTFN_PROJECT", nil},
+		{"worker without signer topic", app.Worker.Name, workerEnv("CERTFN_SIGNER_TOPIC", ""), "CERTFN_SIGNER_TOPIC: required", nil},
+		{"bad tasks queue", app.Worker.Name, workerEnv("CERTFN_TASKS_QUEUE", "certfn-delays"), "CERTFN_TASKS_QUEUE", nil},
+		{"worker without the tasks service account", app.Worker.Name, workerEnv("CERTFN_TASKS_SERVICE_ACCOUNT", ""), "CERTFN_TASKS_SERVICE_ACCOUNT: required", nil},
+		{"bad follow-ups", app.Worker.Name, workerEnv("CERTFN_FOLLOW_UPS", "-1"), "CERTFN_FOLLOW_UPS", nil},
+		{"namespaced ACME Issuers denied by default", app.Worker.Name, workerEnv(), "", func(s gcpmode.Settings) bool {
 			return !s.ACMEServerAllow.Allows("https://acme-v02.api.letsencrypt.org/directory") && s.ACMENetwork.Denied(netip.MustParseAddr("169.254.169.254"))
 		}},
-		{"ACME allowances", gcpmode.RoleWorker, workerEnv("CERTFN_ACME_SERVER_ALLOW", "*", "CERTFN_ACME_ALLOW_PRIVATE_NETWORKS", "10.0.0.0/8"), "", func(s gcpmode.Settings) bool {
+		{"ACME allowances", app.Worker.Name, workerEnv("CERTFN_ACME_SERVER_ALLOW", "*", "CERTFN_ACME_ALLOW_PRIVATE_NETWORKS", "10.0.0.0/8"), "", func(s gcpmode.Settings) bool {
 			return s.ACMEServerAllow.Allows("https://ca.example/dir") && !s.ACMENetwork.Denied(netip.MustParseAddr("10.9.8.7")) &&
 				s.ACMENetwork.Denied(netip.MustParseAddr("169.254.169.254"))
 		}},
-		{"bad private networks", gcpmode.RoleWorker, workerEnv("CERTFN_ACME_ALLOW_PRIVATE_NETWORKS", "10.0.0.0/33"), `CERTFN_ACME_ALLOW_PRIVATE_NETWORKS[0]: "10.0.0.0/33" is not a CIDR prefix`, nil},
-		{"bad quota", gcpmode.RoleWorker, workerEnv("CERTFN_QUOTA_OBJECTS", "lots"), "CERTFN_QUOTA_OBJECTS", nil},
-		{"api admins are e-mails", gcpmode.RoleAPI, env{"CERTFN_PROJECT": "certfn-prod-1", "CERTFN_TOPIC": "projects/certfn-prod-1/topics/certfn-worker", "CERTFN_API_AUDIENCE": "https://api",
+		{"bad private networks", app.Worker.Name, workerEnv("CERTFN_ACME_ALLOW_PRIVATE_NETWORKS", "10.0.0.0/33"), `CERTFN_ACME_ALLOW_PRIVATE_NETWORKS[0]: "10.0.0.0/33" is not a CIDR prefix`, nil},
+		{"bad quota", app.Worker.Name, workerEnv("CERTFN_QUOTA_OBJECTS", "lots"), "CERTFN_QUOTA_OBJECTS", nil},
+		{"api admins are e-mails", app.API.Name, env{"CERTFN_PROJECT": "certfn-prod-1", "CERTFN_TOPIC": "projects/certfn-prod-1/topics/certfn-worker", "CERTFN_API_AUDIENCE": "https://api",
 			"CERTFN_API_ADMINS": "Ops@Example.com, nobody"}, `CERTFN_API_ADMINS[1]`, nil},
-		{"api ok", gcpmode.RoleAPI, env{"CERTFN_PROJECT": "certfn-prod-1", "CERTFN_TOPIC": "projects/certfn-prod-1/topics/certfn-worker", "CERTFN_API_AUDIENCE": "https://api",
+		{"api ok", app.API.Name, env{"CERTFN_PROJECT": "certfn-prod-1", "CERTFN_TOPIC": "projects/certfn-prod-1/topics/certfn-worker", "CERTFN_API_AUDIENCE": "https://api",
 			"CERTFN_API_ADMINS": "Ops@Example.com"}, "", func(s gcpmode.Settings) bool { return s.APIAdmins["ops@example.com"] && s.APIMaxBody == 1<<20 }},
-		{"api without an audience", gcpmode.RoleAPI, env{"CERTFN_PROJECT": "certfn-prod-1", "CERTFN_TOPIC": "projects/certfn-prod-1/topics/certfn-worker"},
+		{"api without an audience", app.API.Name, env{"CERTFN_PROJECT": "certfn-prod-1", "CERTFN_TOPIC": "projects/certfn-prod-1/topics/certfn-worker"},
 			"CERTFN_API_AUDIENCE: required", nil},
-		{"api audiences", gcpmode.RoleAPI, env{"CERTFN_PROJECT": "certfn-prod-1", "CERTFN_TOPIC": "projects/certfn-prod-1/topics/certfn-worker",
+		{"api audiences", app.API.Name, env{"CERTFN_PROJECT": "certfn-prod-1", "CERTFN_TOPIC": "projects/certfn-prod-1/topics/certfn-worker",
 			"CERTFN_API_AUDIENCE": "https://certfn-api-123.europe-west1.run.app, https://api.example.com"}, "", func(s gcpmode.Settings) bool {
 			return len(s.APIAudiences) == 2 && s.APIAudiences[1] == "https://api.example.com"
 		}},
-		{"http01 needs no topic", gcpmode.RoleHTTP01, env{"CERTFN_PROJECT": "certfn-prod-1"}, "", func(gcpmode.Settings) bool { return true }},
-		{"every problem at once", gcpmode.RoleSigner, env{"CERTFN_PROJECT": "x"}, "CERTFN_TOPIC: required", nil},
+		{"http01 needs no topic", app.HTTP01.Name, env{"CERTFN_PROJECT": "certfn-prod-1"}, "", func(gcpmode.Settings) bool { return true }},
+		{"every problem at once", app.Signer.Name, env{"CERTFN_PROJECT": "x"}, "CERTFN_TOPIC: required", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s, err := gcpmode.ParseSettings(tc.role, tc.env.get)

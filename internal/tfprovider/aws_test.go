@@ -28,6 +28,7 @@ import (
 
 	"github.com/certfn/certfn/adapters/aws/acm/acmtest"
 	"github.com/certfn/certfn/adapters/aws/awscfg"
+	"github.com/certfn/certfn/core/app"
 	"github.com/certfn/certfn/core/clock"
 	"github.com/certfn/certfn/internal/awsmode"
 	"github.com/certfn/certfn/internal/awsmode/awstest"
@@ -191,8 +192,8 @@ func TestAWSAPIWithSigV4(t *testing.T) {
 	e.Vars[awsmode.EnvACMImport] = "true"
 	acmd := acmtest.New(t)
 	acmd.Deployment = "certfn-tf-test"
-	apiFn, signer := e.Runtime(awsmode.RoleAPI), e.Runtime(awsmode.RoleSigner)
-	worker := e.Runtime(awsmode.RoleWorker, func(o *awsmode.Options) {
+	apiFn, signer := e.Runtime(app.API.Name), e.Runtime(app.Signer.Name)
+	worker := e.Runtime(app.Worker.Name, func(o *awsmode.Options) {
 		o.ACM = awsacm.NewFromConfig(awscfg.ForEndpoint(acmd.URL, awstest.FastRetry))
 		getenv := o.Getenv
 		o.Getenv = func(k string) string {

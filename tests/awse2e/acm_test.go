@@ -16,6 +16,7 @@ import (
 	"github.com/certfn/certfn/adapters/aws/acm/acmtest"
 	"github.com/certfn/certfn/adapters/aws/awscfg"
 	"github.com/certfn/certfn/core/api"
+	"github.com/certfn/certfn/core/app"
 	"github.com/certfn/certfn/core/clock"
 	"github.com/certfn/certfn/internal/awsmode"
 	"github.com/certfn/certfn/internal/awsmode/awstest"
@@ -71,8 +72,8 @@ func testACMImport(t *testing.T, acmEP string, acmd *acmtest.Double, useSM func(
 	e.Clock = clock.NewFake(time.Now().UTC().Truncate(time.Second)) // valid now for ACM
 	useSM(e)
 	e.Vars[awsmode.EnvACMImport] = "true"
-	d := &deployment{Env: e, t: t, api: e.Runtime(awsmode.RoleAPI), signer: e.Runtime(awsmode.RoleSigner), sched: e.Runtime(awsmode.RoleScheduler),
-		worker: e.Runtime(awsmode.RoleWorker, func(o *awsmode.Options) {
+	d := &deployment{Env: e, t: t, api: e.Runtime(app.API.Name), signer: e.Runtime(app.Signer.Name), sched: e.Runtime(app.Scheduler.Name),
+		worker: e.Runtime(app.Worker.Name, func(o *awsmode.Options) {
 			o.ACM = counted
 			getenv := o.Getenv
 			o.Getenv = func(k string) string {

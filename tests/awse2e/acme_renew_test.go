@@ -12,6 +12,7 @@ import (
 
 	acmeadapter "github.com/certfn/certfn/adapters/acme"
 	"github.com/certfn/certfn/core/api"
+	"github.com/certfn/certfn/core/app"
 	"github.com/certfn/certfn/core/pki"
 	"github.com/certfn/certfn/internal/awsmode"
 	"github.com/certfn/certfn/internal/awsmode/awstest"
@@ -71,12 +72,12 @@ func TestACMERenewalOnAWS(t *testing.T) {
 	clk := &awstest.WallClock{}
 	e.EngineClock = clk
 	acmeReqs := &acmeadapter.CountingTransport{}
-	d := &deployment{Env: e, t: t, api: e.Runtime(awsmode.RoleAPI), signer: e.Runtime(awsmode.RoleSigner), sched: e.Runtime(awsmode.RoleScheduler),
-		worker: e.Runtime(awsmode.RoleWorker, func(o *awsmode.Options) {
+	d := &deployment{Env: e, t: t, api: e.Runtime(app.API.Name), signer: e.Runtime(app.Signer.Name), sched: e.Runtime(app.Scheduler.Name),
+		worker: e.Runtime(app.Worker.Name, func(o *awsmode.Options) {
 			o.ACME.HTTP01SelfCheckAddr = h01Addr
 			o.ACME.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { acmeReqs.Next = rt; return acmeReqs }
 		})}
-	serveHTTP01(t, h01Addr, e.Runtime(awsmode.RoleHTTP01))
+	serveHTTP01(t, h01Addr, e.Runtime(app.HTTP01.Name))
 
 	d.apply(pebbleIssuerYAML("pebble", peb, "    enableDurationFeature: true\n", "    - http01: {ingress: {}}\n"))
 	d.apply(`apiVersion: cert-manager.io/v1

@@ -18,6 +18,7 @@ import (
 
 	acmeadapter "github.com/certfn/certfn/adapters/acme"
 	"github.com/certfn/certfn/core/api"
+	"github.com/certfn/certfn/core/app"
 	"github.com/certfn/certfn/internal/awsmode"
 	"github.com/certfn/certfn/internal/awsmode/awstest"
 	"github.com/certfn/certfn/tests/pebbletest"
@@ -144,12 +145,12 @@ func TestACMEIssuanceOnAWS(t *testing.T) {
 	e := awstest.New(t)
 	e.EngineClock = &awstest.WallClock{}
 	acmeReqs := &acmeadapter.CountingTransport{}
-	d := &deployment{Env: e, t: t, api: e.Runtime(awsmode.RoleAPI), signer: e.Runtime(awsmode.RoleSigner), sched: e.Runtime(awsmode.RoleScheduler),
-		worker: e.Runtime(awsmode.RoleWorker, func(o *awsmode.Options) {
+	d := &deployment{Env: e, t: t, api: e.Runtime(app.API.Name), signer: e.Runtime(app.Signer.Name), sched: e.Runtime(app.Scheduler.Name),
+		worker: e.Runtime(app.Worker.Name, func(o *awsmode.Options) {
 			o.ACME.HTTP01SelfCheckAddr = h01Addr
 			o.ACME.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { acmeReqs.Next = rt; return acmeReqs }
 		})}
-	h01 := e.Runtime(awsmode.RoleHTTP01)
+	h01 := e.Runtime(app.HTTP01.Name)
 	h01Invocations := serveHTTP01(t, h01Addr, h01)
 
 	d.apply(peb.http01IssuerYAML())
@@ -195,8 +196,8 @@ spec:
 	if issue.invocations > 15 || issue.dynamoWrites > 40 {
 		t.Errorf("per ACME issuance: %.1f invocations (target ≤ 15), %.1f DynamoDB writes (target ≤ 40)", issue.invocations, issue.dynamoWrites)
 	}
-	if u.Invocations[awsmode.RoleSigner] != 0 {
-		t.Errorf("the signer was invoked %d times for ACME requests", u.Invocations[awsmode.RoleSigner])
+	if u.Invocations[app.Signer.Name] != 0 {
+		t.Errorf("the signer was invoked %d times for ACME requests", u.Invocations[app.Signer.Name])
 	}
 	d.scanForKeys()
 }

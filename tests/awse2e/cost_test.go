@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/certfn/certfn/internal/awsmode"
+	"github.com/certfn/certfn/core/app"
 	"github.com/certfn/certfn/internal/awsmode/awstest"
 	"github.com/certfn/certfn/tests/emulators"
 )
@@ -206,7 +206,7 @@ func testCostPerIssuance(t *testing.T, setup func(*awstest.Env), prices secretPr
 		t.Fatalf("idle sweep found %d due", res.Due)
 	}
 	idleUsage := d.Usage()
-	idle := perUnit(idleUsage, idleUsage.Invocations[awsmode.RoleScheduler], 1, prices)
+	idle := perUnit(idleUsage, idleUsage.Invocations[app.Scheduler.Name], 1, prices)
 	t.Logf("idle scheduler run: %s", idle)
 
 	// Costs.

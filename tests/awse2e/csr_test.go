@@ -152,9 +152,9 @@ func TestACMECSROnAWS(t *testing.T) {
 	peb := startPebble(t, h01Port)
 	e := awstest.New(t)
 	e.EngineClock = &awstest.WallClock{}
-	d := &deployment{Env: e, t: t, api: e.Runtime(awsmode.RoleAPI), signer: e.Runtime(awsmode.RoleSigner), sched: e.Runtime(awsmode.RoleScheduler),
-		worker: e.Runtime(awsmode.RoleWorker, func(o *awsmode.Options) { o.ACME.HTTP01SelfCheckAddr = h01Addr })}
-	serveHTTP01(t, h01Addr, e.Runtime(awsmode.RoleHTTP01))
+	d := &deployment{Env: e, t: t, api: e.Runtime(app.API.Name), signer: e.Runtime(app.Signer.Name), sched: e.Runtime(app.Scheduler.Name),
+		worker: e.Runtime(app.Worker.Name, func(o *awsmode.Options) { o.ACME.HTTP01SelfCheckAddr = h01Addr })}
+	serveHTTP01(t, h01Addr, e.Runtime(app.HTTP01.Name))
 	d.apply(fmt.Sprintf(`apiVersion: cert-manager.io/v1
 kind: ClusterIssuer
 metadata: {name: pebble}
@@ -209,7 +209,7 @@ spec:
 	if o := orders[0].(*api.Order); o.Namespace != "cert-manager" || o.ControllerOf() == nil || o.ControllerOf().Kind != api.KindCertificateSigningRequest {
 		t.Fatalf("Order %s/%s owned by %+v, want in cert-manager owned by the CSR", o.Namespace, o.Name, o.OwnerReferences)
 	}
-	if n := d.Usage().Invocations[awsmode.RoleSigner]; n != 0 {
+	if n := d.Usage().Invocations[app.Signer.Name]; n != 0 {
 		t.Errorf("the signer was invoked %d times for an ACME CSR", n)
 	}
 	if err := d.api.App.Service.Delete(d.Ctx, caller, key, app.DeleteOptions{}); err != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/certfn/certfn/core/api"
+	"github.com/certfn/certfn/core/app"
 	"github.com/certfn/certfn/core/pki"
 	"github.com/certfn/certfn/core/ports"
 	"github.com/certfn/certfn/internal/awsmode"
@@ -53,8 +54,8 @@ func TestDuplicateShuffledDeliveryOnAWS(t *testing.T) {
 	wrap := func(o *awsmode.Options) {
 		o.WrapStore = func(s ports.Store) ports.Store { return ledgerStore{Store: s, l: l} }
 	}
-	d := deploy(t, map[awsmode.Role]func(*awsmode.Options){
-		awsmode.RoleAPI: wrap, awsmode.RoleWorker: wrap, awsmode.RoleSigner: wrap, awsmode.RoleScheduler: wrap,
+	d := deploy(t, map[string]func(*awsmode.Options){
+		app.API.Name: wrap, app.Worker.Name: wrap, app.Signer.Name: wrap, app.Scheduler.Name: wrap,
 	})
 	d.installCA("load-ca")
 	d.apply("apiVersion: cert-manager.io/v1\nkind: ClusterIssuer\nmetadata: {name: load-selfsigned}\nspec: {selfSigned: {}}\n")
@@ -172,7 +173,7 @@ func (d *deployment) deliverDuplicated(rt *awsmode.Runtime, queueURL string, rng
 	for _, recs := range batches {
 		resp, err := rt.HandleSQS(d.Ctx, events.SQSEvent{Records: recs})
 		if err != nil {
-			d.t.Fatalf("%s HandleSQS: %v", rt.Role, err)
+			d.t.Fatalf("%s HandleSQS: %v", rt.Role.Name, err)
 		}
 		st.invocations++
 		st.handled += len(recs)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/certfn/certfn/core/api"
+	"github.com/certfn/certfn/core/app"
 	"github.com/certfn/certfn/internal/awsmode"
 	"github.com/certfn/certfn/internal/awsmode/awstest"
 )
@@ -113,9 +114,9 @@ func TestWorkerNeverReadsTheCAKey(t *testing.T) {
 	var caID string // the CA secret's id, once the deployment's prefix is known
 	workerSM := &denySecrets{deny: func(id string) bool { return caID != "" && strings.HasPrefix(id, caID) }}
 	signerSM := &denySecrets{denyWrites: true}
-	d := deploy(t, map[awsmode.Role]func(*awsmode.Options){
-		awsmode.RoleWorker: func(o *awsmode.Options) { workerSM.API = o.SecretsManager; o.SecretsManager = workerSM },
-		awsmode.RoleSigner: func(o *awsmode.Options) { signerSM.API = o.SecretsManager; o.SecretsManager = signerSM },
+	d := deploy(t, map[string]func(*awsmode.Options){
+		app.Worker.Name: func(o *awsmode.Options) { workerSM.API = o.SecretsManager; o.SecretsManager = workerSM },
+		app.Signer.Name: func(o *awsmode.Options) { signerSM.API = o.SecretsManager; o.SecretsManager = signerSM },
 	})
 	caID = d.Vars[awsmode.EnvSecretPrefix] + "/cert-manager/ops-ca"
 	d.installCA("ops-ca")

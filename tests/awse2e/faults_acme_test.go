@@ -15,6 +15,7 @@ import (
 
 	"github.com/certfn/certfn/adapters/aws/sqsq"
 	"github.com/certfn/certfn/core/api"
+	"github.com/certfn/certfn/core/app"
 	"github.com/certfn/certfn/internal/awsmode"
 	"github.com/certfn/certfn/tests/faultsweep"
 )
@@ -106,7 +107,7 @@ func (f *acmeFlow) world(w *lambdaWorld) *acmeWorld {
 	// Pebble issues on the wall clock: the fake clock starts a minute
 	// ahead, so a new certificate is never "not yet valid".
 	w.env.Clock.Set(time.Now().UTC().Truncate(time.Second).Add(time.Minute))
-	a := &acmeWorld{f: f, w: w, h01: w.env.Runtime(awsmode.RoleHTTP01), pebble: &faultsweep.Pebble{}}
+	a := &acmeWorld{f: f, w: w, h01: w.env.Runtime(app.HTTP01.Name), pebble: &faultsweep.Pebble{}}
 	f.mu.Lock()
 	f.cur = a
 	f.mu.Unlock()

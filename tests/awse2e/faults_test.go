@@ -21,6 +21,7 @@ import (
 
 	"github.com/certfn/certfn/adapters/aws/awscfg"
 	"github.com/certfn/certfn/core/api"
+	"github.com/certfn/certfn/core/app"
 	"github.com/certfn/certfn/core/pki"
 	"github.com/certfn/certfn/internal/awsmode"
 	"github.com/certfn/certfn/internal/awsmode/awstest"
@@ -68,7 +69,7 @@ func TestFaultHarnessOnLambda(t *testing.T) {
 const lambdaBound = 720*time.Second + time.Minute
 
 // Visibility timeouts of the Terraform module (6 × the function timeout).
-var lambdaVisibility = map[awsmode.Role]time.Duration{awsmode.RoleWorker: 720 * time.Second, awsmode.RoleSigner: 360 * time.Second}
+var lambdaVisibility = map[string]time.Duration{app.Worker.Name: 720 * time.Second, app.Signer.Name: 360 * time.Second}
 
 var errSandboxDied = errors.New("fault harness: the invocation's sandbox died")
 
@@ -167,7 +168,7 @@ type lambdaWorld struct {
 	t        *testing.T
 	env      *awstest.Env
 	rt       *faultRT
-	fns      map[awsmode.Role]*awsmode.Runtime
+	fns      map[string]*awsmode.Runtime
 	observer *deployment // unfaulted functions, for reads
 	restarts int
 	logs     *syncBuffer // the functions' warnings
@@ -204,8 +205,8 @@ func (w *lambdaWorld) boot() {
 		c.HTTPClient = hc
 		return c
 	}
-	w.fns = map[awsmode.Role]*awsmode.Runtime{}
-	for _, role := range []awsmode.Role{awsmode.RoleAPI, awsmode.RoleWorker, awsmode.RoleSigner, awsmode.RoleScheduler} {
+	w.fns = map[string]*awsmode.Runtime{}
+	for _, role := range []string{app.API.Name, app.Worker.Name, app.Signer.Name, app.Scheduler.Name} {
 		w.fns[role] = w.env.Runtime(role, func(o *awsmode.Options) {
 			o.DynamoDB = dynamodb.NewFromConfig(cfg(awstest.Endpoint(w.t, emulators.DynamoDB)))
 			o.SQS = sqs.NewFromConfig(cfg(awstest.Endpoint(w.t, emulators.SQS)))
@@ -222,7 +223,7 @@ func (w *lambdaWorld) boot() {
 // visibility timeout (made visible at once, the clock moved by it). A
 // message reported failed comes back at once (its retry delay is on the
 // wall clock; the clock moves by a second).
-func (w *lambdaWorld) deliver(role awsmode.Role, queueURL string) int {
+func (w *lambdaWorld) deliver(role string, queueURL string) int {
 	ev := w.env.Receive(queueURL, 10)
 	if len(ev.Records) == 0 {
 		return 0
@@ -378,7 +379,7 @@ func runLambdaFaults(t *testing.T, at int, kind string, acme *acmeFlow) faultswe
 	if acme != nil {
 		w.acme = acme.world(w)
 	}
-	w.observer = &deployment{Env: env, t: t, api: env.Runtime(awsmode.RoleAPI), worker: env.Runtime(awsmode.RoleWorker)}
+	w.observer = &deployment{Env: env, t: t, api: env.Runtime(app.API.Name), worker: env.Runtime(app.Worker.Name)}
 	w.boot()
 	if w.acme != nil {
 		w.acme.setUp()
@@ -405,11 +406,11 @@ func runLambdaFaults(t *testing.T, at int, kind string, acme *acmeFlow) faultswe
 		} else if !ok {
 			convergedAt = time.Time{}
 		}
-		n := w.deliver(awsmode.RoleWorker, env.WorkerQueueURL) + w.deliver(awsmode.RoleSigner, env.SignerQueueURL)
+		n := w.deliver(app.Worker.Name, env.WorkerQueueURL) + w.deliver(app.Signer.Name, env.SignerQueueURL)
 		if n > 0 {
 			continue
 		}
-		res, err := w.fns[awsmode.RoleScheduler].HandleSchedule(env.Ctx, []byte(`{}`))
+		res, err := w.fns[app.Scheduler.Name].HandleSchedule(env.Ctx, []byte(`{}`))
 		if w.rt.isDead() {
 			w.restart()
 			continue

@@ -60,26 +60,26 @@ type deployment struct {
 }
 
 // deploy builds the functions; mods adjust one role's options.
-func deploy(t *testing.T, mods map[awsmode.Role]func(*awsmode.Options)) *deployment {
+func deploy(t *testing.T, mods map[string]func(*awsmode.Options)) *deployment {
 	t.Helper()
 	return deployEnv(t, nil, mods)
 }
 
 // deployEnv is deploy with setup of the Env (e.g. the IAM guard's
 // settings) before the functions are built.
-func deployEnv(t *testing.T, setup func(*awstest.Env), mods map[awsmode.Role]func(*awsmode.Options)) *deployment {
+func deployEnv(t *testing.T, setup func(*awstest.Env), mods map[string]func(*awsmode.Options)) *deployment {
 	t.Helper()
 	e := awstest.New(t)
 	if setup != nil {
 		setup(e)
 	}
-	rt := func(r awsmode.Role) *awsmode.Runtime {
+	rt := func(r string) *awsmode.Runtime {
 		if m, ok := mods[r]; ok {
 			return e.Runtime(r, m)
 		}
 		return e.Runtime(r)
 	}
-	return &deployment{Env: e, t: t, api: rt(awsmode.RoleAPI), worker: rt(awsmode.RoleWorker), signer: rt(awsmode.RoleSigner), sched: rt(awsmode.RoleScheduler)}
+	return &deployment{Env: e, t: t, api: rt(app.API.Name), worker: rt(app.Worker.Name), signer: rt(app.Signer.Name), sched: rt(app.Scheduler.Name)}
 }
 
 // apply sends manifests through the api function's engine.

@@ -17,6 +17,7 @@ import (
 	"github.com/certfn/certfn/adapters/aws/awscfg"
 	"github.com/certfn/certfn/adapters/aws/ebnotify"
 	"github.com/certfn/certfn/core/api"
+	"github.com/certfn/certfn/core/app"
 	"github.com/certfn/certfn/core/certificates"
 	"github.com/certfn/certfn/core/ports"
 	"github.com/certfn/certfn/internal/awsmode"
@@ -92,8 +93,8 @@ func testNotifications(t *testing.T, ebEP, sqsEP string) {
 	// The deployment: the worker notifies on the default bus.
 	e := awstest.New(t)
 	e.Vars[awsmode.EnvNotifyEventBus] = "default"
-	d := &deployment{Env: e, t: t, api: e.Runtime(awsmode.RoleAPI), signer: e.Runtime(awsmode.RoleSigner), sched: e.Runtime(awsmode.RoleScheduler),
-		worker: e.Runtime(awsmode.RoleWorker, func(o *awsmode.Options) {
+	d := &deployment{Env: e, t: t, api: e.Runtime(app.API.Name), signer: e.Runtime(app.Signer.Name), sched: e.Runtime(app.Scheduler.Name),
+		worker: e.Runtime(app.Worker.Name, func(o *awsmode.Options) {
 			o.EventBridge = eb
 			getenv := o.Getenv
 			o.Getenv = func(k string) string {

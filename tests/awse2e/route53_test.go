@@ -19,6 +19,7 @@ import (
 	"github.com/certfn/certfn/adapters/aws/awscfg"
 	"github.com/certfn/certfn/adapters/dns/route53/route53test"
 	"github.com/certfn/certfn/core/acme/dns01"
+	"github.com/certfn/certfn/core/app"
 	"github.com/certfn/certfn/internal/awsmode"
 	"github.com/certfn/certfn/internal/awsmode/awstest"
 	"github.com/certfn/certfn/tests/emulators"
@@ -95,8 +96,8 @@ func TestACMEDNS01Route53OnAWS(t *testing.T) {
 	e.EngineClock = &awstest.WallClock{}
 	e.UseRoute53(r53URL, zoneID)
 	acmeReqs := &acmeadapter.CountingTransport{}
-	d := &deployment{Env: e, t: t, api: e.Runtime(awsmode.RoleAPI), signer: e.Runtime(awsmode.RoleSigner), sched: e.Runtime(awsmode.RoleScheduler),
-		worker: e.Runtime(awsmode.RoleWorker, func(o *awsmode.Options) {
+	d := &deployment{Env: e, t: t, api: e.Runtime(app.API.Name), signer: e.Runtime(app.Signer.Name), sched: e.Runtime(app.Scheduler.Name),
+		worker: e.Runtime(app.Worker.Name, func(o *awsmode.Options) {
 			o.ACME.DNS01Resolver = dns01.Resolver{Nameservers: []string{nsAddr}, AuthoritativePort: peb.dnsPort, Timeout: time.Second}
 			o.ACME.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { acmeReqs.Next = rt; return acmeReqs }
 		})}
@@ -165,8 +166,8 @@ spec:
 	if issuance.invocations > 15 || issuance.dynamoWrites > 40 {
 		t.Errorf("per ACME DNS-01 issuance: %.1f invocations (target ≤ 15), %.1f DynamoDB writes (target ≤ 40)", issuance.invocations, issuance.dynamoWrites)
 	}
-	if u.Invocations[awsmode.RoleSigner] != 0 {
-		t.Errorf("the signer was invoked %d times for ACME requests", u.Invocations[awsmode.RoleSigner])
+	if u.Invocations[app.Signer.Name] != 0 {
+		t.Errorf("the signer was invoked %d times for ACME requests", u.Invocations[app.Signer.Name])
 	}
 	if r53Calls["ListHostedZonesByName"] != 0 {
 		t.Errorf("zones were listed although hostedZoneID is given: %v", r53Calls)

@@ -25,6 +25,7 @@ import (
 	"github.com/certfn/certfn/adapters/gcp/secretmanager"
 	"github.com/certfn/certfn/adapters/secretpayload"
 	"github.com/certfn/certfn/core/api"
+	"github.com/certfn/certfn/core/app"
 	ct "github.com/certfn/certfn/core/certificates/certtest"
 	"github.com/certfn/certfn/core/certificatesigningrequests"
 	"github.com/certfn/certfn/core/pki"
@@ -263,7 +264,7 @@ func (s *syncBuffer) metricLines(t *testing.T, name string) []map[string]any {
 func TestCSROnGoogleCloud(t *testing.T) {
 	signerLog := &syncBuffer{}
 	d := deployEnv(t, env{gcpmode.EnvAutoApprove: "clusterissuers.cert-manager.io/other", gcpmode.EnvMetrics: "log"},
-		options{gcpmode.RoleSigner: func(o *gcpmode.Options) { o.Logger = gcpmode.CloudLogger(signerLog, slog.LevelInfo) }})
+		options{app.Signer.Name: func(o *gcpmode.Options) { o.Logger = gcpmode.CloudLogger(signerLog, slog.LevelInfo) }})
 	opsCA, teamCA := d.installCA("cert-manager", "ops-ca"), d.installCA("team", "team-ca")
 	d.apply(`apiVersion: cert-manager.io/v1
 kind: ClusterIssuer

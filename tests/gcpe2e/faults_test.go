@@ -211,9 +211,9 @@ func runCloudRunFaults(t *testing.T, at int, kind string, acme *cloudRunACME) fa
 			o.SignerQueue = faultQueue{q: o.SignerQueue.(app.BatchQueue), f: f}
 		}
 	}
-	opts := options{gcpmode.RoleAPI: wrap, gcpmode.RoleWorker: wrap, gcpmode.RoleSigner: wrap, gcpmode.RoleScheduler: wrap}
+	opts := options{app.API.Name: wrap, app.Worker.Name: wrap, app.Signer.Name: wrap, app.Scheduler.Name: wrap}
 	if acme != nil {
-		opts[gcpmode.RoleWorker] = func(o *gcpmode.Options) { wrap(o); acme.options(f, o) }
+		opts[app.Worker.Name] = func(o *gcpmode.Options) { wrap(o); acme.options(f, o) }
 	}
 	d := deploy(t, opts)
 	f.d = d

@@ -341,7 +341,7 @@ type env map[string]string
 func (e env) get(k string) string { return e[k] }
 
 // options adjust one service's gcpmode.Options before it is built.
-type options map[gcpmode.Role]func(*gcpmode.Options)
+type options map[string]func(*gcpmode.Options)
 
 // deploy builds the five services on a fresh collection of the Firestore
 // emulator and a fresh Secret Manager double.
@@ -377,7 +377,7 @@ func deployEnv(t *testing.T, over env, mods options) *deployment {
 		vars[k] = v
 	}
 	grants := secretGrants(vars.get(gcpmode.EnvManageCA) == "true")
-	build := func(role gcpmode.Role) *service {
+	build := func(role string) *service {
 		s := &service{name: string(role), store: d.openStore()}
 		o := gcpmode.Options{Getenv: vars.get, Clock: d.clk, Store: s.store, TokenValidator: fakeValidator{},
 			SecretManager: d.guard(s.name, grants[s.name])}
@@ -385,10 +385,10 @@ func deployEnv(t *testing.T, over env, mods options) *deployment {
 			// Expected failures (a killed request) log errors.
 			o.Logger = slog.New(slog.DiscardHandler)
 		}
-		if role != gcpmode.RoleHTTP01 {
+		if role != app.HTTP01.Name {
 			o.Queue = publisher{t: d.workerQ, who: s.name, kill: d.kill}
 		}
-		if role == gcpmode.RoleWorker {
+		if role == app.Worker.Name {
 			o.SignerQueue = publisher{t: d.signerQ, who: s.name, kill: d.kill}
 		}
 		if m := mods[role]; m != nil {
@@ -401,8 +401,8 @@ func deployEnv(t *testing.T, over env, mods options) *deployment {
 		s.rt = rt
 		return s
 	}
-	d.api, d.worker, d.signer = build(gcpmode.RoleAPI), build(gcpmode.RoleWorker), build(gcpmode.RoleSigner)
-	d.sched, d.http01 = build(gcpmode.RoleScheduler), build(gcpmode.RoleHTTP01)
+	d.api, d.worker, d.signer = build(app.API.Name), build(app.Worker.Name), build(app.Signer.Name)
+	d.sched, d.http01 = build(app.Scheduler.Name), build(app.HTTP01.Name)
 	return d
 }
 

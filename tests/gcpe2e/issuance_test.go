@@ -18,6 +18,7 @@ import (
 	"github.com/certfn/certfn/adapters/dns/clouddns/clouddnstest"
 	"github.com/certfn/certfn/core/acme/dns01"
 	"github.com/certfn/certfn/core/api"
+	"github.com/certfn/certfn/core/app"
 	"github.com/certfn/certfn/internal/gcpmode"
 )
 
@@ -78,7 +79,7 @@ func (s staticToken) Token(context.Context) (*auth.Token, error) {
 func acmeDeployment(t *testing.T, peb *pebbleServer, h01Addr string, cd *clouddnstest.Double, nsAddr string) (*deployment, *acmeadapter.CountingTransport) {
 	t.Helper()
 	acmeReqs := &acmeadapter.CountingTransport{}
-	d := deploy(t, options{gcpmode.RoleWorker: func(o *gcpmode.Options) {
+	d := deploy(t, options{app.Worker.Name: func(o *gcpmode.Options) {
 		o.ACME.HTTP01SelfCheckAddr = h01Addr
 		o.ACME.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { acmeReqs.Next = rt; return acmeReqs }
 		if cd != nil {

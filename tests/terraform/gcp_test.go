@@ -31,6 +31,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/certfn/certfn/core/api"
+	"github.com/certfn/certfn/core/app"
 	"github.com/certfn/certfn/core/validation"
 	"github.com/certfn/certfn/internal/awsmode"
 )
@@ -255,10 +256,11 @@ func TestGCPVariables(t *testing.T) {
 	}
 }
 
-// gcpFunctions are the functions, gcpIdentities every service account.
+// gcpFunctions are the functions (core/app's), gcpIdentities every
+// service account: the functions' and the token identities'.
 var (
-	gcpFunctions  = []string{"worker", "signer", "scheduler", "api", "http01"}
-	gcpIdentities = []string{"worker", "signer", "scheduler", "api", "http01", "push", "cron", "tasks"}
+	gcpFunctions  = functionNames
+	gcpIdentities = append(slices.Clone(functionNames), "push", "cron", "tasks")
 )
 
 // saMember is the IAM member of identity id with the default prefix.
@@ -418,77 +420,38 @@ func secretCond(classes ...string) string {
 	return strings.Join(parts, " || ")
 }
 
-// expectedGCPGrants is the IAM table of docs/design/roles.md on Google Cloud: every
-// grant of every identity, with its condition.
+// expectedGCPGrants is the IAM table of docs/design/roles.md on Google
+// Cloud: every grant of every identity, with its condition. The functions'
+// grants follow from core/app's role data (gcpFunctionGrants); the token
+// identities' and the service agents' are listed here.
 func expectedGCPGrants(o gcpOpts) []grant {
-	proj := "project:" + gcpProject
-	db := `resource.name == "projects/` + gcpProject + `/databases/certfn-state"`
-	custom := func(id string) string { return "projects/" + gcpProject + "/roles/certfn_" + id }
-	topic := func(q string) string { return "topic:" + gcpProject + "/certfn-" + q }
-	queue := "queue:" + gcpProject + "/us-central1/certfn-delays"
 	run := func(fn string) string { return "run:" + gcpProject + "/us-central1/certfn-" + fn }
+	topic := func(q string) string { return "topic:" + gcpProject + "/certfn-" + q }
 	saRes := func(id string) string {
 		return "serviceAccount:projects/" + gcpProject + "/serviceAccounts/" + saEmail(id)
 	}
 	pubsubAgent := "serviceAccount:service-" + gcpProjectNumber + "@gcp-sa-pubsub.iam.gserviceaccount.com"
 
-	workerRW := []string{"tls", "pk"}
-	if o.manageCA {
-		workerRW = append(workerRW, "ica")
+	var g []grant
+	for _, r := range gcpDeployedFunctions(o) {
+		g = append(g, gcpFunctionGrants(r, o)...)
 	}
-	g := []grant{
-		// worker
-		{proj, "roles/datastore.user", saMember("worker"), db},
-		{proj, custom("worker_secrets"), saMember("worker"), secretCond(workerRW...)},
-		{proj, "roles/secretmanager.secretAccessor", saMember("worker"), secretCond("sc")},
-		{proj, custom("secret_creator"), saMember("worker"), ""},
-		{topic("worker"), "roles/pubsub.publisher", saMember("worker"), ""},
-		{topic("signer"), "roles/pubsub.publisher", saMember("worker"), ""},
-		{queue, "roles/cloudtasks.enqueuer", saMember("worker"), ""},
-		{saRes("tasks"), "roles/iam.serviceAccountUser", saMember("worker"), ""},
-		// signer
-		{proj, "roles/datastore.user", saMember("signer"), db},
-		{proj, "roles/secretmanager.secretAccessor", saMember("signer"), secretCond("ca", "ica", "pk")},
-		{topic("worker"), "roles/pubsub.publisher", saMember("signer"), ""},
-		{queue, "roles/cloudtasks.enqueuer", saMember("signer"), ""},
-		{saRes("tasks"), "roles/iam.serviceAccountUser", saMember("signer"), ""},
-		// scheduler
-		{proj, "roles/datastore.viewer", saMember("scheduler"), db},
-		{topic("worker"), "roles/pubsub.publisher", saMember("scheduler"), ""},
-		// api
-		{proj, "roles/datastore.user", saMember("api"), db},
-		{topic("worker"), "roles/pubsub.publisher", saMember("api"), ""},
+	g = append(g,
 		// token identities
-		{run("worker"), "roles/run.invoker", saMember("push"), ""},
-		{run("signer"), "roles/run.invoker", saMember("push"), ""},
-		{run("scheduler"), "roles/run.invoker", saMember("cron"), ""},
-		{topic("worker"), "roles/pubsub.publisher", saMember("tasks"), ""},
-		{topic("signer"), "roles/pubsub.publisher", saMember("tasks"), ""},
+		grant{run("worker"), "roles/run.invoker", saMember("push"), ""},
+		grant{run("signer"), "roles/run.invoker", saMember("push"), ""},
+		grant{run("scheduler"), "roles/run.invoker", saMember("cron"), ""},
+		grant{topic("worker"), "roles/pubsub.publisher", saMember("tasks"), ""},
+		grant{topic("signer"), "roles/pubsub.publisher", saMember("tasks"), ""},
 		// Pub/Sub's service agent: dead-lettering and push tokens.
-		{topic("worker-dlq"), "roles/pubsub.publisher", pubsubAgent, ""},
-		{topic("signer-dlq"), "roles/pubsub.publisher", pubsubAgent, ""},
-		{"subscription:" + gcpProject + "/certfn-worker-push", "roles/pubsub.subscriber", pubsubAgent, ""},
-		{"subscription:" + gcpProject + "/certfn-signer-push", "roles/pubsub.subscriber", pubsubAgent, ""},
-		{saRes("push"), "roles/iam.serviceAccountTokenCreator", pubsubAgent, ""},
-	}
+		grant{topic("worker-dlq"), "roles/pubsub.publisher", pubsubAgent, ""},
+		grant{topic("signer-dlq"), "roles/pubsub.publisher", pubsubAgent, ""},
+		grant{"subscription:" + gcpProject + "/certfn-worker-push", "roles/pubsub.subscriber", pubsubAgent, ""},
+		grant{"subscription:" + gcpProject + "/certfn-signer-push", "roles/pubsub.subscriber", pubsubAgent, ""},
+		grant{saRes("push"), "roles/iam.serviceAccountTokenCreator", pubsubAgent, ""},
+	)
 	if o.http01 {
-		g = append(g,
-			grant{proj, "roles/datastore.viewer", saMember("http01"), db},
-			grant{run("http01"), "roles/run.invoker", "allUsers", ""},
-		)
-	}
-	dnsProject := gcpProject
-	if o.dnsProject != "" {
-		dnsProject = o.dnsProject
-	}
-	for _, z := range o.zones {
-		g = append(g, grant{"dnsZone:" + dnsProject + "/" + z, "projects/" + dnsProject + "/roles/certfn_dns01_records", saMember("worker"), ""})
-	}
-	if len(o.zones) > 0 {
-		g = append(g, grant{"project:" + dnsProject, "projects/" + dnsProject + "/roles/certfn_dns01_zone_list", saMember("worker"), ""})
-	}
-	if o.certImport {
-		g = append(g, grant{proj, custom("certificate_import"), saMember("worker"), ""})
+		g = append(g, grant{run("http01"), "roles/run.invoker", "allUsers", ""})
 	}
 	for _, m := range o.invokers {
 		g = append(g, grant{run("api"), "roles/run.invoker", m, ""})
@@ -561,14 +524,18 @@ func TestGCPIAMInvariants(t *testing.T) {
 						fn = id
 					}
 				}
-				if strings.Contains(g.Condition, `_ca_")`) && fn != "signer" {
+				// What the function's role does (core/app): the zero Role
+				// for the token identities.
+				role, _ := roleNamed(fn)
+				access := role.SecretAccess()
+				if strings.Contains(g.Condition, `_ca_")`) && !access.CAKeys {
 					t.Errorf("only the signer may read CA keys (class ca): %s", g)
 				}
-				if strings.Contains(g.Condition, `_ica_")`) && fn != "signer" && !(fn == "worker" && v.o.manageCA) {
+				if strings.Contains(g.Condition, `_ica_")`) && !access.CAKeys && !(access.Issued && v.o.manageCA) {
 					t.Errorf("class ica is the signer's (and the worker's with worker_manages_ca_certificates): %s", g)
 				}
 				secretRole := strings.Contains(g.Role, "secretmanager") || strings.Contains(g.Role, "_secret")
-				if secretRole && fn != "worker" && fn != "signer" {
+				if secretRole && !role.Needs(app.PortSecrets) {
 					t.Errorf("%s has a Secret Manager role: %s", fn, g)
 				}
 				if secretRole && strings.HasPrefix(g.Role, "roles/") && g.Role != "roles/secretmanager.secretAccessor" {
@@ -583,16 +550,16 @@ func TestGCPIAMInvariants(t *testing.T) {
 				if strings.HasPrefix(g.Scope, "project:") && g.Condition == "" && !unconditionedOK.MatchString(g.Role) {
 					t.Errorf("project-wide grant without condition: %s", g)
 				}
-				if strings.HasSuffix(g.Role, "_dns01_records") && (fn != "worker" || !strings.HasPrefix(g.Scope, "dnsZone:")) {
+				if strings.HasSuffix(g.Role, "_dns01_records") && (!role.Needs(app.PortDNS01) || !strings.HasPrefix(g.Scope, "dnsZone:")) {
 					t.Errorf("the DNS records role is the worker's, on zones only: %s", g)
 				}
 				if strings.HasPrefix(g.Scope, "dnsZone:") && !slices.Contains(v.o.zones, g.Scope[strings.LastIndex(g.Scope, "/")+1:]) {
 					t.Errorf("grant on a zone not in dns_zones: %s", g)
 				}
-				if strings.Contains(g.Role, "dns") && fn != "worker" {
+				if strings.Contains(g.Role, "dns") && !role.Needs(app.PortDNS01) {
 					t.Errorf("%s has a DNS role: %s", fn, g)
 				}
-				if strings.Contains(g.Role, "certificate") && (fn != "worker" || !v.o.certImport) {
+				if strings.Contains(g.Role, "certificate") && (!role.Needs(app.PortCertificateImporter) || !v.o.certImport) {
 					t.Errorf("Certificate Manager is the worker's, with enable_certificate_manager_import: %s", g)
 				}
 				if g.Member == "allUsers" && g.Scope != "run:"+gcpProject+"/us-central1/certfn-http01" {

@@ -25,6 +25,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/certfn/certfn/core/app"
 )
 
 // testAccount is the account ID passed to every plan (module input
@@ -302,8 +304,8 @@ func copyModule(t *testing.T) string {
 	return dst
 }
 
-// functionNames are the functions the module can deploy.
-var functionNames = []string{"worker", "signer", "scheduler", "api", "http01"}
+// functionNames are the functions the module can deploy: core/app's.
+var functionNames = roleNames(app.Functions)
 
 // placeholderZips writes <name>.zip for every function into a temporary
 // directory and returns it. Each holds a tiny `bootstrap` text file: plan

@@ -10,6 +10,7 @@ package terraform_test
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -17,6 +18,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/certfn/certfn/core/app"
 )
 
 // secretRoles are the values of the certfn-role tag (docs/deploy-aws.md).
@@ -137,13 +140,14 @@ func route53Change(types, names string) map[string][]string {
 // prints the name, the request and what decided it.
 func iamChecks(v variant) []iamCheck {
 	b := &checkBuilder{v: v}
-	roles := []string{"worker", "signer", "scheduler", "api"}
-	if v.http01 {
-		roles = append(roles, "http01")
-	}
-	noSecretRoles := []string{"scheduler", "api"}
-	if v.http01 {
-		noSecretRoles = append(noSecretRoles, "http01")
+	// The deployed functions, and those without the secret store port
+	// (core/app's role data).
+	roles := roleNames(deployedFunctions(v))
+	var noSecretRoles []string
+	for _, r := range deployedFunctions(v) {
+		if !r.Needs(app.PortSecrets) {
+			noSecretRoles = append(noSecretRoles, r.Name)
+		}
 	}
 	if v.ssm {
 		parameterChecks(b, noSecretRoles)
@@ -634,27 +638,26 @@ var planCache = struct {
 
 // planModuleVariant copies the module, writes a root for it with inputs
 // (HCL lines) and any extra files into the module copy, and returns the
-// plan. Plans without extra files are cached by inputs.
+// plan. Plans are cached by inputs and extra files.
 func planModuleVariant(t *testing.T, inputs string, extra map[string]string) *planJSON {
 	t.Helper()
-	if len(extra) == 0 {
-		planCache.Lock()
-		p, ok := planCache.plans[inputs]
-		planCache.Unlock()
-		if ok {
-			return p
-		}
-		defer func() {
-			if p != nil && !t.Failed() {
-				planCache.Lock()
-				planCache.plans[inputs] = p
-				planCache.Unlock()
-			}
-		}()
-		p = planFresh(t, inputs, nil)
+	key := inputs
+	for _, name := range slices.Sorted(maps.Keys(extra)) {
+		key += "\x00" + name + "\x00" + extra[name]
+	}
+	planCache.Lock()
+	p, ok := planCache.plans[key]
+	planCache.Unlock()
+	if ok {
 		return p
 	}
-	return planFresh(t, inputs, extra)
+	p = planFresh(t, inputs, extra)
+	if !t.Failed() {
+		planCache.Lock()
+		planCache.plans[key] = p
+		planCache.Unlock()
+	}
+	return p
 }
 
 // planFresh is planModuleVariant without the cache.
@@ -719,10 +722,7 @@ func TestIAMLeastPrivilege(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			p := planModuleVariant(t, tc.inputs, nil)
 			policies := rolePolicies(t, p)
-			want := []string{"api", "schedule", "scheduler", "signer", "worker"}
-			if tc.v.http01 {
-				want = append(want, "http01")
-			}
+			want := append(roleNames(deployedFunctions(tc.v)), "schedule")
 			sort.Strings(want)
 			if got := keysOf(policies); strings.Join(got, ",") != strings.Join(want, ",") {
 				t.Fatalf("roles with policies = %v, want %v", got, want)

@@ -16,8 +16,11 @@
 // CERTFN_INIT_ONLY=1 it exits right after initialisation.
 package main
 
-import "github.com/certfn/certfn/internal/awsmode"
+import (
+	"github.com/certfn/certfn/core/app"
+	"github.com/certfn/certfn/internal/awsmode"
+)
 
 func main() {
-	awsmode.Main(awsmode.RoleAPI, func(rt *awsmode.Runtime) any { return rt.HandleFunctionURL })
+	awsmode.Main(app.API.Name, func(rt *awsmode.Runtime) any { return rt.HandleFunctionURL })
 }

@@ -8,8 +8,11 @@
 // (cold-start measurement).
 package main
 
-import "github.com/certfn/certfn/internal/awsmode"
+import (
+	"github.com/certfn/certfn/core/app"
+	"github.com/certfn/certfn/internal/awsmode"
+)
 
 func main() {
-	awsmode.Main(awsmode.RoleHTTP01, func(rt *awsmode.Runtime) any { return rt.HandleHTTP })
+	awsmode.Main(app.HTTP01.Name, func(rt *awsmode.Runtime) any { return rt.HandleHTTP })
 }

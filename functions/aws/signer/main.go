@@ -8,8 +8,11 @@
 // (cold-start measurement).
 package main
 
-import "github.com/certfn/certfn/internal/awsmode"
+import (
+	"github.com/certfn/certfn/core/app"
+	"github.com/certfn/certfn/internal/awsmode"
+)
 
 func main() {
-	awsmode.Main(awsmode.RoleSigner, func(rt *awsmode.Runtime) any { return rt.HandleSQS })
+	awsmode.Main(app.Signer.Name, func(rt *awsmode.Runtime) any { return rt.HandleSQS })
 }

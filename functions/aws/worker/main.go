@@ -10,8 +10,11 @@
 // (cold-start measurement).
 package main
 
-import "github.com/certfn/certfn/internal/awsmode"
+import (
+	"github.com/certfn/certfn/core/app"
+	"github.com/certfn/certfn/internal/awsmode"
+)
 
 func main() {
-	awsmode.Main(awsmode.RoleWorker, func(rt *awsmode.Runtime) any { return rt.HandleSQS })
+	awsmode.Main(app.Worker.Name, func(rt *awsmode.Runtime) any { return rt.HandleSQS })
 }

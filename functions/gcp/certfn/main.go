@@ -30,7 +30,7 @@ func main() {
 }
 
 func run() error {
-	role := gcpmode.Role(strings.TrimSpace(os.Getenv(gcpmode.EnvFunction)))
+	role := string(strings.TrimSpace(os.Getenv(gcpmode.EnvFunction)))
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	rt, err := gcpmode.FromEnv(ctx, role)

@@ -111,9 +111,12 @@ locals {
 
   # KMS statements per function: which operations, through which services.
   kms_specs = {
-    # worker: secrets (read and write; Parameter Store encrypts a standard
-    # SecureString with kms:Encrypt), queues (send and receive), table.
-    worker = [{ actions = concat(["kms:Decrypt", "kms:GenerateDataKey"], local.use_ssm ? ["kms:Encrypt"] : []), via = ["secrets", "sqs", "dynamodb"] }]
+    # worker: secrets (read and write), queues (send and receive), table;
+    # Parameter Store encrypts a standard SecureString with kms:Encrypt.
+    worker = concat(
+      [{ actions = ["kms:Decrypt", "kms:GenerateDataKey"], via = ["secrets", "sqs", "dynamodb"] }],
+      [for spec in [{ actions = ["kms:Encrypt"], via = ["secrets"] }] : spec if local.use_ssm],
+    )
     # signer: reads secrets (never writes one), sends and receives messages.
     signer = [
       { actions = ["kms:Decrypt"], via = ["secrets", "sqs", "dynamodb"] },

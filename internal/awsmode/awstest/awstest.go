@@ -143,9 +143,9 @@ type Env struct {
 
 	mu          sync.Mutex
 	arns        map[string]string // queue URL -> ARN
-	invocations map[awsmode.Role]int
-	messages    map[awsmode.Role]int
-	durations   map[awsmode.Role]time.Duration
+	invocations map[string]int
+	messages    map[string]int
+	durations   map[string]time.Duration
 	runtimes    []*awsmode.Runtime
 	guards      []*IAMGuard
 	smGuards    []*SecretsGuard
@@ -162,7 +162,7 @@ func New(t testing.TB) *Env {
 		DynamoDB: dynamodb.NewFromConfig(awscfg.ForEndpoint(ddbEP, FastRetry)),
 		SQS:      NewCountingSQS(sqs.NewFromConfig(awscfg.ForEndpoint(sqsEP, FastRetry))),
 		SM:       secretstest.New(t), SMCalls: &SecretCounts{}, arns: map[string]string{},
-		invocations: map[awsmode.Role]int{}, messages: map[awsmode.Role]int{}, durations: map[awsmode.Role]time.Duration{}}
+		invocations: map[string]int{}, messages: map[string]int{}, durations: map[string]time.Duration{}}
 	e.SMEndpoint = e.SM.URL()
 	e.Log = slog.New(slog.NewJSONHandler(io.Discard, nil))
 	if os.Getenv("CERTFN_TEST_LOG") == "1" {
@@ -241,7 +241,7 @@ func (e *Env) ARN(url string) string {
 
 // Getenv reads e.Vars plus CERTFN_FUNCTION = role and, with Parameter
 // Store (UseSSM), the role's CERTFN_SECRET_CLASSES as lambda.tf sets it.
-func (e *Env) Getenv(role awsmode.Role) func(string) string {
+func (e *Env) Getenv(role string) func(string) string {
 	return func(k string) string {
 		switch {
 		case k == awsmode.EnvFunction:
@@ -262,7 +262,7 @@ func (e *Env) Getenv(role awsmode.Role) func(string) string {
 }
 
 // Options are the awsmode.Options of a function of this Env.
-func (e *Env) Options(role awsmode.Role) awsmode.Options {
+func (e *Env) Options(role string) awsmode.Options {
 	ddb, _, smc := awsmode.ClientsForEndpoints(Endpoint(e.T, emulators.DynamoDB), "", e.SMEndpoint, FastRetry)
 	var clk ports.Clock = e.Clock
 	if e.EngineClock != nil {
@@ -346,7 +346,7 @@ func (e *Env) secretTags(api secrets.API) func(id string) map[string]string {
 }
 
 // Runtime builds role's function; mods adjust its options.
-func (e *Env) Runtime(role awsmode.Role, mods ...func(*awsmode.Options)) *awsmode.Runtime {
+func (e *Env) Runtime(role string, mods ...func(*awsmode.Options)) *awsmode.Runtime {
 	e.T.Helper()
 	o := e.Options(role)
 	for _, m := range mods {
@@ -435,20 +435,20 @@ func (e *Env) Deliver(rt *awsmode.Runtime, queueURL string) (int, int) {
 	}
 	if os.Getenv("CERTFN_TRACE") != "" {
 		for _, r := range ev.Records {
-			fmt.Fprintf(os.Stderr, "TRACE %s %s %s\n", time.Now().Format("05.000"), rt.Role, r.Body)
+			fmt.Fprintf(os.Stderr, "TRACE %s %s %s\n", time.Now().Format("05.000"), rt.Role.Name, r.Body)
 		}
 	}
 	start := time.Now()
 	resp, err := rt.HandleSQS(e.Ctx, ev)
 	took := time.Since(start)
 	if err != nil {
-		e.T.Fatalf("%s HandleSQS returned an error (would retry the whole batch): %v", rt.Role, err)
+		e.T.Fatalf("%s HandleSQS returned an error (would retry the whole batch): %v", rt.Role.Name, err)
 	}
 	e.Finish(queueURL, ev, resp)
 	e.mu.Lock()
-	e.invocations[rt.Role]++
-	e.messages[rt.Role] += len(ev.Records)
-	e.durations[rt.Role] += took
+	e.invocations[rt.Role.Name]++
+	e.messages[rt.Role.Name] += len(ev.Records)
+	e.durations[rt.Role.Name] += took
 	e.mu.Unlock()
 	return len(ev.Records), len(resp.BatchItemFailures)
 }
@@ -463,8 +463,8 @@ func (e *Env) Sweep(rt *awsmode.Runtime) awsmode.SweepResult {
 		e.T.Fatalf("scheduler: %v", err)
 	}
 	e.mu.Lock()
-	e.invocations[rt.Role]++
-	e.durations[rt.Role] += took
+	e.invocations[rt.Role.Name]++
+	e.durations[rt.Role.Name] += took
 	e.mu.Unlock()
 	return res
 }
@@ -487,8 +487,8 @@ func (e *Env) RunUntilIdle(worker, signer *awsmode.Runtime, maxPolls int) {
 // Usage is what a piece of work cost.
 type Usage struct {
 	// Invocations and Messages per role (Lambda invocations, SQS messages handled).
-	Invocations map[awsmode.Role]int
-	Messages    map[awsmode.Role]int
+	Invocations map[string]int
+	Messages    map[string]int
 	// HandlerTime is the wall time spent in the handlers (in-process,
 	// against emulators: not Lambda's billed duration).
 	HandlerTime time.Duration
@@ -549,7 +549,7 @@ func (u Usage) String() string {
 func (e *Env) ResetUsage() {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	e.invocations, e.messages, e.durations = map[awsmode.Role]int{}, map[awsmode.Role]int{}, map[awsmode.Role]time.Duration{}
+	e.invocations, e.messages, e.durations = map[string]int{}, map[string]int{}, map[string]time.Duration{}
 	for _, rt := range e.runtimes {
 		rt.Store.ResetCounts()
 	}
@@ -562,7 +562,7 @@ func (e *Env) ResetUsage() {
 func (e *Env) Usage() Usage {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	u := Usage{Invocations: map[awsmode.Role]int{}, Messages: map[awsmode.Role]int{}, SQSRequests: e.SQS.Counts(), SecretStore: e.SMCalls.Counts()}
+	u := Usage{Invocations: map[string]int{}, Messages: map[string]int{}, SQSRequests: e.SQS.Counts(), SecretStore: e.SMCalls.Counts()}
 	for k, v := range e.invocations {
 		u.Invocations[k] = v
 	}

@@ -13,7 +13,7 @@ import (
 	smithy "github.com/aws/smithy-go"
 
 	"github.com/certfn/certfn/adapters/aws/dynamo"
-	"github.com/certfn/certfn/internal/awsmode"
+	"github.com/certfn/certfn/core/app"
 )
 
 // IAMGuard is a TEST DOUBLE of IAM for DynamoDB (no emulator enforces IAM):
@@ -27,7 +27,7 @@ import (
 // function only makes the calls those policies allow.
 type IAMGuard struct {
 	dynamo.API
-	role  awsmode.Role
+	role  string
 	table string
 
 	mu     sync.Mutex
@@ -45,22 +45,22 @@ type dynamoRule struct {
 
 var tableRW = []string{"GetItem", "BatchGetItem", "Query", "PutItem", "UpdateItem", "DeleteItem"}
 
-// dynamoRules mirror iam.tf's DynamoDB statements per function.
-var dynamoRules = map[awsmode.Role][]dynamoRule{
-	awsmode.RoleAPI:    {{actions: tableRW, targets: []string{"", dynamo.IndexKind, dynamo.IndexOwner}}},
-	awsmode.RoleWorker: {{actions: tableRW, targets: []string{"", dynamo.IndexKind, dynamo.IndexOwner}}},
-	awsmode.RoleSigner: {
+// dynamoRules mirror iam.tf's DynamoDB statements per state store access
+// (core/app Role.StoreAccess).
+var dynamoRules = map[app.StoreAccess][]dynamoRule{
+	app.StoreAll: {{actions: tableRW, targets: []string{"", dynamo.IndexKind, dynamo.IndexOwner}}},
+	app.StoreSigning: {
 		{actions: []string{"GetItem", "BatchGetItem", "PutItem", "UpdateItem"}, targets: []string{""},
 			leading: []string{"CertificateRequest/*", "CertificateSigningRequest/*", "Issuer/*", "ClusterIssuer/*", "Event/*"}},
 		{actions: []string{"Query"}, targets: []string{dynamo.IndexKind}, leading: []string{"CertificateRequest", "CertificateSigningRequest"}},
 	},
-	awsmode.RoleScheduler: {{actions: []string{"Query"}, targets: []string{dynamo.IndexDue}}},
-	awsmode.RoleHTTP01: {{actions: []string{"GetItem", "BatchGetItem", "Query"}, targets: []string{"", dynamo.IndexKind},
+	app.StoreDue: {{actions: []string{"Query"}, targets: []string{dynamo.IndexDue}}},
+	app.StoreChallenges: {{actions: []string{"GetItem", "BatchGetItem", "Query"}, targets: []string{"", dynamo.IndexKind},
 		leading: []string{"Challenge/*", "Challenge"}}},
 }
 
 // NewIAMGuard wraps api for role on table.
-func NewIAMGuard(api dynamo.API, role awsmode.Role, table string) *IAMGuard {
+func NewIAMGuard(api dynamo.API, role string, table string) *IAMGuard {
 	return &IAMGuard{API: api, role: role, table: table}
 }
 
@@ -74,8 +74,8 @@ func (g *IAMGuard) Denied() []string {
 // check returns an AccessDeniedException unless a rule allows action on
 // target (table name or "index/<name>") with every one of keys.
 func (g *IAMGuard) check(action, table, index string, keys []string) error {
-	if table == g.table {
-		for _, r := range dynamoRules[g.role] {
+	if role, err := app.FunctionNamed(g.role); err == nil && table == g.table {
+		for _, r := range dynamoRules[role.StoreAccess()] {
 			if slices.Contains(r.actions, action) && slices.Contains(r.targets, index) && allMatch(keys, r.leading) {
 				return nil
 			}

@@ -11,7 +11,7 @@ import (
 	smithy "github.com/aws/smithy-go"
 
 	"github.com/certfn/certfn/adapters/aws/dynamo"
-	"github.com/certfn/certfn/internal/awsmode"
+	"github.com/certfn/certfn/core/app"
 )
 
 // okAPI answers every call with an empty output.
@@ -84,34 +84,34 @@ func TestIAMGuard(t *testing.T) {
 		ExpressionAttributeValues: map[string]types.AttributeValue{":s": &types.AttributeValueMemberN{Value: "3"}, ":t": &types.AttributeValueMemberN{Value: "1700000000"}}}
 	for _, tc := range []struct {
 		name  string
-		role  awsmode.Role
+		role  string
 		call  func(*IAMGuard) error
 		allow bool
 	}{
-		{"worker reads a Certificate", awsmode.RoleWorker, get("Certificate/default/web"), true},
-		{"worker deletes a Challenge", awsmode.RoleWorker, del("Challenge/default/web-1-0-1"), true},
-		{"worker may not query the due index", awsmode.RoleWorker, q(due), false},
-		{"worker on another table", awsmode.RoleWorker, func(g *IAMGuard) error {
+		{"worker reads a Certificate", app.Worker.Name, get("Certificate/default/web"), true},
+		{"worker deletes a Challenge", app.Worker.Name, del("Challenge/default/web-1-0-1"), true},
+		{"worker may not query the due index", app.Worker.Name, q(due), false},
+		{"worker on another table", app.Worker.Name, func(g *IAMGuard) error {
 			_, err := g.GetItem(context.Background(), &dynamodb.GetItemInput{TableName: aws.String("other"), Key: pkKey("Certificate/a/b")})
 			return err
 		}, false},
-		{"signer reads a request", awsmode.RoleSigner, get("CertificateRequest/default/web-1"), true},
-		{"signer writes an issuer", awsmode.RoleSigner, put("ClusterIssuer/ca"), true},
-		{"signer may not write a Certificate", awsmode.RoleSigner, put("Certificate/default/web"), false},
-		{"signer may not delete a request", awsmode.RoleSigner, del("CertificateRequest/default/web-1"), false},
-		{"signer lists requests", awsmode.RoleSigner, q(query(dynamo.IndexKind, "CertificateRequest")), true},
-		{"signer may not list Certificates", awsmode.RoleSigner, q(query(dynamo.IndexKind, "Certificate")), false},
-		{"signer may not list by owner", awsmode.RoleSigner, q(query(dynamo.IndexOwner, "Certificate/default/web")), false},
-		{"signer batch of requests", awsmode.RoleSigner, batch("CertificateRequest/a/b-1", "CertificateRequest/a/c-1"), true},
-		{"signer batch with a Certificate", awsmode.RoleSigner, batch("CertificateRequest/a/b-1", "Certificate/a/b"), false},
-		{"scheduler sweeps the due index", awsmode.RoleScheduler, q(due), true},
-		{"scheduler may not read items", awsmode.RoleScheduler, get("Certificate/default/web"), false},
-		{"http01 lists Challenges", awsmode.RoleHTTP01, q(query(dynamo.IndexKind, "Challenge")), true},
-		{"http01 reads a Challenge", awsmode.RoleHTTP01, get("Challenge/default/web-1-0-1"), true},
-		{"http01 may not write a Challenge", awsmode.RoleHTTP01, put("Challenge/default/web-1-0-1"), false},
-		{"http01 may not list Orders", awsmode.RoleHTTP01, q(query(dynamo.IndexKind, "Order")), false},
-		{"api lists by owner", awsmode.RoleAPI, q(query(dynamo.IndexOwner, "Certificate/default/web")), true},
-		{"api may not sweep", awsmode.RoleAPI, q(due), false},
+		{"signer reads a request", app.Signer.Name, get("CertificateRequest/default/web-1"), true},
+		{"signer writes an issuer", app.Signer.Name, put("ClusterIssuer/ca"), true},
+		{"signer may not write a Certificate", app.Signer.Name, put("Certificate/default/web"), false},
+		{"signer may not delete a request", app.Signer.Name, del("CertificateRequest/default/web-1"), false},
+		{"signer lists requests", app.Signer.Name, q(query(dynamo.IndexKind, "CertificateRequest")), true},
+		{"signer may not list Certificates", app.Signer.Name, q(query(dynamo.IndexKind, "Certificate")), false},
+		{"signer may not list by owner", app.Signer.Name, q(query(dynamo.IndexOwner, "Certificate/default/web")), false},
+		{"signer batch of requests", app.Signer.Name, batch("CertificateRequest/a/b-1", "CertificateRequest/a/c-1"), true},
+		{"signer batch with a Certificate", app.Signer.Name, batch("CertificateRequest/a/b-1", "Certificate/a/b"), false},
+		{"scheduler sweeps the due index", app.Scheduler.Name, q(due), true},
+		{"scheduler may not read items", app.Scheduler.Name, get("Certificate/default/web"), false},
+		{"http01 lists Challenges", app.HTTP01.Name, q(query(dynamo.IndexKind, "Challenge")), true},
+		{"http01 reads a Challenge", app.HTTP01.Name, get("Challenge/default/web-1-0-1"), true},
+		{"http01 may not write a Challenge", app.HTTP01.Name, put("Challenge/default/web-1-0-1"), false},
+		{"http01 may not list Orders", app.HTTP01.Name, q(query(dynamo.IndexKind, "Order")), false},
+		{"api lists by owner", app.API.Name, q(query(dynamo.IndexOwner, "Certificate/default/web")), true},
+		{"api may not sweep", app.API.Name, q(due), false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			inner := &okAPI{}

@@ -19,6 +19,7 @@ import (
 	"github.com/certfn/certfn/adapters/aws/secrets"
 	"github.com/certfn/certfn/adapters/aws/ssmstore"
 	"github.com/certfn/certfn/adapters/secretpayload"
+	"github.com/certfn/certfn/core/app"
 	"github.com/certfn/certfn/core/ports"
 	"github.com/certfn/certfn/internal/awsmode"
 )
@@ -28,12 +29,12 @@ import (
 // with an AccessDeniedException, each call that function's policy in
 // infra/terraform/aws/iam.tf does not allow, judged as IAM does, on the
 // secret's certfn-role tag (none for a secret that does not exist) and on
-// the certfn-role tag of the request. The rules are a hand-written copy
-// of iam.tf's Secrets Manager statements; tests/terraform evaluates the
-// planned documents themselves.
+// the certfn-role tag of the request. The rules follow from each role's
+// secret access (core/app), as iam.tf's Secrets Manager statements do
+// (tests/terraform holds the planned documents to the same data).
 type SecretsGuard struct {
 	secrets.API
-	role awsmode.Role
+	role string
 	// workerCA mirrors worker_manages_ca_certificates.
 	workerCA bool
 	// Prefix, when set, is the secret prefix every statement's resource
@@ -50,7 +51,7 @@ type SecretsGuard struct {
 
 // NewSecretsGuard wraps api for role; workerManagesCA is the module's
 // worker_manages_ca_certificates.
-func NewSecretsGuard(api secrets.API, role awsmode.Role, workerManagesCA bool) *SecretsGuard {
+func NewSecretsGuard(api secrets.API, role string, workerManagesCA bool) *SecretsGuard {
 	return &SecretsGuard{API: api, role: role, workerCA: workerManagesCA}
 }
 
@@ -65,34 +66,53 @@ func (g *SecretsGuard) Denied() []string {
 // does not exist).
 const absent = ""
 
+// classTags are the certfn-role tags of each secret class (the inverse
+// of ssmstore.ClassOf).
+var classTags = map[app.SecretClass][]string{
+	app.ClassTLS:               {secrets.RoleCertificate, secrets.RoleACMEAccount},
+	app.ClassPrivateKey:        {secrets.RolePrivateKey},
+	app.ClassIssuedCA:          {secrets.RoleIssuedCA},
+	app.ClassCA:                {"ca"},
+	app.ClassSolverCredentials: {"solver-credentials"},
+}
+
+// tags returns the certfn-role tags role reads and writes: those of its
+// secret access's classes.
+func (g *SecretsGuard) tags() (read, write []string) {
+	r, err := app.FunctionNamed(g.role)
+	if err != nil {
+		return nil, nil
+	}
+	rc, wc := r.SecretAccess().Classes(g.workerCA)
+	for _, c := range rc {
+		read = append(read, classTags[c]...)
+	}
+	for _, c := range wc {
+		write = append(write, classTags[c]...)
+	}
+	return read, write
+}
+
 // allowed decides action for a secret whose certfn-role tag is have, with
 // the certfn-role tag of the request req ("" when the request carries none).
 func (g *SecretsGuard) allowed(action, have, req string) bool {
-	rw := []string{secrets.RolePrivateKey, secrets.RoleCertificate, secrets.RoleACMEAccount}
-	if g.workerCA {
-		rw = append(rw, secrets.RoleIssuedCA)
+	read, rw := g.tags()
+	if len(read) == 0 {
+		return false
 	}
-	switch g.role {
-	case awsmode.RoleWorker:
-		switch action {
-		case "GetSecretValue", "DescribeSecret":
-			return slices.Contains(rw, have) || have == "solver-credentials" || have == absent // LookUpMissingSecrets
-		case "PutSecretValue", "UpdateSecretVersionStage", "DeleteSecret":
-			return slices.Contains(rw, have)
-		case "CreateSecret":
-			return slices.Contains(rw, req) // CreateWorkerSecrets (the secret has no tags yet)
-		case "TagResource":
-			// CreateWorkerSecrets (a worker role in the request, the secret
-			// untagged or a worker's) or RetagWorkerSecrets (a worker's
-			// secret, any certfn-role in the request a worker role).
-			return (slices.Contains(rw, req) && (have == absent || slices.Contains(rw, have))) ||
-				(slices.Contains(rw, have) && (req == absent || slices.Contains(rw, req)))
-		}
-	case awsmode.RoleSigner:
-		switch action {
-		case "GetSecretValue", "DescribeSecret":
-			return have == "ca" || have == secrets.RoleIssuedCA || have == secrets.RolePrivateKey || have == absent
-		}
+	switch action {
+	case "GetSecretValue", "DescribeSecret":
+		return slices.Contains(read, have) || have == absent // LookUpMissingSecrets
+	case "PutSecretValue", "UpdateSecretVersionStage", "DeleteSecret":
+		return slices.Contains(rw, have)
+	case "CreateSecret":
+		return slices.Contains(rw, req) // CreateWorkerSecrets (the secret has no tags yet)
+	case "TagResource":
+		// CreateWorkerSecrets (a worker role in the request, the secret
+		// untagged or a worker's) or RetagWorkerSecrets (a worker's
+		// secret, any certfn-role in the request a worker role).
+		return (slices.Contains(rw, req) && (have == absent || slices.Contains(rw, have))) ||
+			(slices.Contains(rw, have) && (req == absent || slices.Contains(rw, req)))
 	}
 	return false
 }

@@ -9,7 +9,7 @@ import (
 	smtypes "github.com/aws/aws-sdk-go-v2/service/secretsmanager/types"
 
 	"github.com/certfn/certfn/adapters/aws/secrets"
-	"github.com/certfn/certfn/internal/awsmode"
+	"github.com/certfn/certfn/core/app"
 )
 
 // taggedSM answers DescribeSecret with the certfn-role tags it holds
@@ -79,34 +79,34 @@ func TestSecretsGuard(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name     string
-		role     awsmode.Role
+		role     string
 		workerCA bool
 		call     func(*SecretsGuard) error
 		allow    bool
 	}{
-		{"worker reads a leaf", awsmode.RoleWorker, false, get("certfn/leaf"), true},
-		{"worker looks up a missing secret", awsmode.RoleWorker, false, get("certfn/missing"), true},
-		{"worker reads an untagged secret", awsmode.RoleWorker, false, get("certfn/bare"), true},
-		{"worker reads solver credentials", awsmode.RoleWorker, false, get("certfn/tsig"), true},
-		{"worker may not overwrite solver credentials", awsmode.RoleWorker, false, put("certfn/tsig"), false},
-		{"worker may not read a CA key", awsmode.RoleWorker, true, get("certfn/ca"), false},
-		{"worker may not read an issued CA", awsmode.RoleWorker, false, get("certfn/issued"), false},
-		{"worker reads an issued CA when it manages them", awsmode.RoleWorker, true, get("certfn/issued"), true},
-		{"worker creates a certificate", awsmode.RoleWorker, false, create("certfn/new", "certificate"), true},
-		{"worker may not create an issued CA", awsmode.RoleWorker, false, create("certfn/new", "issued-ca"), false},
-		{"worker may not create a CA key", awsmode.RoleWorker, true, create("certfn/new", "ca"), false},
-		{"worker may not re-tag a CA key", awsmode.RoleWorker, false, retag("certfn/ca", "certificate"), false},
-		{"worker re-tags its own", awsmode.RoleWorker, false, retag("certfn/leaf", "certificate"), true},
-		{"worker may not put an untagged secret", awsmode.RoleWorker, false, put("certfn/bare"), false},
-		{"signer reads a CA key", awsmode.RoleSigner, false, get("certfn/ca"), true},
-		{"signer reads a next private key", awsmode.RoleSigner, false, get("certfn/next"), true},
-		{"signer looks up a missing CA", awsmode.RoleSigner, false, get("certfn/missing"), true},
-		{"signer may not read a leaf", awsmode.RoleSigner, false, get("certfn/leaf"), false},
-		{"signer may not write", awsmode.RoleSigner, false, put("certfn/next"), false},
-		{"signer may not create", awsmode.RoleSigner, false, create("certfn/new", "private-key"), false},
-		{"api reads nothing", awsmode.RoleAPI, false, get("certfn/missing"), false},
-		{"scheduler reads nothing", awsmode.RoleScheduler, false, get("certfn/leaf"), false},
-		{"worker may not look up outside the prefix", awsmode.RoleWorker, false, get("other/missing"), false},
+		{"worker reads a leaf", app.Worker.Name, false, get("certfn/leaf"), true},
+		{"worker looks up a missing secret", app.Worker.Name, false, get("certfn/missing"), true},
+		{"worker reads an untagged secret", app.Worker.Name, false, get("certfn/bare"), true},
+		{"worker reads solver credentials", app.Worker.Name, false, get("certfn/tsig"), true},
+		{"worker may not overwrite solver credentials", app.Worker.Name, false, put("certfn/tsig"), false},
+		{"worker may not read a CA key", app.Worker.Name, true, get("certfn/ca"), false},
+		{"worker may not read an issued CA", app.Worker.Name, false, get("certfn/issued"), false},
+		{"worker reads an issued CA when it manages them", app.Worker.Name, true, get("certfn/issued"), true},
+		{"worker creates a certificate", app.Worker.Name, false, create("certfn/new", "certificate"), true},
+		{"worker may not create an issued CA", app.Worker.Name, false, create("certfn/new", "issued-ca"), false},
+		{"worker may not create a CA key", app.Worker.Name, true, create("certfn/new", "ca"), false},
+		{"worker may not re-tag a CA key", app.Worker.Name, false, retag("certfn/ca", "certificate"), false},
+		{"worker re-tags its own", app.Worker.Name, false, retag("certfn/leaf", "certificate"), true},
+		{"worker may not put an untagged secret", app.Worker.Name, false, put("certfn/bare"), false},
+		{"signer reads a CA key", app.Signer.Name, false, get("certfn/ca"), true},
+		{"signer reads a next private key", app.Signer.Name, false, get("certfn/next"), true},
+		{"signer looks up a missing CA", app.Signer.Name, false, get("certfn/missing"), true},
+		{"signer may not read a leaf", app.Signer.Name, false, get("certfn/leaf"), false},
+		{"signer may not write", app.Signer.Name, false, put("certfn/next"), false},
+		{"signer may not create", app.Signer.Name, false, create("certfn/new", "private-key"), false},
+		{"api reads nothing", app.API.Name, false, get("certfn/missing"), false},
+		{"scheduler reads nothing", app.Scheduler.Name, false, get("certfn/leaf"), false},
+		{"worker may not look up outside the prefix", app.Worker.Name, false, get("other/missing"), false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			inner := &taggedSM{roles: roles}

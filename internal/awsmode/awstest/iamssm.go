@@ -12,6 +12,7 @@ import (
 	smithy "github.com/aws/smithy-go"
 
 	"github.com/certfn/certfn/adapters/aws/ssmstore"
+	"github.com/certfn/certfn/core/app"
 	"github.com/certfn/certfn/internal/awsmode"
 )
 
@@ -23,11 +24,11 @@ import (
 // (ssmstore's classes): the worker reads tls, pk and sc and writes tls and
 // pk (ica too with worker_manages_ca_certificates); the signer reads ca,
 // ica and pk and writes nothing; no other function has a statement. The
-// rules are a hand-written copy of those statements; tests/terraform
-// evaluates the planned documents themselves.
+// rules follow from each role's secret access (core/app), as
+// tests/terraform holds the planned documents to.
 type SSMGuard struct {
 	ssmstore.API
-	role awsmode.Role
+	role string
 	// Prefix is the parameter prefix (CERTFN_SECRET_PREFIX, no slashes
 	// around it).
 	Prefix string
@@ -39,24 +40,19 @@ type SSMGuard struct {
 }
 
 // SSMClasses are the classes role reads and writes under the Terraform
-// module's policy (workerManagesCA: worker_manages_ca_certificates); read
-// is also the CERTFN_SECRET_CLASSES value lambda.tf sets, in its order.
-func SSMClasses(role awsmode.Role, workerManagesCA bool) (read, write []ssmstore.Class) {
-	switch role {
-	case awsmode.RoleWorker:
-		read = ssmstore.WorkerClasses(workerManagesCA)
-		write = []ssmstore.Class{ssmstore.ClassTLS, ssmstore.ClassPrivateKey}
-		if workerManagesCA {
-			write = append(write, ssmstore.ClassIssuedCA)
-		}
-	case awsmode.RoleSigner:
-		read = ssmstore.SignerClasses()
+// module's policy (workerManagesCA: worker_manages_ca_certificates): those
+// of its secret access (awsmode.SSMClasses); read is also the
+// CERTFN_SECRET_CLASSES value lambda.tf sets, in its order.
+func SSMClasses(role string, workerManagesCA bool) (read, write []ssmstore.Class) {
+	r, err := app.FunctionNamed(role)
+	if err != nil {
+		return nil, nil
 	}
-	return read, write
+	return awsmode.SSMClasses(r.SecretAccess(), workerManagesCA)
 }
 
 // NewSSMGuard wraps api for role under prefix.
-func NewSSMGuard(api ssmstore.API, role awsmode.Role, prefix string, workerManagesCA bool) *SSMGuard {
+func NewSSMGuard(api ssmstore.API, role string, prefix string, workerManagesCA bool) *SSMGuard {
 	g := &SSMGuard{API: api, role: role, Prefix: prefix}
 	g.read, g.write = SSMClasses(role, workerManagesCA)
 	return g
