@@ -6,15 +6,15 @@ import (
 
 	cloudtasks "cloud.google.com/go/cloudtasks/apiv2"
 	"cloud.google.com/go/pubsub/v2"
-	secretmanager "cloud.google.com/go/secretmanager/apiv1"
+	gsm "cloud.google.com/go/secretmanager/apiv1"
 
 	acmeadapter "github.com/certfn/certfn/adapters/acme"
 	"github.com/certfn/certfn/adapters/dns/clouddns"
 	dnsproviders "github.com/certfn/certfn/adapters/dns/providers"
 	"github.com/certfn/certfn/adapters/gcp/certmanager"
-	fsstore "github.com/certfn/certfn/adapters/gcp/firestore"
+	"github.com/certfn/certfn/adapters/gcp/firestore"
 	"github.com/certfn/certfn/adapters/gcp/pubsubq"
-	gsm "github.com/certfn/certfn/adapters/gcp/secretmanager"
+	"github.com/certfn/certfn/adapters/gcp/secretmanager"
 	"github.com/certfn/certfn/core/acme"
 	"github.com/certfn/certfn/core/acme/dns01"
 	"github.com/certfn/certfn/core/app"
@@ -65,7 +65,7 @@ func (f *gcpPorts) store(ctx context.Context) (ports.Store, error) {
 	if f.o.Store != nil {
 		return f.o.Store, nil
 	}
-	fs, err := fsstore.Open(ctx, f.st.Project, fsstore.Options{Database: f.st.Database, Collection: f.st.Collection, Clock: f.o.Clock,
+	fs, err := firestore.Open(ctx, f.st.Project, firestore.Options{Database: f.st.Database, Collection: f.st.Collection, Clock: f.o.Clock,
 		ExpiresAt: app.ExpiresAt, Metrics: f.o.Metrics})
 	if err != nil {
 		return nil, fmt.Errorf("%s/%s: %w", EnvDatabase, EnvCollection, err)
@@ -77,13 +77,13 @@ func (f *gcpPorts) store(ctx context.Context) (ports.Store, error) {
 func (f *gcpPorts) secrets(ctx context.Context, access app.SecretAccess) (ports.SecretStore, error) {
 	api := f.o.SecretManager
 	if api == nil {
-		c, err := secretmanager.NewClient(ctx)
+		c, err := gsm.NewClient(ctx)
 		if err != nil {
 			return nil, fmt.Errorf("the Secret Manager client: %w", err)
 		}
-		api = gsm.ClientAPI(c)
+		api = secretmanager.ClientAPI(c)
 	}
-	sec, err := gsm.New(api, gsm.Options{Project: f.st.Project, Prefix: f.st.SecretPrefix, Classes: secretClasses(access, f.st.ManageCA),
+	sec, err := secretmanager.New(api, secretmanager.Options{Project: f.st.Project, Prefix: f.st.SecretPrefix, Classes: secretClasses(access, f.st.ManageCA),
 		KMSKeyName: f.st.KMSKeyName, Metrics: f.o.Metrics, Clock: f.o.Clock})
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", EnvSecretPrefix, err)
@@ -168,11 +168,11 @@ func (f *gcpPorts) importer(ctx context.Context) (ports.CertificateImporter, err
 // secretClasses are the Secret Manager classes access reads (core/app
 // SecretAccess.Classes; manageCA: CERTFN_MANAGE_CA_CERTIFICATES), in the
 // order a Get tries them.
-func secretClasses(access app.SecretAccess, manageCA bool) []gsm.Class {
+func secretClasses(access app.SecretAccess, manageCA bool) []secretmanager.Class {
 	read, _ := access.Classes(manageCA)
-	out := make([]gsm.Class, len(read))
+	out := make([]secretmanager.Class, len(read))
 	for i, c := range read {
-		out[i] = gsm.Class(c)
+		out[i] = secretmanager.Class(c)
 	}
 	return out
 }
