@@ -119,7 +119,7 @@ fuzz:
 clean:
 	rm -rf bin
 
-# The Terraform provider (docs/terraform.md): bin/terraform-provider-certfn,
+# The Terraform provider (docs/deploy/terraform.md): bin/terraform-provider-certfn,
 # installed into a filesystem mirror as
 # <PROVIDER_MIRROR>/registry.terraform.io/certfn/certfn/<PROVIDER_VERSION>/<os>_<arch>/.
 # The default mirror, ~/.terraform.d/plugins, is one terraform searches by
@@ -153,7 +153,7 @@ provider:
 	  "  direct {}" \
 	  "}"
 
-# Installing on a VM (docs/install.md): `make build && sudo make install`
+# Installing on a VM (docs/deploy/local.md): `make build && sudo make install`
 # copies bin/certfn (building it only when missing) to $(PREFIX)/bin, the
 # systemd unit (its ExecStart pointed at that binary) to
 # $(PREFIX)/lib/systemd/system — on systemd's unit path for /usr/local and
@@ -161,7 +161,7 @@ provider:
 # SYSTEMD_UNIT_DIR=/etc/systemd/system for another PREFIX — and the example
 # /etc/default/certfn (0600) unless one exists. Everything goes under
 # $(DESTDIR); nothing else is created (no user, no daemon-reload: see
-# docs/install.md). `make uninstall` removes the binary and the unit, and
+# docs/deploy/local.md). `make uninstall` removes the binary and the unit, and
 # /etc/default/certfn only when it is unchanged.
 PREFIX ?= /usr/local
 BINDIR ?= $(PREFIX)/bin
@@ -190,7 +190,7 @@ uninstall:
 		echo "uninstall: kept $(DESTDIR)$(DEFAULTS_FILE) (changed since installed)"; \
 	fi
 
-# Release files (docs/install.md): dist/certfn_<VERSION>_linux_<arch>.tar.gz
+# Release files (docs/deploy/local.md): dist/certfn_<VERSION>_linux_<arch>.tar.gz
 # and dist/certfn_<VERSION>_<arch>.deb for amd64 and arm64, and
 # dist/SHA256SUMS, written by tools/release: static binaries (-trimpath,
 # main.version set), reproducible archives whose entries carry
@@ -215,6 +215,6 @@ release:
 tf-check:
 	$(GO) test -count=1 -timeout 15m ./tests/terraform/
 
-# certfn on LocalStack end to end (needs a Docker engine): see docs/deploy-aws.md.
+# certfn on LocalStack end to end (needs a Docker engine): see docs/deploy/aws.md.
 localstack-e2e:
 	bash localstack/e2e.sh

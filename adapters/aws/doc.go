@@ -13,5 +13,5 @@
 //   - awscfg: the SDK configuration they share (bounded retries with backoff).
 //
 // Core never imports these packages; functions/ and cmd/ build them. See
-// docs/aws.md for the table, queue and secret layouts.
+// docs/deploy/aws.md for the table, queue and secret layouts.
 package aws

@@ -17,7 +17,7 @@
 // deletes, a manifest's metadata.resourceVersion on apply); a query
 // parameter a route does not implement, or one given twice, is a 400
 // naming it (params.go). The API has no secret endpoint and never reads
-// the secret store. See docs/api.md.
+// the secret store. See docs/reference/api.md.
 package httpapi
 
 import (
@@ -98,7 +98,7 @@ func New(cfg Config) (*Handler, error) {
 	h.route("/v1/namespaces/{ns}/certificates/{name}/renew", h.renew, on(http.MethodPost))
 	h.route("/v1/namespaces/{ns}/certificates/{name}/status", h.status, on(http.MethodGet))
 	h.route("/", func(*http.Request, app.Caller) (int, any, error) {
-		return 0, nil, notFoundf("no such route (see docs/api.md)")
+		return 0, nil, notFoundf("no such route (see docs/reference/api.md)")
 	}, on(""))
 	return h, nil
 }

@@ -90,7 +90,7 @@ is signed with SigV4 using the AWS SDK's default credentials; on Google Cloud
 (the api service on Cloud Run, *.run.app) it carries a Google ID token from
 Application Default Credentials (or --token); with --client-cert, a TLS client
 certificate (serve --api-listen). The identity your credentials prove is yours
-for the bindings. See docs/api.md.`,
+for the bindings. See docs/reference/api.md.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(*cobra.Command, []string) error {

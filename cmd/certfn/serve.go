@@ -64,7 +64,7 @@ this work, so --server is refused.`,
 			"an address without a host (':9402') binds 127.0.0.1 only, and a non-loopback address (e.g. '0.0.0.0:9402') needs --api-tls-cert, --api-tls-key and --api-client-ca "+
 			"and serves only client certificates allowed to list certificates in all namespaces (env CERTFN_METRICS_LISTEN)")
 	f.StringVar(&cfg.API.Listen, "api-listen", os.Getenv("CERTFN_API_LISTEN"),
-		"serve the HTTP API (docs/api.md) over TLS on this address, e.g. ':8443'; clients authenticate with certificates (CN = user, O = groups) and are authorized by the bindings (env CERTFN_API_LISTEN)")
+		"serve the HTTP API (docs/reference/api.md) over TLS on this address, e.g. ':8443'; clients authenticate with certificates (CN = user, O = groups) and are authorized by the bindings (env CERTFN_API_LISTEN)")
 	f.StringVar(&cfg.API.CertFile, "api-tls-cert", os.Getenv("CERTFN_API_TLS_CERT"), "with --api-listen, or --metrics-listen on a non-loopback address: the server certificate (PEM)")
 	f.StringVar(&cfg.API.KeyFile, "api-tls-key", os.Getenv("CERTFN_API_TLS_KEY"), "with --api-listen, or --metrics-listen on a non-loopback address: the server key (PEM)")
 	f.StringVar(&cfg.API.ClientCAFile, "api-client-ca", os.Getenv("CERTFN_API_CLIENT_CA"), "with --api-listen, or --metrics-listen on a non-loopback address: CA certificates (PEM) client certificates must chain to")

@@ -1,6 +1,6 @@
 // Command terraform-provider-certfn is certfn's Terraform provider
 // (internal/tfprovider), served to the terraform CLI over the plugin
-// protocol. Install it with `make provider` (docs/terraform.md).
+// protocol. Install it with `make provider` (docs/deploy/terraform.md).
 package main
 
 import (

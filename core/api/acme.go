@@ -218,7 +218,7 @@ type ChallengeDNS01Status struct {
 	Change string `json:"change,omitempty"`
 }
 
-// Challenge leases (certfn extension, acme.certfn.io/v1alpha1). Seed 000
+// Challenge leases (certfn extension, acme.certfn.io/v1alpha1). docs/design/acme-orders.md
 // never lets two Challenges for the same DNS name and type run at once;
 // certfn's workers run in parallel without a shared in-memory view, so the
 // Challenge scheduler claims a ChallengeLease through the state store's

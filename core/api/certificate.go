@@ -39,7 +39,7 @@ const (
 	AnnotationMaxDuration = "certfn.io/max-duration"
 	// AnnotationACMImport is certfn's extension on a Certificate: "true"
 	// imports its key pair into AWS Certificate Manager after each
-	// issuance (core/certificates/acmimport.go; docs/aws.md).
+	// issuance (core/certificates/acmimport.go; docs/deploy/aws.md).
 	AnnotationACMImport = "certfn.io/acm-import"
 )
 

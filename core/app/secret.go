@@ -40,7 +40,7 @@ func (s *Service) refuseSecretWrites(key api.Key) error {
 		return nil
 	}
 	return forbidden(fmt.Errorf("%s: this deployment's API has no access to the secret store; write the secret with the cloud's own "+
-		"tools under certfn's naming (docs/api.md, \"Secrets\")", key))
+		"tools under certfn's naming (docs/reference/api.md, \"Secrets\")", key))
 }
 
 // existingSecret reads the secret Apply would replace (nil: none).

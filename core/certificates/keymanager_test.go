@@ -463,7 +463,7 @@ func TestKeyManagerStepErrors(t *testing.T) {
 	}
 }
 
-// Seed 002: when Issuing is False (a failed issuance), the owned next-key
+// docs/design/certificate-controllers.md: when Issuing is False (a failed issuance), the owned next-key
 // secret is deleted and status.nextPrivateKeySecretName unset; a secret the
 // Certificate does not own is left alone (the field is still unset).
 func TestKeyManagerStepCleansUpTheNextKeyWhenNotIssuing(t *testing.T) {

@@ -33,7 +33,7 @@ func newTriggerFixture(t *testing.T, opts ...func(*api.Certificate)) *triggerFix
 
 func (f *triggerFixture) renewAt() time.Time { return f.issued.Leaf.NotBefore.Add(60 * 24 * time.Hour) }
 
-// Seed 002, "trigger": every condition that causes an issuance.
+// docs/design/certificate-controllers.md, "trigger": every condition that causes an issuance.
 func TestTriggerStepTriggersIssuance(t *testing.T) {
 	otherKeyPEM := func(t *testing.T) []byte { return ct.KeyPEM(t, ct.Key(t, nil)) }
 	for _, tc := range []struct {
@@ -228,7 +228,7 @@ func TestTriggerStepNotOwner(t *testing.T) {
 	}
 }
 
-// Seed 002: "Another actor may choose to manually trigger an issuance by
+// docs/design/certificate-controllers.md: "Another actor may choose to manually trigger an issuance by
 // setting the Issuing condition themselves ... The trigger controller will
 // not interfere in this case."
 func TestTriggerStepLeavesIssuingAlone(t *testing.T) {

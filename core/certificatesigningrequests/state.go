@@ -192,7 +192,7 @@ func SignerLabel(signerName string) string {
 	return "other"
 }
 
-// Seed 003's metrics (KEP-2784: "apiserver_certificates_registry_csr_requested_duration_total"
+// docs/design/request-duration.md's metrics (KEP-2784: "apiserver_certificates_registry_csr_requested_duration_total"
 // and "..._honored_duration_total", sliced by signer), counted by the
 // signing step when it issues a certificate for a CSR with
 // spec.expirationSeconds.

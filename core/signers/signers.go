@@ -2,7 +2,7 @@
 // signers share: the certificate template built from a CertificateRequest
 // (cert-manager's CertificateTemplateFromCertificateRequest) and docs/design/request-duration.md's
 // lifetime rule (honoured = min(requested, the signer's maximum)). Each
-// signer's contract (docs/design/certificates-api.md) is in docs/signers.md.
+// signer's contract (docs/design/certificates-api.md) is in docs/reference/signers.md.
 package signers
 
 import (

@@ -133,7 +133,7 @@ func subjectSet(x *api.X509Subject) bool {
 // allowed) of the characters the approval step accepts in the CSR
 // (pki.CheckDNSName: LDH labels, valid IDNA A-labels). A label longer
 // than 63 octets is accepted here, as cert-manager does; the approval
-// step refuses to sign it (docs/migrating.md).
+// step refuses to sign it (docs/guide/migrating.md).
 func dnsNames(path string, names []string) ErrorList {
 	var errs ErrorList
 	for i, n := range names {
@@ -173,7 +173,7 @@ func ipAddresses(path string, addrs []string) ErrorList {
 // uris checks each spec.uris entry is a URI of the characters the
 // approval step accepts in the CSR (pki.CheckURI). A URI without a scheme
 // ("foo.bar") is accepted here, as cert-manager does, and checked as if
-// it had one; the approval step refuses to sign it (docs/migrating.md).
+// it had one; the approval step refuses to sign it (docs/guide/migrating.md).
 func uris(path string, us []string) ErrorList {
 	var errs ErrorList
 	for i, n := range us {

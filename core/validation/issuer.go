@@ -20,7 +20,7 @@ import (
 // what cert-manager reports. certfn adds: an ACME server that is an
 // http(s) URL, secret names that are Kubernetes secret names, known
 // keyAlgorithm and protocol values, solver selector names, and it accepts
-// "http01: {}" (certfn answers HTTP-01 itself). See docs/migrating.md.
+// "http01: {}" (certfn answers HTTP-01 itself). See docs/guide/migrating.md.
 
 // Issuer validates a namespaced Issuer.
 func Issuer(i *api.Issuer) ErrorList {

@@ -13,7 +13,7 @@ import (
 // cert-manager reports, as cert-manager renders them (messages are
 // certfn's own wording of the same rule). Where certfn deliberately
 // differs, the case says so (certfn field) and asserts certfn's result; the
-// reasons are in docs/migrating.md. Cases that only make sense inside
+// reasons are in docs/guide/migrating.md. Cases that only make sense inside
 // Kubernetes (feature gates certfn has one fixed setting of; issuer types
 // certfn does not implement) are listed in the notTranscribed tables with
 // the reason.

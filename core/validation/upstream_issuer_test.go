@@ -16,7 +16,7 @@ import (
 //
 // cert-manager's fixtures use server "valid-server" and email
 // "valid-email". certfn requires the server to be an http(s) URL
-// (docs/migrating.md), so the cases about other fields use
+// (docs/guide/migrating.md), so the cases about other fields use
 // upServer instead; "valid acme issuer" keeps the literal fixture and
 // records the difference.
 

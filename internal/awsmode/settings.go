@@ -23,7 +23,7 @@ import (
 
 // Environment variables. The CERTFN_* names up to EnvNotifyExpiryDays are
 // the ones infra/terraform/aws/lambda.tf sets; the rest are optional tuning
-// knobs with defaults. docs/aws.md ("Lambda functions") lists them.
+// knobs with defaults. docs/deploy/aws.md ("Lambda functions") lists them.
 const (
 	EnvFunction                 = "CERTFN_FUNCTION"
 	EnvTable                    = "CERTFN_TABLE"

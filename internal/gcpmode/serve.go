@@ -32,7 +32,7 @@ type pushDecoder func(r *http.Request, maxBody int64) (api.Key, int, error)
 //	                              decode is acknowledged (204) and logged
 //	scheduler       POST /sweep   Cloud Scheduler's minute: the due keys to
 //	                              the worker topic
-//	api             the HTTP API (docs/api.md), Google ID tokens
+//	api             the HTTP API (docs/reference/api.md), Google ID tokens
 //	http01          GET /.well-known/acme-challenge/{token}
 //	every role      GET /healthz
 func (rt *Runtime) ServeHTTP(w http.ResponseWriter, r *http.Request) {

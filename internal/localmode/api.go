@@ -17,7 +17,7 @@ import (
 )
 
 // APIOptions configure `certfn serve --api-listen`: the HTTP API of
-// docs/api.md over TLS, callers authenticated by client certificates
+// docs/reference/api.md over TLS, callers authenticated by client certificates
 // (httpapi.X509Caller: CN = user, O = groups), authorized by the bindings.
 type APIOptions struct {
 	Listen string

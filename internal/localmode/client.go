@@ -64,7 +64,7 @@ func (c *Client) Close() error { return c.rt.Close() }
 // system:authenticated, certfn:local and system:masters (allowed
 // everything, like a cluster admin). A non-empty as (--as, with groups
 // from --as-group) acts as another identity, which gets only what the
-// bindings grant it (see docs/policy.md).
+// bindings grant it (see docs/reference/policy.md).
 func Caller(as string, groups []string) app.Caller {
 	if as != "" {
 		return app.Caller{Username: as, Groups: append([]string{"system:authenticated"}, groups...)}

@@ -140,7 +140,7 @@ func (d *certificateDataSource) Read(ctx context.Context, req datasource.ReadReq
 	m.DNSNames = names
 	m.SecretName, m.SecretReference = types.StringValue(c.Spec.SecretName), types.StringValue(rep.Secret.Reference)
 	// status.acmCertificateARN holds the import's reference on either cloud
-	// (docs/gcp-certificate-manager.md); acm_certificate_arn only an ARN.
+	// (docs/deploy/gcp.md); acm_certificate_arn only an ARN.
 	m.Imported, m.ACMCertificateARN = types.StringValue(c.Status.ACMCertificateARN), types.StringValue("")
 	if strings.HasPrefix(c.Status.ACMCertificateARN, "arn:") {
 		m.ACMCertificateARN = m.Imported

@@ -277,7 +277,7 @@ func refusal(id identity, verb string, err error) (string, string) {
 		return fmt.Sprintf("certfn refused %s as invalid (%d %s)", id.ID(), ae.StatusCode(), ae.Reason()), detail
 	case http.StatusForbidden:
 		return fmt.Sprintf("certfn refused %s: 403 Forbidden", id.ID()), err.Error() +
-			"\n\nThe provider's identity (its client certificate, AWS principal or Google service account) needs a RoleBinding granting this verb (docs/policy.md)."
+			"\n\nThe provider's identity (its client certificate, AWS principal or Google service account) needs a RoleBinding granting this verb (docs/reference/policy.md)."
 	case http.StatusUnauthorized:
 		return "certfn refused the provider's credentials (401)", err.Error()
 	}

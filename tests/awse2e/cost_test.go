@@ -12,7 +12,7 @@ import (
 )
 
 // Prices assumed for the cost figures: public on-demand prices (us-east-1)
-// as docs/aws.md states them. Lambda's billed duration is not measurable
+// as docs/deploy/aws.md states them. Lambda's billed duration is not measurable
 // here: it is estimated as the handlers' time on the emulators plus
 // awsRoundTrip per request to DynamoDB, SQS and Secrets Manager, at the
 // Terraform module's default memory (256 MB).
@@ -28,7 +28,7 @@ const (
 )
 
 // secretPrices are one secret store's prices (public, us-east-1, checked
-// 2026-11; docs/aws.md states them with the date).
+// 2026-11; docs/deploy/aws.md states them with the date).
 type secretPrices struct {
 	name string
 	// perSecretMonth is the storage price of one secret for a month.

@@ -19,7 +19,7 @@ import (
 // renewal time; Secrets Manager keeps the previous key pair as AWSPREVIOUS.
 //
 // The examples' CA is a Certificate with isCA (certfn-role issued-ca):
-// the deployment has worker_manages_ca_certificates, as docs/deploy-aws.md
+// the deployment has worker_manages_ca_certificates, as docs/deploy/aws.md
 // says such a CA needs; without it the worker's CreateSecret is refused.
 //
 // The secret store is Secrets Manager on the double (or the environment's

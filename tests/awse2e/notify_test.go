@@ -109,7 +109,7 @@ func testNotifications(t *testing.T, ebEP, sqsEP string) {
 	// then answers empty once (a duplicate still in flight is collected
 	// too), and returns them with duplicates dropped by ID: delivery is at
 	// least once (a reconcile that published and then lost its write race
-	// to a concurrent one publishes again; docs/aws.md, "Notifications"),
+	// to a concurrent one publishes again; docs/deploy/aws.md, "Notifications"),
 	// and consumers deduplicate by the notification's ID.
 	received := func(want int) []ports.Notification {
 		t.Helper()

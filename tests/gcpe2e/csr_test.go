@@ -157,7 +157,7 @@ func (d *deployment) installCA(ns, name string) *ct.CA {
 
 // installSecret stores sec in Secret Manager as an operator's `gcloud
 // secrets create <prefix>_<class>_<ns>_<name>` and `versions add` would
-// (docs/gcp-secret-manager.md), outside the services.
+// (docs/deploy/gcp.md), outside the services.
 func (d *deployment) installSecret(class secretmanager.Class, sec ports.Secret) {
 	d.t.Helper()
 	id, err := d.secrets.SecretID(class, sec.Namespace, sec.Name)
@@ -399,7 +399,7 @@ spec: {ca: {secretName: team-ca}}
 			t.Errorf("the signer never read %s", c.secret)
 		}
 	}
-	// Seed 003's metrics, in the Cloud Logging format of CERTFN_METRICS=log:
+	// docs/design/request-duration.md's metrics, in the Cloud Logging format of CERTFN_METRICS=log:
 	// requested for the three; honoured not for team-app, which got less.
 	for _, m := range []struct {
 		metric string

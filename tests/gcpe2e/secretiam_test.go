@@ -60,7 +60,7 @@ func (c secretCall) String() string {
 // it: each call is recorded and checked against grants; a call the IAM
 // of infra/terraform/gcp would refuse fails the test and is answered
 // PermissionDenied, as Secret Manager would. What it cannot stand for:
-// the real IAM evaluation of the conditions (docs/gcp.md, "Tested
+// the real IAM evaluation of the conditions (docs/deploy/gcp.md, "Tested
 // against what").
 type secretGuard struct {
 	secretmanager.API

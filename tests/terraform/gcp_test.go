@@ -411,7 +411,7 @@ func (o gcpOpts) vars() map[string]cty.Value {
 }
 
 // secretCond is the Secret Manager condition of classes (default prefix):
-// docs/gcp-secret-manager.md, "IAM rules".
+// docs/deploy/gcp.md, "IAM rules".
 func secretCond(classes ...string) string {
 	var parts []string
 	for _, c := range classes {
@@ -587,7 +587,7 @@ func TestGCPIAMInvariants(t *testing.T) {
 }
 
 // TestGCPCustomRoles: the custom roles hold exactly the permissions the
-// adapters need (docs/gcp-secret-manager.md, docs/dns01.md).
+// adapters need (docs/deploy/gcp.md, docs/reference/dns01.md).
 func TestGCPCustomRoles(t *testing.T) {
 	e := gcpEval(t, gcpOpts{http01: true, zones: []string{"example-com"}, certImport: true}.vars())
 	want := map[string][]string{

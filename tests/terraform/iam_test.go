@@ -22,7 +22,7 @@ import (
 	"github.com/certfn/certfn/core/app"
 )
 
-// secretRoles are the values of the certfn-role tag (docs/deploy-aws.md).
+// secretRoles are the values of the certfn-role tag (docs/deploy/aws.md).
 var secretRoles = []string{"ca", "issued-ca", "private-key", "certificate", "acme-account", "solver-credentials"}
 
 // listOnlyOnStar are the Allow actions that may have Resource "*": list

@@ -4,7 +4,7 @@ package terraform_test
 // project's machines): the compose file parses and its pieces agree with
 // each other and with the Terraform example, the Pebble configuration sends
 // HTTP-01 validations to LocalStack's edge port, and the scripts are valid
-// shell. `make localstack-e2e` itself needs Docker (docs/deploy-aws.md).
+// shell. `make localstack-e2e` itself needs Docker (docs/deploy/aws.md).
 
 import (
 	"encoding/json"

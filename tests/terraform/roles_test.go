@@ -28,7 +28,7 @@ import (
 )
 
 // secretClassTags are the certfn-role tags of each secret class
-// (docs/deploy-aws.md, "Secrets"; adapters/aws/ssmstore.ClassOf inverted).
+// (docs/deploy/aws.md, "Secrets"; adapters/aws/ssmstore.ClassOf inverted).
 var secretClassTags = map[app.SecretClass][]string{
 	app.ClassTLS:               {"certificate", "acme-account"},
 	app.ClassPrivateKey:        {"private-key"},

@@ -29,7 +29,7 @@ type options struct {
 	// are built under OutDir/build/linux_<arch>/.
 	OutDir string
 	// Root is the repository root: the sources of the binary and of the
-	// packaged files (README.md, LICENSE, docs/install.md, packaging/).
+	// packaged files (README.md, LICENSE, docs/deploy/local.md, packaging/).
 	Root string
 	// Archs are GOARCH values: amd64 and arm64 (the same names in Debian).
 	Archs []string
@@ -130,7 +130,7 @@ type sources struct {
 // ExecStart: the .deb's; the tarball's unit (and make install's) replace it.
 const unitBinary = "/usr/bin/certfn"
 
-// tarballBinary is where docs/install.md has a release archive's binary
+// tarballBinary is where docs/deploy/local.md has a release archive's binary
 // installed, and its unit's ExecStart.
 const tarballBinary = "/usr/local/bin/certfn"
 

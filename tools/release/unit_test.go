@@ -40,7 +40,7 @@ func unitDirectives(t *testing.T, data []byte) map[string]map[string][]string {
 }
 
 // The unit runs `certfn serve` as the certfn user on /var/lib/certfn,
-// reads /etc/default/certfn, and has the sandbox docs/install.md
+// reads /etc/default/certfn, and has the sandbox docs/deploy/local.md
 // describes.
 func TestSystemdUnitDirectives(t *testing.T) {
 	unit := unitDirectives(t, readFile(t, filepath.Join(repoRoot(t), "packaging/systemd/certfn.service")))
@@ -89,7 +89,7 @@ func TestSystemdUnitDirectives(t *testing.T) {
 
 // systemd-analyze verify accepts the unit without a warning, and
 // systemd-analyze security rates its exposure at most 2.0 ("OK"; 1.6
-// with systemd 252, see docs/install.md).
+// with systemd 252, see docs/deploy/local.md).
 func TestSystemdUnitVerifies(t *testing.T) {
 	analyze := requireTool(t, "systemd-analyze", "systemd")
 	dir := t.TempDir()

@@ -1,5 +1,5 @@
 // Package dynamo implements ports.Store on one Amazon DynamoDB table
-// (docs/design/one-step.md). See docs/aws.md for the table layout.
+// (docs/design/one-step.md). See docs/deploy/aws.md for the table layout.
 //
 //   - One item per resource, partition key pk = api.Key.String().
 //   - Every write is conditional: Create on attribute_not_exists(pk),

@@ -14,7 +14,7 @@
 //	resources    ["urn:certfn:certificate:<deployment>:<namespace>/<name>"]
 //	time         the notification's time (the step's clock), to the second
 //	detail       a Detail as JSON (its fields are documented on the type
-//	             and in docs/aws.md, "Notifications")
+//	             and in docs/deploy/aws.md, "Notifications")
 //
 // A rule matches them with {"source": ["certfn"]}, narrowed by
 // detail-type, detail.deployment (several deployments in one account) or

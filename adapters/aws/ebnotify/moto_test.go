@@ -288,7 +288,7 @@ func TestRouting(t *testing.T) {
 			t.Fatalf("the SNS subscription received %v, want Expiring and Failed", types)
 		}
 
-		// The detail, field by field, as docs/aws.md shows it.
+		// The detail, field by field, as docs/deploy/aws.md shows it.
 		var failed map[string]any
 		for _, body := range paged {
 			var ev struct {

@@ -51,7 +51,7 @@ const (
 	TagIssuer      = "certfn.io/issuer"
 	TagRevision    = "certfn.io/revision"
 	TagNotAfter    = "certfn.io/not-after"
-	// TagRole is what IAM separates on (docs/deploy-aws.md, "Secrets"):
+	// TagRole is what IAM separates on (docs/deploy/aws.md, "Secrets"):
 	// only the signer may read CA key pairs. See RoleOf.
 	TagRole = "certfn-role"
 )

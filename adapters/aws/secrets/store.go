@@ -1,5 +1,5 @@
 // Package secrets implements ports.SecretStore on AWS Secrets Manager
-// (docs/design/resources.md). See docs/aws.md.
+// (docs/design/resources.md). See docs/deploy/aws.md.
 //
 //   - A secret is named <prefix>/<namespace>/<name>.
 //   - Its value is one JSON object with the same keys as the local store's

@@ -556,7 +556,7 @@ func TestTagValue(t *testing.T) {
 	}
 }
 
-// RoleOf decides the certfn-role tag IAM separates on (docs/deploy-aws.md).
+// RoleOf decides the certfn-role tag IAM separates on (docs/deploy/aws.md).
 func TestRoleOf(t *testing.T) {
 	caKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	tmpl := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "ca"}, IsCA: true, BasicConstraintsValid: true,

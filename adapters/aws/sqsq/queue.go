@@ -1,5 +1,5 @@
 // Package sqsq implements ports.Queue on an Amazon SQS standard queue
-// (docs/design/one-step.md). See docs/aws.md.
+// (docs/design/one-step.md). See docs/deploy/aws.md.
 //
 //   - A message body is the reconcile key, api.Key.String(); a message
 //     attribute FormatAttribute carries the body's format version.

@@ -24,7 +24,7 @@ import (
 )
 
 // The tier a typical certificate lands in decides what it costs
-// (standard: free; advanced: $0.05 a month): docs/aws.md states these
+// (standard: free; advanced: $0.05 a month): docs/deploy/aws.md states these
 // sizes. Certificates are made here with the shape of real ones: three
 // DNS names, AIA and CRL URLs, and for publicly trusted leaves about 250
 // bytes of embedded SCTs. Every one of them, RSA included (cert-manager's

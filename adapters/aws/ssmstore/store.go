@@ -1,13 +1,13 @@
 // Package ssmstore implements ports.SecretStore on AWS Systems Manager
 // Parameter Store: the cheaper alternative to
 // adapters/aws/secrets (Secrets Manager bills $0.40 per secret and month;
-// a standard-tier parameter costs nothing to store). See docs/aws.md,
+// a standard-tier parameter costs nothing to store). See docs/deploy/aws.md,
 // "SSM Parameter Store secret store".
 //
 //   - A secret is the SecureString parameter
 //     /<prefix>/<class>/<namespace>/<name>. The class (Class) follows from
 //     the content by adapters/aws/secrets.RoleOf, as the Google adapter's
-//     does (docs/gcp-secret-manager.md, "Secret IDs and classes"): tls
+//     does (docs/deploy/gcp.md, "Secret IDs and classes"): tls
 //     (certificates, ACME account keys), pk (next private keys), ica (CA
 //     key pairs certfn issued), ca (CA key pairs operators installed) and
 //     sc (solver credentials). IAM separates classes by path

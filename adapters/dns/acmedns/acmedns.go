@@ -24,7 +24,7 @@
 // acme-dns takes only 43-character values (a DNS-01 value's length). The
 // HTTP client does not follow redirects, so the API key is sent only to
 // host. Factory.Build plugs it into core/acme/dns01 under dns01.KeyAcmeDNS.
-// See docs/dns01.md ("ACME-DNS").
+// See docs/reference/dns01.md ("ACME-DNS").
 //
 // github.com/cpu/goacmedns v0.0.2, the client the module proxy serves, is
 // not used: it takes no context, uses a package-level HTTP client (no

@@ -21,7 +21,7 @@ import (
 )
 
 // The real acme-dns variant of the tests runs when these are set (see
-// docs/dns01.md, "ACME-DNS"): the API's base URL of an acme-dns server
+// docs/reference/dns01.md, "ACME-DNS"): the API's base URL of an acme-dns server
 // whose /register is open to this machine, and the address (host:port) of
 // its DNS server, where the tests read the values back.
 const (

@@ -27,7 +27,7 @@
 //     way at run time).
 //
 // Factory.Build plugs it into core/acme/dns01 under dns01.KeyAzureDNS. See
-// docs/dns01.md ("Azure DNS").
+// docs/reference/dns01.md ("Azure DNS").
 package azuredns
 
 import (

@@ -23,7 +23,7 @@ import (
 )
 
 // The real Azure variant of the tests runs when these are set (see
-// docs/dns01.md, "Azure DNS"): a subscription, a resource group in it
+// docs/reference/dns01.md, "Azure DNS"): a subscription, a resource group in it
 // holding a public DNS zone (and optionally a Private DNS zone), and a
 // service principal with the DNS Zone Contributor (and Private DNS Zone
 // Contributor) role on them.

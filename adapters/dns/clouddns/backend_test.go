@@ -22,7 +22,7 @@ import (
 )
 
 // The real Cloud DNS variant of the tests runs when these are set (see
-// docs/dns01.md, "Cloud DNS"): a project, a public managed zone in it that
+// docs/reference/dns01.md, "Cloud DNS"): a project, a public managed zone in it that
 // the Application Default Credentials may change (roles/dns.admin), and
 // optionally a service-account key file with the same rights.
 const (

@@ -18,7 +18,7 @@
 //     else the function's own identity (Application Default Credentials).
 //
 // Factory.Build plugs it into core/acme/dns01 under dns01.KeyCloudDNS. See
-// docs/dns01.md ("Cloud DNS").
+// docs/reference/dns01.md ("Cloud DNS").
 package clouddns
 
 import (

@@ -22,7 +22,7 @@ import (
 )
 
 // The real Cloudflare variant of the tests runs when these are set (see
-// docs/dns01.md, "Cloudflare"): an API token with Zone:Read and DNS:Edit on
+// docs/reference/dns01.md, "Cloudflare"): an API token with Zone:Read and DNS:Edit on
 // a zone, and that zone's name.
 const (
 	envToken = "CERTFN_CLOUDFLARE_TEST_TOKEN"

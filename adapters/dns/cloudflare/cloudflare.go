@@ -25,7 +25,7 @@
 // that no challenge step sleeps.
 //
 // NewFactory(Options{...}).Build plugs it into core/acme/dns01 under
-// dns01.KeyCloudflare. See docs/dns01.md ("Cloudflare").
+// dns01.KeyCloudflare. See docs/reference/dns01.md ("Cloudflare").
 package cloudflare
 
 import (

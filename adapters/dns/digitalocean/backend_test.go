@@ -20,7 +20,7 @@ import (
 )
 
 // The real DigitalOcean variant of the tests runs when these are set (see
-// docs/dns01.md, "DigitalOcean"): an API token that may read, create and
+// docs/reference/dns01.md, "DigitalOcean"): an API token that may read, create and
 // delete domain records, and a domain of its account.
 const (
 	envToken = "CERTFN_DIGITALOCEAN_TEST_TOKEN"

@@ -21,7 +21,7 @@
 // (errs.RetryAfter), so that no challenge step sleeps.
 //
 // NewFactory(Options{...}).Build plugs it into core/acme/dns01 under
-// dns01.KeyDigitalOcean. See docs/dns01.md ("DigitalOcean").
+// dns01.KeyDigitalOcean. See docs/reference/dns01.md ("DigitalOcean").
 package digitalocean
 
 import (

@@ -2,7 +2,7 @@
 // dynamic updates, signed with TSIG (RFC 8945), through github.com/miekg/dns.
 // It implements cert-manager's rfc2136 DNS-01 solver (nameserver,
 // tsigKeyName, tsigAlgorithm, tsigSecretSecretRef, protocol); Factory
-// plugs it into core/acme/dns01. See docs/dns01.md for a BIND setup.
+// plugs it into core/acme/dns01. See docs/reference/dns01.md for a BIND setup.
 package rfc2136
 
 import (

@@ -15,7 +15,7 @@
 //     chain (the function's role); with role, they assume it through STS.
 //
 // Factory plugs it into core/acme/dns01 under dns01.KeyRoute53. See
-// docs/dns01.md ("Route53").
+// docs/reference/dns01.md ("Route53").
 package route53
 
 import (

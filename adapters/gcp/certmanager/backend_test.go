@@ -24,7 +24,7 @@ import (
 )
 
 // The real Certificate Manager variant of the tests runs when envProject
-// is set (docs/gcp-certificate-manager.md): a project whose Application
+// is set (docs/deploy/gcp.md): a project whose Application
 // Default Credentials may create, update, list and delete certificates
 // (roles/certificatemanager.editor). envLocation picks the location
 // ("global" when unset).

@@ -12,7 +12,7 @@ import (
 	"github.com/certfn/certfn/core/ports"
 )
 
-// The payload is the one of adapters/aws/secrets (docs/aws.md, "Secret
+// The payload is the one of adapters/aws/secrets (docs/deploy/aws.md, "Secret
 // payload"), byte for byte, both being package secretpayload: a secret
 // written by either adapter reads the same in the other
 // (TestPayloadSameAsAWS pins the layout with the AWS adapter's own
@@ -53,7 +53,7 @@ func decodePayload(data []byte) (ports.Secret, error) {
 }
 
 // Role is what a secret holds, for access control: the values of the AWS
-// adapter's certfn-role tag (docs/deploy-aws.md, "Secrets: naming and
+// adapter's certfn-role tag (docs/deploy/aws.md, "Secrets: naming and
 // tags"). On Secret Manager the role decides the secret's Class, which is
 // part of its ID (see Class).
 type Role string

@@ -1,6 +1,6 @@
 // Package secretmanager implements ports.SecretStore on Google Cloud Secret Manager
 // (docs/design/resources.md and docs/ARCHITECTURE.md), as adapters/aws/secrets does on AWS Secrets
-// Manager. docs/gcp-secret-manager.md has the layout and the IAM rules.
+// Manager. docs/deploy/gcp.md has the layout and the IAM rules.
 //
 //   - A secret's ID is <prefix>_<class>_<namespace>_<name>, '.' written
 //     '_' (secretID): valid for every namespace and name certfn accepts,

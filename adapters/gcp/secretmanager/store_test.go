@@ -514,7 +514,7 @@ func TestOperatorClassesAndFunctionClasses(t *testing.T) {
 		exp := time.Now().Add(90 * 24 * time.Hour)
 		installed := ports.Secret{Namespace: "cert-manager", Name: "my-ca", Data: map[string][]byte{
 			"tls.crt": certPEM(t, exp, true), "tls.key": []byte("-----BEGIN PRIVATE KEY-----\n" + marker + "\n-----END PRIVATE KEY-----\n")}}
-		// The operator installs it with the payload of docs/gcp-secret-manager.md.
+		// The operator installs it with the payload of docs/deploy/gcp.md.
 		caID := mustID(t, all, secretmanager.ClassCA, "cert-manager", "my-ca")
 		b.addRaw(t, caID, []byte(`{"tls.crt": `+jsonString(installed.Data["tls.crt"])+`, "tls.key": `+jsonString(installed.Data["tls.key"])+`}`))
 

@@ -25,7 +25,7 @@ import (
 // The list only guards the name and type as a fast path (and against
 // Challenges marked processing without a lease by earlier versions); the
 // lease is what makes it atomic. The in-flight bound is not atomic: see
-// docs/acme.md.
+// docs/reference/acme.md.
 func (r *run) schedule(ctx context.Context) error {
 	all, err := r.listAll(ctx)
 	if err != nil {

@@ -16,7 +16,7 @@
 // ProviderFactory registered in Deps.Providers under the name of the
 // solver's field (KeyRFC2136, ...) or WebhookKey(solverName) for
 // spec.solver.dns01.webhook. Zones are found with certmagic.FindZoneByFQDN
-// and names checked with certmagic's helpers. See docs/dns01.md.
+// and names checked with certmagic's helpers. See docs/reference/dns01.md.
 package dns01
 
 import (

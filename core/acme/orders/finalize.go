@@ -12,7 +12,7 @@ import (
 	"github.com/certfn/certfn/core/pki"
 )
 
-// finalize sends the Order's CSR. Seed 000 re-checks the order before
+// finalize sends the Order's CSR. The ACME design (docs/design/acme-orders.md) re-checks the order before
 // finalizing; certfn lets the finalize request be that check (RFC 8555
 // §7.4: a server that does not consider the order ready answers
 // orderNotReady, and only then is the order read), which saves one ACME

@@ -99,7 +99,7 @@ func (r *run) step(ctx context.Context) error {
 	case o.Status.State == api.StateValid:
 		return r.afterValid(ctx)
 	case o.Status.State.IsFinal():
-		// Seed 000: a failed Order makes no further ACME request and keeps
+		// docs/design/acme-orders.md: a failed Order makes no further ACME request and keeps
 		// its Challenges for debugging.
 		return r.e.Settle(ctx, r.rec, time.Time{})
 	case acme.SpecChanged(&o.ObjectMeta, o.Spec):

@@ -1,6 +1,6 @@
 // Package ca is the CA issuer's signer: requests are signed with the key
 // pair stored in the issuer's spec.ca.secretName (cert-manager's CA
-// issuer). Its contract is in docs/signers.md.
+// issuer). Its contract is in docs/reference/signers.md.
 package ca
 
 import (

@@ -1,7 +1,7 @@
 // Package selfsigned is the selfSigned issuer's signer: each request is
 // signed with its own private key, read from the secret that the request's
 // cert-manager.io/private-key-secret-name annotation names (cert-manager's
-// selfsigned issuer). Its contract is in docs/signers.md.
+// selfsigned issuer). Its contract is in docs/reference/signers.md.
 package selfsigned
 
 import (

@@ -7,7 +7,7 @@
 // in the DynamoDB table and enqueues reconcile keys on the worker queue; it
 // never reads the secret store.
 //
-// Configuration comes from environment variables (docs/aws.md, "Lambda
+// Configuration comes from environment variables (docs/deploy/aws.md, "Lambda
 // functions"), parsed by internal/awsmode (role api), which assembles the
 // function and holds the handler: CERTFN_TABLE, CERTFN_QUEUE_URL and the
 // other shared variables, plus CERTFN_API_MAX_BODY (request body limit in

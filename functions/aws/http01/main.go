@@ -2,7 +2,7 @@
 // `make lambda` as dist/lambda/http01.zip). It answers ACME HTTP-01 challenges
 // (GET /.well-known/acme-challenge/{token}) behind a public Function URL or
 // as an ALB target, from the Challenges in the state store.
-// Configuration comes from environment variables (docs/aws.md, "Lambda
+// Configuration comes from environment variables (docs/deploy/aws.md, "Lambda
 // functions"); internal/awsmode assembles the function and holds the
 // handler. With CERTFN_INIT_ONLY=1 it exits right after initialisation
 // (cold-start measurement).

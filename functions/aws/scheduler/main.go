@@ -2,7 +2,7 @@
 // `make lambda` as dist/lambda/scheduler.zip). EventBridge Scheduler invokes
 // it every minute: it sends the keys whose nextRunAt has passed (the due
 // index) to the worker queue.
-// Configuration comes from environment variables (docs/aws.md, "Lambda
+// Configuration comes from environment variables (docs/deploy/aws.md, "Lambda
 // functions"); internal/awsmode assembles the function and holds the
 // handler. With CERTFN_INIT_ONLY=1 it exits right after initialisation
 // (cold-start measurement).

@@ -2,7 +2,7 @@
 // `make lambda` as dist/lambda/signer.zip). It consumes the signer queue:
 // approved CertificateRequests of CA and selfSigned issuers are signed and
 // CA issuers checked. It never approves.
-// Configuration comes from environment variables (docs/aws.md, "Lambda
+// Configuration comes from environment variables (docs/deploy/aws.md, "Lambda
 // functions"); internal/awsmode assembles the function and holds the
 // handler. With CERTFN_INIT_ONLY=1 it exits right after initialisation
 // (cold-start measurement).

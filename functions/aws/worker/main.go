@@ -4,7 +4,7 @@
 // reconcile step per message; approved requests of CA and selfSigned
 // issuers and CA issuers go to the signer queue, since the worker holds
 // no CA key.
-// Configuration comes from environment variables (docs/aws.md, "Lambda
+// Configuration comes from environment variables (docs/deploy/aws.md, "Lambda
 // functions"); internal/awsmode assembles the function and holds the
 // handler. With CERTFN_INIT_ONLY=1 it exits right after initialisation
 // (cold-start measurement).

@@ -29,13 +29,13 @@
 # signer reads /<prefix>/{ca,ica,pk}/*; api, scheduler and http01 are
 # denied every parameter read.
 #
-# The secret naming and tagging scheme is in docs/deploy-aws.md. No managed
+# The secret naming and tagging scheme is in docs/deploy/aws.md. No managed
 # policy is attached anywhere: tests/terraform evaluates these documents.
 
 locals {
   secret_role_tag = "certfn-role"
 
-  # Tag values of certfn-role (docs/deploy-aws.md, "Secrets").
+  # Tag values of certfn-role (docs/deploy/aws.md, "Secrets").
   worker_secret_rw    = concat(["private-key", "certificate", "acme-account"], var.worker_manages_ca_certificates ? ["issued-ca"] : [])
   worker_secret_ro    = ["solver-credentials"]
   worker_denied_roles = concat(["ca"], var.worker_manages_ca_certificates ? [] : ["issued-ca"])
@@ -201,7 +201,7 @@ locals {
           # missing secret is how issuance starts). IAM cannot tell an
           # untagged secret from a missing one, so an untagged secret under
           # the prefix is readable too: tag every secret you install
-          # (docs/deploy-aws.md, "Secrets").
+          # (docs/deploy/aws.md, "Secrets").
           Sid       = "LookUpMissingSecrets"
           Effect    = "Allow"
           Action    = ["secretsmanager:GetSecretValue", "secretsmanager:DescribeSecret"]
@@ -393,7 +393,7 @@ locals {
           # missing CA secret makes the issuer not Ready). IAM cannot tell an
           # untagged secret from a missing one, so an untagged secret under
           # the prefix is readable too: tag every secret you install
-          # (docs/deploy-aws.md, "Secrets").
+          # (docs/deploy/aws.md, "Secrets").
           Sid       = "LookUpMissingSecrets"
           Effect    = "Allow"
           Action    = ["secretsmanager:GetSecretValue", "secretsmanager:DescribeSecret"]

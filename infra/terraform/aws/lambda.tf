@@ -5,7 +5,7 @@
 
 locals {
   # Environment of each function: what its main needs to build its adapters
-  # (docs/deploy-aws.md, "Function environment"). Queue URLs are the queues'
+  # (docs/deploy/aws.md, "Function environment"). Queue URLs are the queues'
   # ids.
   env_common = {
     CERTFN_FUNCTION                   = null # set per function below

@@ -1,4 +1,4 @@
-# Notifications (docs/aws.md, "Notifications"): the worker publishes
+# Notifications (docs/deploy/aws.md, "Notifications"): the worker publishes
 # certfn's events on the account's default event bus (CERTFN_NOTIFY_EVENT_BUS,
 # IAM events:PutEvents with source certfn, iam.tf). Users route them with
 # rules of their own; notification_sns_topic adds one: a rule matching this

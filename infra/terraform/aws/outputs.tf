@@ -44,7 +44,7 @@ output "queue_urls" {
 }
 
 output "secret_prefix" {
-  description = "Secrets are <secret_prefix>/<namespace>/<secretName>, tagged certfn-role (Secrets Manager), or the Parameter Store parameters /<secret_prefix>/<class>/<namespace>/<secretName> with secret_store = \"ssm\" (docs/deploy-aws.md)."
+  description = "Secrets are <secret_prefix>/<namespace>/<secretName>, tagged certfn-role (Secrets Manager), or the Parameter Store parameters /<secret_prefix>/<class>/<namespace>/<secretName> with secret_store = \"ssm\" (docs/deploy/aws.md)."
   value       = local.secret_prefix
 }
 

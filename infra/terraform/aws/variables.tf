@@ -1,4 +1,4 @@
-# Inputs of the certfn AWS module. docs/deploy-aws.md describes each group
+# Inputs of the certfn AWS module. docs/deploy/aws.md describes each group
 # and the IAM model they feed (docs/design/roles.md).
 
 variable "name_prefix" {
@@ -24,7 +24,7 @@ variable "secret_prefix" {
 }
 
 variable "secret_store" {
-  description = "Where the worker and signer keep private keys and certificates: \"secretsmanager\" (the default; $0.40 per secret and month) or \"ssm\" (Parameter Store SecureString parameters, /<secret_prefix>/<class>/<namespace>/<name>, with IAM separating classes by path; standard parameters cost nothing to store, payloads over 4 KB use the advanced tier at $0.05 per parameter and month). See docs/aws.md, \"Choosing the secret store\"."
+  description = "Where the worker and signer keep private keys and certificates: \"secretsmanager\" (the default; $0.40 per secret and month) or \"ssm\" (Parameter Store SecureString parameters, /<secret_prefix>/<class>/<namespace>/<name>, with IAM separating classes by path; standard parameters cost nothing to store, payloads over 4 KB use the advanced tier at $0.05 per parameter and month). See docs/deploy/aws.md, \"Choosing the secret store\"."
   type        = string
   default     = "secretsmanager"
 
@@ -207,7 +207,7 @@ variable "enable_acm_import" {
 }
 
 variable "worker_manages_ca_certificates" {
-  description = "Let the worker read and write secrets tagged certfn-role=issued-ca: the key pairs of Certificates with isCA: true that certfn issues and renews itself (examples/02-ca.yaml). Off (the default), the worker cannot read any CA key; CA key pairs are installed by an operator with the tag certfn-role=ca. See docs/deploy-aws.md."
+  description = "Let the worker read and write secrets tagged certfn-role=issued-ca: the key pairs of Certificates with isCA: true that certfn issues and renews itself (examples/02-ca.yaml). Off (the default), the worker cannot read any CA key; CA key pairs are installed by an operator with the tag certfn-role=ca. See docs/deploy/aws.md."
   type        = bool
   default     = false
 }
@@ -303,7 +303,7 @@ variable "certificate_expiry_alarm_days" {
 }
 
 variable "notifications" {
-  description = "Let the worker publish EventBridge events on the account's default event bus (source certfn; detail-types Certificate Issued, Certificate Renewed, Certificate Issuance Failed, Certificate Approaching Expiration; docs/aws.md, \"Notifications\"): IAM events:PutEvents on that bus with source certfn only. Route them with your own rules, or set notification_sns_topic."
+  description = "Let the worker publish EventBridge events on the account's default event bus (source certfn; detail-types Certificate Issued, Certificate Renewed, Certificate Issuance Failed, Certificate Approaching Expiration; docs/deploy/aws.md, \"Notifications\"): IAM events:PutEvents on that bus with source certfn only. Route them with your own rules, or set notification_sns_topic."
   type        = bool
   default     = true
 }

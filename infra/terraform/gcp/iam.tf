@@ -18,7 +18,7 @@
 #   cron      invokes the scheduler (Cloud Scheduler OIDC identity).
 #   tasks     publishes on the two work topics (Cloud Tasks OAuth identity).
 #
-# Secret Manager IAM (docs/gcp-secret-manager.md): a secret's ID is
+# Secret Manager IAM (docs/deploy/gcp.md): a secret's ID is
 # <secret_prefix>_<class>_<namespace>_<name>, and each grant is conditioned
 # on resource.name.startsWith("projects/<number>/secrets/<prefix>_<class>_"),
 # which covers the secret and its versions. Firestore: IAM conditions can
@@ -32,7 +32,7 @@ locals {
   # Identities deployed: http01's only with enable_http01.
   deployed_identities = concat(local.functions, ["push", "cron", "tasks"])
 
-  # Secret classes per function (docs/gcp-secret-manager.md, "Secret IDs and
+  # Secret classes per function (docs/deploy/gcp.md, "Secret IDs and
   # classes").
   worker_secret_rw = concat(["tls", "pk"], var.worker_manages_ca_certificates ? ["ica"] : [])
   worker_secret_ro = ["sc"]
@@ -72,7 +72,7 @@ locals {
       # secrets.create is checked on the project, before the new secret has
       # a name a condition could test: unconditioned, it lets the worker
       # create an empty secret under any ID, never add a version to, read
-      # or relabel one outside its classes (docs/gcp-secret-manager.md,
+      # or relabel one outside its classes (docs/deploy/gcp.md,
       # "What the name cannot express").
       "worker-secret-create" = { identity = "worker", role = local.custom_role.secret_creator, condition = null }
       "signer-secrets"       = { identity = "signer", role = "roles/secretmanager.secretAccessor", condition = local.secret_condition.signer_ro }

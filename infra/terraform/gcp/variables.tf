@@ -205,7 +205,7 @@ variable "firestore_point_in_time_recovery" {
 # --- Secret Manager ---------------------------------------------------------------
 
 variable "secret_prefix" {
-  description = "First segment of every Secret Manager secret ID: <secret_prefix>_<class>_<namespace>_<name> (docs/gcp-secret-manager.md). Empty: name_prefix. No '_' (it separates the segments)."
+  description = "First segment of every Secret Manager secret ID: <secret_prefix>_<class>_<namespace>_<name> (docs/deploy/gcp.md). Empty: name_prefix. No '_' (it separates the segments)."
   type        = string
   default     = ""
 

@@ -27,7 +27,7 @@ import (
 
 // Zones the BIND harness serves. ZoneExample accepts any update signed by
 // a key of Keys (allow-update), ZoneDelegate only TXT updates
-// (update-policy zonesub TXT, as docs/dns01.md suggests); "." is served
+// (update-policy zonesub TXT, as docs/reference/dns01.md suggests); "." is served
 // too (SOA and NS only),
 // so names outside both zones get NXDOMAIN all the way up: "zone not found".
 const (

@@ -39,7 +39,7 @@
 // ignores acme-dns's configuration (header-based client addresses,
 // disabled registration). When CERTFN_ACMEDNS_TEST_URL is set, the tests of
 // adapters/dns/acmedns also run against that real acme-dns (see
-// docs/dns01.md).
+// docs/reference/dns01.md).
 //
 // For end-to-end tests OnTXT receives every registration's values after
 // each update (e.g. to serve them from Pebble's challtestsrv at the

@@ -52,7 +52,7 @@
 // types, no zone management, no name servers, no throttling of its own,
 // no tokens that expire. When CERTFN_AZURE_TEST_SUBSCRIPTION and the other
 // CERTFN_AZURE_TEST_* variables are set, the azuredns tests also run
-// against real Azure (see docs/dns01.md), and the assertions that need the
+// against real Azure (see docs/reference/dns01.md), and the assertions that need the
 // double's bookkeeping are made only on the double.
 //
 // For end-to-end tests OnTXT receives every TXT set a write left (e.g. to

@@ -44,7 +44,7 @@
 // policies, private zone networks, quotas, operations or DNS service of its
 // own. When CERTFN_GCP_TEST_PROJECT and CERTFN_GCP_TEST_ZONE are set, the
 // clouddns tests also run against that real project (see
-// docs/dns01.md), and the assertions that need the double's bookkeeping
+// docs/reference/dns01.md), and the assertions that need the double's bookkeeping
 // are made only on the double.
 //
 // For end-to-end tests it can stand in for Cloud DNS's propagation: OnTXT

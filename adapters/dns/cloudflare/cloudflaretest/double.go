@@ -45,7 +45,7 @@
 // service of its own. Error codes other than those named above are not
 // modelled. When CERTFN_CLOUDFLARE_TEST_TOKEN and
 // CERTFN_CLOUDFLARE_TEST_ZONE are set, the provider's tests also run
-// against the real service (see docs/dns01.md).
+// against the real service (see docs/reference/dns01.md).
 //
 // For end-to-end tests OnTXT receives every TXT name a create or delete
 // changed, with its values decoded (e.g. to serve them from Pebble's

@@ -40,7 +40,7 @@
 // the above, no zone files, no projects, no DNS service of its own. When
 // CERTFN_DIGITALOCEAN_TEST_TOKEN and CERTFN_DIGITALOCEAN_TEST_ZONE are set,
 // the provider's tests also run against the real service (see
-// docs/dns01.md).
+// docs/reference/dns01.md).
 //
 // For end-to-end tests OnTXT receives every TXT name a create or delete
 // changed, with its values (e.g. to serve them from Pebble's challtestsrv).

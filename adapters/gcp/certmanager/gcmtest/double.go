@@ -52,7 +52,7 @@
 // authorizations, Google-managed issuance, IAM, quotas, tags, expiry
 // checks, in-use checks or ListOperations; errors carry no ErrorInfo
 // details. When CERTFN_GCP_TEST_PROJECT is set, the certmanager tests also
-// run against that real project (see docs/gcp-certificate-manager.md).
+// run against that real project (see docs/deploy/gcp.md).
 package gcmtest
 
 import (

@@ -1,5 +1,5 @@
 # Example root module: deploys certfn with infra/terraform/aws and declares,
-# with certfn's Terraform provider (docs/terraform.md), what certfn should
+# with certfn's Terraform provider (docs/deploy/terraform.md), what certfn should
 # issue: a self-signed Issuer and a Certificate "web" (plus, with
 # acme_server_url, an ACME Issuer and a Certificate validated over HTTP-01),
 # and the CertificateRequestPolicy that approves their requests. `terraform
@@ -11,7 +11,7 @@
 #
 # manage_certificates = false leaves certfn's objects out of Terraform: the
 # output "manifests" holds them as YAML to send to the api by hand
-# (docs/deploy-aws.md, "Apply the example manifests"; localstack/e2e.sh).
+# (docs/deploy/aws.md, "Apply the example manifests"; localstack/e2e.sh).
 
 provider "aws" {
   region = var.region

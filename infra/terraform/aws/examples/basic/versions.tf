@@ -7,7 +7,7 @@ terraform {
       version = ">= 5.60.0, < 7.0.0"
     }
     # certfn's provider: no registry entry; install it with `make provider`
-    # (docs/terraform.md).
+    # (docs/deploy/terraform.md).
     certfn = {
       source = "certfn/certfn"
     }

@@ -1,5 +1,5 @@
 # Example root module: deploys certfn with infra/terraform/gcp and declares,
-# with certfn's Terraform provider (docs/terraform.md), a self-signed Issuer
+# with certfn's Terraform provider (docs/deploy/terraform.md), a self-signed Issuer
 # and a Certificate (plus, with acme_server_url and a Cloud DNS zone, an ACME
 # ClusterIssuer solving DNS-01 in that zone and a Certificate from it) and
 # the CertificateRequestPolicy that approves their requests.
@@ -7,7 +7,7 @@
 # The manifests (manifests/*.tftpl) are rendered into local.manifests; each
 # document becomes a certfn_manifest resource, applied through the api
 # service with a Google ID token (Application Default Credentials: a
-# service account, see docs/terraform.md), the Certificates waited for
+# service account, see docs/deploy/terraform.md), the Certificates waited for
 # until Ready. manage_certificates = false leaves them out of Terraform: the
 # output "manifests" holds them to send to the api by hand (README.md).
 
@@ -37,7 +37,7 @@ module "certfn" {
 
 # certfn's API: the api Cloud Run service, with a Google ID token for its
 # URL from Application Default Credentials (a service account's: a
-# person's own gcloud login is not enough, see docs/terraform.md). The
+# person's own gcloud login is not enough, see docs/deploy/terraform.md). The
 # token's e-mail must be in api_invoker_members and api_admins (or hold
 # RBAC bindings).
 provider "certfn" {

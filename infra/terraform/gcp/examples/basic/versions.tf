@@ -7,7 +7,7 @@ terraform {
       version = ">= 6.1.0, < 8.0.0"
     }
     # certfn's provider: no registry entry; install it with `make provider`
-    # (docs/terraform.md).
+    # (docs/deploy/terraform.md).
     certfn = {
       source = "certfn/certfn"
     }
