@@ -39,7 +39,7 @@ func newCheck(g *globals) *cobra.Command {
 			}
 			for _, kind := range []string{api.KindClusterIssuer, api.KindIssuer, api.KindCertificate} {
 				info, _ := api.KindInfoFor(kind)
-				objs, err := rt.Engine.List(cmd.Context(), kind, "")
+				objs, err := rt.Repo.List(cmd.Context(), kind, "")
 				if err != nil {
 					return exitError{code: 1, err: fmt.Errorf("read %s: %w", info.Plural, err)}
 				}

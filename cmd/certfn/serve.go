@@ -16,7 +16,7 @@ import (
 	"github.com/certfn/certfn/core/acme"
 	"github.com/certfn/certfn/core/acme/dns01"
 	"github.com/certfn/certfn/core/api"
-	"github.com/certfn/certfn/core/engine"
+	"github.com/certfn/certfn/core/rbac"
 	"github.com/certfn/certfn/internal/envconf"
 	"github.com/certfn/certfn/internal/localmode"
 	"github.com/spf13/cobra"
@@ -82,7 +82,7 @@ this work, so --server is refused.`,
 			opts := localmode.Options{DataDir: g.dataDir, ClusterResourceNamespace: g.clusterNS, AutoApprove: signers, Quotas: quotas,
 				CertificateFiles: files, CertificateFileBounds: bounds}
 			if ctrlUser != "" {
-				opts.Identity = engine.Identity{Username: ctrlUser, Groups: append([]string{"system:authenticated"}, ctrlGroups...)}
+				opts.Identity = rbac.Identity{Username: ctrlUser, Groups: append([]string{"system:authenticated"}, ctrlGroups...)}
 			}
 			opts.ACME.HTTP01SelfCheckAddr = selfCheckAddr
 			opts.ACME.NoHTTP01Listener = o.HTTP01Listen == ""

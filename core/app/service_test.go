@@ -230,7 +230,7 @@ func TestDeleteCascades(t *testing.T) {
 	}
 	// Deleting again is not an error for the engine; the service reports
 	// the missing object.
-	if err := r.Engine.DeleteObject(r.Ctx, apptest.CertKey, 0, api.Key{}); err != nil {
+	if err := r.Objects.DeleteObject(r.Ctx, apptest.CertKey, 0, api.Key{}); err != nil {
 		t.Fatalf("second Delete: %v", err)
 	}
 	if err := r.Service.Delete(r.Ctx, caller, apptest.CertKey, app.DeleteOptions{}); !errors.Is(err, app.ErrNotFound) {

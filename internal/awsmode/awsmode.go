@@ -56,8 +56,9 @@ import (
 	"github.com/certfn/certfn/core/certificates/readiness"
 	"github.com/certfn/certfn/core/clock"
 	"github.com/certfn/certfn/core/csr"
-	"github.com/certfn/certfn/core/engine"
+	"github.com/certfn/certfn/core/kernel"
 	"github.com/certfn/certfn/core/ports"
+	"github.com/certfn/certfn/core/repo"
 )
 
 // Options inject what a deployed function takes from its environment and
@@ -126,8 +127,10 @@ type Runtime struct {
 	Clock    ports.Clock
 	// App is the function's role assembled by core/app.Build.
 	App *app.App
-	// Engine is App.Engine (nil for the http01 role).
-	Engine *engine.Engine
+	// Kernel and Repo are App.Kernel and App.Repo (nil for the http01
+	// role).
+	Kernel *kernel.Kernel
+	Repo   *repo.Repo
 	// Store is the DynamoDB store (Counts() for cost figures).
 	Store *dynamo.Store
 	// Queue is the worker queue (nil for http01).
@@ -263,7 +266,7 @@ func FromEnvWith(ctx context.Context, role Role, o Options) (*Runtime, error) {
 	if err != nil {
 		return nil, fmt.Errorf("awsmode: %w", err)
 	}
-	rt.Engine, rt.HTTP01 = rt.App.Engine, rt.App.HTTP01
+	rt.Kernel, rt.Repo, rt.HTTP01 = rt.App.Kernel, rt.App.Repo, rt.App.HTTP01
 	if role == RoleWorker || role == RoleSigner {
 		rt.deliver = &app.Deliverer{App: rt.App, Queue: rt.Queue, Metrics: o.Metrics, Log: o.Logger, Reserve: followUpReserve}
 		if role == RoleWorker {

@@ -33,8 +33,9 @@ import (
 	"github.com/certfn/certfn/core/api"
 	"github.com/certfn/certfn/core/app"
 	"github.com/certfn/certfn/core/clock"
-	"github.com/certfn/certfn/core/engine"
+	"github.com/certfn/certfn/core/kernel"
 	"github.com/certfn/certfn/core/ports"
+	"github.com/certfn/certfn/core/repo"
 )
 
 // Options inject what a deployed service takes from its environment and
@@ -86,8 +87,9 @@ type Runtime struct {
 	Settings Settings
 	Log      *slog.Logger
 	App      *app.App
-	// Engine is App.Engine (nil for http01).
-	Engine  *engine.Engine
+	// Kernel and Repo are App.Kernel and App.Repo (nil for http01).
+	Kernel  *kernel.Kernel
+	Repo    *repo.Repo
 	handler http.Handler
 	deliver *app.Deliverer
 	queue   app.BatchQueue
@@ -212,7 +214,7 @@ func FromEnvWith(ctx context.Context, role Role, o Options) (*Runtime, error) {
 	if err != nil {
 		return nil, fmt.Errorf("gcpmode: %w", err)
 	}
-	rt.Engine = rt.App.Engine
+	rt.Kernel, rt.Repo = rt.App.Kernel, rt.App.Repo
 	if role == RoleWorker || role == RoleSigner {
 		rt.deliver = &app.Deliverer{App: rt.App, Queue: o.Queue, Metrics: o.Metrics, Log: o.Logger, Reserve: followUpReserve}
 		if role == RoleWorker {

@@ -1,4 +1,4 @@
-package engine_test
+package certificates_test
 
 import (
 	"slices"
@@ -27,7 +27,7 @@ func issueAndRenew(t *testing.T, r *apptest.Rig) (issued, renewed float64) {
 	}
 	issued = r.Metrics.Get(certWrites)
 	r.Clock.Set(c.Status.RenewalTime.Add(time.Minute))
-	if _, err := r.Engine.Sweep(r.Ctx, 100); err != nil {
+	if _, err := r.Kernel.Sweep(r.Ctx, 100); err != nil {
 		t.Fatal(err)
 	}
 	r.Drain()
@@ -84,7 +84,7 @@ func TestNotificationOfADenial(t *testing.T) {
 	}
 	r.Approver.Set(requests.Approved)
 	r.Clock.Advance(time.Hour + time.Minute)
-	if _, err := r.Engine.Sweep(r.Ctx, 100); err != nil {
+	if _, err := r.Kernel.Sweep(r.Ctx, 100); err != nil {
 		t.Fatal(err)
 	}
 	r.Drain()
