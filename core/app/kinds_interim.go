@@ -119,13 +119,9 @@ var _ kernel.Controller = (*CertificateController)(nil)
 
 // Reconcile implements kernel.Controller.
 func (c *CertificateController) Reconcile(ctx context.Context, o kernel.Objects, rec ports.Record) error {
-	obj, err := o.Decode(rec)
+	cert, err := kernel.DecodeAs[*api.Certificate](o, rec)
 	if err != nil {
 		return err
-	}
-	cert, ok := obj.(*api.Certificate)
-	if !ok {
-		return fmt.Errorf("record %s is not a Certificate", rec.Key)
 	}
 	st := &certificates.State{Cert: cert, Version: rec.Version, NextRunAt: rec.NextRunAt, Now: o.Now()}
 	st.SecretLoader = func(ctx context.Context) (*ports.Secret, error) {
@@ -359,13 +355,9 @@ var _ kernel.Controller = (*RequestController)(nil)
 
 // Reconcile implements kernel.Controller.
 func (c *RequestController) Reconcile(ctx context.Context, o kernel.Objects, rec ports.Record) error {
-	obj, err := o.Decode(rec)
+	cr, err := kernel.DecodeAs[*api.CertificateRequest](o, rec)
 	if err != nil {
 		return err
-	}
-	cr, ok := obj.(*api.CertificateRequest)
-	if !ok {
-		return fmt.Errorf("record %s is not a CertificateRequest", rec.Key)
 	}
 	st := &requests.State{CR: cr, Version: rec.Version, NextRunAt: rec.NextRunAt, Now: o.Now()}
 	env := &requests.Env{Clock: o, Writer: reqWriter{o}, Approver: c.cfg.Approver, Issuers: issuerFunc(c.cfg.Reads.Issuer),

@@ -77,13 +77,9 @@ var _ kernel.Controller = (*Controller)(nil)
 
 // Reconcile implements kernel.Controller.
 func (c *Controller) Reconcile(ctx context.Context, o kernel.Objects, rec ports.Record) error {
-	obj, err := o.Decode(rec)
+	csr, err := kernel.DecodeAs[*api.CertificateSigningRequest](o, rec)
 	if err != nil {
 		return err
-	}
-	csr, ok := obj.(*api.CertificateSigningRequest)
-	if !ok {
-		return fmt.Errorf("record %s is not a CertificateSigningRequest", rec.Key)
 	}
 	st := &State{CSR: csr, Version: rec.Version, Now: o.Now()}
 	reads := c.cfg.Reads

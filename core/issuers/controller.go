@@ -3,7 +3,6 @@ package issuers
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/certfn/certfn/core/api"
@@ -67,13 +66,9 @@ var (
 
 // Reconcile implements kernel.Controller.
 func (c *Controller) Reconcile(ctx context.Context, o kernel.Objects, rec ports.Record) error {
-	obj, err := o.Decode(rec)
+	iss, err := kernel.DecodeAs[api.GenericIssuer](o, rec)
 	if err != nil {
 		return err
-	}
-	iss, ok := obj.(api.GenericIssuer)
-	if !ok {
-		return fmt.Errorf("record %s is not an issuer", rec.Key)
 	}
 	st := &State{Issuer: iss, Version: rec.Version, NextRunAt: rec.NextRunAt, Now: o.Now(),
 		SecretNamespace: c.cfg.Issuers.SecretNamespace(iss)}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
+	"reflect"
 	"time"
 
 	"github.com/certfn/certfn/core/api"
@@ -53,6 +55,21 @@ type Objects interface {
 }
 
 var _ Objects = (*run)(nil)
+
+// DecodeAs decodes rec through o as T, the type of the kind a controller
+// reconciles; a record of another type is an error naming it.
+func DecodeAs[T api.Object](o Objects, rec ports.Record) (T, error) {
+	var zero T
+	obj, err := o.Decode(rec)
+	if err != nil {
+		return zero, err
+	}
+	t, ok := obj.(T)
+	if !ok {
+		return zero, fmt.Errorf("record %s is not a %s", rec.Key, reflect.TypeFor[T]())
+	}
+	return t, nil
+}
 
 // Get implements Objects.
 func (r *run) Get(ctx context.Context, key api.Key) (api.Object, error) {

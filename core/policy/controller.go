@@ -3,7 +3,6 @@ package policy
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/certfn/certfn/core/api"
@@ -47,13 +46,9 @@ var _ kernel.Controller = (*Controller)(nil)
 // Reconcile implements kernel.Controller: one write of the Ready condition
 // when it changed, else the pending requests are woken.
 func (c *Controller) Reconcile(ctx context.Context, o kernel.Objects, rec ports.Record) error {
-	obj, err := o.Decode(rec)
+	p, err := kernel.DecodeAs[*api.CertificateRequestPolicy](o, rec)
 	if err != nil {
 		return err
-	}
-	p, ok := obj.(*api.CertificateRequestPolicy)
-	if !ok {
-		return fmt.Errorf("record %s is not a CertificateRequestPolicy", rec.Key)
 	}
 	if api.SetCondition(&p.Status.Conditions, c.ev.ReadyCondition(p), o.Now()) {
 		_, err := o.UpdateObject(ctx, p, rec.Version, time.Time{})

@@ -115,13 +115,9 @@ type run struct {
 
 // Reconcile implements kernel.Controller: one step per call.
 func (h *Controller) Reconcile(ctx context.Context, e kernel.Objects, rec ports.Record) error {
-	obj, err := e.Decode(rec)
+	c, err := kernel.DecodeAs[*api.Challenge](e, rec)
 	if err != nil {
 		return err
-	}
-	c, ok := obj.(*api.Challenge)
-	if !ok {
-		return fmt.Errorf("record %s is not a Challenge", rec.Key)
 	}
 	r := &run{h: h, e: e, rec: rec, c: c, now: e.Now()}
 	return r.step(ctx)

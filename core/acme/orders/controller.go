@@ -81,13 +81,9 @@ type run struct {
 
 // Reconcile implements kernel.Controller: one step per call.
 func (h *Controller) Reconcile(ctx context.Context, e kernel.Objects, rec ports.Record) error {
-	obj, err := e.Decode(rec)
+	o, err := kernel.DecodeAs[*api.Order](e, rec)
 	if err != nil {
 		return err
-	}
-	o, ok := obj.(*api.Order)
-	if !ok {
-		return fmt.Errorf("record %s is not an Order", rec.Key)
 	}
 	r := &run{h: h, e: e, rec: rec, o: o, now: e.Now()}
 	return r.step(ctx)
