@@ -37,10 +37,10 @@ func issueAndRenew(t *testing.T, r *apptest.Rig) (issued, renewed float64) {
 	return issued, r.Metrics.Get(certWrites) - issued
 }
 
-// Notifications through the engine: "issued" after the first issuance,
+// Notifications through the kernel: "issued" after the first issuance,
 // "renewed" after the renewal, at the price of one Certificate write each
 // (none without a notifier).
-func TestNotificationsThroughTheEngine(t *testing.T) {
+func TestNotificationsThroughTheKernel(t *testing.T) {
 	off := apptest.NewRig(t)
 	offIssued, offRenewed := issueAndRenew(t, off)
 
