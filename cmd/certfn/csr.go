@@ -20,7 +20,7 @@ import (
 
 	"github.com/certfn/certfn/core/api"
 	"github.com/certfn/certfn/core/app"
-	"github.com/certfn/certfn/core/csr"
+	"github.com/certfn/certfn/core/certificatesigningrequests"
 	"github.com/certfn/certfn/core/pki"
 	"github.com/certfn/certfn/core/ports"
 )
@@ -316,7 +316,7 @@ func waitCSR(cmd *cobra.Command, g *globals, cl client, k api.Key, timeout time.
 
 // csrWaitingReason is why c waits, from its Event (the engine records it
 // there: a CSR has no condition for it): the message of a waiting reason
-// (core/csr's: the approver's message while nobody decided, the issuer or
+// (core/certificatesigningrequests's: the approver's message while nobody decided, the issuer or
 // the signer once approved), "<reason>: <message>" for a failure
 // recorded since; "" when there is none, the caller may not read it, or
 // it is stale (waiting for approval, and c is approved).
@@ -330,12 +330,12 @@ func csrWaitingReason(ctx context.Context, cl client, c *api.CertificateSigningR
 		return ""
 	}
 	switch ev.Reason {
-	case csr.ReasonWaitingApproval:
+	case certificatesigningrequests.ReasonWaitingApproval:
 		if c.Status.Has(api.CSRConditionApproved) {
 			return ""
 		}
 		return ev.Message
-	case csr.ReasonIssuerNotFound, csr.ReasonIssuerNotReady, csr.ReasonOrderPending, csr.ReasonPending:
+	case certificatesigningrequests.ReasonIssuerNotFound, certificatesigningrequests.ReasonIssuerNotReady, certificatesigningrequests.ReasonOrderPending, certificatesigningrequests.ReasonPending:
 		return ev.Message
 	}
 	return ev.Reason + ": " + ev.Message

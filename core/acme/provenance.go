@@ -62,7 +62,7 @@ func CheckOrder(ctx context.Context, get Getter, o *api.Order) (why string, err 
 }
 
 // checkCSROrder is CheckOrder for an Order controlled by the
-// CertificateSigningRequest ref names (core/csr: cert-manager's signer
+// CertificateSigningRequest ref names (core/certificatesigningrequests: cert-manager's signer
 // names issuers.cert-manager.io/<namespace>.<name> and
 // clusterissuers.cert-manager.io/<name>).
 func checkCSROrder(ctx context.Context, get Getter, o *api.Order, ref *api.OwnerReference) (string, error) {

@@ -39,7 +39,7 @@ const (
 	AnnotationMaxDuration = "certfn.io/max-duration"
 	// AnnotationACMImport is certfn's extension on a Certificate: "true"
 	// imports its key pair into AWS Certificate Manager after each
-	// issuance (core/certificates/acmimport; docs/aws.md).
+	// issuance (core/certificates/acmimport.go; docs/aws.md).
 	AnnotationACMImport = "certfn.io/acm-import"
 )
 
@@ -310,7 +310,7 @@ type CertificateStatus struct {
 	// extension): an unchanged serial is not imported again.
 	ACMCertificateSerial string `json:"acmCertificateSerial,omitempty"`
 	// NotifiedRevision is the last revision announced as issued or renewed
-	// (certfn extension, core/certificates/notify): a later revision is
+	// (certfn extension, core/certificates/notify.go): a later revision is
 	// announced, this one is not again. Absent until the first event.
 	NotifiedRevision *int `json:"notifiedRevision,omitempty"`
 	// NotifiedFailureTime is the lastFailureTime of the last failed

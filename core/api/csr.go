@@ -100,7 +100,7 @@ type CertificateSigningRequestStatus struct {
 	IssuedAt *Time `json:"issuedAt,omitempty"`
 	// Approved is what the approval approved (certfn's extension): the
 	// parameters the approver evaluated. Only the write that adds the
-	// Approved condition sets it (core/csr.Approve); an apply never writes
+	// Approved condition sets it (certificatesigningrequests.Approve); an apply never writes
 	// status. The signer signs these parameters and refuses a request whose
 	// evaluated view no longer matches them.
 	Approved *CSRApproval `json:"approved,omitempty"`

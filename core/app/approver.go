@@ -5,10 +5,10 @@ import (
 	"fmt"
 
 	"github.com/certfn/certfn/core/api"
+	"github.com/certfn/certfn/core/certificaterequests"
 	"github.com/certfn/certfn/core/pki"
 	"github.com/certfn/certfn/core/policy"
 	"github.com/certfn/certfn/core/rbac"
-	"github.com/certfn/certfn/core/requests"
 )
 
 // policyApprover adapts policy.Approver (the opt-in auto-approve list, then
@@ -24,20 +24,20 @@ type policyApprover struct {
 // Reason recorded on Approved/Denied conditions decided by policy, as approver-policy does.
 const policyReason = "policy.cert-manager.io"
 
-// Decide implements requests.Approver.
-func (p *policyApprover) Decide(ctx context.Context, cr *api.CertificateRequest) (requests.Decision, error) {
+// Decide implements certificaterequests.Approver.
+func (p *policyApprover) Decide(ctx context.Context, cr *api.CertificateRequest) (certificaterequests.Decision, error) {
 	in, err := policy.LoadInput(ctx, p.objs, cr)
 	if err != nil {
-		return requests.Decision{}, err
+		return certificaterequests.Decision{}, err
 	}
 	d := p.ap.Decide(ctx, in)
 	switch d.Result {
 	case policy.Approved:
-		return requests.Decision{Result: requests.Approved, Reason: policyReason, Message: d.Message()}, nil
+		return certificaterequests.Decision{Result: certificaterequests.Approved, Reason: policyReason, Message: d.Message()}, nil
 	case policy.Denied:
-		return requests.Decision{Result: requests.Denied, Reason: policyReason, Message: d.Message()}, nil
+		return certificaterequests.Decision{Result: certificaterequests.Denied, Reason: policyReason, Message: d.Message()}, nil
 	}
-	return requests.Decision{Result: requests.Unmatched, Message: d.Message(), Detail: d.Detail}, nil
+	return certificaterequests.Decision{Result: certificaterequests.Unmatched, Message: d.Message(), Detail: d.Detail}, nil
 }
 
 // keyPolicy is the policy approver's certificates.KeyPolicy: the requests

@@ -16,10 +16,11 @@ import (
 	"github.com/certfn/certfn/core/acme/orders"
 	acmesigner "github.com/certfn/certfn/core/acme/signer"
 	"github.com/certfn/certfn/core/api"
+	"github.com/certfn/certfn/core/certificaterequests"
 	"github.com/certfn/certfn/core/certificates"
 	"github.com/certfn/certfn/core/certificates/keygen"
+	"github.com/certfn/certfn/core/certificatesigningrequests"
 	"github.com/certfn/certfn/core/clock"
-	"github.com/certfn/certfn/core/csr"
 	issuerctl "github.com/certfn/certfn/core/issuers"
 	"github.com/certfn/certfn/core/kernel"
 	"github.com/certfn/certfn/core/policy"
@@ -27,7 +28,6 @@ import (
 	"github.com/certfn/certfn/core/ports"
 	"github.com/certfn/certfn/core/rbac"
 	"github.com/certfn/certfn/core/repo"
-	"github.com/certfn/certfn/core/requests"
 	"github.com/certfn/certfn/core/signers"
 	"github.com/certfn/certfn/core/signers/ca"
 	"github.com/certfn/certfn/core/signers/selfsigned"
@@ -67,7 +67,7 @@ type Ports struct {
 	// it is not configured).
 	CertificateImporter ports.CertificateImporter
 	// Notifier publishes events about Certificates — issued, renewed,
-	// failed, approaching expiration (core/certificates/notify); nil:
+	// failed, approaching expiration (core/certificates/notify.go); nil:
 	// notifications are off. Only roles with an engine use it.
 	Notifier ports.Notifier
 	// SecretReference names where the deployment's secret store keeps the
@@ -105,7 +105,7 @@ type Settings struct {
 	Quotas Quotas
 	// NotifyExpiryWindow is how long before its expiry a certificate is
 	// announced as expiring through Ports.Notifier, once a day (0: never;
-	// the deployments default to notify.DefaultExpiryWindow, 14 days).
+	// the deployments default to certificates.NotifyDefaultExpiryWindow, 14 days).
 	NotifyExpiryWindow time.Duration
 	// SecretFileBounds bound the file permissions (owner, group, mode) a
 	// Certificate's spec.secretTemplate may ask of its secret's files (nil:
@@ -113,7 +113,7 @@ type Settings struct {
 	SecretFileBounds *api.SecretFileBounds
 
 	// Approver replaces the approver of a role that approves (tests).
-	Approver requests.Approver
+	Approver certificaterequests.Approver
 	// WrapSigners may wrap or replace the signers (tests inject failures).
 	WrapSigners func(map[string]signers.Signer) map[string]signers.Signer
 	// GenerateKey replaces pki.GenerateKey under the key generation stage
@@ -236,7 +236,7 @@ type Wiring struct {
 	// Approver decides requests: Settings.Approver, certfn's policy
 	// approver when none is set, or a refusing one in a role that does
 	// not approve.
-	Approver requests.Approver
+	Approver certificaterequests.Approver
 	// Identity is certfn's requester identity on the requests
 	// Certificates create.
 	Identity rbac.Identity
@@ -361,19 +361,19 @@ func Build(p Ports, s Settings, role Role) (*App, error) {
 		w.Signers = s.WrapSigners(w.Signers)
 	}
 
-	certCtl, err := NewCertificateController(CertificateConfig{Secrets: secrets, Reads: rp, Identity: identity,
+	certCtl, err := certificates.NewController(certificates.Config{Secrets: secrets, Reads: rp, Identity: identity,
 		WaitPoll: s.WaitPoll, ResyncInterval: s.ResyncInterval, Importer: p.CertificateImporter,
 		Notifier: p.Notifier, NotifyExpiryWindow: s.NotifyExpiryWindow, Keys: keygen.New(s.GenerateKey, 0),
 		KeyPolicy: keys, FileBounds: s.SecretFileBounds})
 	if err != nil {
 		return nil, fmt.Errorf("app: %w", err)
 	}
-	reqCtl, err := NewRequestController(RequestConfig{Approver: approver, Signers: w.Signers, Reads: rp, WaitPoll: s.WaitPoll,
+	reqCtl, err := certificaterequests.NewController(certificaterequests.Config{Approver: approver, Signers: w.Signers, Reads: rp, WaitPoll: s.WaitPoll,
 		IssuancesPerHourPerNamespace: s.Quotas.IssuancesPerHourPerNamespace})
 	if err != nil {
 		return nil, fmt.Errorf("app: %w", err)
 	}
-	csrCtl, err := csr.NewController(csr.Config{Approver: approver, Signers: w.Signers, Reads: rp,
+	csrCtl, err := certificatesigningrequests.NewController(certificatesigningrequests.Config{Approver: approver, Signers: w.Signers, Reads: rp,
 		ClusterResourceNamespace: issuers.ClusterNamespace(), WaitPoll: s.WaitPoll, IssuancesPerHour: s.Quotas.IssuancesPerHourPerNamespace})
 	if err != nil {
 		return nil, fmt.Errorf("app: %w", err)
@@ -396,14 +396,14 @@ func Build(p Ports, s Settings, role Role) (*App, error) {
 		{Kinds: []string{api.KindCertificate}, Controller: certCtl, Owns: []string{api.KindCertificateRequest},
 			Unfinished: certCtl.Unfinished},
 		{Kinds: []string{api.KindCertificateRequest}, Controller: reqCtl, Owns: []string{api.KindOrder},
-			Unfinished: UnfinishedRequests},
+			Unfinished: certificaterequests.Unfinished},
 		{Kinds: []string{api.KindOrder}, Controller: orderCtl, Owns: []string{api.KindChallenge},
 			Unfinished: orders.Unfinished},
 		{Kinds: []string{api.KindChallenge}, Controller: challengeCtl,
 			Unfinished: challenges.Unfinished},
 		// The ACME Order of a CertificateSigningRequest, in the issuer's namespace.
 		{Kinds: []string{api.KindCertificateSigningRequest}, Controller: csrCtl, Owns: []string{api.KindOrder},
-			Unfinished: csr.Unfinished},
+			Unfinished: certificatesigningrequests.Unfinished},
 		{Kinds: []string{api.KindIssuer, api.KindClusterIssuer}, Controller: issuerCtl,
 			Unfinished: issuerctl.Unfinished},
 		{Kinds: []string{api.KindCertificateRequestPolicy}, Controller: policyCtl},

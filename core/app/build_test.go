@@ -112,3 +112,12 @@ func TestAPIRoleLeavesSecrets(t *testing.T) {
 		t.Fatalf("log %q", logs.String())
 	}
 }
+
+// What Build assembles without settings: the cluster resource namespace,
+// an approver (certfn's policy approver) and certfn's identity.
+func TestBuildDefaults(t *testing.T) {
+	w := apptest.NewPolicyRig(t).App.Wiring()
+	if w.ClusterResourceNamespace != "cert-manager" || w.Approver == nil || w.Identity.Username == "" || w.Evaluator == nil {
+		t.Fatalf("defaults not applied: %+v", w)
+	}
+}

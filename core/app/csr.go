@@ -8,12 +8,12 @@ import (
 	"time"
 
 	"github.com/certfn/certfn/core/api"
-	"github.com/certfn/certfn/core/csr"
+	"github.com/certfn/certfn/core/certificaterequests"
+	"github.com/certfn/certfn/core/certificatesigningrequests"
 	"github.com/certfn/certfn/core/errs"
 	"github.com/certfn/certfn/core/ports"
 	"github.com/certfn/certfn/core/rbac"
 	"github.com/certfn/certfn/core/repo"
-	"github.com/certfn/certfn/core/requests"
 	"github.com/certfn/certfn/core/validation"
 )
 
@@ -66,7 +66,7 @@ func checkCSRUpdate(key api.Key, old, obj api.Object) (field string, err error) 
 // names. A non-empty resourceVersion is a precondition (Kubernetes
 // semantics): the decision applies only to that version, another is
 // refused (ErrConflict naming metadata.resourceVersion). An approval
-// records what it approved (csr.Approve), which is all the signer signs.
+// records what it approved (certificatesigningrequests.Approve), which is all the signer signs.
 func (s *Service) ApproveCSR(ctx context.Context, caller Caller, name string, approve bool, reason, message, resourceVersion string) (*api.CertificateSigningRequest, error) {
 	key := api.Key{Kind: api.KindCertificateSigningRequest, Name: name}
 	out, err := s.decide(ctx, caller, key, approve, reason, message, resourceVersion,
@@ -84,7 +84,7 @@ func (s *Service) ApproveCSR(ctx context.Context, caller Caller, name string, ap
 				return conflictf("%s is already final", key)
 			}
 			if t == api.CSRConditionApproved {
-				csr.Approve(c, s.repo.Issuers().ClusterNamespace(), reason, message, s.clock.Now())
+				certificatesigningrequests.Approve(c, s.repo.Issuers().ClusterNamespace(), reason, message, s.clock.Now())
 				return nil
 			}
 			c.Status.AddCondition(t, reason, message, s.clock.Now())
@@ -117,7 +117,7 @@ func (a *authz) checkSignerApproval(ctx context.Context, caller Caller, signerNa
 // issued, its signer name one of cert-manager's, its issuer stored and of
 // a type this role hands off (or, in a signer-only role, signs), and —
 // checked here by the approving role, because the signer may not read
-// RBAC — its requester may reference that issuer (csr.CanReference). A
+// RBAC — its requester may reference that issuer (certificatesigningrequests.CanReference). A
 // CSR whose requester may not is reconciled by this role, whose signing
 // step marks it Failed.
 func (d *Deliverer) csrSignerWork(ctx context.Context, c *api.CertificateSigningRequest) (bool, error) {
@@ -125,7 +125,7 @@ func (d *Deliverer) csrSignerWork(ctx context.Context, c *api.CertificateSigning
 		return false, nil
 	}
 	rp := d.App.Repo
-	cr, ours, err := csr.Request(c, rp.Issuers().ClusterNamespace())
+	cr, ours, err := certificatesigningrequests.Request(c, rp.Issuers().ClusterNamespace())
 	if !ours || err != nil {
 		return false, nil // not certfn's, or Failed by the signing step here
 	}
@@ -144,7 +144,7 @@ func (d *Deliverer) csrSignerWork(ctx context.Context, c *api.CertificateSigning
 	if err != nil {
 		return false, nil
 	}
-	typ := requests.IssuerType(iobj.(api.GenericIssuer).GetSpec())
+	typ := certificaterequests.IssuerType(iobj.(api.GenericIssuer).GetSpec())
 	role := d.App.Role
 	if !role.handsOff(typ) && !(role.SignerWorkOnly && role.signs(typ)) {
 		return false, nil
@@ -152,29 +152,29 @@ func (d *Deliverer) csrSignerWork(ctx context.Context, c *api.CertificateSigning
 	if role.SignerWorkOnly {
 		return true, nil
 	}
-	ok, _, err = csr.CanReference(ctx, func(ctx context.Context) (*rbac.Authorizer, error) { return rbac.Load(ctx, rp) }, c)
+	ok, _, err = certificatesigningrequests.CanReference(ctx, func(ctx context.Context) (*rbac.Authorizer, error) { return rbac.Load(ctx, rp) }, c)
 	return ok, err
 }
 
 // RetainCSR is how long a final CertificateSigningRequest is kept
-// (csr.Retain: docs/design/request-duration.md's one hour, or until its certificate expires if
+// (certificatesigningrequests.Retain: docs/design/request-duration.md's one hour, or until its certificate expires if
 // sooner). CleanupStep deletes it then in every deployment; the cloud
 // stores' TTL is the same rule.
-const RetainCSR = csr.Retain
+const RetainCSR = certificatesigningrequests.Retain
 
 // csrExpiresAt is ExpiresAt for a CertificateSigningRequest: a final one
-// expires when csr.KeepUntil says (from when it became final, read from
+// expires when certificatesigningrequests.KeepUntil says (from when it became final, read from
 // the CSR), a pending one (neither approved nor denied) when
-// csr.PendingUntil says (a day after its creation), an approved one that
+// certificatesigningrequests.PendingUntil says (a day after its creation), an approved one that
 // is not final never (the cloud stores' TTL).
 func csrExpiresAt(rec ports.Record) time.Time {
 	var c api.CertificateSigningRequest
 	if err := json.Unmarshal(rec.Data, &c); err != nil {
 		return time.Time{}
 	}
-	if at, ok := csr.KeepUntil(&c); ok {
+	if at, ok := certificatesigningrequests.KeepUntil(&c); ok {
 		return at
 	}
-	at, _ := csr.PendingUntil(&c)
+	at, _ := certificatesigningrequests.PendingUntil(&c)
 	return at
 }

@@ -10,10 +10,10 @@ import (
 	"github.com/certfn/certfn/core/api"
 	"github.com/certfn/certfn/core/app"
 	"github.com/certfn/certfn/core/app/apptest"
-	"github.com/certfn/certfn/core/csr"
+	"github.com/certfn/certfn/core/certificaterequests"
+	"github.com/certfn/certfn/core/certificatesigningrequests"
 	"github.com/certfn/certfn/core/pki"
 	"github.com/certfn/certfn/core/ports"
-	"github.com/certfn/certfn/core/requests"
 )
 
 // noCAPolicy lets team-a have leaf certificates for its names from Issuer
@@ -106,8 +106,8 @@ func TestCSRChangedAfterApprovalIsNotSigned(t *testing.T) {
 		t.Fatalf("signed: isCA %v, lifetime %v; want the approved leaf", leaf.IsCA, leaf.NotAfter.Sub(leaf.NotBefore))
 	}
 	c = getCSR(r, "store")
-	if f := c.Status.Condition(api.CSRConditionFailed); c.IsIssued() || f == nil || f.Reason != csr.ReasonChangedAfterApproval || !strings.Contains(f.Message, isCA) {
-		t.Fatalf("store: issued %v, failed %+v; want Failed %s naming %s", c.IsIssued(), f, csr.ReasonChangedAfterApproval, isCA)
+	if f := c.Status.Condition(api.CSRConditionFailed); c.IsIssued() || f == nil || f.Reason != certificatesigningrequests.ReasonChangedAfterApproval || !strings.Contains(f.Message, isCA) {
+		t.Fatalf("store: issued %v, failed %+v; want Failed %s naming %s", c.IsIssued(), f, certificatesigningrequests.ReasonChangedAfterApproval, isCA)
 	}
 }
 
@@ -119,12 +119,12 @@ type racingApprover struct {
 	done   bool
 }
 
-func (a *racingApprover) Decide(context.Context, *api.CertificateRequest) (requests.Decision, error) {
+func (a *racingApprover) Decide(context.Context, *api.CertificateRequest) (certificaterequests.Decision, error) {
 	if !a.done {
 		a.done = true
 		a.change()
 	}
-	return requests.Decision{Result: requests.Approved, Reason: "test", Message: "approved"}, nil
+	return certificaterequests.Decision{Result: certificaterequests.Approved, Reason: "test", Message: "approved"}, nil
 }
 
 // The approver's write is conditional on the version it evaluated: a CSR

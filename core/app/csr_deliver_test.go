@@ -8,8 +8,8 @@ import (
 	"github.com/certfn/certfn/core/api"
 	"github.com/certfn/certfn/core/app"
 	ct "github.com/certfn/certfn/core/certificates/certtest"
+	"github.com/certfn/certfn/core/certificatesigningrequests"
 	"github.com/certfn/certfn/core/clock"
-	"github.com/certfn/certfn/core/csr"
 	"github.com/certfn/certfn/core/memory"
 	"github.com/certfn/certfn/core/ports"
 )
@@ -149,7 +149,7 @@ subjects: [{kind: User, name: bob}]
 	if r.signerKinds[api.KindCertificateSigningRequest] != 1 {
 		t.Fatalf("the signer handled %v; want the one approved CSR", r.signerKinds)
 	}
-	if f := r.csr("noref").Status.Condition(api.CSRConditionFailed); f == nil || f.Reason != csr.ReasonDeniedReference {
+	if f := r.csr("noref").Status.Condition(api.CSRConditionFailed); f == nil || f.Reason != certificatesigningrequests.ReasonDeniedReference {
 		t.Fatalf("noref: %+v", r.csr("noref").Status.Conditions)
 	}
 }

@@ -7,8 +7,8 @@ import (
 	"github.com/certfn/certfn/core/api"
 	"github.com/certfn/certfn/core/app"
 	"github.com/certfn/certfn/core/app/apptest"
+	"github.com/certfn/certfn/core/certificaterequests"
 	"github.com/certfn/certfn/core/ports"
-	"github.com/certfn/certfn/core/requests"
 )
 
 // Whoever may get a CSR may read its Event (why it waits), without `get`
@@ -16,7 +16,7 @@ import (
 // reach the Events of other objects.
 func TestCSREventReadableByWhoMayGetTheCSR(t *testing.T) {
 	r := apptest.NewRig(t)
-	r.Approver.Set(requests.Unmatched)
+	r.Approver.Set(certificaterequests.Unmatched)
 	r.Apply(approverRBAC)
 	r.Drain()
 	bob := app.Caller{Username: "bob", Groups: []string{"system:authenticated"}}

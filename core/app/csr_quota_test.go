@@ -10,9 +10,9 @@ import (
 	"github.com/certfn/certfn/core/api"
 	"github.com/certfn/certfn/core/app"
 	"github.com/certfn/certfn/core/app/apptest"
-	"github.com/certfn/certfn/core/csr"
+	"github.com/certfn/certfn/core/certificaterequests"
+	"github.com/certfn/certfn/core/certificatesigningrequests"
 	"github.com/certfn/certfn/core/ports"
-	"github.com/certfn/certfn/core/requests"
 )
 
 // The objects quota counts CertificateSigningRequests by requester: a
@@ -21,7 +21,7 @@ import (
 // an update of a held CSR is not counted.
 func TestCSRObjectsQuotaByRequester(t *testing.T) {
 	r := apptest.NewRig(t, apptest.WithQuotas(app.Quotas{ObjectsPerNamespace: 2}))
-	r.Approver.Set(requests.Unmatched)
+	r.Approver.Set(certificaterequests.Unmatched)
 	r.Apply(approverRBAC)
 	bob := app.Caller{Username: "bob", Groups: []string{"system:authenticated"}}
 	ann := app.Caller{Username: "ann", Groups: []string{"system:authenticated"}}
@@ -88,7 +88,7 @@ func TestCSRIssuanceQuotaByRequester(t *testing.T) {
 	if c := getCSR(r, "a-2"); c.IsIssued() || !c.Status.Has(api.CSRConditionApproved) {
 		t.Fatalf("third CSR of alice within the hour: issued %v, %+v", c.IsIssued(), c.Status.Conditions)
 	}
-	if ev := r.Get(api.EventKeyFor(csrKey("a-2"))).(*api.Event); ev.Reason != csr.ReasonIssuanceQuota ||
+	if ev := r.Get(api.EventKeyFor(csrKey("a-2"))).(*api.Event); ev.Reason != certificatesigningrequests.ReasonIssuanceQuota ||
 		!strings.Contains(ev.Message, `Issuance quota of requester "alice" reached: 2 CertificateSigningRequests issued in the last hour, limit 2 per hour`) {
 		t.Fatalf("Event of the held CSR: %s %q", ev.Reason, ev.Message)
 	}
@@ -118,11 +118,11 @@ func TestCSRIssuanceQuotaByRequester(t *testing.T) {
 // same.
 func TestPendingCSRCleanedAfterADay(t *testing.T) {
 	r := apptest.NewRig(t)
-	r.Approver.Set(requests.Unmatched)
+	r.Approver.Set(certificaterequests.Unmatched)
 	r.Apply(csrSpec{name: "pending", signer: "clusterissuers.cert-manager.io/ca"}.yaml(t))
 	r.Apply(csrSpec{name: "foreign", signer: "example.com/not-certfns"}.yaml(t))
 	r.Drain()
-	day := r.Clock.Now().Add(csr.PendingRetain)
+	day := r.Clock.Now().Add(certificatesigningrequests.PendingRetain)
 	if at := app.ExpiresAt(r.Rec(csrKey("pending")), r.Clock.Now()); !at.Equal(day) {
 		t.Fatalf("TTL of a pending CSR %v, want %v", at, day)
 	}
@@ -154,7 +154,7 @@ func TestPendingCSRCleanedAfterADay(t *testing.T) {
 // it is decided. The approval of a CSR records what it approved.
 func TestApprovalResourceVersionPrecondition(t *testing.T) {
 	r := apptest.NewRig(t)
-	r.Approver.Set(requests.Unmatched)
+	r.Approver.Set(certificaterequests.Unmatched)
 	m := csrSpec{name: "web", signer: "clusterissuers.cert-manager.io/ca"}.yaml(t)
 	r.Apply(m)
 	r.Drain()

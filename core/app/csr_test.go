@@ -15,11 +15,11 @@ import (
 	"github.com/certfn/certfn/core/api"
 	"github.com/certfn/certfn/core/app"
 	"github.com/certfn/certfn/core/app/apptest"
+	"github.com/certfn/certfn/core/certificaterequests"
 	ct "github.com/certfn/certfn/core/certificates/certtest"
-	"github.com/certfn/certfn/core/csr"
+	"github.com/certfn/certfn/core/certificatesigningrequests"
 	"github.com/certfn/certfn/core/pki"
 	"github.com/certfn/certfn/core/ports"
-	"github.com/certfn/certfn/core/requests"
 )
 
 // csrSpec builds a CertificateSigningRequest manifest.
@@ -86,7 +86,7 @@ func applyAs(r *apptest.Rig, caller app.Caller, manifest string) ([]app.ApplyRes
 // status in the body is dropped on create.
 func TestCSRApplyRecordsRequesterAndKeepsSpec(t *testing.T) {
 	r := apptest.NewRig(t)
-	r.Approver.Set(requests.Unmatched)
+	r.Approver.Set(certificaterequests.Unmatched)
 	m := csrSpec{name: "web", signer: "issuers.cert-manager.io/default.ca", expirationSeconds: 600,
 		extra: "  username: mallory\n  uid: forged\n  groups: [system:masters]\n  extra: {scopes: [all]}\nstatus:\n  conditions: [{type: Approved, status: \"True\"}]\n"}.yaml(t)
 	r.Apply(m)
@@ -173,7 +173,7 @@ subjects: [{kind: User, name: ann}]
 // another; Approved and Denied are mutually exclusive and permanent.
 func TestCSRApprovalPermission(t *testing.T) {
 	r := apptest.NewRig(t)
-	r.Approver.Set(requests.Unmatched)
+	r.Approver.Set(certificaterequests.Unmatched)
 	r.Apply(approverRBAC)
 	bob := app.Caller{Username: "bob", Groups: []string{"system:authenticated"}}
 	ann := app.Caller{Username: "ann", Groups: []string{"system:authenticated"}}
@@ -261,11 +261,11 @@ func TestCSRSignedHonouredAtMostRequested(t *testing.T) {
 			if tc.expirationSeconds != 0 {
 				reqWant = 1
 			}
-			if got := r.Metrics.Get(csr.MetricRequestedDuration + "{signerName=issuers.cert-manager.io}"); got != reqWant {
-				t.Fatalf("%s = %v, want %v", csr.MetricRequestedDuration, got, reqWant)
+			if got := r.Metrics.Get(certificatesigningrequests.MetricRequestedDuration + "{signerName=issuers.cert-manager.io}"); got != reqWant {
+				t.Fatalf("%s = %v, want %v", certificatesigningrequests.MetricRequestedDuration, got, reqWant)
 			}
-			if got := r.Metrics.Get(csr.MetricHonoredDuration); got != tc.honoredMetric {
-				t.Fatalf("%s = %v, want %v", csr.MetricHonoredDuration, got, tc.honoredMetric)
+			if got := r.Metrics.Get(certificatesigningrequests.MetricHonoredDuration); got != tc.honoredMetric {
+				t.Fatalf("%s = %v, want %v", certificatesigningrequests.MetricHonoredDuration, got, tc.honoredMetric)
 			}
 		})
 	}
@@ -284,7 +284,7 @@ func TestCSRNamespacedIssuerNeedsReference(t *testing.T) {
 	}
 	r.Drain()
 	c := getCSR(r, "a")
-	if f := c.Status.Condition(api.CSRConditionFailed); f == nil || f.Reason != csr.ReasonDeniedReference || c.IsIssued() {
+	if f := c.Status.Condition(api.CSRConditionFailed); f == nil || f.Reason != certificatesigningrequests.ReasonDeniedReference || c.IsIssued() {
 		t.Fatalf("want Failed/DeniedReference, got %+v", c.Status.Conditions)
 	}
 	r.Apply(`apiVersion: rbac.authorization.k8s.io/v1
@@ -328,7 +328,7 @@ spec: {acme: {server: "https://acme.invalid/dir", privateKeySecretRef: {name: le
 	if c := getCSR(r, "acme"); !c.Status.Has(api.CSRConditionApproved) || c.IsFinal() || countOrders(t, r) != 0 {
 		t.Fatalf("acme (issuer never Ready): want approved and waiting with no Order, got %+v", c.Status.Conditions)
 	}
-	if f := getCSR(r, "nokey").Status.Condition(api.CSRConditionFailed); f == nil || f.Reason != csr.ReasonSigningError ||
+	if f := getCSR(r, "nokey").Status.Condition(api.CSRConditionFailed); f == nil || f.Reason != certificatesigningrequests.ReasonSigningError ||
 		!strings.Contains(f.Message, "private-key-secret-name") {
 		t.Fatalf("nokey: %+v", getCSR(r, "nokey").Status.Conditions)
 	}
@@ -422,7 +422,7 @@ func TestFinalCSRCleanedAfterRetain(t *testing.T) {
 	r.Apply(csrSpec{name: "issued", signer: "issuers.cert-manager.io/default.ca"}.yaml(t))
 	r.Apply(csrSpec{name: "pending", signer: "example.com/not-certfns"}.yaml(t))
 	r.Drain()
-	r.Approver.Set(requests.Unmatched) // nobody decides the next one: a person denies it
+	r.Approver.Set(certificaterequests.Unmatched) // nobody decides the next one: a person denies it
 	r.Apply(csrSpec{name: "denied", signer: "clusterissuers.cert-manager.io/other"}.yaml(t))
 	r.Drain()
 	// Denied through the API, which leaves it due at its short safety net:

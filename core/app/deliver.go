@@ -9,11 +9,11 @@ import (
 	"time"
 
 	"github.com/certfn/certfn/core/api"
+	"github.com/certfn/certfn/core/certificaterequests"
 	"github.com/certfn/certfn/core/errs"
 	"github.com/certfn/certfn/core/kernel"
 	"github.com/certfn/certfn/core/ports"
 	"github.com/certfn/certfn/core/repo"
-	"github.com/certfn/certfn/core/requests"
 )
 
 // BatchQueue is a work queue that can send many keys in one call (SQS
@@ -236,8 +236,8 @@ func (d *Deliverer) signerWork(ctx context.Context, key api.Key) (bool, *ports.R
 		if err != nil {
 			return false, &rec, nil
 		}
-		return d.App.Role.handsOff(requests.IssuerType(iobj.(api.GenericIssuer).GetSpec())) ||
-			(d.App.Role.SignerWorkOnly && d.App.Role.signs(requests.IssuerType(iobj.(api.GenericIssuer).GetSpec()))), &rec, nil
+		return d.App.Role.handsOff(certificaterequests.IssuerType(iobj.(api.GenericIssuer).GetSpec())) ||
+			(d.App.Role.SignerWorkOnly && d.App.Role.signs(certificaterequests.IssuerType(iobj.(api.GenericIssuer).GetSpec()))), &rec, nil
 	}
 	return false, &rec, nil
 }

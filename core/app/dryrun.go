@@ -6,9 +6,9 @@ import (
 	"reflect"
 
 	"github.com/certfn/certfn/core/api"
+	"github.com/certfn/certfn/core/certificaterequests"
 	"github.com/certfn/certfn/core/pki"
 	"github.com/certfn/certfn/core/policy"
-	"github.com/certfn/certfn/core/requests"
 )
 
 // Dry-run actions.
@@ -109,7 +109,7 @@ func (s *Service) previewRequest(crt *api.Certificate) (*api.CertificateRequest,
 // the approval step makes first.
 func (s *Service) previewApproval(ctx context.Context, cr *api.CertificateRequest) (*ApprovalPreview, error) {
 	if csr, err := pki.ParseCSRPEM(cr.Spec.Request); err == nil {
-		if err := requests.CheckNames(csr); err != nil {
+		if err := certificaterequests.CheckNames(csr); err != nil {
 			return &ApprovalPreview{Result: string(policy.Denied), Message: err.Error()}, nil
 		}
 	}

@@ -11,8 +11,8 @@ import (
 
 	"github.com/certfn/certfn/core/api"
 	"github.com/certfn/certfn/core/app/apptest"
+	"github.com/certfn/certfn/core/certificaterequests"
 	ct "github.com/certfn/certfn/core/certificates/certtest"
-	"github.com/certfn/certfn/core/requests"
 )
 
 // teamAPolicy allows DNS names and common names under *.team-a.example.com
@@ -118,8 +118,8 @@ func TestNamesACAMustNotSignAreNeverSigned(t *testing.T) {
 			continue
 		}
 		d := api.FindCondition(cr.Status.Conditions, api.CertificateRequestConditionDenied)
-		if d == nil || d.Status != api.ConditionTrue || d.Reason != requests.ReasonInvalidNames || d.Message != rq.want {
-			t.Errorf("%s: Denied = %+v\nwant True/%s/%s", rq.name, d, requests.ReasonInvalidNames, rq.want)
+		if d == nil || d.Status != api.ConditionTrue || d.Reason != certificaterequests.ReasonInvalidNames || d.Message != rq.want {
+			t.Errorf("%s: Denied = %+v\nwant True/%s/%s", rq.name, d, certificaterequests.ReasonInvalidNames, rq.want)
 		}
 		ready := api.FindCondition(cr.Status.Conditions, api.CertificateRequestConditionReady)
 		if len(cr.Status.Certificate) != 0 || api.FindCondition(cr.Status.Conditions, "Approved") != nil ||
@@ -141,7 +141,7 @@ func TestNamesACAMustNotSignAreNeverSigned(t *testing.T) {
 	ready := api.FindCondition(cr.Status.Conditions, api.CertificateRequestConditionReady)
 	inv := api.FindCondition(cr.Status.Conditions, api.CertificateRequestConditionInvalidRequest)
 	if len(cr.Status.Certificate) != 0 || ready == nil || ready.Status != api.ConditionFalse || ready.Reason != api.CertificateRequestReasonFailed ||
-		ready.Message != "Signing failed: "+want || inv == nil || inv.Reason != requests.ReasonInvalidNames {
+		ready.Message != "Signing failed: "+want || inv == nil || inv.Reason != certificaterequests.ReasonInvalidNames {
 		t.Fatalf("hand-approved request: certificate %d bytes, conditions %+v", len(cr.Status.Certificate), cr.Status.Conditions)
 	}
 }

@@ -5,9 +5,9 @@ import (
 	"fmt"
 
 	"github.com/certfn/certfn/core/api"
+	"github.com/certfn/certfn/core/certificaterequests"
 	"github.com/certfn/certfn/core/errs"
 	"github.com/certfn/certfn/core/ports"
-	"github.com/certfn/certfn/core/requests"
 	"github.com/certfn/certfn/core/signers"
 )
 
@@ -43,15 +43,15 @@ func (h handoff) Sign(ctx context.Context, req signers.Request) (signers.Result,
 // decides it.
 type refuseApprover struct{ role string }
 
-var _ requests.Refuser = refuseApprover{}
+var _ certificaterequests.Refuser = refuseApprover{}
 
-// RefusesApproval implements requests.Refuser: the approval step leaves
+// RefusesApproval implements certificaterequests.Refuser: the approval step leaves
 // even a denial of invalid names to the approving role.
 func (refuseApprover) RefusesApproval() {}
 
-// Decide implements requests.Approver.
-func (r refuseApprover) Decide(_ context.Context, cr *api.CertificateRequest) (requests.Decision, error) {
-	return requests.Decision{}, errs.Permanentf("the %s function never approves: CertificateRequest %s/%s has no approval decision yet (the worker makes it)", r.role, cr.Namespace, cr.Name)
+// Decide implements certificaterequests.Approver.
+func (r refuseApprover) Decide(_ context.Context, cr *api.CertificateRequest) (certificaterequests.Decision, error) {
+	return certificaterequests.Decision{}, errs.Permanentf("the %s function never approves: CertificateRequest %s/%s has no approval decision yet (the worker makes it)", r.role, cr.Namespace, cr.Name)
 }
 
 // refuseSecrets is the secret store of a role without Secrets: every call

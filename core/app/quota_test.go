@@ -134,7 +134,7 @@ func requestYAML(t *testing.T, ns, name string) string {
 		name, ns, apptest.B64(csr))
 }
 
-// The issuance quota end to end on the engine: the third request of a
+// The issuance quota end to end on the kernel: the third request of a
 // namespace within an hour stays Pending until the first issuance is an
 // hour old, while another namespace is signed; then it is signed.
 func TestIssuanceQuota(t *testing.T) {

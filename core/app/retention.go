@@ -9,8 +9,8 @@ import (
 )
 
 // RetainFinal is how long a final CertificateRequest, Order or Challenge is
-// kept before the store's TTL may garbage-collect it. The engine deletes
-// superseded ones itself (revision history, Orders with their request,
+// kept before the store's TTL may garbage-collect it. The controllers delete
+// superseded ones themselves (revision history, Orders with their request,
 // Challenges once the Order is valid); the TTL catches what a crash or an
 // abandoned resource leaves behind. It is longer than the renewal interval
 // of any usual certificate, so the current revision's request is replaced
@@ -25,7 +25,7 @@ const RetainEvents = 7 * 24 * time.Hour
 // gcKinds are the kinds certfn creates itself and that the TTL may collect.
 var gcKinds = map[string]bool{api.KindCertificateRequest: true, "Order": true, "Challenge": true, api.KindChallengeLease: true}
 
-// ExpiresAt is the retention policy of the cloud stores (their TTL: dynamo.Options.ExpiresAt, fsstore.Options.ExpiresAt): a
+// ExpiresAt is the retention policy of the cloud stores (their TTL: dynamo.Options.ExpiresAt, firestore.Options.ExpiresAt): a
 // CertificateRequest, Order or Challenge written in a final state (an
 // Order of a CertificateSigningRequest: RetainCSR, as its owner), and a
 // ChallengeLease written released (no holder), expire RetainFinal after

@@ -6,7 +6,7 @@ import (
 
 	"github.com/certfn/certfn/core/api"
 	"github.com/certfn/certfn/core/app/apptest"
-	"github.com/certfn/certfn/core/requests"
+	"github.com/certfn/certfn/core/certificaterequests"
 )
 
 // A denied request is recorded as such and replaced after the backoff
@@ -14,7 +14,7 @@ import (
 // with backoff").
 func TestDeniedRequestIsReplacedAfterTheBackoff(t *testing.T) {
 	r := apptest.NewRig(t)
-	r.Approver.Set(requests.Unmatched)
+	r.Approver.Set(certificaterequests.Unmatched)
 	r.Apply(apptest.SelfSignedYAML)
 	r.Apply(apptest.CertYAML)
 	r.Drain()
@@ -37,7 +37,7 @@ func TestDeniedRequestIsReplacedAfterTheBackoff(t *testing.T) {
 	}
 	oldUID := cr.UID
 
-	r.Approver.Set(requests.Approved)
+	r.Approver.Set(certificaterequests.Approved)
 	r.Clock.Advance(time.Hour + time.Minute)
 	if _, err := r.Kernel.Sweep(r.Ctx, 100); err != nil {
 		t.Fatal(err)

@@ -7,9 +7,9 @@ import (
 
 	"github.com/certfn/certfn/core/api"
 	"github.com/certfn/certfn/core/app/apptest"
+	"github.com/certfn/certfn/core/certificaterequests"
 	"github.com/certfn/certfn/core/memory"
 	"github.com/certfn/certfn/core/ports"
-	"github.com/certfn/certfn/core/requests"
 )
 
 const certWrites = "certfn_state_writes_total{kind=Certificate}"
@@ -73,7 +73,7 @@ func TestNotificationsThroughTheKernel(t *testing.T) {
 func TestNotificationOfADenial(t *testing.T) {
 	n := memory.NewNotifier()
 	r := apptest.NewNotifyingRig(t, n)
-	r.Approver.Set(requests.Denied)
+	r.Approver.Set(certificaterequests.Denied)
 	r.Apply(apptest.SelfSignedYAML)
 	r.Apply(apptest.CertYAML)
 	r.Drain()
@@ -82,7 +82,7 @@ func TestNotificationOfADenial(t *testing.T) {
 	if len(got) != 1 || got[0].Type != ports.NotificationFailed || got[0].Reason != api.CertificateRequestConditionDenied || got[0].Request != "web-1" {
 		t.Fatalf("published %v, want one Failed (Denied, web-1)", got)
 	}
-	r.Approver.Set(requests.Approved)
+	r.Approver.Set(certificaterequests.Approved)
 	r.Clock.Advance(time.Hour + time.Minute)
 	if _, err := r.Kernel.Sweep(r.Ctx, 100); err != nil {
 		t.Fatal(err)

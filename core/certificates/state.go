@@ -1,8 +1,17 @@
-// Package certificates holds what docs/design/certificate-controllers.md's Certificate controllers share:
-// the loaded State of one Certificate and the Env through which a step acts.
-// The steps themselves live in the sub-packages trigger, keymanager,
-// requestmanager, issuing and readiness; the engine runs them in that order
-// and stops after the first one that writes (one step per invocation).
+// Package certificates is the controller package of the Certificate kind,
+// named as cert-manager's pkg/controller/certificates
+// (docs/design/certificate-controllers.md). Each step is one file and one
+// exported function; the Controller (controller.go) runs them in this order
+// and stops after the first one that writes (one step per invocation): trigger.go
+// (TriggerStep), keymanager.go (KeyManagerStep), requestmanager.go
+// (RequestManagerStep), issuing.go (IssuingStep), readiness.go
+// (ReadinessStep), outputs.go (OutputsStep, the issuing controller's
+// output refresh), then certfn's extensions acmimport.go (ACMImportStep)
+// and notify.go (NotifyStep). What the steps share is in state.go (the
+// loaded State of one Certificate and the Env through which a step acts),
+// owner.go (who owns spec.secretName) and policies.go (when to issue).
+// The key generation stage is the sub-package keygen; the test builders
+// and doubles are certtest.
 package certificates
 
 import (
@@ -47,7 +56,7 @@ type Writer interface {
 	CreateRequest(ctx context.Context, st *State, cr *api.CertificateRequest) error
 	// DeleteRequest deletes an owned request conditionally on its version.
 	DeleteRequest(ctx context.Context, r Request) error
-	// SecretWritten tells the engine spec.secretName was (re)written, so
+	// SecretWritten tells the controller spec.secretName was (re)written, so
 	// issuers signing with that secret are checked again.
 	SecretWritten(ctx context.Context, namespace, name string) error
 	// Enqueue asks for a reconcile of key after delay.
@@ -71,10 +80,10 @@ type Env struct {
 	WaitPoll time.Duration
 	// Importer copies key pairs into AWS Certificate Manager for
 	// Certificates annotated certfn.io/acm-import (nil: not configured;
-	// see core/certificates/acmimport).
+	// see core/certificates/acmimport.go).
 	Importer ports.CertificateImporter
 	// Notifier publishes what happens to Certificates (nil: notifications
-	// are off; see core/certificates/notify).
+	// are off; see core/certificates/notify.go).
 	Notifier ports.Notifier
 	// NotifyExpiryWindow is how long before its expiry a certificate is
 	// announced as expiring, once a day (0: never).
@@ -119,8 +128,8 @@ type KeyPolicy interface {
 // key was generated and no request created for it.
 const ReasonKeyNotAllowed = "KeyNotAllowed"
 
-// State is everything one reconcile of a Certificate reads. The engine
-// loads it once per invocation; steps read it and act through Env.
+// State is everything one reconcile of a Certificate reads. The
+// controller loads it once per invocation; steps read it and act through Env.
 type State struct {
 	Cert      *api.Certificate
 	Version   int64

@@ -1,8 +1,14 @@
-// Package issuers keeps the Ready condition of Issuers and ClusterIssuers.
+// Package issuers is the controller package of the Issuer and
+// ClusterIssuer kinds: their readiness. Step keeps their Ready condition:
 // selfSigned is always ready; ca is ready when its secret holds a valid,
 // unexpired CA certificate and the matching key (cert-manager's CA issuer
-// setup). Becoming Ready, or being found Ready again (a redelivery), wakes
+// setup); acme is checked by Env.ACMEReady (account registration).
+// Becoming Ready, or being found Ready again (a redelivery), wakes
 // the requests that wait for the issuer.
+//
+// The issuer implementations, what signs a request, are elsewhere:
+// core/signers (the Signer interface, selfsigned and ca) and core/acme
+// (the ACME issuer).
 package issuers
 
 import (

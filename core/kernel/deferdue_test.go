@@ -18,7 +18,7 @@ func TestTransientFailureDefersTheDueTime(t *testing.T) {
 	r := apptest.NewRig(t)
 	key := api.Key{Kind: api.KindCertificate, Namespace: "default", Name: "broken"}
 	past := r.Clock.Now().Add(-time.Minute)
-	// A stored record the engine cannot decode fails every reconcile.
+	// A stored record the kernel cannot decode fails every reconcile.
 	if _, err := r.Store.Store.Create(r.Ctx, ports.Record{Key: key, Data: []byte(`{"spec": 7}`), NextRunAt: past}); err != nil {
 		t.Fatal(err)
 	}

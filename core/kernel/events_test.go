@@ -20,7 +20,7 @@ import (
 func TestFailuresAreRecordedAsEvents(t *testing.T) {
 	r := apptest.NewRig(t)
 	key := api.Key{Kind: api.KindCertificate, Namespace: "default", Name: "broken"}
-	// A stored record the engine cannot decode fails every reconcile.
+	// A stored record the kernel cannot decode fails every reconcile.
 	if _, err := r.Store.Store.Create(r.Ctx, ports.Record{Key: key, Data: []byte(`{"spec": 7}`)}); err != nil {
 		t.Fatal(err)
 	}

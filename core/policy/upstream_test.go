@@ -41,7 +41,7 @@ import (
 //	webhook/validator_test.go "…returns warnings…", "…without further detail…" | certfn plugins return an error or nothing: there are no admission warnings, and a refusal always has a reason
 //	manager/review_test.go "if predicate returns an error…"           | certfn's selection cannot fail (no API reads: the namespace labels and bindings are inputs)
 //	manager/predicate/predicate_test.go Test_SelectorNamespace "…doesn't exist and using match labels, expect error" | certfn reads no Namespace at evaluation: a namespace without a Namespace object has no labels (mapped: not selected)
-//	controllers/certificaterequestpolicies_test.go, certificaterequests_test.go, controllers/test | controller-runtime reconcilers (requeue, SSA patches, events); certfn's policy and approval steps are tested in core/engine and core/requests
+//	controllers/certificaterequestpolicies_test.go, certificaterequests_test.go, controllers/test | controller-runtime reconcilers (requeue, SSA patches, events); certfn's policy and approval steps are tested in core/policy (controller.go), core/kernel and core/certificaterequests
 //	metrics/metrics_test.go Test_Metrics                               | Prometheus registry of approver-policy; certfn counts policy_approval_outcomes_total through ports.Metrics (evaluate_test.go)
 //	registry/registry_test.go                                          | approver-policy's global plugin registry (init-time Store, panics on duplicates); certfn registers plugins explicitly and NewEvaluator refuses duplicates (TestUpstreamRegistryDuplicates)
 //	allowed/evaluator_test.go, constraints/evaluator_test.go expErr cases needing a CSR | mapped: certfn denies a request whose spec.request does not parse (Evaluate), it does not return an error

@@ -11,7 +11,7 @@ import (
 // CertificateImporter copies issued key pairs into an external certificate
 // manager (AWS Certificate Manager), so that services that only take
 // certificates from there (load balancers, CDNs) can use them. The
-// Certificate step core/certificates/acmimport calls it for Certificates
+// Certificate step core/certificates/acmimport.go calls it for Certificates
 // annotated certfn.io/acm-import: "true"; adapters/aws/acm implements it.
 type CertificateImporter interface {
 	// Import makes one entry of the certificate manager hold req's key

@@ -12,7 +12,7 @@ import (
 
 // Notifier publishes what happened to a Certificate — issued, renewed,
 // failed, approaching expiration — to the people who route such events
-// (chat, e-mail, paging). The Certificate step core/certificates/notify
+// (chat, e-mail, paging). The Certificate step core/certificates/notify.go
 // calls it; adapters/aws/ebnotify (EventBridge) and core/memory implement
 // it.
 //

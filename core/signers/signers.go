@@ -55,7 +55,7 @@ type Request struct {
 	// Orders); the signing step sets it.
 	Objects Objects
 	// Owner is the object such resources belong to: nil for CR itself,
-	// or the CertificateSigningRequest that CR stands for (core/csr), so
+	// or the CertificateSigningRequest that CR stands for (core/certificatesigningrequests), so
 	// that its Order wakes, and is deleted with, the CSR.
 	Owner api.Object
 }

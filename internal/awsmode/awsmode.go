@@ -52,10 +52,9 @@ import (
 	"github.com/certfn/certfn/adapters/httpapi"
 	"github.com/certfn/certfn/core/acme/dns01"
 	"github.com/certfn/certfn/core/app"
-	"github.com/certfn/certfn/core/certificates/notify"
-	"github.com/certfn/certfn/core/certificates/readiness"
+	"github.com/certfn/certfn/core/certificates"
+	"github.com/certfn/certfn/core/certificatesigningrequests"
 	"github.com/certfn/certfn/core/clock"
-	"github.com/certfn/certfn/core/csr"
 	"github.com/certfn/certfn/core/kernel"
 	"github.com/certfn/certfn/core/ports"
 	"github.com/certfn/certfn/core/repo"
@@ -376,18 +375,18 @@ func (o *Options) notifier(ctx context.Context, st Settings) (*ebnotify.Notifier
 // expiry among the Certificates (each is resynced daily), which the
 // Terraform module alarms on.
 var ExportedMetrics = map[string]emf.Export{
-	readiness.MetricExpirySeconds:   {Name: "CertificateExpirySeconds", Unit: "Seconds"},
-	"certfn_permanent_errors_total": {Name: "PermanentErrors", Unit: "Count"},
-	"certfn_transient_errors_total": {Name: "TransientErrors", Unit: "Count"},
+	certificates.MetricExpirySeconds: {Name: "CertificateExpirySeconds", Unit: "Seconds"},
+	"certfn_permanent_errors_total":  {Name: "PermanentErrors", Unit: "Count"},
+	"certfn_transient_errors_total":  {Name: "TransientErrors", Unit: "Count"},
 	// Notifications that EventBridge refused for good (a permission or
 	// the bus missing): the step retries them hourly and returns no error.
-	notify.MetricNotificationFailures: {Name: "NotificationFailures", Unit: "Count"},
+	certificates.MetricNotificationFailures: {Name: "NotificationFailures", Unit: "Count"},
 	// KEP-2784's CertificateSigningRequest counters (docs/design/request-duration.md: CSRs that
 	// asked for expirationSeconds, and those whose certificate honoured
 	// it), written by the function that signs them; published only in
 	// invocations that sign such a CSR.
-	csr.MetricRequestedDuration: {Name: "CSRRequestedDuration", Unit: "Count"},
-	csr.MetricHonoredDuration:   {Name: "CSRHonoredDuration", Unit: "Count"},
+	certificatesigningrequests.MetricRequestedDuration: {Name: "CSRRequestedDuration", Unit: "Count"},
+	certificatesigningrequests.MetricHonoredDuration:   {Name: "CSRHonoredDuration", Unit: "Count"},
 }
 
 // flushMetrics writes the invocation's EMF line, if metrics are exported.

@@ -72,7 +72,7 @@ const (
 	EnvACMImport      = "CERTFN_ACM_IMPORT"
 	EnvHTTP01Enabled  = "CERTFN_HTTP01_ENABLED"
 	// EnvNotifyEventBus is the EventBridge bus (name or ARN) the worker
-	// publishes notifications on (core/certificates/notify,
+	// publishes notifications on (core/certificates/notify.go,
 	// adapters/aws/ebnotify); empty: notifications are off.
 	// EnvNotifyExpiryDays is how many days before expiry a certificate is
 	// announced as expiring, once a day (default 14, the Terraform
@@ -205,7 +205,7 @@ type Settings struct {
 }
 
 // DefaultNotifyExpiryDays is EnvNotifyExpiryDays' default
-// (notify.DefaultExpiryWindow in days).
+// (certificates.NotifyDefaultExpiryWindow in days).
 const DefaultNotifyExpiryDays = 14
 
 // maxNotifyExpiryDays bounds EnvNotifyExpiryDays (as the module bounds

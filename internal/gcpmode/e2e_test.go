@@ -14,7 +14,7 @@ import (
 
 	"google.golang.org/api/idtoken"
 
-	fsstore "github.com/certfn/certfn/adapters/gcp/firestore"
+	"github.com/certfn/certfn/adapters/gcp/firestore"
 	"github.com/certfn/certfn/adapters/gcp/secretmanager/gsmtest"
 	"github.com/certfn/certfn/adapters/httpapi/apitest"
 	"github.com/certfn/certfn/core/api"
@@ -108,7 +108,7 @@ func newDeployment(t *testing.T) *deployment {
 	t.Setenv("FIRESTORE_EMULATOR_HOST", emulators.Firestore(t))
 	ctx := context.Background()
 	clk := clock.NewFake(ct.T0)
-	store, err := fsstore.Open(ctx, project, fsstore.Options{Collection: fmt.Sprintf("e2e-%d", time.Now().UnixNano()), ExpiresAt: app.ExpiresAt, Clock: clk})
+	store, err := firestore.Open(ctx, project, firestore.Options{Collection: fmt.Sprintf("e2e-%d", time.Now().UnixNano()), ExpiresAt: app.ExpiresAt, Clock: clk})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,16 +18,16 @@ import (
 
 	cloudtasks "cloud.google.com/go/cloudtasks/apiv2"
 	"cloud.google.com/go/pubsub/v2"
-	secretmanager "cloud.google.com/go/secretmanager/apiv1"
+	gsm "cloud.google.com/go/secretmanager/apiv1"
 	"google.golang.org/api/idtoken"
 
 	acmeadapter "github.com/certfn/certfn/adapters/acme"
 	"github.com/certfn/certfn/adapters/dns/clouddns"
 	dnsproviders "github.com/certfn/certfn/adapters/dns/providers"
 	"github.com/certfn/certfn/adapters/gcp/certmanager"
-	fsstore "github.com/certfn/certfn/adapters/gcp/firestore"
+	"github.com/certfn/certfn/adapters/gcp/firestore"
 	"github.com/certfn/certfn/adapters/gcp/pubsubq"
-	gsm "github.com/certfn/certfn/adapters/gcp/secretmanager"
+	"github.com/certfn/certfn/adapters/gcp/secretmanager"
 	"github.com/certfn/certfn/adapters/httpapi"
 	"github.com/certfn/certfn/core/acme/dns01"
 	"github.com/certfn/certfn/core/api"
@@ -54,7 +54,7 @@ type Options struct {
 	// Store replaces the Firestore store (nil: opened from the settings).
 	Store ports.Store
 	// SecretManager replaces the Secret Manager client (nil: built).
-	SecretManager gsm.API
+	SecretManager secretmanager.API
 	// Queue and SignerQueue are the worker and signer queues (required
 	// for the roles that send work: worker, signer, scheduler, api).
 	Queue       app.BatchQueue
@@ -129,7 +129,7 @@ func FromEnvWith(ctx context.Context, role Role, o Options) (*Runtime, error) {
 	}
 	store := o.Store
 	if store == nil {
-		fs, err := fsstore.Open(ctx, st.Project, fsstore.Options{Database: st.Database, Collection: st.Collection, Clock: o.Clock,
+		fs, err := firestore.Open(ctx, st.Project, firestore.Options{Database: st.Database, Collection: st.Collection, Clock: o.Clock,
 			ExpiresAt: app.ExpiresAt, Metrics: o.Metrics})
 		if err != nil {
 			return nil, fmt.Errorf("gcpmode: %s/%s: %w", EnvDatabase, EnvCollection, err)
@@ -138,7 +138,7 @@ func FromEnvWith(ctx context.Context, role Role, o Options) (*Runtime, error) {
 	}
 	p := app.Ports{Store: store, Clock: o.Clock, Metrics: o.Metrics, Logger: o.Logger, MaxQueueDelay: pubsubq.MaxDelay,
 		SecretReference: func(namespace, name string) string {
-			return gsm.ResourceName(st.Project, st.SecretPrefix, namespace, name)
+			return secretmanager.ResourceName(st.Project, st.SecretPrefix, namespace, name)
 		}}
 	if role != RoleHTTP01 {
 		if o.Queue == nil {
@@ -160,17 +160,17 @@ func FromEnvWith(ctx context.Context, role Role, o Options) (*Runtime, error) {
 	if role == RoleWorker || role == RoleSigner {
 		api := o.SecretManager
 		if api == nil {
-			c, err := secretmanager.NewClient(ctx)
+			c, err := gsm.NewClient(ctx)
 			if err != nil {
 				return nil, fmt.Errorf("gcpmode: Secret Manager client: %w", err)
 			}
-			api = gsm.ClientAPI(c)
+			api = secretmanager.ClientAPI(c)
 		}
-		classes := gsm.SignerClasses()
+		classes := secretmanager.SignerClasses()
 		if role == RoleWorker {
-			classes = gsm.WorkerClasses(st.ManageCA)
+			classes = secretmanager.WorkerClasses(st.ManageCA)
 		}
-		sec, err := gsm.New(api, gsm.Options{Project: st.Project, Prefix: st.SecretPrefix, Classes: classes, KMSKeyName: st.KMSKeyName,
+		sec, err := secretmanager.New(api, secretmanager.Options{Project: st.Project, Prefix: st.SecretPrefix, Classes: classes, KMSKeyName: st.KMSKeyName,
 			Metrics: o.Metrics, Clock: o.Clock})
 		if err != nil {
 			return nil, fmt.Errorf("gcpmode: %s: %w", EnvSecretPrefix, err)

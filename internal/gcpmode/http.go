@@ -8,7 +8,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/certfn/certfn/core/csr"
+	"github.com/certfn/certfn/core/certificatesigningrequests"
 )
 
 // followUpReserve is the request time the worker's follow-ups leave unused
@@ -86,11 +86,11 @@ func healthy(w http.ResponseWriter, r *http.Request) bool {
 // versus honoured lifetime, by signer domain) are written by the signer,
 // one or two lines per CSR it signs with spec.expirationSeconds.
 var ExportedMetrics = map[string]bool{
-	"certfn_certificate_expiry_seconds": true,
-	"certfn_permanent_errors_total":     true,
-	"certfn_transient_errors_total":     true,
-	csr.MetricRequestedDuration:         true,
-	csr.MetricHonoredDuration:           true,
+	"certfn_certificate_expiry_seconds":                true,
+	"certfn_permanent_errors_total":                    true,
+	"certfn_transient_errors_total":                    true,
+	certificatesigningrequests.MetricRequestedDuration: true,
+	certificatesigningrequests.MetricHonoredDuration:   true,
 }
 
 // exportedLabels are the labels a metric line keeps: bounded ones only.

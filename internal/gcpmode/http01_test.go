@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	fsstore "github.com/certfn/certfn/adapters/gcp/firestore"
+	"github.com/certfn/certfn/adapters/gcp/firestore"
 	"github.com/certfn/certfn/core/api"
 	"github.com/certfn/certfn/core/app"
 	"github.com/certfn/certfn/core/ports"
@@ -24,7 +24,7 @@ import (
 func TestHTTP01ServesTokensOnlyForTheirHost(t *testing.T) {
 	t.Setenv("FIRESTORE_EMULATOR_HOST", emulators.Firestore(t))
 	ctx := context.Background()
-	store, err := fsstore.Open(ctx, project, fsstore.Options{Collection: fmt.Sprintf("h01-%d", time.Now().UnixNano()), ExpiresAt: app.ExpiresAt})
+	store, err := firestore.Open(ctx, project, firestore.Options{Collection: fmt.Sprintf("h01-%d", time.Now().UnixNano()), ExpiresAt: app.ExpiresAt})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/certfn/certfn/core/csr"
+	"github.com/certfn/certfn/core/certificatesigningrequests"
 )
 
 // CERTFN_METRICS=log: an exported metric is one Cloud Logging JSON line
@@ -21,10 +21,10 @@ func TestLogMetrics(t *testing.T) {
 	}{
 		{"expiry keeps namespace", "certfn_certificate_expiry_seconds", []string{"namespace", "team", "name", "web"},
 			map[string]any{"metric": "certfn_certificate_expiry_seconds", "value": 1.0, "namespace": "team"}},
-		{"KEP-2784 requested", csr.MetricRequestedDuration, []string{"signerName", "clusterissuers.cert-manager.io"},
-			map[string]any{"metric": csr.MetricRequestedDuration, "value": 1.0, "signerName": "clusterissuers.cert-manager.io"}},
-		{"KEP-2784 honoured", csr.MetricHonoredDuration, []string{"signerName", "issuers.cert-manager.io"},
-			map[string]any{"metric": csr.MetricHonoredDuration, "value": 1.0, "signerName": "issuers.cert-manager.io"}},
+		{"KEP-2784 requested", certificatesigningrequests.MetricRequestedDuration, []string{"signerName", "clusterissuers.cert-manager.io"},
+			map[string]any{"metric": certificatesigningrequests.MetricRequestedDuration, "value": 1.0, "signerName": "clusterissuers.cert-manager.io"}},
+		{"KEP-2784 honoured", certificatesigningrequests.MetricHonoredDuration, []string{"signerName", "issuers.cert-manager.io"},
+			map[string]any{"metric": certificatesigningrequests.MetricHonoredDuration, "value": 1.0, "signerName": "issuers.cert-manager.io"}},
 		{"not exported", "certfn_csrs_signed_total", []string{"signer", "issuers.cert-manager.io"}, nil},
 	}
 	for _, tc := range tests {

@@ -9,7 +9,7 @@ import (
 
 	"cloud.google.com/go/secretmanager/apiv1/secretmanagerpb"
 
-	gsm "github.com/certfn/certfn/adapters/gcp/secretmanager"
+	"github.com/certfn/certfn/adapters/gcp/secretmanager"
 	"github.com/certfn/certfn/adapters/httpapi/apitest"
 	"github.com/certfn/certfn/core/api"
 	"github.com/certfn/certfn/core/certificates"
@@ -26,12 +26,12 @@ import (
 func TestTenantCannotTakeOverAnIssuersSecretThroughTheAPI(t *testing.T) {
 	d := newDeployment(t)
 	ctx := context.Background()
-	all, err := gsm.New(d.sm, gsm.Options{Project: project})
+	all, err := secretmanager.New(d.sm, secretmanager.Options{Project: project})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ca := ct.NewCA(t).Secret(t, "team-a", "installed-ca")
-	id, err := all.SecretID(gsm.ClassCA, "team-a", "installed-ca")
+	id, err := all.SecretID(secretmanager.ClassCA, "team-a", "installed-ca")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +72,7 @@ spec:
 
 	for _, want := range []struct {
 		name string
-		sec  *gsm.Store
+		sec  *secretmanager.Store
 		data map[string][]byte
 	}{{"installed-ca", all, ca.Data}, {"issued-ca", all, issued.Data}} {
 		got, err := want.sec.Get(ctx, "team-a", want.name)
@@ -85,7 +85,7 @@ spec:
 	}
 	ids := d.sm.SecretIDs()
 	for _, id := range ids {
-		if shadow, _ := all.SecretID(gsm.ClassTLS, "team-a", "installed-ca"); id == shadow {
+		if shadow, _ := all.SecretID(secretmanager.ClassTLS, "team-a", "installed-ca"); id == shadow {
 			t.Errorf("a tenant's secret %s now shadows the installed CA", id)
 		}
 	}

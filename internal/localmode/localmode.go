@@ -29,12 +29,12 @@ import (
 	"github.com/certfn/certfn/core/acme/dns01"
 	"github.com/certfn/certfn/core/api"
 	"github.com/certfn/certfn/core/app"
+	"github.com/certfn/certfn/core/certificaterequests"
 	"github.com/certfn/certfn/core/clock"
 	"github.com/certfn/certfn/core/kernel"
 	"github.com/certfn/certfn/core/ports"
 	"github.com/certfn/certfn/core/rbac"
 	"github.com/certfn/certfn/core/repo"
-	"github.com/certfn/certfn/core/requests"
 	"github.com/certfn/certfn/core/signers"
 	"github.com/certfn/certfn/internal/localmode/deployhook"
 )
@@ -58,7 +58,7 @@ type Options struct {
 	AutoApprove []string
 	// Approver replaces the default approver (auto-approve list, then
 	// CertificateRequestPolicies); tests only.
-	Approver requests.Approver
+	Approver certificaterequests.Approver
 	// CertificateFiles are the owner, group and mode of the files of
 	// Certificates' secrets (local.SecretStore.SetCertificateFilePerms;
 	// zero: the process's user, 0600). Annotations on a secret override.

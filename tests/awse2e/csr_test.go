@@ -17,7 +17,7 @@ import (
 	"github.com/certfn/certfn/core/api"
 	"github.com/certfn/certfn/core/app"
 	ct "github.com/certfn/certfn/core/certificates/certtest"
-	"github.com/certfn/certfn/core/csr"
+	"github.com/certfn/certfn/core/certificatesigningrequests"
 	"github.com/certfn/certfn/core/pki"
 	"github.com/certfn/certfn/internal/awsmode"
 	"github.com/certfn/certfn/internal/awsmode/awstest"
@@ -130,7 +130,7 @@ subjects: [{kind: User, name: "arn:aws:iam::123456789012:role/requester"}]
 	}
 	d.run()
 	o, _ = d.api.Repo.Get(d.Ctx, api.Key{Kind: api.KindCertificateSigningRequest, Name: "noref"})
-	if f := o.(*api.CertificateSigningRequest).Status.Condition(api.CSRConditionFailed); f == nil || f.Reason != csr.ReasonDeniedReference {
+	if f := o.(*api.CertificateSigningRequest).Status.Condition(api.CSRConditionFailed); f == nil || f.Reason != certificatesigningrequests.ReasonDeniedReference {
 		t.Fatalf("noref: %+v", o.(*api.CertificateSigningRequest).Status.Conditions)
 	}
 	if strings.Contains(string(c.Status.Certificate), "PRIVATE KEY") {

@@ -17,7 +17,7 @@ import (
 	"github.com/certfn/certfn/adapters/aws/awscfg"
 	"github.com/certfn/certfn/adapters/aws/ebnotify"
 	"github.com/certfn/certfn/core/api"
-	"github.com/certfn/certfn/core/certificates/acmimport"
+	"github.com/certfn/certfn/core/certificates"
 	"github.com/certfn/certfn/core/ports"
 	"github.com/certfn/certfn/internal/awsmode"
 	"github.com/certfn/certfn/internal/awsmode/awstest"
@@ -147,10 +147,10 @@ func testNotifications(t *testing.T, ebEP, sqsEP string) {
 	check := func(n ports.Notification, typ ports.NotificationType, rev int) {
 		t.Helper()
 		l := leaf(t, d.secret("default", "app-tls").Data["tls.crt"])
-		if n.Type != typ || n.Certificate != key || n.Revision != rev || n.Serial != acmimport.FormatSerial(l.SerialNumber) ||
+		if n.Type != typ || n.Certificate != key || n.Revision != rev || n.Serial != certificates.FormatACMSerial(l.SerialNumber) ||
 			!slices.Equal(n.DNSNames, []string{"app.example.internal"}) || n.IssuerRef.Name != "ops-ca" || n.SecretName != "app-tls" ||
 			!n.NotAfter.Equal(l.NotAfter) || !n.Time.Equal(d.Clock.Now().Truncate(time.Second)) {
-			t.Errorf("notification %+v, want %s of revision %d of the stored certificate (serial %s)", n, typ, rev, acmimport.FormatSerial(l.SerialNumber))
+			t.Errorf("notification %+v, want %s of revision %d of the stored certificate (serial %s)", n, typ, rev, certificates.FormatACMSerial(l.SerialNumber))
 		}
 	}
 

@@ -11,7 +11,7 @@ import (
 	"github.com/certfn/certfn/adapters/aws/acm/acmtest"
 	"github.com/certfn/certfn/adapters/aws/awscfg"
 	"github.com/certfn/certfn/core/api"
-	"github.com/certfn/certfn/core/certificates/acmimport"
+	"github.com/certfn/certfn/core/certificates"
 	"github.com/certfn/certfn/core/pki"
 	"github.com/certfn/certfn/internal/localmode"
 )
@@ -98,8 +98,8 @@ func checkHeld(t *testing.T, h *harness, d *acmtest.Double, arn string) {
 		t.Fatalf("ACM chain %q, want %q", held.ChainPEM, wantChain)
 	}
 	c := h.cert("default", "app")
-	if c.Status.ACMCertificateSerial != acmimport.FormatSerial(chain[0].SerialNumber) {
-		t.Fatalf("status serial %q, want %s", c.Status.ACMCertificateSerial, acmimport.FormatSerial(chain[0].SerialNumber))
+	if c.Status.ACMCertificateSerial != certificates.FormatACMSerial(chain[0].SerialNumber) {
+		t.Fatalf("status serial %q, want %s", c.Status.ACMCertificateSerial, certificates.FormatACMSerial(chain[0].SerialNumber))
 	}
 }
 
@@ -131,7 +131,7 @@ func TestACMImportAnnotationLaterAndNotConfigured(t *testing.T) {
 		h.run()
 		c := h.requireReady("default", "app")
 		cond := api.FindCondition(c.Status.Conditions, api.CertificateConditionACMImported)
-		if cond == nil || cond.Status != api.ConditionFalse || cond.Reason != acmimport.ReasonNotConfigured || !strings.Contains(cond.Message, "no ACM importer") {
+		if cond == nil || cond.Status != api.ConditionFalse || cond.Reason != certificates.ReasonACMNotConfigured || !strings.Contains(cond.Message, "no ACM importer") {
 			t.Fatalf("ACMImported = %+v, want False/NotConfigured", cond)
 		}
 		if c.Status.ACMCertificateARN != "" {

@@ -7,7 +7,7 @@ import (
 
 	smpb "cloud.google.com/go/secretmanager/apiv1/secretmanagerpb"
 
-	gsm "github.com/certfn/certfn/adapters/gcp/secretmanager"
+	"github.com/certfn/certfn/adapters/gcp/secretmanager"
 )
 
 // The requests each piece of work costs on Google Cloud, counted through
@@ -102,7 +102,7 @@ func TestFigures(t *testing.T) {
 	// the "previous" alias (KeepVersions 2); older ones destroyed.
 	versions := 0
 	for _, name := range names {
-		id, err := d.secrets.SecretID(gsm.ClassTLS, "default", name+"-tls")
+		id, err := d.secrets.SecretID(secretmanager.ClassTLS, "default", name+"-tls")
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -22,11 +22,11 @@ import (
 
 	smpb "cloud.google.com/go/secretmanager/apiv1/secretmanagerpb"
 
-	gsm "github.com/certfn/certfn/adapters/gcp/secretmanager"
+	"github.com/certfn/certfn/adapters/gcp/secretmanager"
 	"github.com/certfn/certfn/adapters/secretpayload"
 	"github.com/certfn/certfn/core/api"
 	ct "github.com/certfn/certfn/core/certificates/certtest"
-	"github.com/certfn/certfn/core/csr"
+	"github.com/certfn/certfn/core/certificatesigningrequests"
 	"github.com/certfn/certfn/core/pki"
 	"github.com/certfn/certfn/core/ports"
 	"github.com/certfn/certfn/internal/gcpmode"
@@ -150,20 +150,20 @@ spec:
 func (d *deployment) installCA(ns, name string) *ct.CA {
 	d.t.Helper()
 	ca := ct.NewCA(d.t)
-	d.installSecret(gsm.ClassCA, ca.Secret(d.t, ns, name))
+	d.installSecret(secretmanager.ClassCA, ca.Secret(d.t, ns, name))
 	return ca
 }
 
 // installSecret stores sec in Secret Manager as an operator's `gcloud
 // secrets create <prefix>_<class>_<ns>_<name>` and `versions add` would
 // (docs/gcp-secret-manager.md), outside the services.
-func (d *deployment) installSecret(class gsm.Class, sec ports.Secret) {
+func (d *deployment) installSecret(class secretmanager.Class, sec ports.Secret) {
 	d.t.Helper()
 	id, err := d.secrets.SecretID(class, sec.Namespace, sec.Name)
 	if err != nil {
 		d.t.Fatal(err)
 	}
-	payload, err := secretpayload.Encode(sec, gsm.MaxPayloadBytes, "Secret Manager")
+	payload, err := secretpayload.Encode(sec, secretmanager.MaxPayloadBytes, "Secret Manager")
 	if err != nil {
 		d.t.Fatal(err)
 	}
@@ -304,7 +304,7 @@ spec: {ca: {secretName: team-ca}}
 	if err != nil {
 		t.Fatal(err)
 	}
-	d.installSecret(gsm.ClassPrivateKey, ports.Secret{Namespace: "cert-manager", Name: "self-key",
+	d.installSecret(secretmanager.ClassPrivateKey, ports.Secret{Namespace: "cert-manager", Name: "self-key",
 		Data: map[string][]byte{"tls.key": pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der})}})
 	d.settle()
 	for _, n := range []string{"app", "team-app", "denied", "noref", "self"} {
@@ -404,8 +404,8 @@ spec: {ca: {secretName: team-ca}}
 		metric string
 		want   []string
 	}{
-		{csr.MetricRequestedDuration, []string{"clusterissuers.cert-manager.io", "clusterissuers.cert-manager.io", "issuers.cert-manager.io"}},
-		{csr.MetricHonoredDuration, []string{"clusterissuers.cert-manager.io", "clusterissuers.cert-manager.io"}},
+		{certificatesigningrequests.MetricRequestedDuration, []string{"clusterissuers.cert-manager.io", "clusterissuers.cert-manager.io", "issuers.cert-manager.io"}},
+		{certificatesigningrequests.MetricHonoredDuration, []string{"clusterissuers.cert-manager.io", "clusterissuers.cert-manager.io"}},
 	} {
 		var got []string
 		for _, l := range signerLog.metricLines(t, m.metric) {
@@ -422,14 +422,14 @@ spec: {ca: {secretName: team-ca}}
 
 	// The CA keys: the worker touched no CA secret.
 	for _, sc := range d.secretCalls("worker") {
-		if sc.class == gsm.ClassCA || sc.class == gsm.ClassIssuedCA {
+		if sc.class == secretmanager.ClassCA || sc.class == secretmanager.ClassIssuedCA {
 			t.Errorf("the worker called %s", sc)
 		}
 	}
 
 	// The requester without `reference` on team-ca: failed by the worker.
-	if f := d.csr("noref").Status.Condition(api.CSRConditionFailed); f == nil || f.Reason != csr.ReasonDeniedReference || d.csr("noref").IsIssued() {
-		t.Errorf("noref: %+v, want Failed/%s", d.csr("noref").Status.Conditions, csr.ReasonDeniedReference)
+	if f := d.csr("noref").Status.Condition(api.CSRConditionFailed); f == nil || f.Reason != certificatesigningrequests.ReasonDeniedReference || d.csr("noref").IsIssued() {
+		t.Errorf("noref: %+v, want Failed/%s", d.csr("noref").Status.Conditions, certificatesigningrequests.ReasonDeniedReference)
 	}
 	// Denied stays denied, unsigned; the signer was pushed only the two it signed.
 	dc := d.csr("denied")

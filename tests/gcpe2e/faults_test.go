@@ -14,7 +14,7 @@ import (
 	smpb "cloud.google.com/go/secretmanager/apiv1/secretmanagerpb"
 	"github.com/googleapis/gax-go/v2"
 
-	gsm "github.com/certfn/certfn/adapters/gcp/secretmanager"
+	"github.com/certfn/certfn/adapters/gcp/secretmanager"
 	"github.com/certfn/certfn/core/api"
 	"github.com/certfn/certfn/core/app"
 	"github.com/certfn/certfn/core/pki"
@@ -139,7 +139,7 @@ func (s faultStore) Due(ctx context.Context, now time.Time, limit int) (out []po
 
 // faultSM counts and faults a service's Secret Manager calls.
 type faultSM struct {
-	gsm.API
+	secretmanager.API
 	f *cloudRunFaults
 }
 

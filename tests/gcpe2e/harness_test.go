@@ -49,13 +49,13 @@ import (
 	"testing"
 	"time"
 
-	"cloud.google.com/go/firestore"
+	gfs "cloud.google.com/go/firestore"
 	"google.golang.org/api/idtoken"
 	"google.golang.org/api/iterator"
 
-	fsstore "github.com/certfn/certfn/adapters/gcp/firestore"
+	"github.com/certfn/certfn/adapters/gcp/firestore"
 	"github.com/certfn/certfn/adapters/gcp/pubsubq"
-	gsm "github.com/certfn/certfn/adapters/gcp/secretmanager"
+	"github.com/certfn/certfn/adapters/gcp/secretmanager"
 	"github.com/certfn/certfn/adapters/gcp/secretmanager/gsmtest"
 	"github.com/certfn/certfn/core/api"
 	"github.com/certfn/certfn/core/app"
@@ -292,7 +292,7 @@ func (fakeValidator) Validate(_ context.Context, tok, aud string) (*idtoken.Payl
 type service struct {
 	name  string
 	rt    *gcpmode.Runtime
-	store *fsstore.Store
+	store *firestore.Store
 	mu    sync.Mutex
 	u     serviceUsage
 }
@@ -315,8 +315,8 @@ type deployment struct {
 	workerQ, signerQ                   *topic
 	api, worker, signer, sched, http01 *service
 	// inspect reads state and secrets for assertions, uncounted.
-	inspect *fsstore.Store
-	secrets *gsm.Store
+	inspect *firestore.Store
+	secrets *secretmanager.Store
 	rng     *rand.Rand
 	// twice delivers every message twice, the copies shuffled in with
 	// the others (at-least-once delivery, reordered).
@@ -361,7 +361,7 @@ func deployEnv(t *testing.T, over env, mods options) *deployment {
 	d.counter = &apiCounter{d: d}
 	d.workerQ, d.signerQ = newTopic("worker", workerTopic, d.clk), newTopic("signer", signerTopic, d.clk)
 	d.inspect = d.openStore()
-	sec, err := gsm.New(d.sm, gsm.Options{Project: project, Clock: d.clk})
+	sec, err := secretmanager.New(d.sm, secretmanager.Options{Project: project, Clock: d.clk})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -406,9 +406,9 @@ func deployEnv(t *testing.T, over env, mods options) *deployment {
 	return d
 }
 
-func (d *deployment) openStore() *fsstore.Store {
+func (d *deployment) openStore() *firestore.Store {
 	d.t.Helper()
-	s, err := fsstore.Open(d.ctx, project, fsstore.Options{Collection: d.collection, Clock: d.clk, ExpiresAt: app.ExpiresAt})
+	s, err := firestore.Open(d.ctx, project, firestore.Options{Collection: d.collection, Clock: d.clk, ExpiresAt: app.ExpiresAt})
 	if err != nil {
 		d.t.Fatal(err)
 	}
@@ -714,7 +714,7 @@ func (d *deployment) requireClean() {
 	for _, it := range due {
 		d.t.Errorf("%s is due since %s and nothing delivered it", it.Key, it.NextRunAt.Format(time.RFC3339))
 	}
-	c, err := firestore.NewClient(d.ctx, project)
+	c, err := gfs.NewClient(d.ctx, project)
 	if err != nil {
 		d.t.Fatal(err)
 	}
@@ -801,7 +801,7 @@ func (d *deployment) requireOnePerRevision(ns string, names ...string) {
 			d.t.Errorf("%s/%s at revision %d: requests of revisions %v, want one of %d and none later", ns, n, rev, got, rev)
 		}
 		versions := 0
-		for _, class := range []gsm.Class{gsm.ClassTLS, gsm.ClassIssuedCA} {
+		for _, class := range []secretmanager.Class{secretmanager.ClassTLS, secretmanager.ClassIssuedCA} {
 			id, err := d.secrets.SecretID(class, ns, c.Spec.SecretName)
 			if err != nil {
 				d.t.Fatal(err)

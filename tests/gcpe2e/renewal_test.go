@@ -7,11 +7,11 @@ import (
 	"testing"
 	"time"
 
-	gsm "github.com/certfn/certfn/adapters/gcp/secretmanager"
+	"github.com/certfn/certfn/adapters/gcp/secretmanager"
 )
 
 // requirePrevious fails unless Secret Manager's "previous" alias of ns/name
-// (gsm.Store.Previous) holds want, and the newest version holds now.
+// (secretmanager.Store.Previous) holds want, and the newest version holds now.
 func (d *deployment) requirePrevious(ns, name string, want, now *x509.Certificate) {
 	d.t.Helper()
 	prev, err := d.secrets.Previous(d.ctx, ns, name)
@@ -19,7 +19,7 @@ func (d *deployment) requirePrevious(ns, name string, want, now *x509.Certificat
 		d.t.Fatalf("previous version of %s/%s: %v", ns, name, err)
 	}
 	if !bytes.Equal(leaf(d.t, prev.Data["tls.crt"]).Raw, want.Raw) {
-		d.t.Errorf("the %q alias of %s/%s does not hold the first certificate", gsm.AliasPrevious, ns, name)
+		d.t.Errorf("the %q alias of %s/%s does not hold the first certificate", secretmanager.AliasPrevious, ns, name)
 	}
 	if !bytes.Equal(leaf(d.t, d.secret(ns, name).Data["tls.crt"]).Raw, now.Raw) {
 		d.t.Errorf("the newest version of %s/%s does not hold the renewed certificate", ns, name)

@@ -11,7 +11,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	gsm "github.com/certfn/certfn/adapters/gcp/secretmanager"
+	"github.com/certfn/certfn/adapters/gcp/secretmanager"
 	"github.com/certfn/certfn/adapters/gcp/secretmanager/gsmtest"
 )
 
@@ -20,7 +20,7 @@ import (
 // conditioned on the secret name's prefix, <prefix>_<class>_), and
 // whether it may create secrets (secrets.create, unconditioned).
 type secretGrant struct {
-	perms  map[gsm.Class]map[string]bool
+	perms  map[secretmanager.Class]map[string]bool
 	create bool
 }
 
@@ -35,20 +35,20 @@ func secretGrants(manageCA bool) map[string]secretGrant {
 	workerRW := map[string]bool{"secrets.get": true, "secrets.update": true, "secrets.delete": true,
 		"versions.access": true, "versions.add": true, "versions.destroy": true, "versions.list": true}
 	accessor := map[string]bool{"versions.access": true}
-	worker := secretGrant{create: true, perms: map[gsm.Class]map[string]bool{
-		gsm.ClassTLS: workerRW, gsm.ClassPrivateKey: workerRW, gsm.ClassSolverCredentials: accessor}}
+	worker := secretGrant{create: true, perms: map[secretmanager.Class]map[string]bool{
+		secretmanager.ClassTLS: workerRW, secretmanager.ClassPrivateKey: workerRW, secretmanager.ClassSolverCredentials: accessor}}
 	if manageCA {
-		worker.perms[gsm.ClassIssuedCA] = workerRW
+		worker.perms[secretmanager.ClassIssuedCA] = workerRW
 	}
-	signer := secretGrant{perms: map[gsm.Class]map[string]bool{
-		gsm.ClassCA: accessor, gsm.ClassIssuedCA: accessor, gsm.ClassPrivateKey: accessor}}
+	signer := secretGrant{perms: map[secretmanager.Class]map[string]bool{
+		secretmanager.ClassCA: accessor, secretmanager.ClassIssuedCA: accessor, secretmanager.ClassPrivateKey: accessor}}
 	return map[string]secretGrant{"worker": worker, "signer": signer}
 }
 
 // secretCall is one Secret Manager call of a service.
 type secretCall struct {
 	who, perm, secretID string
-	class               gsm.Class
+	class               secretmanager.Class
 	denied              bool
 }
 
@@ -63,11 +63,11 @@ func (c secretCall) String() string {
 // the real IAM evaluation of the conditions (docs/gcp.md, "Tested
 // against what").
 type secretGuard struct {
-	gsm.API
+	secretmanager.API
 	who    string
 	grants secretGrant
 	// ids parses secret IDs (the deployment's prefix).
-	ids *gsm.Store
+	ids *secretmanager.Store
 	// record receives every call, denied or not.
 	record func(secretCall)
 }
@@ -170,7 +170,7 @@ func (g *secretGuard) ListSecretVersionsPage(ctx context.Context, req *smpb.List
 
 // The guard judges as iam.tf grants: a table of calls by service.
 func TestSecretGuard(t *testing.T) {
-	ids, err := gsm.New(gsmtest.New(), gsm.Options{Project: project})
+	ids, err := secretmanager.New(gsmtest.New(), secretmanager.Options{Project: project})
 	if err != nil {
 		t.Fatal(err)
 	}

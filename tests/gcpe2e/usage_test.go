@@ -10,7 +10,7 @@ import (
 
 	acmeadapter "github.com/certfn/certfn/adapters/acme"
 	"github.com/certfn/certfn/adapters/dns/clouddns/clouddnstest"
-	fsstore "github.com/certfn/certfn/adapters/gcp/firestore"
+	"github.com/certfn/certfn/adapters/gcp/firestore"
 )
 
 // Public list prices assumed for the cost figures, in USD, as of 2025
@@ -111,7 +111,7 @@ type usage struct {
 	requests map[string]int
 	handler  map[string]time.Duration
 	billed   map[string]float64
-	fs       fsstore.Counts
+	fs       firestore.Counts
 	topics   map[string]topicCounts
 	sm       map[string]int
 	calls    calls
@@ -145,7 +145,7 @@ func (u usage) sub(o usage) usage {
 		out.handler[k] = u.handler[k] - o.handler[k]
 		out.billed[k] = u.billed[k] - o.billed[k]
 	}
-	out.fs = fsstore.Counts{Reads: u.fs.Reads - o.fs.Reads, Writes: u.fs.Writes - o.fs.Writes, DocsRead: u.fs.DocsRead - o.fs.DocsRead,
+	out.fs = firestore.Counts{Reads: u.fs.Reads - o.fs.Reads, Writes: u.fs.Writes - o.fs.Writes, DocsRead: u.fs.DocsRead - o.fs.DocsRead,
 		DocsWritten: u.fs.DocsWritten - o.fs.DocsWritten, BilledReads: u.fs.BilledReads - o.fs.BilledReads}
 	for k, v := range u.topics {
 		out.topics[k] = v.sub(o.topics[k])

@@ -26,7 +26,7 @@ import (
 	"strings"
 	"testing"
 
-	fsstore "github.com/certfn/certfn/adapters/gcp/firestore"
+	"github.com/certfn/certfn/adapters/gcp/firestore"
 
 	"github.com/zclconf/go-cty/cty"
 
@@ -656,12 +656,12 @@ func TestGCPCustomRoles(t *testing.T) {
 	}
 }
 
-// The store's index configuration, as adapters/gcp/firestore (package
-// fsstore) declares it: the module must declare exactly these.
+// The store's index configuration, as adapters/gcp/firestore declares it:
+// the module must declare exactly these.
 var (
-	storeAscendingOnly = fsstore.AscendingOnlyFields
-	storeIndexExempt   = fsstore.IndexExemptFields
-	storeTTLField      = fsstore.TTLField
+	storeAscendingOnly = firestore.AscendingOnlyFields
+	storeIndexExempt   = firestore.IndexExemptFields
+	storeTTLField      = firestore.TTLField
 )
 
 // storeQuery is one query of the store: equality filters, and a range and

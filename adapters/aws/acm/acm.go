@@ -1,6 +1,6 @@
 // Package acm imports certfn's key pairs into AWS Certificate Manager: the
 // AWS implementation of ports.CertificateImporter used by the Certificate
-// step core/certificates/acmimport (annotation certfn.io/acm-import).
+// step core/certificates/acmimport.go (annotation certfn.io/acm-import).
 //
 // A first import creates an ACM certificate tagged certfn-deployment (the
 // deployment's name: the worker's IAM policy only lets it import with that

@@ -2,7 +2,7 @@
 // Certificate Manager as self-managed certificates: the Google Cloud
 // implementation of ports.CertificateImporter (the analogue of
 // adapters/aws/acm), used by the Certificate step
-// core/certificates/acmimport (annotation certfn.io/acm-import).
+// core/certificates/acmimport.go (annotation certfn.io/acm-import).
 //
 // Each Certificate gets one Certificate Manager certificate,
 //

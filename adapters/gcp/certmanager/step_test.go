@@ -8,13 +8,11 @@ import (
 
 	"github.com/certfn/certfn/core/api"
 	"github.com/certfn/certfn/core/certificates"
-	"github.com/certfn/certfn/core/certificates/acmimport"
 	"github.com/certfn/certfn/core/certificates/certtest"
-	"github.com/certfn/certfn/core/certificates/readiness"
 	"github.com/certfn/certfn/core/errs"
 )
 
-// TestThroughTheStep drives core/certificates/acmimport.Step with this
+// TestThroughTheStep drives certificates.ACMImportStep with this
 // importer on the double: a pending operation is a transient error that
 // keeps its suggested delay and writes nothing; the next reconcile records
 // the resource name in status.acmCertificateARN; a settled Certificate
@@ -27,12 +25,12 @@ func TestThroughTheStep(t *testing.T) {
 	crt := certtest.Cert(func(c *api.Certificate) { c.Annotations = map[string]string{api.AnnotationACMImport: "true"} })
 	issued := ca.IssueSecret(t, crt, nil, certtest.Leaf{})
 	st := certtest.State(crt, &issued.Secret)
-	readiness.Apply(st)
+	certificates.ApplyReadiness(st)
 	step := func() (certificates.Outcome, *certtest.Writer, error) {
 		w := &certtest.Writer{}
 		env, _, _ := certtest.Env(certtest.NewMemSecrets(), w)
 		env.Importer = im
-		out, err := acmimport.Step(ctx, env, st)
+		out, err := certificates.ACMImportStep(ctx, env, st)
 		return out, w, err
 	}
 
@@ -48,7 +46,7 @@ func TestThroughTheStep(t *testing.T) {
 	}
 	s := st.Cert.Status
 	name := im.Name(st.Key())
-	if s.ACMCertificateARN != name || s.ACMCertificateSerial != acmimport.FormatSerial(issued.Leaf.SerialNumber) ||
+	if s.ACMCertificateARN != name || s.ACMCertificateSerial != certificates.FormatACMSerial(issued.Leaf.SerialNumber) ||
 		!api.IsTrue(s.Conditions, api.CertificateConditionACMImported) {
 		t.Fatalf("status = %q %q %+v; want %s, the serial, ACMImported True", s.ACMCertificateARN, s.ACMCertificateSerial, s.Conditions, name)
 	}
@@ -60,7 +58,7 @@ func TestThroughTheStep(t *testing.T) {
 
 	renewed := ca.IssueSecret(t, st.Cert, nil, certtest.Leaf{})
 	st.SetSecret(&renewed.Secret)
-	readiness.Apply(st)
+	certificates.ApplyReadiness(st)
 	if out, _, err = step(); err != nil || !out.Wrote || st.Cert.Status.ACMCertificateARN != name {
 		t.Fatalf("renewal step = %+v, %v, ARN %s; want a re-import into %s", out, err, st.Cert.Status.ACMCertificateARN, name)
 	}

@@ -1,4 +1,4 @@
-package fsstore
+package firestore
 
 import (
 	"bytes"
@@ -7,7 +7,7 @@ import (
 	"io"
 	"time"
 
-	"cloud.google.com/go/firestore"
+	gfs "cloud.google.com/go/firestore"
 
 	"github.com/certfn/certfn/core/api"
 	"github.com/certfn/certfn/core/errs"
@@ -76,7 +76,7 @@ const encGzip = "gzip"
 
 // document renders rec (its Version already set) as the fields of its
 // document. expires is the TTL (zero: none). Absent optional fields are
-// set to firestore.Delete, so that the same fields serve Create (which
+// set to gfs.Delete, so that the same fields serve Create (which
 // leaves them out) and a conditional Update that replaces every field.
 func document(id string, rec ports.Record, expires time.Time) (map[string]any, error) {
 	data, compressed, err := compress(rec.Data)
@@ -88,10 +88,10 @@ func document(id string, rec ports.Record, expires time.Time) (map[string]any, e
 		FieldNamespace: rec.Key.Namespace,
 		FieldVersion:   rec.Version,
 		FieldData:      data,
-		FieldOwner:     firestore.Delete,
-		FieldNextRunAt: firestore.Delete,
-		FieldExpireAt:  firestore.Delete,
-		FieldEnc:       firestore.Delete,
+		FieldOwner:     gfs.Delete,
+		FieldNextRunAt: gfs.Delete,
+		FieldExpireAt:  gfs.Delete,
+		FieldEnc:       gfs.Delete,
 	}
 	if !rec.Owner.IsZero() {
 		fields[FieldOwner] = rec.Owner.String()
@@ -117,7 +117,7 @@ func document(id string, rec ports.Record, expires time.Time) (map[string]any, e
 func forCreate(fields map[string]any) map[string]any {
 	out := make(map[string]any, len(fields))
 	for k, v := range fields {
-		if v != firestore.Delete {
+		if v != gfs.Delete {
 			out[k] = v
 		}
 	}
@@ -126,10 +126,10 @@ func forCreate(fields map[string]any) map[string]any {
 
 // forUpdate returns fields as the updates of a conditional Update that
 // replaces the whole document.
-func forUpdate(fields map[string]any) []firestore.Update {
-	out := make([]firestore.Update, 0, len(fields))
+func forUpdate(fields map[string]any) []gfs.Update {
+	out := make([]gfs.Update, 0, len(fields))
 	for k, v := range fields {
-		out = append(out, firestore.Update{Path: k, Value: v})
+		out = append(out, gfs.Update{Path: k, Value: v})
 	}
 	return out
 }
@@ -208,7 +208,7 @@ type stored struct {
 func (s stored) expired(now time.Time) bool { return !s.expires.IsZero() && !now.Before(s.expires) }
 
 // decodeDoc parses a document written by document.
-func decodeDoc(snap *firestore.DocumentSnapshot) (stored, error) {
+func decodeDoc(snap *gfs.DocumentSnapshot) (stored, error) {
 	var out stored
 	k, err := keyOfDocID(snap.Ref.ID)
 	if err != nil {

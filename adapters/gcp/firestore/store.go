@@ -1,4 +1,4 @@
-// Package fsstore implements ports.Store on one Cloud Firestore (native
+// Package firestore implements ports.Store on one Cloud Firestore (native
 // mode) collection (docs/ARCHITECTURE.md, "On Google Cloud").
 //
 //   - One document per resource; its ID is the resource key, percent-encoded
@@ -20,7 +20,7 @@
 //     read and condition, since Firestore deletes them only eventually.
 //   - Resource JSON over 8 KiB is gzip-compressed; a document that would
 //     still exceed MaxDocBytes is refused with a permanent error.
-package fsstore
+package firestore
 
 import (
 	"cmp"
@@ -34,7 +34,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"cloud.google.com/go/firestore"
+	gfs "cloud.google.com/go/firestore"
 	"google.golang.org/api/iterator"
 	"google.golang.org/api/option"
 	"google.golang.org/grpc/codes"
@@ -48,7 +48,7 @@ import (
 
 // DefaultDatabase is the database a Store uses unless Options.Database
 // names another (Firestore's "(default)").
-const DefaultDatabase = firestore.DefaultDatabaseID
+const DefaultDatabase = gfs.DefaultDatabaseID
 
 // DefaultCollection is the collection a Store uses unless
 // Options.Collection names another.
@@ -97,10 +97,10 @@ type Counts struct {
 
 // Store is the ports.Store on Firestore. It is safe for concurrent use.
 type Store struct {
-	client  *firestore.Client
+	client  *gfs.Client
 	owned   bool // Close closes client (Open made it)
 	db      string
-	col     *firestore.CollectionRef
+	col     *gfs.CollectionRef
 	clock   ports.Clock
 	expire  func(ports.Record, time.Time) time.Time
 	m       ports.Metrics
@@ -124,7 +124,7 @@ func Open(ctx context.Context, project string, opts Options, clientOpts ...optio
 	if opts.Database == "" {
 		opts.Database = DefaultDatabase
 	}
-	c, err := firestore.NewClientWithDatabase(ctx, project, opts.Database, clientOpts...)
+	c, err := gfs.NewClientWithDatabase(ctx, project, opts.Database, clientOpts...)
 	if err != nil {
 		return nil, fmt.Errorf("firestore store: %w", err)
 	}
@@ -140,7 +140,7 @@ func Open(ctx context.Context, project string, opts Options, clientOpts ...optio
 // New returns a Store on opts.Collection through client, whose database
 // must be opts.Database (when set). It makes no call; Close does not close
 // client.
-func New(client *firestore.Client, opts Options) (*Store, error) {
+func New(client *gfs.Client, opts Options) (*Store, error) {
 	if client == nil {
 		return nil, errs.Permanentf("firestore store: client: must not be nil")
 	}
@@ -186,7 +186,7 @@ func checkCollection(c string) error {
 
 // databaseOf returns the database ID of client's resource paths
 // ("projects/P/databases/D/documents/...").
-func databaseOf(client *firestore.Client) string {
+func databaseOf(client *gfs.Client) string {
 	parts := strings.Split(client.Collection("x").Path, "/")
 	if len(parts) > 3 && parts[2] == "databases" {
 		return parts[3]
@@ -412,7 +412,7 @@ func (s *Store) Create(ctx context.Context, rec ports.Record) (ports.Record, err
 		// Live (or deleted since): someone else's create won.
 		return ports.Record{}, fmt.Errorf("store: create %s: %w", rec.Key, ports.ErrAlreadyExists)
 	}
-	wr, err = s.col.Doc(id).Update(ctx, forUpdate(fields), firestore.LastUpdateTime(st.updated))
+	wr, err = s.col.Doc(id).Update(ctx, forUpdate(fields), gfs.LastUpdateTime(st.updated))
 	if lostPrecondition(err) {
 		s.count("Update", true, 0)
 		return ports.Record{}, fmt.Errorf("store: create %s over an expired document: %w (%w)", rec.Key, ports.ErrAlreadyExists, err)
@@ -464,13 +464,13 @@ func (s *Store) Update(ctx context.Context, rec ports.Record) (ports.Record, err
 	defer cancel()
 	doc := s.col.Doc(id)
 	updates := forUpdate(fields)
-	done := func(wr *firestore.WriteResult) (ports.Record, error) {
+	done := func(wr *gfs.WriteResult) (ports.Record, error) {
 		s.count("Update", true, 1)
 		s.updates.remember(id, stored{rec: next, expires: expires, updated: wr.UpdateTime})
 		return next, nil
 	}
 	if known, ok := s.updates.at(id, rec.Version, now); ok {
-		wr, err := doc.Update(ctx, updates, firestore.LastUpdateTime(known))
+		wr, err := doc.Update(ctx, updates, gfs.LastUpdateTime(known))
 		if err == nil {
 			return done(wr)
 		}
@@ -489,7 +489,7 @@ func (s *Store) Update(ctx context.Context, rec ports.Record) (ports.Record, err
 	case st.rec.Version != rec.Version:
 		return ports.Record{}, fmt.Errorf("store: update %s at version %d (stored %d): %w", rec.Key, rec.Version, st.rec.Version, ports.ErrConflict)
 	}
-	wr, err := doc.Update(ctx, updates, firestore.LastUpdateTime(st.updated))
+	wr, err := doc.Update(ctx, updates, gfs.LastUpdateTime(st.updated))
 	if err == nil {
 		return done(wr)
 	}
@@ -527,7 +527,7 @@ func (s *Store) Delete(ctx context.Context, key api.Key, version int64) error {
 	now := s.clock.Now()
 	doc := s.col.Doc(id)
 	if known, ok := s.updates.at(id, version, now); ok {
-		_, err := doc.Delete(ctx, firestore.LastUpdateTime(known))
+		_, err := doc.Delete(ctx, gfs.LastUpdateTime(known))
 		if err == nil {
 			s.count("Delete", true, 1)
 			s.updates.forget(id)
@@ -548,7 +548,7 @@ func (s *Store) Delete(ctx context.Context, key api.Key, version int64) error {
 		case version > 0 && st.rec.Version != version:
 			return fmt.Errorf("store: delete %s at version %d (stored %d): %w", key, version, st.rec.Version, ports.ErrConflict)
 		}
-		_, err = doc.Delete(ctx, firestore.LastUpdateTime(st.updated))
+		_, err = doc.Delete(ctx, gfs.LastUpdateTime(st.updated))
 		if err == nil {
 			s.count("Delete", true, 1)
 			s.updates.forget(id)
@@ -649,7 +649,7 @@ func (s *Store) ListPage(ctx context.Context, opts ports.ListOptions) (ports.Pag
 	if !opts.Owner.IsZero() {
 		q = q.Where(FieldOwner, "==", opts.Owner.String())
 	}
-	q = q.OrderBy(firestore.DocumentID, firestore.Asc)
+	q = q.OrderBy(gfs.DocumentID, gfs.Asc)
 	if after != nil {
 		if after[0] == "" || strings.Contains(after[0], "/") { // a forged token
 			return ports.Page{}, errs.Permanent(fmt.Errorf("store: list %s: continue: not a document ID: %w", what, ports.ErrInvalidContinue))
@@ -713,7 +713,7 @@ func (s *Store) Due(ctx context.Context, now time.Time, limit int) ([]ports.DueI
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
 	it := s.col.Where(FieldNextRunAt, "<=", now).
-		OrderBy(FieldNextRunAt, firestore.Asc).
+		OrderBy(FieldNextRunAt, gfs.Asc).
 		Limit(limit).
 		Select(FieldNextRunAt).
 		Documents(ctx)

@@ -1,4 +1,4 @@
-package fsstore
+package firestore
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"cloud.google.com/go/firestore"
+	gfs "cloud.google.com/go/firestore"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -31,14 +31,14 @@ import (
 // env is a client on a fresh emulator project.
 type env struct {
 	project string
-	client  *firestore.Client
+	client  *gfs.Client
 }
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
 	t.Setenv("FIRESTORE_EMULATOR_HOST", emulators.Firestore(t))
 	project := emulators.NewProjectID()
-	c, err := firestore.NewClient(context.Background(), project)
+	c, err := gfs.NewClient(context.Background(), project)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -429,7 +429,7 @@ func TestDueReadsOnlyDue(t *testing.T) {
 func BenchmarkDue(b *testing.B) {
 	b.StopTimer()
 	b.Setenv("FIRESTORE_EMULATOR_HOST", emulators.Firestore(b))
-	c, err := firestore.NewClient(context.Background(), emulators.NewProjectID())
+	c, err := gfs.NewClient(context.Background(), emulators.NewProjectID())
 	if err != nil {
 		b.Fatal(err)
 	}

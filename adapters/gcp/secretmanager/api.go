@@ -1,16 +1,16 @@
-package gsm
+package secretmanager
 
 import (
 	"context"
 
-	secretmanager "cloud.google.com/go/secretmanager/apiv1"
+	gsm "cloud.google.com/go/secretmanager/apiv1"
 	smpb "cloud.google.com/go/secretmanager/apiv1/secretmanagerpb"
 	"github.com/googleapis/gax-go/v2"
 	"google.golang.org/api/iterator"
 )
 
 // API is the subset of Secret Manager's client that the Store calls. The
-// methods are those of *secretmanager.Client, except that listing returns
+// methods are those of *gsm.Client, except that listing returns
 // one page (a client's iterator cannot be built by a test double):
 // ClientAPI adapts a client. gsmtest.Double implements it in memory.
 type API interface {
@@ -26,11 +26,11 @@ type API interface {
 	ListSecretVersionsPage(ctx context.Context, req *smpb.ListSecretVersionsRequest, opts ...gax.CallOption) (*smpb.ListSecretVersionsResponse, error)
 }
 
-// ClientAPI adapts a Secret Manager client (secretmanager.NewClient, which
+// ClientAPI adapts a Secret Manager client (gsm.NewClient, which
 // finds Application Default Credentials) to API.
-func ClientAPI(c *secretmanager.Client) API { return clientAPI{c} }
+func ClientAPI(c *gsm.Client) API { return clientAPI{c} }
 
-type clientAPI struct{ *secretmanager.Client }
+type clientAPI struct{ *gsm.Client }
 
 func (c clientAPI) ListSecretVersionsPage(ctx context.Context, req *smpb.ListSecretVersionsRequest, opts ...gax.CallOption) (*smpb.ListSecretVersionsResponse, error) {
 	size := int(req.GetPageSize())

@@ -1,4 +1,4 @@
-package gsm_test
+package secretmanager_test
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 	"github.com/certfn/certfn/adapters/aws/awscfg"
 	"github.com/certfn/certfn/adapters/aws/secrets"
 	"github.com/certfn/certfn/adapters/aws/secrets/secretstest"
-	gsm "github.com/certfn/certfn/adapters/gcp/secretmanager"
+	"github.com/certfn/certfn/adapters/gcp/secretmanager"
 	"github.com/certfn/certfn/core/api"
 	"github.com/certfn/certfn/core/ports"
 )
@@ -27,7 +27,7 @@ func TestPayloadSameAsAWS(t *testing.T) {
 		t.Fatal(err)
 	}
 	b := newDoubleBackend(t)
-	s := b.store(t, gsm.Options{})
+	s := b.store(t, secretmanager.Options{})
 	binary := make([]byte, 256)
 	for i := range binary {
 		binary[i] = byte(i)
@@ -51,14 +51,14 @@ func TestPayloadSameAsAWS(t *testing.T) {
 			t.Fatal(err)
 		}
 		awsPayload := aws.ToString(out.SecretString)
-		gcpPayload := string(b.raw(t, mustID(t, s, gsm.ClassOf(gsm.RoleOf(sec)), sec.Namespace, sec.Name), "latest"))
+		gcpPayload := string(b.raw(t, mustID(t, s, secretmanager.ClassOf(secretmanager.RoleOf(sec)), sec.Namespace, sec.Name), "latest"))
 		if awsPayload != gcpPayload {
 			t.Errorf("%s: payloads differ\n AWS %s\n GCP %s", sec.Name, awsPayload, gcpPayload)
 		}
 		// Read what the other wrote.
 		moved := sec
 		moved.Name = sec.Name + "-from-aws"
-		b.addRaw(t, mustID(t, s, gsm.ClassOf(gsm.RoleOf(sec)), sec.Namespace, moved.Name), []byte(awsPayload))
+		b.addRaw(t, mustID(t, s, secretmanager.ClassOf(secretmanager.RoleOf(sec)), sec.Namespace, moved.Name), []byte(awsPayload))
 		got, err := s.Get(ctx, sec.Namespace, moved.Name)
 		if err != nil {
 			t.Fatal(err)

@@ -1,4 +1,4 @@
-package gsm_test
+package secretmanager_test
 
 import (
 	"bytes"
@@ -12,7 +12,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	gsm "github.com/certfn/certfn/adapters/gcp/secretmanager"
+	"github.com/certfn/certfn/adapters/gcp/secretmanager"
 	"github.com/certfn/certfn/core/certificates/certtest"
 	"github.com/certfn/certfn/core/errs"
 	"github.com/certfn/certfn/core/ports"
@@ -39,17 +39,20 @@ func TestErrorClasses(t *testing.T) {
 	}
 	ops := []struct {
 		rpc  string
-		call func(s *gsm.Store) error
+		call func(s *secretmanager.Store) error
 	}{
-		{"AccessSecretVersion", func(s *gsm.Store) error { _, err := s.Get(context.Background(), "default", "web-tls"); return err }},
-		{"CreateSecret", func(s *gsm.Store) error {
+		{"AccessSecretVersion", func(s *secretmanager.Store) error {
+			_, err := s.Get(context.Background(), "default", "web-tls")
+			return err
+		}},
+		{"CreateSecret", func(s *secretmanager.Store) error {
 			sec := tlsSecret("2", nil)
 			sec.Name = "new"
 			return s.Create(context.Background(), sec)
 		}},
-		{"AddSecretVersion", func(s *gsm.Store) error { return s.Put(context.Background(), tlsSecret("2", nil)) }},
-		{"UpdateSecret", func(s *gsm.Store) error { return s.Put(context.Background(), tlsSecret("2", nil)) }},
-		{"DeleteSecret", func(s *gsm.Store) error { return s.Delete(context.Background(), "default", "web-tls") }},
+		{"AddSecretVersion", func(s *secretmanager.Store) error { return s.Put(context.Background(), tlsSecret("2", nil)) }},
+		{"UpdateSecret", func(s *secretmanager.Store) error { return s.Put(context.Background(), tlsSecret("2", nil)) }},
+		{"DeleteSecret", func(s *secretmanager.Store) error { return s.Delete(context.Background(), "default", "web-tls") }},
 	}
 	for _, op := range ops {
 		for _, tc := range tests {
@@ -58,7 +61,7 @@ func TestErrorClasses(t *testing.T) {
 			}
 			t.Run(op.rpc+"/"+tc.code.String(), func(t *testing.T) {
 				b := newDoubleBackend(t)
-				s := b.store(t, gsm.Options{})
+				s := b.store(t, secretmanager.Options{})
 				if err := s.Create(context.Background(), tlsSecret("1", nil)); err != nil {
 					t.Fatal(err)
 				}
@@ -92,7 +95,7 @@ func TestErrorClasses(t *testing.T) {
 // behind, so the retried Create succeeds at once.
 func TestCreateCleansUpAfterAFailedVersion(t *testing.T) {
 	b := newDoubleBackend(t)
-	s := b.store(t, gsm.Options{})
+	s := b.store(t, secretmanager.Options{})
 	b.fake.FailNext("AddSecretVersion", codes.Unavailable, 1)
 	if err := s.Create(context.Background(), tlsSecret("1", nil)); errs.IsPermanent(err) || status.Code(err) != codes.Unavailable {
 		t.Fatalf("Create: %v, want a transient Unavailable", err)
@@ -110,7 +113,7 @@ func TestCreateCleansUpAfterAFailedVersion(t *testing.T) {
 func TestErrorsNeverLeak(t *testing.T) {
 	backends(t, func(t *testing.T, b *backend) {
 		ctx := context.Background()
-		s := b.store(t, gsm.Options{})
+		s := b.store(t, secretmanager.Options{})
 		stored := []string{
 			`{"tls.key": "` + marker + `", oops`,
 			`["` + marker + `"]`,
@@ -120,7 +123,7 @@ func TestErrorsNeverLeak(t *testing.T) {
 		}
 		for i, payload := range stored {
 			name := fmt.Sprintf("broken-%d", i)
-			b.addRaw(t, mustID(t, s, gsm.ClassTLS, "default", name), []byte(payload))
+			b.addRaw(t, mustID(t, s, secretmanager.ClassTLS, "default", name), []byte(payload))
 			_, err := s.Get(ctx, "default", name)
 			if err == nil || !errs.IsPermanent(err) {
 				t.Errorf("payload %d: Get error %v, want a permanent error", i, err)
@@ -164,14 +167,14 @@ func TestErrorsNeverLeak(t *testing.T) {
 // readable one.
 func TestDisabledNewestVersion(t *testing.T) {
 	b := newDoubleBackend(t)
-	s := b.store(t, gsm.Options{})
+	s := b.store(t, secretmanager.Options{})
 	ctx := context.Background()
 	for _, gen := range []string{"1", "2"} {
 		if err := s.Put(ctx, tlsSecret(gen, nil)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	id := mustID(t, s, gsm.ClassTLS, "default", "web-tls")
+	id := mustID(t, s, secretmanager.ClassTLS, "default", "web-tls")
 	if err := b.fake.SetVersionState(id, 2, smpb.SecretVersion_DISABLED); err != nil {
 		t.Fatal(err)
 	}
@@ -198,13 +201,13 @@ func TestDisabledNewestVersion(t *testing.T) {
 // field.
 func TestBadInput(t *testing.T) {
 	b := newDoubleBackend(t)
-	s := b.store(t, gsm.Options{})
+	s := b.store(t, secretmanager.Options{})
 	ctx := context.Background()
-	newErr := func(o gsm.Options) error {
+	newErr := func(o secretmanager.Options) error {
 		if o.Project == "" {
 			o.Project = "p"
 		}
-		_, err := gsm.New(b.api, o)
+		_, err := secretmanager.New(b.api, o)
 		return err
 	}
 	key := "projects/k/locations/global/keyRings/r/cryptoKeys/c"
@@ -213,28 +216,28 @@ func TestBadInput(t *testing.T) {
 		call func() error
 		want string
 	}{
-		{"no project", func() error { _, err := gsm.New(b.api, gsm.Options{}); return err }, "project"},
-		{"project with a slash", func() error { return newErr(gsm.Options{Project: "a/b"}) }, "project"},
-		{"prefix with an underscore", func() error { return newErr(gsm.Options{Prefix: "cert_fn"}) }, "prefix"},
-		{"prefix with upper case", func() error { return newErr(gsm.Options{Prefix: "Certfn"}) }, "prefix"},
-		{"prefix too long", func() error { return newErr(gsm.Options{Prefix: strings.Repeat("a", 31)}) }, "prefix"},
-		{"unknown class", func() error { return newErr(gsm.Options{Classes: []gsm.Class{"tls", "x"}}) }, "classes[1]"},
-		{"repeated class", func() error { return newErr(gsm.Options{Classes: []gsm.Class{"tls", "tls"}}) }, "classes[1]"},
-		{"keep 1", func() error { return newErr(gsm.Options{KeepVersions: 1}) }, "keepVersions"},
-		{"keep 21", func() error { return newErr(gsm.Options{KeepVersions: 21}) }, "keepVersions"},
-		{"bad key name", func() error { return newErr(gsm.Options{KMSKeyName: "alias/x"}) }, "kmsKeyName"},
+		{"no project", func() error { _, err := secretmanager.New(b.api, secretmanager.Options{}); return err }, "project"},
+		{"project with a slash", func() error { return newErr(secretmanager.Options{Project: "a/b"}) }, "project"},
+		{"prefix with an underscore", func() error { return newErr(secretmanager.Options{Prefix: "cert_fn"}) }, "prefix"},
+		{"prefix with upper case", func() error { return newErr(secretmanager.Options{Prefix: "Certfn"}) }, "prefix"},
+		{"prefix too long", func() error { return newErr(secretmanager.Options{Prefix: strings.Repeat("a", 31)}) }, "prefix"},
+		{"unknown class", func() error { return newErr(secretmanager.Options{Classes: []secretmanager.Class{"tls", "x"}}) }, "classes[1]"},
+		{"repeated class", func() error { return newErr(secretmanager.Options{Classes: []secretmanager.Class{"tls", "tls"}}) }, "classes[1]"},
+		{"keep 1", func() error { return newErr(secretmanager.Options{KeepVersions: 1}) }, "keepVersions"},
+		{"keep 21", func() error { return newErr(secretmanager.Options{KeepVersions: 21}) }, "keepVersions"},
+		{"bad key name", func() error { return newErr(secretmanager.Options{KMSKeyName: "alias/x"}) }, "kmsKeyName"},
 		{"key and replicas", func() error {
-			return newErr(gsm.Options{KMSKeyName: key, Replicas: []gsm.Replica{{Location: "europe-west1"}}})
+			return newErr(secretmanager.Options{KMSKeyName: key, Replicas: []secretmanager.Replica{{Location: "europe-west1"}}})
 		}, "kmsKeyName"},
 		{"replica key elsewhere", func() error {
-			return newErr(gsm.Options{Replicas: []gsm.Replica{{Location: "europe-west1", KMSKeyName: key}}})
+			return newErr(secretmanager.Options{Replicas: []secretmanager.Replica{{Location: "europe-west1", KMSKeyName: key}}})
 		}, "replicas[0]: kmsKeyName"},
 		{"repeated replica", func() error {
-			return newErr(gsm.Options{Replicas: []gsm.Replica{{Location: "europe-west1"}, {Location: "europe-west1"}}})
+			return newErr(secretmanager.Options{Replicas: []secretmanager.Replica{{Location: "europe-west1"}, {Location: "europe-west1"}}})
 		}, "replicas[1]"},
-		{"reserved label", func() error { return newErr(gsm.Options{Labels: map[string]string{"certfn-x": "y"}}) }, `labels["certfn-x"]`},
-		{"upper-case label", func() error { return newErr(gsm.Options{Labels: map[string]string{"Team": "y"}}) }, `labels["Team"]`},
-		{"bad label value", func() error { return newErr(gsm.Options{Labels: map[string]string{"team": "a.b"}}) }, `labels["team"]`},
+		{"reserved label", func() error { return newErr(secretmanager.Options{Labels: map[string]string{"certfn-x": "y"}}) }, `labels["certfn-x"]`},
+		{"upper-case label", func() error { return newErr(secretmanager.Options{Labels: map[string]string{"Team": "y"}}) }, `labels["Team"]`},
+		{"bad label value", func() error { return newErr(secretmanager.Options{Labels: map[string]string{"team": "a.b"}}) }, `labels["team"]`},
 		{"upper-case namespace", func() error { _, err := s.Get(ctx, "Default", "web"); return err }, `namespace: "Default"`},
 		{"namespace with a dot", func() error { _, err := s.Get(ctx, "a.b", "web"); return err }, `namespace: "a.b"`},
 		{"name with a slash", func() error { return s.Delete(ctx, "default", "a/b") }, `name: "a/b"`},
@@ -266,7 +269,7 @@ func TestBadInput(t *testing.T) {
 func TestCallsAndCounts(t *testing.T) {
 	b := newDoubleBackend(t)
 	m := certtest.NewMetrics()
-	s := b.store(t, gsm.Options{Classes: gsm.WorkerClasses(false), Metrics: m})
+	s := b.store(t, secretmanager.Options{Classes: secretmanager.WorkerClasses(false), Metrics: m})
 	ctx := context.Background()
 	steps := []struct {
 		name string
@@ -323,8 +326,8 @@ func TestCallsAndCounts(t *testing.T) {
 func TestClassHint(t *testing.T) {
 	b := newDoubleBackend(t)
 	ctx := context.Background()
-	worker := b.store(t, gsm.Options{Classes: gsm.WorkerClasses(false)})
-	signer := b.store(t, gsm.Options{Prefix: worker.Prefix(), Classes: gsm.SignerClasses()})
+	worker := b.store(t, secretmanager.Options{Classes: secretmanager.WorkerClasses(false)})
+	signer := b.store(t, secretmanager.Options{Prefix: worker.Prefix(), Classes: secretmanager.SignerClasses()})
 	nk := ports.Secret{Namespace: "default", Name: "web-next-private-key", Data: map[string][]byte{"tls.key": []byte("k")},
 		Labels: map[string]string{"cert-manager.io/next-private-key": "true"}}
 	if err := worker.Create(ctx, nk); err != nil {
@@ -362,7 +365,7 @@ func ignoreNotFound(err error) error {
 // A canceled context makes no call.
 func TestCanceledContext(t *testing.T) {
 	b := newDoubleBackend(t)
-	s := b.store(t, gsm.Options{})
+	s := b.store(t, secretmanager.Options{})
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	for name, call := range map[string]func() error{
@@ -386,7 +389,7 @@ func TestCanceledContext(t *testing.T) {
 // of writing nothing.
 func TestRetriedPutFinishesMaintenance(t *testing.T) {
 	b := newDoubleBackend(t)
-	s := b.store(t, gsm.Options{})
+	s := b.store(t, secretmanager.Options{})
 	ctx := context.Background()
 	if err := s.Create(ctx, tlsSecret("1", nil)); err != nil {
 		t.Fatal(err)
@@ -395,15 +398,15 @@ func TestRetriedPutFinishesMaintenance(t *testing.T) {
 	if err := s.Put(ctx, tlsSecret("2", nil)); status.Code(err) != codes.Unavailable {
 		t.Fatalf("Put: %v, want Unavailable", err)
 	}
-	id := mustID(t, s, gsm.ClassTLS, "default", "web-tls")
-	if got := b.fake.Secret(id).GetLabels()[gsm.KeyRevision]; got != "1" {
+	id := mustID(t, s, secretmanager.ClassTLS, "default", "web-tls")
+	if got := b.fake.Secret(id).GetLabels()[secretmanager.KeyRevision]; got != "1" {
 		t.Fatalf("revision label %q before the retry", got)
 	}
 	if err := s.Put(ctx, tlsSecret("2", nil)); err != nil {
 		t.Fatal(err)
 	}
 	sec := b.fake.Secret(id)
-	if sec.GetLabels()[gsm.KeyRevision] != "2" || sec.GetVersionAliases()[gsm.AliasPrevious] != 1 || len(b.fake.Versions(id)) != 2 {
+	if sec.GetLabels()[secretmanager.KeyRevision] != "2" || sec.GetVersionAliases()[secretmanager.AliasPrevious] != 1 || len(b.fake.Versions(id)) != 2 {
 		t.Errorf("after the retry: labels %v aliases %v, %d versions", sec.GetLabels(), sec.GetVersionAliases(), len(b.fake.Versions(id)))
 	}
 	// Finished: the next unchanged Put reads only.

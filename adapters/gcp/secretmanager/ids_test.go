@@ -1,11 +1,11 @@
-package gsm_test
+package secretmanager_test
 
 import (
 	"regexp"
 	"strings"
 	"testing"
 
-	gsm "github.com/certfn/certfn/adapters/gcp/secretmanager"
+	"github.com/certfn/certfn/adapters/gcp/secretmanager"
 	"github.com/certfn/certfn/core/errs"
 )
 
@@ -15,28 +15,28 @@ var secretIDRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,255}$`)
 // accepts, reversible when they fit, unique, and share one prefix per
 // class and per class and namespace (what IAM conditions test).
 func TestSecretIDs(t *testing.T) {
-	s, err := gsm.New(nil, gsm.Options{Project: "p"})
+	s, err := secretmanager.New(nil, secretmanager.Options{Project: "p"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	long := strings.Repeat("a", 63)
 	longName := strings.Repeat("abcdefghi.", 25) + "xyz" // 253 characters
 	tests := []struct {
-		class    gsm.Class
+		class    secretmanager.Class
 		ns, name string
 		want     string // "" : shortened
 	}{
-		{gsm.ClassTLS, "default", "web-tls", "certfn_tls_default_web-tls"},
-		{gsm.ClassCA, "cert-manager", "my-ca", "certfn_ca_cert-manager_my-ca"},
-		{gsm.ClassIssuedCA, "cert-manager", "root.ca", "certfn_ica_cert-manager_root_ca"},
-		{gsm.ClassPrivateKey, "team-a", "web-next-private-key", "certfn_pk_team-a_web-next-private-key"},
-		{gsm.ClassSolverCredentials, "cert-manager", "tsig", "certfn_sc_cert-manager_tsig"},
-		{gsm.ClassTLS, "a", "www.example.com", "certfn_tls_a_www_example_com"},
-		{gsm.ClassTLS, "0", "1", "certfn_tls_0_1"},
-		{gsm.ClassTLS, long, strings.Repeat("b", 180), "certfn_tls_" + long + "_" + strings.Repeat("b", 180)},
-		{gsm.ClassTLS, long, strings.Repeat("b", 181), ""},
-		{gsm.ClassTLS, long, longName, ""},
-		{gsm.ClassTLS, "x", longName, ""},
+		{secretmanager.ClassTLS, "default", "web-tls", "certfn_tls_default_web-tls"},
+		{secretmanager.ClassCA, "cert-manager", "my-ca", "certfn_ca_cert-manager_my-ca"},
+		{secretmanager.ClassIssuedCA, "cert-manager", "root.ca", "certfn_ica_cert-manager_root_ca"},
+		{secretmanager.ClassPrivateKey, "team-a", "web-next-private-key", "certfn_pk_team-a_web-next-private-key"},
+		{secretmanager.ClassSolverCredentials, "cert-manager", "tsig", "certfn_sc_cert-manager_tsig"},
+		{secretmanager.ClassTLS, "a", "www.example.com", "certfn_tls_a_www_example_com"},
+		{secretmanager.ClassTLS, "0", "1", "certfn_tls_0_1"},
+		{secretmanager.ClassTLS, long, strings.Repeat("b", 180), "certfn_tls_" + long + "_" + strings.Repeat("b", 180)},
+		{secretmanager.ClassTLS, long, strings.Repeat("b", 181), ""},
+		{secretmanager.ClassTLS, long, longName, ""},
+		{secretmanager.ClassTLS, "x", longName, ""},
 	}
 	seen := map[string]string{}
 	for _, tc := range tests {
@@ -75,11 +75,11 @@ func TestSecretIDs(t *testing.T) {
 	}
 	// A prefix cannot contain '_', so one deployment's "<prefix>_ca_" is
 	// never the start of another's IDs.
-	other, err := gsm.New(nil, gsm.Options{Project: "p", Prefix: "certfn-ca"})
+	other, err := secretmanager.New(nil, secretmanager.Options{Project: "p", Prefix: "certfn-ca"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if id, _ := other.SecretID(gsm.ClassTLS, "default", "x"); strings.HasPrefix(id, "certfn_ca_") {
+	if id, _ := other.SecretID(secretmanager.ClassTLS, "default", "x"); strings.HasPrefix(id, "certfn_ca_") {
 		t.Errorf("%s starts with another prefix's CA prefix", id)
 	}
 	if _, err := s.SecretID("zz", "default", "x"); !errs.IsPermanent(err) {
@@ -98,7 +98,7 @@ func TestLabelValue(t *testing.T) {
 		{strings.Repeat("X", 70), strings.Repeat("x", 63)},
 	}
 	for _, tc := range tests {
-		if got := gsm.LabelValue(tc.in); got != tc.want {
+		if got := secretmanager.LabelValue(tc.in); got != tc.want {
 			t.Errorf("LabelValue(%q) = %q, want %q", tc.in, got, tc.want)
 		}
 	}

@@ -1,4 +1,4 @@
-package gsm
+package secretmanager
 
 import (
 	"crypto/sha256"

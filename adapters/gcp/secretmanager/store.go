@@ -1,4 +1,4 @@
-// Package gsm implements ports.SecretStore on Google Cloud Secret Manager
+// Package secretmanager implements ports.SecretStore on Google Cloud Secret Manager
 // (docs/design/resources.md and docs/ARCHITECTURE.md), as adapters/aws/secrets does on AWS Secrets
 // Manager. docs/gcp-secret-manager.md has the layout and the IAM rules.
 //
@@ -29,7 +29,7 @@
 //     the service's InvalidArgument are permanent; every other failure
 //     (Unavailable, ResourceExhausted, DeadlineExceeded, Aborted, Internal,
 //     PermissionDenied while IAM propagates, ...) stays transient.
-package gsm
+package secretmanager
 
 import (
 	"bytes"

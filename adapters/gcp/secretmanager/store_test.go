@@ -1,4 +1,4 @@
-package gsm_test
+package secretmanager_test
 
 import (
 	"bytes"
@@ -21,14 +21,14 @@ import (
 	"testing"
 	"time"
 
-	secretmanager "cloud.google.com/go/secretmanager/apiv1"
+	gsm "cloud.google.com/go/secretmanager/apiv1"
 	smpb "cloud.google.com/go/secretmanager/apiv1/secretmanagerpb"
 	"github.com/googleapis/gax-go/v2"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/fieldmaskpb"
 
-	gsm "github.com/certfn/certfn/adapters/gcp/secretmanager"
+	"github.com/certfn/certfn/adapters/gcp/secretmanager"
 	"github.com/certfn/certfn/adapters/gcp/secretmanager/gsmtest"
 	"github.com/certfn/certfn/core/api"
 	"github.com/certfn/certfn/core/clock"
@@ -48,12 +48,12 @@ const EnvProject = "CERTFN_GCP_TEST_PROJECT"
 // the service.
 const EnvKMSKey = "CERTFN_GCP_TEST_KMS_KEY"
 
-var _ gsm.API = (*gsmtest.Double)(nil)
+var _ secretmanager.API = (*gsmtest.Double)(nil)
 
 // backend is where a test's secrets live: the test double (fake != nil) or
 // the real service.
 type backend struct {
-	api     gsm.API
+	api     secretmanager.API
 	fake    *gsmtest.Double
 	project string
 }
@@ -61,7 +61,7 @@ type backend struct {
 // recording is an API that remembers the IDs of the secrets created
 // through it, so that a test on the service deletes what it created.
 type recording struct {
-	gsm.API
+	secretmanager.API
 	mu  sync.Mutex
 	ids []string
 }
@@ -75,7 +75,7 @@ func (r *recording) CreateSecret(ctx context.Context, req *smpb.CreateSecretRequ
 
 var (
 	clientOnce sync.Once
-	client     *secretmanager.Client
+	client     *gsm.Client
 	clientErr  error
 )
 
@@ -87,11 +87,11 @@ func newServiceBackend(t *testing.T) *backend {
 	if project == "" {
 		t.Skipf("%s is not set: this variant needs a Google Cloud project (Application Default Credentials); the double variant ran", EnvProject)
 	}
-	clientOnce.Do(func() { client, clientErr = secretmanager.NewClient(context.Background()) })
+	clientOnce.Do(func() { client, clientErr = gsm.NewClient(context.Background()) })
 	if clientErr != nil {
 		t.Fatalf("Secret Manager client: %v", clientErr)
 	}
-	rec := &recording{API: gsm.ClientAPI(client)}
+	rec := &recording{API: secretmanager.ClientAPI(client)}
 	t.Cleanup(func() {
 		rec.mu.Lock()
 		defer rec.mu.Unlock()
@@ -114,7 +114,7 @@ func newDoubleBackend(t *testing.T) *backend {
 func newClientBackend(t *testing.T) *backend {
 	t.Helper()
 	d := gsmtest.New()
-	return &backend{api: gsm.ClientAPI(d.Client(t)), fake: d, project: "certfn-test"}
+	return &backend{api: secretmanager.ClientAPI(d.Client(t)), fake: d, project: "certfn-test"}
 }
 
 // backends runs f on the double, always: called directly ("double") and
@@ -127,7 +127,7 @@ func backends(t *testing.T, f func(t *testing.T, b *backend)) {
 }
 
 // store returns a Store on b with a prefix of its own.
-func (b *backend) store(t *testing.T, opts gsm.Options) *gsm.Store {
+func (b *backend) store(t *testing.T, opts secretmanager.Options) *secretmanager.Store {
 	t.Helper()
 	opts.Project = b.project
 	if opts.Prefix == "" {
@@ -135,7 +135,7 @@ func (b *backend) store(t *testing.T, opts gsm.Options) *gsm.Store {
 		_, _ = rand.Read(r[:])
 		opts.Prefix = "t" + hex.EncodeToString(r[:])
 	}
-	s, err := gsm.New(b.api, opts)
+	s, err := secretmanager.New(b.api, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -202,7 +202,7 @@ func (b *backend) addRaw(t *testing.T, id string, data []byte) {
 	}
 }
 
-func mustID(t *testing.T, s *gsm.Store, c gsm.Class, ns, name string) string {
+func mustID(t *testing.T, s *secretmanager.Store, c secretmanager.Class, ns, name string) string {
 	t.Helper()
 	id, err := s.SecretID(c, ns, name)
 	if err != nil {
@@ -213,7 +213,7 @@ func mustID(t *testing.T, s *gsm.Store, c gsm.Class, ns, name string) string {
 
 func TestSecretContract(t *testing.T) {
 	backends(t, func(t *testing.T, b *backend) {
-		porttest.SecretSuite(t, func(t *testing.T) ports.SecretStore { return b.store(t, gsm.Options{}) })
+		porttest.SecretSuite(t, func(t *testing.T) ports.SecretStore { return b.store(t, secretmanager.Options{}) })
 	})
 }
 
@@ -258,7 +258,7 @@ func certPEM(t *testing.T, notAfter time.Time, isCA bool) []byte {
 }
 
 // revision returns the revision annotation of the secret's newest version.
-func revision(t *testing.T, s *gsm.Store, ns, name string) string {
+func revision(t *testing.T, s *secretmanager.Store, ns, name string) string {
 	t.Helper()
 	got, err := s.Get(context.Background(), ns, name)
 	if err != nil {
@@ -287,8 +287,8 @@ func TestVersionsPreviousAndDestruction(t *testing.T) {
 		for _, keep := range []int{2, 3} {
 			t.Run(fmt.Sprintf("keep %d", keep), func(t *testing.T) {
 				ctx := context.Background()
-				s := b.store(t, gsm.Options{KeepVersions: keep})
-				id := mustID(t, s, gsm.ClassTLS, "default", "web-tls")
+				s := b.store(t, secretmanager.Options{KeepVersions: keep})
+				id := mustID(t, s, secretmanager.ClassTLS, "default", "web-tls")
 				if err := s.Create(ctx, tlsSecret("1", nil)); err != nil {
 					t.Fatal(err)
 				}
@@ -318,7 +318,7 @@ func TestVersionsPreviousAndDestruction(t *testing.T) {
 					if got := live(vs); !slices.Equal(got, wantLive) {
 						t.Errorf("gen %d: versions not destroyed %v, want %v", gen, got, wantLive)
 					}
-					if a := b.secret(t, id).GetVersionAliases(); a[gsm.AliasPrevious] != int64(gen-1) {
+					if a := b.secret(t, id).GetVersionAliases(); a[secretmanager.AliasPrevious] != int64(gen-1) {
 						t.Errorf("gen %d: aliases %v, want previous=%d", gen, a, gen-1)
 					}
 					if got := revision(t, s, "default", "web-tls"); got != g {
@@ -333,8 +333,8 @@ func TestVersionsPreviousAndDestruction(t *testing.T) {
 		}
 		t.Run("pinned by an operator", func(t *testing.T) {
 			ctx := context.Background()
-			s := b.store(t, gsm.Options{})
-			id := mustID(t, s, gsm.ClassTLS, "default", "web-tls")
+			s := b.store(t, secretmanager.Options{})
+			id := mustID(t, s, secretmanager.ClassTLS, "default", "web-tls")
 			if err := s.Create(ctx, tlsSecret("1", nil)); err != nil {
 				t.Fatal(err)
 			}
@@ -354,7 +354,7 @@ func TestVersionsPreviousAndDestruction(t *testing.T) {
 				t.Errorf("versions not destroyed %v, want [1 3 4] (1 pinned by the alias golden)", got)
 			}
 			sec := b.secret(t, id)
-			if want := map[string]int64{"golden": 1, gsm.AliasPrevious: 3}; !maps.Equal(sec.GetVersionAliases(), want) {
+			if want := map[string]int64{"golden": 1, secretmanager.AliasPrevious: 3}; !maps.Equal(sec.GetVersionAliases(), want) {
 				t.Errorf("aliases %v, want %v", sec.GetVersionAliases(), want)
 			}
 			if sec.GetLabels()["owner"] != "ops" {
@@ -369,10 +369,10 @@ func TestVersionsPreviousAndDestruction(t *testing.T) {
 func TestRollback(t *testing.T) {
 	backends(t, func(t *testing.T, b *backend) {
 		ctx := context.Background()
-		s := b.store(t, gsm.Options{})
+		s := b.store(t, secretmanager.Options{})
 		exp1 := time.Date(2031, 3, 4, 5, 6, 7, 0, time.UTC)
 		exp2 := exp1.Add(60 * 24 * time.Hour)
-		id := mustID(t, s, gsm.ClassTLS, "default", "web-tls")
+		id := mustID(t, s, secretmanager.ClassTLS, "default", "web-tls")
 		if err := s.Rollback(ctx, "default", "web-tls"); !errors.Is(err, ports.ErrNotFound) {
 			t.Errorf("Rollback of a missing secret: %v, want ErrNotFound", err)
 		}
@@ -385,7 +385,7 @@ func TestRollback(t *testing.T) {
 		if err := s.Put(ctx, tlsSecret("2", certPEM(t, exp2, false))); err != nil {
 			t.Fatal(err)
 		}
-		if got := b.secret(t, id).GetLabels()[gsm.KeyNotAfter]; got != "2031-05-03t05_06_07z" {
+		if got := b.secret(t, id).GetLabels()[secretmanager.KeyNotAfter]; got != "2031-05-03t05_06_07z" {
 			t.Errorf("not-after label after renewal = %q", got)
 		}
 		if err := s.Rollback(ctx, "default", "web-tls"); err != nil {
@@ -395,7 +395,7 @@ func TestRollback(t *testing.T) {
 			t.Errorf("after Rollback: revision %s, want 1", got)
 		}
 		sec := b.secret(t, id)
-		if sec.GetAnnotations()[gsm.KeyRevision] != "1" || sec.GetAnnotations()[gsm.KeyNotAfter] != "2031-03-04T05:06:07Z" || sec.GetLabels()[gsm.KeyNotAfter] != "2031-03-04t05_06_07z" {
+		if sec.GetAnnotations()[secretmanager.KeyRevision] != "1" || sec.GetAnnotations()[secretmanager.KeyNotAfter] != "2031-03-04T05:06:07Z" || sec.GetLabels()[secretmanager.KeyNotAfter] != "2031-03-04t05_06_07z" {
 			t.Errorf("labels %v annotations %v after Rollback, want revision 1 and the first notAfter", sec.GetLabels(), sec.GetAnnotations())
 		}
 		if prev, err := s.Previous(ctx, "default", "web-tls"); err != nil || prev.Annotations[api.AnnotationRevision] != "2" {
@@ -418,23 +418,23 @@ func TestRollback(t *testing.T) {
 func TestClassesInIDs(t *testing.T) {
 	backends(t, func(t *testing.T, b *backend) {
 		ctx := context.Background()
-		s := b.store(t, gsm.Options{})
+		s := b.store(t, secretmanager.Options{})
 		exp := time.Now().Add(90 * 24 * time.Hour)
 		key := []byte("-----BEGIN PRIVATE KEY-----\n" + marker + "\n-----END PRIVATE KEY-----\n")
 		cases := []struct {
 			sec  ports.Secret
-			role gsm.Role
-			want gsm.Class
+			role secretmanager.Role
+			want secretmanager.Class
 		}{
-			{ports.Secret{Namespace: "team-a", Name: "web.example.com-tls", Data: map[string][]byte{"tls.crt": certPEM(t, exp, false), "tls.key": key}}, gsm.RoleCertificate, gsm.ClassTLS},
+			{ports.Secret{Namespace: "team-a", Name: "web.example.com-tls", Data: map[string][]byte{"tls.crt": certPEM(t, exp, false), "tls.key": key}}, secretmanager.RoleCertificate, secretmanager.ClassTLS},
 			{ports.Secret{Namespace: "team-a", Name: "web-next-private-key", Data: map[string][]byte{"tls.key": key},
-				Labels: map[string]string{api.LabelNextPrivateKey: "true"}}, gsm.RolePrivateKey, gsm.ClassPrivateKey},
-			{ports.Secret{Namespace: "cert-manager", Name: "root-ca", Data: map[string][]byte{"tls.crt": certPEM(t, exp, true), "tls.key": key}}, gsm.RoleIssuedCA, gsm.ClassIssuedCA},
-			{ports.Secret{Namespace: "cert-manager", Name: "letsencrypt-account", Data: map[string][]byte{"tls.key": key}}, gsm.RoleACMEAccount, gsm.ClassTLS},
-			{ports.Secret{Namespace: "team-a", Name: "ca-bundle", Data: map[string][]byte{"tls.crt": certPEM(t, exp, true)}}, gsm.RoleCertificate, gsm.ClassTLS},
+				Labels: map[string]string{api.LabelNextPrivateKey: "true"}}, secretmanager.RolePrivateKey, secretmanager.ClassPrivateKey},
+			{ports.Secret{Namespace: "cert-manager", Name: "root-ca", Data: map[string][]byte{"tls.crt": certPEM(t, exp, true), "tls.key": key}}, secretmanager.RoleIssuedCA, secretmanager.ClassIssuedCA},
+			{ports.Secret{Namespace: "cert-manager", Name: "letsencrypt-account", Data: map[string][]byte{"tls.key": key}}, secretmanager.RoleACMEAccount, secretmanager.ClassTLS},
+			{ports.Secret{Namespace: "team-a", Name: "ca-bundle", Data: map[string][]byte{"tls.crt": certPEM(t, exp, true)}}, secretmanager.RoleCertificate, secretmanager.ClassTLS},
 		}
 		for _, tc := range cases {
-			if got := gsm.RoleOf(tc.sec); got != tc.role {
+			if got := secretmanager.RoleOf(tc.sec); got != tc.role {
 				t.Errorf("%s: RoleOf = %s, want %s", tc.sec.Name, got, tc.role)
 			}
 			if err := s.Put(ctx, tc.sec); err != nil {
@@ -448,7 +448,7 @@ func TestClassesInIDs(t *testing.T) {
 			if sec == nil {
 				t.Fatalf("%s: no secret %s", tc.sec.Name, id)
 			}
-			if sec.GetLabels()[gsm.KeyRole] != string(tc.role) || sec.GetAnnotations()[gsm.KeyName] != tc.sec.Name {
+			if sec.GetLabels()[secretmanager.KeyRole] != string(tc.role) || sec.GetAnnotations()[secretmanager.KeyName] != tc.sec.Name {
 				t.Errorf("%s: labels %v annotations %v", tc.sec.Name, sec.GetLabels(), sec.GetAnnotations())
 			}
 			got, err := s.Get(ctx, tc.sec.Namespace, tc.sec.Name)
@@ -456,7 +456,7 @@ func TestClassesInIDs(t *testing.T) {
 				t.Errorf("%s: Get: %v", tc.sec.Name, err)
 			}
 		}
-		if id := mustID(t, s, gsm.ClassTLS, "team-a", "web.example.com-tls"); id != s.Prefix()+"_tls_team-a_web_example_com-tls" {
+		if id := mustID(t, s, secretmanager.ClassTLS, "team-a", "web.example.com-tls"); id != s.Prefix()+"_tls_team-a_web_example_com-tls" {
 			t.Errorf("ID %s", id)
 		}
 	})
@@ -467,10 +467,10 @@ func TestClassesInIDs(t *testing.T) {
 func TestClassMove(t *testing.T) {
 	backends(t, func(t *testing.T, b *backend) {
 		ctx := context.Background()
-		s := b.store(t, gsm.Options{})
+		s := b.store(t, secretmanager.Options{})
 		exp := time.Now().Add(90 * 24 * time.Hour)
 		leaf, ca := tlsSecret("1", certPEM(t, exp, false)), tlsSecret("2", certPEM(t, exp, true))
-		tlsID, icaID := mustID(t, s, gsm.ClassTLS, "default", "web-tls"), mustID(t, s, gsm.ClassIssuedCA, "default", "web-tls")
+		tlsID, icaID := mustID(t, s, secretmanager.ClassTLS, "default", "web-tls"), mustID(t, s, secretmanager.ClassIssuedCA, "default", "web-tls")
 		if err := s.Put(ctx, leaf); err != nil {
 			t.Fatal(err)
 		}
@@ -506,16 +506,16 @@ func TestClassMove(t *testing.T) {
 func TestOperatorClassesAndFunctionClasses(t *testing.T) {
 	backends(t, func(t *testing.T, b *backend) {
 		ctx := context.Background()
-		all := b.store(t, gsm.Options{})
+		all := b.store(t, secretmanager.Options{})
 		prefix := all.Prefix()
-		signer := b.store(t, gsm.Options{Prefix: prefix, Classes: gsm.SignerClasses()})
-		worker := b.store(t, gsm.Options{Prefix: prefix, Classes: gsm.WorkerClasses(false)})
-		workerCA := b.store(t, gsm.Options{Prefix: prefix, Classes: gsm.WorkerClasses(true)})
+		signer := b.store(t, secretmanager.Options{Prefix: prefix, Classes: secretmanager.SignerClasses()})
+		worker := b.store(t, secretmanager.Options{Prefix: prefix, Classes: secretmanager.WorkerClasses(false)})
+		workerCA := b.store(t, secretmanager.Options{Prefix: prefix, Classes: secretmanager.WorkerClasses(true)})
 		exp := time.Now().Add(90 * 24 * time.Hour)
 		installed := ports.Secret{Namespace: "cert-manager", Name: "my-ca", Data: map[string][]byte{
 			"tls.crt": certPEM(t, exp, true), "tls.key": []byte("-----BEGIN PRIVATE KEY-----\n" + marker + "\n-----END PRIVATE KEY-----\n")}}
 		// The operator installs it with the payload of docs/gcp-secret-manager.md.
-		caID := mustID(t, all, gsm.ClassCA, "cert-manager", "my-ca")
+		caID := mustID(t, all, secretmanager.ClassCA, "cert-manager", "my-ca")
 		b.addRaw(t, caID, []byte(`{"tls.crt": `+jsonString(installed.Data["tls.crt"])+`, "tls.key": `+jsonString(installed.Data["tls.key"])+`}`))
 
 		if got, err := signer.Get(ctx, "cert-manager", "my-ca"); err != nil || !bytes.Equal(got.Data["tls.key"], installed.Data["tls.key"]) {
@@ -580,7 +580,7 @@ func jsonString(b []byte) string {
 func TestLabelsAndAnnotations(t *testing.T) {
 	backends(t, func(t *testing.T, b *backend) {
 		ctx := context.Background()
-		s := b.store(t, gsm.Options{Labels: map[string]string{"team": "platform", "cost-center": "cc_42"}})
+		s := b.store(t, secretmanager.Options{Labels: map[string]string{"team": "platform", "cost-center": "cc_42"}})
 		exp := time.Date(2031, 3, 4, 5, 6, 7, 0, time.UTC)
 		longCert := strings.Repeat("Very.Long-Certificate_Name.", 4)
 		sec := ports.Secret{Namespace: "team-a", Name: "www.example.com", Data: map[string][]byte{"tls.crt": certPEM(t, exp, false), "tls.key": []byte("k")},
@@ -593,23 +593,23 @@ func TestLabelsAndAnnotations(t *testing.T) {
 		if err := s.Create(ctx, sec); err != nil {
 			t.Fatal(err)
 		}
-		id := mustID(t, s, gsm.ClassTLS, "team-a", "www.example.com")
+		id := mustID(t, s, secretmanager.ClassTLS, "team-a", "www.example.com")
 		got := b.secret(t, id)
 		wantLabels := map[string]string{
-			gsm.KeyNamespace: "team-a", gsm.KeyName: "www_example_com",
-			gsm.KeyCertificate: gsm.LabelValue(longCert), gsm.KeyIssuer: "clusterissuer_lets-encrypt_prod",
-			gsm.KeyRevision: "12", gsm.KeyNotAfter: "2031-03-04t05_06_07z", gsm.KeyRole: "certificate",
+			secretmanager.KeyNamespace: "team-a", secretmanager.KeyName: "www_example_com",
+			secretmanager.KeyCertificate: secretmanager.LabelValue(longCert), secretmanager.KeyIssuer: "clusterissuer_lets-encrypt_prod",
+			secretmanager.KeyRevision: "12", secretmanager.KeyNotAfter: "2031-03-04t05_06_07z", secretmanager.KeyRole: "certificate",
 			"team": "platform", "cost-center": "cc_42",
 		}
 		if !maps.Equal(got.GetLabels(), wantLabels) {
 			t.Errorf("labels\n got %v\nwant %v", got.GetLabels(), wantLabels)
 		}
-		if l := got.GetLabels()[gsm.KeyCertificate]; len(l) != 63 || l != strings.ToLower(strings.ReplaceAll(longCert, ".", "_"))[:63] {
+		if l := got.GetLabels()[secretmanager.KeyCertificate]; len(l) != 63 || l != strings.ToLower(strings.ReplaceAll(longCert, ".", "_"))[:63] {
 			t.Errorf("certificate label %q: want the lower-cased name, '.' as '_', cut at 63", l)
 		}
 		wantAnn := map[string]string{
-			gsm.KeyNamespace: "team-a", gsm.KeyName: "www.example.com", gsm.KeyCertificate: longCert,
-			gsm.KeyIssuer: "ClusterIssuer/Lets-Encrypt.Prod", gsm.KeyRevision: "12", gsm.KeyNotAfter: "2031-03-04T05:06:07Z", gsm.KeyRole: "certificate",
+			secretmanager.KeyNamespace: "team-a", secretmanager.KeyName: "www.example.com", secretmanager.KeyCertificate: longCert,
+			secretmanager.KeyIssuer: "ClusterIssuer/Lets-Encrypt.Prod", secretmanager.KeyRevision: "12", secretmanager.KeyNotAfter: "2031-03-04T05:06:07Z", secretmanager.KeyRole: "certificate",
 		}
 		if !maps.Equal(got.GetAnnotations(), wantAnn) {
 			t.Errorf("annotations\n got %v\nwant %v", got.GetAnnotations(), wantAnn)
@@ -628,7 +628,7 @@ func TestLabelsAndAnnotations(t *testing.T) {
 			t.Fatal(err)
 		}
 		got = b.secret(t, id)
-		if got.GetLabels()["owner"] != "ops" || got.GetAnnotations()["runbook"] == "" || got.GetLabels()[gsm.KeyRevision] != "13" || got.GetAnnotations()[gsm.KeyRevision] != "13" {
+		if got.GetLabels()["owner"] != "ops" || got.GetAnnotations()["runbook"] == "" || got.GetLabels()[secretmanager.KeyRevision] != "13" || got.GetAnnotations()[secretmanager.KeyRevision] != "13" {
 			t.Errorf("after renewal: labels %v annotations %v", got.GetLabels(), got.GetAnnotations())
 		}
 	})
@@ -647,11 +647,11 @@ func TestCMEK(t *testing.T) {
 		b := newDoubleBackend(t)
 		ctx := context.Background()
 		key := "projects/kms-proj/locations/global/keyRings/certfn/cryptoKeys/secrets"
-		s := b.store(t, gsm.Options{KMSKeyName: key})
+		s := b.store(t, secretmanager.Options{KMSKeyName: key})
 		if err := s.Create(ctx, tlsSecret("1", nil)); err != nil {
 			t.Fatal(err)
 		}
-		id := mustID(t, s, gsm.ClassTLS, "default", "web-tls")
+		id := mustID(t, s, secretmanager.ClassTLS, "default", "web-tls")
 		if got := b.secret(t, id).GetReplication().GetAutomatic().GetCustomerManagedEncryption().GetKmsKeyName(); got != key {
 			t.Errorf("automatic replication key %q, want %q", got, key)
 		}
@@ -661,11 +661,11 @@ func TestCMEK(t *testing.T) {
 		}
 
 		ew1 := "projects/kms-proj/locations/europe-west1/keyRings/certfn/cryptoKeys/secrets"
-		s2 := b.store(t, gsm.Options{Replicas: []gsm.Replica{{Location: "europe-west1", KMSKeyName: ew1}, {Location: "europe-west4"}}})
+		s2 := b.store(t, secretmanager.Options{Replicas: []secretmanager.Replica{{Location: "europe-west1", KMSKeyName: ew1}, {Location: "europe-west4"}}})
 		if err := s2.Create(ctx, tlsSecret("1", nil)); err != nil {
 			t.Fatal(err)
 		}
-		reps := b.secret(t, mustID(t, s2, gsm.ClassTLS, "default", "web-tls")).GetReplication().GetUserManaged().GetReplicas()
+		reps := b.secret(t, mustID(t, s2, secretmanager.ClassTLS, "default", "web-tls")).GetReplication().GetUserManaged().GetReplicas()
 		if len(reps) != 2 || reps[0].GetLocation() != "europe-west1" || reps[0].GetCustomerManagedEncryption().GetKmsKeyName() != ew1 ||
 			reps[1].GetLocation() != "europe-west4" || reps[1].GetCustomerManagedEncryption() != nil {
 			t.Errorf("user-managed replicas %v", reps)
@@ -677,11 +677,11 @@ func TestCMEK(t *testing.T) {
 		if key == "" {
 			t.Skipf("%s is not set: the CMEK variant on the service needs a key Secret Manager may use", EnvKMSKey)
 		}
-		s := b.store(t, gsm.Options{KMSKeyName: key})
+		s := b.store(t, secretmanager.Options{KMSKeyName: key})
 		if err := s.Create(context.Background(), tlsSecret("1", nil)); err != nil {
 			t.Fatal(err)
 		}
-		if got := b.secret(t, mustID(t, s, gsm.ClassTLS, "default", "web-tls")).GetReplication().GetAutomatic().GetCustomerManagedEncryption().GetKmsKeyName(); got != key {
+		if got := b.secret(t, mustID(t, s, secretmanager.ClassTLS, "default", "web-tls")).GetReplication().GetAutomatic().GetCustomerManagedEncryption().GetKmsKeyName(); got != key {
 			t.Errorf("replication key %q, want %q", got, key)
 		}
 	})
@@ -694,8 +694,8 @@ func TestCMEK(t *testing.T) {
 func TestEmptySecret(t *testing.T) {
 	backends(t, func(t *testing.T, b *backend) {
 		ctx := context.Background()
-		s := b.store(t, gsm.Options{})
-		id := mustID(t, s, gsm.ClassTLS, "default", "web-tls")
+		s := b.store(t, secretmanager.Options{})
+		id := mustID(t, s, secretmanager.ClassTLS, "default", "web-tls")
 		b.addRaw(t, id, nil)
 		if _, err := s.Get(ctx, "default", "web-tls"); !errors.Is(err, ports.ErrNotFound) {
 			t.Errorf("Get of a secret without versions: %v, want ErrNotFound", err)
@@ -703,7 +703,7 @@ func TestEmptySecret(t *testing.T) {
 		if err := s.Create(ctx, tlsSecret("1", nil)); !errors.Is(err, ports.ErrAlreadyExists) {
 			t.Errorf("Create over a fresh empty secret: %v, want ErrAlreadyExists", err)
 		}
-		later := b.store(t, gsm.Options{Prefix: s.Prefix(), Clock: clock.NewFake(time.Now().Add(gsm.ShellGrace + time.Minute))})
+		later := b.store(t, secretmanager.Options{Prefix: s.Prefix(), Clock: clock.NewFake(time.Now().Add(secretmanager.ShellGrace + time.Minute))})
 		if err := later.Create(ctx, tlsSecret("2", nil)); err != nil {
 			t.Fatalf("Create over an abandoned empty secret: %v", err)
 		}
@@ -711,7 +711,7 @@ func TestEmptySecret(t *testing.T) {
 			t.Errorf("revision %s, want 2", got)
 		}
 
-		id2 := mustID(t, s, gsm.ClassTLS, "default", "other")
+		id2 := mustID(t, s, secretmanager.ClassTLS, "default", "other")
 		b.addRaw(t, id2, nil)
 		other := tlsSecret("3", nil)
 		other.Name = "other"
@@ -730,7 +730,7 @@ func TestEmptySecret(t *testing.T) {
 func TestConcurrentPuts(t *testing.T) {
 	backends(t, func(t *testing.T, b *backend) {
 		ctx := context.Background()
-		s := b.store(t, gsm.Options{})
+		s := b.store(t, secretmanager.Options{})
 		if err := s.Create(ctx, tlsSecret("0", nil)); err != nil {
 			t.Fatal(err)
 		}
@@ -756,7 +756,7 @@ func TestConcurrentPuts(t *testing.T) {
 		if err := s.Put(ctx, tlsSecret("7", nil)); err != nil {
 			t.Fatal(err)
 		}
-		id := mustID(t, s, gsm.ClassTLS, "default", "web-tls")
+		id := mustID(t, s, secretmanager.ClassTLS, "default", "web-tls")
 		vs := b.versions(t, id)
 		newest := int64(0)
 		for n := range vs {
@@ -771,11 +771,11 @@ func TestConcurrentPuts(t *testing.T) {
 // The payload is the AWS adapter's, byte for byte.
 func TestPayloadLayout(t *testing.T) {
 	backends(t, func(t *testing.T, b *backend) {
-		s := b.store(t, gsm.Options{})
+		s := b.store(t, secretmanager.Options{})
 		if err := s.Create(context.Background(), awsLayoutSecret); err != nil {
 			t.Fatal(err)
 		}
-		got := b.raw(t, mustID(t, s, gsm.ClassTLS, "team-a", "api-tls"), "latest")
+		got := b.raw(t, mustID(t, s, secretmanager.ClassTLS, "team-a", "api-tls"), "latest")
 		if string(got) != awsLayoutPayload {
 			t.Errorf("payload\n got %s\nwant %s", got, awsLayoutPayload)
 		}
@@ -804,7 +804,7 @@ const awsLayoutPayload = `{"..metadata":{"labels":{"app":"api"},"annotations":{"
 func TestPutNeverReplacesAnotherRole(t *testing.T) {
 	backends(t, func(t *testing.T, b *backend) {
 		ctx := context.Background()
-		s := b.store(t, gsm.Options{})
+		s := b.store(t, secretmanager.Options{})
 		pair := tlsSecret("1", certPEM(t, time.Now().Add(90*24*time.Hour), false))
 		for _, tc := range []struct {
 			name    string

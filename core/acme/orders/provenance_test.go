@@ -113,7 +113,7 @@ func approve(cr *api.CertificateRequest) {
 func ptr[T any](v T) *T { return &v }
 
 // An Order that an approved CertificateSigningRequest of its issuer owns
-// (core/csr's ACME signing, in the issuer's namespace) passes: it is
+// (core/certificatesigningrequests's ACME signing, in the issuer's namespace) passes: it is
 // ordered from the server, and its record names the cluster-scoped owner.
 func TestOrderOwnedByCertificateSigningRequest(t *testing.T) {
 	r := acmetest.NewRig(t, httpSolver, challenges.Config{})

@@ -144,7 +144,7 @@ func TestBegun(t *testing.T) {
 	}
 }
 
-// A CertificateSigningRequest (core/csr hands it over as a request with
+// A CertificateSigningRequest (core/certificatesigningrequests hands it over as a request with
 // Owner set) gets an Order it owns: the owner reference names the
 // cluster-scoped CSR, its labels are the CSR's (cert-manager's CSR ACME
 // signer), expirationSeconds is the Order's duration; an Order of the same

@@ -17,15 +17,15 @@ import (
 	"github.com/certfn/certfn/core/acme"
 	"github.com/certfn/certfn/core/api"
 	"github.com/certfn/certfn/core/app"
+	"github.com/certfn/certfn/core/certificaterequests"
+	"github.com/certfn/certfn/core/certificates"
 	ct "github.com/certfn/certfn/core/certificates/certtest"
-	"github.com/certfn/certfn/core/certificates/notify"
 	"github.com/certfn/certfn/core/clock"
 	"github.com/certfn/certfn/core/errs"
 	"github.com/certfn/certfn/core/kernel"
 	"github.com/certfn/certfn/core/memory"
 	"github.com/certfn/certfn/core/ports"
 	"github.com/certfn/certfn/core/repo"
-	"github.com/certfn/certfn/core/requests"
 )
 
 // WaitPoll is the rig's WaitPoll.
@@ -84,20 +84,20 @@ func (f *FaultyStore) Get(ctx context.Context, key api.Key) (ports.Record, error
 // SwitchApprover is a test double whose decision a test changes.
 type SwitchApprover struct {
 	mu sync.Mutex
-	d  requests.Decision
+	d  certificaterequests.Decision
 }
 
-// Decide implements requests.Approver.
-func (a *SwitchApprover) Decide(context.Context, *api.CertificateRequest) (requests.Decision, error) {
+// Decide implements certificaterequests.Approver.
+func (a *SwitchApprover) Decide(context.Context, *api.CertificateRequest) (certificaterequests.Decision, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.d, nil
 }
 
 // Set makes the approver decide r from now on.
-func (a *SwitchApprover) Set(r requests.Result) {
+func (a *SwitchApprover) Set(r certificaterequests.Result) {
 	a.mu.Lock()
-	a.d = requests.Decision{Result: r, Reason: "test", Message: fmt.Sprintf("decided %d by a test", r)}
+	a.d = certificaterequests.Decision{Result: r, Reason: "test", Message: fmt.Sprintf("decided %d by a test", r)}
 	a.mu.Unlock()
 }
 
@@ -128,7 +128,7 @@ var Caller = app.Caller{Username: "alice", UID: "u-1", Groups: []string{"team-a"
 // change the settings app.Build gets (e.g. quotas).
 func NewRig(t *testing.T, opts ...func(*app.Settings)) *Rig {
 	t.Helper()
-	return newRig(t, Role, &SwitchApprover{d: requests.Decision{Result: requests.Approved, Reason: "test", Message: "approved by a test"}}, nil, opts...)
+	return newRig(t, Role, &SwitchApprover{d: certificaterequests.Decision{Result: certificaterequests.Approved, Reason: "test", Message: "approved by a test"}}, nil, opts...)
 }
 
 // NewReadingRig is NewRig whose service reads the secret store, as local
@@ -138,16 +138,16 @@ func NewReadingRig(t *testing.T, opts ...func(*app.Settings)) *Rig {
 	t.Helper()
 	role := Role
 	role.ServiceReadsSecrets = true
-	return newRig(t, role, &SwitchApprover{d: requests.Decision{Result: requests.Approved, Reason: "test", Message: "approved by a test"}}, nil, opts...)
+	return newRig(t, role, &SwitchApprover{d: certificaterequests.Decision{Result: certificaterequests.Approved, Reason: "test", Message: "approved by a test"}}, nil, opts...)
 }
 
 // NewNotifyingRig is NewRig with n as the deployment's notifier
-// (app.Ports.Notifier) and notify.DefaultExpiryWindow; opts may change
+// (app.Ports.Notifier) and certificates.NotifyDefaultExpiryWindow; opts may change
 // the window.
 func NewNotifyingRig(t *testing.T, n ports.Notifier, opts ...func(*app.Settings)) *Rig {
 	t.Helper()
-	opts = append([]func(*app.Settings){func(s *app.Settings) { s.NotifyExpiryWindow = notify.DefaultExpiryWindow }}, opts...)
-	return newRig(t, Role, &SwitchApprover{d: requests.Decision{Result: requests.Approved, Reason: "test", Message: "approved by a test"}}, n, opts...)
+	opts = append([]func(*app.Settings){func(s *app.Settings) { s.NotifyExpiryWindow = certificates.NotifyDefaultExpiryWindow }}, opts...)
+	return newRig(t, Role, &SwitchApprover{d: certificaterequests.Decision{Result: certificaterequests.Approved, Reason: "test", Message: "approved by a test"}}, n, opts...)
 }
 
 // WithQuotas sets the rig's quotas (NewRig's option).

@@ -10,12 +10,12 @@ import (
 	"time"
 
 	"github.com/certfn/certfn/core/api"
+	"github.com/certfn/certfn/core/certificaterequests"
 	"github.com/certfn/certfn/core/certificates"
 	"github.com/certfn/certfn/core/clock"
 	"github.com/certfn/certfn/core/issuers"
 	"github.com/certfn/certfn/core/memory"
 	"github.com/certfn/certfn/core/ports"
-	"github.com/certfn/certfn/core/requests"
 )
 
 // MemSecrets is a TEST DOUBLE of ports.SecretStore: a memory.Secrets (the
@@ -133,7 +133,7 @@ type Call struct {
 }
 
 // Writer is a TEST DOUBLE recording every call of certificates.Writer,
-// requests.Writer and issuers.Writer. A successful update bumps the
+// certificaterequests.Writer and issuers.Writer. A successful update bumps the
 // state's version as a store would. Err (or ErrOn[op]) is returned instead
 // of recording, e.g. ports.ErrConflict to simulate a lost race.
 type Writer struct {
@@ -208,8 +208,8 @@ func (w *Writer) Enqueue(_ context.Context, key api.Key, delay time.Duration) er
 	return nil
 }
 
-// UpdateRequest implements requests.Writer.
-func (w *Writer) UpdateRequest(_ context.Context, st *requests.State, next time.Time) error {
+// UpdateRequest implements certificaterequests.Writer.
+func (w *Writer) UpdateRequest(_ context.Context, st *certificaterequests.State, next time.Time) error {
 	if err := w.fail("UpdateRequest"); err != nil {
 		return err
 	}

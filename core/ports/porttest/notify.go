@@ -48,7 +48,7 @@ var notifyT0 = time.Date(2030, 3, 4, 5, 6, 7, 0, time.UTC)
 
 // FullNotification returns a notification of typ about
 // Certificate/<namespace>/<name> with every field its type uses set
-// (the other ones zero), as core/certificates/notify fills them in.
+// (the other ones zero), as core/certificates/notify.go fills them in.
 func FullNotification(typ ports.NotificationType, namespace, name string) ports.Notification {
 	n := ports.Notification{
 		Type:        typ,

@@ -21,7 +21,7 @@ locals {
   error_metric_name  = "${local.prefix}_error_logs"
 
   # The worker reports certfn_certificate_expiry_seconds
-  # (core/certificates/readiness) on each Certificate's daily resync as
+  # (core/certificates/readiness.go) on each Certificate's daily resync as
   # {"metric": "certfn_certificate_expiry_seconds", "value": <seconds>,
   # "namespace": <namespace>}; the metric counts the reports under the
   # threshold.

@@ -1,5 +1,5 @@
 # The state store: one Firestore (native mode) database, records in one
-# collection, as adapters/gcp/firestore (package fsstore) writes them — one
+# collection, as adapters/gcp/firestore writes them — one
 # document per resource with the fields
 #
 #   kind, namespace   strings, List filters (equalities)
@@ -23,8 +23,8 @@
 #
 # Single-field indexes: Firestore indexes every field both ways (and for
 # array-contains) by default. The fields queries use keep their ascending
-# index only (fsstore.AscendingOnlyFields); the others are exempt from
-# indexing (fsstore.IndexExemptFields): data is large (index entries would
+# index only (firestore.AscendingOnlyFields); the others are exempt from
+# indexing (firestore.IndexExemptFields): data is large (index entries would
 # cost storage and write latency for nothing), expireAt is a TTL timestamp
 # (Google's advice: exempt it against hotspots), version and enc are never
 # queried. tests/terraform/gcp_test.go checks these lists against the
@@ -107,7 +107,7 @@ resource "google_firestore_field" "index_exempt" {
 }
 
 # The TTL policy: Firestore deletes a document some time (typically within
-# a day) after its expireAt; fsstore treats expired documents as absent
+# a day) after its expireAt; adapters/gcp/firestore treats expired documents as absent
 # meanwhile.
 resource "google_firestore_field" "ttl" {
   project    = local.project

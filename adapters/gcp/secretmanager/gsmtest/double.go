@@ -5,7 +5,7 @@
 // HAND-WRITTEN TEST DOUBLE — NOT GOOGLE CLOUD SECRET MANAGER.
 //
 // No Secret Manager emulator exists (none can be installed on these
-// machines), so Double implements the adapter's gsm.API interface directly,
+// machines), so Double implements the adapter's secretmanager.API interface directly,
 // with the behaviour the service documents for the calls the adapter
 // makes: CreateSecret, GetSecret, UpdateSecret (labels, annotations,
 // version_aliases), DeleteSecret, AddSecretVersion, AccessSecretVersion

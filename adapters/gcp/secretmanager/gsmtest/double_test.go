@@ -11,20 +11,20 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/fieldmaskpb"
 
-	gsm "github.com/certfn/certfn/adapters/gcp/secretmanager"
+	"github.com/certfn/certfn/adapters/gcp/secretmanager"
 	"github.com/certfn/certfn/adapters/gcp/secretmanager/gsmtest"
 	"github.com/certfn/certfn/core/ports"
 	"github.com/certfn/certfn/core/ports/porttest"
 )
 
-var _ gsm.API = (*gsmtest.Double)(nil)
+var _ secretmanager.API = (*gsmtest.Double)(nil)
 
 // The exported double passes the secret store contract suite through the
 // adapter, called directly and through the client library.
 func TestContractSuiteOnTheDouble(t *testing.T) {
 	t.Run("direct", func(t *testing.T) {
 		porttest.SecretSuite(t, func(t *testing.T) ports.SecretStore {
-			s, err := gsm.New(gsmtest.New(), gsm.Options{Project: "p"})
+			s, err := secretmanager.New(gsmtest.New(), secretmanager.Options{Project: "p"})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -33,7 +33,7 @@ func TestContractSuiteOnTheDouble(t *testing.T) {
 	})
 	t.Run("client", func(t *testing.T) {
 		porttest.SecretSuite(t, func(t *testing.T) ports.SecretStore {
-			s, err := gsm.New(gsm.ClientAPI(gsmtest.New().Client(t)), gsm.Options{Project: "p"})
+			s, err := secretmanager.New(secretmanager.ClientAPI(gsmtest.New().Client(t)), secretmanager.Options{Project: "p"})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -230,7 +230,7 @@ func TestFaultsCallsAndContext(t *testing.T) {
 // service's would.
 func TestClientErrors(t *testing.T) {
 	d := gsmtest.New()
-	c := gsm.ClientAPI(d.Client(t))
+	c := secretmanager.ClientAPI(d.Client(t))
 	ctx := context.Background()
 	_, err := c.GetSecret(ctx, &smpb.GetSecretRequest{Name: "projects/p/secrets/x"})
 	wantCode(t, "missing", err, codes.NotFound)
