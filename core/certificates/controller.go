@@ -57,7 +57,7 @@ type Config struct {
 	// it is not configured).
 	Importer ports.CertificateImporter
 	// Notifier publishes events about Certificates (nil: none; see
-	// core/certificates/notify), NotifyExpiryWindow how long before expiry
+	// NotifyStep), NotifyExpiryWindow how long before expiry
 	// they are announced as expiring (0: never).
 	Notifier           ports.Notifier
 	NotifyExpiryWindow time.Duration
