@@ -276,24 +276,13 @@ func (r *Repo) RequestsIssuedSince(ctx context.Context, namespace string, since 
 	if err != nil {
 		return 0, time.Time{}, fmt.Errorf("list CertificateRequests of namespace %s: %w", namespace, err)
 	}
-	n, oldest := 0, time.Time{}
-	for _, rec := range recs {
-		o, err := Decode(rec)
-		if err != nil {
-			return 0, time.Time{}, err
-		}
+	return issuedSince(recs, since, func(o api.Object) time.Time {
 		c := api.FindCondition(o.(*api.CertificateRequest).Status.Conditions, api.CertificateRequestConditionReady)
 		if c == nil || c.Status != api.ConditionTrue || c.Reason != api.CertificateRequestReasonIssued || c.LastTransitionTime == nil {
-			continue
+			return time.Time{}
 		}
-		if at := c.LastTransitionTime.Time; at.After(since) {
-			n++
-			if oldest.IsZero() || at.Before(oldest) {
-				oldest = at
-			}
-		}
-	}
-	return n, oldest, nil
+		return c.LastTransitionTime.Time
+	})
 }
 
 // CSRsIssuedSince counts a requester's issued CertificateSigningRequests
@@ -307,19 +296,29 @@ func (r *Repo) CSRsIssuedSince(ctx context.Context, username string, since time.
 	if err != nil {
 		return 0, time.Time{}, fmt.Errorf("list CertificateSigningRequests: %w", err)
 	}
+	return issuedSince(recs, since, func(o api.Object) time.Time {
+		c := o.(*api.CertificateSigningRequest)
+		if c.Spec.Username != username || c.Status.IssuedAt == nil {
+			return time.Time{}
+		}
+		return c.Status.IssuedAt.Time
+	})
+}
+
+// issuedSince counts the records whose issuance time (issuedAt: zero when
+// not issued, or not counted) is after since, and returns the earliest.
+func issuedSince(recs []ports.Record, since time.Time, issuedAt func(api.Object) time.Time) (int, time.Time, error) {
 	n, oldest := 0, time.Time{}
 	for _, rec := range recs {
 		o, err := Decode(rec)
 		if err != nil {
 			return 0, time.Time{}, err
 		}
-		c := o.(*api.CertificateSigningRequest)
-		if c.Spec.Username != username || c.Status.IssuedAt == nil || !c.Status.IssuedAt.Time.After(since) {
-			continue
-		}
-		n++
-		if at := c.Status.IssuedAt.Time; oldest.IsZero() || at.Before(oldest) {
-			oldest = at
+		if at := issuedAt(o); !at.IsZero() && at.After(since) {
+			n++
+			if oldest.IsZero() || at.Before(oldest) {
+				oldest = at
+			}
 		}
 	}
 	return n, oldest, nil
