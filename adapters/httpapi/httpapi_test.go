@@ -115,7 +115,7 @@ func (e *env) applyYAML(user, docs string) resp {
 
 func (e *env) count(kind, ns string) int {
 	e.t.Helper()
-	objs, err := e.rt.Engine.List(context.Background(), kind, ns)
+	objs, err := e.rt.Repo.List(context.Background(), kind, ns)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -393,7 +393,7 @@ func TestBindings(t *testing.T) {
 	// A request naming another requester in its body still records alice.
 	forged := strings.Replace(apitest.Request(t, "team-a", "forged", "ss", "b.example.com"), "spec:\n", "spec:\n  username: admin\n  groups: [system:masters]\n", 1)
 	e.mustDo(200, http.MethodPost, "/v1/apply", alice, "application/yaml", forged)
-	o, err := e.rt.Engine.Get(context.Background(), api.Key{Kind: api.KindCertificateRequest, Namespace: "team-a", Name: "forged"})
+	o, err := e.rt.Repo.Get(context.Background(), api.Key{Kind: api.KindCertificateRequest, Namespace: "team-a", Name: "forged"})
 	if err != nil || o.(*api.CertificateRequest).Spec.Username != alice || contains(o.(*api.CertificateRequest).Spec.Groups, "system:masters") {
 		t.Fatalf("forged requester kept: %v %+v", err, o)
 	}

@@ -20,7 +20,7 @@ import (
 // its key authorization is recomputed from the issuer's account, and a
 // DNS-01 solver must be the issuer's own (see the challenges handler).
 
-// Getter reads a stored object (engine.Objects.Get): ports.ErrNotFound
+// Getter reads a stored object (kernel.Objects.Get): ports.ErrNotFound
 // when it is missing.
 type Getter func(ctx context.Context, key api.Key) (api.Object, error)
 

@@ -2,14 +2,15 @@ package api
 
 import "strings"
 
-// Events (core/v1, as Kubernetes): the engine records why a step failed on
+// Events (core/v1, as Kubernetes): the kernel records why a step failed on
 // the object it was reconciling, since a queue-driven controller has no
 // caller to return the error to, and why a CertificateSigningRequest waits
 // (it has no condition to say so). One Event per object, named by
 // EventKeyFor, updated in place (count, lastTimestamp, message) while the
 // same thing repeats and replaced when it changes; `certfn get events`
 // lists them, `certfn describe` shows an object's and `certfn status`
-// the ones of the objects it explains. Written by the engine only.
+// the ones of the objects it explains. Written by the kernel only (the
+// CertificateSigningRequest controller's through it).
 const KindEvent = "Event"
 
 // Event types.

@@ -6,7 +6,7 @@ import (
 )
 
 // FuzzParseKey: a queue message body is parsed by ParseKey (SQS, Pub/Sub,
-// the local inbox, engine.HandleBody). Whatever the body, it never
+// the local inbox, kernel.HandleBody). Whatever the body, it never
 // panics, and a key it accepts names a known kind in the right scope,
 // passes Validate, and prints back as the body it was parsed from (so a
 // key travels through a queue unchanged).

@@ -14,7 +14,7 @@ import (
 	"github.com/certfn/certfn/core/app"
 	ct "github.com/certfn/certfn/core/certificates/certtest"
 	"github.com/certfn/certfn/core/clock"
-	"github.com/certfn/certfn/core/engine"
+	"github.com/certfn/certfn/core/kernel"
 	"github.com/certfn/certfn/core/memory"
 	"github.com/certfn/certfn/core/ports"
 )
@@ -70,7 +70,7 @@ func (d *acmeDeployment) drain() {
 			return
 		}
 		for _, m := range ds {
-			disp := d.app.Engine.Handle(ctx, engine.Message{Key: m.Key, Attempt: m.Attempt})
+			disp := d.app.Kernel.Handle(ctx, kernel.Message{Key: m.Key, Attempt: m.Attempt})
 			if disp.Ack {
 				_ = d.queue.Ack(ctx, m)
 			} else {
@@ -83,7 +83,7 @@ func (d *acmeDeployment) drain() {
 
 func (d *acmeDeployment) ready(k api.Key) *api.Condition {
 	d.t.Helper()
-	o, err := d.app.Engine.Get(context.Background(), k)
+	o, err := d.app.Repo.Get(context.Background(), k)
 	if err != nil {
 		d.t.Fatal(err)
 	}
@@ -164,7 +164,7 @@ func TestACMEServerAllowList(t *testing.T) {
 	if got := client.Calls(); len(got) != 2 {
 		t.Fatalf("a Certificate of the refused issuer made ACME calls: %v", got[2:])
 	}
-	if orders, _ := d.app.Engine.List(context.Background(), api.KindOrder, "team-a"); len(orders) != 0 {
+	if orders, _ := d.app.Repo.List(context.Background(), api.KindOrder, "team-a"); len(orders) != 0 {
 		t.Fatalf("%d Orders for a refused issuer", len(orders))
 	}
 }
@@ -197,7 +197,7 @@ func TestACMEServerAllowListAfterTheFact(t *testing.T) {
 	}
 	// The request went as far as an Order (the Issuer was Ready), which
 	// waits without a URL.
-	orders, err := after.app.Engine.List(context.Background(), api.KindOrder, "team-b")
+	orders, err := after.app.Repo.List(context.Background(), api.KindOrder, "team-b")
 	if err != nil || len(orders) != 1 || orders[0].(*api.Order).Status.URL != "" {
 		t.Fatalf("orders %v %v", orders, err)
 	}

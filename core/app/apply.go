@@ -14,7 +14,6 @@ import (
 	"github.com/certfn/certfn/core/api"
 	"github.com/certfn/certfn/core/certificates"
 	"github.com/certfn/certfn/core/errs"
-	"github.com/certfn/certfn/core/policy"
 	"github.com/certfn/certfn/core/ports"
 	"github.com/certfn/certfn/core/rbac"
 	"github.com/certfn/certfn/core/validation"
@@ -155,7 +154,7 @@ func (s *Service) checkApply(ctx context.Context, caller Caller, objs []api.Obje
 				verb = rbac.VerbUpdate
 			}
 		} else {
-			old, err := s.engine.Get(ctx, key)
+			old, err := s.repo.Get(ctx, key)
 			switch {
 			case err == nil:
 				verb, stored[i] = rbac.VerbUpdate, old
@@ -246,7 +245,7 @@ func (s *Service) checkObjectQuota(ctx context.Context, objs, stored []api.Objec
 	for _, ns := range slices.Sorted(maps.Keys(created)) {
 		held := 0
 		for _, kind := range QuotaKinds {
-			recs, err := s.engine.Store().List(ctx, ports.ListOptions{Kind: kind, Namespace: ns})
+			recs, err := s.repo.Store().List(ctx, ports.ListOptions{Kind: kind, Namespace: ns})
 			if err != nil {
 				return fmt.Errorf("count the %s of namespace %s for the objects quota: %w", kind, ns, err)
 			}
@@ -277,7 +276,7 @@ func (s *Service) checkCSRQuota(ctx context.Context, objs, stored []api.Object, 
 	if len(created) == 0 {
 		return nil
 	}
-	recs, err := s.engine.Store().List(ctx, ports.ListOptions{Kind: api.KindCertificateSigningRequest})
+	recs, err := s.repo.Store().List(ctx, ports.ListOptions{Kind: api.KindCertificateSigningRequest})
 	if err != nil {
 		return fmt.Errorf("count the CertificateSigningRequests for the objects quota: %w", err)
 	}
@@ -317,7 +316,7 @@ func (s *Service) validate(obj api.Object) (field string, err error) {
 	case *api.Secret:
 		return validateSecret(o)
 	case *api.CertificateRequestPolicy:
-		if _, err := s.evaluator().Compile(o); err != nil {
+		if _, err := s.evaluator.Compile(o); err != nil {
 			return "", errs.Permanent(fmt.Errorf("%s is invalid: %w", key, err))
 		}
 	case *api.Role, *api.ClusterRole, *api.RoleBinding, *api.ClusterRoleBinding:
@@ -332,8 +331,6 @@ func (s *Service) validate(obj api.Object) (field string, err error) {
 	}
 	return "", nil
 }
-
-func (s *Service) evaluator() *policy.Evaluator { return s.engine.Config().Evaluator }
 
 // checkEscalation keeps create/update on RBAC objects from granting more
 // than the caller may grant: writing a Role or ClusterRole also needs
@@ -376,7 +373,7 @@ func (s *Service) applyObject(ctx context.Context, obj api.Object, stored api.Ob
 		created, changed, err := s.applyOnce(ctx, obj, stored)
 		if errors.Is(err, ports.ErrConflict) || errors.Is(err, ports.ErrAlreadyExists) {
 			if attempt < maxConflictRetries {
-				if stored, err = s.engine.Get(ctx, key); errors.Is(err, ports.ErrNotFound) {
+				if stored, err = s.repo.Get(ctx, key); errors.Is(err, ports.ErrNotFound) {
 					stored, err = nil, nil
 				}
 				if err == nil {
@@ -391,7 +388,7 @@ func (s *Service) applyObject(ctx context.Context, obj api.Object, stored api.Ob
 
 func (s *Service) applyOnce(ctx context.Context, obj, old api.Object) (created, changed bool, err error) {
 	key := api.KeyOf(obj)
-	now := s.engine.Now()
+	now := s.clock.Now()
 	if err := checkManifestVersion(obj, old); err != nil {
 		// Checked again on every attempt: a lost race is not retried
 		// over a resourceVersion the caller named.
@@ -401,7 +398,7 @@ func (s *Service) applyOnce(ctx context.Context, obj, old api.Object) (created, 
 		m := obj.GetObjectMeta()
 		m.UID, m.CreationTimestamp, m.Generation, m.ResourceVersion = "", nil, 0, ""
 		clearStatus(obj)
-		if _, err := s.engine.CreateObject(ctx, obj, now.Add(followUpGrace)); err != nil {
+		if _, err := s.objects.CreateObject(ctx, obj, now.Add(followUpGrace)); err != nil {
 			return false, false, fmt.Errorf("create %s: %w", key, err)
 		}
 		return true, true, nil
@@ -432,7 +429,7 @@ func (s *Service) applyOnce(ctx context.Context, obj, old api.Object) (created, 
 	if specChanged {
 		om.Generation++
 	}
-	if _, err := s.engine.UpdateObject(ctx, old, versionOf(old), now.Add(followUpGrace)); err != nil {
+	if _, err := s.objects.UpdateObject(ctx, old, versionOf(old), now.Add(followUpGrace)); err != nil {
 		return false, false, fmt.Errorf("update %s: %w", key, err)
 	}
 	if leftSecret != "" {

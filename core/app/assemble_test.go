@@ -122,8 +122,8 @@ func TestAssembleBuildsOnlyTheRolesPorts(t *testing.T) {
 			if (log.access != nil) != tc.role.Needs(app.PortSecrets) || (log.access != nil && *log.access != tc.access) {
 				t.Errorf("secret store built for %+v, want %+v", log.access, tc.access)
 			}
-			if (a.Engine != nil) != tc.role.Engine || (a.Accounts != nil) != tc.role.Needs(app.PortACME) || (a.HTTP01 != nil) != tc.role.HTTP01 {
-				t.Errorf("parts: engine %v accounts %v http01 %v", a.Engine != nil, a.Accounts != nil, a.HTTP01 != nil)
+			if (a.Kernel != nil) != tc.role.Engine || (a.Accounts != nil) != tc.role.Needs(app.PortACME) || (a.HTTP01 != nil) != tc.role.HTTP01 {
+				t.Errorf("parts: engine %v accounts %v http01 %v", a.Kernel != nil, a.Accounts != nil, a.HTTP01 != nil)
 			}
 		})
 	}
@@ -168,8 +168,8 @@ func TestAssembleErrors(t *testing.T) {
 	if err != nil {
 		t.Fatalf("optional ports unset: %v", err)
 	}
-	if cfg := a.Engine.Config(); cfg.CertificateImporter != nil || cfg.Notifier != nil {
-		t.Errorf("importer %v notifier %v, want none", cfg.CertificateImporter, cfg.Notifier)
+	if cfg := a.Wiring(); cfg.Importer != nil || cfg.Notifier != nil {
+		t.Errorf("importer %v notifier %v, want none", cfg.Importer, cfg.Notifier)
 	}
 	boom := errors.New("CERTFN_X: no")
 	failing := countingFactories(&log)

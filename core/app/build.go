@@ -17,13 +17,17 @@ import (
 	acmesigner "github.com/certfn/certfn/core/acme/signer"
 	"github.com/certfn/certfn/core/api"
 	"github.com/certfn/certfn/core/certificaterequests"
+	"github.com/certfn/certfn/core/certificates"
 	"github.com/certfn/certfn/core/certificates/keygen"
+	"github.com/certfn/certfn/core/certificatesigningrequests"
 	"github.com/certfn/certfn/core/clock"
-	"github.com/certfn/certfn/core/engine"
-	issuerstep "github.com/certfn/certfn/core/issuers"
+	issuerctl "github.com/certfn/certfn/core/issuers"
+	"github.com/certfn/certfn/core/kernel"
 	"github.com/certfn/certfn/core/policy"
 	"github.com/certfn/certfn/core/policy/plugins/denydomains"
 	"github.com/certfn/certfn/core/ports"
+	"github.com/certfn/certfn/core/rbac"
+	"github.com/certfn/certfn/core/repo"
 	"github.com/certfn/certfn/core/signers"
 	"github.com/certfn/certfn/core/signers/ca"
 	"github.com/certfn/certfn/core/signers/selfsigned"
@@ -36,11 +40,11 @@ type Ports struct {
 	// Secrets is the secret store (required by roles with Secrets; other
 	// roles never see it).
 	Secrets ports.SecretStore
-	// Queue is the work queue the engine wakes keys on (required by roles
+	// Queue is the work queue the kernel wakes keys on (required by roles
 	// with an engine).
 	Queue ports.Queue
 	// MaxQueueDelay is the longest delay Queue supports (SQS: 15 minutes;
-	// zero: the engine's default).
+	// zero: the kernel's default).
 	MaxQueueDelay time.Duration
 	// SignerQueue receives the requests a role hands off (Role.HandsOff);
 	// nil: handing off fails permanently, saying so.
@@ -85,11 +89,12 @@ type Settings struct {
 	// signer (issuers.cert-manager.io/* and clusterissuers.cert-manager.io/*).
 	AutoApprove []string
 	// Identity is certfn's own requester identity (default
-	// engine.DefaultIdentity).
-	Identity engine.Identity
+	// rbac.Controller(): system:serviceaccount:cert-manager:cert-manager,
+	// as cert-manager's controller, so policies written for cert-manager
+	// apply).
+	Identity rbac.Identity
 	// WaitPoll is how long a resource waiting on another one waits before
-	// looking again by itself (engine, Orders, Challenges alike; default
-	// 10 minutes).
+	// looking again by itself (every controller alike; default 10 minutes).
 	WaitPoll time.Duration
 	// ResyncInterval bounds how long a Ready Certificate goes unchecked
 	// (default 24 h).
@@ -190,8 +195,10 @@ func (q Quotas) Validate() error {
 // App is one role assembled: what a runtime drives.
 type App struct {
 	Role Role
-	// Engine runs reconciles and sweeps (nil for roles without one).
-	Engine *engine.Engine
+	// Kernel runs reconciles and sweeps (nil for roles without an engine).
+	Kernel *kernel.Kernel
+	// Repo reads the stored objects (nil for roles without an engine).
+	Repo *repo.Repo
 	// Service is the application service every front end calls (nil
 	// without an engine).
 	Service *Service
@@ -199,13 +206,57 @@ type App struct {
 	Accounts *acme.Accounts
 	// HTTP01 answers /.well-known/acme-challenge/{token} (roles with HTTP01).
 	HTTP01 http.Handler
+
+	wiring Wiring
 }
 
+// Wiring is what Build assembled around the kernel of a role, for tests
+// and diagnostics to inspect (App.Wiring).
+type Wiring struct {
+	// Signers are the signers by issuer type: the ones the role signs
+	// with, and the hand-off of the ones it hands to the signer queue.
+	Signers map[string]signers.Signer
+	// Secrets is the secret store the controllers use (one that refuses
+	// every call in a role without Secrets).
+	Secrets ports.SecretStore
+	// ACME are the ACME issuer's controllers by kind (Order, Challenge);
+	// empty in a role without the ACME issuer.
+	ACME map[string]kernel.Controller
+	// Importer, Notifier and NotifyExpiryWindow are the Certificate
+	// controller's.
+	Importer           ports.CertificateImporter
+	Notifier           ports.Notifier
+	NotifyExpiryWindow time.Duration
+	// ClusterResourceNamespace holds ClusterIssuer secrets.
+	ClusterResourceNamespace string
+	// MaxQueueDelay is the kernel's.
+	MaxQueueDelay time.Duration
+	// IssuancesPerHourPerNamespace is the issuance quota.
+	IssuancesPerHourPerNamespace int
+	// Evaluator is the one policy evaluator, with its plugins.
+	Evaluator *policy.Evaluator
+	// Approver decides requests: Settings.Approver, certfn's policy
+	// approver when none is set, or a refusing one in a role that does
+	// not approve.
+	Approver certificaterequests.Approver
+	// Identity is certfn's requester identity on the requests
+	// Certificates create.
+	Identity rbac.Identity
+	// Table is the kernel's controller table.
+	Table []kernel.Row
+}
+
+// Wiring returns what Build assembled around the kernel (the zero
+// Wiring for a role without an engine).
+func (a *App) Wiring() Wiring { return a.wiring }
+
 // Build is the one composition of certfn: the policy evaluator with its
-// plugins, the ACME issuer (accounts, DNS-01 solver, Order and Challenge
-// handlers, signer), the signers of the role (sign here, hand off to the
-// signer queue, or refuse), the engine and the application service. A
-// deployment builds its adapters and calls it once per process.
+// plugins, the approver, the ACME issuer (accounts, DNS-01 solver, Order
+// and Challenge controllers, signer), the signers of the role (sign here,
+// hand off to the signer queue, or refuse), the controller of every kind
+// in one table, the kernel that runs them, the repository and the
+// application service. A deployment builds its adapters and calls it once
+// per process.
 func Build(p Ports, s Settings, role Role) (*App, error) {
 	if p.Store == nil {
 		return nil, errors.New("app: Ports.Store is required")
@@ -239,21 +290,34 @@ func Build(p Ports, s Settings, role Role) (*App, error) {
 	if err != nil {
 		return nil, fmt.Errorf("app: policy evaluator: %w", err)
 	}
-	cfg := engine.Config{
-		Store: p.Store, Secrets: secrets, Queue: p.Queue, Clock: p.Clock, Metrics: p.Metrics,
-		Evaluator: ev, AutoApprove: ExpandAutoApprove(s.AutoApprove), Approver: s.Approver,
-		ClusterResourceNamespace: issuers.ClusterNamespace(), Identity: s.Identity,
-		WaitPoll: s.WaitPoll, ResyncInterval: s.ResyncInterval, MaxQueueDelay: p.MaxQueueDelay,
-		DeferWakes: role.DeferWakes, CertificateImporter: p.CertificateImporter,
-		Notifier: p.Notifier, NotifyExpiryWindow: s.NotifyExpiryWindow,
-		Signers:                      map[string]signers.Signer{},
-		IssuancesPerHourPerNamespace: s.Quotas.IssuancesPerHourPerNamespace,
-		Keys:                         keygen.New(s.GenerateKey, 0),
-		SecretFileBounds:             s.SecretFileBounds,
+	rp := repo.New(p.Store, issuers)
+	a.Repo = rp
+	identity := s.Identity
+	if identity.Username == "" {
+		identity = rbac.Controller()
 	}
+	approver := s.Approver
 	if !role.Approves {
-		cfg.Approver = refuseApprover{role: role.Name}
+		approver = refuseApprover{role: role.Name}
 	}
+	var keys certificates.KeyPolicy
+	if approver == nil {
+		// Requests are decided by the auto-approve list, then
+		// CertificateRequestPolicies (docs/design/approval-policy.md).
+		ap, err := policy.NewApprover(ev, ExpandAutoApprove(s.AutoApprove))
+		if err != nil {
+			return nil, fmt.Errorf("app: auto-approve list: %w", err)
+		}
+		approver = &policyApprover{objs: rp, ap: ap}
+		// A Certificate's spec.privateKey that no policy could allow is
+		// refused before its key is generated.
+		keys = keyPolicy{objs: rp, ap: ap, identity: identity}
+	}
+	w := Wiring{Signers: map[string]signers.Signer{}, Secrets: secrets, ACME: map[string]kernel.Controller{},
+		Importer: p.CertificateImporter, Notifier: p.Notifier, NotifyExpiryWindow: s.NotifyExpiryWindow, ClusterResourceNamespace: issuers.ClusterNamespace(),
+		IssuancesPerHourPerNamespace: s.Quotas.IssuancesPerHourPerNamespace, Evaluator: ev, Approver: approver, Identity: identity}
+	var acmeReady func(context.Context, *issuerctl.State) (bool, string, string, error)
+	var orderCtl, challengeCtl kernel.Controller // nil in a role without the ACME issuer
 	if role.ACME {
 		if p.ACME == nil {
 			return nil, fmt.Errorf("app: the %s role runs the ACME issuer: Ports.ACME is required", role.Name)
@@ -270,12 +334,11 @@ func Build(p Ports, s Settings, role Role) (*App, error) {
 			// The responder is in this process: a presented token is served at once.
 			chCfg.AfterPresent = func(*api.Challenge) { tokens.Invalidate() }
 		}
-		cfg.Handlers = map[string]engine.Handler{
-			api.KindOrder:     orders.New(orders.Config{Accounts: a.Accounts, Issuers: issuers, Polling: s.ACME.Polling, WaitPoll: s.WaitPoll}),
-			api.KindChallenge: challenges.New(chCfg),
-		}
+		orderCtl = orders.New(orders.Config{Accounts: a.Accounts, Issuers: issuers, Polling: s.ACME.Polling, WaitPoll: s.WaitPoll})
+		challengeCtl = challenges.New(chCfg)
+		w.ACME[api.KindOrder], w.ACME[api.KindChallenge] = orderCtl, challengeCtl
 		providers := p.DNS01
-		cfg.ACMEReady = func(ctx context.Context, st *issuerstep.State) (bool, string, string, error) {
+		acmeReady = func(ctx context.Context, st *issuerctl.State) (bool, string, string, error) {
 			// A solver this deployment cannot act on keeps the issuer not
 			// Ready, naming it, before any account work.
 			if why := dns01.Unavailable(providers, st.Issuer.GetSpec().ACME); why != "" {
@@ -291,20 +354,73 @@ func Build(p Ports, s Settings, role Role) (*App, error) {
 	} {
 		switch {
 		case role.signs(typ):
-			cfg.Signers[typ] = sig
+			w.Signers[typ] = sig
 		case role.handsOff(typ):
-			cfg.Signers[typ] = handoff{q: p.SignerQueue}
+			w.Signers[typ] = handoff{q: p.SignerQueue}
 		}
 	}
 	if s.WrapSigners != nil {
-		cfg.Signers = s.WrapSigners(cfg.Signers)
+		w.Signers = s.WrapSigners(w.Signers)
 	}
-	if a.Engine, err = engine.New(cfg); err != nil {
-		return nil, fmt.Errorf("app: engine: %w", err)
+
+	certCtl, err := certificates.NewController(certificates.Config{Secrets: secrets, Reads: rp, Identity: identity,
+		WaitPoll: s.WaitPoll, ResyncInterval: s.ResyncInterval, Importer: p.CertificateImporter,
+		Notifier: p.Notifier, NotifyExpiryWindow: s.NotifyExpiryWindow, Keys: keygen.New(s.GenerateKey, 0),
+		KeyPolicy: keys, FileBounds: s.SecretFileBounds})
+	if err != nil {
+		return nil, fmt.Errorf("app: %w", err)
 	}
-	a.Service = &Service{engine: a.Engine, secrets: secrets, readSecrets: role.Secrets && role.ServiceReadsSecrets && p.Secrets != nil,
-		deletesSecrets: role.Secrets && p.Secrets != nil, writesSecrets: role.Secrets && role.ServiceWritesSecrets && p.Secrets != nil, accounts: a.Accounts, log: p.Logger, quotas: s.Quotas,
-		secretRef: p.SecretReference}
+	reqCtl, err := certificaterequests.NewController(certificaterequests.Config{Approver: approver, Signers: w.Signers, Reads: rp, WaitPoll: s.WaitPoll,
+		IssuancesPerHourPerNamespace: s.Quotas.IssuancesPerHourPerNamespace})
+	if err != nil {
+		return nil, fmt.Errorf("app: %w", err)
+	}
+	csrCtl, err := certificatesigningrequests.NewController(certificatesigningrequests.Config{Approver: approver, Signers: w.Signers, Reads: rp,
+		ClusterResourceNamespace: issuers.ClusterNamespace(), WaitPoll: s.WaitPoll, IssuancesPerHour: s.Quotas.IssuancesPerHourPerNamespace})
+	if err != nil {
+		return nil, fmt.Errorf("app: %w", err)
+	}
+	issuerCtl, err := issuerctl.NewController(issuerctl.Config{Secrets: secrets, Issuers: issuers, Waiting: rp,
+		WaitPoll: s.WaitPoll, ACMEReady: acmeReady})
+	if err != nil {
+		return nil, fmt.Errorf("app: %w", err)
+	}
+	policyCtl, err := policy.NewController(ev, rp)
+	if err != nil {
+		return nil, fmt.Errorf("app: %w", err)
+	}
+
+	// The controller table: one row per kind. Its order is the order in
+	// which a restart wakes unfinished work (kernel.WakeUnfinished):
+	// Certificates before their requests (a Certificate looks at its
+	// requests, not the other way round), then what the requests own.
+	w.Table = []kernel.Row{
+		{Kinds: []string{api.KindCertificate}, Controller: certCtl, Owns: []string{api.KindCertificateRequest},
+			Unfinished: certCtl.Unfinished},
+		{Kinds: []string{api.KindCertificateRequest}, Controller: reqCtl, Owns: []string{api.KindOrder},
+			Unfinished: certificaterequests.Unfinished},
+		{Kinds: []string{api.KindOrder}, Controller: orderCtl, Owns: []string{api.KindChallenge},
+			Unfinished: orders.Unfinished},
+		{Kinds: []string{api.KindChallenge}, Controller: challengeCtl,
+			Unfinished: challenges.Unfinished},
+		// The ACME Order of a CertificateSigningRequest, in the issuer's namespace.
+		{Kinds: []string{api.KindCertificateSigningRequest}, Controller: csrCtl, Owns: []string{api.KindOrder},
+			Unfinished: certificatesigningrequests.Unfinished},
+		{Kinds: []string{api.KindIssuer, api.KindClusterIssuer}, Controller: issuerCtl,
+			Unfinished: issuerctl.Unfinished},
+		{Kinds: []string{api.KindCertificateRequestPolicy}, Controller: policyCtl},
+		{Kinds: policy.InputKinds, Controller: policy.NewInputController(rp)},
+	}
+	if a.Kernel, err = kernel.New(kernel.Config{Store: p.Store, Queue: p.Queue, Clock: p.Clock, Metrics: p.Metrics,
+		MaxQueueDelay: p.MaxQueueDelay, DeferWakes: role.DeferWakes, Controllers: w.Table}); err != nil {
+		return nil, fmt.Errorf("app: %w", err)
+	}
+	w.MaxQueueDelay = a.Kernel.Config().MaxQueueDelay
+	a.wiring = w
+	a.Service = &Service{repo: rp, objects: a.Kernel.Direct(), clock: p.Clock, evaluator: ev, identity: identity,
+		secrets: secrets, readSecrets: role.Secrets && role.ServiceReadsSecrets && p.Secrets != nil,
+		deletesSecrets: role.Secrets && p.Secrets != nil, writesSecrets: role.Secrets && role.ServiceWritesSecrets && p.Secrets != nil,
+		accounts: a.Accounts, log: p.Logger, quotas: s.Quotas, secretRef: p.SecretReference}
 	return a, nil
 }
 

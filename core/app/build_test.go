@@ -46,21 +46,21 @@ func TestBuildRoles(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if (a.Engine != nil) != tc.engine || (a.Service != nil) != tc.engine || (a.Accounts != nil) != tc.accounts || (a.HTTP01 != nil) != tc.http01 {
-				t.Fatalf("parts: engine %v service %v accounts %v http01 %v", a.Engine != nil, a.Service != nil, a.Accounts != nil, a.HTTP01 != nil)
+			if (a.Kernel != nil) != tc.engine || (a.Service != nil) != tc.engine || (a.Accounts != nil) != tc.accounts || (a.HTTP01 != nil) != tc.http01 {
+				t.Fatalf("parts: engine %v service %v accounts %v http01 %v", a.Kernel != nil, a.Service != nil, a.Accounts != nil, a.HTTP01 != nil)
 			}
-			if a.Engine == nil {
+			if a.Kernel == nil {
 				return
 			}
 			var types []string
-			for typ := range a.Engine.Config().Signers {
+			for typ := range a.Wiring().Signers {
 				types = append(types, typ)
 			}
 			slices.Sort(types)
 			if strings.Join(types, ",") != strings.Join(tc.signers, ",") {
 				t.Fatalf("signers %v, want %v", types, tc.signers)
 			}
-			_, err = a.Engine.Config().Secrets.Get(context.Background(), "default", "x")
+			_, err = a.Wiring().Secrets.Get(context.Background(), "default", "x")
 			if refused := errs.IsPermanent(err) && strings.Contains(err.Error(), "not part of this role"); refused == tc.secretsOK {
 				t.Fatalf("secret store of %s: %v", tc.role.Name, err)
 			}
@@ -79,7 +79,7 @@ func TestHandOff(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return a.Engine.Config().Signers["ca"]
+		return a.Wiring().Signers["ca"]
 	}
 	cr := &api.CertificateRequest{ObjectMeta: api.ObjectMeta{Name: "r", Namespace: "default"}}
 	_, err := build(sq).Sign(context.Background(), signers.Request{CR: cr})
@@ -110,5 +110,14 @@ func TestAPIRoleLeavesSecrets(t *testing.T) {
 	}
 	if !strings.Contains(logs.String(), "name=web-next-private-key") {
 		t.Fatalf("log %q", logs.String())
+	}
+}
+
+// What Build assembles without settings: the cluster resource namespace,
+// an approver (certfn's policy approver) and certfn's identity.
+func TestBuildDefaults(t *testing.T) {
+	w := apptest.NewPolicyRig(t).App.Wiring()
+	if w.ClusterResourceNamespace != "cert-manager" || w.Approver == nil || w.Identity.Username == "" || w.Evaluator == nil {
+		t.Fatalf("defaults not applied: %+v", w)
 	}
 }

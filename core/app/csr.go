@@ -12,6 +12,8 @@ import (
 	"github.com/certfn/certfn/core/certificatesigningrequests"
 	"github.com/certfn/certfn/core/errs"
 	"github.com/certfn/certfn/core/ports"
+	"github.com/certfn/certfn/core/rbac"
+	"github.com/certfn/certfn/core/repo"
 	"github.com/certfn/certfn/core/validation"
 )
 
@@ -82,10 +84,10 @@ func (s *Service) ApproveCSR(ctx context.Context, caller Caller, name string, ap
 				return conflictf("%s is already final", key)
 			}
 			if t == api.CSRConditionApproved {
-				certificatesigningrequests.Approve(c, s.engine.Issuers().ClusterNamespace(), reason, message, s.engine.Now())
+				certificatesigningrequests.Approve(c, s.repo.Issuers().ClusterNamespace(), reason, message, s.clock.Now())
 				return nil
 			}
-			c.Status.AddCondition(t, reason, message, s.engine.Now())
+			c.Status.AddCondition(t, reason, message, s.clock.Now())
 			return nil
 		}, api.CSRConditionApproved, api.CSRConditionDenied)
 	if err != nil {
@@ -122,23 +124,23 @@ func (d *Deliverer) csrSignerWork(ctx context.Context, c *api.CertificateSigning
 	if !c.Status.Has(api.CSRConditionApproved) || c.IsFinal() {
 		return false, nil
 	}
-	e := d.App.Engine
-	cr, ours, err := certificatesigningrequests.Request(c, e.Issuers().ClusterNamespace())
+	rp := d.App.Repo
+	cr, ours, err := certificatesigningrequests.Request(c, rp.Issuers().ClusterNamespace())
 	if !ours || err != nil {
 		return false, nil // not certfn's, or Failed by the signing step here
 	}
-	ik, _, ok := e.Issuers().Resolve(cr.Namespace, cr.Spec.IssuerRef)
+	ik, _, ok := rp.Issuers().Resolve(cr.Namespace, cr.Spec.IssuerRef)
 	if !ok {
 		return false, nil
 	}
-	irec, err := e.Store().Get(ctx, ik)
+	irec, err := rp.Store().Get(ctx, ik)
 	if errors.Is(err, ports.ErrNotFound) {
 		return false, nil
 	}
 	if err != nil {
 		return false, fmt.Errorf("read %s: %w", ik, err)
 	}
-	iobj, err := e.Decode(irec)
+	iobj, err := repo.Decode(irec)
 	if err != nil {
 		return false, nil
 	}
@@ -150,7 +152,7 @@ func (d *Deliverer) csrSignerWork(ctx context.Context, c *api.CertificateSigning
 	if role.SignerWorkOnly {
 		return true, nil
 	}
-	ok, _, err = certificatesigningrequests.CanReference(ctx, e.Authorizer, c)
+	ok, _, err = certificatesigningrequests.CanReference(ctx, func(ctx context.Context) (*rbac.Authorizer, error) { return rbac.Load(ctx, rp) }, c)
 	return ok, err
 }
 

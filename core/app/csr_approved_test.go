@@ -88,7 +88,7 @@ func TestCSRChangedAfterApprovalIsNotSigned(t *testing.T) {
 	// Behind the API's back: the stored CSR changed after approval.
 	c := getCSR(r, "store")
 	c.Annotations = map[string]string{isCA: "true", duration: "87600h"}
-	if _, err := r.Engine.UpdateObject(r.Ctx, c, r.Rec(csrKey("store")).Version, r.Clock.Now()); err != nil {
+	if _, err := r.Objects.UpdateObject(r.Ctx, c, r.Rec(csrKey("store")).Version, r.Clock.Now()); err != nil {
 		t.Fatal(err)
 	}
 
@@ -143,7 +143,7 @@ func TestCSRApprovalWriteIsConditional(t *testing.T) {
 		}
 	}
 	r.Apply(m)
-	err := r.Engine.Reconcile(r.Ctx, csrKey("web"))
+	err := r.Kernel.Reconcile(r.Ctx, csrKey("web"))
 	if !errors.Is(err, ports.ErrConflict) {
 		t.Fatalf("approval over a concurrent change: err = %v; want the write to lose (ErrConflict)", err)
 	}

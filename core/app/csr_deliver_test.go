@@ -103,7 +103,7 @@ func (r *cloudRig) apply(caller app.Caller, manifest string) {
 }
 
 func (r *cloudRig) csr(name string) *api.CertificateSigningRequest {
-	o, err := r.api.Engine.Get(r.ctx, api.Key{Kind: api.KindCertificateSigningRequest, Name: name})
+	o, err := r.api.Repo.Get(r.ctx, api.Key{Kind: api.KindCertificateSigningRequest, Name: name})
 	if err != nil {
 		r.t.Fatal(err)
 	}

@@ -96,7 +96,7 @@ func TestCSRIssuanceQuotaByRequester(t *testing.T) {
 		t.Fatalf("carol's CSR not issued: %+v", getCSR(r, "c-0").Status.Conditions)
 	}
 	r.Clock.Set(free.Add(-time.Second))
-	if _, err := r.Engine.Sweep(r.Ctx, 100); err != nil {
+	if _, err := r.Kernel.Sweep(r.Ctx, 100); err != nil {
 		t.Fatal(err)
 	}
 	r.Drain()
@@ -104,7 +104,7 @@ func TestCSRIssuanceQuotaByRequester(t *testing.T) {
 		t.Fatal("signed before the quota freed up")
 	}
 	r.Clock.Set(free)
-	if _, err := r.Engine.Sweep(r.Ctx, 100); err != nil {
+	if _, err := r.Kernel.Sweep(r.Ctx, 100); err != nil {
 		t.Fatal(err)
 	}
 	r.Drain()
@@ -127,13 +127,13 @@ func TestPendingCSRCleanedAfterADay(t *testing.T) {
 		t.Fatalf("TTL of a pending CSR %v, want %v", at, day)
 	}
 	r.Clock.Set(day.Add(-time.Second))
-	if _, err := r.Engine.Sweep(r.Ctx, 100); err != nil {
+	if _, err := r.Kernel.Sweep(r.Ctx, 100); err != nil {
 		t.Fatal(err)
 	}
 	r.Drain()
 	getCSR(r, "pending")
 	r.Clock.Set(day.Add(time.Minute))
-	if _, err := r.Engine.Sweep(r.Ctx, 100); err != nil {
+	if _, err := r.Kernel.Sweep(r.Ctx, 100); err != nil {
 		t.Fatal(err)
 	}
 	r.Drain()

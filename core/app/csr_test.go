@@ -439,14 +439,14 @@ func TestFinalCSRCleanedAfterRetain(t *testing.T) {
 		t.Fatalf("issued CSR due %v, want %v", due, r.Clock.Now().Add(app.RetainCSR))
 	}
 	r.Clock.Advance(app.RetainCSR - time.Second)
-	if _, err := r.Engine.Sweep(r.Ctx, 100); err != nil {
+	if _, err := r.Kernel.Sweep(r.Ctx, 100); err != nil {
 		t.Fatal(err)
 	}
 	r.Drain()
 	getCSR(r, "issued") // still there
 	getCSR(r, "denied")
 	r.Clock.Advance(2 * time.Second)
-	if _, err := r.Engine.Sweep(r.Ctx, 100); err != nil {
+	if _, err := r.Kernel.Sweep(r.Ctx, 100); err != nil {
 		t.Fatal(err)
 	}
 	r.Drain()

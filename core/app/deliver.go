@@ -10,9 +10,10 @@ import (
 
 	"github.com/certfn/certfn/core/api"
 	"github.com/certfn/certfn/core/certificaterequests"
-	"github.com/certfn/certfn/core/engine"
 	"github.com/certfn/certfn/core/errs"
+	"github.com/certfn/certfn/core/kernel"
 	"github.com/certfn/certfn/core/ports"
+	"github.com/certfn/certfn/core/repo"
 )
 
 // BatchQueue is a work queue that can send many keys in one call (SQS
@@ -28,7 +29,7 @@ type BatchQueue interface {
 // the signer must not approve), and the follow-ups of one delivery.
 //
 // Routing, decided per received key before any step runs, reading the
-// record (which the engine then reuses, engine.Message.Loaded):
+// record (which the kernel then reuses, kernel.Message.Loaded):
 //   - a role that hands off (Role.HandsOff) sends to HandOff a
 //     CertificateRequest that is approved, not denied and not final, whose
 //     issuer exists and is of a type it hands off, and an Issuer or
@@ -79,7 +80,7 @@ type Deliverer struct {
 // wakes, and returns what to do with the message. A failure to send woken
 // keys turns an acknowledged disposition into a retry: the message is
 // handled again, and its step wakes the keys again.
-func (d *Deliverer) Deliver(ctx context.Context, key api.Key, attempt int) engine.Disposition {
+func (d *Deliverer) Deliver(ctx context.Context, key api.Key, attempt int) kernel.Disposition {
 	var fu *followUps
 	if d.FollowUps > 0 && !d.App.Role.SignerWorkOnly {
 		fu = &followUps{pending: map[api.Key]bool{}}
@@ -91,7 +92,7 @@ func (d *Deliverer) Deliver(ctx context.Context, key api.Key, attempt int) engin
 	n, err := d.runFollowUps(ctx, fu)
 	if err != nil && disp.Ack {
 		// Handle this message again: its follow-ups were not all sent.
-		disp = engine.Disposition{RetryAfter: engine.RetryBackoff(attempt), Err: err}
+		disp = kernel.Disposition{RetryAfter: kernel.RetryBackoff(attempt), Err: err}
 	}
 	if n > 0 && d.Log != nil {
 		d.Log.Debug("follow-ups", "key", key.String(), "handled", n)
@@ -101,19 +102,19 @@ func (d *Deliverer) Deliver(ctx context.Context, key api.Key, attempt int) engin
 
 // DeliverOne runs one delivered key and sends the keys its step woke to
 // Queue (no follow-ups), and returns what to do with the message.
-func (d *Deliverer) DeliverOne(ctx context.Context, key api.Key, attempt int) engine.Disposition {
+func (d *Deliverer) DeliverOne(ctx context.Context, key api.Key, attempt int) kernel.Disposition {
 	return d.route(ctx, key, attempt, d.Handle(ctx, key, attempt), nil)
 }
 
 // Handle runs one delivered key (routing first, see Deliverer) and
 // returns what to do with the message; the keys its step woke are in
 // Disposition.Woken, for the caller to route.
-func (d *Deliverer) Handle(ctx context.Context, key api.Key, attempt int) engine.Disposition {
+func (d *Deliverer) Handle(ctx context.Context, key api.Key, attempt int) kernel.Disposition {
 	a := d.App
-	if a.Engine == nil {
-		return engine.Disposition{Ack: true, Err: fmt.Errorf("the %s role has no engine: %s dropped", a.Role.Name, key)}
+	if a.Kernel == nil {
+		return kernel.Disposition{Ack: true, Err: fmt.Errorf("the %s role has no engine: %s dropped", a.Role.Name, key)}
 	}
-	m := engine.Message{Key: key, Attempt: attempt}
+	m := kernel.Message{Key: key, Attempt: attempt}
 	switch {
 	case len(a.Role.HandsOff) > 0:
 		toSigner, rec, err := d.signerWork(ctx, key)
@@ -122,24 +123,24 @@ func (d *Deliverer) Handle(ctx context.Context, key api.Key, attempt int) engine
 		}
 		if toSigner {
 			if d.HandOff == nil {
-				return engine.Disposition{Ack: true, Err: errs.Permanentf("%s is the signer's work, but no signer queue is configured", key)}
+				return kernel.Disposition{Ack: true, Err: errs.Permanentf("%s is the signer's work, but no signer queue is configured", key)}
 			}
 			if err := d.HandOff.Enqueue(ctx, key, 0); err != nil {
 				return retryDisposition(fmt.Errorf("hand %s to the signer queue: %w", key, err), attempt)
 			}
 			d.inc("certfn_handoffs_total", "kind", key.Kind)
-			return engine.Disposition{Ack: true}
+			return kernel.Disposition{Ack: true}
 		}
 		m.Loaded = rec
 	case a.Role.SignerWorkOnly:
 		switch key.Kind {
 		case api.KindCertificateRequest:
-			rec, err := a.Engine.Store().Get(ctx, key)
+			rec, err := a.Repo.Store().Get(ctx, key)
 			if err != nil && !errors.Is(err, ports.ErrNotFound) {
 				return retryDisposition(fmt.Errorf("read %s: %w", key, err), attempt)
 			}
 			if err == nil {
-				if o, derr := a.Engine.Decode(rec); derr == nil {
+				if o, derr := repo.Decode(rec); derr == nil {
 					if cr, ok := o.(*api.CertificateRequest); ok && cr.IsFinal() {
 						return d.finalRequest(ctx, key, attempt)
 					}
@@ -152,22 +153,22 @@ func (d *Deliverer) Handle(ctx context.Context, key api.Key, attempt int) engine
 				return retryDisposition(err, attempt)
 			}
 			if !ok {
-				return engine.Disposition{Ack: true, Err: fmt.Errorf("signer: %s is not a CA issuer (or is gone): dropped, the worker handles it", key)}
+				return kernel.Disposition{Ack: true, Err: fmt.Errorf("signer: %s is not a CA issuer (or is gone): dropped, the worker handles it", key)}
 			}
 			m.Loaded = rec
 		case api.KindCertificateSigningRequest:
 			// Reconciled here, final or not: a CSR has no owner to wake.
 		default:
-			return engine.Disposition{Ack: true, Err: fmt.Errorf("signer: %s: only CertificateRequests, CertificateSigningRequests and CA issuers are the signer's work: dropped", key)}
+			return kernel.Disposition{Ack: true, Err: fmt.Errorf("signer: %s: only CertificateRequests, CertificateSigningRequests and CA issuers are the signer's work: dropped", key)}
 		}
 	}
-	return a.Engine.Handle(ctx, m)
+	return a.Kernel.Handle(ctx, m)
 }
 
 // finalRequest handles, in a signer-only role, a request that is already
 // final: a second delivery of its message (SQS delivers at least once), or
 // a redelivery after an invocation died between the final write and the
-// wake-up of the Certificate. The engine would then wake the Certificate
+// wake-up of the Certificate. The kernel would then wake the Certificate
 // if it still issues, which takes reading it — a read the signer may not
 // make (infra/terraform/aws/iam.tf: CertificateRequest and issuer items
 // only), so every such delivery failed until the dead-letter queue. The
@@ -175,15 +176,15 @@ func (d *Deliverer) Handle(ctx context.Context, key api.Key, attempt int) engine
 // the Certificate, reconciles the final request and wakes its owner only
 // if that still issues. It is no longer the signer's work, so the worker
 // does not hand it back.
-func (d *Deliverer) finalRequest(ctx context.Context, key api.Key, attempt int) engine.Disposition {
+func (d *Deliverer) finalRequest(ctx context.Context, key api.Key, attempt int) kernel.Disposition {
 	if d.Queue == nil {
-		return engine.Disposition{Ack: true, Err: fmt.Errorf("signer: %s is final and no worker queue is configured: dropped", key)}
+		return kernel.Disposition{Ack: true, Err: fmt.Errorf("signer: %s is final and no worker queue is configured: dropped", key)}
 	}
 	if err := d.Queue.Enqueue(ctx, key, 0); err != nil {
 		return retryDisposition(fmt.Errorf("send final %s to the worker queue: %w", key, err), attempt)
 	}
 	d.inc("certfn_final_requests_to_worker_total")
-	return engine.Disposition{Ack: true}
+	return kernel.Disposition{Ack: true}
 }
 
 // signerWork reports whether key is the signer's work (see Deliverer) and
@@ -194,17 +195,17 @@ func (d *Deliverer) signerWork(ctx context.Context, key api.Key) (bool, *ports.R
 	default:
 		return false, nil, nil
 	}
-	e := d.App.Engine
-	rec, err := e.Store().Get(ctx, key)
+	rp := d.App.Repo
+	rec, err := rp.Store().Get(ctx, key)
 	if errors.Is(err, ports.ErrNotFound) {
 		return false, nil, nil
 	}
 	if err != nil {
 		return false, nil, fmt.Errorf("read %s: %w", key, err)
 	}
-	obj, err := e.Decode(rec)
+	obj, err := repo.Decode(rec)
 	if err != nil {
-		return false, &rec, nil // the engine reports it
+		return false, &rec, nil // the kernel reports it
 	}
 	switch o := obj.(type) {
 	case api.GenericIssuer:
@@ -220,18 +221,18 @@ func (d *Deliverer) signerWork(ctx context.Context, key api.Key) (bool, *ports.R
 		if !api.IsTrue(conds, api.CertificateRequestConditionApproved) || api.IsTrue(conds, api.CertificateRequestConditionDenied) || o.IsFinal() {
 			return false, &rec, nil
 		}
-		ik, _, ok := e.Issuers().Resolve(o.Namespace, o.Spec.IssuerRef)
+		ik, _, ok := rp.Issuers().Resolve(o.Namespace, o.Spec.IssuerRef)
 		if !ok {
 			return false, &rec, nil
 		}
-		irec, err := e.Store().Get(ctx, ik)
+		irec, err := rp.Store().Get(ctx, ik)
 		if errors.Is(err, ports.ErrNotFound) {
 			return false, &rec, nil // the worker records "issuer not found"
 		}
 		if err != nil {
 			return false, nil, fmt.Errorf("read %s of %s: %w", ik, key, err)
 		}
-		iobj, err := e.Decode(irec)
+		iobj, err := repo.Decode(irec)
 		if err != nil {
 			return false, &rec, nil
 		}
@@ -243,7 +244,7 @@ func (d *Deliverer) signerWork(ctx context.Context, key api.Key) (bool, *ports.R
 
 // route delivers the keys the step of key woke (disp.Woken): as follow-ups
 // when fu is set, else to Queue (a signer-only role leaves out key itself).
-func (d *Deliverer) route(ctx context.Context, key api.Key, attempt int, disp engine.Disposition, fu *followUps) engine.Disposition {
+func (d *Deliverer) route(ctx context.Context, key api.Key, attempt int, disp kernel.Disposition, fu *followUps) kernel.Disposition {
 	if fu != nil {
 		for _, k := range disp.Woken {
 			fu.add(k)
@@ -260,7 +261,7 @@ func (d *Deliverer) route(ctx context.Context, key api.Key, attempt int, disp en
 		return disp
 	}
 	if err := d.Queue.EnqueueBatch(ctx, out, 0); err != nil && disp.Ack {
-		return engine.Disposition{RetryAfter: engine.RetryBackoff(attempt), Err: fmt.Errorf("send %d woken keys to the worker queue: %w", len(out), err)}
+		return kernel.Disposition{RetryAfter: kernel.RetryBackoff(attempt), Err: fmt.Errorf("send %d woken keys to the worker queue: %w", len(out), err)}
 	}
 	return disp
 }
@@ -321,12 +322,12 @@ func (d *Deliverer) logWarn(msg string, args ...any) {
 }
 
 // retryDisposition is the disposition of a routing failure: acknowledged
-// when permanent, else retried with the engine's backoff.
-func retryDisposition(err error, attempt int) engine.Disposition {
+// when permanent, else retried with the kernel's backoff.
+func retryDisposition(err error, attempt int) kernel.Disposition {
 	if errs.IsPermanent(err) {
-		return engine.Disposition{Ack: true, Err: err}
+		return kernel.Disposition{Ack: true, Err: err}
 	}
-	return engine.Disposition{RetryAfter: engine.RetryBackoff(attempt), Err: err}
+	return kernel.Disposition{RetryAfter: kernel.RetryBackoff(attempt), Err: err}
 }
 
 // followUps is the FIFO of keys woken while handling one message (each

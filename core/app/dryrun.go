@@ -96,7 +96,7 @@ func (s *Service) previewRequest(crt *api.Certificate) (*api.CertificateRequest,
 	if err != nil {
 		return nil, fmt.Errorf("dry run: the CSR of %s: %w", api.KeyOf(crt), err)
 	}
-	id := s.engine.Config().Identity
+	id := s.identity
 	return &api.CertificateRequest{
 		TypeMeta:   api.TypeMeta{APIVersion: api.CertManagerV1, Kind: api.KindCertificateRequest},
 		ObjectMeta: api.ObjectMeta{Name: crt.Name + "-dry-run", Namespace: crt.Namespace},
@@ -113,10 +113,10 @@ func (s *Service) previewApproval(ctx context.Context, cr *api.CertificateReques
 			return &ApprovalPreview{Result: string(policy.Denied), Message: err.Error()}, nil
 		}
 	}
-	in, err := s.engine.PolicyInput(ctx, cr)
+	in, err := policy.LoadInput(ctx, s.repo, cr)
 	if err != nil {
 		return nil, fmt.Errorf("dry run: policies for %s: %w", api.KeyOf(cr), err)
 	}
-	d := s.evaluator().Preview(ctx, in)
+	d := s.evaluator.Preview(ctx, in)
 	return &ApprovalPreview{Result: string(d.Result), Policy: d.Policy, Message: d.Message()}, nil
 }

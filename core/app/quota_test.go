@@ -37,7 +37,7 @@ func countIn(t *testing.T, r *apptest.Rig, ns string) int {
 	t.Helper()
 	n := 0
 	for _, kind := range app.QuotaKinds {
-		objs, err := r.Engine.List(r.Ctx, kind, ns)
+		objs, err := r.Repo.List(r.Ctx, kind, ns)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -134,7 +134,7 @@ func requestYAML(t *testing.T, ns, name string) string {
 		name, ns, apptest.B64(csr))
 }
 
-// The issuance quota end to end on the engine: the third request of a
+// The issuance quota end to end on the kernel: the third request of a
 // namespace within an hour stays Pending until the first issuance is an
 // hour old, while another namespace is signed; then it is signed.
 func TestIssuanceQuota(t *testing.T) {
@@ -184,7 +184,7 @@ func TestIssuanceQuota(t *testing.T) {
 	}
 	// When it does, the scheduler finds the request due and it is signed.
 	r.Clock.Set(free)
-	if _, err := r.Engine.Sweep(r.Ctx, 100); err != nil {
+	if _, err := r.Kernel.Sweep(r.Ctx, 100); err != nil {
 		t.Fatal(err)
 	}
 	r.Drain()
@@ -231,16 +231,16 @@ func TestIssuanceQuotaACME(t *testing.T) {
 	d.apply(acmeCertYAML("team-b", "le"))
 	d.drain()
 	ctx := context.Background()
-	if orders, _ := d.app.Engine.List(ctx, api.KindOrder, "team-a"); len(orders) != 0 {
+	if orders, _ := d.app.Repo.List(ctx, api.KindOrder, "team-a"); len(orders) != 0 {
 		t.Fatalf("%d Orders in team-a at its issuance quota", len(orders))
 	}
-	if orders, _ := d.app.Engine.List(ctx, api.KindOrder, "team-b"); len(orders) != 1 {
+	if orders, _ := d.app.Repo.List(ctx, api.KindOrder, "team-b"); len(orders) != 1 {
 		t.Fatalf("%d Orders in team-b, want 1", len(orders))
 	}
 	if n := countCalls(client, "NewOrder"); n != 1 {
 		t.Fatalf("%d NewOrder calls, want team-b's only", n)
 	}
-	crs, err := d.app.Engine.List(ctx, api.KindCertificateRequest, "team-a")
+	crs, err := d.app.Repo.List(ctx, api.KindCertificateRequest, "team-a")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,8 +9,8 @@ import (
 )
 
 // RetainFinal is how long a final CertificateRequest, Order or Challenge is
-// kept before the store's TTL may garbage-collect it. The engine deletes
-// superseded ones itself (revision history, Orders with their request,
+// kept before the store's TTL may garbage-collect it. The controllers delete
+// superseded ones themselves (revision history, Orders with their request,
 // Challenges once the Order is valid); the TTL catches what a crash or an
 // abandoned resource leaves behind. It is longer than the renewal interval
 // of any usual certificate, so the current revision's request is replaced

@@ -57,16 +57,16 @@ func (s *Service) Revoke(ctx context.Context, caller Caller, key api.Key, reason
 	if err := s.authz().check(ctx, caller, rbac.VerbUpdate, key); err != nil {
 		return err
 	}
-	o, err := s.engine.Get(ctx, key)
+	o, err := s.repo.Get(ctx, key)
 	if err != nil {
 		return err
 	}
 	crt := o.(*api.Certificate)
-	ik, secretNS, known := s.engine.Issuers().Resolve(crt.Namespace, crt.Spec.IssuerRef)
+	ik, secretNS, known := s.repo.Issuers().Resolve(crt.Namespace, crt.Spec.IssuerRef)
 	if !known {
 		return errs.Permanentf("revoke %s: issuerRef names %s/%s, not a cert-manager issuer", key, crt.Spec.IssuerRef.Group, crt.Spec.IssuerRef.Kind)
 	}
-	io, err := s.engine.Get(ctx, ik)
+	io, err := s.repo.Get(ctx, ik)
 	if err != nil {
 		return fmt.Errorf("revoke %s: issuer: %w", key, err)
 	}

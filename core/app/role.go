@@ -57,7 +57,7 @@ type Role struct {
 	// hold no secret store permission and refuse them.
 	ServiceWritesSecrets bool
 	// DeferWakes: the engine returns the keys a reconcile wakes instead of
-	// enqueueing them (engine.Config.DeferWakes); the runtime routes them.
+	// enqueueing them (kernel.Config.DeferWakes); the runtime routes them.
 	DeferWakes bool
 	// HTTP01: the role answers ACME HTTP-01 requests from the state store.
 	HTTP01 bool

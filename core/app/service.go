@@ -6,13 +6,16 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"time"
 
 	"github.com/certfn/certfn/core/acme"
 	"github.com/certfn/certfn/core/api"
 	"github.com/certfn/certfn/core/certificates"
-	"github.com/certfn/certfn/core/engine"
+	"github.com/certfn/certfn/core/kernel"
+	"github.com/certfn/certfn/core/policy"
 	"github.com/certfn/certfn/core/ports"
 	"github.com/certfn/certfn/core/rbac"
+	"github.com/certfn/certfn/core/repo"
 )
 
 // Caller is the authenticated identity behind an API or CLI call. It is
@@ -39,8 +42,17 @@ const SuperuserGroup = "system:masters"
 // an apply of N objects lists the RBAC kinds once and a batch cannot grant
 // itself rights half-way. It never returns key material.
 type Service struct {
-	engine  *engine.Engine
-	secrets ports.SecretStore
+	// repo is what the service reads; objects is how it writes (the
+	// kernel's direct handle: each write wakes what it concerns).
+	repo    *repo.Repo
+	objects writes
+	clock   ports.Clock
+	// evaluator is the one policy evaluator (Apply validates policies
+	// with it, a dry run decides with it); identity is certfn's requester
+	// identity on the requests of Certificates.
+	evaluator *policy.Evaluator
+	identity  rbac.Identity
+	secrets   ports.SecretStore
 	// readSecrets lets Status describe the secret's tls.crt and Revoke
 	// read it (local mode); the cloud APIs never read the secret store.
 	readSecrets bool
@@ -58,13 +70,21 @@ type Service struct {
 	secretRef func(namespace, name string) string
 }
 
-// authz is one call's authorization: the RBAC snapshot, built on first use.
-type authz struct {
-	e  *engine.Engine
-	az *rbac.Authorizer
+// writes are the service's writes, through the kernel (kernel.Kernel.Direct).
+type writes interface {
+	CreateObject(ctx context.Context, obj api.Object, next time.Time) (int64, error)
+	UpdateObject(ctx context.Context, obj api.Object, version int64, next time.Time) (int64, error)
+	DeleteObject(ctx context.Context, key api.Key, version int64, owner api.Key) error
+	Enqueue(ctx context.Context, key api.Key, delay time.Duration) error
 }
 
-func (s *Service) authz() *authz { return &authz{e: s.engine} }
+// authz is one call's authorization: the RBAC snapshot, built on first use.
+type authz struct {
+	objs rbac.Lister
+	az   *rbac.Authorizer
+}
+
+func (s *Service) authz() *authz { return &authz{objs: s.repo} }
 
 func identity(c Caller) rbac.Identity {
 	return rbac.Identity{Username: c.Username, UID: c.UID, Groups: c.Groups, Extra: c.Extra}.WithImplicitGroups()
@@ -81,7 +101,7 @@ func isSuperuser(id rbac.Identity) bool {
 
 func (a *authz) authorizer(ctx context.Context) (*rbac.Authorizer, error) {
 	if a.az == nil {
-		az, err := a.e.Authorizer(ctx)
+		az, err := rbac.Load(ctx, a.objs)
 		if err != nil {
 			return nil, err
 		}
@@ -176,7 +196,7 @@ func (s *Service) Get(ctx context.Context, caller Caller, key api.Key) (api.Obje
 		}
 		return sec, nil
 	}
-	return s.engine.Get(ctx, key)
+	return s.repo.Get(ctx, key)
 }
 
 // List returns the objects of kind in namespace ("" = every namespace, or
@@ -202,7 +222,7 @@ func (s *Service) List(ctx context.Context, caller Caller, kind, namespace strin
 	if info.InSecretStore {
 		objs, err = s.secretSummaries(ctx, namespace)
 	} else {
-		objs, err = s.engine.List(ctx, kind, namespace)
+		objs, err = s.repo.List(ctx, kind, namespace)
 	}
 	if err != nil {
 		return nil, err
@@ -251,7 +271,7 @@ func (s *Service) ListPage(ctx context.Context, caller Caller, kind, namespace s
 		if limit > 0 {
 			want = limit - len(out)
 		}
-		objs, next, err := s.engine.ListPage(ctx, kind, namespace, want, cont)
+		objs, next, err := s.repo.ListPage(ctx, kind, namespace, want, cont)
 		if err != nil {
 			return nil, "", err
 		}
@@ -283,11 +303,11 @@ func (s *Service) Delete(ctx context.Context, caller Caller, key api.Key, opts D
 		return s.deleteSecret(ctx, key, opts.DryRun)
 	}
 	// The record, not the object: one that no longer decodes can be deleted.
-	rec, err := s.engine.Store().Get(ctx, key)
+	rec, err := s.repo.Store().Get(ctx, key)
 	if err != nil {
 		return fmt.Errorf("get %s: %w", key, err)
 	}
-	o, derr := s.engine.Decode(rec)
+	o, derr := repo.Decode(rec)
 	if derr != nil {
 		o = nil
 	}
@@ -312,7 +332,7 @@ func (s *Service) Delete(ctx context.Context, caller Caller, key api.Key, opts D
 			return fmt.Errorf("delete next private key of %s: %w", key, err)
 		}
 	}
-	if err := s.engine.DeleteObject(ctx, key, version, api.Key{}); err != nil {
+	if err := s.objects.DeleteObject(ctx, key, version, api.Key{}); err != nil {
 		return err
 	}
 	if o != nil && key.Kind == api.KindCertificate {
@@ -320,21 +340,38 @@ func (s *Service) Delete(ctx context.Context, caller Caller, key api.Key, opts D
 	}
 	// The Event about the object goes with it (a user's delete; records
 	// the steps delete themselves leave theirs to the store's TTL).
-	if err := s.engine.Store().Delete(ctx, api.EventKeyFor(key), 0); err != nil && !errors.Is(err, ports.ErrNotFound) {
+	if err := s.repo.Store().Delete(ctx, api.EventKeyFor(key), 0); err != nil && !errors.Is(err, ports.ErrNotFound) {
 		return fmt.Errorf("delete the Event of %s: %w", key, err)
 	}
 	return nil
 }
 
 // wakeSharers wakes the Certificates naming namespace/secretName after one
-// stopped naming it: one of them may own the secret now. The delete or
-// update is done; a failure is logged, and a Certificate that does not
-// own its secret looks again within the engine's WaitPoll by itself.
+// stopped naming it: one of them may own the secret now
+// (certificates.SecretOwner). The delete or update is done; a failure is
+// logged, and a Certificate that does not own its secret looks again
+// within its WaitPoll by itself.
 func (s *Service) wakeSharers(ctx context.Context, namespace, secretName string) {
-	if err := s.engine.WakeCertificatesNaming(ctx, namespace, secretName); err != nil {
+	if err := s.wakeCertificatesNaming(ctx, namespace, secretName); err != nil {
 		s.log.WarnContext(ctx, "the Certificates sharing a secret were not woken; they look again within the wait poll",
 			"namespace", namespace, "secret", secretName, "error", err)
 	}
+}
+
+// wakeCertificatesNaming enqueues the Certificates of namespace whose
+// spec.secretName is secretName, for one List of the namespace's
+// Certificates.
+func (s *Service) wakeCertificatesNaming(ctx context.Context, namespace, secretName string) error {
+	certs, err := s.repo.CertificatesNaming(ctx, namespace, secretName, "")
+	if err != nil {
+		return err
+	}
+	for _, c := range certs {
+		if err := s.objects.Enqueue(ctx, api.KeyOf(c), 0); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // RenewResult is what Renew did.
@@ -386,7 +423,7 @@ func (s *Service) renew(ctx context.Context, key api.Key) (api.Object, error) {
 			return fmt.Errorf("%s is %w", key, errInFlight)
 		}
 		api.SetCondition(&c.Status.Conditions, api.Condition{Type: api.CertificateConditionIssuing, Status: api.ConditionTrue,
-			Reason: "ManuallyTriggered", Message: "Certificate re-issuance manually triggered", ObservedGeneration: c.Generation}, s.engine.Now())
+			Reason: "ManuallyTriggered", Message: "Certificate re-issuance manually triggered", ObservedGeneration: c.Generation}, s.clock.Now())
 		return nil
 	})
 }
@@ -395,12 +432,12 @@ func (s *Service) renew(ctx context.Context, key api.Key) (api.Object, error) {
 // objects of its issuance in flight that are not final (the chain `certfn
 // status` shows), and says which.
 func (s *Service) wakeInFlight(ctx context.Context, key api.Key) (*RenewResult, error) {
-	o, err := s.engine.Get(ctx, key)
+	o, err := s.repo.Get(ctx, key)
 	if err != nil {
 		return nil, fmt.Errorf("renew %s: %w", key, err)
 	}
 	rep := &Report{Certificate: o.(*api.Certificate)}
-	if err := requestChain(ctx, s.engine.Get, rep); err != nil {
+	if err := requestChain(ctx, s.repo.Get, rep); err != nil {
 		return nil, fmt.Errorf("renew %s: %w", key, err)
 	}
 	objs := []api.Object{rep.Certificate}
@@ -415,11 +452,11 @@ func (s *Service) wakeInFlight(ctx context.Context, key api.Key) (*RenewResult, 
 	}
 	res := &RenewResult{Certificate: rep.Certificate, InFlight: true}
 	for _, o := range objs {
-		if f, ok := o.(engine.Finalizer); ok && f.IsFinal() {
+		if f, ok := o.(kernel.Finalizer); ok && f.IsFinal() {
 			continue
 		}
 		k := api.KeyOf(o)
-		if err := s.engine.Enqueue(ctx, k, 0); err != nil {
+		if err := s.objects.Enqueue(ctx, k, 0); err != nil {
 			return nil, fmt.Errorf("renew %s: wake %s: %w", key, k, err)
 		}
 		res.Woken = append(res.Woken, k.String())
@@ -467,7 +504,7 @@ func (s *Service) Approve(ctx context.Context, caller Caller, key api.Key, appro
 			if cr.IsFinal() {
 				return conflictf("%s is already final", key)
 			}
-			api.SetCondition(&cr.Status.Conditions, api.Condition{Type: t, Status: api.ConditionTrue, Reason: reason, Message: message}, s.engine.Now())
+			api.SetCondition(&cr.Status.Conditions, api.Condition{Type: t, Status: api.ConditionTrue, Reason: reason, Message: message}, s.clock.Now())
 			return nil
 		}, api.CertificateRequestConditionApproved, api.CertificateRequestConditionDenied)
 	if err != nil {
@@ -491,7 +528,7 @@ func (s *Service) decide(ctx context.Context, caller Caller, key api.Key, approv
 	az := s.authz()
 	canGet := az.check(ctx, caller, rbac.VerbGet, key) == nil
 	generic := forbidden(fmt.Errorf("%s may not approve or deny %s", identity(caller).Username, key))
-	o, err := s.engine.Get(ctx, key)
+	o, err := s.repo.Get(ctx, key)
 	if errors.Is(err, ports.ErrNotFound) && !canGet {
 		return nil, generic
 	}
@@ -536,7 +573,7 @@ func (s *Service) Status(ctx context.Context, caller Caller, key api.Key) (*Repo
 		if err := az.check(ctx, caller, rbac.VerbGet, k); err != nil {
 			return nil, err
 		}
-		return s.engine.Get(ctx, k)
+		return s.repo.Get(ctx, k)
 	}
 	var secrets SecretReader
 	if s.readSecrets {
@@ -574,14 +611,14 @@ func (s *Service) CertificatePEM(ctx context.Context, namespace, name string) ([
 // the written object.
 func (s *Service) mutate(ctx context.Context, key api.Key, fn func(o api.Object) error) (api.Object, error) {
 	for attempt := 0; ; attempt++ {
-		o, err := s.engine.Get(ctx, key)
+		o, err := s.repo.Get(ctx, key)
 		if err != nil {
 			return nil, err
 		}
 		if err := fn(o); err != nil {
 			return nil, err
 		}
-		_, err = s.engine.UpdateObject(ctx, o, versionOf(o), s.engine.Now().Add(followUpGrace))
+		_, err = s.objects.UpdateObject(ctx, o, versionOf(o), s.clock.Now().Add(followUpGrace))
 		if errors.Is(err, ports.ErrConflict) && attempt < maxConflictRetries {
 			continue
 		}

@@ -228,9 +228,9 @@ func TestDeleteCascades(t *testing.T) {
 	if _, err := r.Secrets.Get(r.Ctx, "default", "web-tls"); err != nil {
 		t.Errorf("the issued secret must be kept: %v", err)
 	}
-	// Deleting again is not an error for the engine; the service reports
+	// Deleting again is not an error for the kernel; the service reports
 	// the missing object.
-	if err := r.Engine.DeleteObject(r.Ctx, apptest.CertKey, 0, api.Key{}); err != nil {
+	if err := r.Objects.DeleteObject(r.Ctx, apptest.CertKey, 0, api.Key{}); err != nil {
 		t.Fatalf("second Delete: %v", err)
 	}
 	if err := r.Service.Delete(r.Ctx, caller, apptest.CertKey, app.DeleteOptions{}); !errors.Is(err, app.ErrNotFound) {

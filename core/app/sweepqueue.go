@@ -8,11 +8,11 @@ import (
 	"github.com/certfn/certfn/core/api"
 )
 
-// SweepQueue is a scheduler role's engine queue: the immediate enqueues of
+// SweepQueue is a scheduler role's kernel queue: the immediate enqueues of
 // a sweep are collected and sent by Flush in batches (SQS: 10 keys a
 // request, Pub/Sub: one publish batch) instead of one call each; delayed
 // ones are sent at once. Every cloud's scheduler uses it around
-// Engine.Sweep.
+// Kernel.Sweep.
 type SweepQueue struct {
 	Q BatchQueue
 	// MaxBatch bounds the keys of one EnqueueBatch call (0: no bound).

@@ -4,7 +4,8 @@
 // exported function: approval.go (ApprovalStep, the approver actor of
 // docs/design/certificates-api.md) and signing.go (SigningStep, the signer
 // actor). state.go holds what the steps share: the loaded State and the
-// Env. The engine runs the steps in that order, one write per invocation.
+// Env. The Controller (controller.go) runs the steps in that order, one
+// write per invocation.
 package certificaterequests
 
 import (

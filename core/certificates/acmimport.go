@@ -64,7 +64,7 @@ func FormatACMSerial(n *big.Int) string {
 // (adapters/aws/acm); without one, the condition says so and nothing
 // fails.
 //
-// It runs after readiness in the engine's Certificate steps and, like
+// It runs after readiness in the Certificate controller's steps and, like
 // every step, writes at most once per invocation.
 //
 // ACMImportStep imports the stored key pair of a Ready Certificate that asks for it

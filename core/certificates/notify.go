@@ -31,7 +31,7 @@ const (
 const MetricNotifications = "certfn_notifications_total"
 
 // MetricNotificationFailures counts publications that failed permanently
-// (the step does not return those errors, so the engine's
+// (the step does not return those errors, so the kernel's
 // certfn_permanent_errors_total does not count them); AWS mode exports it
 // to CloudWatch as NotificationFailures.
 const MetricNotificationFailures = "certfn_notification_failures_total"
@@ -46,7 +46,7 @@ const MetricNotificationFailures = "certfn_notification_failures_total"
 // expiration, and records on the status what it published
 // (notifiedRevision, notifiedFailureTime, notifiedExpiryTime).
 //
-// It runs last in the engine's Certificate steps, so it sees a settled
+// It runs last in the Certificate controller's steps, so it sees a settled
 // Certificate, and like every step it publishes at most one event and
 // writes at most once per invocation; the write wakes the Certificate, so
 // a second pending event goes out in the next invocation. The order is:
@@ -302,7 +302,7 @@ func publish(ctx context.Context, env *Env, st *State, n ports.Notification, rec
 	}
 	count(env, n, "published")
 	record()
-	// The record's due time stays what the engine computed for this
+	// The record's due time stays what the controller computed for this
 	// Certificate when it is ahead (the renewal, the backoff, the resync);
 	// a due time already reached becomes the next event's day. The write
 	// wakes the Certificate, whose next invocation settles the due time.

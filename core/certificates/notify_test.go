@@ -19,7 +19,7 @@ import (
 
 const day = 24 * time.Hour
 
-// notifyFixture describes one stored Certificate, as the engine loads it.
+// notifyFixture describes one stored Certificate, as its controller loads it.
 type notifyFixture struct {
 	rev        int           // status.revision (0: never issued)
 	notBefore  time.Duration // the leaf's, from T0 (default -1h)
@@ -146,7 +146,7 @@ func TestNotifyStep(t *testing.T) {
 					!n.NotBefore.Equal(ct.T0.Add(-time.Hour)) || !n.NotAfter.Equal(ct.T0.Add(-time.Hour+90*day)) || n.Serial == "" {
 					t.Errorf("notification = %+v", n)
 				}
-				// The due time the engine computed stays.
+				// The due time the controller computed stays.
 				if got := w.Calls[0].NextRunAt; !got.Equal(ct.T0.Add(day)) {
 					t.Errorf("written nextRunAt = %v, want the record's T0+24h", got)
 				}
@@ -287,7 +287,7 @@ func TestNotifyStep(t *testing.T) {
 	}
 }
 
-// stored runs certificates.NotifyStep as the engine does, invocation after invocation: each
+// stored runs certificates.NotifyStep as its controller does, invocation after invocation: each
 // one loads the stored Certificate afresh, and a successful write replaces
 // it.
 type stored struct {

@@ -174,7 +174,7 @@ func (s *State) sharerOwnership(ctx context.Context) (Ownership, error) {
 	if s.SharersLoader == nil && len(s.Sharers) == 0 {
 		return Ownership{Secret: s.Cert.Spec.SecretName, Owner: s.Cert.Name}, nil
 	}
-	// The sharers not listed yet (the engine's lazy loader): only a secret
+	// The sharers not listed yet (the controller's lazy loader): only a secret
 	// that another Certificate wrote (its certificate-name annotation names
 	// another one) is evidence of sharing worth a listing; then cert-
 	// manager's rule decides. A missing or unclaimed secret costs no

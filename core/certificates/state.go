@@ -1,8 +1,8 @@
 // Package certificates is the controller package of the Certificate kind,
 // named as cert-manager's pkg/controller/certificates
 // (docs/design/certificate-controllers.md). Each step is one file and one
-// exported function; the engine runs them in this order and stops after the
-// first one that writes (one step per invocation): trigger.go
+// exported function; the Controller (controller.go) runs them in this order
+// and stops after the first one that writes (one step per invocation): trigger.go
 // (TriggerStep), keymanager.go (KeyManagerStep), requestmanager.go
 // (RequestManagerStep), issuing.go (IssuingStep), readiness.go
 // (ReadinessStep), outputs.go (OutputsStep, the issuing controller's
@@ -56,7 +56,7 @@ type Writer interface {
 	CreateRequest(ctx context.Context, st *State, cr *api.CertificateRequest) error
 	// DeleteRequest deletes an owned request conditionally on its version.
 	DeleteRequest(ctx context.Context, r Request) error
-	// SecretWritten tells the engine spec.secretName was (re)written, so
+	// SecretWritten tells the controller spec.secretName was (re)written, so
 	// issuers signing with that secret are checked again.
 	SecretWritten(ctx context.Context, namespace, name string) error
 	// Enqueue asks for a reconcile of key after delay.
@@ -128,8 +128,8 @@ type KeyPolicy interface {
 // key was generated and no request created for it.
 const ReasonKeyNotAllowed = "KeyNotAllowed"
 
-// State is everything one reconcile of a Certificate reads. The engine
-// loads it once per invocation; steps read it and act through Env.
+// State is everything one reconcile of a Certificate reads. The
+// controller loads it once per invocation; steps read it and act through Env.
 type State struct {
 	Cert      *api.Certificate
 	Version   int64

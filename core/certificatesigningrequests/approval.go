@@ -21,7 +21,7 @@ import (
 // at again after WaitPoll; a CSR has no Ready condition to say why, so
 // the step reports it as step.Waiting (ReasonWaitingApproval with the
 // approver's message, which names the policies that did not match) and
-// the engine records it as the CSR's Event. CSRs of other signer names
+// the controller records it as the CSR's Event. CSRs of other signer names
 // are not certfn's to decide. An approval records what it approved
 // (Approve) and is written conditionally on the version the step read,
 // so a request changed meanwhile is evaluated again. A CSR undecided for

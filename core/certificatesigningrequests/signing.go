@@ -230,7 +230,7 @@ func CanReference(ctx context.Context, authorizer func(context.Context) (*rbac.A
 
 // waiting leaves the CSR as it is, looked at again after WaitPoll (the
 // issuer's readiness wakes it sooner in local mode's loops through the
-// sweep), and tells its users why (step.Waiting: the engine records it as
+// sweep), and tells its users why (step.Waiting: the controller records it as
 // the CSR's Event).
 func waiting(st *State, env *Env, reason, msg string) (Outcome, error) {
 	return Outcome{RequeueAt: st.Now.Add(env.WaitPoll), Why: "waiting: " + msg,

@@ -47,8 +47,8 @@ type Writer interface {
 	DeleteCSR(ctx context.Context, st *State) error
 }
 
-// Env is what the CSR steps get from outside (the engine fills it as it
-// does certificaterequests.Env).
+// Env is what the CSR steps get from outside (the Controller fills it as
+// the CertificateRequest controller does certificaterequests.Env).
 type Env struct {
 	Writer   Writer
 	Approver certificaterequests.Approver
@@ -87,7 +87,7 @@ type Quota interface {
 type Outcome = step.Outcome
 
 // Reasons of the step.Waiting a CSR's steps report when it waits (the
-// engine records them as the CSR's Event; a CSR has no condition to say
+// controller records them as the CSR's Event; a CSR has no condition to say
 // it), after cert-manager's CSR controllers
 // (pkg/controller/certificatesigningrequests: sync.go's WaitingApproval,
 // IssuerNotFound and IssuerNotReady; acme/acme.go's OrderPending). The

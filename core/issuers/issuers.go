@@ -20,6 +20,7 @@ import (
 	"github.com/certfn/certfn/core/api"
 	"github.com/certfn/certfn/core/pki"
 	"github.com/certfn/certfn/core/ports"
+	"github.com/certfn/certfn/core/step"
 )
 
 // State is one issuer as loaded for a reconcile.
@@ -61,8 +62,10 @@ type Env struct {
 	ACMEReady func(ctx context.Context, st *State) (ok bool, reason, msg string, err error)
 }
 
-// Step evaluates the issuer and writes its Ready condition when it changed.
-func Step(ctx context.Context, env *Env, st *State) (time.Time, error) {
+// Step evaluates the issuer and writes its Ready condition when it
+// changed; RequeueAt is when it wants to look again (zero: only when
+// something wakes it), whether it wrote or not.
+func Step(ctx context.Context, env *Env, st *State) (step.Outcome, error) {
 	spec := st.Issuer.GetSpec()
 	var (
 		ok          bool
@@ -82,16 +85,16 @@ func Step(ctx context.Context, env *Env, st *State) (time.Time, error) {
 		case errors.Is(err, errInvalid):
 			reason, msg = "ErrInvalidKeyPair", "Error getting keypair for CA issuer: "+err.Error()
 		default:
-			return time.Time{}, fmt.Errorf("check CA secret %s/%s: %w", st.SecretNamespace, spec.CA.SecretName, err)
+			return step.Outcome{}, fmt.Errorf("check CA secret %s/%s: %w", st.SecretNamespace, spec.CA.SecretName, err)
 		}
 	case spec.ACME != nil && env.ACMEReady != nil:
 		var err error
 		ok, reason, msg, err = env.ACMEReady(ctx, st)
 		if errors.Is(err, ErrNotYet) {
-			return st.Now.Add(SoonRecheck), nil
+			return step.Outcome{RequeueAt: st.Now.Add(SoonRecheck), Why: "the ACME account cannot be decided yet: " + err.Error()}, nil
 		}
 		if err != nil {
-			return time.Time{}, err
+			return step.Outcome{}, err
 		}
 		if ok {
 			recheck = time.Time{}
@@ -112,7 +115,7 @@ func Step(ctx context.Context, env *Env, st *State) (time.Time, error) {
 		Reason: reason, Message: msg, ObservedGeneration: st.Issuer.GetObjectMeta().Generation}, st.Now)
 	if changed {
 		if err := env.Writer.UpdateIssuer(ctx, st, recheck); err != nil {
-			return time.Time{}, fmt.Errorf("update issuer Ready condition: %w", err)
+			return step.Outcome{}, fmt.Errorf("update issuer Ready condition: %w", err)
 		}
 	}
 	// A transition to Ready wakes the requests waiting for the issuer. So
@@ -121,17 +124,21 @@ func Step(ctx context.Context, env *Env, st *State) (time.Time, error) {
 	// handled (a Lambda or Cloud Run instance killed after the write, an
 	// answer to the write lost, the List failing), and the queue then
 	// redelivers the issuer's message, which finds nothing to write; waking
-	// here makes that redelivery carry the lost wake-up, as
-	// engine.wakeOwnerOfFinal does for a final child's owner. Without it the
+	// here makes that redelivery carry the lost wake-up, as the kernel
+	// does for a final child's owner (wakeOwnerOfFinal). Without it the
 	// requests waited for their own recheck (WaitPoll, 10 minutes). It costs
 	// one List of the requests per extra delivery of a Ready issuer; a write
 	// of a Ready issuer that stays Ready (a new message) wakes nothing.
 	if ok && (!wasReady || !changed) {
 		if err := env.Writer.IssuerReady(ctx, st); err != nil {
-			return time.Time{}, err
+			return step.Outcome{}, err
 		}
 	}
-	return recheck, nil
+	out := step.Outcome{Wrote: changed, RequeueAt: recheck}
+	if !changed {
+		out.Why = "the Ready condition is unchanged (" + reason + ")"
+	}
+	return out, nil
 }
 
 var errInvalid = errors.New("invalid CA key pair")

@@ -33,8 +33,8 @@ func run(t *testing.T, iss api.GenericIssuer, secrets ports.SecretStore, secretN
 	w := &ct.Writer{}
 	env := &issuers.Env{Secrets: secrets, Writer: w, WaitPoll: waitPoll, ACMEReady: acme}
 	st := &issuers.State{Issuer: iss, Version: 1, Now: ct.T0, SecretNamespace: secretNS}
-	next, err := issuers.Step(context.Background(), env, st)
-	return next, w, err
+	out, err := issuers.Step(context.Background(), env, st)
+	return out.RequeueAt, w, err
 }
 
 func TestStepReadiness(t *testing.T) {

@@ -2,7 +2,7 @@
 // core/ports: Store (ports.Store), Secrets (ports.SecretStore), Queue
 // (ports.Queue) and Notifier (ports.Notifier). They keep the same
 // contracts as every adapter — their tests run the suites of
-// core/ports/porttest — so core's own tests can run the engine on them
+// core/ports/porttest — so core's own tests can run the kernel on them
 // instead of on an adapter.
 //
 // Everything is held in the process's memory and lost with it; nothing

@@ -213,20 +213,7 @@ func bindAll() *rbac.Authorizer {
 
 // authorizerFrom builds an Authorizer from the RBAC objects among objs.
 func authorizerFrom(objs []api.Object) *rbac.Authorizer {
-	var s rbac.Snapshot
-	for _, o := range objs {
-		switch v := o.(type) {
-		case *api.Role:
-			s.Roles = append(s.Roles, *v)
-		case *api.ClusterRole:
-			s.ClusterRoles = append(s.ClusterRoles, *v)
-		case *api.RoleBinding:
-			s.RoleBindings = append(s.RoleBindings, *v)
-		case *api.ClusterRoleBinding:
-			s.ClusterRoleBindings = append(s.ClusterRoleBindings, *v)
-		}
-	}
-	return rbac.NewAuthorizer(s)
+	return rbac.NewAuthorizer(rbac.SnapshotOf(objs))
 }
 
 func policiesFrom(objs []api.Object) []*api.CertificateRequestPolicy {

@@ -52,7 +52,7 @@ type Request struct {
 	SecretNamespace string
 	// Objects reads and creates resources within the current step, for a
 	// signer that works through resources of its own (the ACME issuer's
-	// Orders); the engine's step sets it.
+	// Orders); the signing step sets it.
 	Objects Objects
 	// Owner is the object such resources belong to: nil for CR itself,
 	// or the CertificateSigningRequest that CR stands for (core/certificatesigningrequests), so
@@ -70,13 +70,13 @@ func (req Request) OwnerOf() api.Object {
 }
 
 // Objects is what a signer may do with stored resources within a step
-// (engine.Objects satisfies it).
+// (kernel.Objects satisfies it).
 type Objects interface {
 	// Get returns the stored object at key (ports.ErrNotFound if missing).
 	Get(ctx context.Context, key api.Key) (api.Object, error)
 	// CreateObject stores a new object due at next and wakes it.
 	CreateObject(ctx context.Context, obj api.Object, next time.Time) (int64, error)
-	// Now is the engine clock's time.
+	// Now is the kernel clock's time.
 	Now() time.Time
 }
 

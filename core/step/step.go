@@ -12,8 +12,8 @@ import (
 // that time when nothing else wakes the resource first (zero: no wish).
 // Why says, for a step that did nothing, why not (debug logs show it).
 // Waiting, for a step that did nothing because the resource waits on
-// someone or something else, says so for the resource's users (the
-// engine records it as an Event where the kind has no condition to say
+// someone or something else, says so for the resource's users (a
+// controller records it as an Event where the kind has no condition to say
 // it); nil when the step has nothing to tell them.
 type Outcome struct {
 	Wrote     bool

@@ -237,7 +237,7 @@ func TestFunctionURLIdentityAndBindings(t *testing.T) {
 			}
 		})
 	}
-	if n, _ := e.rt.Engine.List(context.Background(), api.KindIssuer, ""); len(n) != 1 {
+	if n, _ := e.rt.Repo.List(context.Background(), api.KindIssuer, ""); len(n) != 1 {
 		t.Fatalf("a refused apply stored an issuer: %d", len(n))
 	}
 }
@@ -359,14 +359,14 @@ func TestAPIRuntimeChecksConfig(t *testing.T) {
 	}
 	o.Getenv = env{"CERTFN_TABLE": "t", "CERTFN_QUEUE_URL": "https://sqs.example/q"}.get
 	rt, err := awsmode.FromEnvWith(context.Background(), app.API.Name, o)
-	if err != nil || rt.Engine == nil || rt.API == nil {
+	if err != nil || rt.Kernel == nil || rt.API == nil {
 		t.Fatalf("valid config: %v", err)
 	}
-	e := rt.Engine
-	if e.Config().ClusterResourceNamespace != "cert-manager" || e.Config().MaxQueueDelay != 15*time.Minute {
-		t.Fatalf("cluster resource namespace %q", e.Config().ClusterResourceNamespace)
+	e := rt.App
+	if e.Wiring().ClusterResourceNamespace != "cert-manager" || e.Wiring().MaxQueueDelay != 15*time.Minute {
+		t.Fatalf("cluster resource namespace %q", e.Wiring().ClusterResourceNamespace)
 	}
-	if _, err := e.Config().Secrets.Get(context.Background(), "x", "y"); err == nil || !errs.IsPermanent(err) || !strings.Contains(err.Error(), "the secret store is not part of this role") {
+	if _, err := e.Wiring().Secrets.Get(context.Background(), "x", "y"); err == nil || !errs.IsPermanent(err) || !strings.Contains(err.Error(), "the secret store is not part of this role") {
 		t.Fatalf("the engine's secret store reads: %v", err)
 	}
 }

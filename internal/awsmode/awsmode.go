@@ -44,8 +44,9 @@ import (
 	"github.com/certfn/certfn/core/certificates"
 	"github.com/certfn/certfn/core/certificatesigningrequests"
 	"github.com/certfn/certfn/core/clock"
-	"github.com/certfn/certfn/core/engine"
+	"github.com/certfn/certfn/core/kernel"
 	"github.com/certfn/certfn/core/ports"
+	"github.com/certfn/certfn/core/repo"
 )
 
 // Options inject what a deployed function takes from its environment and
@@ -115,8 +116,10 @@ type Runtime struct {
 	Clock    ports.Clock
 	// App is the function's role assembled by core/app.Assemble.
 	App *app.App
-	// Engine is App.Engine (nil for the http01 role).
-	Engine *engine.Engine
+	// Kernel and Repo are App.Kernel and App.Repo (nil for the http01
+	// role).
+	Kernel *kernel.Kernel
+	Repo   *repo.Repo
 	// Store is the DynamoDB store (Counts() for cost figures).
 	Store *dynamo.Store
 	// Queue is the worker queue (roles with the queue port).
@@ -200,7 +203,7 @@ func FromEnvWith(ctx context.Context, name string, o Options) (*Runtime, error) 
 	if err != nil {
 		return nil, fmt.Errorf("awsmode: %w", err)
 	}
-	rt.Engine, rt.HTTP01 = rt.App.Engine, rt.App.HTTP01
+	rt.Kernel, rt.Repo, rt.HTTP01 = rt.App.Kernel, rt.App.Repo, rt.App.HTTP01
 	if role.Consumes == app.SignerQueue && st.SignerQueueURL != "" {
 		// The queue it consumes, for retry delays (consumedQueue).
 		if rt.SignerQueue, err = sqsq.New(o.SQS, sqsq.Options{QueueURL: st.SignerQueueURL, Metrics: o.Metrics}); err != nil {

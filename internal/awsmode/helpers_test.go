@@ -14,6 +14,7 @@ import (
 	"github.com/certfn/certfn/core/api"
 	"github.com/certfn/certfn/core/app"
 	"github.com/certfn/certfn/core/ports"
+	"github.com/certfn/certfn/core/repo"
 	"github.com/certfn/certfn/internal/awsmode"
 	"github.com/certfn/certfn/internal/awsmode/awstest"
 )
@@ -35,14 +36,14 @@ func put(t *testing.T, rt *awsmode.Runtime, obj api.Object) int64 {
 	return rec.Version
 }
 
-// load reads key through rt's engine.
+// load reads key through rt's repository.
 func load(t *testing.T, rt *awsmode.Runtime, key api.Key) (api.Object, int64) {
 	t.Helper()
 	rec, err := rt.Store.Get(context.Background(), key)
 	if err != nil {
 		t.Fatalf("get %s: %v", key, err)
 	}
-	obj, err := rt.Engine.Decode(rec)
+	obj, err := repo.Decode(rec)
 	if err != nil {
 		t.Fatal(err)
 	}

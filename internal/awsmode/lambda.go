@@ -202,10 +202,10 @@ type SweepResult struct {
 // sweep.
 func (rt *Runtime) HandleSchedule(ctx context.Context, _ json.RawMessage) (SweepResult, error) {
 	defer rt.flushMetrics()
-	if rt.Engine == nil || rt.batch == nil {
+	if rt.Kernel == nil || rt.batch == nil {
 		return SweepResult{}, fmt.Errorf("%s function: scheduler handler: %w", rt.Role.Name, errNoEngine)
 	}
-	n, err := rt.Engine.Sweep(ctx, rt.Settings.SweepLimit)
+	n, err := rt.Kernel.Sweep(ctx, rt.Settings.SweepLimit)
 	sent, ferr := rt.batch.Flush(ctx)
 	if err != nil {
 		return SweepResult{Due: n}, fmt.Errorf("sweep: %w", err)

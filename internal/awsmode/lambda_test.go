@@ -16,7 +16,7 @@ import (
 
 	"github.com/certfn/certfn/core/api"
 	"github.com/certfn/certfn/core/app"
-	"github.com/certfn/certfn/core/engine"
+	"github.com/certfn/certfn/core/kernel"
 	"github.com/certfn/certfn/core/ports"
 	"github.com/certfn/certfn/internal/awsmode"
 	"github.com/certfn/certfn/internal/awsmode/awstest"
@@ -113,8 +113,8 @@ func TestSQSBatchReportsOnlyTransientFailures(t *testing.T) {
 		t.Fatalf("response %s, want %s", got, want)
 	}
 	// attempt 3 (ApproximateReceiveCount) → the engine's backoff 4 s.
-	if vis := e.SQS.VisibilityChanges(); len(vis) != 1 || vis[0] != int32(engine.RetryBackoff(3)/time.Second) {
-		t.Fatalf("visibility changes %v, want [%d]", vis, engine.RetryBackoff(3)/time.Second)
+	if vis := e.SQS.VisibilityChanges(); len(vis) != 1 || vis[0] != int32(kernel.RetryBackoff(3)/time.Second) {
+		t.Fatalf("visibility changes %v, want [%d]", vis, kernel.RetryBackoff(3)/time.Second)
 	}
 	if n := e.Metrics.Sum("certfn_bad_messages_total"); n != 3 {
 		t.Errorf("bad messages counted %v, want 3", n)
@@ -131,7 +131,7 @@ func TestSQSBatchReportsOnlyTransientFailures(t *testing.T) {
 	if ev := e.Receive(e.WorkerQueueURL, 10); len(ev.Records) != 0 {
 		t.Fatalf("redelivered before the backoff: %+v", ev.Records)
 	}
-	deadline := time.Now().Add(engine.RetryBackoff(3) + 5*time.Second)
+	deadline := time.Now().Add(kernel.RetryBackoff(3) + 5*time.Second)
 	for {
 		ev := e.Receive(e.WorkerQueueURL, 10)
 		if len(ev.Records) == 1 && ev.Records[0].Body == flaky.String() {
@@ -215,7 +215,7 @@ func TestScheduleSendsDueKeysInBatches(t *testing.T) {
 		t.Fatalf("worker queue holds %v", got)
 	}
 	// A scheduler has no secret store and no signer.
-	if sched.Secrets != nil || len(sched.Engine.Config().Signers) != 0 {
+	if sched.Secrets != nil || len(sched.App.Wiring().Signers) != 0 {
 		t.Fatal("scheduler has a secret store or signers")
 	}
 }
@@ -239,7 +239,7 @@ func http01Event(t *testing.T, file, method, path string, host ...string) json.R
 func TestHTTP01ServesCurrentTokensOverFunctionURLAndALB(t *testing.T) {
 	e := awstest.New(t)
 	rt := e.Runtime(app.HTTP01.Name)
-	if rt.Engine != nil || rt.Queue != nil || rt.Secrets != nil {
+	if rt.Kernel != nil || rt.Queue != nil || rt.Secrets != nil {
 		t.Fatal("the http01 function has an engine, a queue or a secret store")
 	}
 	const token, keyAuth = "evaGxfADs6pSRb2LAv9IZf17Dt3juxGJ-PCt92wr-oA", "evaGxfADs6pSRb2LAv9IZf17Dt3juxGJ-PCt92wr-oA.9jg46WB3rR_AHD-EBXdN7cBkH1WOu0tA3M9fm21mqTI"

@@ -37,7 +37,7 @@ func TestRolesGetOnlyTheirPorts(t *testing.T) {
 	} {
 		t.Run(string(tc.role), func(t *testing.T) {
 			rt := e.Runtime(tc.role)
-			cfg := rt.Engine.Config()
+			cfg := rt.App.Wiring()
 			var sig []string
 			for k := range cfg.Signers {
 				sig = append(sig, k)
@@ -47,7 +47,7 @@ func TestRolesGetOnlyTheirPorts(t *testing.T) {
 				t.Errorf("signers %v, want %v", sig, tc.signers)
 			}
 			var hs []string
-			for k := range cfg.Handlers {
+			for k := range cfg.ACME {
 				hs = append(hs, k)
 			}
 			sort.Strings(hs)
@@ -101,8 +101,8 @@ func TestFromEnvProcessEnvironment(t *testing.T) {
 		if rt.Role.Name != role || rt.Store == nil || rt.Store.Table() != "certfn" {
 			t.Fatalf("FromEnv(%s) = %+v", role, rt)
 		}
-		if (rt.Engine == nil) != (role == app.HTTP01.Name) || (rt.HTTP01 == nil) != (role != app.HTTP01.Name) {
-			t.Fatalf("%s: engine %v, http01 handler %v", role, rt.Engine != nil, rt.HTTP01 != nil)
+		if (rt.Kernel == nil) != (role == app.HTTP01.Name) || (rt.HTTP01 == nil) != (role != app.HTTP01.Name) {
+			t.Fatalf("%s: engine %v, http01 handler %v", role, rt.Kernel != nil, rt.HTTP01 != nil)
 		}
 	}
 	t.Setenv(awsmode.EnvSignerQueueURL, "")
@@ -151,13 +151,13 @@ func TestOnlyTheWorkerNotifies(t *testing.T) {
 	e := awstest.New(t)
 	stub := &putEventsStub{}
 	withStub := func(o *awsmode.Options) { o.EventBridge = stub }
-	if cfg := e.Runtime(app.Worker.Name, withStub).Engine.Config(); cfg.Notifier != nil {
+	if cfg := e.Runtime(app.Worker.Name, withStub).App.Wiring(); cfg.Notifier != nil {
 		t.Fatalf("worker without %s: notifier %v", awsmode.EnvNotifyEventBus, cfg.Notifier)
 	}
 	e.Vars[awsmode.EnvNotifyEventBus] = "pki-events"
 	e.Vars[awsmode.EnvNotifyExpiryDays] = "21"
 	for _, role := range []string{app.Worker.Name, app.Signer.Name, app.Scheduler.Name, app.API.Name} {
-		cfg := e.Runtime(role, withStub).Engine.Config()
+		cfg := e.Runtime(role, withStub).App.Wiring()
 		n, ok := cfg.Notifier.(*ebnotify.Notifier)
 		if (role == app.Worker.Name) != ok {
 			t.Errorf("%s: notifier %T, want one only on the worker", role, cfg.Notifier)

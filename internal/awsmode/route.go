@@ -5,7 +5,7 @@ import (
 	"fmt"
 
 	"github.com/certfn/certfn/core/api"
-	"github.com/certfn/certfn/core/engine"
+	"github.com/certfn/certfn/core/kernel"
 )
 
 // Routing between the worker and the signer, and the follow-ups of one
@@ -15,9 +15,9 @@ import (
 // Handle runs one received key for the worker or the signer, sends the
 // keys its step woke to the worker queue and returns what to do with the
 // message (app.Deliverer.DeliverOne: no follow-ups).
-func (rt *Runtime) Handle(ctx context.Context, key api.Key, attempt int) engine.Disposition {
+func (rt *Runtime) Handle(ctx context.Context, key api.Key, attempt int) kernel.Disposition {
 	if rt.deliver == nil {
-		return engine.Disposition{Ack: true, Err: fmt.Errorf("the %s function consumes no queue: %s dropped", rt.Role.Name, key)}
+		return kernel.Disposition{Ack: true, Err: fmt.Errorf("the %s function consumes no queue: %s dropped", rt.Role.Name, key)}
 	}
 	return rt.deliver.DeliverOne(ctx, key, attempt)
 }

@@ -203,7 +203,7 @@ func TestWorkerSignersHandOff(t *testing.T) {
 	r := newRouteEnv(t, true)
 	iss := clusterIssuer("ops-ca", api.IssuerSpec{CA: &api.CAIssuer{SecretName: "ops-ca"}}, true)
 	for _, typ := range []string{"ca", "selfSigned"} {
-		sig, ok := r.worker.Engine.Config().Signers[typ]
+		sig, ok := r.worker.App.Wiring().Signers[typ]
 		if !ok {
 			t.Fatalf("worker has no %s entry", typ)
 		}

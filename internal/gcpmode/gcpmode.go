@@ -31,8 +31,9 @@ import (
 	"github.com/certfn/certfn/core/api"
 	"github.com/certfn/certfn/core/app"
 	"github.com/certfn/certfn/core/clock"
-	"github.com/certfn/certfn/core/engine"
+	"github.com/certfn/certfn/core/kernel"
 	"github.com/certfn/certfn/core/ports"
+	"github.com/certfn/certfn/core/repo"
 )
 
 // Options inject what a deployed service takes from its environment and
@@ -85,8 +86,9 @@ type Runtime struct {
 	Settings Settings
 	Log      *slog.Logger
 	App      *app.App
-	// Engine is App.Engine (nil for http01).
-	Engine  *engine.Engine
+	// Kernel and Repo are App.Kernel and App.Repo (nil for http01).
+	Kernel  *kernel.Kernel
+	Repo    *repo.Repo
 	handler http.Handler
 	deliver *app.Deliverer
 	queue   app.BatchQueue  // the worker queue (roles with the queue port)
@@ -141,7 +143,7 @@ func FromEnvWith(ctx context.Context, name string, o Options) (*Runtime, error) 
 	if err != nil {
 		return nil, fmt.Errorf("gcpmode: %w", err)
 	}
-	rt.Engine = rt.App.Engine
+	rt.Kernel, rt.Repo = rt.App.Kernel, rt.App.Repo
 	rt.deliver = app.NewDeliverer(rt.App, app.Deliverer{Queue: rt.queue, HandOff: rt.signerQueue, FollowUps: st.FollowUps,
 		Metrics: o.Metrics, Log: o.Logger, Reserve: followUpReserve})
 	if role.ServesAPI {

@@ -104,11 +104,11 @@ type SweepResult struct {
 	Sent int `json:"sent"`
 }
 
-// sweep sends the due keys to the worker topic in batches (Engine.Sweep
+// sweep sends the due keys to the worker topic in batches (Kernel.Sweep
 // through the scheduler's app.SweepQueue). A key not sent stays due for
 // the next sweep; an error answers 500 (Cloud Scheduler's retry applies).
 func (rt *Runtime) sweep(w http.ResponseWriter, r *http.Request) {
-	due, err := rt.Engine.Sweep(r.Context(), rt.Settings.SweepLimit)
+	due, err := rt.Kernel.Sweep(r.Context(), rt.Settings.SweepLimit)
 	sent, ferr := rt.batch.Flush(r.Context())
 	if err == nil {
 		err = ferr

@@ -59,7 +59,7 @@ spec:
 	if _, err := rt.RunUntilIdle(ctx, 1); err != nil {
 		t.Fatal(err)
 	}
-	o, err := rt.Engine.Get(ctx, api.Key{Kind: api.KindIssuer, Namespace: "team-a", Name: "mine"})
+	o, err := rt.Repo.Get(ctx, api.Key{Kind: api.KindIssuer, Namespace: "team-a", Name: "mine"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -159,5 +159,5 @@ func (c *Client) StoreSecret(ctx context.Context, s ports.Secret, overwrite bool
 // authorization check (`certfn check` reports what the data directory
 // holds).
 func (c *Client) Stored(ctx context.Context, kind string) ([]api.Object, error) {
-	return c.rt.Engine.List(ctx, kind, "")
+	return c.rt.Repo.List(ctx, kind, "")
 }

@@ -16,7 +16,7 @@ import (
 	"github.com/certfn/certfn/core/acme"
 	"github.com/certfn/certfn/core/api"
 	"github.com/certfn/certfn/core/app"
-	"github.com/certfn/certfn/core/engine"
+	"github.com/certfn/certfn/core/rbac"
 	"github.com/certfn/certfn/core/validation"
 	"github.com/certfn/certfn/internal/envconf"
 )
@@ -173,7 +173,7 @@ func (c Config) options() (Options, string, error) {
 		return Options{}, "", err
 	}
 	if c.ControllerUser != "" {
-		opts.Identity = engine.Identity{Username: c.ControllerUser, Groups: append([]string{"system:authenticated"}, c.ControllerGroups...)}
+		opts.Identity = rbac.Identity{Username: c.ControllerUser, Groups: append([]string{"system:authenticated"}, c.ControllerGroups...)}
 	}
 	opts.ACME.HTTP01SelfCheckAddr = c.ACME.HTTP01SelfCheckAddr
 	opts.ACME.NoHTTP01Listener = c.HTTP01Listen == ""

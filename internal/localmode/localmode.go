@@ -31,8 +31,10 @@ import (
 	"github.com/certfn/certfn/core/app"
 	"github.com/certfn/certfn/core/certificaterequests"
 	"github.com/certfn/certfn/core/clock"
-	"github.com/certfn/certfn/core/engine"
+	"github.com/certfn/certfn/core/kernel"
 	"github.com/certfn/certfn/core/ports"
+	"github.com/certfn/certfn/core/rbac"
+	"github.com/certfn/certfn/core/repo"
 	"github.com/certfn/certfn/core/signers"
 	"github.com/certfn/certfn/internal/localmode/deployhook"
 )
@@ -82,7 +84,7 @@ type Options struct {
 	Queue ports.Queue
 	// Identity is certfn's own requester identity on the requests its
 	// Certificate steps create (default system:serviceaccount:cert-manager:cert-manager).
-	Identity engine.Identity
+	Identity rbac.Identity
 	// WrapSecrets, when set, wraps the secret store (benchmarks count calls).
 	WrapSecrets func(ports.SecretStore) ports.SecretStore
 	// WrapStore, when set, wraps the state store the engine writes through
@@ -182,11 +184,13 @@ type Runtime struct {
 	Queue   *local.MemQueue
 	Inbox   *local.Inbox
 	Metrics *local.Counters
-	// App is the assembled local role (core/app.Local): its Engine runs
-	// the reconciles, its Service every CLI and API verb, its HTTP01 the
-	// HTTP-01 responder (served by `certfn serve --http01-listen`).
+	// App is the assembled local role (core/app.Local): its Kernel runs
+	// the reconciles, its Repo reads the objects, its Service every CLI
+	// and API verb, its HTTP01 the HTTP-01 responder (served by `certfn
+	// serve --http01-listen`).
 	App    *app.App
-	Engine *engine.Engine
+	Kernel *kernel.Kernel
+	Repo   *repo.Repo
 	Log    *slog.Logger
 	// Hooks runs the deploy hook; nil without one.
 	Hooks *deployhook.Runner
@@ -329,7 +333,7 @@ func Open(opts Options) (*Runtime, error) {
 		_ = store.Close()
 		return nil, err
 	}
-	rt.Engine = rt.App.Engine
+	rt.Kernel, rt.Repo = rt.App.Kernel, rt.App.Repo
 	if opts.DeployHook.Command != "" {
 		rt.Hooks, err = deployhook.New(deployhook.Config{Command: opts.DeployHook.Command, Timeout: opts.DeployHook.Timeout,
 			StateFile: filepath.Join(opts.DataDir, "deploy-hooks.json"), SecretDir: fileSecrets.SecretDir,
@@ -352,7 +356,7 @@ func (r *Runtime) Close() error {
 
 // handle runs one delivery and acknowledges or re-queues it.
 func (r *Runtime) handle(ctx context.Context, d local.Delivery) {
-	disp := r.Engine.Handle(ctx, engine.Message{Key: d.Key, Attempt: d.Attempt})
+	disp := r.Kernel.Handle(ctx, kernel.Message{Key: d.Key, Attempt: d.Attempt})
 	if disp.Err != nil {
 		r.Log.Warn("reconcile", "key", d.Key.String(), "attempt", d.Attempt, "retry", !disp.Ack, "err", disp.Err)
 	} else if disp.Why != "" {
@@ -362,7 +366,7 @@ func (r *Runtime) handle(ctx context.Context, d local.Delivery) {
 		r.observeIssuer(ctx, d.Key)
 	}
 	if d.Key.Kind == api.KindCertificate {
-		if o, err := r.Engine.Get(ctx, d.Key); err == nil {
+		if o, err := r.Repo.Get(ctx, d.Key); err == nil {
 			r.progress.observe(o.(*api.Certificate))
 			if r.Hooks != nil {
 				r.Hooks.Observe(o.(*api.Certificate))
@@ -425,7 +429,7 @@ func (r *Runtime) RunUntilIdle(ctx context.Context, workers int) (int, error) {
 	if _, err := r.Inbox.Forward(ctx, r.Queue); err != nil {
 		return 0, err
 	}
-	if _, err := r.Engine.Sweep(ctx, 10000); err != nil {
+	if _, err := r.Kernel.Sweep(ctx, 10000); err != nil {
 		return 0, err
 	}
 	return r.ProcessVisible(ctx, workers)

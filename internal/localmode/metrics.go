@@ -32,7 +32,7 @@ const (
 // Certificate that has them, and its Ready condition as three series
 // (condition True, False, Unknown; the current one is 1).
 func (r *Runtime) WriteMetrics(ctx context.Context, buf *bytes.Buffer) error {
-	objs, err := r.Engine.List(ctx, api.KindCertificate, "")
+	objs, err := r.Repo.List(ctx, api.KindCertificate, "")
 	if err != nil {
 		return fmt.Errorf("metrics: list certificates: %w", err)
 	}

@@ -81,7 +81,7 @@ func TestMetricsEndpoint(t *testing.T) {
 		t.Fatalf("%d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
 	}
 	text := string(body)
-	o, err := rt.Engine.Get(ctx, api.Key{Kind: api.KindCertificate, Namespace: "default", Name: "web"})
+	o, err := rt.Repo.Get(ctx, api.Key{Kind: api.KindCertificate, Namespace: "default", Name: "web"})
 	if err != nil {
 		t.Fatal(err)
 	}

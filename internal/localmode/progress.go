@@ -146,7 +146,7 @@ func (e *NotReadyError) Error() string {
 
 // listCertificates returns every stored Certificate.
 func (r *Runtime) listCertificates(ctx context.Context) ([]*api.Certificate, error) {
-	objs, err := r.Engine.List(ctx, api.KindCertificate, "")
+	objs, err := r.Repo.List(ctx, api.KindCertificate, "")
 	if err != nil {
 		return nil, fmt.Errorf("list certificates: %w", err)
 	}

@@ -15,7 +15,7 @@ func TestOpenQuotas(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer rt.Close()
-	if n := rt.Engine.Config().IssuancesPerHourPerNamespace; n != 3 {
+	if n := rt.App.Wiring().IssuancesPerHourPerNamespace; n != 3 {
 		t.Fatalf("engine issuance quota %d, want 3", n)
 	}
 	if _, err := Open(Options{DataDir: t.TempDir(), Quotas: app.Quotas{ObjectsPerNamespace: -1}}); err == nil ||

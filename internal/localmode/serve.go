@@ -147,7 +147,7 @@ func (r *Runtime) Serve(ctx context.Context, o ServeOptions) error {
 	}
 	wg.Add(2)
 	go loop(o.InboxInterval, func() error { _, err := r.Inbox.Forward(ctx, r.Queue); return err })
-	go loop(o.SweepInterval, func() error { _, err := r.Engine.Sweep(ctx, 10000); return err })
+	go loop(o.SweepInterval, func() error { _, err := r.Kernel.Sweep(ctx, 10000); return err })
 	for i := 0; i < o.Workers; i++ {
 		wg.Add(1)
 		go func() {
@@ -178,7 +178,7 @@ func (r *Runtime) Serve(ctx context.Context, o ServeOptions) error {
 func (r *Runtime) HTTP01Issuers(ctx context.Context) ([]string, error) {
 	var names []string
 	for _, kind := range []string{api.KindClusterIssuer, api.KindIssuer} {
-		objs, err := r.Engine.List(ctx, kind, "")
+		objs, err := r.Repo.List(ctx, kind, "")
 		if err != nil {
 			return nil, err
 		}
@@ -223,7 +223,7 @@ type http01Warnings struct {
 // warned about.
 func (r *Runtime) rememberHTTP01Issuers(ctx context.Context) {
 	for _, kind := range []string{api.KindClusterIssuer, api.KindIssuer} {
-		objs, err := r.Engine.List(ctx, kind, "")
+		objs, err := r.Repo.List(ctx, kind, "")
 		if err != nil {
 			return
 		}
@@ -244,7 +244,7 @@ func (r *Runtime) observeIssuer(ctx context.Context, key api.Key) {
 	if !r.Opts.ACME.NoHTTP01Listener {
 		return
 	}
-	o, err := r.Engine.Get(ctx, key)
+	o, err := r.Repo.Get(ctx, key)
 	if err != nil {
 		return
 	}
@@ -275,7 +275,7 @@ func (r *Runtime) observeIssuer(ctx context.Context, key api.Key) {
 // requests a previous serve left undecided, when this one runs with
 // another approver, auto-approve list or policies.
 func (r *Runtime) Resume(ctx context.Context) error {
-	n, err := r.Engine.WakeUnfinished(ctx)
+	n, err := r.Kernel.WakeUnfinished(ctx)
 	if err != nil {
 		return err
 	}
@@ -287,7 +287,7 @@ func (r *Runtime) Resume(ctx context.Context) error {
 
 // observeAll shows every Certificate to the deploy hook.
 func (r *Runtime) observeAll(ctx context.Context) error {
-	objs, err := r.Engine.List(ctx, api.KindCertificate, "")
+	objs, err := r.Repo.List(ctx, api.KindCertificate, "")
 	if err != nil {
 		return fmt.Errorf("deploy hook: list certificates: %w", err)
 	}

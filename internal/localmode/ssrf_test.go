@@ -79,7 +79,7 @@ func TestNamespacedIssuerSSRF(t *testing.T) {
 			if tc.kind == api.KindIssuer {
 				ns = "team-a"
 			}
-			o, err := rt.Engine.Get(ctx, api.Key{Kind: tc.kind, Namespace: ns, Name: "meta"})
+			o, err := rt.Repo.Get(ctx, api.Key{Kind: tc.kind, Namespace: ns, Name: "meta"})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -92,7 +92,7 @@ func TestNamespacedIssuerSSRF(t *testing.T) {
 			}
 			// Nothing of the body anywhere: the issuer and every Event.
 			readable, _ := json.Marshal(o)
-			events, err := rt.Engine.List(ctx, api.KindEvent, "")
+			events, err := rt.Repo.List(ctx, api.KindEvent, "")
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -294,7 +294,7 @@ func TestManifestLifecycle(t *testing.T) {
 		},
 		CheckDestroy: func(*terraform.State) error {
 			for _, k := range []api.Key{{Kind: api.KindCertificate, Namespace: "default", Name: "web"}, {Kind: api.KindIssuer, Namespace: "default", Name: "selfsigned"}} {
-				if _, err := env.rt.Engine.Get(context.Background(), k); err == nil {
+				if _, err := env.rt.Repo.Get(context.Background(), k); err == nil {
 					return fmt.Errorf("%s still exists after destroy", k)
 				}
 			}
@@ -306,7 +306,7 @@ func TestManifestLifecycle(t *testing.T) {
 // setDNSNames changes a Certificate's dnsNames behind Terraform's back.
 func setDNSNames(t *testing.T, name string, dnsNames ...string) {
 	ctx := context.Background()
-	o, err := env.rt.Engine.Get(ctx, api.Key{Kind: api.KindCertificate, Namespace: "default", Name: name})
+	o, err := env.rt.Repo.Get(ctx, api.Key{Kind: api.KindCertificate, Namespace: "default", Name: name})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -319,7 +319,7 @@ func setDNSNames(t *testing.T, name string, dnsNames ...string) {
 	// Wait until certfn has issued for the drifted names (revision 3).
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
-		o, err := env.rt.Engine.Get(ctx, api.Key{Kind: api.KindCertificate, Namespace: "default", Name: name})
+		o, err := env.rt.Repo.Get(ctx, api.Key{Kind: api.KindCertificate, Namespace: "default", Name: name})
 		if err == nil {
 			if c := o.(*api.Certificate); c.Status.Revision != nil && *c.Status.Revision == 3 {
 				return
@@ -338,7 +338,7 @@ func checkStored(name string, f func(*api.Certificate) error) resource.TestCheck
 // checkStoredIn checks the Certificate namespace/name as certfn stores it.
 func checkStoredIn(namespace, name string, f func(*api.Certificate) error) resource.TestCheckFunc {
 	return func(*terraform.State) error {
-		o, err := env.rt.Engine.Get(context.Background(), api.Key{Kind: api.KindCertificate, Namespace: namespace, Name: name})
+		o, err := env.rt.Repo.Get(context.Background(), api.Key{Kind: api.KindCertificate, Namespace: namespace, Name: name})
 		if err != nil {
 			return err
 		}
@@ -636,7 +636,7 @@ func TestPolicyDenialAtApply(t *testing.T) {
 			},
 			{
 				PreConfig: func() {
-					_, err := env.rt.Engine.Get(context.Background(), api.Key{Kind: api.KindCertificate, Namespace: "team-p", Name: "strict-cert"})
+					_, err := env.rt.Repo.Get(context.Background(), api.Key{Kind: api.KindCertificate, Namespace: "team-p", Name: "strict-cert"})
 					if !errors.Is(err, ports.ErrNotFound) {
 						t.Errorf("the denied Certificate was written: %v", err)
 					}

@@ -49,7 +49,7 @@ func posts(paths ...string) func(r *http.Request) bool {
 	}
 }
 
-// Retry bounds of a transient ACME failure (engine.RetryBackoff: 1 s
+// Retry bounds of a transient ACME failure (kernel.RetryBackoff: 1 s
 // doubling per attempt, capped at 5 minutes; the due index is deferred as
 // far, so sweeps do not cut the backoff short): in any stretch of fake
 // time T, at most T/5min + 9 attempts per object (the 9 of the ramp 1 s … 4
@@ -166,7 +166,7 @@ func TestByzantineACMEServer(t *testing.T) {
 			}
 
 			// (1) Visible: a Warning Event naming the cause, Certificate not Ready.
-			evs, err := e.rt.Engine.List(e.ctx, api.KindEvent, "")
+			evs, err := e.rt.Repo.List(e.ctx, api.KindEvent, "")
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -59,7 +59,7 @@ spec:
 `, base64.StdEncoding.EncodeToString(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der})), tc.signer))
 			csrKey := api.Key{Kind: api.KindCertificateSigningRequest, Name: "workload"}
 			get := func() *api.CertificateSigningRequest {
-				o, err := e.rt.Engine.Get(e.ctx, csrKey)
+				o, err := e.rt.Repo.Get(e.ctx, csrKey)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -82,7 +82,7 @@ spec:
 			}
 			// It waited on its Order (Event OrderPending), then the Event
 			// says how it ended.
-			if eo, err := e.rt.Engine.Get(e.ctx, api.EventKeyFor(csrKey)); err != nil || eo.(*api.Event).Reason != "CertificateIssued" {
+			if eo, err := e.rt.Repo.Get(e.ctx, api.EventKeyFor(csrKey)); err != nil || eo.(*api.Event).Reason != "CertificateIssued" {
 				t.Errorf("the CSR's Event: %+v, %v; want CertificateIssued", eo, err)
 			}
 			orders := e.orders()

@@ -150,7 +150,7 @@ spec:
 
 func (e *env) clusterIssuerReady(name string) *api.Condition {
 	e.t.Helper()
-	o, err := e.rt.Engine.Get(e.ctx, api.Key{Kind: api.KindClusterIssuer, Name: name})
+	o, err := e.rt.Repo.Get(e.ctx, api.Key{Kind: api.KindClusterIssuer, Name: name})
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -248,7 +248,7 @@ func TestUnusableACMEServer(t *testing.T) {
 					len(rounds), len(trips), maxTripsPerAttempt, rounds)
 			}
 			// `certfn status` explains the Certificate with the issuer's reason.
-			rep, err := app.Explain(e.ctx, e.rt.Engine.Get, nil, api.Key{Kind: api.KindCertificate, Namespace: "default", Name: "cert-" + s.name})
+			rep, err := app.Explain(e.ctx, e.rt.Repo.Get, nil, api.Key{Kind: api.KindCertificate, Namespace: "default", Name: "cert-" + s.name})
 			if err != nil {
 				t.Fatal(err)
 			}

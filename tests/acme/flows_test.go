@@ -101,7 +101,7 @@ func TestExternalAccountBinding(t *testing.T) {
 
 func (e *env) issuerReady() api.Condition {
 	e.t.Helper()
-	o, err := e.rt.Engine.Get(e.ctx, api.Key{Kind: api.KindClusterIssuer, Name: "pebble"})
+	o, err := e.rt.Repo.Get(e.ctx, api.Key{Kind: api.KindClusterIssuer, Name: "pebble"})
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -175,7 +175,7 @@ func TestFailedValidation(t *testing.T) {
 		t.Error("no lastFailureTime")
 	}
 	// `certfn status`'s one-line summary names the Order and why it failed.
-	rep, err := app.Explain(e.ctx, e.rt.Engine.Get, nil, api.KeyOf(c))
+	rep, err := app.Explain(e.ctx, e.rt.Repo.Get, nil, api.KeyOf(c))
 	if err != nil {
 		t.Fatal(err)
 	}

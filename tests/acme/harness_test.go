@@ -417,7 +417,7 @@ func (e *env) until(rounds int, step time.Duration, done func() bool) bool {
 
 func (e *env) cert(name string) *api.Certificate {
 	e.t.Helper()
-	o, err := e.rt.Engine.Get(e.ctx, api.Key{Kind: api.KindCertificate, Namespace: "default", Name: name})
+	o, err := e.rt.Repo.Get(e.ctx, api.Key{Kind: api.KindCertificate, Namespace: "default", Name: name})
 	if err != nil {
 		e.t.Fatalf("get certificate: %v", err)
 	}
@@ -441,7 +441,7 @@ func (e *env) issue(name string) *api.Certificate {
 }
 
 func (e *env) orders() []*api.Order {
-	objs, err := e.rt.Engine.List(e.ctx, api.KindOrder, "")
+	objs, err := e.rt.Repo.List(e.ctx, api.KindOrder, "")
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -453,7 +453,7 @@ func (e *env) orders() []*api.Order {
 }
 
 func (e *env) challenges() []*api.Challenge {
-	objs, err := e.rt.Engine.List(e.ctx, api.KindChallenge, "")
+	objs, err := e.rt.Repo.List(e.ctx, api.KindChallenge, "")
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -465,7 +465,7 @@ func (e *env) challenges() []*api.Challenge {
 }
 
 func (e *env) describe(kind string) string {
-	objs, _ := e.rt.Engine.List(e.ctx, kind, "")
+	objs, _ := e.rt.Repo.List(e.ctx, kind, "")
 	var b strings.Builder
 	for _, o := range objs {
 		switch v := o.(type) {
@@ -483,7 +483,7 @@ func (e *env) describe(kind string) string {
 		}
 	}
 	// The Warning Events of that kind's objects say why a reconcile failed.
-	evs, _ := e.rt.Engine.List(e.ctx, api.KindEvent, "")
+	evs, _ := e.rt.Repo.List(e.ctx, api.KindEvent, "")
 	for _, o := range evs {
 		if ev := o.(*api.Event); ev.InvolvedObject.Kind == kind {
 			fmt.Fprintf(&b, "\n  event %s: %s x%d: %s", ev.InvolvedObject.Name, ev.Reason, ev.Count, ev.Message)

@@ -12,7 +12,7 @@ func TestHTTP01SingleName(t *testing.T) {
 	e := newEnv(t, envOpts{})
 	e.apply(e.issuerYAML(http01Solvers))
 	e.run()
-	iss, err := e.rt.Engine.Get(e.ctx, api.Key{Kind: api.KindClusterIssuer, Name: "pebble"})
+	iss, err := e.rt.Repo.Get(e.ctx, api.Key{Kind: api.KindClusterIssuer, Name: "pebble"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/certfn/certfn/core/api"
-	"github.com/certfn/certfn/core/engine"
+	"github.com/certfn/certfn/core/kernel"
 )
 
 // stepOne handles one visible message (forwarding the inbox and sweeping
@@ -17,7 +17,7 @@ func (e *env) stepOne() bool {
 	}
 	ds, err := e.rt.Queue.Receive(e.ctx, 1)
 	if err == nil && len(ds) == 0 {
-		if _, err = e.rt.Engine.Sweep(e.ctx, 1000); err == nil {
+		if _, err = e.rt.Kernel.Sweep(e.ctx, 1000); err == nil {
 			ds, err = e.rt.Queue.Receive(e.ctx, 1)
 		}
 	}
@@ -28,7 +28,7 @@ func (e *env) stepOne() bool {
 		return false
 	}
 	d := ds[0]
-	if disp := e.rt.Engine.Handle(e.ctx, engine.Message{Key: d.Key, Attempt: d.Attempt}); disp.Ack {
+	if disp := e.rt.Kernel.Handle(e.ctx, kernel.Message{Key: d.Key, Attempt: d.Attempt}); disp.Ack {
 		_ = e.rt.Queue.Ack(e.ctx, d)
 	} else {
 		_ = e.rt.Queue.Nack(e.ctx, d, disp.RetryAfter)

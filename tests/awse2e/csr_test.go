@@ -63,7 +63,7 @@ func TestCSRIssuedOnAWS(t *testing.T) {
 	key := api.Key{Kind: api.KindCertificateSigningRequest, Name: "app"}
 	get := func() *api.CertificateSigningRequest {
 		t.Helper()
-		o, err := d.api.Engine.Get(d.Ctx, key)
+		o, err := d.api.Repo.Get(d.Ctx, key)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -97,7 +97,7 @@ func TestCSRIssuedOnAWS(t *testing.T) {
 		t.Fatal(err)
 	}
 	d.run()
-	o, _ := d.api.Engine.Get(d.Ctx, api.Key{Kind: api.KindCertificateSigningRequest, Name: "denied"})
+	o, _ := d.api.Repo.Get(d.Ctx, api.Key{Kind: api.KindCertificateSigningRequest, Name: "denied"})
 	if dc := o.(*api.CertificateSigningRequest); !dc.Status.Has(api.CSRConditionDenied) || dc.IsIssued() {
 		t.Fatalf("denied CSR: %+v", dc.Status.Conditions)
 	}
@@ -129,7 +129,7 @@ subjects: [{kind: User, name: "arn:aws:iam::123456789012:role/requester"}]
 		t.Fatal(err)
 	}
 	d.run()
-	o, _ = d.api.Engine.Get(d.Ctx, api.Key{Kind: api.KindCertificateSigningRequest, Name: "noref"})
+	o, _ = d.api.Repo.Get(d.Ctx, api.Key{Kind: api.KindCertificateSigningRequest, Name: "noref"})
 	if f := o.(*api.CertificateSigningRequest).Status.Condition(api.CSRConditionFailed); f == nil || f.Reason != certificatesigningrequests.ReasonDeniedReference {
 		t.Fatalf("noref: %+v", o.(*api.CertificateSigningRequest).Status.Conditions)
 	}
@@ -170,7 +170,7 @@ spec:
 	key := api.Key{Kind: api.KindCertificateSigningRequest, Name: "workload"}
 	get := func() *api.CertificateSigningRequest {
 		t.Helper()
-		o, err := d.api.Engine.Get(d.Ctx, key)
+		o, err := d.api.Repo.Get(d.Ctx, key)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -202,7 +202,7 @@ spec:
 	if _, err := chain[0].Verify(x509.VerifyOptions{Roots: peb.roots, Intermediates: inter, DNSName: "workload.example.internal"}); err != nil {
 		t.Fatalf("the CSR's certificate does not verify against Pebble's root: %v", err)
 	}
-	orders, err := d.api.Engine.List(d.Ctx, api.KindOrder, "")
+	orders, err := d.api.Repo.List(d.Ctx, api.KindOrder, "")
 	if err != nil || len(orders) != 1 {
 		t.Fatalf("orders: %v %d", err, len(orders))
 	}
@@ -215,7 +215,7 @@ spec:
 	if err := d.api.App.Service.Delete(d.Ctx, caller, key, app.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if orders, err := d.api.Engine.List(d.Ctx, api.KindOrder, ""); err != nil || len(orders) != 0 {
+	if orders, err := d.api.Repo.List(d.Ctx, api.KindOrder, ""); err != nil || len(orders) != 0 {
 		t.Fatalf("after deleting the CSR: %v, %d Orders left", err, len(orders))
 	}
 	d.scanForKeys()

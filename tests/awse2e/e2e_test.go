@@ -129,7 +129,7 @@ func TestWorkerNeverReadsTheCAKey(t *testing.T) {
 	if a := signerSM.Attempts(); len(a) != 0 {
 		t.Fatalf("the signer tried to write secrets: %v", a)
 	}
-	iss, err := d.api.Engine.Get(d.Ctx, api.Key{Kind: api.KindClusterIssuer, Name: "ops-ca"})
+	iss, err := d.api.Repo.Get(d.Ctx, api.Key{Kind: api.KindClusterIssuer, Name: "ops-ca"})
 	if err != nil || !api.IsTrue(iss.(*api.ClusterIssuer).Status.Conditions, api.IssuerConditionReady) {
 		t.Fatalf("ops-ca not Ready: %v %+v", err, iss)
 	}

@@ -238,7 +238,7 @@ func (p pebbleSide) RoundTrip(req *http.Request) (*http.Response, error) {
 // converged says whether every Order and Challenge is final.
 func (a *acmeWorld) converged() (bool, string) {
 	for _, kind := range []string{api.KindOrder, api.KindChallenge} {
-		objs, err := a.w.observer.api.Engine.List(a.w.env.Ctx, kind, "default")
+		objs, err := a.w.observer.api.Repo.List(a.w.env.Ctx, kind, "default")
 		if err != nil {
 			return false, err.Error()
 		}
@@ -261,7 +261,7 @@ func (a *acmeWorld) converged() (bool, string) {
 // check asserts the ACME invariants of a converged run (tlsCrt: web-tls's).
 func (a *acmeWorld) check(tlsCrt []byte) []string {
 	ctx := a.w.env.Ctx
-	orders, err := a.w.observer.api.Engine.List(ctx, api.KindOrder, "default")
+	orders, err := a.w.observer.api.Repo.List(ctx, api.KindOrder, "default")
 	if err != nil {
 		return []string{err.Error()}
 	}

@@ -291,7 +291,7 @@ func (w *lambdaWorld) visible(queueURL string, recs []events.SQSMessage) {
 // converged says whether the flow reached its end, and why not.
 func (w *lambdaWorld) converged() (bool, string) {
 	o := w.observer
-	c, err := o.api.Engine.Get(w.env.Ctx, api.Key{Kind: api.KindCertificate, Namespace: "default", Name: "web"})
+	c, err := o.api.Repo.Get(w.env.Ctx, api.Key{Kind: api.KindCertificate, Namespace: "default", Name: "web"})
 	if err != nil {
 		return false, err.Error()
 	}
@@ -308,7 +308,7 @@ func (w *lambdaWorld) converged() (bool, string) {
 			return false, why
 		}
 	}
-	reqs, err := o.api.Engine.List(w.env.Ctx, api.KindCertificateRequest, "default")
+	reqs, err := o.api.Repo.List(w.env.Ctx, api.KindCertificateRequest, "default")
 	if err != nil {
 		return false, err.Error()
 	}
@@ -324,7 +324,7 @@ func (w *lambdaWorld) converged() (bool, string) {
 func (w *lambdaWorld) check() error {
 	o := w.observer
 	var bad []string
-	reqs, _ := o.api.Engine.List(w.env.Ctx, api.KindCertificateRequest, "default")
+	reqs, _ := o.api.Repo.List(w.env.Ctx, api.KindCertificateRequest, "default")
 	if len(reqs) != 1 {
 		bad = append(bad, fmt.Sprintf("%d CertificateRequests, want 1", len(reqs)))
 	}

@@ -124,7 +124,7 @@ func (d *deployment) sweep() awsmode.SweepResult {
 
 func (d *deployment) cert(ns, name string) *api.Certificate {
 	d.t.Helper()
-	o, err := d.api.Engine.Get(d.Ctx, api.Key{Kind: api.KindCertificate, Namespace: ns, Name: name})
+	o, err := d.api.Repo.Get(d.Ctx, api.Key{Kind: api.KindCertificate, Namespace: ns, Name: name})
 	if err != nil {
 		d.t.Fatalf("get certificate %s/%s: %v", ns, name, err)
 	}

@@ -32,7 +32,7 @@ func TestIssuedCAWithoutPermission(t *testing.T) {
 	}
 	// And it is visible to the user: a Warning Event on the Certificate
 	// (`certfn status` shows it), written through the api's view.
-	o, err := d.api.Engine.Get(d.Ctx, api.EventKeyFor(api.Key{Kind: api.KindCertificate, Namespace: "cert-manager", Name: "demo-ca"}))
+	o, err := d.api.Repo.Get(d.Ctx, api.EventKeyFor(api.Key{Kind: api.KindCertificate, Namespace: "cert-manager", Name: "demo-ca"}))
 	if err != nil {
 		t.Fatalf("no Event about demo-ca: %v", err)
 	}
@@ -58,7 +58,7 @@ func TestIssuedCAWithoutPermissionSSM(t *testing.T) {
 	if denied := d.IAMDenied(); len(denied) != 0 {
 		t.Fatalf("IAM denials %v: the store should not have tried", denied)
 	}
-	o, err := d.api.Engine.Get(d.Ctx, api.EventKeyFor(api.Key{Kind: api.KindCertificate, Namespace: "cert-manager", Name: "demo-ca"}))
+	o, err := d.api.Repo.Get(d.Ctx, api.EventKeyFor(api.Key{Kind: api.KindCertificate, Namespace: "cert-manager", Name: "demo-ca"}))
 	if err != nil {
 		t.Fatalf("no Event about demo-ca: %v", err)
 	}

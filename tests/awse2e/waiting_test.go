@@ -60,7 +60,7 @@ func TestRequestsWaitingForACAIssuerAreWokenWhenItBecomesReady(t *testing.T) {
 // request reads a CertificateRequest through the api function's engine.
 func (d *deployment) request(ns, name string) *api.CertificateRequest {
 	d.t.Helper()
-	o, err := d.api.Engine.Get(d.Ctx, api.Key{Kind: api.KindCertificateRequest, Namespace: ns, Name: name})
+	o, err := d.api.Repo.Get(d.Ctx, api.Key{Kind: api.KindCertificateRequest, Namespace: ns, Name: name})
 	if err != nil {
 		d.t.Fatalf("get request %s/%s: %v", ns, name, err)
 	}

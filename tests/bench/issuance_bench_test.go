@@ -147,7 +147,7 @@ func BenchmarkLocalIssuanceCA(b *testing.B) {
 		elapsed := time.Since(start)
 		b.StopTimer()
 		ready := 0
-		list, _ := rt.Engine.List(context.Background(), api.KindCertificate, "bench")
+		list, _ := rt.Repo.List(context.Background(), api.KindCertificate, "bench")
 		for _, o := range list {
 			if api.IsTrue(o.(*api.Certificate).Status.Conditions, "Ready") {
 				ready++

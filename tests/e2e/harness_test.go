@@ -97,7 +97,7 @@ func (h *harness) advance(d time.Duration) {
 
 func (h *harness) cert(ns, name string) *api.Certificate {
 	h.t.Helper()
-	o, err := h.rt.Engine.Get(h.ctx, api.Key{Kind: api.KindCertificate, Namespace: ns, Name: name})
+	o, err := h.rt.Repo.Get(h.ctx, api.Key{Kind: api.KindCertificate, Namespace: ns, Name: name})
 	if err != nil {
 		h.t.Fatalf("get certificate: %v", err)
 	}
@@ -115,7 +115,7 @@ func (h *harness) secret(ns, name string) ports.Secret {
 
 func (h *harness) requests(ns string) []*api.CertificateRequest {
 	h.t.Helper()
-	objs, err := h.rt.Engine.List(h.ctx, api.KindCertificateRequest, ns)
+	objs, err := h.rt.Repo.List(h.ctx, api.KindCertificateRequest, ns)
 	if err != nil {
 		h.t.Fatal(err)
 	}

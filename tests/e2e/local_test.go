@@ -15,8 +15,8 @@ import (
 
 	"github.com/certfn/certfn/core/api"
 	"github.com/certfn/certfn/core/app"
-	"github.com/certfn/certfn/core/engine"
 	"github.com/certfn/certfn/core/errs"
+	"github.com/certfn/certfn/core/kernel"
 	"github.com/certfn/certfn/core/signers"
 	"github.com/certfn/certfn/internal/localmode"
 )
@@ -303,7 +303,7 @@ func TestDuplicateAndShuffledDeliveryIssuesOncePerRevision(t *testing.T) {
 			msgs := append(append([]api.Key{}, keys...), keys...)
 			rng.Shuffle(len(msgs), func(i, j int) { msgs[i], msgs[j] = msgs[j], msgs[i] })
 			for _, k := range msgs {
-				d := h.rt.Engine.Handle(h.ctx, engine.Message{Key: k, Attempt: 1})
+				d := h.rt.Kernel.Handle(h.ctx, kernel.Message{Key: k, Attempt: 1})
 				if !d.Ack && errs.Classify(d.Err) != errs.Conflict {
 					t.Fatalf("handle %s: %v", k, d.Err)
 				}
@@ -331,7 +331,7 @@ func TestDuplicateAndShuffledDeliveryIssuesOncePerRevision(t *testing.T) {
 	}
 	// Renewal of all: exactly one more of each per certificate.
 	h.clk.Advance(61 * 24 * time.Hour)
-	if _, err := h.rt.Engine.Sweep(h.ctx, 1000); err != nil {
+	if _, err := h.rt.Kernel.Sweep(h.ctx, 1000); err != nil {
 		t.Fatal(err)
 	}
 	drain()

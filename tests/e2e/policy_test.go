@@ -169,7 +169,7 @@ func TestPolicyApprovalForTwoTeams(t *testing.T) {
 	}
 	get := func(ns, name string) *api.CertificateRequest {
 		t.Helper()
-		o, err := h.rt.Engine.Get(h.ctx, api.Key{Kind: api.KindCertificateRequest, Namespace: ns, Name: name})
+		o, err := h.rt.Repo.Get(h.ctx, api.Key{Kind: api.KindCertificateRequest, Namespace: ns, Name: name})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -210,12 +210,12 @@ func TestPolicyApprovalForTwoTeams(t *testing.T) {
 	}
 
 	// bob may not approve for demo-ca: refused, nothing changes.
-	before, _ := h.rt.Engine.Version(h.ctx, api.KeyOf(unbound))
+	before, _ := h.rt.Repo.Version(h.ctx, api.KeyOf(unbound))
 	_, err := h.rt.App.Service.Approve(h.ctx, bob, api.KeyOf(unbound), true, "ByBob", "looks fine", "")
 	if !errors.Is(err, app.ErrForbidden) {
 		t.Fatalf("approval by bob = %v, want forbidden", err)
 	}
-	after, _ := h.rt.Engine.Version(h.ctx, api.KeyOf(unbound))
+	after, _ := h.rt.Repo.Version(h.ctx, api.KeyOf(unbound))
 	if before != after {
 		t.Fatalf("refused approval changed the request (version %d → %d)", before, after)
 	}

@@ -257,7 +257,7 @@ func (w *world) driveCloud(start time.Time) (outcome, error) {
 		}
 		if !now.Before(c.nextSweep) {
 			c.nextSweep = now.Add(c.s.sweepEvery)
-			_, _ = c.scheduler.Engine.Sweep(w.ctx, 1000) // a failed sweep: the next one
+			_, _ = c.scheduler.Kernel.Sweep(w.ctx, 1000) // a failed sweep: the next one
 			if !w.in.isDead() {
 				_, _ = c.sweepQ.Flush(w.ctx)
 			}

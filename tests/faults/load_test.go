@@ -9,7 +9,7 @@ import (
 
 	"github.com/certfn/certfn/core/api"
 	ct "github.com/certfn/certfn/core/certificates/certtest"
-	"github.com/certfn/certfn/core/engine"
+	"github.com/certfn/certfn/core/kernel"
 	"github.com/certfn/certfn/tests/faultsweep"
 )
 
@@ -161,7 +161,7 @@ func driveDuplicated(w *world, rng *rand.Rand, st *loadStats, rev int) error {
 				order = append(order, copyOf{i, false}, copyOf{i, true})
 			}
 			rng.Shuffle(len(order), func(a, b int) { order[a], order[b] = order[b], order[a] })
-			disp := make([][]engine.Disposition, len(ds))
+			disp := make([][]kernel.Disposition, len(ds))
 			for _, c := range order {
 				d := ds[c.i]
 				// The first copy handled of a delivery counts as the
@@ -171,7 +171,7 @@ func driveDuplicated(w *world, rng *rand.Rand, st *loadStats, rev int) error {
 				}
 				st.delivered++
 				st.reconciles++
-				disp[c.i] = append(disp[c.i], w.p.app.Engine.Handle(w.ctx, engine.Message{Key: d.Key, Attempt: d.Attempt}))
+				disp[c.i] = append(disp[c.i], w.p.app.Kernel.Handle(w.ctx, kernel.Message{Key: d.Key, Attempt: d.Attempt}))
 			}
 			for i, d := range ds {
 				ack, retry := true, time.Duration(-1)
@@ -195,7 +195,7 @@ func driveDuplicated(w *world, rng *rand.Rand, st *loadStats, rev int) error {
 			}
 			continue
 		}
-		n, err := w.p.app.Engine.Sweep(w.ctx, 10*loadCerts)
+		n, err := w.p.app.Kernel.Sweep(w.ctx, 10*loadCerts)
 		if err != nil {
 			return err
 		}

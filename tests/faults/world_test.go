@@ -16,7 +16,7 @@ import (
 	"github.com/certfn/certfn/core/api"
 	"github.com/certfn/certfn/core/app"
 	"github.com/certfn/certfn/core/clock"
-	"github.com/certfn/certfn/core/engine"
+	"github.com/certfn/certfn/core/kernel"
 	"github.com/certfn/certfn/core/memory"
 	"github.com/certfn/certfn/core/ports"
 )
@@ -112,7 +112,7 @@ func (w *world) boot() error {
 		return err
 	}
 	w.p = &proc{app: a, q: q}
-	_, err = a.Engine.WakeUnfinished(w.ctx)
+	_, err = a.Kernel.WakeUnfinished(w.ctx)
 	return err
 }
 
@@ -188,7 +188,7 @@ func (w *world) drive(start time.Time) (outcome, error) {
 		}
 		if len(ds) == 1 {
 			d := ds[0]
-			disp := w.p.app.Engine.Handle(w.ctx, engine.Message{Key: d.Key, Attempt: d.Attempt})
+			disp := w.p.app.Kernel.Handle(w.ctx, kernel.Message{Key: d.Key, Attempt: d.Attempt})
 			if w.in.isDead() {
 				continue // the queue died with the process
 			}
@@ -202,7 +202,7 @@ func (w *world) drive(start time.Time) (outcome, error) {
 			}
 			continue
 		}
-		n, err := w.p.app.Engine.Sweep(w.ctx, 1000)
+		n, err := w.p.app.Kernel.Sweep(w.ctx, 1000)
 		if w.in.isDead() || (err == nil && n > 0) {
 			continue
 		}

@@ -22,7 +22,7 @@ import (
 
 	"github.com/certfn/certfn/core/app"
 	"github.com/certfn/certfn/core/clock"
-	"github.com/certfn/certfn/core/engine"
+	"github.com/certfn/certfn/core/kernel"
 	"github.com/certfn/certfn/core/memory"
 )
 
@@ -68,7 +68,7 @@ func RuntimeWith(t testing.TB, settings app.Settings) (*Deployment, *clock.Fake)
 // until none is visible; it never moves the clock. It returns how many
 // messages it handled.
 func (d *Deployment) RunUntilIdle(ctx context.Context, _ int) (int, error) {
-	if _, err := d.Engine.Sweep(ctx, 10000); err != nil {
+	if _, err := d.Kernel.Sweep(ctx, 10000); err != nil {
 		return 0, err
 	}
 	n := 0
@@ -79,7 +79,7 @@ func (d *Deployment) RunUntilIdle(ctx context.Context, _ int) (int, error) {
 		}
 		for _, m := range ds {
 			n++
-			disp := d.Engine.Handle(ctx, engine.Message{Key: m.Key, Attempt: m.Attempt})
+			disp := d.Kernel.Handle(ctx, kernel.Message{Key: m.Key, Attempt: m.Attempt})
 			if disp.Ack {
 				err = d.Queue.Ack(ctx, m)
 			} else {

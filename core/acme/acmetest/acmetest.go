@@ -1,7 +1,7 @@
 // Package acmetest holds TEST DOUBLES and builders for the ACME steps: a
-// scripted ACME client that records every call, and a rig (engine on the
+// scripted ACME client that records every call, and a rig (kernel on the
 // in-memory ports of core/memory, a fake clock, a registered ClusterIssuer)
-// on which the Order and Challenge handlers run one reconcile at a time.
+// on which the Order and Challenge controllers run one reconcile at a time.
 package acmetest
 
 import (
@@ -21,11 +21,11 @@ import (
 	"github.com/certfn/certfn/core/api"
 	"github.com/certfn/certfn/core/certificates/certtest"
 	"github.com/certfn/certfn/core/clock"
-	"github.com/certfn/certfn/core/engine"
 	"github.com/certfn/certfn/core/issuers"
+	"github.com/certfn/certfn/core/kernel"
 	"github.com/certfn/certfn/core/memory"
-	"github.com/certfn/certfn/core/policy"
 	"github.com/certfn/certfn/core/ports"
+	"github.com/certfn/certfn/core/repo"
 )
 
 // Client is a scripted acme.Client TEST DOUBLE. Each method runs its
@@ -154,7 +154,7 @@ func (d Dialer) Client(acme.ServerConfig) (acme.Client, error) { return d.C, nil
 // Thumbprint implements acme.Dialer.
 func (d Dialer) Thumbprint(crypto.Signer) (string, error) { return "thumb", nil }
 
-// Rig is an engine on the in-memory store and queue of core/memory, a fake
+// Rig is a kernel on the in-memory store and queue of core/memory, a fake
 // clock, in-memory secrets, the scripted client and a registered
 // ClusterIssuer "le" with the given solvers.
 type Rig struct {
@@ -165,11 +165,13 @@ type Rig struct {
 	Secrets  *certtest.MemSecrets
 	Client   *Client
 	Accounts *acme.Accounts
-	Engine   *engine.Engine
-	// Queue is the engine's queue (what reconciles wake).
+	Kernel   *kernel.Kernel
+	// Objects is the kernel's handle for writes outside a reconcile.
+	Objects kernel.Objects
+	// Queue is the kernel's queue (what reconciles wake).
 	Queue  *memory.Queue
-	Orders *orders.Handler
-	Chals  *challenges.Handler
+	Orders *orders.Controller
+	Chals  *challenges.Controller
 
 	solvers []api.ACMEChallengeSolver
 }
@@ -185,7 +187,7 @@ var DefaultSolvers = []api.ACMEChallengeSolver{
 // T0 is the rig's start time.
 var T0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 
-// NewRig builds a rig; chCfg configures the Challenge handler (Accounts is filled in).
+// NewRig builds a rig; chCfg configures the Challenge controller (Accounts is filled in).
 func NewRig(t *testing.T, solvers []api.ACMEChallengeSolver, chCfg challenges.Config) *Rig {
 	t.Helper()
 	clk := clock.NewFake(T0)
@@ -198,18 +200,21 @@ func NewRig(t *testing.T, solvers []api.ACMEChallengeSolver, chCfg challenges.Co
 	chCfg.Accounts = r.Accounts
 	r.Chals = challenges.New(chCfg)
 	r.Orders = orders.New(orders.Config{Accounts: r.Accounts})
-	// Test support: the rig drives only the Order and Challenge handlers, so
-	// it needs an evaluator without plugins, not app.Build's whole wiring.
-	ev, err := policy.NewEvaluator(policy.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	r.Queue = memory.NewQueue(clk, time.Minute)
-	r.Engine, err = engine.New(engine.Config{Store: store, Secrets: r.Secrets, Queue: r.Queue, Clock: clk, Evaluator: ev,
-		Handlers: map[string]engine.Handler{api.KindOrder: r.Orders, api.KindChallenge: r.Chals}})
+	// Test support: the rig drives only the Order and Challenge
+	// controllers, not app.Build's whole table; the rows above them own
+	// Orders as there, so that deletions cascade alike.
+	var err error
+	r.Kernel, err = kernel.New(kernel.Config{Store: store, Queue: r.Queue, Clock: clk, Controllers: []kernel.Row{
+		{Kinds: []string{api.KindCertificateRequest}, Owns: []string{api.KindOrder}},
+		{Kinds: []string{api.KindCertificateSigningRequest}, Owns: []string{api.KindOrder}},
+		{Kinds: []string{api.KindOrder}, Controller: r.Orders, Owns: []string{api.KindChallenge}},
+		{Kinds: []string{api.KindChallenge}, Controller: r.Chals},
+	}})
 	if err != nil {
 		t.Fatal(err)
 	}
+	r.Objects = r.Kernel.Direct()
 	iss := &api.ClusterIssuer{TypeMeta: api.TypeMeta{APIVersion: api.CertManagerV1, Kind: api.KindClusterIssuer},
 		ObjectMeta: api.ObjectMeta{Name: "le", UID: "issuer-uid"},
 		Spec: api.IssuerSpec{ACME: &api.ACMEIssuer{Server: "https://acme.test/dir", Email: "a@example.com",
@@ -219,7 +224,7 @@ func NewRig(t *testing.T, solvers []api.ACMEChallengeSolver, chCfg challenges.Co
 		t.Fatalf("register: %v %s %s", err, reason, msg)
 	}
 	api.SetCondition(&iss.Status.Conditions, api.Condition{Type: "Ready", Status: api.ConditionTrue, Reason: reason}, T0)
-	if _, err := r.Engine.CreateObject(r.Ctx, iss, time.Time{}); err != nil {
+	if _, err := r.Objects.CreateObject(r.Ctx, iss, time.Time{}); err != nil {
 		t.Fatal(err)
 	}
 	r.Client.calls = nil
@@ -248,7 +253,7 @@ func (r *Rig) Create(obj api.Object) {
 			r.ownChallenge(o)
 		}
 	}
-	if _, err := r.Engine.CreateObject(r.Ctx, obj, r.Clock.Now()); err != nil {
+	if _, err := r.Objects.CreateObject(r.Ctx, obj, r.Clock.Now()); err != nil {
 		r.T.Fatalf("create %s: %v", api.KeyOf(obj), err)
 	}
 }
@@ -303,8 +308,8 @@ func (r *Rig) put(obj api.Object) {
 	}
 }
 
-// Reconcile runs one step for key and returns the handler's error.
-func (r *Rig) Reconcile(key api.Key) error { return r.Engine.Reconcile(r.Ctx, key) }
+// Reconcile runs one step for key and returns the controller's error.
+func (r *Rig) Reconcile(key api.Key) error { return r.Kernel.Reconcile(r.Ctx, key) }
 
 // MustReconcile runs one step and fails the test on an error.
 func (r *Rig) MustReconcile(key api.Key) {
@@ -321,7 +326,7 @@ func (r *Rig) Get(key api.Key) api.Object {
 	if err != nil {
 		return nil
 	}
-	o, err := r.Engine.Decode(rec)
+	o, err := repo.Decode(rec)
 	if err != nil {
 		r.T.Fatal(err)
 	}
@@ -342,9 +347,9 @@ func (r *Rig) Record(key api.Key) ports.Record {
 func (r *Rig) Mutate(key api.Key, fn func(api.Object)) {
 	r.T.Helper()
 	rec := r.Record(key)
-	o, _ := r.Engine.Decode(rec)
+	o, _ := repo.Decode(rec)
 	fn(o)
-	if _, err := r.Engine.UpdateObject(r.Ctx, o, rec.Version, rec.NextRunAt); err != nil {
+	if _, err := r.Objects.UpdateObject(r.Ctx, o, rec.Version, rec.NextRunAt); err != nil {
 		r.T.Fatal(err)
 	}
 }
@@ -352,7 +357,7 @@ func (r *Rig) Mutate(key api.Key, fn func(api.Object)) {
 // List returns the stored objects of kind.
 func (r *Rig) List(kind string) []api.Object {
 	r.T.Helper()
-	objs, err := r.Engine.List(r.Ctx, kind, "")
+	objs, err := repo.New(r.Store, api.IssuerScope{}).List(r.Ctx, kind, "")
 	if err != nil {
 		r.T.Fatal(err)
 	}

@@ -203,7 +203,7 @@ func TestDNS01WithoutSolverFails(t *testing.T) {
 }
 
 // A presented DNS-01 Challenge deleted with its Order (as when its
-// CertificateRequest is deleted) is cleaned up first (engine.Deleter).
+// CertificateRequest is deleted) is cleaned up first (kernel.Deleter).
 func TestDeletedWithOwnerIsCleanedUp(t *testing.T) {
 	d := &dnsSolver{}
 	r := acmetest.NewRig(t, nil, challenges.Config{DNS01: d})
@@ -215,7 +215,7 @@ func TestDeletedWithOwnerIsCleanedUp(t *testing.T) {
 	if !get(r, "d").Status.Presented {
 		t.Fatal("not presented")
 	}
-	if err := r.Engine.DeleteObject(r.Ctx, api.KeyOf(o), 0, api.Key{}); err != nil {
+	if err := r.Objects.DeleteObject(r.Ctx, api.KeyOf(o), 0, api.Key{}); err != nil {
 		t.Fatal(err)
 	}
 	if r.Get(key("d")) != nil {

@@ -59,7 +59,7 @@ func TestBeforeDeleteCleansUpWhatMayHaveBeenPresented(t *testing.T) {
 			c.OwnerReferences = []api.OwnerReference{acme.ControllerRef(o)}
 			c.Status = tc.status
 			r.Create(c)
-			err := r.Engine.DeleteObject(r.Ctx, api.KeyOf(o), 0, api.Key{})
+			err := r.Objects.DeleteObject(r.Ctx, api.KeyOf(o), 0, api.Key{})
 			if (err != nil) != tc.deleteErr {
 				t.Fatalf("Delete = %v, want error %t", err, tc.deleteErr)
 			}

@@ -19,7 +19,7 @@ package challenges
 //     the lease, and runs next.
 //
 // The holder releases the lease (conditional Update to no holder) after
-// writing its final state, and before it is deleted (Handler.BeforeDelete).
+// writing its final state, and before it is deleted (Controller.BeforeDelete).
 //
 // Leases are released, never deleted: a store's Create starts every record
 // at version 1, so after a delete and a re-create a write conditional on a
@@ -38,7 +38,7 @@ import (
 	"time"
 
 	"github.com/certfn/certfn/core/api"
-	"github.com/certfn/certfn/core/engine"
+	"github.com/certfn/certfn/core/kernel"
 	"github.com/certfn/certfn/core/ports"
 )
 
@@ -65,7 +65,7 @@ type storedLease struct {
 }
 
 // getLease reads ch's lease; ok is false when there is none.
-func getLease(ctx context.Context, e engine.Objects, ch *api.Challenge) (storedLease, bool, error) {
+func getLease(ctx context.Context, e kernel.Objects, ch *api.Challenge) (storedLease, bool, error) {
 	key := LeaseKey(ch)
 	rec, err := e.Store().Get(ctx, key)
 	if errors.Is(err, ports.ErrNotFound) {
@@ -97,7 +97,7 @@ func encodeLease(l *api.ChallengeLease) ([]byte, error) {
 
 // createLease stores a new lease held by ch. ports.ErrAlreadyExists (wrapped)
 // means another claimer created it first.
-func createLease(ctx context.Context, e engine.Objects, ch *api.Challenge, now time.Time) error {
+func createLease(ctx context.Context, e kernel.Objects, ch *api.Challenge, now time.Time) error {
 	key := LeaseKey(ch)
 	l := &api.ChallengeLease{
 		TypeMeta:   api.TypeMeta{APIVersion: api.CertfnACMEV1Alpha1, Kind: api.KindChallengeLease},
@@ -119,7 +119,7 @@ func createLease(ctx context.Context, e engine.Objects, ch *api.Challenge, now t
 // setHolder writes sl's lease with holder h (nil releases it),
 // conditionally on the version read. ports.ErrConflict (wrapped) means it
 // changed since.
-func setHolder(ctx context.Context, e engine.Objects, sl storedLease, h *api.ChallengeLeaseHolder, now time.Time) error {
+func setHolder(ctx context.Context, e kernel.Objects, sl storedLease, h *api.ChallengeLeaseHolder, now time.Time) error {
 	l := sl.lease
 	l.Spec.Holder = h
 	if h != nil {
@@ -145,7 +145,7 @@ func leaseDNSName(ch *api.Challenge) string {
 // holderLive reports whether h still names a Challenge that exists with
 // h's UID and is not final, i.e. whether it will use or release the lease
 // by itself.
-func holderLive(ctx context.Context, e engine.Objects, h *api.ChallengeLeaseHolder) (bool, error) {
+func holderLive(ctx context.Context, e kernel.Objects, h *api.ChallengeLeaseHolder) (bool, error) {
 	key := api.Key{Kind: api.KindChallenge, Namespace: h.Namespace, Name: h.Name}
 	rec, err := e.Store().Get(ctx, key)
 	if errors.Is(err, ports.ErrNotFound) {
@@ -165,7 +165,7 @@ func holderLive(ctx context.Context, e engine.Objects, h *api.ChallengeLeaseHold
 // claim makes ch the holder of its lease if it is free, stale or already
 // ch's, and reports whether ch holds it. false with a nil error means
 // another Challenge holds it (or won a concurrent claim): wait.
-func claim(ctx context.Context, e engine.Objects, ch *api.Challenge, now time.Time) (bool, error) {
+func claim(ctx context.Context, e kernel.Objects, ch *api.Challenge, now time.Time) (bool, error) {
 	sl, ok, err := getLease(ctx, e, ch)
 	if err != nil {
 		return false, err
@@ -174,7 +174,7 @@ func claim(ctx context.Context, e engine.Objects, ch *api.Challenge, now time.Ti
 }
 
 // claimRead is claim on what getLease returned.
-func claimRead(ctx context.Context, e engine.Objects, ch *api.Challenge, sl storedLease, exists bool, now time.Time) (bool, error) {
+func claimRead(ctx context.Context, e kernel.Objects, ch *api.Challenge, sl storedLease, exists bool, now time.Time) (bool, error) {
 	if !exists {
 		err := createLease(ctx, e, ch, now)
 		if errors.Is(err, ports.ErrAlreadyExists) {
@@ -186,7 +186,7 @@ func claimRead(ctx context.Context, e engine.Objects, ch *api.Challenge, sl stor
 }
 
 // claimStored is claim on a lease already read.
-func claimStored(ctx context.Context, e engine.Objects, ch *api.Challenge, sl storedLease, now time.Time) (bool, error) {
+func claimStored(ctx context.Context, e kernel.Objects, ch *api.Challenge, sl storedLease, now time.Time) (bool, error) {
 	switch h := sl.lease.Spec.Holder; {
 	case heldBy(sl.lease, ch):
 		return true, nil
@@ -207,7 +207,7 @@ func claimStored(ctx context.Context, e engine.Objects, ch *api.Challenge, sl st
 // release frees ch's lease if ch holds it. A lease changed since it was
 // read is no longer ch's to release (ch is final or being deleted, so
 // nothing makes it ch's again): that is not an error.
-func release(ctx context.Context, e engine.Objects, ch *api.Challenge, now time.Time) error {
+func release(ctx context.Context, e kernel.Objects, ch *api.Challenge, now time.Time) error {
 	sl, ok, err := getLease(ctx, e, ch)
 	if err != nil || !ok || !heldBy(sl.lease, ch) {
 		return err

@@ -44,7 +44,7 @@ func leaseOf(r *acmetest.Rig, ch *api.Challenge) (*api.ChallengeLease, int64) {
 	if err != nil {
 		r.T.Fatal(err)
 	}
-	o, err := r.Engine.Decode(rec)
+	o, err := r.Objects.Decode(rec)
 	if err != nil {
 		r.T.Fatal(err)
 	}
@@ -331,7 +331,7 @@ func TestLeaseReleasedWhenDeleted(t *testing.T) {
 			}
 			putLease(r, c, h)
 			_, v0 := leaseOf(r, c)
-			if err := r.Engine.DeleteObject(r.Ctx, api.KeyOf(o), 0, api.Key{}); err != nil {
+			if err := r.Objects.DeleteObject(r.Ctx, api.KeyOf(o), 0, api.Key{}); err != nil {
 				t.Fatal(err)
 			}
 			if r.Get(key("d")) != nil {

@@ -51,7 +51,7 @@ func TestChallengeProvenance(t *testing.T) {
 			tc.tamper(r, stored)
 			acme.StampSpec(&stored.ObjectMeta, stored.Spec)
 			rec, _ := r.Store.Get(r.Ctx, key("x"))
-			if _, err := r.Engine.UpdateObject(r.Ctx, stored, rec.Version, acmetest.T0); err != nil {
+			if _, err := r.Objects.UpdateObject(r.Ctx, stored, rec.Version, acmetest.T0); err != nil {
 				t.Fatal(err)
 			}
 			for i := 0; i < 4 && !get(r, "x").IsFinal(); i++ {

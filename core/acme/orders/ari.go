@@ -35,8 +35,8 @@ func (r *run) afterValid(ctx context.Context) error {
 		return err
 	}
 	for _, ch := range chs {
-		// A presented Challenge is cleaned up by its handler's
-		// BeforeDelete (engine.Deleter) before the record goes.
+		// A presented Challenge is cleaned up by its controller's
+		// BeforeDelete (kernel.Deleter) before the record goes.
 		if err := r.e.DeleteObject(ctx, api.KeyOf(ch), 0, api.Key{}); err != nil {
 			return fmt.Errorf("order %s: delete challenge %s: %w", r.rec.Key, ch.Name, err)
 		}

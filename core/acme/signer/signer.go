@@ -29,7 +29,7 @@ import (
 )
 
 // Signer implements signers.Signer for issuer type "acme". It works
-// through the step's signers.Objects (req.Objects), so it holds no engine.
+// through the step's signers.Objects (req.Objects), so it holds no kernel.
 type Signer struct {
 	metrics ports.Metrics
 }

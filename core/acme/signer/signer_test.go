@@ -62,7 +62,7 @@ func TestSign(t *testing.T) {
 	if _, err := s.Sign(r.Ctx, req); err == nil || !strings.Contains(err.Error(), "no Objects") {
 		t.Fatalf("Sign without Objects: %v", err)
 	}
-	req.Objects = r.Engine
+	req.Objects = r.Objects
 
 	// No Order: created, pending.
 	_, err := s.Sign(r.Ctx, req)
@@ -132,7 +132,7 @@ func TestBegun(t *testing.T) {
 	if _, err := s.Begun(r.Ctx, req); err == nil || !strings.Contains(err.Error(), "no Objects") {
 		t.Fatalf("Begun without Objects: %v", err)
 	}
-	req.Objects = r.Engine
+	req.Objects = r.Objects
 	if begun, err := s.Begun(r.Ctx, req); begun || err != nil {
 		t.Fatalf("no Order yet: Begun = %v, %v", begun, err)
 	}
@@ -160,7 +160,7 @@ func TestSignForCertificateSigningRequest(t *testing.T) {
 	c := &api.CertificateSigningRequest{TypeMeta: api.TypeMeta{APIVersion: api.CertificatesV1, Kind: api.KindCertificateSigningRequest},
 		ObjectMeta: api.ObjectMeta{Name: "web-2", UID: "cr-uid", Labels: map[string]string{"app": "web"}},
 		Spec:       api.CertificateSigningRequestSpec{Request: cr.Spec.Request, SignerName: "clusterissuers.cert-manager.io/le"}}
-	req := signers.Request{CR: cr, Issuer: iss, Objects: r.Engine, Owner: c}
+	req := signers.Request{CR: cr, Issuer: iss, Objects: r.Objects, Owner: c}
 	if _, err := s.Sign(r.Ctx, req); !errors.Is(err, signers.ErrPending) {
 		t.Fatalf("first Sign: %v", err)
 	}
@@ -177,7 +177,7 @@ func TestSignForCertificateSigningRequest(t *testing.T) {
 	}
 	// The same request seen without its CSR owner (a CertificateRequest of
 	// the same name and UID) must not take the CSR's Order.
-	if _, err := s.Sign(r.Ctx, signers.Request{CR: cr, Issuer: iss, Objects: r.Engine}); !errs.IsPermanent(err) || !strings.Contains(err.Error(), "owner or CSR differ") {
+	if _, err := s.Sign(r.Ctx, signers.Request{CR: cr, Issuer: iss, Objects: r.Objects}); !errs.IsPermanent(err) || !strings.Contains(err.Error(), "owner or CSR differ") {
 		t.Fatalf("Sign as a CertificateRequest: %v", err)
 	}
 }

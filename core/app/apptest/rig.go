@@ -1,5 +1,5 @@
-// Package apptest is the test rig of core's engine and application
-// service: one role assembled by app.Build on core/memory's ports, a fake
+// Package apptest is the test rig of core's kernel, controllers and
+// application service: one role assembled by app.Build on core/memory's ports, a fake
 // clock at certtest.T0, a store that can fail and count listings, and an
 // approver a test switches (or, with NewPolicyRig, certfn's own approver
 // deciding by CertificateRequestPolicy). Tests drive it step by step (Reconcile) or
@@ -21,13 +21,14 @@ import (
 	"github.com/certfn/certfn/core/certificates"
 	ct "github.com/certfn/certfn/core/certificates/certtest"
 	"github.com/certfn/certfn/core/clock"
-	"github.com/certfn/certfn/core/engine"
 	"github.com/certfn/certfn/core/errs"
+	"github.com/certfn/certfn/core/kernel"
 	"github.com/certfn/certfn/core/memory"
 	"github.com/certfn/certfn/core/ports"
+	"github.com/certfn/certfn/core/repo"
 )
 
-// WaitPoll is the rig's engine WaitPoll.
+// WaitPoll is the rig's WaitPoll.
 const WaitPoll = 10 * time.Minute
 
 // Role is the rig's role: the local role without the ACME issuer.
@@ -111,8 +112,12 @@ type Rig struct {
 	Metrics  *ct.Metrics
 	Approver *SwitchApprover // nil in a NewPolicyRig
 	App      *app.App
-	Engine   *engine.Engine
-	Service  *app.Service
+	Kernel   *kernel.Kernel
+	// Repo reads the stored objects; Objects writes outside a reconcile
+	// (the kernel's direct handle).
+	Repo    *repo.Repo
+	Objects kernel.Objects
+	Service *app.Service
 }
 
 // Caller applies the rig's manifests: a superuser, so that applying
@@ -178,7 +183,8 @@ func newRig(t *testing.T, role app.Role, approver *SwitchApprover, notifier port
 	if err != nil {
 		t.Fatalf("app.Build: %v", err)
 	}
-	r.Engine, r.Service = r.App.Engine, r.App.Service
+	r.Kernel, r.Repo, r.Service = r.App.Kernel, r.App.Repo, r.App.Service
+	r.Objects = r.Kernel.Direct()
 	return r
 }
 
@@ -210,7 +216,7 @@ func (r *Rig) Rec(k api.Key) ports.Record {
 // Get returns the stored object at k.
 func (r *Rig) Get(k api.Key) api.Object {
 	r.T.Helper()
-	o, err := r.Engine.Get(r.Ctx, k)
+	o, err := r.Repo.Get(r.Ctx, k)
 	if err != nil {
 		r.T.Fatalf("get %s: %v", k, err)
 	}
@@ -220,7 +226,7 @@ func (r *Rig) Get(k api.Key) api.Object {
 // Reconcile runs one step for k.
 func (r *Rig) Reconcile(k api.Key) {
 	r.T.Helper()
-	if err := r.Engine.Reconcile(r.Ctx, k); err != nil {
+	if err := r.Kernel.Reconcile(r.Ctx, k); err != nil {
 		r.T.Fatalf("reconcile %s: %v", k, err)
 	}
 }
@@ -238,7 +244,7 @@ func (r *Rig) Drain() {
 			return
 		}
 		for _, d := range ds {
-			disp := r.Engine.Handle(r.Ctx, engine.Message{Key: d.Key, Attempt: d.Attempt})
+			disp := r.Kernel.Handle(r.Ctx, kernel.Message{Key: d.Key, Attempt: d.Attempt})
 			if disp.Ack {
 				if disp.Err != nil {
 					r.T.Fatalf("handle %s: %v", d.Key, disp.Err)
@@ -310,6 +316,25 @@ var (
 	CAKey   = api.Key{Kind: api.KindIssuer, Namespace: "default", Name: "ca"}
 	CertKey = api.Key{Kind: api.KindCertificate, Namespace: "default", Name: "web"}
 )
+
+// NamedCertYAML is a Certificate default/name for <name>.example.com of
+// the selfsigned ClusterIssuer, stored in secretName.
+func NamedCertYAML(name, secretName string) string {
+	return fmt.Sprintf(`apiVersion: cert-manager.io/v1
+kind: Certificate
+metadata: {name: %s, namespace: default}
+spec:
+  secretName: %s
+  dnsNames: [%s.example.com]
+  privateKey: {algorithm: ECDSA, size: 256}
+  issuerRef: {name: selfsigned, kind: ClusterIssuer}
+`, name, secretName, name)
+}
+
+// NamedCertKey is the key of the Certificate default/name.
+func NamedCertKey(name string) api.Key {
+	return api.Key{Kind: api.KindCertificate, Namespace: "default", Name: name}
+}
 
 // CSRRequestYAML is a CertificateRequest manifest whose body claims an
 // identity (username mallory, group system:masters).

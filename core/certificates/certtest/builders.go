@@ -1,7 +1,7 @@
 // Package certtest holds the builders and test doubles shared by the unit
 // tests of the Certificate steps (core/certificates), the
 // CertificateRequest steps (core/certificaterequests), the issuer step and the
-// engine: Certificates and CertificateRequests built from small options, a
+// kernel: Certificates and CertificateRequests built from small options, a
 // tiny in-test CA that issues real certificates with chosen validity and
 // SANs, an in-memory secret store and recording writers.
 //
@@ -133,7 +133,7 @@ func CreatedAt(t time.Time) func(*api.Certificate) {
 }
 
 // Sharing sets st.Sharers: the other Certificates of the namespace whose
-// spec.secretName is st's (the engine lists them; see State.Ownership).
+// spec.secretName is st's (the controller lists them; see State.Ownership).
 // It returns st.
 func Sharing(st *certificates.State, others ...*api.Certificate) *certificates.State {
 	st.Sharers = append(st.Sharers, others...)

@@ -1,4 +1,4 @@
-package engine_test
+package certificates_test
 
 import (
 	"strings"
@@ -31,7 +31,7 @@ func TestShortenedLifetimeDoesNotReissueInALoop(t *testing.T) {
 			r.Apply(apptest.CertYAML + tc.renewBefore)
 			end := r.Clock.Now().Add(time.Hour)
 			for r.Clock.Now().Before(end) {
-				if _, err := r.Engine.Sweep(r.Ctx, 100); err != nil {
+				if _, err := r.Kernel.Sweep(r.Ctx, 100); err != nil {
 					t.Fatal(err)
 				}
 				r.Drain()

@@ -1,4 +1,4 @@
-package engine_test
+package kernel_test
 
 import (
 	"encoding/json"
@@ -9,7 +9,7 @@ import (
 	"github.com/certfn/certfn/core/api"
 	"github.com/certfn/certfn/core/app"
 	"github.com/certfn/certfn/core/app/apptest"
-	"github.com/certfn/certfn/core/engine"
+	"github.com/certfn/certfn/core/kernel"
 	"github.com/certfn/certfn/core/ports"
 )
 
@@ -20,7 +20,7 @@ import (
 func TestFailuresAreRecordedAsEvents(t *testing.T) {
 	r := apptest.NewRig(t)
 	key := api.Key{Kind: api.KindCertificate, Namespace: "default", Name: "broken"}
-	// A stored record the engine cannot decode fails every reconcile.
+	// A stored record the kernel cannot decode fails every reconcile.
 	if _, err := r.Store.Store.Create(r.Ctx, ports.Record{Key: key, Data: []byte(`{"spec": 7}`)}); err != nil {
 		t.Fatal(err)
 	}
@@ -40,7 +40,7 @@ func TestFailuresAreRecordedAsEvents(t *testing.T) {
 		}
 		return ev, rec.Version
 	}
-	d := r.Engine.Handle(r.Ctx, engine.Message{Key: key, Attempt: 1})
+	d := r.Kernel.Handle(r.Ctx, kernel.Message{Key: key, Attempt: 1})
 	if d.Err == nil {
 		t.Fatal("the reconcile of an undecodable record did not fail")
 	}
@@ -58,13 +58,13 @@ func TestFailuresAreRecordedAsEvents(t *testing.T) {
 	}
 	// The same failure again within a minute: no write.
 	r.Clock.Advance(30 * time.Second)
-	r.Engine.Handle(r.Ctx, engine.Message{Key: key, Attempt: 2})
+	r.Kernel.Handle(r.Ctx, kernel.Message{Key: key, Attempt: 2})
 	if _, v := event(); v != v1 {
 		t.Fatalf("event rewritten within EventMinInterval (version %d → %d)", v1, v)
 	}
 	// After it: count 2, first time kept, last time now.
-	r.Clock.Advance(engine.EventMinInterval)
-	r.Engine.Handle(r.Ctx, engine.Message{Key: key, Attempt: 3})
+	r.Clock.Advance(kernel.EventMinInterval)
+	r.Kernel.Handle(r.Ctx, kernel.Message{Key: key, Attempt: 3})
 	ev, _ = event()
 	if ev.Count != 2 || !ev.LastTimestamp.Time.Equal(r.Clock.Now()) || ev.FirstTimestamp.Time.Equal(r.Clock.Now()) {
 		t.Fatalf("repeated failure: %+v", ev)
@@ -73,13 +73,13 @@ func TestFailuresAreRecordedAsEvents(t *testing.T) {
 	if _, err := r.Store.Store.Update(r.Ctx, ports.Record{Key: key, Version: 1, Data: []byte(`{"status": "x"}`)}); err != nil {
 		t.Fatal(err)
 	}
-	r.Engine.Handle(r.Ctx, engine.Message{Key: key, Attempt: 1})
+	r.Kernel.Handle(r.Ctx, kernel.Message{Key: key, Attempt: 1})
 	if ev2, _ := event(); ev2.Count != 1 || ev2.Message == ev.Message {
 		t.Fatalf("a different failure did not start a new count: %+v", ev2)
 	}
 	// Events are listed like any kind, and an Event key itself records nothing.
-	r.Engine.Handle(r.Ctx, engine.Message{Key: ek, Attempt: 1})
-	objs, err := r.Engine.List(r.Ctx, api.KindEvent, "")
+	r.Kernel.Handle(r.Ctx, kernel.Message{Key: ek, Attempt: 1})
+	objs, err := r.Repo.List(r.Ctx, api.KindEvent, "")
 	if err != nil || len(objs) != 1 {
 		t.Fatalf("events %v %v", objs, err)
 	}

@@ -1,4 +1,4 @@
-package engine
+package kernel
 
 import (
 	"context"
@@ -24,7 +24,7 @@ type Disposition struct {
 	// nothing ("step: why; ..."), for debug logs.
 	Why string
 	// Woken lists the keys the reconcile woke for an immediate run, in
-	// order, each once, when the engine defers wake-ups
+	// order, each once, when the kernel defers wake-ups
 	// (Config.DeferWakes); the caller must deliver them (run them now or
 	// enqueue them). Set whatever the outcome: a write that succeeded
 	// before a later failure still wakes its keys.
@@ -47,13 +47,14 @@ type Message struct {
 // exponentially from 1 s up to 5 minutes, or as the error suggests
 // (Retry-After). Every other failure is also recorded as a Warning Event
 // on the object (api.Event).
-func (e *Engine) Handle(ctx context.Context, m Message) Disposition {
-	r := e.direct()
-	if e.cfg.DeferWakes {
+func (k *Kernel) Handle(ctx context.Context, m Message) Disposition {
+	var why []string
+	r := &run{Kernel: k, why: &why}
+	if k.cfg.DeferWakes {
 		r.woken = &wakeSet{}
 	}
-	d := e.dispose(ctx, m, r.reconcile(ctx, m.Key, m.Loaded))
-	d.Woken, d.Why = r.woken.list(), strings.Join(r.why, "; ")
+	d := k.dispose(ctx, m, r.reconcile(ctx, m.Key, m.Loaded))
+	d.Woken, d.Why = r.woken.list(), strings.Join(why, "; ")
 	return d
 }
 
@@ -61,39 +62,39 @@ func (e *Engine) Handle(ctx context.Context, m Message) Disposition {
 // (Key.String()). A malformed body or unknown key is acknowledged and
 // reported (certfn_bad_messages_total): retrying cannot fix it and it
 // must not block a batch.
-func (e *Engine) HandleBody(ctx context.Context, body string, attempt int) Disposition {
+func (k *Kernel) HandleBody(ctx context.Context, body string, attempt int) Disposition {
 	key, err := api.ParseKey(body)
 	if err != nil {
-		e.cfg.Metrics.Inc("certfn_bad_messages_total")
+		k.cfg.Metrics.Inc("certfn_bad_messages_total")
 		return Disposition{Ack: true, Err: fmt.Errorf("dropped malformed message: %w", err)}
 	}
-	return e.Handle(ctx, Message{Key: key, Attempt: attempt})
+	return k.Handle(ctx, Message{Key: key, Attempt: attempt})
 }
 
 // dispose turns a reconcile's error into the message's disposition.
-func (e *Engine) dispose(ctx context.Context, m Message, err error) Disposition {
+func (k *Kernel) dispose(ctx context.Context, m Message, err error) Disposition {
 	key := m.Key
 	if err == nil {
 		return Disposition{Ack: true}
 	}
 	class := errs.Classify(err)
 	if class == errs.Conflict {
-		e.cfg.Metrics.Inc("certfn_conflicts_total", "kind", key.Kind)
+		k.cfg.Metrics.Inc("certfn_conflicts_total", "kind", key.Kind)
 		return Disposition{RetryAfter: 0, Err: err}
 	}
-	if rerr := e.recordFailure(ctx, key, class, err); rerr != nil {
+	if rerr := k.recordFailure(ctx, key, class, err); rerr != nil {
 		err = fmt.Errorf("%w (and the Event could not be recorded: %v)", err, rerr)
 	}
 	if class == errs.PermanentClass {
-		e.cfg.Metrics.Inc("certfn_permanent_errors_total", "kind", key.Kind)
+		k.cfg.Metrics.Inc("certfn_permanent_errors_total", "kind", key.Kind)
 		return Disposition{Ack: true, Err: err}
 	}
-	e.cfg.Metrics.Inc("certfn_transient_errors_total", "kind", key.Kind)
+	k.cfg.Metrics.Inc("certfn_transient_errors_total", "kind", key.Kind)
 	d, ok := errs.SuggestedDelay(err)
 	if !ok {
 		d = RetryBackoff(m.Attempt)
 	}
-	if rerr := e.deferDue(ctx, key, e.cfg.Clock.Now().Add(d)); rerr != nil {
+	if rerr := k.deferDue(ctx, key, k.cfg.Clock.Now().Add(d)); rerr != nil {
 		err = fmt.Errorf("%w (and its due time could not be deferred: %v)", err, rerr)
 	}
 	return Disposition{RetryAfter: d, Err: err}
@@ -106,11 +107,11 @@ func (e *Engine) dispose(ctx context.Context, m Message, err error) Disposition 
 // asked every sweep). A record that is not in the due index, or is due
 // later, is left alone; a lost race is no failure (the writer rescheduled
 // it).
-func (e *Engine) deferDue(ctx context.Context, key api.Key, at time.Time) error {
+func (k *Kernel) deferDue(ctx context.Context, key api.Key, at time.Time) error {
 	if key.Kind == api.KindEvent {
 		return nil
 	}
-	rec, err := e.cfg.Store.Get(ctx, key)
+	rec, err := k.cfg.Store.Get(ctx, key)
 	if errors.Is(err, ports.ErrNotFound) {
 		return nil
 	}
@@ -121,10 +122,10 @@ func (e *Engine) deferDue(ctx context.Context, key api.Key, at time.Time) error 
 		return nil
 	}
 	rec.NextRunAt = at
-	if _, err := e.cfg.Store.Update(ctx, rec); err != nil && errs.Classify(err) != errs.Conflict {
+	if _, err := k.cfg.Store.Update(ctx, rec); err != nil && errs.Classify(err) != errs.Conflict {
 		return err
 	}
-	e.cfg.Metrics.Inc("certfn_state_writes_total", "kind", key.Kind)
+	k.cfg.Metrics.Inc("certfn_state_writes_total", "kind", key.Kind)
 	return nil
 }
 
@@ -142,17 +143,17 @@ func RetryBackoff(attempt int) time.Duration {
 
 // Sweep is the scheduler: it enqueues up to limit keys whose nextRunAt has
 // passed, reading only the due index. It returns how many it enqueued.
-func (e *Engine) Sweep(ctx context.Context, limit int) (int, error) {
-	items, err := e.cfg.Store.Due(ctx, e.cfg.Clock.Now(), limit)
+func (k *Kernel) Sweep(ctx context.Context, limit int) (int, error) {
+	items, err := k.cfg.Store.Due(ctx, k.cfg.Clock.Now(), limit)
 	if err != nil {
 		return 0, fmt.Errorf("query due index: %w", err)
 	}
-	r := e.direct()
+	r := k.direct()
 	for _, it := range items {
 		if err := r.enqueue(ctx, it.Key, 0); err != nil {
 			return 0, err
 		}
 	}
-	e.cfg.Metrics.Inc("certfn_sweeps_total")
+	k.cfg.Metrics.Inc("certfn_sweeps_total")
 	return len(items), nil
 }

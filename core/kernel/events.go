@@ -1,4 +1,4 @@
-package engine
+package kernel
 
 import (
 	"context"
@@ -25,27 +25,28 @@ const maxEventMessage = 1024
 // class (see api.Event), rate limited by EventMinInterval. It goes
 // straight to the store: writing an Event wakes nothing, and no step
 // reads Events.
-func (e *Engine) recordFailure(ctx context.Context, key api.Key, class errs.Class, failure error) error {
+func (k *Kernel) recordFailure(ctx context.Context, key api.Key, class errs.Class, failure error) error {
 	reason := "Failed"
 	if class == errs.PermanentClass {
 		reason = "FailedPermanently"
 	}
-	return e.recordEvent(ctx, key, note{api.EventTypeWarning, reason, failure.Error()}, eventRepeat)
+	return k.recordEvent(ctx, key, Note{api.EventTypeWarning, reason, failure.Error()}, EventRepeat)
 }
 
-// note is what an Event says: its type, reason and message.
-type note struct{ typ, reason, msg string }
+// Note is what an Event says: its type (api.EventTypeNormal or
+// api.EventTypeWarning), reason and message.
+type Note struct{ Type, Reason, Message string }
 
-// How recordEvent treats an Event that already says the same.
-type eventMode int
+// EventMode says how recordEvent treats an Event that already says the same.
+type EventMode int
 
 const (
-	// eventRepeat: rewritten (count + 1, lastTimestamp) at most every
+	// EventRepeat: rewritten (count + 1, lastTimestamp) at most every
 	// EventMinInterval; created when there is none.
-	eventRepeat eventMode = iota
-	// eventReplace: written only over an existing Event that says
+	EventRepeat EventMode = iota
+	// EventReplace: written only over an existing Event that says
 	// something else (never created, never repeated).
-	eventReplace
+	EventReplace
 )
 
 // recordEvent makes the Event about key say n (its message bounded by
@@ -53,19 +54,19 @@ const (
 // the same one is handled as mode says. It is one read and at most one
 // conditional write; lost races and a concurrent first write are not
 // retried (the next reconcile records again).
-func (e *Engine) recordEvent(ctx context.Context, key api.Key, n note, mode eventMode) error {
+func (k *Kernel) recordEvent(ctx context.Context, key api.Key, n Note, mode EventMode) error {
 	info, ok := api.KindInfoFor(key.Kind)
 	if !ok || key.Kind == api.KindEvent {
 		return nil
 	}
-	msg := eventMessage(n.msg)
-	now := e.cfg.Clock.Now()
+	msg := eventMessage(n.Message)
+	now := k.cfg.Clock.Now()
 	ek := api.EventKeyFor(key)
 	ev := &api.Event{}
-	rec, err := e.cfg.Store.Get(ctx, ek)
+	rec, err := k.cfg.Store.Get(ctx, ek)
 	switch {
 	case errors.Is(err, ports.ErrNotFound):
-		if mode == eventReplace {
+		if mode == EventReplace {
 			return nil
 		}
 		rec = ports.Record{Key: ek, Owner: key}
@@ -76,8 +77,8 @@ func (e *Engine) recordEvent(ctx context.Context, key api.Key, n note, mode even
 			return fmt.Errorf("record event %s: decode: %w", ek, err)
 		}
 	}
-	if ev.Reason == n.reason && ev.Message == msg && ev.Type == n.typ && ev.LastTimestamp != nil {
-		if mode == eventReplace || now.Sub(ev.LastTimestamp.Time) < EventMinInterval {
+	if ev.Reason == n.Reason && ev.Message == msg && ev.Type == n.Type && ev.LastTimestamp != nil {
+		if mode == EventReplace || now.Sub(ev.LastTimestamp.Time) < EventMinInterval {
 			return nil
 		}
 		ev.Count++
@@ -91,15 +92,15 @@ func (e *Engine) recordEvent(ctx context.Context, key api.Key, n note, mode even
 		ev.CreationTimestamp = &api.Time{Time: now}
 	}
 	ev.InvolvedObject = api.ObjectReference{Kind: key.Kind, Namespace: key.Namespace, Name: key.Name, APIVersion: info.APIVersion}
-	ev.Reason, ev.Message, ev.Type = n.reason, msg, n.typ
+	ev.Reason, ev.Message, ev.Type = n.Reason, msg, n.Type
 	ev.LastTimestamp = &api.Time{Time: now}
 	if rec.Data, err = json.Marshal(ev); err != nil {
 		return fmt.Errorf("record event %s: %w", ek, err)
 	}
 	if rec.Version == 0 {
-		_, err = e.cfg.Store.Create(ctx, rec)
+		_, err = k.cfg.Store.Create(ctx, rec)
 	} else {
-		_, err = e.cfg.Store.Update(ctx, rec)
+		_, err = k.cfg.Store.Update(ctx, rec)
 	}
 	if err != nil && !errors.Is(err, ports.ErrConflict) && !errors.Is(err, ports.ErrAlreadyExists) {
 		return fmt.Errorf("record event %s: %w", ek, err)

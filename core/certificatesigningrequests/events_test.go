@@ -1,4 +1,4 @@
-package engine_test
+package certificatesigningrequests_test
 
 import (
 	"encoding/json"
@@ -12,7 +12,7 @@ import (
 	"github.com/certfn/certfn/core/app/apptest"
 	"github.com/certfn/certfn/core/certificaterequests"
 	ct "github.com/certfn/certfn/core/certificates/certtest"
-	"github.com/certfn/certfn/core/engine"
+	"github.com/certfn/certfn/core/kernel"
 	"github.com/certfn/certfn/core/ports"
 )
 
@@ -84,7 +84,7 @@ func TestWaitingCSRRecordsWhyInItsEvent(t *testing.T) {
 				t.Fatalf("event %+v", ev)
 			}
 			// Reconciled again within EventMinInterval: not rewritten.
-			r.Clock.Advance(engine.EventMinInterval / 2)
+			r.Clock.Advance(kernel.EventMinInterval / 2)
 			r.Reconcile(key)
 			if _, v2 := csrEvent(t, r, key); v2 != v {
 				t.Fatalf("rewritten within EventMinInterval (version %d → %d)", v, v2)
@@ -138,7 +138,7 @@ func TestCSREventFollowsTheCSR(t *testing.T) {
 			t.Fatalf("the waiting Event outlived the issuance: %+v", ev)
 		}
 		// Final: reconciled again, even after EventMinInterval, nothing is written.
-		r.Clock.Advance(2 * engine.EventMinInterval)
+		r.Clock.Advance(2 * kernel.EventMinInterval)
 		r.Reconcile(key)
 		if _, v2 := csrEvent(t, r, key); v2 != v {
 			t.Fatalf("the final Event was rewritten (version %d → %d)", v, v2)

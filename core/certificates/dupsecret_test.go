@@ -1,4 +1,4 @@
-package engine_test
+package certificates_test
 
 import (
 	"fmt"
@@ -12,26 +12,9 @@ import (
 	"github.com/certfn/certfn/core/certificates"
 )
 
-// sharedCertYAML is a Certificate for <name>.example.com stored in secretName.
-func sharedCertYAML(name, secretName string) string {
-	return fmt.Sprintf(`apiVersion: cert-manager.io/v1
-kind: Certificate
-metadata: {name: %s, namespace: default}
-spec:
-  secretName: %s
-  dnsNames: [%s.example.com]
-  privateKey: {algorithm: ECDSA, size: 256}
-  issuerRef: {name: selfsigned, kind: ClusterIssuer}
-`, name, secretName, name)
-}
-
-func certKey(name string) api.Key {
-	return api.Key{Kind: api.KindCertificate, Namespace: "default", Name: name}
-}
-
 func requestNames(t *testing.T, r *apptest.Rig) []string {
 	t.Helper()
-	objs, err := r.Engine.List(r.Ctx, api.KindCertificateRequest, "default")
+	objs, err := r.Repo.List(r.Ctx, api.KindCertificateRequest, "default")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,7 +26,7 @@ func requestNames(t *testing.T, r *apptest.Rig) []string {
 }
 
 func cert(r *apptest.Rig, name string) *api.Certificate {
-	return r.Get(certKey(name)).(*api.Certificate)
+	return r.Get(apptest.NamedCertKey(name)).(*api.Certificate)
 }
 
 // requireOwner checks that owner is Ready, stored in secret and that
@@ -87,7 +70,7 @@ func settle(t *testing.T, r *apptest.Rig) {
 	r.Drain()
 	for i := 0; i < 2; i++ {
 		r.Clock.Advance(apptest.WaitPoll + time.Second)
-		if _, err := r.Engine.Sweep(r.Ctx, 100); err != nil {
+		if _, err := r.Kernel.Sweep(r.Ctx, 100); err != nil {
 			t.Fatal(err)
 		}
 		r.Drain()
@@ -111,7 +94,7 @@ func secretOwner(t *testing.T, r *apptest.Rig, secret string) string {
 // loops. Deleting the owner wakes the other, which then owns the secret.
 func TestDuplicateSecretNameOneOwnerNoLoop(t *testing.T) {
 	r := apptest.NewRig(t)
-	r.Apply(apptest.SelfSignedYAML + "---\n" + sharedCertYAML("b", "shared-tls") + "---\n" + sharedCertYAML("a", "shared-tls"))
+	r.Apply(apptest.SelfSignedYAML + "---\n" + apptest.NamedCertYAML("b", "shared-tls") + "---\n" + apptest.NamedCertYAML("a", "shared-tls"))
 	settle(t, r)
 	owner := secretOwner(t, r, "shared-tls")
 	other := map[string]string{"a": "b", "b": "a"}[owner]
@@ -127,12 +110,12 @@ func TestDuplicateSecretNameOneOwnerNoLoop(t *testing.T) {
 	// No loop: the owner, settled, lists nothing (the secret names it);
 	// the other looks again after WaitPoll, and still changes nothing.
 	r.Store.Listed(api.KindCertificate)
-	r.Reconcile(certKey(owner))
+	r.Reconcile(apptest.NamedCertKey(owner))
 	if n := r.Store.Listed(api.KindCertificate); n != 0 {
 		t.Errorf("the settled owner listed Certificates %d times, want 0", n)
 	}
 	secBefore, _ := r.Secrets.Get(r.Ctx, "default", "shared-tls")
-	if due := r.Rec(certKey(other)).NextRunAt; due.IsZero() || due.After(r.Clock.Now().Add(apptest.WaitPoll)) {
+	if due := r.Rec(apptest.NamedCertKey(other)).NextRunAt; due.IsZero() || due.After(r.Clock.Now().Add(apptest.WaitPoll)) {
 		t.Errorf("%s is due at %s, want within WaitPoll", other, due)
 	}
 	settle(t, r)
@@ -147,7 +130,7 @@ func TestDuplicateSecretNameOneOwnerNoLoop(t *testing.T) {
 	requireOwner(t, r, "shared-tls", owner, other)
 
 	// The owner goes: the other is woken at once (no clock movement) and issues.
-	if err := r.Service.Delete(r.Ctx, apptest.Caller, certKey(owner), app.DeleteOptions{}); err != nil {
+	if err := r.Service.Delete(r.Ctx, apptest.Caller, apptest.NamedCertKey(owner), app.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	r.Drain()
@@ -160,13 +143,13 @@ func TestDuplicateSecretNameOneOwnerNoLoop(t *testing.T) {
 // name, owns the secret now and issues once.
 func TestDuplicateSecretNameOwnerMovesAway(t *testing.T) {
 	r := apptest.NewRig(t)
-	r.Apply(apptest.SelfSignedYAML + "---\n" + sharedCertYAML("a", "shared-tls"))
+	r.Apply(apptest.SelfSignedYAML + "---\n" + apptest.NamedCertYAML("a", "shared-tls"))
 	r.Drain()
-	r.Apply(sharedCertYAML("b", "shared-tls") + "---\n" + sharedCertYAML("c", "shared-tls"))
+	r.Apply(apptest.NamedCertYAML("b", "shared-tls") + "---\n" + apptest.NamedCertYAML("c", "shared-tls"))
 	settle(t, r)
 	requireOwner(t, r, "shared-tls", "a", "b", "c")
 
-	r.Apply(sharedCertYAML("a", "a-tls"))
+	r.Apply(apptest.NamedCertYAML("a", "a-tls"))
 	r.Drain()
 	requireOwner(t, r, "a-tls", "a")
 	requireOwner(t, r, "shared-tls", "b", "c")
@@ -181,13 +164,13 @@ func TestDuplicateSecretNameOwnerMovesAway(t *testing.T) {
 // stops (Issuing=False, DuplicateSecretName) and creates nothing more.
 func TestDuplicateSecretNameStopsAnIssuance(t *testing.T) {
 	r := apptest.NewRig(t)
-	r.Apply(apptest.SelfSignedYAML + "---\n" + sharedCertYAML("a", "shared-tls") + "---\n" + sharedCertYAML("b", "b-tls"))
+	r.Apply(apptest.SelfSignedYAML + "---\n" + apptest.NamedCertYAML("a", "shared-tls") + "---\n" + apptest.NamedCertYAML("b", "b-tls"))
 	r.Drain()
 	// b's re-issuance is triggered, and before it runs b is pointed at a's secret.
-	if _, err := r.Service.Renew(r.Ctx, apptest.Caller, certKey("b")); err != nil {
+	if _, err := r.Service.Renew(r.Ctx, apptest.Caller, apptest.NamedCertKey("b")); err != nil {
 		t.Fatal(err)
 	}
-	r.Apply(sharedCertYAML("b", "shared-tls"))
+	r.Apply(apptest.NamedCertYAML("b", "shared-tls"))
 	if !api.IsTrue(cert(r, "b").Status.Conditions, api.CertificateConditionIssuing) {
 		t.Fatal("b is not issuing")
 	}

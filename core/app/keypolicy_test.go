@@ -1,4 +1,4 @@
-package engine_test
+package app_test
 
 import (
 	"crypto"

@@ -1,4 +1,4 @@
-package engine_test
+package kernel_test
 
 import (
 	"testing"
@@ -6,7 +6,7 @@ import (
 
 	"github.com/certfn/certfn/core/api"
 	"github.com/certfn/certfn/core/app/apptest"
-	"github.com/certfn/certfn/core/engine"
+	"github.com/certfn/certfn/core/kernel"
 	"github.com/certfn/certfn/core/ports"
 )
 
@@ -18,17 +18,17 @@ func TestTransientFailureDefersTheDueTime(t *testing.T) {
 	r := apptest.NewRig(t)
 	key := api.Key{Kind: api.KindCertificate, Namespace: "default", Name: "broken"}
 	past := r.Clock.Now().Add(-time.Minute)
-	// A stored record the engine cannot decode fails every reconcile.
+	// A stored record the kernel cannot decode fails every reconcile.
 	if _, err := r.Store.Store.Create(r.Ctx, ports.Record{Key: key, Data: []byte(`{"spec": 7}`), NextRunAt: past}); err != nil {
 		t.Fatal(err)
 	}
-	d := r.Engine.Handle(r.Ctx, engine.Message{Key: key, Attempt: 4})
+	d := r.Kernel.Handle(r.Ctx, kernel.Message{Key: key, Attempt: 4})
 	if d.Err == nil || d.Ack {
 		t.Fatalf("not a transient failure (err %v, ack %v)", d.Err, d.Ack)
 	}
-	want := r.Clock.Now().Add(engine.RetryBackoff(4))
-	if d.RetryAfter != engine.RetryBackoff(4) {
-		t.Fatalf("retry after %s, want %s", d.RetryAfter, engine.RetryBackoff(4))
+	want := r.Clock.Now().Add(kernel.RetryBackoff(4))
+	if d.RetryAfter != kernel.RetryBackoff(4) {
+		t.Fatalf("retry after %s, want %s", d.RetryAfter, kernel.RetryBackoff(4))
 	}
 	rec, err := r.Store.Store.Get(r.Ctx, key)
 	if err != nil {

@@ -1,4 +1,4 @@
-package engine_test
+package kernel_test
 
 import (
 	"encoding/json"
@@ -45,21 +45,21 @@ func reconcileUntil(t *testing.T, r *apptest.Rig, k api.Key, done func() bool) {
 	}
 }
 
-// What a restarted serve wakes (engine.WakeUnfinished): every object
+// What a restarted serve wakes (kernel.WakeUnfinished): every object
 // that is not final, and objects whose clean-up was interrupted, with a
 // Certificate whose next revision's request is issued (its secret may be
 // ahead of its status) first; nothing final or settled.
 func TestWakeUnfinishedWakesWhatIsInFlight(t *testing.T) {
 	r := apptest.NewRig(t)
 	r.Apply(apptest.SelfSignedYAML)
-	r.Apply(sharedCertYAML("done", "done-tls"))
-	r.Apply(sharedCertYAML("done-cleaning", "done-cleaning-tls"))
-	r.Apply(strings.Replace(sharedCertYAML("done-import", "done-import-tls"), "namespace: default", "namespace: default, annotations: {certfn.io/acm-import: \"true\"}", 1))
+	r.Apply(apptest.NamedCertYAML("done", "done-tls"))
+	r.Apply(apptest.NamedCertYAML("done-cleaning", "done-cleaning-tls"))
+	r.Apply(strings.Replace(apptest.NamedCertYAML("done-import", "done-import-tls"), "namespace: default", "namespace: default, annotations: {certfn.io/acm-import: \"true\"}", 1))
 	r.Drain()
 	// "done-cleaning": Ready, but its next-key secret's deletion was
 	// interrupted (status still names it).
-	rec := r.Rec(certKey("done-cleaning"))
-	o, err := r.Engine.Decode(rec)
+	rec := r.Rec(apptest.NamedCertKey("done-cleaning"))
+	o, err := r.Objects.Decode(rec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,16 +73,16 @@ func TestWakeUnfinishedWakesWhatIsInFlight(t *testing.T) {
 	}
 
 	r.Apply(apptest.CAIssuerYAML) // no CA secret: not Ready
-	r.Apply(strings.Replace(sharedCertYAML("waiting", "waiting-tls"), "{name: selfsigned, kind: ClusterIssuer}", "{name: ca}", 1))
-	r.Apply(sharedCertYAML("ahead", "ahead-tls"))
+	r.Apply(strings.Replace(apptest.NamedCertYAML("waiting", "waiting-tls"), "{name: selfsigned, kind: ClusterIssuer}", "{name: ca}", 1))
+	r.Apply(apptest.NamedCertYAML("ahead", "ahead-tls"))
 	r.ClearQueue()
 	// "waiting": its request exists and waits for the CA issuer.
 	waitingReq := api.Key{Kind: api.KindCertificateRequest, Namespace: "default", Name: "waiting-1"}
-	reconcileUntil(t, r, certKey("waiting"), func() bool { _, err := r.Engine.Get(r.Ctx, waitingReq); return err == nil })
+	reconcileUntil(t, r, apptest.NamedCertKey("waiting"), func() bool { _, err := r.Repo.Get(r.Ctx, waitingReq); return err == nil })
 	r.Reconcile(waitingReq)
 	// "ahead": its request is issued, the Certificate has not taken it yet.
 	aheadReq := api.Key{Kind: api.KindCertificateRequest, Namespace: "default", Name: "ahead-1"}
-	reconcileUntil(t, r, certKey("ahead"), func() bool { _, err := r.Engine.Get(r.Ctx, aheadReq); return err == nil })
+	reconcileUntil(t, r, apptest.NamedCertKey("ahead"), func() bool { _, err := r.Repo.Get(r.Ctx, aheadReq); return err == nil })
 	reconcileUntil(t, r, aheadReq, func() bool { return r.Get(aheadReq).(*api.CertificateRequest).IsIssued() })
 	r.ClearQueue()
 
@@ -100,7 +100,7 @@ func TestWakeUnfinishedWakesWhatIsInFlight(t *testing.T) {
 	for _, k := range kinds {
 		r.Store.Listed(k) // reset the counts
 	}
-	n, err := r.Engine.WakeUnfinished(r.Ctx)
+	n, err := r.Kernel.WakeUnfinished(r.Ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,7 +141,7 @@ func issuedRequestRig(t *testing.T, req api.Key, issued bool) *apptest.Rig {
 	r.Drain()
 	r.Apply(apptest.CertYAML)
 	r.ClearQueue()
-	reconcileUntil(t, r, apptest.CertKey, func() bool { _, err := r.Engine.Get(r.Ctx, req); return err == nil })
+	reconcileUntil(t, r, apptest.CertKey, func() bool { _, err := r.Repo.Get(r.Ctx, req); return err == nil })
 	reconcileUntil(t, r, req, func() bool { return r.Get(req).(*api.CertificateRequest).IsIssued() })
 	if issued {
 		r.Drain()

@@ -1,4 +1,4 @@
-package engine
+package kernel
 
 import (
 	"context"
@@ -10,23 +10,27 @@ import (
 
 	"github.com/certfn/certfn/core/api"
 	"github.com/certfn/certfn/core/ports"
+	"github.com/certfn/certfn/core/repo"
 )
 
-// run is the engine within one reconcile (Handle) or one API write: every
-// write the steps make goes through it, and so do the wake-ups the writes
-// cause. With a wake set, immediate wake-ups are collected and returned
-// to the caller (Disposition.Woken) instead of enqueued; delayed ones
-// always go to the queue. A run is used by one goroutine.
+// run is the kernel within one reconcile (Handle) or outside one (Direct):
+// the Objects of a step. Every write a controller makes goes through it,
+// and so do the wake-ups the writes cause. With a wake set, immediate
+// wake-ups are collected and returned to the caller (Disposition.Woken)
+// instead of enqueued; delayed ones always go to the queue. A run of
+// Handle is used by one goroutine.
 type run struct {
-	*Engine
+	*Kernel
 	woken *wakeSet // nil: enqueue every wake-up at once
-	// why holds, when no step wrote, why each step did nothing.
-	why []string
+	// why holds, when no step wrote, why each step did nothing (nil: not
+	// kept, outside Handle).
+	why *[]string
 }
 
-// direct is a run whose wake-ups go to the queue at once (API writes,
-// and reconciles of an engine that does not defer wake-ups).
-func (e *Engine) direct() *run { return &run{Engine: e} }
+// direct is a run whose wake-ups go to the queue at once (writes outside
+// a reconcile, and reconciles of a kernel that does not defer wake-ups)
+// and that keeps no reasons.
+func (k *Kernel) direct() *run { return &run{Kernel: k} }
 
 // wakeSet is the ordered set of keys woken during one Handle call.
 type wakeSet struct {
@@ -59,7 +63,7 @@ func (w *wakeSet) list() []api.Key {
 
 // update writes obj conditionally on version and wakes it and its owner.
 func (r *run) update(ctx context.Context, obj api.Object, version int64, next time.Time) (int64, error) {
-	data, err := encode(obj)
+	data, err := repo.Encode(obj)
 	if err != nil {
 		return 0, fmt.Errorf("encode %s: %w", api.KeyOf(obj), err)
 	}
@@ -89,7 +93,7 @@ func ownerCares(obj api.Object) bool {
 
 // create stores a new object and wakes it and its owner.
 func (r *run) create(ctx context.Context, obj api.Object, next time.Time) (int64, error) {
-	data, err := encode(obj)
+	data, err := repo.Encode(obj)
 	if err != nil {
 		return 0, fmt.Errorf("encode %s: %w", api.KeyOf(obj), err)
 	}
@@ -188,7 +192,7 @@ func (r *run) wakeOwnerOfFinal(ctx context.Context, rec ports.Record) error {
 	if rec.Owner.IsZero() {
 		return nil
 	}
-	obj, err := decode(rec)
+	obj, err := repo.Decode(rec)
 	if err != nil {
 		return err
 	}
@@ -203,7 +207,7 @@ func (r *run) wakeOwnerOfFinal(ctx context.Context, rec ports.Record) error {
 	if err != nil {
 		return fmt.Errorf("load owner %s of %s: %w", owner, rec.Key, err)
 	}
-	o, err := decode(orec)
+	o, err := repo.Decode(orec)
 	if err != nil {
 		return err
 	}

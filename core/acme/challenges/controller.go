@@ -1,5 +1,5 @@
 // Package challenges is docs/design/acme-orders.md's challenge controller as
-// one-step-per-invocation steps for kind Challenge (an engine.Handler):
+// one-step-per-invocation steps for kind Challenge (a kernel.Controller):
 //
 //  1. schedule: oldest first, at most MaxInFlight processing at once, never
 //     two for the same DNS name and type at the same time — made atomic by
@@ -19,8 +19,8 @@
 //
 // Clean-up always happens: before a Challenge records a final state, and
 // before a presented Challenge is deleted — by its Order after success or
-// along with its CertificateRequest — through engine.Deleter
-// (Handler.BeforeDelete). HTTP-01 needs nothing: a token is served only
+// along with its CertificateRequest — through kernel.Deleter
+// (Controller.BeforeDelete). HTTP-01 needs nothing: a token is served only
 // while its Challenge is stored, presented and not final.
 package challenges
 
@@ -33,8 +33,8 @@ import (
 
 	"github.com/certfn/certfn/core/acme"
 	"github.com/certfn/certfn/core/api"
-	"github.com/certfn/certfn/core/engine"
 	"github.com/certfn/certfn/core/errs"
+	"github.com/certfn/certfn/core/kernel"
 	"github.com/certfn/certfn/core/ports"
 )
 
@@ -52,7 +52,7 @@ type SelfChecker interface {
 	Check(ctx context.Context, ch *api.Challenge) (ok bool, why string, err error)
 }
 
-// Config configures the Challenge handler.
+// Config configures the Challenge controller.
 type Config struct {
 	Accounts *acme.Accounts
 	// Issuers is the deployment's issuer rule (which issuer a ref names,
@@ -80,11 +80,11 @@ type Config struct {
 	AfterPresent func(ch *api.Challenge)
 }
 
-// Handler reconciles Challenges. Safe for concurrent use.
-type Handler struct{ cfg Config }
+// Controller reconciles Challenges. Safe for concurrent use.
+type Controller struct{ cfg Config }
 
-// New returns the Challenge handler.
-func New(cfg Config) *Handler {
+// New returns the Challenge controller.
+func New(cfg Config) *Controller {
 	if cfg.MaxInFlight <= 0 {
 		cfg.MaxInFlight = 60
 	}
@@ -98,14 +98,14 @@ func New(cfg Config) *Handler {
 	if cfg.WaitPoll <= 0 {
 		cfg.WaitPoll = 10 * time.Minute
 	}
-	return &Handler{cfg: cfg}
+	return &Controller{cfg: cfg}
 }
 
-var _ engine.Handler = (*Handler)(nil)
+var _ kernel.Controller = (*Controller)(nil)
 
 type run struct {
-	h   *Handler
-	e   engine.Objects
+	h   *Controller
+	e   kernel.Objects
 	rec ports.Record
 	c   *api.Challenge
 	now time.Time
@@ -113,15 +113,11 @@ type run struct {
 	order *api.Order
 }
 
-// Reconcile implements engine.Handler: one step per call.
-func (h *Handler) Reconcile(ctx context.Context, e engine.Objects, rec ports.Record) error {
-	obj, err := e.Decode(rec)
+// Reconcile implements kernel.Controller: one step per call.
+func (h *Controller) Reconcile(ctx context.Context, e kernel.Objects, rec ports.Record) error {
+	c, err := kernel.DecodeAs[*api.Challenge](e, rec)
 	if err != nil {
 		return err
-	}
-	c, ok := obj.(*api.Challenge)
-	if !ok {
-		return fmt.Errorf("record %s is not a Challenge", rec.Key)
 	}
 	r := &run{h: h, e: e, rec: rec, c: c, now: e.Now()}
 	return r.step(ctx)
@@ -194,7 +190,7 @@ func (r *run) finish(ctx context.Context, state api.State, reason string) error 
 	return r.wakeWaiting(ctx)
 }
 
-// BeforeDelete implements engine.Deleter: a Challenge deleted while its
+// BeforeDelete implements kernel.Deleter: a Challenge deleted while its
 // record is presented (its Order succeeded, or its CertificateRequest was
 // deleted) is cleaned up first. So is a DNS-01 Challenge that is
 // processing but not recorded as presented: its TXT record may have been
@@ -204,7 +200,7 @@ func (r *run) finish(ctx context.Context, state api.State, reason string) error 
 // A Challenge that is not final then releases its lease (lease.go): it
 // may hold it while processing, or after a crash between its claim and
 // its processing write.
-func (h *Handler) BeforeDelete(ctx context.Context, e engine.Objects, rec ports.Record) error {
+func (h *Controller) BeforeDelete(ctx context.Context, e kernel.Objects, rec ports.Record) error {
 	obj, err := e.Decode(rec)
 	if err != nil {
 		return err
@@ -230,12 +226,12 @@ func (h *Handler) BeforeDelete(ctx context.Context, e engine.Objects, rec ports.
 	return release(ctx, e, ch, e.Now())
 }
 
-var _ engine.Deleter = (*Handler)(nil)
+var _ kernel.Deleter = (*Controller)(nil)
 
 // CleanUp removes what ch presented: the DNS-01 record (HTTP-01 needs
 // nothing: its token is served only while the Challenge is presented and
 // not final). Idempotent.
-func (h *Handler) CleanUp(ctx context.Context, _ engine.Objects, ch *api.Challenge) error {
+func (h *Controller) CleanUp(ctx context.Context, _ kernel.Objects, ch *api.Challenge) error {
 	if ch.Spec.Type != api.ACMEChallengeTypeDNS01 || h.cfg.DNS01 == nil {
 		return nil
 	}
@@ -311,4 +307,21 @@ func (r *run) checkSolver(ctx context.Context) (string, error) {
 		return "spec.solver is not the solver the issuer's spec selects for this challenge (the issuer's solvers changed, or the Challenge was not created by certfn)", nil
 	}
 	return "", nil
+}
+
+// Unfinished is the Challenges' kernel.UnfinishedFunc: the Challenges
+// that are not final, and final ones still presented or processing
+// (their clean-up was interrupted).
+func Unfinished(ctx context.Context, l *kernel.Listing) (first, rest []api.Key, err error) {
+	chs, err := l.Objects(ctx, api.KindChallenge)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, it := range chs {
+		ch := it.Obj.(*api.Challenge)
+		if !ch.IsFinal() || ch.Status.Presented || ch.Status.Processing {
+			rest = append(rest, it.Rec.Key)
+		}
+	}
+	return nil, rest, nil
 }

@@ -1,5 +1,5 @@
 // Package orders is docs/design/acme-orders.md's order controller as one-step-per-invocation
-// steps for kind Order (an engine.Handler):
+// steps for kind Order (a kernel.Controller):
 //
 //  1. create the ACME order once, only while status.url is empty, and copy
 //     its URL, finalize URL and authorization URLs (create.go);
@@ -31,11 +31,11 @@ import (
 
 	"github.com/certfn/certfn/core/acme"
 	"github.com/certfn/certfn/core/api"
-	"github.com/certfn/certfn/core/engine"
+	"github.com/certfn/certfn/core/kernel"
 	"github.com/certfn/certfn/core/ports"
 )
 
-// Config configures the Order handler.
+// Config configures the Order controller.
 type Config struct {
 	Accounts *acme.Accounts
 	// Issuers is the deployment's issuer rule (which issuer a ref names,
@@ -53,11 +53,11 @@ type Config struct {
 	ARIInterval time.Duration
 }
 
-// Handler reconciles Orders. Safe for concurrent use.
-type Handler struct{ cfg Config }
+// Controller reconciles Orders. Safe for concurrent use.
+type Controller struct{ cfg Config }
 
-// New returns the Order handler.
-func New(cfg Config) *Handler {
+// New returns the Order controller.
+func New(cfg Config) *Controller {
 	cfg.Polling = cfg.Polling.WithDefaults()
 	if cfg.WaitPoll <= 0 {
 		cfg.WaitPoll = 10 * time.Minute
@@ -65,29 +65,25 @@ func New(cfg Config) *Handler {
 	if cfg.ARIInterval <= 0 {
 		cfg.ARIInterval = 12 * time.Hour
 	}
-	return &Handler{cfg: cfg}
+	return &Controller{cfg: cfg}
 }
 
-var _ engine.Handler = (*Handler)(nil)
+var _ kernel.Controller = (*Controller)(nil)
 
 // run is one reconcile of one Order.
 type run struct {
-	h   *Handler
-	e   engine.Objects
+	h   *Controller
+	e   kernel.Objects
 	rec ports.Record
 	o   *api.Order
 	now time.Time
 }
 
-// Reconcile implements engine.Handler: one step per call.
-func (h *Handler) Reconcile(ctx context.Context, e engine.Objects, rec ports.Record) error {
-	obj, err := e.Decode(rec)
+// Reconcile implements kernel.Controller: one step per call.
+func (h *Controller) Reconcile(ctx context.Context, e kernel.Objects, rec ports.Record) error {
+	o, err := kernel.DecodeAs[*api.Order](e, rec)
 	if err != nil {
 		return err
-	}
-	o, ok := obj.(*api.Order)
-	if !ok {
-		return fmt.Errorf("record %s is not an Order", rec.Key)
 	}
 	r := &run{h: h, e: e, rec: rec, o: o, now: e.Now()}
 	return r.step(ctx)
@@ -206,4 +202,29 @@ func needsAuthorizations(o *api.Order) bool {
 // server's Retry-After, or the backoff.
 func (r *run) pollAt(polls int, ra time.Duration) time.Time {
 	return r.now.Add(r.h.cfg.Polling.Delay(polls, ra))
+}
+
+// Unfinished is the Orders' kernel.UnfinishedFunc: the Orders that are
+// not final, and valid Orders that still own Challenges (their clean-up
+// was interrupted).
+func Unfinished(ctx context.Context, l *kernel.Listing) (first, rest []api.Key, err error) {
+	orders, err := l.Objects(ctx, api.KindOrder)
+	if err != nil {
+		return nil, nil, err
+	}
+	chs, err := l.Objects(ctx, api.KindChallenge)
+	if err != nil {
+		return nil, nil, err
+	}
+	owning := map[api.Key]bool{} // Orders that own a Challenge
+	for _, ch := range chs {
+		owning[ch.Rec.Owner] = true
+	}
+	for _, it := range orders {
+		ord := it.Obj.(*api.Order)
+		if !ord.IsFinal() || (ord.Status.State == api.StateValid && owning[it.Rec.Key]) {
+			rest = append(rest, it.Rec.Key)
+		}
+	}
+	return nil, rest, nil
 }

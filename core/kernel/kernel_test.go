@@ -1,20 +1,17 @@
-package engine_test
+package kernel_test
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"sort"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/certfn/certfn/core/api"
 	"github.com/certfn/certfn/core/app/apptest"
-	"github.com/certfn/certfn/core/certificaterequests"
 	ct "github.com/certfn/certfn/core/certificates/certtest"
-	"github.com/certfn/certfn/core/engine"
 	"github.com/certfn/certfn/core/errs"
+	"github.com/certfn/certfn/core/kernel"
 	"github.com/certfn/certfn/core/ports"
 )
 
@@ -36,7 +33,7 @@ func TestHandleAcknowledgesWhatCannotBeRetried(t *testing.T) {
 	} {
 		t.Run(tc.body, func(t *testing.T) {
 			r := apptest.NewRig(t)
-			d := r.Engine.HandleBody(r.Ctx, tc.body, 1)
+			d := r.Kernel.HandleBody(r.Ctx, tc.body, 1)
 			if !d.Ack || d.RetryAfter != 0 {
 				t.Fatalf("disposition %+v, want ack", d)
 			}
@@ -76,7 +73,7 @@ func TestHandleRetries(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			r := apptest.NewRig(t)
 			r.Store.SetGetErr(tc.err)
-			d := r.Engine.Handle(r.Ctx, engine.Message{Key: apptest.CertKey, Attempt: tc.attempt})
+			d := r.Kernel.Handle(r.Ctx, kernel.Message{Key: apptest.CertKey, Attempt: tc.attempt})
 			if d.Ack != tc.wantAck || d.RetryAfter != tc.wantRetry || !errors.Is(d.Err, tc.err) {
 				t.Fatalf("disposition %+v, want ack=%v retry=%s err %v", d, tc.wantAck, tc.wantRetry, tc.err)
 			}
@@ -98,7 +95,7 @@ func TestRetryBackoff(t *testing.T) {
 	}{
 		{0, s}, {1, s}, {2, 2 * s}, {3, 4 * s}, {5, 16 * s}, {9, 256 * s}, {10, 5 * time.Minute}, {100, 5 * time.Minute},
 	} {
-		if got := engine.RetryBackoff(tc.attempt); got != tc.want {
+		if got := kernel.RetryBackoff(tc.attempt); got != tc.want {
 			t.Errorf("RetryBackoff(%d) = %s, want %s", tc.attempt, got, tc.want)
 		}
 	}
@@ -184,7 +181,7 @@ func TestSweepEnqueuesOnlyDueKeys(t *testing.T) {
 	mk("never", time.Time{})
 	mk("due-recent", ct.T0.Add(-time.Minute))
 
-	n, err := r.Engine.Sweep(r.Ctx, 2)
+	n, err := r.Kernel.Sweep(r.Ctx, 2)
 	if err != nil || n != 2 {
 		t.Fatalf("Sweep(limit 2) = %d, %v", n, err)
 	}
@@ -192,7 +189,7 @@ func TestSweepEnqueuesOnlyDueKeys(t *testing.T) {
 		t.Fatalf("limit 2 enqueued %s, want the two oldest", got)
 	}
 	r.ClearQueue()
-	n, err = r.Engine.Sweep(r.Ctx, 100)
+	n, err = r.Kernel.Sweep(r.Ctx, 100)
 	if err != nil || n != 3 {
 		t.Fatalf("Sweep = %d, %v; want 3", n, err)
 	}
@@ -205,130 +202,30 @@ func TestSweepEnqueuesOnlyDueKeys(t *testing.T) {
 	}
 }
 
-// A denied request is recorded as such and replaced after the backoff
-// (docs/design/approval-policy.md: "a denial is a permanent failure that the Certificate retries
-// with backoff").
-func TestDeniedRequestIsReplacedAfterTheBackoff(t *testing.T) {
-	r := apptest.NewRig(t)
-	r.Approver.Set(certificaterequests.Unmatched)
-	r.Apply(apptest.SelfSignedYAML)
-	r.Apply(apptest.CertYAML)
-	r.Drain()
-	reqKey := api.Key{Kind: api.KindCertificateRequest, Namespace: "default", Name: "web-1"}
-	cr := r.Get(reqKey).(*api.CertificateRequest)
-	if c := api.FindCondition(cr.Status.Conditions, "Ready"); c == nil || c.Reason != "Pending" {
-		t.Fatalf("request not pending: %+v", cr.Status.Conditions)
-	}
-	if _, err := r.Service.Approve(r.Ctx, apptest.Caller, reqKey, false, "Policy", "not allowed", ""); err != nil {
-		t.Fatal(err)
-	}
-	r.Drain()
-	cr = r.Get(reqKey).(*api.CertificateRequest)
-	if c := api.FindCondition(cr.Status.Conditions, "Ready"); c == nil || c.Reason != "Denied" || cr.Status.FailureTime == nil {
-		t.Fatalf("denial not recorded on the request: %+v failureTime %v", cr.Status.Conditions, cr.Status.FailureTime)
-	}
-	c := r.Get(apptest.CertKey).(*api.Certificate)
-	if c.Status.FailedIssuanceAttempts == nil || *c.Status.FailedIssuanceAttempts != 1 {
-		t.Fatalf("failure not recorded on the certificate: %+v", c.Status)
-	}
-	oldUID := cr.UID
-
-	r.Approver.Set(certificaterequests.Approved)
-	r.Clock.Advance(time.Hour + time.Minute)
-	if _, err := r.Engine.Sweep(r.Ctx, 100); err != nil {
-		t.Fatal(err)
-	}
-	r.Drain()
-	c = r.Get(apptest.CertKey).(*api.Certificate)
-	if !api.IsTrue(c.Status.Conditions, "Ready") || c.Status.Revision == nil || *c.Status.Revision != 1 {
-		t.Fatalf("not issued after the backoff: %+v", c.Status)
-	}
-	if cr := r.Get(reqKey).(*api.CertificateRequest); cr.UID == oldUID || !cr.IsIssued() {
-		t.Fatalf("the denied request was not replaced (uid %s, issued %v)", cr.UID, cr.IsIssued())
-	}
-}
-
-// A request waiting for a CA issuer is woken when the issuer becomes
-// Ready (the CA secret appears), not only by its own poll.
-func TestIssuerReadyWakesWaitingRequests(t *testing.T) {
-	r := apptest.NewRig(t)
-	r.Apply(apptest.CAIssuerYAML)
-	crt := ct.Cert() // issuerRef: Issuer "ca"
-	csr := ct.CSR(t, crt, ct.Key(t, nil))
-	r.Apply(fmt.Sprintf("apiVersion: cert-manager.io/v1\nkind: CertificateRequest\nmetadata: {name: req, namespace: default}\nspec: {issuerRef: {name: ca}, request: %s}\n", apptest.B64(csr)))
-	r.Drain()
-	reqKey := api.Key{Kind: api.KindCertificateRequest, Namespace: "default", Name: "req"}
-	cr := r.Get(reqKey).(*api.CertificateRequest)
-	if c := api.FindCondition(cr.Status.Conditions, "Ready"); c == nil || c.Reason != "Pending" || !strings.Contains(c.Message, `issuer "ca" does not have a Ready status condition`) {
-		t.Fatalf("request not waiting for the issuer: %+v", cr.Status.Conditions)
-	}
-	// The CA secret appears; only the issuer is reconciled.
-	ca := ct.NewCA(t)
-	if err := r.Secrets.Put(r.Ctx, ca.Secret(t, "default", "ca-key-pair")); err != nil {
-		t.Fatal(err)
-	}
-	r.ClearQueue()
-	r.Reconcile(apptest.CAKey)
-	if got := r.Visible(); !strings.Contains(strings.Join(got, ","), reqKey.String()) {
-		t.Fatalf("the waiting request was not woken: queue %v", got)
-	}
-	r.Drain()
-	if cr := r.Get(reqKey).(*api.CertificateRequest); !cr.IsIssued() {
-		t.Fatalf("request not issued after the issuer became ready: %+v", cr.Status.Conditions)
-	}
-}
-
 func TestNewRequiresItsPorts(t *testing.T) {
 	r := apptest.NewRig(t)
-	full := engine.Config{Store: r.Store, Secrets: r.Secrets, Queue: r.Queue, Clock: r.Clock, Evaluator: r.Engine.Config().Evaluator}
+	full := kernel.Config{Store: r.Store, Queue: r.Queue, Clock: r.Clock}
 	for _, tc := range []struct {
 		name string
-		drop func(*engine.Config)
+		drop func(*kernel.Config)
 		want string
 	}{
-		{"store", func(c *engine.Config) { c.Store = nil }, "Store is required"},
-		{"secrets", func(c *engine.Config) { c.Secrets = nil }, "Secrets is required"},
-		{"queue", func(c *engine.Config) { c.Queue = nil }, "Queue is required"},
-		{"clock", func(c *engine.Config) { c.Clock = nil }, "Clock is required"},
-		{"evaluator", func(c *engine.Config) { c.Evaluator = nil }, "Evaluator is required"},
+		{"store", func(c *kernel.Config) { c.Store = nil }, "Store is required"},
+		{"queue", func(c *kernel.Config) { c.Queue = nil }, "Queue is required"},
+		{"clock", func(c *kernel.Config) { c.Clock = nil }, "Clock is required"},
 	} {
 		cfg := full
 		tc.drop(&cfg)
-		if _, err := engine.New(cfg); err == nil || !strings.Contains(err.Error(), tc.want) {
+		if _, err := kernel.New(cfg); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s missing: err = %v", tc.name, err)
 		}
 	}
-	e, err := engine.New(full)
+	k, err := kernel.New(full)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := e.Config()
-	if c.WaitPoll != 10*time.Minute || c.ResyncInterval != 24*time.Hour || c.MaxQueueDelay != 15*time.Minute ||
-		c.ClusterResourceNamespace != "cert-manager" || c.Identity.Username == "" || c.Approver == nil || c.Metrics == nil {
+	c := k.Config()
+	if c.MaxQueueDelay != 15*time.Minute || c.Metrics == nil {
 		t.Fatalf("defaults not applied: %+v", c)
-	}
-}
-
-// WakeCertificatesNaming finds exactly the Certificates naming the secret
-// (not one naming a longer name that starts with it, nor another
-// namespace's), whichever it skips undecoded.
-func TestWakeCertificatesNaming(t *testing.T) {
-	r := apptest.NewRig(t)
-	cert := func(ns, name, secret string) string {
-		return "apiVersion: cert-manager.io/v1\nkind: Certificate\nmetadata: {name: " + name + ", namespace: " + ns + "}\n" +
-			"spec: {secretName: " + secret + ", dnsNames: [" + name + ".example.com], issuerRef: {name: ss}}\n---\n"
-	}
-	r.Apply(cert("default", "a", "shared") + cert("default", "b", "shared") + cert("default", "c", "shared-2") +
-		cert("default", "d", "other") + cert("team", "e", "shared"))
-	r.ClearQueue()
-	if err := r.Engine.WakeCertificatesNaming(context.Background(), "default", "shared"); err != nil {
-		t.Fatal(err)
-	}
-	got := r.Visible()
-	sort.Strings(got)
-	want := []string{api.Key{Kind: api.KindCertificate, Namespace: "default", Name: "a"}.String(),
-		api.Key{Kind: api.KindCertificate, Namespace: "default", Name: "b"}.String()}
-	if strings.Join(got, ",") != strings.Join(want, ",") {
-		t.Fatalf("woken %v, want %v", got, want)
 	}
 }

@@ -1,4 +1,4 @@
-package engine_test
+package certificates_test
 
 import (
 	"slices"
@@ -27,7 +27,7 @@ func issueAndRenew(t *testing.T, r *apptest.Rig) (issued, renewed float64) {
 	}
 	issued = r.Metrics.Get(certWrites)
 	r.Clock.Set(c.Status.RenewalTime.Add(time.Minute))
-	if _, err := r.Engine.Sweep(r.Ctx, 100); err != nil {
+	if _, err := r.Kernel.Sweep(r.Ctx, 100); err != nil {
 		t.Fatal(err)
 	}
 	r.Drain()
@@ -37,10 +37,10 @@ func issueAndRenew(t *testing.T, r *apptest.Rig) (issued, renewed float64) {
 	return issued, r.Metrics.Get(certWrites) - issued
 }
 
-// Notifications through the engine: "issued" after the first issuance,
+// Notifications through the kernel: "issued" after the first issuance,
 // "renewed" after the renewal, at the price of one Certificate write each
 // (none without a notifier).
-func TestNotificationsThroughTheEngine(t *testing.T) {
+func TestNotificationsThroughTheKernel(t *testing.T) {
 	off := apptest.NewRig(t)
 	offIssued, offRenewed := issueAndRenew(t, off)
 
@@ -84,7 +84,7 @@ func TestNotificationOfADenial(t *testing.T) {
 	}
 	r.Approver.Set(certificaterequests.Approved)
 	r.Clock.Advance(time.Hour + time.Minute)
-	if _, err := r.Engine.Sweep(r.Ctx, 100); err != nil {
+	if _, err := r.Kernel.Sweep(r.Ctx, 100); err != nil {
 		t.Fatal(err)
 	}
 	r.Drain()
