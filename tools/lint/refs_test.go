@@ -133,3 +133,46 @@ func TestDeadReferenceRule(t *testing.T) {
 		}
 	}
 }
+
+// docPath is a repository document named in a file (docs/….md), not an
+// upstream project's: cert-manager's website paths (docs/configuration/…)
+// and approver-policy's examples (docs/examples/…) are theirs.
+var docPath = regexp.MustCompile(`(^|[^A-Za-z0-9_./-])(docs/[A-Za-z0-9_./-]+\.md)`)
+
+func upstreamDoc(p string) bool {
+	return strings.HasPrefix(p, "docs/configuration/") || strings.HasPrefix(p, "docs/examples/")
+}
+
+// TestDocPathsExist fails on a file outside docs/ that names a document of
+// the repository that does not exist (moved or renamed without its
+// readers).
+func TestDocPathsExist(t *testing.T) {
+	root := repoRoot(t)
+	out, err := exec.Command("git", "-C", root, "ls-files", "-z").Output()
+	if err != nil {
+		t.Fatalf("git ls-files: %v", err)
+	}
+	named := 0
+	for _, f := range strings.Split(strings.TrimRight(string(out), "\x00"), "\x00") {
+		if skipRefs(f) || strings.HasSuffix(f, ".md") {
+			continue // Markdown links are relative; a link checker's job
+		}
+		b, err := os.ReadFile(filepath.Join(root, f))
+		if err != nil || bytes.IndexByte(b, 0) >= 0 {
+			continue
+		}
+		for _, m := range docPath.FindAllStringSubmatch(string(b), -1) {
+			p := strings.TrimSuffix(m[2], ".")
+			if upstreamDoc(p) {
+				continue
+			}
+			named++
+			if _, err := os.Stat(filepath.Join(root, p)); err != nil {
+				t.Errorf("%s names %s, which does not exist", f, p)
+			}
+		}
+	}
+	if named < 20 {
+		t.Fatalf("found %d document paths in code: the pattern is broken", named)
+	}
+}
