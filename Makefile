@@ -92,13 +92,17 @@ demo: build
 
 # Hygiene checks (CI runs them before the tests): gofmt, no init() functions,
 # go.mod/go.sum as `go mod tidy` leaves them, go vet and staticcheck (the
-# version go.mod's tool directive pins; built by the go command).
+# version go.mod's tool directive pins; built by the go command), and
+# tools/lint: the import layers (cmd, functions -> internal -> adapters ->
+# core; the kernel imports no kind) and no reference a reader cannot follow
+# (a build machine's path, a design document or issue by its number).
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	@if git grep -nE '^func init\(\)' -- '*.go'; then echo "lint: init() functions are not allowed (above)"; exit 1; fi
 	@$(GO) mod tidy -diff || { echo "lint: go.mod/go.sum are not tidy: run go mod tidy"; exit 1; }
 	$(GO) vet ./...
 	$(GO) tool staticcheck ./...
+	$(GO) test -count=1 ./tools/lint/
 
 # Short fuzzing runs of the parsers (the seed corpora also run in `make test`).
 fuzz:
