@@ -48,6 +48,7 @@ func TestLayerRule(t *testing.T) {
 		{"test support importing tests/", withKernel(p("internal/awsmode/awstest", []string{"tests/emulators"})), ""},
 		{"core depending on a cloud SDK", withKernel(p("core/policy", nil, "cloud.google.com/go/firestore")), "core uses no cloud SDK"},
 		{"kernel importing a kind package", []pkg{p(kernel, []string{"core/api", "core/certificates"})}, "the kernel imports no kind package"},
+		{"repository importing a kind package", withKernel(p("core/repo", []string{"core/api", "core/policy"})), "core/repo imports core/policy"},
 		{"no kernel", []pkg{p("core/api", nil)}, "the kernel rule checks nothing"},
 	}
 	for _, tc := range tests {
