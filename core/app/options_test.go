@@ -155,6 +155,66 @@ func TestDeleteOptions(t *testing.T) {
 	})
 }
 
+// A write between Delete's check of a uid precondition and its delete
+// (a controller's status update) is not the caller's conflict: the
+// object is checked again and deleted. A resourceVersion precondition the
+// write made stale is a conflict, and an object that never stays still
+// is a conflict after a bounded number of checks.
+func TestDeleteRacesAWriter(t *testing.T) {
+	str := func(s string) *string { return &s }
+	for _, tc := range []struct {
+		name    string
+		writes  int // writes after a Get, one per Get
+		opts    func(uid, rv string) app.DeleteOptions
+		deleted bool
+		errHas  string
+	}{
+		{"uid, one write", 1, func(uid, _ string) app.DeleteOptions {
+			return app.DeleteOptions{Preconditions: app.Preconditions{UID: &uid}}
+		}, true, ""},
+		{"uid, three writes", 3, func(uid, _ string) app.DeleteOptions {
+			return app.DeleteOptions{Preconditions: app.Preconditions{UID: &uid}}
+		}, true, ""},
+		{"resourceVersion, one write", 1, func(_, rv string) app.DeleteOptions {
+			return app.DeleteOptions{Preconditions: app.Preconditions{ResourceVersion: str(rv)}}
+		}, false, "preconditions.resourceVersion"},
+		{"uid, a write after every read", 1000, func(uid, _ string) app.DeleteOptions {
+			return app.DeleteOptions{Preconditions: app.Preconditions{UID: &uid}}
+		}, false, "conflict"},
+		{"no preconditions, a write after every read", 1000, func(string, string) app.DeleteOptions { return app.DeleteOptions{} }, true, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := selectorRig(t)
+			key := api.Key{Kind: api.KindCertificate, Namespace: "default", Name: "web"}
+			m := r.Get(key).GetObjectMeta()
+			writes := 0
+			r.Store.SetAfterGet(func(k api.Key) {
+				if k != key || writes >= tc.writes {
+					return
+				}
+				writes++
+				rec, err := r.Store.Store.Get(r.Ctx, k)
+				if err != nil {
+					t.Errorf("writer: %v", err)
+					return
+				}
+				if _, err := r.Store.Store.Update(r.Ctx, rec); err != nil {
+					t.Errorf("writer: %v", err)
+				}
+			})
+			err := r.Service.Delete(r.Ctx, apptest.Caller, key, tc.opts(m.UID, m.ResourceVersion))
+			r.Store.SetAfterGet(nil)
+			if tc.errHas == "" && err != nil || tc.errHas != "" && (!errors.Is(err, app.ErrConflict) || !strings.Contains(err.Error(), tc.errHas)) {
+				t.Fatalf("Delete: %v, want a conflict containing %q", err, tc.errHas)
+			}
+			_, gerr := r.Store.Store.Get(r.Ctx, key)
+			if deleted := errors.Is(gerr, ports.ErrNotFound); deleted != tc.deleted {
+				t.Fatalf("deleted %t, want %t (%v)", deleted, tc.deleted, gerr)
+			}
+		})
+	}
+}
+
 // A manifest's metadata.resourceVersion is a precondition of apply (and
 // of its dry run): only that version of the stored object is updated.
 func TestApplyResourceVersion(t *testing.T) {

@@ -302,38 +302,27 @@ func (s *Service) Delete(ctx context.Context, caller Caller, key api.Key, opts D
 		}
 		return s.deleteSecret(ctx, key, opts.DryRun)
 	}
-	// The record, not the object: one that no longer decodes can be deleted.
-	rec, err := s.repo.Store().Get(ctx, key)
-	if err != nil {
-		return fmt.Errorf("get %s: %w", key, err)
-	}
-	o, derr := repo.Decode(rec)
-	if derr != nil {
-		o = nil
-	}
-	var version int64 // unconditional unless a precondition was checked
-	if !opts.Preconditions.IsZero() {
-		if err := opts.Preconditions.check(key, rec, o); err != nil {
+	var o api.Object
+	for attempt := 1; ; attempt++ {
+		var err error
+		o, err = s.deleteChecked(ctx, key, opts)
+		if err == nil {
+			break
+		}
+		// A write between the check and the delete (a controller's status
+		// update) is not the caller's conflict: the record is read and
+		// checked again, as the Kubernetes API server's conditional delete
+		// does, a bounded number of times.
+		var race storeRace
+		if !errors.As(err, &race) {
 			return err
 		}
-		version = rec.Version
+		if attempt == deleteAttempts {
+			return fmt.Errorf("%w: %s changed between each of %d checks and its delete: %w", ErrConflict, key, deleteAttempts, race.err)
+		}
 	}
 	if opts.DryRun {
 		return nil
-	}
-	switch {
-	case key.Kind == api.KindCertificate && !s.deletesSecrets:
-		// A role without the secret store (the cloud APIs) may not touch
-		// secrets: the next private key is left to its lifecycle.
-		s.log.WarnContext(ctx, "secret left in place: this role has no access to the secret store",
-			"namespace", key.Namespace, "name", certificates.NextKeySecretName(key.Name))
-	case key.Kind == api.KindCertificate:
-		if err := s.secrets.Delete(ctx, key.Namespace, certificates.NextKeySecretName(key.Name)); err != nil {
-			return fmt.Errorf("delete next private key of %s: %w", key, err)
-		}
-	}
-	if err := s.objects.DeleteObject(ctx, key, version, api.Key{}); err != nil {
-		return err
 	}
 	if o != nil && key.Kind == api.KindCertificate {
 		s.wakeSharers(ctx, key.Namespace, o.(*api.Certificate).Spec.SecretName)
@@ -344,6 +333,65 @@ func (s *Service) Delete(ctx context.Context, caller Caller, key api.Key, opts D
 		return fmt.Errorf("delete the Event of %s: %w", key, err)
 	}
 	return nil
+}
+
+// deleteAttempts bounds Delete's re-reads when the stored object keeps
+// changing between its check and its delete.
+const deleteAttempts = 8
+
+// storeRace is a conflict from the store on a delete conditional on the
+// version Delete checked: the object changed after the check, so the
+// check is worth making again.
+type storeRace struct{ err error }
+
+func (r storeRace) Error() string { return r.err.Error() }
+func (r storeRace) Unwrap() error { return r.err }
+
+// deleteChecked reads the record at key, checks opts.Preconditions on it
+// and, unless opts.DryRun, deletes a Certificate's next private key and
+// the object, conditional on the version read when a precondition was
+// given. It returns the object as it was (nil when the record no longer
+// decodes: such a record can still be deleted). A store conflict on the
+// conditional delete is a storeRace.
+func (s *Service) deleteChecked(ctx context.Context, key api.Key, opts DeleteOptions) (api.Object, error) {
+	// The record, not the object: one that no longer decodes can be deleted.
+	rec, err := s.repo.Store().Get(ctx, key)
+	if err != nil {
+		return nil, fmt.Errorf("get %s: %w", key, err)
+	}
+	o, derr := repo.Decode(rec)
+	if derr != nil {
+		o = nil
+	}
+	var version int64 // unconditional unless a precondition was checked
+	if !opts.Preconditions.IsZero() {
+		if err := opts.Preconditions.check(key, rec, o); err != nil {
+			return nil, err
+		}
+		version = rec.Version
+	}
+	if opts.DryRun {
+		return o, nil
+	}
+	switch {
+	case key.Kind == api.KindCertificate && !s.deletesSecrets:
+		// A role without the secret store (the cloud APIs) may not touch
+		// secrets: the next private key is left to its lifecycle.
+		s.log.WarnContext(ctx, "secret left in place: this role has no access to the secret store",
+			"namespace", key.Namespace, "name", certificates.NextKeySecretName(key.Name))
+	case key.Kind == api.KindCertificate:
+		// Deleting a missing secret is nil: a retry deletes it again.
+		if err := s.secrets.Delete(ctx, key.Namespace, certificates.NextKeySecretName(key.Name)); err != nil {
+			return nil, fmt.Errorf("delete next private key of %s: %w", key, err)
+		}
+	}
+	if err := s.objects.DeleteObject(ctx, key, version, api.Key{}); err != nil {
+		if version > 0 && errors.Is(err, ports.ErrConflict) {
+			return nil, storeRace{err}
+		}
+		return nil, err
+	}
+	return o, nil
 }
 
 // wakeSharers wakes the Certificates naming namespace/secretName after one

@@ -35,12 +35,23 @@ const WaitPoll = 10 * time.Minute
 var Role = app.Role{Name: "test", Engine: true, Approves: true, Signs: []string{"selfSigned", "ca"}, Secrets: true, ServiceWritesSecrets: true}
 
 // FaultyStore is a test double wrapping a real store: Get fails with
-// GetErr when it is set, and List calls are counted per kind.
+// GetErr when it is set, calls AfterGet (when set) after a Get that
+// succeeded, as another writer between a read and a write would, and
+// List calls are counted per kind.
 type FaultyStore struct {
 	ports.Store
-	mu     sync.Mutex
-	GetErr error
-	lists  map[string]int // List calls per kind
+	mu       sync.Mutex
+	GetErr   error
+	afterGet func(api.Key)
+	lists    map[string]int // List calls per kind
+}
+
+// SetAfterGet makes every Get that succeeds call fn with its key (nil:
+// call nothing).
+func (f *FaultyStore) SetAfterGet(fn func(api.Key)) {
+	f.mu.Lock()
+	f.afterGet = fn
+	f.mu.Unlock()
 }
 
 // List implements ports.Store.
@@ -73,12 +84,16 @@ func (f *FaultyStore) SetGetErr(err error) {
 // Get implements ports.Store.
 func (f *FaultyStore) Get(ctx context.Context, key api.Key) (ports.Record, error) {
 	f.mu.Lock()
-	err := f.GetErr
+	err, after := f.GetErr, f.afterGet
 	f.mu.Unlock()
 	if err != nil {
 		return ports.Record{}, err
 	}
-	return f.Store.Get(ctx, key)
+	rec, err := f.Store.Get(ctx, key)
+	if err == nil && after != nil {
+		after(key)
+	}
+	return rec, err
 }
 
 // SwitchApprover is a test double whose decision a test changes.
