@@ -127,19 +127,14 @@ func (r *Repo) issuerLists(namespace string) []ports.ListOptions {
 func (r *Repo) CAIssuersUsing(ctx context.Context, namespace, name string) ([]api.Key, error) {
 	var out []api.Key
 	for _, opts := range r.issuerLists(namespace) {
-		recs, err := r.store.List(ctx, opts)
+		keys, err := keysWhere(ctx, r, opts, opts.Kind, func(iss api.GenericIssuer) bool {
+			ca := iss.GetSpec().CA
+			return ca != nil && ca.SecretName == name
+		})
 		if err != nil {
-			return nil, fmt.Errorf("list %s: %w", opts.Kind, err)
+			return nil, err
 		}
-		for _, rec := range recs {
-			o, err := Decode(rec)
-			if err != nil {
-				return nil, err
-			}
-			if ca := o.(api.GenericIssuer).GetSpec().CA; ca != nil && ca.SecretName == name {
-				out = append(out, rec.Key)
-			}
-		}
+		out = append(out, keys...)
 	}
 	return out, nil
 }
@@ -196,49 +191,24 @@ func (r *Repo) SecretUses(ctx context.Context, namespace, name, except string, c
 func (r *Repo) RequestsWaitingFor(ctx context.Context, iss api.GenericIssuer) ([]api.Key, error) {
 	m := iss.GetObjectMeta()
 	kind := iss.GetTypeMeta().Kind
-	recs, err := r.store.List(ctx, ports.ListOptions{Kind: api.KindCertificateRequest, Namespace: m.Namespace})
-	if err != nil {
-		return nil, fmt.Errorf("list requests waiting for %s %s: %w", kind, m.Name, err)
-	}
-	var out []api.Key
-	for _, rec := range recs {
-		o, err := Decode(rec)
-		if err != nil {
-			return nil, err
-		}
-		cr := o.(*api.CertificateRequest)
+	opts := ports.ListOptions{Kind: api.KindCertificateRequest, Namespace: m.Namespace}
+	return keysWhere(ctx, r, opts, "requests waiting for "+kind+" "+m.Name, func(cr *api.CertificateRequest) bool {
 		refKind := cr.Spec.IssuerRef.Kind
 		if refKind == "" {
 			refKind = api.KindIssuer
 		}
-		if cr.Spec.IssuerRef.Name == m.Name && refKind == kind && !cr.IsFinal() {
-			out = append(out, rec.Key)
-		}
-	}
-	return out, nil
+		return cr.Spec.IssuerRef.Name == m.Name && refKind == kind && !cr.IsFinal()
+	})
 }
 
 // PendingRequests returns the keys of every CertificateRequest not yet
 // approved or denied and not final (one List of every request).
 func (r *Repo) PendingRequests(ctx context.Context) ([]api.Key, error) {
-	recs, err := r.store.List(ctx, ports.ListOptions{Kind: api.KindCertificateRequest})
-	if err != nil {
-		return nil, fmt.Errorf("list pending requests: %w", err)
-	}
-	var out []api.Key
-	for _, rec := range recs {
-		o, err := Decode(rec)
-		if err != nil {
-			return nil, err
-		}
-		cr := o.(*api.CertificateRequest)
-		if cr.IsFinal() || api.FindCondition(cr.Status.Conditions, api.CertificateRequestConditionApproved) != nil ||
-			api.FindCondition(cr.Status.Conditions, api.CertificateRequestConditionDenied) != nil {
-			continue
-		}
-		out = append(out, rec.Key)
-	}
-	return out, nil
+	opts := ports.ListOptions{Kind: api.KindCertificateRequest}
+	return keysWhere(ctx, r, opts, "pending requests", func(cr *api.CertificateRequest) bool {
+		return !cr.IsFinal() && api.FindCondition(cr.Status.Conditions, api.CertificateRequestConditionApproved) == nil &&
+			api.FindCondition(cr.Status.Conditions, api.CertificateRequestConditionDenied) == nil
+	})
 }
 
 // PendingCSRs returns the keys of every CertificateSigningRequest that is
@@ -246,9 +216,20 @@ func (r *Repo) PendingRequests(ctx context.Context) ([]api.Key, error) {
 // a change of a policy, a binding or an issuer may let it be decided or
 // signed now.
 func (r *Repo) PendingCSRs(ctx context.Context) ([]api.Key, error) {
-	recs, err := r.store.List(ctx, ports.ListOptions{Kind: api.KindCertificateSigningRequest})
+	opts := ports.ListOptions{Kind: api.KindCertificateSigningRequest}
+	return keysWhere(ctx, r, opts, "pending CertificateSigningRequests", func(c *api.CertificateSigningRequest) bool {
+		_, _, ours := api.SignerIssuer(c.Spec.SignerName)
+		return ours && !c.IsFinal()
+	})
+}
+
+// keysWhere is one List of opts: the keys, in the store's order, of the
+// records whose object, decoded as T, keep accepts. what names the
+// listing in its error; a record that does not decode fails the query.
+func keysWhere[T api.Object](ctx context.Context, r *Repo, opts ports.ListOptions, what string, keep func(T) bool) ([]api.Key, error) {
+	recs, err := r.store.List(ctx, opts)
 	if err != nil {
-		return nil, fmt.Errorf("list pending CertificateSigningRequests: %w", err)
+		return nil, fmt.Errorf("list %s: %w", what, err)
 	}
 	var out []api.Key
 	for _, rec := range recs {
@@ -256,11 +237,13 @@ func (r *Repo) PendingCSRs(ctx context.Context) ([]api.Key, error) {
 		if err != nil {
 			return nil, err
 		}
-		c := o.(*api.CertificateSigningRequest)
-		if _, _, ours := api.SignerIssuer(c.Spec.SignerName); !ours || c.IsFinal() {
-			continue
+		t, ok := o.(T)
+		if !ok {
+			return nil, fmt.Errorf("list %s: %s is a %T", what, rec.Key, o)
 		}
-		out = append(out, rec.Key)
+		if keep(t) {
+			out = append(out, rec.Key)
+		}
 	}
 	return out, nil
 }
