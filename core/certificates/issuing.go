@@ -16,17 +16,8 @@ import (
 // spec.secretName and completes the revision, or records the failure and
 // the backoff.
 func IssuingStep(ctx context.Context, env *Env, st *State) (Outcome, error) {
-	if !st.IsIssuing() {
-		return Outcome{Why: "not issuing"}, nil
-	}
-	own, err := st.Ownership(ctx)
-	if err != nil {
-		return Outcome{}, err
-	}
-	if !own.Owns(st.Cert.Name) {
-		// Another Certificate owns spec.secretName: never overwrite it
-		// (the trigger stops this issuance).
-		return Outcome{Why: "not the owner of the secret (the trigger stops the issuance)"}, nil
+	if why, err := st.skipIssuance(ctx); why != "" || err != nil {
+		return Outcome{Why: why}, err
 	}
 	nk, err := st.NextKeySecret(ctx, env)
 	if err != nil || nk == nil {

@@ -33,13 +33,8 @@ func KeyManagerStep(ctx context.Context, env *Env, st *State) (Outcome, error) {
 	if !st.IsIssuing() {
 		return cleanup(ctx, env, st)
 	}
-	own, err := st.Ownership(ctx)
-	if err != nil {
-		return Outcome{}, err
-	}
-	if !own.Owns(st.Cert.Name) {
-		// The trigger stops this issuance; no key is made for it.
-		return Outcome{Why: "not the owner of the secret (the trigger stops the issuance)"}, nil
+	if why, err := st.skipIssuance(ctx); why != "" || err != nil {
+		return Outcome{Why: why}, err
 	}
 	crt := st.Cert
 	name := NextKeySecretName(crt.Name)

@@ -16,16 +16,8 @@ import (
 // matching the spec; stale or mismatching requests are deleted, one per
 // invocation.
 func RequestManagerStep(ctx context.Context, env *Env, st *State) (Outcome, error) {
-	if !st.IsIssuing() {
-		return Outcome{Why: "not issuing"}, nil
-	}
-	own, err := st.Ownership(ctx)
-	if err != nil {
-		return Outcome{}, err
-	}
-	if !own.Owns(st.Cert.Name) {
-		// The trigger stops this issuance; no request is made for it.
-		return Outcome{Why: "not the owner of the secret (the trigger stops the issuance)"}, nil
+	if why, err := st.skipIssuance(ctx); why != "" || err != nil {
+		return Outcome{Why: why}, err
 	}
 	nk, err := st.NextKeySecret(ctx, env)
 	if err != nil || nk == nil {

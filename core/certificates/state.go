@@ -230,6 +230,24 @@ func (s *State) IsIssuing() bool {
 	return api.IsTrue(s.Cert.Status.Conditions, api.CertificateConditionIssuing)
 }
 
+// skipIssuance says why a step of an issuance has nothing to do, "" when
+// it has: the Certificate is not Issuing, or another Certificate owns
+// spec.secretName (the trigger stops that issuance, and nothing is made
+// for it: no key, no request, no write of the secret).
+func (s *State) skipIssuance(ctx context.Context) (string, error) {
+	if !s.IsIssuing() {
+		return "not issuing", nil
+	}
+	own, err := s.Ownership(ctx)
+	if err != nil {
+		return "", err
+	}
+	if !own.Owns(s.Cert.Name) {
+		return "not the owner of the secret (the trigger stops the issuance)", nil
+	}
+	return "", nil
+}
+
 // NextKeySecret loads (once) the secret named by
 // status.nextPrivateKeySecretName; nil when unset or missing.
 func (s *State) NextKeySecret(ctx context.Context, env *Env) (*ports.Secret, error) {
