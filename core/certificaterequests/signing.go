@@ -125,41 +125,83 @@ func SigningStep(ctx context.Context, env *Env, st *State) (Outcome, error) {
 // issuances leaves the window. held says the request was held back (out
 // and err are then the step's result). Without a limit nothing is counted.
 func quota(ctx context.Context, env *Env, st *State, signer signers.Signer, req signers.Request) (out Outcome, held bool, err error) {
-	limit := env.IssuancesPerHour
-	if limit <= 0 {
-		return Outcome{}, false, nil
-	}
 	ns := st.CR.Namespace
-	if env.Quota == nil {
-		return Outcome{}, true, errs.Permanentf("the issuance quota is set (%d per hour) but the step has no Quota to count issuances with", limit)
-	}
-	n, oldest, err := env.Quota.IssuedSince(ctx, ns, st.Now.Add(-QuotaWindow))
-	if err != nil {
-		return Outcome{}, true, fmt.Errorf("count the issuances of namespace %s for the issuance quota: %w", ns, err)
-	}
-	if n < limit {
-		return Outcome{}, false, nil
-	}
-	if r, ok := signer.(signers.Resumer); ok {
-		begun, err := r.Begun(ctx, req)
-		if err != nil {
-			return Outcome{}, true, fmt.Errorf("issuance quota: %w", err)
-		}
-		if begun {
-			return Outcome{}, false, nil
-		}
-	}
-	free := oldest.Add(QuotaWindow)
-	if !free.After(st.Now) {
-		// Not expected (every counted issuance is within the window);
-		// look again after WaitPoll rather than at once.
-		free = st.Now.Add(env.WaitPoll)
+	hold, err := QuotaHeld(ctx, env.Quota, QuotaCount{Limit: env.IssuancesPerHour, Who: ns, What: "namespace " + ns,
+		Now: st.Now, WaitPoll: env.WaitPoll, Signer: signer, Request: req})
+	if hold == nil || err != nil {
+		return Outcome{}, err != nil, err
 	}
 	msg := fmt.Sprintf("Issuance quota of namespace %s reached: %d CertificateRequests issued in the last hour, limit %d per hour "+
 		"(CERTFN_QUOTA_ISSUANCES_PER_HOUR); signing waits until %s, when the oldest of them is an hour old",
-		ns, n, limit, free.UTC().Format(time.RFC3339))
-	out, err = pendingUntil(ctx, env, st, msg, free)
+		ns, hold.Issued, env.IssuancesPerHour, hold.Free.UTC().Format(time.RFC3339))
+	out, err = pendingUntil(ctx, env, st, msg, hold.Free)
 	return out, true, err
+}
+
+// QuotaCount is one check of the issuance quota: Limit issuances of Who
+// within the last QuotaWindow before Now (none: no limit), for Request
+// to Signer.
+type QuotaCount struct {
+	Limit int
+	// Who is what the Quota counts by (a namespace, a requester); What
+	// names it in errors.
+	Who, What string
+	Now       time.Time
+	// WaitPoll is how long a hold waits when the window's end is not
+	// after Now (not expected: every counted issuance is within it).
+	WaitPoll time.Duration
+	Signer   signers.Signer
+	Request  signers.Request
+}
+
+// QuotaHold is a request held back by the issuance quota: Issued
+// issuances counted, and Free, when the oldest of them leaves the window.
+type QuotaHold struct {
+	Issued int
+	Free   time.Time
+}
+
+// IssuanceCounter counts issuances of who strictly after since and
+// returns the earliest of their times (zero when n is 0); the Quota of
+// both request kinds.
+type IssuanceCounter interface {
+	IssuedSince(ctx context.Context, who string, since time.Time) (n int, oldest time.Time, err error)
+}
+
+// QuotaHeld is the issuance quota's rule for both request kinds: with a
+// limit, when the issuances counted reach it and signing has not begun
+// already (signers.Resumer: an ACME Order created before), the request is
+// held until the oldest of them leaves QuotaWindow. It returns nil when
+// the request may be signed. A limit without a counter is a permanent
+// error.
+func QuotaHeld(ctx context.Context, counter IssuanceCounter, q QuotaCount) (*QuotaHold, error) {
+	if q.Limit <= 0 {
+		return nil, nil
+	}
+	if counter == nil {
+		return nil, errs.Permanentf("the issuance quota is set (%d per hour) but the step has no Quota to count issuances with", q.Limit)
+	}
+	n, oldest, err := counter.IssuedSince(ctx, q.Who, q.Now.Add(-QuotaWindow))
+	if err != nil {
+		return nil, fmt.Errorf("count the issuances of %s for the issuance quota: %w", q.What, err)
+	}
+	if n < q.Limit {
+		return nil, nil
+	}
+	if r, ok := q.Signer.(signers.Resumer); ok {
+		begun, err := r.Begun(ctx, q.Request)
+		if err != nil {
+			return nil, fmt.Errorf("issuance quota: %w", err)
+		}
+		if begun {
+			return nil, nil
+		}
+	}
+	free := oldest.Add(QuotaWindow)
+	if !free.After(q.Now) {
+		free = q.Now.Add(q.WaitPoll)
+	}
+	return &QuotaHold{Issued: n, Free: free}, nil
 }
 
 // pending records why the request waits; it writes only when the message

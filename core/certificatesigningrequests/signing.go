@@ -168,38 +168,16 @@ func SigningStep(ctx context.Context, env *Env, st *State) (Outcome, error) {
 // the oldest of those issuances leaves the window. held says it was held
 // back (out and err are then the step's result).
 func quota(ctx context.Context, env *Env, st *State, signer signers.Signer, req signers.Request) (out Outcome, held bool, err error) {
-	limit := env.IssuancesPerHour
-	if limit <= 0 {
-		return Outcome{}, false, nil
-	}
 	user := st.CSR.Spec.Username
-	if env.Quota == nil {
-		return Outcome{}, true, errs.Permanentf("the issuance quota is set (%d per hour) but the step has no Quota to count issuances with", limit)
-	}
-	n, oldest, err := env.Quota.IssuedSince(ctx, user, st.Now.Add(-certificaterequests.QuotaWindow))
-	if err != nil {
-		return Outcome{}, true, fmt.Errorf("count the CertificateSigningRequests of %q issued for the issuance quota: %w", user, err)
-	}
-	if n < limit {
-		return Outcome{}, false, nil
-	}
-	if r, ok := signer.(signers.Resumer); ok {
-		begun, err := r.Begun(ctx, req)
-		if err != nil {
-			return Outcome{}, true, fmt.Errorf("issuance quota: %w", err)
-		}
-		if begun {
-			return Outcome{}, false, nil
-		}
-	}
-	free := oldest.Add(certificaterequests.QuotaWindow)
-	if !free.After(st.Now) {
-		free = st.Now.Add(env.WaitPoll)
+	hold, err := certificaterequests.QuotaHeld(ctx, env.Quota, certificaterequests.QuotaCount{Limit: env.IssuancesPerHour,
+		Who: user, What: fmt.Sprintf("requester %q", user), Now: st.Now, WaitPoll: env.WaitPoll, Signer: signer, Request: req})
+	if hold == nil || err != nil {
+		return Outcome{}, err != nil, err
 	}
 	msg := fmt.Sprintf("Issuance quota of requester %q reached: %d CertificateSigningRequests issued in the last hour, limit %d per hour "+
 		"(CERTFN_QUOTA_ISSUANCES_PER_HOUR); signing waits until %s, when the oldest of them is an hour old",
-		user, n, limit, free.UTC().Format(time.RFC3339))
-	return Outcome{RequeueAt: free, Why: "waiting: " + msg, Waiting: &step.Waiting{Reason: ReasonIssuanceQuota, Message: msg}}, true, nil
+		user, hold.Issued, env.IssuancesPerHour, hold.Free.UTC().Format(time.RFC3339))
+	return Outcome{RequeueAt: hold.Free, Why: "waiting: " + msg, Waiting: &step.Waiting{Reason: ReasonIssuanceQuota, Message: msg}}, true, nil
 }
 
 // CanReference reports whether the requester of c may have it signed by
