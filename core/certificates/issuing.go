@@ -117,19 +117,30 @@ func requestFailureMessage(cr *api.CertificateRequest) string {
 // failed records a failed issuance: lastFailureTime, one more failed
 // attempt, Issuing=False with the retry time, Ready recomputed.
 func failed(ctx context.Context, env *Env, st *State, r Request, msg string) (Outcome, error) {
+	return recordFailedIssuance(ctx, env, st, "Failed", func(n int, retry string) string {
+		return fmt.Sprintf("%s (attempt %d; next attempt after %s)", msg, n, retry)
+	}, "record failed issuance")
+}
+
+// recordFailedIssuance is one more failed attempt of an issuance:
+// lastFailureTime and the backoff (RecordFailedAttempt), Issuing=False
+// with reason and the message made of the attempt and the retry time,
+// Ready recomputed, written with the retry as the due time, and the
+// failure counted. what names the write in its error.
+func recordFailedIssuance(ctx context.Context, env *Env, st *State, reason string, message func(attempt int, retry string) string, what string) (Outcome, error) {
 	s := &st.Cert.Status
 	n, retry := RecordFailedAttempt(st)
 	if err := st.LoadSecret(ctx); err != nil {
 		return Outcome{}, err
 	}
 	api.SetCondition(&s.Conditions, api.Condition{
-		Type: api.CertificateConditionIssuing, Status: api.ConditionFalse, Reason: "Failed",
-		Message:            fmt.Sprintf("%s (attempt %d; next attempt after %s)", msg, n, retry.UTC().Format("2006-01-02T15:04:05Z")),
+		Type: api.CertificateConditionIssuing, Status: api.ConditionFalse, Reason: reason,
+		Message:            message(n, retry.UTC().Format("2006-01-02T15:04:05Z")),
 		ObservedGeneration: st.Cert.Generation,
 	}, st.Now)
 	ApplyReadiness(st)
 	if err := env.Writer.UpdateCertificate(ctx, st, retry); err != nil {
-		return Outcome{}, fmt.Errorf("record failed issuance: %w", err)
+		return Outcome{}, fmt.Errorf("%s: %w", what, err)
 	}
 	if env.Metrics != nil {
 		env.Metrics.Inc("certfn_issuance_failures_total", "namespace", st.Cert.Namespace, "issuer", st.Cert.Spec.IssuerRef.Name)

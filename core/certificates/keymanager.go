@@ -293,23 +293,7 @@ func notGenerated(ctx context.Context, env *Env, st *State, err error) (Outcome,
 // at once once the spec changes), without a key or a request: Issuing and
 // Ready are False with reason ReasonKeyNotAllowed and msg.
 func refuse(ctx context.Context, env *Env, st *State, msg string) (Outcome, error) {
-	s := &st.Cert.Status
-	n, retry := RecordFailedAttempt(st)
-	if err := st.LoadSecret(ctx); err != nil {
-		return Outcome{}, err
-	}
-	api.SetCondition(&s.Conditions, api.Condition{
-		Type: api.CertificateConditionIssuing, Status: api.ConditionFalse, Reason: ReasonKeyNotAllowed,
-		Message: fmt.Sprintf("%s (attempt %d; next attempt after %s, or at once when the spec changes)",
-			msg, n, retry.UTC().Format("2006-01-02T15:04:05Z")),
-		ObservedGeneration: st.Cert.Generation,
-	}, st.Now)
-	ApplyReadiness(st)
-	if err := env.Writer.UpdateCertificate(ctx, st, retry); err != nil {
-		return Outcome{}, fmt.Errorf("record the refused private key: %w", err)
-	}
-	if env.Metrics != nil {
-		env.Metrics.Inc("certfn_issuance_failures_total", "namespace", st.Cert.Namespace, "issuer", st.Cert.Spec.IssuerRef.Name)
-	}
-	return Outcome{Wrote: true}, nil
+	return recordFailedIssuance(ctx, env, st, ReasonKeyNotAllowed, func(n int, retry string) string {
+		return fmt.Sprintf("%s (attempt %d; next attempt after %s, or at once when the spec changes)", msg, n, retry)
+	}, "record the refused private key")
 }
