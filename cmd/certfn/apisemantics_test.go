@@ -154,11 +154,12 @@ func TestDeleteSelectorsAndDryRun(t *testing.T) {
 
 			if mode == "remote" {
 				// bare becomes Ready; a wait on another name is not
-				// satisfied by it, in either form.
+				// satisfied by it, in either form: the deleted names are
+				// not found, at once, as kubectl wait says.
 				ok("wait", "certificate", "bare", "--for=condition=Ready", "--timeout", "30s")
 				ok("wait", "certificate/bare", "--for=condition=Ready", "--timeout", "30s")
 				for _, args := range [][]string{{"wait", "certificate", "web"}, {"wait", "certificate/db"}} {
-					if r := run(append(args, "--for=condition=Ready", "--timeout", "1s")...); r.code != 1 || !strings.Contains(r.stderr, "timed out") {
+					if r := run(append(args, "--for=condition=Ready", "--timeout", "1h")...); r.code != 1 || !strings.Contains(r.stderr, "not found") {
 						t.Fatalf("%v: %d %s%s", args, r.code, r.stdout, r.stderr)
 					}
 				}

@@ -332,6 +332,28 @@ func TestApproveAndDeny(t *testing.T) {
 	if time.Since(start) > 30*time.Second {
 		t.Fatalf("wait on a denied request took %s", time.Since(start))
 	}
+	// After `certfn renew` the denial is history: a wait does not end on
+	// it (it waits for the new request, here until its timeout: no serve
+	// runs), and the renewed issuance, once approved, ends the wait.
+	ok(t, dir, "renew", "app")
+	r = cli(t, dir, "", "wait", "certificate", "app", "--timeout", "300ms")
+	failsWith(t, r, "timed out after 300ms waiting for certificate.cert-manager.io/app (default) Ready=True")
+	// The renewed attempt's request (the same revision: the same name)
+	// waits for approval.
+	_ = cli(t, dir, "", "serve", "--until-idle", "--approver", "policy")
+	if out := ok(t, dir, "approve", "app-1"); out != "certificaterequest.cert-manager.io/app-1 (default) approved\n" {
+		t.Fatalf("approve the renewed request: %q", out)
+	}
+	ok(t, dir, "serve", "--until-idle", "--approver", "policy")
+	if out := ok(t, dir, "wait", "certificate", "app", "--timeout", "10s"); !strings.Contains(out, "condition met") {
+		t.Fatalf("wait after the renewed issuance: %q", out)
+	}
+	// A name that does not exist fails at once, as kubectl wait does.
+	start = time.Now()
+	failsWith(t, cli(t, dir, "", "wait", "certificate", "nope", "--timeout", "1h"), `certificates.cert-manager.io "nope" not found`)
+	if time.Since(start) > 30*time.Second {
+		t.Fatalf("wait on a missing name took %s", time.Since(start))
+	}
 	// A blocker that may pass: the wait times out with the last one.
 	r = cli(t, dir, "", "wait", "certificate", "other", "--for", "condition=Issuing", "--timeout", "300ms")
 	failsWith(t, r, "timed out after 300ms waiting for certificate.cert-manager.io/other (default) Issuing=True")

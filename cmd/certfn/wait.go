@@ -64,9 +64,12 @@ of the server must be that object.`,
 			noServe := t.noServeNote()
 			for {
 				o, err := cl.Get(cmd.Context(), k)
-				line := "not found"
+				line := ""
 				switch {
-				case err == nil, errors.Is(err, ports.ErrNotFound):
+				case err == nil:
+				case errors.Is(err, ports.ErrNotFound):
+					// As kubectl wait: the object named must exist.
+					return exitError{code: 1, err: fmt.Errorf("%s %q not found", resourceOf(k), k.Name)}
 				case errors.Is(err, app.ErrForbidden), isUnauthenticated(err):
 					return err // waiting cannot help
 				default:
@@ -173,4 +176,16 @@ func truncate(s string, n int) string {
 func isTTY(w any) bool {
 	f, ok := w.(interface{ Fd() uintptr })
 	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// resourceOf is k's kind as kubectl names it in errors: the plural and
+// the API group ("certificates.cert-manager.io"; "namespaces" for the
+// core group).
+func resourceOf(k api.Key) string {
+	info, _ := api.KindInfoFor(k.Kind)
+	group, _, ok := strings.Cut(info.APIVersion, "/")
+	if !ok || group == "" {
+		return info.Plural
+	}
+	return info.Plural + "." + group
 }

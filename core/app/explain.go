@@ -99,9 +99,12 @@ var permanentIssuerReasons = map[string]bool{
 
 // IssuerInfo is the issuer the Certificate refers to.
 type IssuerInfo struct {
-	Kind       string          `json:"kind"`
-	Name       string          `json:"name"`
-	State      string          `json:"state"`
+	Kind  string `json:"kind"`
+	Name  string `json:"name"`
+	State string `json:"state"`
+	// Generation is the issuer's metadata.generation: a condition
+	// observed at an older one predates the issuer's spec.
+	Generation int64           `json:"generation,omitempty"`
 	Conditions []api.Condition `json:"conditions,omitempty"`
 }
 
@@ -149,6 +152,7 @@ func Explain(ctx context.Context, lookup Lookup, secrets SecretReader, key api.K
 	case err == nil:
 		if iss, ok := io.(api.GenericIssuer); ok {
 			r.Issuer.State, r.Issuer.Conditions = StateFound, iss.GetStatus().Conditions
+			r.Issuer.Generation = iss.GetObjectMeta().Generation
 		}
 	case errors.Is(err, ErrForbidden):
 		r.Issuer.State = StateHidden
@@ -290,7 +294,13 @@ func SANs[IP, URI fmt.Stringer](dns []string, ips []IP, uris []URI, emails []str
 
 // summary returns the one-line reason a certificate is (not) ready, built
 // from the whole chain down to the ACME Challenge, and whether that reason
-// is permanent (see Report.Permanent).
+// is permanent (see Report.Permanent). A failure recorded before what
+// would change it is never permanent: a Certificate condition observed
+// at an older generation than the spec's (the spec was corrected since,
+// and the controllers have not looked yet), an issuer condition observed
+// at an older issuer generation, and a request denied or failed before
+// the issuance in flight began (`certfn renew`, or the spec change that
+// started it, came after it: the next request replaces it).
 func summary(r *Report) (string, bool) {
 	c, cr := r.Certificate, r.Request
 	conds := c.Status.Conditions
@@ -299,7 +309,7 @@ func summary(r *Report) (string, bool) {
 	}
 	if rc := api.FindCondition(conds, api.CertificateConditionReady); rc != nil && (rc.Reason == certificates.ReasonDuplicateSecretName || rc.Reason == certificates.ReasonSecretNotOwned ||
 		rc.Reason == certificates.ReasonSecretInUse || rc.Reason == certificates.ReasonSecretFilePermsNotAllowed || rc.Reason == certificates.ReasonKeyNotAllowed) {
-		return "Not ready: " + rc.Message, true
+		return "Not ready: " + rc.Message, current(rc, c.Generation)
 	}
 	switch r.Issuer.State {
 	case StateMissing:
@@ -310,19 +320,21 @@ func summary(r *Report) (string, bool) {
 			if ready == nil {
 				return fmt.Sprintf("Not ready: issuer %q has not been checked yet", r.Issuer.Name), false
 			}
-			return fmt.Sprintf("Not ready: issuer %q is not ready (%s): %s", r.Issuer.Name, ready.Reason, ready.Message), permanentIssuerReasons[ready.Reason]
+			return fmt.Sprintf("Not ready: issuer %q is not ready (%s): %s", r.Issuer.Name, ready.Reason, ready.Message),
+				permanentIssuerReasons[ready.Reason] && current(ready, r.Issuer.Generation)
 		}
 	}
+	ic := api.FindCondition(conds, api.CertificateConditionIssuing)
 	if cr != nil {
 		if d := api.FindCondition(cr.Status.Conditions, api.CertificateRequestConditionDenied); d != nil && d.Status == api.ConditionTrue {
-			return fmt.Sprintf("Not ready: request %s denied: %s", cr.Name, d.Message), true
+			return fmt.Sprintf("Not ready: request %s denied: %s", cr.Name, d.Message), decidedInIssuance(d, ic, c.Generation)
 		}
 		if rc := api.FindCondition(cr.Status.Conditions, "Ready"); rc != nil && rc.Status == api.ConditionFalse && rc.Reason == api.CertificateRequestReasonFailed {
-			return fmt.Sprintf("Not ready: request %s failed: %s", cr.Name, rc.Message), true
+			return fmt.Sprintf("Not ready: request %s failed: %s", cr.Name, rc.Message), decidedInIssuance(rc, ic, c.Generation)
 		}
 	}
-	if ic := api.FindCondition(conds, api.CertificateConditionIssuing); ic != nil && ic.Status == api.ConditionFalse && ic.Reason == "Failed" {
-		return "Not ready: " + ic.Message, true
+	if ic != nil && ic.Status == api.ConditionFalse && ic.Reason == "Failed" {
+		return "Not ready: " + ic.Message, current(ic, c.Generation)
 	}
 	if cr != nil {
 		if !api.IsTrue(cr.Status.Conditions, api.CertificateRequestConditionApproved) && !cr.IsFinal() {
@@ -343,6 +355,33 @@ func summary(r *Report) (string, bool) {
 		return "Issuing: " + condMessage(conds, api.CertificateConditionIssuing), false
 	}
 	return "Not ready: " + condMessage(conds, api.CertificateConditionReady), false
+}
+
+// current reports a condition observed at generation gen or later (0: the
+// condition does not say, taken as current).
+func current(c *api.Condition, gen int64) bool {
+	return c.ObservedGeneration == 0 || c.ObservedGeneration >= gen
+}
+
+// decidedInIssuance reports a request's final condition d recorded during
+// the Certificate's issuance in flight, not before it: issuing is the
+// Certificate's Issuing condition (nil: none), gen its generation. While
+// Issuing is True, a decision at or before Issuing's transition belongs
+// to an earlier attempt (conditions' times are whole seconds: one in the
+// same second counts as earlier, which only defers the verdict until the
+// Certificate records the failure itself). A Certificate whose Issuing
+// condition predates its spec has not yet looked at the change.
+func decidedInIssuance(d, issuing *api.Condition, gen int64) bool {
+	if issuing == nil {
+		return true
+	}
+	if !current(issuing, gen) {
+		return false
+	}
+	if issuing.Status != api.ConditionTrue || issuing.LastTransitionTime == nil || d.LastTransitionTime == nil {
+		return true
+	}
+	return d.LastTransitionTime.After(issuing.LastTransitionTime.Time)
 }
 
 // challengeBlocker names the first Challenge of the Order that is not

@@ -197,6 +197,65 @@ func TestSummaryBlockers(t *testing.T) {
 	}
 }
 
+// A failure recorded before what would change it does not end a wait: a
+// condition observed at an older generation than the spec's (the spec
+// was corrected), or a request decided before the issuance in flight
+// began (`certfn renew`, or the corrected spec, came after it). The same
+// failures recorded now are permanent.
+func TestSummaryStaleFailures(t *testing.T) {
+	readyIss := issuer(cond("Ready", "True", "KeyPairVerified", "verified"))
+	// seen is c observed at generation gen, with its transition at t0+sec.
+	seen := func(c api.Condition, gen int64, sec int) api.Condition {
+		c.ObservedGeneration, c.LastTransitionTime = gen, api.NewTime(t0.Add(time.Duration(sec)*time.Second))
+		return c
+	}
+	denied := func(sec int) *api.CertificateRequest {
+		return request("web-1", seen(cond("Denied", "True", "policy.cert-manager.io", "no policy approved it"), 0, sec))
+	}
+	failedReq := func(sec int) *api.CertificateRequest {
+		return request("web-1", cond("Approved", "True", "x", "y"), seen(cond("Ready", "False", "Failed", "order invalid"), 0, sec))
+	}
+	issuerAt := func(gen, observed int64) *api.Issuer {
+		iss := issuer(seen(cond("Ready", "False", "SolverNotAvailable", "spec.acme.solvers[0].dns01.akamai: no"), observed, 0))
+		iss.Generation = gen
+		return iss
+	}
+	failedAt := func(gen int64) api.Condition { return seen(cond("Issuing", "False", "Failed", "the request failed"), gen, 10) }
+	issuingSince := func(sec int) api.Condition { return seen(cond("Issuing", "True", "ManuallyTriggered", "renew"), 2, sec) }
+	keyRefused := func(gen int64) api.Condition {
+		return seen(cond("Ready", "False", "KeyNotAllowed", "spec.privateKey: RSA 1024 is not allowed"), gen, 10)
+	}
+	for _, tc := range []struct {
+		name      string
+		w         world
+		permanent bool
+	}{
+		{"issuance failed at this generation", world{objs: objs(cert(failedAt(2)), readyIss)}, true},
+		{"issuance failed at the last generation", world{objs: objs(cert(failedAt(1)), readyIss)}, false},
+		{"key refused at this generation", world{objs: objs(cert(keyRefused(2)), readyIss)}, true},
+		{"key refused at the last generation", world{objs: objs(cert(keyRefused(1)), readyIss)}, false},
+		{"denied during this issuance", world{objs: objs(cert(issuingSince(10)), readyIss, denied(11))}, true},
+		{"denied before a renew", world{objs: objs(cert(issuingSince(10)), readyIss, denied(5))}, false},
+		{"denied in the renew's second", world{objs: objs(cert(issuingSince(10)), readyIss, denied(10))}, false},
+		{"denied, the spec corrected since", world{objs: objs(cert(failedAt(1)), readyIss, denied(5))}, false},
+		{"denied, failure recorded at this generation", world{objs: objs(cert(failedAt(2)), readyIss, denied(5))}, true},
+		{"request failed during this issuance", world{objs: objs(cert(issuingSince(10)), readyIss, failedReq(12))}, true},
+		{"request failed before a renew", world{objs: objs(cert(issuingSince(10)), readyIss, failedReq(3))}, false},
+		{"issuer misconfigured now", world{objs: objs(cert(issuingSince(10)), issuerAt(3, 3))}, true},
+		{"issuer misconfigured before its fix", world{objs: objs(cert(issuingSince(10)), issuerAt(4, 3))}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rep, err := Explain(context.Background(), tc.w.lookup, nil, certKey)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rep.Permanent != tc.permanent || !strings.HasPrefix(rep.Summary, "Not ready: ") {
+				t.Fatalf("summary %q permanent %t, want not ready, permanent %t", rep.Summary, rep.Permanent, tc.permanent)
+			}
+		})
+	}
+}
+
 func TestCertificateErrors(t *testing.T) {
 	w := world{objs: objs(cert()), hidden: map[api.Key]bool{}}
 	if _, err := Explain(context.Background(), w.lookup, nil, api.Key{Kind: api.KindCertificate, Namespace: "default", Name: "nope"}); err == nil ||
