@@ -5,8 +5,11 @@ BIN := bin/certfn
 
 .PHONY: build deps test bench demo lint fuzz clean emulators lambda gcp-image install uninstall release provider
 
+# `certfn version` of a build says what it was built from: VERSION (below:
+# the last v* tag and git describe's distance from it) and the commit
+# (-buildvcs=auto, whatever GOFLAGS says).
 build:
-	$(GO) build -o $(BIN) ./cmd/certfn
+	$(GO) build -buildvcs=auto -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/certfn
 
 # System packages the tests need: bind9's named (the RFC2136 DNS-01 tests start
 # it on a loopback port), systemd's systemd-analyze (tools/release verifies the

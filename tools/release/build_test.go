@@ -24,6 +24,21 @@ func TestReleaseBuildsStaticBinaries(t *testing.T) {
 	if _, err := release(context.Background(), o); err != nil {
 		t.Fatal(err)
 	}
+	// The Terraform modules, as a configuration names them
+	// (certfn_<version>_terraform/aws), with the license.
+	mods, _ := readTarGz(t, readFile(t, filepath.Join(out, modulesName(o.Version))))
+	modNames := map[string]bool{}
+	for _, e := range mods {
+		modNames[e.hdr.Name] = true
+		if strings.Contains(e.hdr.Name, "/.") || strings.HasSuffix(e.hdr.Name, ".tfstate") {
+			t.Errorf("terraform archive: %s is not part of a module", e.hdr.Name)
+		}
+	}
+	for _, want := range []string{"aws/main.tf", "aws/variables.tf", "gcp/main.tf", "aws/examples/basic/main.tf", "LICENSE"} {
+		if !modNames["certfn_1.2.3~test_terraform/"+want] {
+			t.Errorf("terraform archive has no %s", want)
+		}
+	}
 	machines := map[string]elf.Machine{"amd64": elf.EM_X86_64, "arm64": elf.EM_AARCH64}
 	for _, arch := range o.Archs {
 		t.Run(arch, func(t *testing.T) {
@@ -36,6 +51,17 @@ func TestReleaseBuildsStaticBinaries(t *testing.T) {
 			}
 			if bin == nil {
 				t.Fatal("no certfn binary in the tarball")
+			}
+			// The repository's LICENSE and NOTICE, and the license texts of
+			// what the binary links (cobra's, Apache-2.0, and x/crypto's).
+			names := map[string]bool{}
+			for _, e := range entries {
+				names[strings.TrimPrefix(e.hdr.Name, "certfn_1.2.3~test_linux_"+arch+"/")] = true
+			}
+			for _, want := range []string{"LICENSE", "NOTICE", "licenses/github.com/spf13/cobra/LICENSE.txt", "licenses/golang.org/x/crypto/LICENSE"} {
+				if !names[want] {
+					t.Errorf("the tarball has no %s", want)
+				}
 			}
 			f, err := elf.NewFile(bytes.NewReader(bin))
 			if err != nil {
@@ -95,7 +121,7 @@ func TestReleaseBuildsStaticBinaries(t *testing.T) {
 		})
 	}
 	got := runCmd(t, out, requireTool(t, "sha256sum", "coreutils"), "--check", "--strict", "SHA256SUMS")
-	if strings.Count(got, ": OK\n") != 4 {
+	if strings.Count(got, ": OK\n") != 5 { // two archives, two .debs, the Terraform modules
 		t.Errorf("sha256sum --check:\n%s", got)
 	}
 }

@@ -33,7 +33,8 @@ const debDescription = `cert-manager's certificate lifecycle without Kubernetes
 // Data: /usr/bin/certfn (0755), the unit in /usr/lib/systemd/system (on
 // the system unit path of every merged-/usr Debian, bookworm included),
 // /etc/default/certfn (0600, root's: it may hold credentials; a conffile)
-// and README.md and install.md in /usr/share/doc/certfn. Control:
+// and README.md, install.md, copyright (LICENSE), NOTICE and the linked
+// modules' licenses/ in /usr/share/doc/certfn. Control:
 // control, conffiles, md5sums and the maintainer scripts of packaging/deb.
 func deb(o options, arch string, bin []byte, s sources) ([]byte, error) {
 	data := []file{
@@ -45,6 +46,12 @@ func deb(o options, arch string, bin []byte, s sources) ([]byte, error) {
 	}
 	if s.license != nil {
 		data = append(data, file{"./" + debDocDir + "copyright", 0o644, s.license})
+	}
+	if s.notice != nil {
+		data = append(data, file{"./" + debDocDir + "NOTICE", 0o644, s.notice})
+	}
+	for _, t := range o.ThirdParty {
+		data = append(data, file{"./" + debDocDir + "licenses/" + t.Path, 0o644, t.Data})
 	}
 	conffiles := []string{"/" + debDefaults}
 	dataTar, err := tarGz(data, o.ModTime)

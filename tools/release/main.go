@@ -3,7 +3,9 @@
 //
 //   - certfn_<version>_linux_<arch>.tar.gz: a directory
 //     certfn_<version>_linux_<arch>/ holding the certfn binary, README.md,
-//     LICENSE (when the repository has one), install.md, the systemd unit
+//     LICENSE and NOTICE (when the repository has them), licenses/<module>/
+//     (the license and notice files of every Go module the binary links),
+//     install.md, the systemd unit
 //     (systemd/certfn.service, for a binary in /usr/local/bin) and the
 //     example environment file (default/certfn);
 //   - certfn_<version>_<arch>.deb: /usr/bin/certfn, the unit in

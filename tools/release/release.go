@@ -13,6 +13,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/certfn/certfn/tools/notice/licenses"
 )
 
 // defaultMaintainer is the .deb's Maintainer field unless -maintainer
@@ -39,6 +41,40 @@ type options struct {
 	Maintainer string
 	// Go is the go command.
 	Go string
+	// ThirdParty are the license and notice texts of the Go modules the
+	// binary links (licenses.Linked), packaged under licenses/<module
+	// path>/ of the archive and the .deb's doc directory; release fills
+	// them in.
+	ThirdParty []thirdPartyText
+}
+
+// thirdPartyText is one license or notice file of a linked module.
+type thirdPartyText struct {
+	// Path is the file's path under licenses/: <module path>/<file name>.
+	Path string
+	Data []byte
+}
+
+// thirdPartyTexts reads the license and notice files of the modules
+// ./cmd/certfn links (for linux, without cgo: the release build), sorted
+// by path. A module without a recognised, allowed license fails the
+// release.
+func thirdPartyTexts(ctx context.Context, goCmd, root string) ([]thirdPartyText, error) {
+	mods, err := licenses.Linked(ctx, goCmd, root, "./cmd/certfn")
+	if err != nil {
+		return nil, fmt.Errorf("licenses of the linked modules: %w", err)
+	}
+	var out []thirdPartyText
+	for _, m := range mods {
+		for _, name := range m.Files {
+			b, err := os.ReadFile(filepath.Join(m.Dir, name))
+			if err != nil {
+				return nil, fmt.Errorf("licenses of the linked modules: %w", err)
+			}
+			out = append(out, thirdPartyText{Path: m.Path + "/" + name, Data: b})
+		}
+	}
+	return out, nil
 }
 
 // versionRE is what a version may look like: it starts with a digit (as
@@ -92,6 +128,11 @@ func release(ctx context.Context, o options) ([]string, error) {
 		}
 		bins[arch] = out
 	}
+	texts, err := thirdPartyTexts(ctx, o.Go, o.Root)
+	if err != nil {
+		return nil, err
+	}
+	o.ThirdParty = texts
 	return writeRelease(o, bins)
 }
 
@@ -122,6 +163,7 @@ func buildBinary(ctx context.Context, goCmd, root, version, arch, out string) er
 // sources are the repository files a release packages.
 type sources struct {
 	readme, license, install []byte // license is nil when the repository has none
+	notice                   []byte // nil when the repository has none
 	unit, defaults           []byte
 	postinst, prerm, postrm  []byte
 }
@@ -144,6 +186,7 @@ func readSources(root string) (sources, error) {
 	}{
 		{"README.md", &s.readme, false},
 		{"LICENSE", &s.license, true},
+		{"NOTICE", &s.notice, true},
 		{"docs/deploy/local.md", &s.install, false},
 		{"packaging/systemd/certfn.service", &s.unit, false},
 		{"packaging/default/certfn", &s.defaults, false},
@@ -210,11 +253,76 @@ func writeRelease(o options, bins map[string]string) ([]string, error) {
 			written = append(written, p)
 		}
 	}
+	modules, err := terraformModules(o, src)
+	if err != nil {
+		return nil, err
+	}
+	if modules != nil {
+		name := modulesName(o.Version)
+		p := filepath.Join(o.OutDir, name)
+		if err := writeFileAtomic(p, modules); err != nil {
+			return nil, err
+		}
+		sums[name] = sha256.Sum256(modules)
+		written = append(written, p)
+	}
 	p := filepath.Join(o.OutDir, "SHA256SUMS")
 	if err := writeFileAtomic(p, checksums(sums)); err != nil {
 		return nil, err
 	}
 	return append(written, p), nil
+}
+
+// modulesName is the Terraform modules' archive name.
+func modulesName(version string) string { return fmt.Sprintf("certfn_%s_terraform.tar.gz", version) }
+
+// terraformModules is the archive of the Terraform modules of
+// infra/terraform (aws/, gcp/, their examples and READMEs, under
+// certfn_<version>_terraform/, with LICENSE), so that a configuration can
+// name a released module without the repository (docs/deploy/terraform.md);
+// nil when root has no infra/terraform. Files git ignores there (a local
+// .terraform directory, state, plans) are not the module's: only *.tf,
+// *.md and *.tftpl files are packaged.
+func terraformModules(o options, s sources) ([]byte, error) {
+	base := filepath.Join(o.Root, "infra", "terraform")
+	if _, err := os.Stat(base); errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	dir := strings.TrimSuffix(modulesName(o.Version), ".tar.gz") + "/"
+	var files []file
+	err := filepath.WalkDir(base, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if strings.HasPrefix(d.Name(), ".") && path != base {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		switch filepath.Ext(d.Name()) {
+		case ".tf", ".md", ".tftpl":
+		default:
+			return nil
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(base, path)
+		if err != nil {
+			return err
+		}
+		files = append(files, file{dir + filepath.ToSlash(rel), 0o644, b})
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("terraform modules: %w", err)
+	}
+	if s.license != nil {
+		files = append(files, file{dir + "LICENSE", 0o644, s.license})
+	}
+	return tarGz(files, o.ModTime)
 }
 
 // tarballName and debName are the artifacts' file names.
@@ -236,6 +344,12 @@ func tarball(o options, arch string, bin []byte, s sources) ([]byte, error) {
 	}
 	if s.license != nil {
 		files = append(files, file{dir + "LICENSE", 0o644, s.license})
+	}
+	if s.notice != nil {
+		files = append(files, file{dir + "NOTICE", 0o644, s.notice})
+	}
+	for _, t := range o.ThirdParty {
+		files = append(files, file{dir + "licenses/" + t.Path, 0o644, t.Data})
 	}
 	return tarGz(files, o.ModTime)
 }
