@@ -3,7 +3,7 @@
 GO ?= go
 BIN := bin/certfn
 
-.PHONY: build deps test bench demo lint fuzz clean emulators lambda gcp-image install uninstall release provider
+.PHONY: print-version build deps test bench demo lint fuzz clean emulators lambda gcp-image install uninstall release provider
 
 # `certfn version` of a build says what it was built from: VERSION (below:
 # the last v* tag and git describe's distance from it) and the commit
@@ -209,6 +209,9 @@ VERSION ?= $(shell v=$$(git describe --tags --match 'v[0-9]*' --dirty 2>/dev/nul
 SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct)
 RELEASE_ARCHS ?= amd64 arm64
 DEB_MAINTAINER ?= certfn maintainers <maintainers@certfn.invalid>
+print-version:
+	@echo '$(VERSION)'
+
 release:
 	$(GO) run ./tools/release -version '$(VERSION)' -mtime '$(SOURCE_DATE_EPOCH)' -arch '$(RELEASE_ARCHS)' \
 		-maintainer '$(DEB_MAINTAINER)' -go '$(GO)' -o dist

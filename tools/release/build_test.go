@@ -7,6 +7,7 @@ import (
 	"debug/elf"
 	"os"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strings"
 	"testing"
@@ -123,5 +124,28 @@ func TestReleaseBuildsStaticBinaries(t *testing.T) {
 	got := runCmd(t, out, requireTool(t, "sha256sum", "coreutils"), "--check", "--strict", "SHA256SUMS")
 	if strings.Count(got, ": OK\n") != 5 { // two archives, two .debs, the Terraform modules
 		t.Errorf("sha256sum --check:\n%s", got)
+	}
+}
+
+// `make build` stamps what it built: `certfn version` says the version
+// make release would give (the last v* tag, or 0.0.0~git<date>.<commit>
+// without one), never "dev", and the commit when the sources are a git
+// checkout, whatever GOFLAGS says about VCS stamping.
+func TestMakeBuildStampsVersion(t *testing.T) {
+	mk := requireTool(t, "make", "make")
+	root := repoRoot(t)
+	bin := filepath.Join(t.TempDir(), "certfn")
+	env := append(os.Environ(), "GOFLAGS=-buildvcs=false")
+	runCmdEnv(t, env, root, mk, "-s", "build", "BIN="+bin)
+	version := strings.TrimSpace(runCmdEnv(t, env, root, mk, "-s", "print-version"))
+	if version == "" || version == "dev" {
+		t.Fatalf("make print-version: %q", version)
+	}
+	got := runCmd(t, "", bin, "version")
+	if !strings.HasPrefix(got, "certfn "+version+" (") {
+		t.Errorf("certfn version: %q, want certfn %s (...)", got, version)
+	}
+	if _, err := os.Stat(filepath.Join(root, ".git")); err == nil && !regexp.MustCompile(`revision [0-9a-f]{40}`).MatchString(got) {
+		t.Errorf("certfn version: %q, want the commit", got)
 	}
 }
