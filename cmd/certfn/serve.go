@@ -23,7 +23,8 @@ func newServe(data *dataFlags, remote *remoteFlags, std streams) *cobra.Command 
 signed and stored, and certificates renewed on time. Commands run from another terminal
 against the same --data directory are picked up within a second.
 
-With --until-idle, process everything that is due and exit (for cron and CI).
+With --until-idle, process everything that is due and exit (for cron and CI); with
+--quiet as well, nothing is written unless the run fails.
 With --deploy-hook, run a shell command after each new certificate (first issuance,
 renewal, re-issuance), as certbot's --deploy-hook: it gets CERTFN_NAMESPACE,
 CERTFN_CERTIFICATE, CERTFN_SECRET_NAME, CERTFN_SECRET_DIR, CERTFN_REVISION,
@@ -52,6 +53,10 @@ this work, so --server is refused.`,
 	}
 	f := c.Flags()
 	f.BoolVar(&cfg.UntilIdle, "until-idle", false, "process everything due, then exit")
+	f.BoolVar(&cfg.Logging.Quiet, "quiet", false,
+		"with --until-idle: write nothing when the run succeeds; when it fails (a Certificate not Ready at its end), write its whole log, then the error (for cron, which mails any output)")
+	f.StringVar(&cfg.Logging.Level, "log-level", os.Getenv("CERTFN_LOG_LEVEL"), "log level: debug, info (the default), warn or error (env CERTFN_LOG_LEVEL, as on the clouds)")
+	f.StringVar(&cfg.Logging.Format, "log-format", envOr("CERTFN_LOG_FORMAT", "text"), "log format: text (key=value) or json (one object per line, for journald or a log shipper) (env CERTFN_LOG_FORMAT)")
 	f.StringVar(&cfg.HTTP01Listen, "http01-listen", os.Getenv("CERTFN_HTTP01_LISTEN"),
 		"serve ACME HTTP-01 challenges (GET /.well-known/acme-challenge/{token}) on this address, e.g. ':80' (env CERTFN_HTTP01_LISTEN)")
 	f.StringVar(&cfg.ACME.HTTP01SelfCheckAddr, "http01-self-check-addr", os.Getenv("CERTFN_HTTP01_SELF_CHECK_ADDR"),

@@ -90,6 +90,8 @@ type Config struct {
 
 	// Log receives serve's log and its start lines (nil: os.Stderr).
 	Log io.Writer
+	// Logging is the log's level and format, and --quiet.
+	Logging LogConfig
 }
 
 // ACMEConfig are a serve's ACME settings as plain data.
@@ -148,6 +150,13 @@ func (c Config) options() (Options, string, error) {
 	if err != nil {
 		return Options{}, "", err
 	}
+	level, err := c.Logging.parse()
+	if err != nil {
+		return Options{}, "", err
+	}
+	if c.Logging.Quiet && !c.UntilIdle {
+		return Options{}, "", errors.New("--quiet: only with --until-idle (a long-running serve logs to its journal; use --log-level warn to log less)")
+	}
 	if err := c.Data.checkQuotas(); err != nil {
 		return Options{}, "", err
 	}
@@ -165,7 +174,7 @@ func (c Config) options() (Options, string, error) {
 	}
 	opts := Options{DataDir: c.Data.Dir, ClusterResourceNamespace: c.Data.ClusterResourceNamespace, AutoApprove: signers,
 		Quotas: c.Data.Quotas, CertificateFiles: files, CertificateFileBounds: bounds, DeployHook: c.DeployHook,
-		Logger: slog.New(slog.NewTextHandler(c.logWriter(), &slog.HandlerOptions{Level: slog.LevelInfo}))}
+		Logger: slog.New(c.Logging.handler(c.logWriter(), level))}
 	if err := dns01TestProviders(&opts.ACME, c.DNS01.ChalltestsrvURL, c.DNS01.Nameservers); err != nil {
 		return Options{}, "", err
 	}
@@ -198,7 +207,22 @@ func (c Config) logWriter() io.Writer {
 // until idle. The data directory is closed when it returns; the error is
 // Runtime.Serve's (a *NotReadyError after an idle run that left
 // Certificates not Ready).
-func Serve(ctx context.Context, cfg Config) error {
+func Serve(ctx context.Context, cfg Config) (err error) {
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	if cfg.Logging.Quiet {
+		// Held until the end: written only when the run fails.
+		held := &heldWriter{w: cfg.logWriter()}
+		cfg.Log = held
+		defer func() {
+			if err == nil {
+				held.Discard()
+				return
+			}
+			_ = held.Flush()
+		}()
+	}
 	opts, mode, err := cfg.options()
 	if err != nil {
 		return err

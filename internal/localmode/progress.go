@@ -93,13 +93,21 @@ func (p *progress) observe(c *api.Certificate) {
 }
 
 // summary returns the line serve --until-idle ends with and the
-// Certificates that are not Ready (sorted "namespace/name: reason").
-func (p *progress) summary(certs []*api.Certificate) (string, []string) {
+// Certificates that are not Ready (sorted "namespace/name: blocker"),
+// each with what blocks it as `certfn status` and `certfn wait` say it
+// (blocker; nil: the Certificate's own conditions).
+func (p *progress) summary(certs []*api.Certificate, blocker func(*api.Certificate) string) (string, []string) {
 	var notReady []string
 	for _, c := range certs {
 		if !api.IsTrue(c.Status.Conditions, api.CertificateConditionReady) {
-			notReady = append(notReady, fmt.Sprintf("%s/%s: %s", c.Namespace, c.Name,
-				reasonOf(c.Status.Conditions, api.CertificateConditionReady, api.CertificateConditionIssuing)))
+			why := ""
+			if blocker != nil {
+				why = blocker(c)
+			}
+			if why == "" {
+				why = reasonOf(c.Status.Conditions, api.CertificateConditionReady, api.CertificateConditionIssuing)
+			}
+			notReady = append(notReady, fmt.Sprintf("%s/%s: %s", c.Namespace, c.Name, why))
 		}
 	}
 	sort.Strings(notReady)

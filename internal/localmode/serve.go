@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/certfn/certfn/core/api"
+	"github.com/certfn/certfn/core/app"
 )
 
 // ServeOptions configure the real-time loops of `certfn serve`.
@@ -308,7 +309,15 @@ func (r *Runtime) serveUntilIdle(ctx context.Context, o ServeOptions) error {
 	if err != nil {
 		return err
 	}
-	line, notReady := r.progress.summary(certs)
+	line, notReady := r.progress.summary(certs, func(c *api.Certificate) string {
+		// The chain's blocker, as `certfn status` names it; "" (the
+		// Certificate's own condition) when it cannot be read.
+		rep, err := app.Explain(ctx, r.Repo.Get, nil, api.KeyOf(c))
+		if err != nil {
+			return ""
+		}
+		return strings.TrimPrefix(rep.Summary, "Not ready: ")
+	})
 	if len(notReady) > 0 {
 		r.Log.Warn("serve --until-idle: " + line)
 		return &NotReadyError{Certificates: notReady}

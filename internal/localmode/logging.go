@@ -1,0 +1,79 @@
+package localmode
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"sync"
+)
+
+// LogConfig is how serve logs (--log-level, --log-format, --quiet).
+type LogConfig struct {
+	// Level is debug, info, warn or error (--log-level; "": info).
+	Level string
+	// Format is text (logfmt, the default) or json, one object per line
+	// with time, level and msg as slog writes them (--log-format).
+	Format string
+	// Quiet, with --until-idle, writes nothing when the run succeeds:
+	// the log is held and written only when it fails (a Certificate is
+	// not Ready at its end, or the run errs), whole, so that cron mails
+	// the full record of a failing run and nothing otherwise (--quiet).
+	Quiet bool
+}
+
+// parse returns the level and checks the format, naming the flag.
+func (l LogConfig) parse() (slog.Level, error) {
+	var level slog.Level
+	if l.Level != "" {
+		if err := level.UnmarshalText([]byte(l.Level)); err != nil {
+			return 0, fmt.Errorf("--log-level %q: want debug, info, warn or error", l.Level)
+		}
+	}
+	switch strings.ToLower(l.Format) {
+	case "", "text", "json":
+	default:
+		return 0, fmt.Errorf("--log-format %q: want text or json", l.Format)
+	}
+	return level, nil
+}
+
+// handler is the slog handler writing to w at level in l's format.
+func (l LogConfig) handler(w io.Writer, level slog.Level) slog.Handler {
+	opts := &slog.HandlerOptions{Level: level}
+	if strings.EqualFold(l.Format, "json") {
+		return slog.NewJSONHandler(w, opts)
+	}
+	return slog.NewTextHandler(w, opts)
+}
+
+// heldWriter holds what is written until Flush (written to w) or
+// Discard; safe for concurrent use.
+type heldWriter struct {
+	mu  sync.Mutex
+	w   io.Writer
+	buf bytes.Buffer
+}
+
+func (h *heldWriter) Write(p []byte) (int, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.buf.Write(p)
+}
+
+// Flush writes what was held to the destination.
+func (h *heldWriter) Flush() error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	_, err := h.w.Write(h.buf.Bytes())
+	h.buf.Reset()
+	return err
+}
+
+// Discard forgets what was held.
+func (h *heldWriter) Discard() {
+	h.mu.Lock()
+	h.buf.Reset()
+	h.mu.Unlock()
+}
