@@ -145,6 +145,10 @@ type ACMESettings struct {
 	// http01 functions, local mode with --http01-listen) or may run in
 	// another process.
 	HTTP01NoResponder string
+	// HTTP01SelfCheckHint, when set, ends each HTTP-01 self-check failure
+	// while HTTP01SelfCheckAddr is not set and a responder runs: how to
+	// point the check at the responder (http01.SelfCheck.AddrHint).
+	HTTP01SelfCheckHint string
 	// NamespacedServers restricts the ACME servers of namespaced Issuers
 	// (acme.ParseServerAllowList; ClusterIssuers are the platform team's
 	// and unrestricted). An Issuer with another server is not Ready
@@ -328,7 +332,8 @@ func Build(p Ports, s Settings, role Role) (*App, error) {
 		chCfg := challenges.Config{Accounts: a.Accounts, Issuers: issuers, DNS01: challenges.FromDNS01(solver),
 			MaxInFlight: s.ACME.MaxChallengesInFlight, Polling: s.ACME.Polling, WaitPoll: s.WaitPoll}
 		if s.ACME.HTTP01SelfCheck {
-			chCfg.HTTP01 = &http01.SelfCheck{Addr: s.ACME.HTTP01SelfCheckAddr, NoResponder: s.ACME.HTTP01NoResponder}
+			chCfg.HTTP01 = &http01.SelfCheck{Addr: s.ACME.HTTP01SelfCheckAddr, NoResponder: s.ACME.HTTP01NoResponder,
+				AddrHint: s.ACME.HTTP01SelfCheckHint}
 		}
 		if tokens != nil {
 			// The responder is in this process: a presented token is served at once.

@@ -220,8 +220,12 @@ func TestSummaryStaleFailures(t *testing.T) {
 		iss.Generation = gen
 		return iss
 	}
-	failedAt := func(gen int64) api.Condition { return seen(cond("Issuing", "False", "Failed", "the request failed"), gen, 10) }
-	issuingSince := func(sec int) api.Condition { return seen(cond("Issuing", "True", "ManuallyTriggered", "renew"), 2, sec) }
+	failedAt := func(gen int64) api.Condition {
+		return seen(cond("Issuing", "False", "Failed", "the request failed"), gen, 10)
+	}
+	issuingSince := func(sec int) api.Condition {
+		return seen(cond("Issuing", "True", "ManuallyTriggered", "renew"), 2, sec)
+	}
 	keyRefused := func(gen int64) api.Condition {
 		return seen(cond("Ready", "False", "KeyNotAllowed", "spec.privateKey: RSA 1024 is not allowed"), gen, 10)
 	}

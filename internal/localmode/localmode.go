@@ -165,6 +165,11 @@ type ACMEOptions struct {
 // in a `certfn serve` without --http01-listen.
 const NoHTTP01ListenerReason = "no HTTP-01 listener is running in this certfn serve (start it with --http01-listen :80)"
 
+// SelfCheckAddrHint ends a failed HTTP-01 self-check while serve
+// answers HTTP-01 and --http01-self-check-addr is not set.
+const SelfCheckAddrHint = "if <name>:80 does not reach this serve's --http01-listen (another port, a proxy or NAT in front), " +
+	"set --http01-self-check-addr to an address that does"
+
 // ServerAllowSource names the local ACME server allow-list in errors and
 // in the Ready message of a refused Issuer.
 const ServerAllowSource = "--acme-server-allow"
@@ -327,7 +332,8 @@ func Open(opts Options) (*Runtime, error) {
 		SecretFileBounds: &bounds,
 		ACME: app.ACMESettings{Polling: opts.ACME.Polling, MaxChallengesInFlight: opts.ACME.MaxChallengesInFlight,
 			DNS01AllowInternalNames: opts.ACME.DNS01AllowInternalNames, HTTP01SelfCheck: !opts.ACME.DisableHTTP01SelfCheck,
-			HTTP01SelfCheckAddr: opts.ACME.HTTP01SelfCheckAddr, HTTP01NoResponder: noResponder, NamespacedServers: allow},
+			HTTP01SelfCheckAddr: opts.ACME.HTTP01SelfCheckAddr, HTTP01NoResponder: noResponder, NamespacedServers: allow,
+			HTTP01SelfCheckHint: SelfCheckAddrHint},
 	}, app.Local)
 	if err != nil {
 		_ = store.Close()

@@ -281,6 +281,11 @@ type SelfCheck struct {
 	// it, then "; " and what the check saw, so that a refused connection
 	// or a failed lookup of the name does not look like a DNS problem.
 	NoResponder string
+	// AddrHint, when set, is appended ("; " and it) to each failure's
+	// reason while Addr is not set and a responder runs (NoResponder is
+	// empty): how to point the check elsewhere when <dnsName>:80 does not
+	// reach the responder (local mode names --http01-self-check-addr).
+	AddrHint string
 
 	once sync.Once
 	hc   *http.Client
@@ -318,8 +323,12 @@ func (s *SelfCheck) client() *http.Client {
 // Check implements challenges.SelfChecker.
 func (s *SelfCheck) Check(ctx context.Context, ch *api.Challenge) (bool, string, error) {
 	ok, why, err := s.check(ctx, ch)
-	if !ok && err == nil && s.NoResponder != "" {
+	switch {
+	case ok || err != nil:
+	case s.NoResponder != "":
 		why = s.NoResponder + "; " + why
+	case s.Addr == "" && s.AddrHint != "":
+		why += "; " + s.AddrHint
 	}
 	return ok, why, err
 }

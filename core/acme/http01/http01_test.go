@@ -237,3 +237,27 @@ func TestSelfCheckNoResponder(t *testing.T) {
 		t.Errorf("served elsewhere: ok=%t why=%q err=%v", ok, why, err)
 	}
 }
+
+// A failed check of <name>:80 while a responder runs ends with the
+// deployment's hint on pointing the check elsewhere; a check already
+// pointed elsewhere, or one that passes, carries none.
+func TestSelfCheckAddrHint(t *testing.T) {
+	const hint = "set --http01-self-check-addr"
+	ch := &api.Challenge{Spec: api.ChallengeSpec{DNSName: "no-such-host.invalid", Token: "good", Key: "good.thumb"}}
+	ok, why, err := (&SelfCheck{Timeout: time.Second, AddrHint: hint}).Check(context.Background(), ch)
+	if ok || err != nil || !strings.HasPrefix(why, "GET http://no-such-host.invalid/.well-known/acme-challenge/good: ") || !strings.HasSuffix(why, "; "+hint) {
+		t.Errorf("name:80 unreachable: ok=%t why=%q err=%v", ok, why, err)
+	}
+	l, _ := net.Listen("tcp", "127.0.0.1:0")
+	dead := l.Addr().String()
+	l.Close()
+	ok, why, err = (&SelfCheck{Addr: dead, Timeout: time.Second, AddrHint: hint}).Check(context.Background(), ch)
+	if ok || err != nil || strings.Contains(why, hint) {
+		t.Errorf("Addr set: ok=%t why=%q err=%v, want no hint", ok, why, err)
+	}
+	srv := httptest.NewServer(Handler{Tokens: mapTokens{"no-such-host.invalid good": "good.thumb"}})
+	defer srv.Close()
+	if ok, why, err := (&SelfCheck{Addr: srv.Listener.Addr().String(), Timeout: 2 * time.Second, AddrHint: hint}).Check(context.Background(), ch); !ok || why != "" || err != nil {
+		t.Errorf("served: ok=%t why=%q err=%v", ok, why, err)
+	}
+}
