@@ -102,6 +102,9 @@ type IssuerInfo struct {
 	Kind  string `json:"kind"`
 	Name  string `json:"name"`
 	State string `json:"state"`
+	// OtherKindExists: the issuer is missing, the ref names an Issuer,
+	// and a ClusterIssuer of that name exists (the ref lacks its kind).
+	OtherKindExists bool `json:"otherKindExists,omitempty"`
 	// Generation is the issuer's metadata.generation: a condition
 	// observed at an older one predates the issuer's spec.
 	Generation int64           `json:"generation,omitempty"`
@@ -158,6 +161,11 @@ func Explain(ctx context.Context, lookup Lookup, secrets SecretReader, key api.K
 		r.Issuer.State = StateHidden
 	case !errors.Is(err, ports.ErrNotFound):
 		return nil, fmt.Errorf("explain %s: read %s: %w", key, ik, err)
+	case ik.Kind == api.KindIssuer:
+		// The commonest mistake: a ClusterIssuer named without kind.
+		if _, err := lookup(ctx, api.Key{Kind: api.KindClusterIssuer, Name: ref.Name}); err == nil {
+			r.Issuer.OtherKindExists = true
+		}
 	}
 
 	r.Secret = SecretInfo{Namespace: c.Namespace, Name: c.Spec.SecretName, State: StateNotRead}
@@ -313,7 +321,14 @@ func summary(r *Report) (string, bool) {
 	}
 	switch r.Issuer.State {
 	case StateMissing:
-		return fmt.Sprintf("Not ready: %s %q does not exist", r.Issuer.Kind, r.Issuer.Name), false
+		msg := fmt.Sprintf("Not ready: %s %q does not exist", r.Issuer.Kind, r.Issuer.Name)
+		if r.Issuer.Kind == api.KindIssuer {
+			msg += " in namespace " + c.Namespace
+		}
+		if r.Issuer.OtherKindExists {
+			msg += fmt.Sprintf(`; a ClusterIssuer %q exists: set issuerRef.kind: ClusterIssuer (a ref without kind names an Issuer of the Certificate's namespace)`, r.Issuer.Name)
+		}
+		return msg, false
 	case StateFound:
 		if !api.IsTrue(r.Issuer.Conditions, "Ready") {
 			ready := api.FindCondition(r.Issuer.Conditions, "Ready")
