@@ -124,12 +124,16 @@ new key. Needs 'update' on the Certificate. ACME issuers only. Local only.`,
 			if err := lc.Revoke(cmd.Context(), key, reason); err != nil {
 				return err
 			}
+			if note := t.noServeNote(); note != "" {
+				fmt.Fprintf(std.out, "Revoked the certificate of %s (reason %s); it is not Ready, and its replacement waits: %s\n", displayKey(key), reason, note)
+				return nil
+			}
 			fmt.Fprintf(std.out, "Revoked the certificate of %s (reason %s); a new one is being issued\n", displayKey(key), reason)
 			return nil
 		},
 	}
 	c.Flags().StringVarP(&ns, "namespace", "n", "default", "namespace")
-	c.Flags().StringVar(&reason, "reason", "unspecified", "RFC 5280 reason: "+strings.Join(app.ReasonNames(), ", "))
+	c.Flags().StringVar(&reason, "reason", "unspecified", "RFC 5280 reason: "+strings.Join(app.ReasonNames(), ", ")+" (any case: certbot's keycompromise too)")
 	return c
 }
 

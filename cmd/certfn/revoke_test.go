@@ -25,8 +25,9 @@ spec:
 		args []string
 		want string
 	}{
-		{[]string{"revoke", "web", "--reason", "stolen"}, `--reason "stolen": want one of affiliationChanged, cessationOfOperation, keyCompromise, superseded, unspecified`},
+		{[]string{"revoke", "web", "--reason", "stolen"}, `--reason "stolen": want one of affiliationChanged, cessationOfOperation, keyCompromise, superseded, unspecified (in any case, as certbot's keycompromise)`},
 		{[]string{"revoke", "web", "--reason", "keyCompromise"}, "not an ACME issuer"},
+		{[]string{"revoke", "web", "--reason", "keycompromise"}, "not an ACME issuer"}, // certbot's spelling: the reason is accepted
 		{[]string{"revoke", "nope"}, "not found"},
 		{[]string{"--server", "https://127.0.0.1:1", "revoke", "web"}, "revoke is local-only"},
 	} {

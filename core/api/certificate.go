@@ -320,6 +320,18 @@ type CertificateStatus struct {
 	// NotifiedExpiryTime is when the last "approaching expiration" event
 	// was published (certfn extension): at most one per UTC day.
 	NotifiedExpiryTime *Time `json:"notifiedExpiryTime,omitempty"`
+	// Revoked is the last certificate of this Certificate revoked through
+	// certfn (certfn extension): while the stored certificate is that one,
+	// the Certificate is not Ready (reason Revoked) and is re-issued.
+	Revoked *RevokedCertificate `json:"revoked,omitempty"`
+}
+
+// RevokedCertificate records a revocation: the certificate's serial
+// number (lower-case hex), the RFC 5280 reason's name and when.
+type RevokedCertificate struct {
+	Serial    string `json:"serial"`
+	Reason    string `json:"reason"`
+	RevokedAt *Time  `json:"revokedAt,omitempty"`
 }
 
 // RenewalInfo records the last ACME renewal information fetched.

@@ -2,12 +2,12 @@ package app
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sort"
 	"strings"
 
 	"github.com/certfn/certfn/core/api"
+	"github.com/certfn/certfn/core/certificates"
 	"github.com/certfn/certfn/core/errs"
 	"github.com/certfn/certfn/core/pki"
 	"github.com/certfn/certfn/core/rbac"
@@ -21,6 +21,18 @@ var RevocationReasons = map[string]int{
 	"affiliationChanged":   3,
 	"superseded":           4,
 	"cessationOfOperation": 5,
+}
+
+// revocationReason returns the code and RFC 5280 name of a reason given
+// as RevocationReasons names it or in any case, as certbot spells them
+// (keycompromise, cessationofoperation): ok false when it is none.
+func revocationReason(name string) (int, string, bool) {
+	for n, code := range RevocationReasons {
+		if strings.EqualFold(n, name) {
+			return code, n, true
+		}
+	}
+	return 0, "", false
 }
 
 // ReasonNames lists RevocationReasons' names, sorted.
@@ -44,9 +56,9 @@ func ReasonNames() []string {
 // private CA has no revocation list here), and only where the service
 // reads secrets and runs the ACME issuer (local mode).
 func (s *Service) Revoke(ctx context.Context, caller Caller, key api.Key, reason string) error {
-	code, ok := RevocationReasons[reason]
+	code, name, ok := revocationReason(reason)
 	if !ok {
-		return errs.Permanent(badRequestf("--reason %q: want one of %s", reason, strings.Join(ReasonNames(), ", ")))
+		return errs.Permanent(badRequestf("--reason %q: want one of %s (in any case, as certbot's keycompromise)", reason, strings.Join(ReasonNames(), ", ")))
 	}
 	if key.Kind != api.KindCertificate {
 		return badRequestf("revoke applies to certificates, not %s", key.Kind)
@@ -92,11 +104,23 @@ func (s *Service) Revoke(ctx context.Context, caller Caller, key api.Key, reason
 	if err := cl.Revoke(ctx, acct, chain[0], code); err != nil {
 		return fmt.Errorf("revoke %s (serial %s): %w", key, chain[0].SerialNumber.Text(16), err)
 	}
-	if api.IsTrue(crt.Status.Conditions, api.CertificateConditionIssuing) {
-		return nil // a re-issuance is under way already
-	}
-	if _, err := s.renew(ctx, key); err != nil && !errors.Is(err, errInFlight) {
-		return fmt.Errorf("revoked %s; trigger its re-issuance: %w", key, err)
+	serial, reason := chain[0].SerialNumber.Text(16), name
+	if _, err := s.mutate(ctx, key, func(o api.Object) error {
+		c := o.(*api.Certificate)
+		now := s.clock.Now()
+		c.Status.Revoked = &api.RevokedCertificate{Serial: serial, Reason: reason, RevokedAt: api.NewTime(now)}
+		// Not Ready from now on, whether or not a serve runs: the stored
+		// certificate is revoked (the readiness step says the same).
+		api.SetCondition(&c.Status.Conditions, api.Condition{Type: api.CertificateConditionReady, Status: api.ConditionFalse,
+			Reason: certificates.ReasonRevoked, Message: fmt.Sprintf("The stored certificate (serial %s) was revoked, reason %s; a replacement is being issued", serial, reason),
+			ObservedGeneration: c.Generation}, now)
+		if !api.IsTrue(c.Status.Conditions, api.CertificateConditionIssuing) { // else a re-issuance is under way already
+			api.SetCondition(&c.Status.Conditions, api.Condition{Type: api.CertificateConditionIssuing, Status: api.ConditionTrue,
+				Reason: "ManuallyTriggered", Message: "Certificate re-issuance triggered by its revocation", ObservedGeneration: c.Generation}, now)
+		}
+		return nil
+	}); err != nil {
+		return fmt.Errorf("revoked %s (serial %s); record it and trigger its re-issuance: %w", key, serial, err)
 	}
 	return nil
 }

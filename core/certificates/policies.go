@@ -31,6 +31,10 @@ type Reason struct {
 	RenewalDisabled bool
 }
 
+// ReasonRevoked is the Ready reason of a Certificate whose stored
+// certificate was revoked (status.revoked): it is re-issued at once.
+const ReasonRevoked = "Revoked"
+
 // Evaluate applies docs/design/certificate-controllers.md's triggers in cert-manager's order: missing or
 // undecodable secret, key and certificate mismatch, private key no longer
 // matching spec.privateKey, issuer changed, the current revision's request no
@@ -60,6 +64,14 @@ func Evaluate(st *State) Reason {
 		return Reason{Reason: "SecretMismatch", Message: fmt.Sprintf("Issuing certificate as Secret was previously issued for different fields: %v", bad)}
 	}
 	leaf := issued.Chain[0]
+	if rv := st.Cert.Status.Revoked; rv != nil && rv.Serial == leaf.SerialNumber.Text(16) {
+		at := ""
+		if rv.RevokedAt != nil {
+			at = " at " + rv.RevokedAt.UTC().Format(time.RFC3339)
+		}
+		return Reason{Reason: ReasonRevoked, Message: fmt.Sprintf("Issuing certificate as the stored certificate (serial %s) was revoked%s, reason %s",
+			rv.Serial, at, rv.Reason)}
+	}
 	if pki.RenewalDisabled(spec.Renewal) {
 		// cert-manager's trigger never renews such a certificate, not even
 		// once expired; the Ready condition still says it expired.

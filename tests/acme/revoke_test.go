@@ -41,6 +41,17 @@ func TestRevokeAndReplace(t *testing.T) {
 	if !api.IsTrue(c.Status.Conditions, api.CertificateConditionIssuing) {
 		t.Fatalf("not re-issuing after the revocation: %+v", c.Status.Conditions)
 	}
+	// A revoked certificate is not Ready, at once and after a reconcile
+	// (the stored certificate is still the revoked one).
+	if rc := api.FindCondition(c.Status.Conditions, api.CertificateConditionReady); rc == nil || rc.Status != api.ConditionFalse || rc.Reason != "Revoked" ||
+		c.Status.Revoked == nil || c.Status.Revoked.Serial != first.SerialNumber.Text(16) || c.Status.Revoked.Reason != "keyCompromise" {
+		t.Fatalf("after the revocation: Ready %+v, revoked %+v", rc, c.Status.Revoked)
+	}
+	// certbot's spelling of the reason is the same reason.
+	before = e.cnt.Count()
+	if err := e.rt.App.Service.Revoke(e.ctx, admin, key, "keycompromise"); err != nil {
+		t.Fatalf("revoke with certbot's spelling: %v", err)
+	}
 	// The revoked certificate is still in the secret until the new one
 	// lands: revoking it again (a retry after a partial failure) is
 	// success — the server's alreadyRevoked — and makes one more request.
@@ -53,6 +64,9 @@ func TestRevokeAndReplace(t *testing.T) {
 	}
 	e.issue("rev")
 	second := e.verify("rev-tls", "rev.example.test")
+	if c := e.cert("rev"); !api.IsTrue(c.Status.Conditions, api.CertificateConditionReady) {
+		t.Fatalf("the replacement is not Ready: %+v", c.Status.Conditions)
+	}
 	if c := e.cert("rev"); c.Status.Revision == nil || *c.Status.Revision != 2 {
 		t.Fatalf("revision %v after the revocation, want 2", c.Status.Revision)
 	}
