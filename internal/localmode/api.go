@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"sync"
@@ -42,9 +41,9 @@ func (r *Runtime) ListenAPI(o APIOptions) (string, func(), error) {
 	if err != nil {
 		return "", nil, err
 	}
-	l, err := net.Listen("tcp", o.Listen)
+	l, err := listen("api-listen", o.Listen)
 	if err != nil {
-		return "", nil, fmt.Errorf("--api-listen %s: %w", o.Listen, err)
+		return "", nil, err
 	}
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 30 * time.Second, WriteTimeout: 60 * time.Second,
 		TLSConfig: &tls.Config{MinVersion: tls.VersionTLS12, GetConfigForClient: func(*tls.ClientHelloInfo) (*tls.Config, error) {

@@ -2,11 +2,14 @@ package localmode
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"strings"
 	"sync"
+	"syscall"
 )
 
 // LogConfig is how serve logs (--log-level, --log-format, --quiet).
@@ -76,4 +79,22 @@ func (h *heldWriter) Discard() {
 	h.mu.Lock()
 	h.buf.Reset()
 	h.mu.Unlock()
+}
+
+// netListen is net.Listen (a test makes it refuse).
+var netListen = net.Listen
+
+// listen is net.Listen for the flag that names addr; a port below 1024
+// refused for lack of privilege says how to allow it.
+func listen(flag, addr string) (net.Listener, error) {
+	l, err := netListen("tcp", addr)
+	if err == nil {
+		return l, nil
+	}
+	if errors.Is(err, syscall.EACCES) {
+		return nil, fmt.Errorf("--%s %s: %w: binding a port below 1024 needs root or the CAP_NET_BIND_SERVICE capability "+
+			"(the shipped systemd unit grants it: AmbientCapabilities=CAP_NET_BIND_SERVICE; by hand: sudo setcap cap_net_bind_service=+ep $(command -v certfn)), "+
+			"or listen on a high port and forward port 80 to it", flag, addr, err)
+	}
+	return nil, fmt.Errorf("--%s %s: %w", flag, addr, err)
 }

@@ -189,9 +189,9 @@ func (r *Runtime) ListenMetrics(addr string, tlsOpts APIOptions) (string, func()
 			return "", nil, fmt.Errorf("--metrics-listen %s: %w", addr, err)
 		}
 	}
-	l, err := net.Listen("tcp", bind)
+	l, err := listen("metrics-listen", bind)
 	if err != nil {
-		return "", nil, fmt.Errorf("--metrics-listen %s: %w", addr, err)
+		return "", nil, err
 	}
 	srv := &http.Server{Handler: r.MetricsHandler(), ReadHeaderTimeout: 5 * time.Second, WriteTimeout: 30 * time.Second}
 	serve := func() error { return srv.Serve(l) }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -39,9 +38,9 @@ type ServeOptions struct {
 // ListenHTTP01 starts the HTTP-01 responder on addr and returns the bound
 // address and a function that stops it.
 func (r *Runtime) ListenHTTP01(addr string) (string, func(), error) {
-	l, err := net.Listen("tcp", addr)
+	l, err := listen("http01-listen", addr)
 	if err != nil {
-		return "", nil, fmt.Errorf("--http01-listen %s: %w", addr, err)
+		return "", nil, err
 	}
 	srv := &http.Server{Handler: r.App.HTTP01, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second,
 		WriteTimeout: 10 * time.Second, MaxHeaderBytes: 8 << 10}
