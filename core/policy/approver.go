@@ -3,6 +3,7 @@ package policy
 import (
 	"context"
 	"fmt"
+	"sort"
 	"strings"
 
 	"github.com/certfn/certfn/core/api"
@@ -49,7 +50,25 @@ func (a *Approver) Decide(ctx context.Context, in Input) Decision {
 			return d
 		}
 	}
-	return a.evaluator.Evaluate(ctx, in)
+	d := a.evaluator.Evaluate(ctx, in)
+	if d.Result != Approved && d.Result != Denied && len(a.auto) > 0 && in.Request != nil {
+		// The operator may expect the list to cover this request.
+		d.msg = d.Message() + "; " + a.notAutoApproved(in.Request)
+	}
+	return d
+}
+
+// notAutoApproved says which signers the opt-in list approves, and that
+// cr's signer is not one of them.
+func (a *Approver) notAutoApproved(cr *api.CertificateRequest) string {
+	names := make([]string, 0, len(a.auto))
+	for n := range a.auto {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	signer := rbac.SignerResourceNames(cr.Spec.IssuerRef, cr.Namespace)[0]
+	return fmt.Sprintf("the auto-approve list approves only signers %s, and this request's signer (%s) is not among them",
+		strings.Join(names, ", "), signer)
 }
 
 // autoApproved returns the name in the opt-in list that approves cr's
