@@ -191,6 +191,17 @@ func orderOf(o acme.Order, ra time.Duration) core.Order {
 
 // NewOrder implements core/acme.Client.
 func (c *Client) NewOrder(ctx context.Context, acct core.Account, req core.NewOrderRequest) (core.Order, error) {
+	if req.Profile != "" {
+		// acmez refuses a profile the directory does not list, with a
+		// plain error (retried as transient): say it once, permanently.
+		profiles, err := c.Profiles(ctx)
+		if err != nil {
+			return core.Order{}, err
+		}
+		if why := core.ProfileProblem(req.Profile, profiles); why != "" {
+			return core.Order{}, permanentf("create order: %s", why)
+		}
+	}
 	ctx, m := withMeta(ctx)
 	o := acme.Order{Profile: req.Profile, Replaces: req.Replaces}
 	for _, d := range req.DNSNames {
@@ -208,6 +219,18 @@ func (c *Client) NewOrder(ctx context.Context, acct core.Account, req core.NewOr
 		return core.Order{}, c.mapError("create order", err, m)
 	}
 	return orderOf(got, m.RetryAfter()), nil
+}
+
+// Profiles implements core/acme.ProfileLister: the profiles the server's
+// directory advertises (meta.profiles), by name, with their description;
+// nil when it advertises none.
+func (c *Client) Profiles(ctx context.Context) (map[string]string, error) {
+	ctx, m := withMeta(ctx)
+	dir, err := c.ac.GetDirectory(ctx)
+	if err != nil {
+		return nil, c.mapError("read directory", err, m)
+	}
+	return dir.Meta.Profiles, nil
 }
 
 // GetOrder implements core/acme.Client.

@@ -153,6 +153,29 @@ func (a *Accounts) loadKey(ctx context.Context, spec *api.ACMEIssuer, ns string,
 	return key, "", "", nil
 }
 
+// checkProfile reads the profiles iss's server offers (when its client
+// lists them) and returns ReasonProfileNotSupported, naming them, when
+// spec.acme.profile is not one; an error reading them is returned (the
+// issuer is looked at again).
+func (a *Accounts) checkProfile(ctx context.Context, iss api.GenericIssuer) (string, string, error) {
+	client, err := a.dialer.Client(ServerConfigFor(iss))
+	if err != nil {
+		return ReasonRegister, "Failed to reach the ACME server: " + err.Error(), nil
+	}
+	lister, ok := client.(ProfileLister)
+	if !ok {
+		return "", "", nil // the server's answer to the order will say
+	}
+	profiles, err := lister.Profiles(ctx)
+	if err != nil {
+		return "", "", fmt.Errorf("read the ACME server's profiles: %w", err)
+	}
+	if why := ProfileProblem(iss.GetSpec().ACME.Profile, profiles); why != "" {
+		return ReasonProfileNotSupported, why, nil
+	}
+	return "", "", nil
+}
+
 // Ready is issuers.Env.ACMEReady: a namespaced Issuer whose server the
 // allow-list refuses is not Ready (ReasonServerNotAllowed), checked
 // before any key is read or generated and without any ACME request.
@@ -176,6 +199,11 @@ func (a *Accounts) Ready(ctx context.Context, st *issuers.State) (bool, string, 
 	hash, err := KeyHash(key)
 	if err != nil {
 		return false, ReasonAccountKey, err.Error(), nil
+	}
+	if spec.Profile != "" {
+		if reason, msg, err := a.checkProfile(ctx, st.Issuer); err != nil || reason != "" {
+			return false, reason, msg, err
+		}
 	}
 	status := st.Issuer.GetStatus()
 	if s := status.ACME; s != nil && s.URI != "" && s.LastRegisteredEmail == spec.Email && s.LastPrivateKeyHash == hash && sameServer(s.URI, spec.Server) {

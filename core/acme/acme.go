@@ -18,6 +18,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
+	"sort"
 	"strings"
 	"time"
 
@@ -124,6 +125,35 @@ type RenewalInfo struct {
 // the problem detail, network and TLS failures are transient. Signed POSTs
 // are never re-sent blindly; idempotent GETs retry a bounded number of
 // times.
+// ProfileLister is a Client that reads the ACME profiles its server
+// advertises (draft-aaron-acme-profiles: the directory's meta.profiles,
+// name to description; nil when none).
+type ProfileLister interface {
+	Profiles(ctx context.Context) (map[string]string, error)
+}
+
+// ReasonProfileNotSupported is an ACME issuer's Ready reason when its
+// spec.acme.profile is not one its server offers: its configuration must
+// change.
+const ReasonProfileNotSupported = "ProfileNotSupported"
+
+// ProfileProblem says why profile cannot be asked of a server offering
+// profiles (sorted names in the message); "" when it can.
+func ProfileProblem(profile string, profiles map[string]string) string {
+	if _, ok := profiles[profile]; ok {
+		return ""
+	}
+	if len(profiles) == 0 {
+		return fmt.Sprintf("spec.acme.profile %q: the ACME server offers no profiles (remove spec.acme.profile)", profile)
+	}
+	names := make([]string, 0, len(profiles))
+	for n := range profiles {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return fmt.Sprintf("spec.acme.profile %q: the ACME server offers only the profiles %s", profile, strings.Join(names, ", "))
+}
+
 type Client interface {
 	// Register creates the account of req.Key or returns the existing one;
 	// the account's contact is updated when it differs from req.Email.

@@ -93,7 +93,7 @@ type Report struct {
 // configuration must change before it can become Ready (a missing secret,
 // or a server that cannot be reached, may still come).
 var permanentIssuerReasons = map[string]bool{
-	"ErrInvalidKeyPair": true, acme.ReasonAccountKey: true, acme.ReasonServerNotAllowed: true,
+	"ErrInvalidKeyPair": true, acme.ReasonAccountKey: true, acme.ReasonServerNotAllowed: true, acme.ReasonProfileNotSupported: true,
 	dns01.ReasonSolverNotAvailable: true, "NotSupported": true, "UnsupportedIssuerType": true,
 }
 

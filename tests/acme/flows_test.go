@@ -127,6 +127,27 @@ func TestProfile(t *testing.T) {
 	if o := e.orders(); o[0].Spec.Profile != "shortlived" {
 		t.Errorf("order profile %q", o[0].Spec.Profile)
 	}
+
+	// A profile the server does not offer: the issuer is not Ready, for
+	// good (its configuration must change), naming the server's profiles;
+	// no order is tried with it.
+	orders := len(e.orders())
+	e.apply(e.issuerYAML("    profile: nope\n" + http01Solvers))
+	notOffered := func() bool {
+		c := e.issuerReady()
+		return c.Status == api.ConditionFalse && c.Reason == "ProfileNotSupported"
+	}
+	if !e.until(100, time.Second, notOffered) {
+		t.Fatalf("issuer with an unknown profile: %+v", e.issuerReady())
+	}
+	if c := e.issuerReady(); c.Message != `spec.acme.profile "nope": the ACME server offers only the profiles default, shortlived` {
+		t.Errorf("message %q", c.Message)
+	}
+	e.apply(certYAML("other", []string{"other.example.test"}, ""))
+	e.run()
+	if n := len(e.orders()); n != orders {
+		t.Errorf("%d orders after the unknown profile, want %d", n, orders)
+	}
 }
 
 func TestPreferredChain(t *testing.T) {
