@@ -1,16 +1,17 @@
 package terraform_test
 
-// Checks of infra/terraform/gcp and its example. There is no
-// hashicorp/google provider on these machines (see the recipes' README), so
-// `terraform validate` and `plan` cannot run: the module is checked with
-// `terraform fmt -check` and by evaluating it offline (gcphcl_test.go) —
-// resource types, the service accounts and every IAM grant with its
-// condition (an exact table per function), the Firestore indexes against
-// the store's queries, the TTL policy, the dead-letter and retry policies,
-// the schedule, the services' environment, the alert policies, the
-// variables' validations and the README. What the provider or the cloud
-// decides (attribute names and shapes, whether IAM accepts a condition) is
-// listed in infra/terraform/gcp/README.md, "What the tests do not check".
+// Checks of infra/terraform/gcp and its example. gcpplan_test.go runs
+// `terraform validate` and an offline `plan` with the real hashicorp/google
+// provider; this file checks the module with `terraform fmt -check` and by
+// evaluating it offline (gcphcl_test.go), where exact values matter and a
+// plan is slower to read — resource types, the service accounts and every
+// IAM grant with its condition (an exact table per function), the
+// Firestore indexes against the store's queries, the TTL policy, the
+// dead-letter and retry policies, the schedule, the services' environment,
+// the alert policies, the variables' validations and the README. What only
+// the cloud decides (whether IAM accepts a condition, propagation delays)
+// is listed in infra/terraform/gcp/README.md, "What the tests check, and
+// what they do not".
 
 import (
 	"bytes"
