@@ -499,3 +499,42 @@ func TestGCPPlan(t *testing.T) {
 		checkGCPAPIAccessWait(t, p)
 	})
 }
+
+// TestGCPGoogleMirrorCandidates: where hashicorp/google is looked for when
+// CERTFN_TF_GOOGLE_MIRROR is not set — the shared mirror first, then a
+// user's plugin cache from TF_PLUGIN_CACHE_DIR or the CLI configuration's
+// plugin_cache_dir ($HOME expanded), then the per-user directories.
+func TestGCPGoogleMirrorCandidates(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	cache := filepath.Join(t.TempDir(), "cache")
+	cfg := filepath.Join(t.TempDir(), "terraform.rc")
+	if err := os.WriteFile(cfg, []byte("disable_checkpoint = true\nplugin_cache_dir   = \"$HOME/.cache/terraform\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("TF_CLI_CONFIG_FILE", cfg)
+	t.Setenv("TF_PLUGIN_CACHE_DIR", cache)
+	got := gcpGoogleMirrorCandidates(t)
+	shared := filepath.Join(repoRoot(t), "..", "shared", "terraform-mirror")
+	if len(got) < 5 || got[0] != shared {
+		t.Fatalf("candidates %v: want %s first", got, shared)
+	}
+	tail := got[len(got)-4:]
+	want := []string{cache, filepath.Join(home, ".cache", "terraform"), filepath.Join(home, ".terraform.d", "plugin-cache"), filepath.Join(home, ".terraform.d", "plugins")}
+	if strings.Join(tail, "\n") != strings.Join(want, "\n") {
+		t.Errorf("candidates after the shared mirror(s) = %v, want %v", tail, want)
+	}
+	// A plugin cache has a mirror's layout: one holding the provider counts.
+	if hasProvider(cache, "hashicorp", "google") {
+		t.Fatal("empty cache holds hashicorp/google")
+	}
+	if err := os.MkdirAll(filepath.Join(cache, "registry.terraform.io", "hashicorp", "google", "7.45.0", runtime.GOOS+"_"+runtime.GOARCH), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if !hasProvider(cache, "hashicorp", "google") {
+		t.Error("a plugin cache holding hashicorp/google is not recognised")
+	}
+	if d := pluginCacheDir(filepath.Join(t.TempDir(), "missing.rc")); d != "" {
+		t.Errorf("plugin_cache_dir of a missing file = %q", d)
+	}
+}
