@@ -113,7 +113,7 @@ func gcpGoogleMirror(t *testing.T) string {
 			return d
 		}
 	}
-	msg := fmt.Sprintf("no hashicorp/google provider found in %v: the project's mirror is ../shared/terraform-mirror beside the repository (its README); or set CERTFN_TF_GOOGLE_MIRROR to a directory holding registry.terraform.io/hashicorp/google/<version>/<os_arch>", candidates)
+	msg := fmt.Sprintf("no hashicorp/google provider found in %v: the project's mirror is shared/terraform-mirror in the directory that holds the repository (its README says how); or set CERTFN_TF_GOOGLE_MIRROR to a directory holding registry.terraform.io/hashicorp/google/<version>/<os_arch>", candidates)
 	if os.Getenv("CI") == "true" {
 		t.Fatal(msg)
 	}
