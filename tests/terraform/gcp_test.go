@@ -84,13 +84,7 @@ func TestGCPFmt(t *testing.T) {
 	bin := terraformBin(t)
 	cmd := exec.Command(bin, "fmt", "-check", "-recursive", "-diff", "-no-color", ".")
 	cmd.Dir = gcpModuleDir(t)
-	var env []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "TF_") && !strings.HasPrefix(kv, "CHECKPOINT_") {
-			env = append(env, kv)
-		}
-	}
-	cmd.Env = append(env, "CHECKPOINT_DISABLE=1", "TF_IN_AUTOMATION=1")
+	cmd.Env = append(environWithout("TF_", "CHECKPOINT_"), "CHECKPOINT_DISABLE=1", "TF_IN_AUTOMATION=1")
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("terraform fmt -check: %v: files need `terraform fmt -recursive infra/terraform/gcp`:\n%s", err, out)
@@ -1236,13 +1230,7 @@ func TestGCPExampleManifests(t *testing.T) {
 		t.Helper()
 		cmd := exec.Command(bin, append([]string{"console", "-var", "project=" + gcpProject, "-var", "image=" + gcpImage}, args...)...)
 		cmd.Dir = dir
-		var env []string
-		for _, kv := range os.Environ() {
-			if !strings.HasPrefix(kv, "TF_") && !strings.HasPrefix(kv, "CHECKPOINT_") {
-				env = append(env, kv)
-			}
-		}
-		cmd.Env = append(env, "CHECKPOINT_DISABLE=1", "TF_IN_AUTOMATION=1")
+		cmd.Env = append(environWithout("TF_", "CHECKPOINT_"), "CHECKPOINT_DISABLE=1", "TF_IN_AUTOMATION=1")
 		cmd.Stdin = strings.NewReader("jsonencode([local.manifests, keys(local.config_documents), keys(local.certificate_documents)])\n")
 		out, err := cmd.CombinedOutput()
 		if err != nil {

@@ -20,7 +20,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
-	"sort"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -121,58 +121,55 @@ func gcpGoogleMirror(t *testing.T) string {
 	return ""
 }
 
-var timeMirror struct {
-	once sync.Once
-	dir  string
-	err  error
-}
+var (
+	timeMirrorOnce sync.Once
+	timeMirrorDir  string
+	timeMirrorErr  error
+)
 
 // gcpTimeMirror returns a filesystem mirror holding hashicorp/time
-// gcpTimeVersion, built with `go install` of the provider's module at that
-// version (Go's module proxy) into .tools/terraform-mirror of the
-// repository (ignored by git). A binary already there is reused when `go
-// version -m` shows it is that module at that version; otherwise it is
-// built once per test binary.
+// gcpTimeVersion (buildTimeMirror), made once per test binary.
 func gcpTimeMirror(t *testing.T) string {
 	t.Helper()
-	timeMirror.once.Do(func() {
-		dir := filepath.Join(repoRoot(t), ".tools", "terraform-mirror")
-		platform := runtime.GOOS + "_" + runtime.GOARCH
-		binDir := filepath.Join(dir, "registry.terraform.io", "hashicorp", "time", gcpTimeVersion, platform)
-		bin := filepath.Join(binDir, "terraform-provider-time_v"+gcpTimeVersion)
-		if builtFrom(bin, "github.com/hashicorp/terraform-provider-time", "v"+gcpTimeVersion) {
-			timeMirror.dir = dir
-			return
-		}
-		if err := os.MkdirAll(binDir, 0o755); err != nil {
-			timeMirror.err = err
-			return
-		}
-		gobin, err := os.MkdirTemp(binDir, ".build-")
-		if err != nil {
-			timeMirror.err = err
-			return
-		}
-		defer os.RemoveAll(gobin)
-		cmd := exec.Command("go", "install", "github.com/hashicorp/terraform-provider-time@v"+gcpTimeVersion)
-		// Outside any module and workspace: the provider's own go.mod
-		// decides its dependencies.
-		cmd.Dir = gobin
-		cmd.Env = append(os.Environ(), "GOBIN="+gobin, "GOWORK=off", "GOFLAGS=-trimpath", "CGO_ENABLED=0", "GOOS="+runtime.GOOS, "GOARCH="+runtime.GOARCH)
-		if b, err := cmd.CombinedOutput(); err != nil {
-			timeMirror.err = fmt.Errorf("go install github.com/hashicorp/terraform-provider-time@v%s: %v\n%s", gcpTimeVersion, err, b)
-			return
-		}
-		if err := os.Rename(filepath.Join(gobin, "terraform-provider-time"), bin); err != nil {
-			timeMirror.err = err
-			return
-		}
-		timeMirror.dir = dir
-	})
-	if timeMirror.err != nil {
-		t.Fatal(timeMirror.err)
+	timeMirrorOnce.Do(func() { timeMirrorDir, timeMirrorErr = buildTimeMirror(repoRoot(t)) })
+	if timeMirrorErr != nil {
+		t.Fatal(timeMirrorErr)
 	}
-	return timeMirror.dir
+	return timeMirrorDir
+}
+
+// buildTimeMirror builds hashicorp/time gcpTimeVersion with `go install` of
+// the provider's module at that version (Go's module proxy) into
+// .tools/terraform-mirror of the repository root (ignored by git) and
+// returns that mirror. A binary already there is reused when `go version
+// -m` shows it is that module at that version.
+func buildTimeMirror(root string) (string, error) {
+	dir := filepath.Join(root, ".tools", "terraform-mirror")
+	binDir := filepath.Join(dir, "registry.terraform.io", "hashicorp", "time", gcpTimeVersion, runtime.GOOS+"_"+runtime.GOARCH)
+	bin := filepath.Join(binDir, "terraform-provider-time_v"+gcpTimeVersion)
+	if builtFrom(bin, "github.com/hashicorp/terraform-provider-time", "v"+gcpTimeVersion) {
+		return dir, nil
+	}
+	if err := os.MkdirAll(binDir, 0o755); err != nil {
+		return "", err
+	}
+	gobin, err := os.MkdirTemp(binDir, ".build-")
+	if err != nil {
+		return "", err
+	}
+	defer os.RemoveAll(gobin)
+	pkg := "github.com/hashicorp/terraform-provider-time@v" + gcpTimeVersion
+	cmd := exec.Command("go", "install", pkg)
+	// Outside any module and workspace: the provider's own go.mod decides
+	// its dependencies.
+	cmd.Dir = gobin
+	cmd.Env = append(os.Environ(), "GOBIN="+gobin, "GOWORK=off", "GOFLAGS=-trimpath", "CGO_ENABLED=0", "GOOS="+runtime.GOOS, "GOARCH="+runtime.GOARCH)
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go install %s: %v\n%s", pkg, err, b)
+	}
+	// A rename within the directory: a concurrent reader sees the whole
+	// binary or none.
+	return dir, os.Rename(filepath.Join(gobin, "terraform-provider-time"), bin)
 }
 
 // builtFrom reports whether the Go binary bin was built from module mod at
@@ -223,13 +220,7 @@ func newGCPTF(t *testing.T, dir string) *tf {
 	if err := os.WriteFile(cfg, []byte(body.String()), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	var env []string
-	for _, kv := range os.Environ() {
-		if !hasAnyPrefix(kv, "TF_", "CHECKPOINT_", "GOOGLE_", "CLOUDSDK_", "CERTFN_") {
-			env = append(env, kv)
-		}
-	}
-	env = append(env,
+	env := append(environWithout("TF_", "CHECKPOINT_", "GOOGLE_", "CLOUDSDK_", "CERTFN_"),
 		"TF_CLI_CONFIG_FILE="+cfg,
 		"TF_IN_AUTOMATION=1",
 		"TF_INPUT=0",
@@ -240,13 +231,16 @@ func newGCPTF(t *testing.T, dir string) *tf {
 	return &tf{t: t, bin: bin, dir: dir, env: env}
 }
 
-func hasAnyPrefix(s string, prefixes ...string) bool {
-	for _, p := range prefixes {
-		if strings.HasPrefix(s, p) {
-			return true
+// environWithout returns the process environment less the variables whose
+// names start with one of prefixes.
+func environWithout(prefixes ...string) []string {
+	var out []string
+	for _, kv := range os.Environ() {
+		if !slices.ContainsFunc(prefixes, func(p string) bool { return strings.HasPrefix(kv, p) }) {
+			out = append(out, kv)
 		}
 	}
-	return false
+	return out
 }
 
 // gcpOfflineProvider configures the google provider for an offline plan:
@@ -344,12 +338,7 @@ func (r *tf) gcpPlan(validate bool, vars map[string]string) *gcpPlanResult {
 		r.run("init", "-backend=false", "-input=false", "-no-color")
 	}
 	args := []string{"plan", "-input=false", "-lock=false", "-refresh=false", "-no-color", "-out=tfplan"}
-	names := make([]string, 0, len(vars))
-	for k := range vars {
-		names = append(names, k)
-	}
-	sort.Strings(names)
-	for _, k := range names {
+	for _, k := range keysOf(vars) {
 		args = append(args, "-var", k+"="+vars[k])
 	}
 	out := r.run(args...)
