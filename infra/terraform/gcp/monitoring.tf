@@ -124,13 +124,13 @@ resource "google_logging_metric" "certificates_expiring" {
 # and the provider does not retry that error
 # (hashicorp/terraform-provider-google#11102): without a wait the first
 # apply fails on both policies below. The wait is the 10 minutes the API
-# itself names as the bound. Shorter ones used in the wild (30 s, 60 s)
-# pass most of the time, and a first apply that fails half the time is the
-# fault to remove. It costs little: each wait starts as soon as its metric
-# exists (early: the metrics need only the APIs) and runs alongside the
-# rest of the apply (Firestore, Cloud Run, Pub/Sub), and it delays only
-# the two alert policies on log-based metrics (the dead-letter policies
-# watch a built-in metric and do not wait). One wait per metric, keyed by
+# itself names as the bound: the shorter waits other configurations use for
+# this error (30 s) are guesses below it, and a first apply that fails
+# now and then is the fault to remove. It costs little: each wait starts as
+# soon as its metric exists (early: the metrics need only the APIs) and
+# runs alongside the rest of the apply (Firestore, Cloud Run, Pub/Sub), and
+# it delays only the two alert policies on log-based metrics (the
+# dead-letter policies watch a built-in metric and do not wait). One wait per metric, keyed by
 # its name: a metric added later (enable_error_log_alert) or renamed
 # (name_prefix) is new to Monitoring again and gets a wait of its own; a
 # later apply that changes neither waits for nothing (time_sleep waits on
