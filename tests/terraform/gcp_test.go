@@ -1,16 +1,17 @@
 package terraform_test
 
-// Checks of infra/terraform/gcp and its example. There is no
-// hashicorp/google provider on these machines (see the recipes' README), so
-// `terraform validate` and `plan` cannot run: the module is checked with
-// `terraform fmt -check` and by evaluating it offline (gcphcl_test.go) —
-// resource types, the service accounts and every IAM grant with its
-// condition (an exact table per function), the Firestore indexes against
-// the store's queries, the TTL policy, the dead-letter and retry policies,
-// the schedule, the services' environment, the alert policies, the
-// variables' validations and the README. What the provider or the cloud
-// decides (attribute names and shapes, whether IAM accepts a condition) is
-// listed in infra/terraform/gcp/README.md, "What the tests do not check".
+// Checks of infra/terraform/gcp and its example. gcpplan_test.go runs
+// `terraform validate` and an offline `plan` with the real hashicorp/google
+// provider; this file checks the module with `terraform fmt -check` and by
+// evaluating it offline (gcphcl_test.go), where exact values matter and a
+// plan is slower to read — resource types, the service accounts and every
+// IAM grant with its condition (an exact table per function), the
+// Firestore indexes against the store's queries, the TTL policy, the
+// dead-letter and retry policies, the schedule, the services' environment,
+// the alert policies, the variables' validations and the README. What only
+// the cloud decides (whether IAM accepts a condition, propagation delays)
+// is listed in infra/terraform/gcp/README.md, "What the tests check, and
+// what they do not".
 
 import (
 	"bytes"
@@ -83,13 +84,7 @@ func TestGCPFmt(t *testing.T) {
 	bin := terraformBin(t)
 	cmd := exec.Command(bin, "fmt", "-check", "-recursive", "-diff", "-no-color", ".")
 	cmd.Dir = gcpModuleDir(t)
-	var env []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "TF_") && !strings.HasPrefix(kv, "CHECKPOINT_") {
-			env = append(env, kv)
-		}
-	}
-	cmd.Env = append(env, "CHECKPOINT_DISABLE=1", "TF_IN_AUTOMATION=1")
+	cmd.Env = append(environWithout("TF_", "CHECKPOINT_"), "CHECKPOINT_DISABLE=1", "TF_IN_AUTOMATION=1")
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("terraform fmt -check: %v: files need `terraform fmt -recursive infra/terraform/gcp`:\n%s", err, out)
@@ -98,8 +93,9 @@ func TestGCPFmt(t *testing.T) {
 
 // TestGCPResourceTypes: every resource and data source of the module and
 // the example is a google (or google-beta) one, and the only providers
-// required are those — but for the example's certfn objects, declared with
-// certfn's own provider (certfn/certfn).
+// required are those — but for the time_sleep waits (hashicorp/time:
+// gcpwait_test.go says which) and the example's certfn objects, declared
+// with certfn's own provider (certfn/certfn).
 func TestGCPResourceTypes(t *testing.T) {
 	for _, dir := range []string{gcpModuleDir(t), gcpExampleDir(t)} {
 		c := parseTF(t, dir)
@@ -111,7 +107,7 @@ func TestGCPResourceTypes(t *testing.T) {
 			if certfnOK && strings.HasPrefix(r.Labels[0], "certfn_") {
 				continue
 			}
-			if !strings.HasPrefix(r.Labels[0], "google_") {
+			if !strings.HasPrefix(r.Labels[0], "google_") && r.Labels[0] != "time_sleep" {
 				t.Errorf("%s: %s %s.%s is not a google/google-beta type", r.DefRange(), r.Type, r.Labels[0], r.Labels[1])
 			}
 			if a := r.Body.Attributes["provider"]; a != nil {
@@ -134,6 +130,9 @@ func TestGCPResourceTypes(t *testing.T) {
 					for name, a := range rp.Body.Attributes {
 						src := exprSource(t, a.Expr)
 						if certfnOK && name == "certfn" && strings.Contains(src, `"certfn/certfn"`) {
+							continue
+						}
+						if name == "time" && strings.Contains(src, `"hashicorp/time"`) {
 							continue
 						}
 						if (name != "google" || !strings.Contains(src, `"hashicorp/google"`)) && (name != "google-beta" || !strings.Contains(src, `"hashicorp/google-beta"`)) {
@@ -1231,13 +1230,7 @@ func TestGCPExampleManifests(t *testing.T) {
 		t.Helper()
 		cmd := exec.Command(bin, append([]string{"console", "-var", "project=" + gcpProject, "-var", "image=" + gcpImage}, args...)...)
 		cmd.Dir = dir
-		var env []string
-		for _, kv := range os.Environ() {
-			if !strings.HasPrefix(kv, "TF_") && !strings.HasPrefix(kv, "CHECKPOINT_") {
-				env = append(env, kv)
-			}
-		}
-		cmd.Env = append(env, "CHECKPOINT_DISABLE=1", "TF_IN_AUTOMATION=1")
+		cmd.Env = append(environWithout("TF_", "CHECKPOINT_"), "CHECKPOINT_DISABLE=1", "TF_IN_AUTOMATION=1")
 		cmd.Stdin = strings.NewReader("jsonencode([local.manifests, keys(local.config_documents), keys(local.certificate_documents)])\n")
 		out, err := cmd.CombinedOutput()
 		if err != nil {

@@ -127,6 +127,9 @@ resource "google_project_iam_custom_role" "worker_secrets" {
     "secretmanager.versions.destroy",
     "secretmanager.versions.list",
   ]
+
+  # Custom roles are the IAM API's (iam.googleapis.com, enable_apis).
+  depends_on = [google_project_service.this]
 }
 
 resource "google_project_iam_custom_role" "secret_creator" {
@@ -135,6 +138,8 @@ resource "google_project_iam_custom_role" "secret_creator" {
   title       = "certfn ${local.prefix} secret creator"
   description = "Create (empty) secrets; their versions need the worker secrets role."
   permissions = ["secretmanager.secrets.create"]
+
+  depends_on = [google_project_service.this]
 }
 
 resource "google_project_iam_custom_role" "dns_records" {
@@ -153,6 +158,8 @@ resource "google_project_iam_custom_role" "dns_records" {
     "dns.resourceRecordSets.list",
     "dns.resourceRecordSets.update",
   ]
+
+  depends_on = [google_project_service.this]
 }
 
 resource "google_project_iam_custom_role" "dns_zone_list" {
@@ -163,6 +170,8 @@ resource "google_project_iam_custom_role" "dns_zone_list" {
   title       = "certfn ${local.prefix} DNS-01 zone discovery"
   description = "List the managed zones of the project (names and DNS names, no records) to find a record's zone."
   permissions = ["dns.managedZones.list"]
+
+  depends_on = [google_project_service.this]
 }
 
 resource "google_project_iam_custom_role" "certificate_import" {
@@ -179,6 +188,8 @@ resource "google_project_iam_custom_role" "certificate_import" {
     "certificatemanager.certs.update",
     "certificatemanager.operations.get",
   ]
+
+  depends_on = [google_project_service.this]
 }
 
 # --- Grants ---------------------------------------------------------------------

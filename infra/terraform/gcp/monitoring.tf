@@ -40,6 +40,16 @@ locals {
     "(log_id(\"run.googleapis.com/stdout\") OR log_id(\"run.googleapis.com/stderr\"))",
     "severity>=ERROR",
   ])
+
+  # The log-based metrics deployed, each waited for (time_sleep below).
+  log_metric_names = concat(
+    local.expiry_alert_enabled ? [local.expiry_metric_name] : [],
+    var.enable_error_log_alert ? [local.error_metric_name] : [],
+  )
+
+  # How long an alert policy on a log-based metric waits after the metric's
+  # creation: see time_sleep.log_metric below.
+  log_metric_propagation = "10m"
 }
 
 resource "google_monitoring_alert_policy" "dead_letter" {
@@ -107,6 +117,32 @@ resource "google_logging_metric" "certificates_expiring" {
   depends_on = [google_project_service.this]
 }
 
+# Cloud Monitoring learns of a new log-based metric some time after Logging
+# has created it. Until then an alert policy that names the metric is
+# refused with 404 "Cannot find metric(s) that match type = ... If a metric
+# was created recently, it could take up to 10 minutes to become available",
+# and the provider does not retry that error
+# (hashicorp/terraform-provider-google#11102): without a wait the first
+# apply fails on both policies below. The wait is the 10 minutes the API
+# itself names as the bound: the shorter waits other configurations use for
+# this error (30 s) are guesses below it, and a first apply that fails
+# now and then is the fault to remove. It costs little: each wait starts as
+# soon as its metric exists (early: the metrics need only the APIs) and
+# runs alongside the rest of the apply (Firestore, Cloud Run, Pub/Sub), and
+# it delays only the two alert policies on log-based metrics (the
+# dead-letter policies watch a built-in metric and do not wait). One wait per metric, keyed by
+# its name: a metric added later (enable_error_log_alert) or renamed
+# (name_prefix) is new to Monitoring again and gets a wait of its own; a
+# later apply that changes neither waits for nothing (time_sleep waits on
+# creation only).
+resource "time_sleep" "log_metric" {
+  for_each = toset(local.log_metric_names)
+
+  create_duration = local.log_metric_propagation
+
+  depends_on = [google_logging_metric.certificates_expiring, google_logging_metric.error_logs]
+}
+
 resource "google_monitoring_alert_policy" "certificate_expiry" {
   count = local.expiry_alert_enabled ? 1 : 0
 
@@ -147,7 +183,7 @@ resource "google_monitoring_alert_policy" "certificate_expiry" {
     content   = "certfn: a certificate expires within ${var.certificate_expiry_alert_days} days (renewal should have happened long before). Find it with `certfn get certificates -A -o wide`, and why with `certfn status certificate NAME` and `certfn get events -A`."
   }
 
-  depends_on = [google_logging_metric.certificates_expiring]
+  depends_on = [google_logging_metric.certificates_expiring, time_sleep.log_metric]
 }
 
 resource "google_logging_metric" "error_logs" {
@@ -216,5 +252,5 @@ resource "google_monitoring_alert_policy" "error_logs" {
     content   = "certfn: a function logged errors. Read them in Logs Explorer (resource.type=\"cloud_run_revision\" severity>=ERROR, service ${local.prefix}-*); permanent failures are also recorded in the resources' status and events (`certfn get events -A`)."
   }
 
-  depends_on = [google_logging_metric.error_logs]
+  depends_on = [google_logging_metric.error_logs, time_sleep.log_metric]
 }

@@ -8,6 +8,30 @@ output "api_url" {
   value       = local.api_url
 }
 
+# What a client that calls the api during the same apply (certfn's
+# Terraform provider, examples/basic) points at. certfn's provider checks
+# every manifest against the api at plan time (a dry run) whenever its
+# endpoint is known: api_url is known before the api exists, so a first plan
+# with it would fail; this value is unknown until the api service exists,
+# so the provider skips the dry run in that plan, and a resource that uses
+# it is created only after the deployment below is in place.
+output "api_endpoint" {
+  description = "The api's URL once it is deployed: api_url when the service serves it, else the service's main URL; unknown in the plan that creates the api service. Depends on the api's invoker grants, the push subscriptions, the schedule and the Firestore database with its indexes and fields, so that a client configured with it (certfn's provider) calls a complete deployment. IAM grants still take minutes to take effect (examples/basic waits)."
+  value       = contains(google_cloud_run_v2_service.fn["api"].urls, local.api_url) ? local.api_url : google_cloud_run_v2_service.fn["api"].uri
+
+  depends_on = [
+    google_cloud_run_v2_service_iam_member.api_invoker,
+    google_pubsub_subscription.push,
+    google_pubsub_subscription_iam_member.dead_letter_subscriber,
+    google_cloud_scheduler_job.sweep,
+    google_firestore_index.composite,
+    google_firestore_field.ascending_only,
+    google_firestore_field.index_exempt,
+    google_firestore_field.ttl,
+    google_cloud_tasks_queue_iam_member.enqueuer,
+  ]
+}
+
 output "http01_url" {
   description = "Public URL of the http01 service, or null when enable_http01 is false. Route http://<domain>/.well-known/acme-challenge/ to it."
   value       = var.enable_http01 ? google_cloud_run_v2_service.fn["http01"].uri : null

@@ -20,10 +20,11 @@ provider "google" {
 module "certfn" {
   source = "../.."
 
-  project     = var.project
-  region      = var.region
-  name_prefix = var.name_prefix
-  image       = var.image
+  project        = var.project
+  project_number = var.project_number
+  region         = var.region
+  name_prefix    = var.name_prefix
+  image          = var.image
 
   dns_zones             = var.dns_zones
   enable_http01         = true
@@ -35,13 +36,34 @@ module "certfn" {
   firestore_deletion_protection = false
 }
 
+# The objects below are applied through the api in the same apply that
+# deploys it. module.certfn.api_endpoint is unknown until the api service
+# exists (certfn's provider then skips its plan-time dry run: there is no
+# api to ask yet) and comes after its invoker grants and the rest of the
+# deployment. The grants just made (run.invoker for you; Firestore, Pub/Sub
+# and Secret Manager for the functions) "typically propagate in 2 minutes,
+# but could potentially take 7 minutes or longer" (Google Cloud IAM, access
+# change propagation), and certfn's provider does not retry a 403: the
+# first apply waits the 7 minutes before the first call. It runs alongside
+# the module's own 10-minute wait for its alert policies, so it makes the
+# first apply hardly longer; later applies do not wait (a time_sleep waits
+# on creation, and again only when the endpoint changes).
+resource "time_sleep" "api_access" {
+  create_duration = "7m"
+
+  triggers = {
+    endpoint = module.certfn.api_endpoint
+  }
+}
+
 # certfn's API: the api Cloud Run service, with a Google ID token for its
-# URL from Application Default Credentials (a service account's: a
-# person's own gcloud login is not enough, see docs/deploy/terraform.md). The
-# token's e-mail must be in api_invoker_members and api_admins (or hold
-# RBAC bindings).
+# URL (the audience the api accepts, api_url) from Application Default
+# Credentials (a service account's: a person's own gcloud login is not
+# enough, see docs/deploy/terraform.md). The token's e-mail must be in
+# api_invoker_members and api_admins (or hold RBAC bindings).
 provider "certfn" {
-  endpoint = module.certfn.api_url
+  endpoint = time_sleep.api_access.triggers["endpoint"]
+  audience = module.certfn.api_url
   auth     = "google-id-token"
 }
 

@@ -3,6 +3,12 @@ variable "project" {
   type        = string
 }
 
+variable "project_number" {
+  description = "The project's number (module input project_number). Empty: the module reads it with the google_project data source, which needs the Cloud Resource Manager API enabled before the first plan."
+  type        = string
+  default     = ""
+}
+
 variable "region" {
   description = "Region of the services, queue and job (module input region)."
   type        = string
