@@ -23,7 +23,7 @@
 #   7. destroy everything (unless CERTFN_E2E_KEEP=1).
 #
 # Needs: a Docker engine with Compose v2, terraform >= 1.5, curl >= 7.76
-# (--aws-sigv4, --fail-with-body), jq >= 1.6, go, make. Nothing here runs on
+# (--aws-sigv4, --fail-with-body), jq >= 1.6, go, make, cmp. Nothing here runs on
 # a machine without a Docker engine: the script stops at step 1 with a
 # clear message.
 #
@@ -55,7 +55,7 @@ case "${LOCALSTACK_IMAGE:-}" in
     ;;
 esac
 
-for tool in docker terraform curl jq go make; do
+for tool in docker terraform curl jq go make cmp; do
   command -v "$tool" >/dev/null 2>&1 || die "$tool is required"
 done
 
