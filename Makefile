@@ -44,16 +44,24 @@ tests/emulators/node_modules/.certfn-installed: tests/emulators/package.json tes
 # functions/aws/ for the provided.al2023 runtime, for arm64 and amd64, as
 # dist/lambda/<name>-<arch>.zip, plus dist/lambda/<name>.zip = the
 # LAMBDA_DEFAULT_ARCH one (arm64: what infra/terraform/aws deploys by
-# default). Static (CGO_ENABLED=0), stripped, without net/rpc
-# (lambda.norpc); zipped by tools/lambdazip (no zip tool needed,
-# reproducible output).
+# default). `make lambda GOARCH=amd64` (or GOARCH in the environment)
+# builds that architecture only and makes it <name>.zip, the file
+# Terraform uploads (set lambda_architecture to match: x86_64 for amd64).
+# LAMBDA_FUNCTIONS="api http01" builds only those. Static (CGO_ENABLED=0),
+# stripped, without net/rpc (lambda.norpc); zipped by tools/lambdazip (no
+# zip tool needed, reproducible output), which is built for this machine
+# whatever GOOS and GOARCH say.
 LAMBDA_DIR := dist/lambda
 LAMBDA_FUNCTIONS ?= $(notdir $(patsubst %/,%,$(wildcard functions/aws/*/)))
-LAMBDA_ARCHS ?= arm64 amd64
-LAMBDA_DEFAULT_ARCH ?= arm64
+LAMBDA_ARCHS ?= $(if $(GOARCH),$(GOARCH),arm64 amd64)
+LAMBDA_DEFAULT_ARCH ?= $(if $(GOARCH),$(GOARCH),arm64)
 lambda:
+	@case " $(LAMBDA_ARCHS) " in *" $(LAMBDA_DEFAULT_ARCH) "*) ;; *) \
+		echo "lambda: LAMBDA_DEFAULT_ARCH=$(LAMBDA_DEFAULT_ARCH) is not in LAMBDA_ARCHS=$(LAMBDA_ARCHS)" >&2; exit 1 ;; esac
+	@for arch in $(LAMBDA_ARCHS); do case $$arch in arm64 | amd64) ;; *) \
+		echo "lambda: architecture $$arch: Lambda runs arm64 and amd64 (x86_64) only" >&2; exit 1 ;; esac; done
 	@mkdir -p $(LAMBDA_DIR)/build
-	$(GO) build -o $(LAMBDA_DIR)/build/lambdazip ./tools/lambdazip
+	env -u GOOS -u GOARCH $(GO) build -o $(LAMBDA_DIR)/build/lambdazip ./tools/lambdazip
 	@set -e; for fn in $(LAMBDA_FUNCTIONS); do \
 		for arch in $(LAMBDA_ARCHS); do \
 			mkdir -p $(LAMBDA_DIR)/build/$$fn-$$arch; \
@@ -63,6 +71,7 @@ lambda:
 			$(LAMBDA_DIR)/build/lambdazip -o $(LAMBDA_DIR)/$$fn-$$arch.zip $(LAMBDA_DIR)/build/$$fn-$$arch/bootstrap; \
 		done; \
 		cp $(LAMBDA_DIR)/$$fn-$(LAMBDA_DEFAULT_ARCH).zip $(LAMBDA_DIR)/$$fn.zip; \
+		echo "lambda: $(LAMBDA_DIR)/$$fn.zip = $$fn-$(LAMBDA_DEFAULT_ARCH).zip"; \
 	done
 	@ls -l $(LAMBDA_DIR)/*.zip
 

@@ -39,6 +39,18 @@ type URLHandler func(context.Context, events.LambdaFunctionURLRequest) (events.L
 // and its answers back. The IAM identity of requestContext.authorizer.iam
 // goes into the request's context — only there, so no header or body can
 // claim an identity — where authenticateIAM finds it.
+//
+// The function cannot tell an event Lambda built for a SigV4-verified
+// Function URL request from the same JSON sent by a direct Invoke, which
+// carries no signature of its own: the authorizer is trustworthy because
+// only principals allowed lambda:InvokeFunction on the function without
+// the lambda:InvokedViaFunctionUrl condition can send one directly.
+// infra/terraform/aws grants Invoke to callers only under that condition,
+// so that leaves principals who may also replace the function's code or
+// its CERTFN_API_ADMINS; anyone else who could invoke it directly could
+// claim to be anybody. localstack/e2e.sh relies on this on purpose
+// (LocalStack's Function URLs verify nothing and set no authorizer; see
+// docs/deploy/aws.md, "LocalStack").
 func ServeFunctionURL(h http.Handler) URLHandler {
 	return func(ctx context.Context, ev events.LambdaFunctionURLRequest) (events.LambdaFunctionURLResponse, error) {
 		req, err := toHTTPRequest(ctx, ev)
