@@ -13,7 +13,8 @@ build:
 
 # System packages the tests need: bind9's named (the RFC2136 DNS-01 tests start
 # it on a loopback port), systemd's systemd-analyze (tools/release verifies the
-# unit with it) and dpkg-deb (tools/release inspects the .deb). Installed only
+# unit with it), dpkg-deb (tools/release inspects the .deb), jq and shellcheck
+# (localstack/e2e.sh builds its api event with jq; its tests run both). Installed only
 # when missing; needs root (or sudo).
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 deps:
@@ -21,8 +22,10 @@ deps:
 	if ! command -v named >/dev/null 2>&1 && [ ! -x /usr/sbin/named ]; then pkgs="$$pkgs bind9 bind9-utils"; fi; \
 	if ! command -v systemd-analyze >/dev/null 2>&1; then pkgs="$$pkgs systemd"; fi; \
 	if ! command -v dpkg-deb >/dev/null 2>&1; then pkgs="$$pkgs dpkg"; fi; \
+	if ! command -v jq >/dev/null 2>&1; then pkgs="$$pkgs jq"; fi; \
+	if ! command -v shellcheck >/dev/null 2>&1; then pkgs="$$pkgs shellcheck"; fi; \
 	if [ -z "$$pkgs" ]; then \
-		echo "deps: named, systemd-analyze and dpkg-deb present"; \
+		echo "deps: named, systemd-analyze, dpkg-deb, jq and shellcheck present"; \
 	else \
 		$(SUDO) apt-get update && \
 		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y --no-install-recommends $$pkgs; \
