@@ -230,9 +230,11 @@ release:
 
 # Terraform checks of infra/terraform/aws: fmt -check, init -backend=false,
 # validate and plan (provider mirror, no AWS account) and the IAM
-# least-privilege evaluation; of infra/terraform/gcp: fmt -check and an
-# offline evaluation of the configuration (no google provider here; see
-# infra/terraform/gcp/README.md). Also run by `make test` (they are Go tests).
+# least-privilege evaluation; of infra/terraform/gcp: fmt -check, validate and
+# a full-option offline plan of the module and its example against the
+# hashicorp/google build in ../shared/terraform-mirror (or CERTFN_TF_GOOGLE_MIRROR,
+# or your plugin cache; see infra/terraform/gcp/README.md). Also run by
+# `make test` (they are Go tests).
 .PHONY: tf-check localstack-e2e
 tf-check:
 	$(GO) test -count=1 -timeout 15m ./tests/terraform/
