@@ -33,6 +33,10 @@ type ServeOptions struct {
 	// API, when its Listen is set, serves the HTTP API over TLS with
 	// client-certificate authentication (see APIOptions).
 	API APIOptions
+	// HTTP01Drain bounds how long a stopping serve with HTTP01Listen goes
+	// on while HTTP-01 challenges are being validated (0:
+	// DefaultHTTP01Drain).
+	HTTP01Drain time.Duration
 }
 
 // ListenHTTP01 starts the HTTP-01 responder on addr and returns the bound
@@ -127,8 +131,24 @@ func (r *Runtime) Serve(ctx context.Context, o ServeOptions) error {
 	if o.UntilIdle {
 		return r.serveUntilIdle(ctx, o)
 	}
-	ctx, cancel := context.WithCancel(ctx)
+	// The loops run on their own context: a stop (SIGINT, SIGTERM) while
+	// the CA validates an HTTP-01 challenge would fail its Order, so they
+	// go on, answering and polling, until the accepted challenges are
+	// final, at most HTTP01Drain.
+	stopping := ctx
+	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancel()
+	go func() {
+		select {
+		case <-stopping.Done():
+		case <-ctx.Done():
+			return
+		}
+		if o.HTTP01Listen != "" {
+			r.drainHTTP01(ctx, o.HTTP01Drain)
+		}
+		cancel()
+	}()
 	var wg sync.WaitGroup
 	loop := func(every time.Duration, fn func() error) {
 		defer wg.Done()
@@ -167,10 +187,67 @@ func (r *Runtime) Serve(ctx context.Context, o ServeOptions) error {
 		}()
 	}
 	wg.Wait()
-	if errors.Is(ctx.Err(), context.Canceled) {
+	if errors.Is(stopping.Err(), context.Canceled) {
 		return nil
 	}
-	return ctx.Err()
+	return stopping.Err()
+}
+
+// DefaultHTTP01Drain bounds how long a stopping serve goes on for the
+// HTTP-01 challenges the CA is validating.
+const DefaultHTTP01Drain = 30 * time.Second
+
+// drainHTTP01 returns once no HTTP-01 Challenge is accepted and not
+// final, or after limit (0: DefaultHTTP01Drain), saying what it waits
+// for; ctx ends it early.
+func (r *Runtime) drainHTTP01(ctx context.Context, limit time.Duration) {
+	if limit <= 0 {
+		limit = DefaultHTTP01Drain
+	}
+	deadline := time.Now().Add(limit)
+	said := false
+	for {
+		n, err := r.http01InFlight(ctx)
+		if err != nil {
+			r.Log.Warn("stopping: cannot count the HTTP-01 challenges in flight; stopping now", "err", err)
+			return
+		}
+		if n == 0 {
+			if said {
+				r.Log.Info("stopping: the HTTP-01 challenges in flight are final")
+			}
+			return
+		}
+		if !time.Now().Before(deadline) {
+			r.Log.Warn("stopping with HTTP-01 challenges in flight: the next serve polls their result", "challenges", n, "waited", limit)
+			return
+		}
+		if !said {
+			r.Log.Info(fmt.Sprintf("stopping: %d challenges in flight; answering HTTP-01 until they are final (at most %s)", n, limit), "challenges", n)
+			said = true
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
+// http01InFlight counts the HTTP-01 Challenges the CA was asked to
+// validate that are not final: stopping the responder now would fail them.
+func (r *Runtime) http01InFlight(ctx context.Context) (int, error) {
+	objs, err := r.Repo.List(ctx, api.KindChallenge, "")
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, o := range objs {
+		if ch := o.(*api.Challenge); ch.Spec.Type == api.ACMEChallengeTypeHTTP01 && ch.Status.Accepted && !ch.IsFinal() {
+			n++
+		}
+	}
+	return n, nil
 }
 
 // HTTP01Issuers names the stored Issuers ("Issuer namespace/name") and
