@@ -232,7 +232,7 @@ release:
 # validate and plan (provider mirror, no AWS account) and the IAM
 # least-privilege evaluation; of infra/terraform/gcp: fmt -check, validate and
 # a full-option offline plan of the module and its example against the
-# hashicorp/google build in ../shared/terraform-mirror (or CERTFN_TF_GOOGLE_MIRROR,
+# hashicorp/google build of the machines' shared Terraform mirror (or CERTFN_TF_GOOGLE_MIRROR,
 # or your plugin cache; see infra/terraform/gcp/README.md). Also run by
 # `make test` (they are Go tests).
 .PHONY: tf-check localstack-e2e
