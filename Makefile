@@ -102,7 +102,7 @@ bench:
 	$(GO) test -run '^$$' -bench Peers -benchtime 1x -timeout 60m ./tests/bench/peers/
 
 # Issue real certificates locally: a private CA and a leaf with a PKCS#12 keystore.
-demo: build
+demo:
 	bash scripts/demo.sh
 
 # Hygiene checks (CI runs them before the tests): gofmt, no init() functions,

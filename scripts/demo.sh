@@ -19,11 +19,19 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 # The binaries are (re)built unless given: a bin/ left by an older
 # checkout may lack the flags used below (go build is a no-op when current).
-if [ -z "${BIN:-}" ]; then BIN=bin/certfn; go build -o "$BIN" ./cmd/certfn; fi
+# A cold build downloads and compiles a few hundred packages for minutes:
+# progress is shown every 50 packages (go build -v names each one built).
+build() {
+  local out=$1 pkg=$2
+  echo "== building $out (the first build fetches and compiles modules: minutes; later ones: seconds)"
+  go build -v -o "$out" "$pkg" 2>&1 | awk '{ n++; if (n % 50 == 0) { printf "   %d packages compiled...\n", n; fflush() } } END { if (n) printf "   %d packages compiled\n", n }'
+  test "${PIPESTATUS[0]}" -eq 0
+}
+if [ -z "${BIN:-}" ]; then BIN=bin/certfn; build "$BIN" ./cmd/certfn; fi
 export CERTFN_DATA=${CERTFN_DATA:-$(mktemp -d -t certfn-demo.XXXXXX)}
 echo "== data directory: $CERTFN_DATA"
 
-if [ -z "${PEBBLE_BIN:-}" ]; then PEBBLE_BIN=bin/pebble-dev; go build -o "$PEBBLE_BIN" ./tests/cmd/pebble; fi
+if [ -z "${PEBBLE_BIN:-}" ]; then PEBBLE_BIN=bin/pebble-dev; build "$PEBBLE_BIN" ./tests/cmd/pebble; fi
 ACME_LISTEN=${ACME_LISTEN:-127.0.0.1:14000}
 HTTP01_PORT=${HTTP01_PORT:-5002}
 ACME_DNS=${ACME_DNS:-127.0.0.1:8053}
