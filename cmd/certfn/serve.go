@@ -47,7 +47,7 @@ this work, so --server is refused.`,
 				return err
 			}
 			d.ACMEServerAllow, d.ACMEAllowPrivateNetworks = serverAllow, privateNetworks
-			cfg.Data, cfg.Log = d, std.err
+			cfg.Data, cfg.Log, cfg.Version = d, std.err, version
 			return localmode.Serve(cmd.Context(), cfg)
 		},
 	}

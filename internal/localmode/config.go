@@ -92,6 +92,8 @@ type Config struct {
 	Log io.Writer
 	// Logging is the log's level and format, and --quiet.
 	Logging LogConfig
+	// Version is the binary's version (certfn_build_info).
+	Version string
 }
 
 // ACMEConfig are a serve's ACME settings as plain data.
@@ -174,7 +176,7 @@ func (c Config) options() (Options, string, error) {
 	}
 	opts := Options{DataDir: c.Data.Dir, ClusterResourceNamespace: c.Data.ClusterResourceNamespace, AutoApprove: signers,
 		Quotas: c.Data.Quotas, CertificateFiles: files, CertificateFileBounds: bounds, DeployHook: c.DeployHook,
-		Logger: slog.New(c.Logging.handler(c.logWriter(), level))}
+		Logger: slog.New(c.Logging.handler(c.logWriter(), level)), Version: c.Version}
 	if err := dns01TestProviders(&opts.ACME, c.DNS01.ChalltestsrvURL, c.DNS01.Nameservers); err != nil {
 		return Options{}, "", err
 	}

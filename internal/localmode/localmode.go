@@ -41,6 +41,9 @@ import (
 
 // Options configure a Runtime.
 type Options struct {
+	// Version is the version the binary was built as (the CLI's
+	// main.version), reported by certfn_build_info.
+	Version string
 	// DataDir holds state.db and secrets/.
 	DataDir string
 	// MustExist makes Open refuse a data directory without state.db
@@ -203,6 +206,8 @@ type Runtime struct {
 	progress *progress
 	// http01Warned: issuers warned about having no HTTP-01 listener.
 	http01Warned http01Warnings
+	// health is what /readyz and the sweep gauge report.
+	health health
 }
 
 type inboxQueue struct{ in *local.Inbox }

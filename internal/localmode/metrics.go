@@ -67,14 +67,11 @@ func (r *Runtime) WriteMetrics(ctx context.Context, buf *bytes.Buffer) error {
 			ready = append(ready, local.Gauge{Labels: append(append([]string{}, labels...), "condition", s), Value: v})
 		}
 	}
-	for _, g := range []struct {
-		name, help string
-		samples    []local.Gauge
-	}{
+	for _, g := range append([]gaugeSet{
 		{MetricExpiration, "The date after which the certificate expires, as a Unix timestamp.", exp},
 		{MetricRenewal, "The time the certificate will be renewed, as a Unix timestamp.", ren},
 		{MetricReady, "The Ready condition of the certificate (1 for the current status).", ready},
-	} {
+	}, r.healthGauges()...) {
 		if err := local.WriteGauges(buf, g.name, g.help, g.samples); err != nil {
 			return err
 		}
@@ -85,6 +82,7 @@ func (r *Runtime) WriteMetrics(ctx context.Context, buf *bytes.Buffer) error {
 // MetricsHandler serves GET /metrics in the Prometheus text format.
 func (r *Runtime) MetricsHandler() http.Handler {
 	mux := http.NewServeMux()
+	r.healthRoutes(mux)
 	mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, req *http.Request) {
 		var buf bytes.Buffer
 		if err := r.WriteMetrics(req.Context(), &buf); err != nil {

@@ -167,7 +167,14 @@ func (r *Runtime) Serve(ctx context.Context, o ServeOptions) error {
 	}
 	wg.Add(2)
 	go loop(o.InboxInterval, func() error { _, err := r.Inbox.Forward(ctx, r.Queue); return err })
-	go loop(o.SweepInterval, func() error { _, err := r.Kernel.Sweep(ctx, 10000); return err })
+	r.health.serving(o.SweepInterval)
+	go loop(o.SweepInterval, func() error {
+		if _, err := r.Kernel.Sweep(ctx, 10000); err != nil {
+			return err
+		}
+		r.health.swept(time.Now())
+		return nil
+	})
 	for i := 0; i < o.Workers; i++ {
 		wg.Add(1)
 		go func() {
