@@ -34,7 +34,7 @@ func TestAWSFunctionURLPermissions(t *testing.T) {
 		roles       []string // api_invoker_role_names
 		cliGrants   map[string]urlGrant
 		cfnGrants   map[string]urlGrant // CloudFormation logical ID → grant
-		resourceURL []string         // principals of api InvokeFunctionUrl grants
+		resourceURL []string            // principals of api InvokeFunctionUrl grants
 	}{
 		{
 			// No CLI, no provider version: the stack adds the public
