@@ -9,6 +9,7 @@ package terraform_test
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -19,39 +20,52 @@ import (
 
 // TestAWSFunctionURLPermissions plans the module without and with the
 // invoker inputs and checks every permission that reaches the api and http01
-// functions.
+// functions. Its plans are shared with TestModulePlan and the IAM tests.
 func TestAWSFunctionURLPermissions(t *testing.T) {
 	const (
 		crossAccount = "arn:aws:iam::210987654321:role/ops"
 		clientRole   = "certfn-client"
+		platformRole = "arn:aws:iam::123456789012:role/platform-admin" // everyInput's invoker
 	)
-	apiARN := fmt.Sprintf("arn:aws:lambda:%s:%s:function:certfn-api", testRegion, testAccount)
-	http01ARN := fmt.Sprintf("arn:aws:lambda:%s:%s:function:certfn-http01", testRegion, testAccount)
-
 	cases := []struct {
 		name        string
 		inputs      string
+		prefix      string
 		roles       []string // api_invoker_role_names
-		cliGrants   map[string][2]string
-		resourceURL []string // principals of api InvokeFunctionUrl grants
+		cliGrants   map[string]urlGrant
+		cfnGrants   map[string]urlGrant // CloudFormation logical ID → grant
+		resourceURL []string            // principals of api InvokeFunctionUrl grants
 	}{
-		{name: "defaults", inputs: ``},
 		{
-			name: "invokers and CLI grants",
+			// No CLI, no provider version: the stack adds the public
+			// InvokeFunction-via-URL statement of http01.
+			name: "defaults", inputs: ``, prefix: "certfn",
+			cfnGrants: map[string]urlGrant{"Http01InvokeViaUrl": {"certfn-http01", "*"}},
+		},
+		{
+			name: "invokers and CLI grants", prefix: "certfn",
 			inputs: fmt.Sprintf("api_invoker_role_names = [%q]\n  api_invoker_arns = [%q]\n  function_url_invoke_permissions_via_cli = true",
 				clientRole, crossAccount),
 			roles: []string{clientRole},
 			// key → function, principal of the InvokeFunction statement.
-			cliGrants: map[string][2]string{
+			cliGrants: map[string]urlGrant{
 				"http01":                     {"certfn-http01", "*"},
 				"api-" + sha16(crossAccount): {"certfn-api", crossAccount},
 			},
 			resourceURL: []string{crossAccount},
 		},
+		{
+			// An invoker, no http01: the stack holds the invoker's statement only.
+			name: "every input", inputs: everyInput, prefix: "pki",
+			cfnGrants:   map[string]urlGrant{"ApiInvokeViaUrl" + sha16(platformRole): {"pki-api", platformRole}},
+			resourceURL: []string{platformRole},
+		},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			p := planModuleVariant(t, c.inputs, nil)
+			apiARN := fmt.Sprintf("arn:aws:lambda:%s:%s:function:%s-api", testRegion, testAccount, c.prefix)
+			http01ARN := fmt.Sprintf("arn:aws:lambda:%s:%s:function:%s-http01", testRegion, testAccount, c.prefix)
 
 			// Resource policy through aws_lambda_permission: only
 			// lambda:InvokeFunctionUrl, the public one for http01 with
@@ -64,11 +78,11 @@ func TestAWSFunctionURLPermissions(t *testing.T) {
 					t.Errorf("aws_lambda_permission.%s grants %q: only lambda:InvokeFunctionUrl may be granted by aws_lambda_permission (no condition on lambda:InvokeFunction there)", k, pp.str("action"))
 				}
 				switch pp.str("function_name") {
-				case "certfn-http01":
+				case c.prefix + "-http01":
 					if pp.str("principal") != "*" || pp.str("function_url_auth_type") != "NONE" {
 						t.Errorf("aws_lambda_permission.%s on http01: %v", k, pp.Values)
 					}
-				case "certfn-api":
+				case c.prefix + "-api":
 					if pp.str("function_url_auth_type") != "AWS_IAM" || pp.str("principal") == "*" {
 						t.Errorf("aws_lambda_permission.%s on api: %v", k, pp.Values)
 					}
@@ -123,8 +137,25 @@ func TestAWSFunctionURLPermissions(t *testing.T) {
 				}
 			}
 
-			// The CLI statements: lambda:InvokeFunction through the URL,
-			// one per function URL caller, only when asked for.
+			// lambda:InvokeFunction through the URL, one statement per
+			// Function URL caller: by the CloudFormation stack, or by the
+			// CLI when asked for, never both.
+			stacks := p.ofType("aws_cloudformation_stack")
+			if len(c.cfnGrants) == 0 {
+				if len(stacks) != 0 {
+					t.Errorf("CloudFormation stacks %v, want none", keysOf(stacks))
+				}
+			} else {
+				st, ok := stacks["invoke_via_url[0]"]
+				if !ok || len(stacks) != 1 {
+					t.Fatalf("CloudFormation stacks %v, want invoke_via_url[0]", keysOf(stacks))
+				}
+				if st.str("name") != c.prefix+"-invoke-via-url" {
+					t.Errorf("stack name %q, want %s-invoke-via-url", st.str("name"), c.prefix)
+				}
+				checkInvokeViaURLTemplate(t, st.str("template_body"), c.cfnGrants)
+			}
+
 			grants := p.ofType("terraform_data")
 			var gotKeys, wantKeys []string
 			for k := range grants {
@@ -141,15 +172,49 @@ func TestAWSFunctionURLPermissions(t *testing.T) {
 			for k, want := range c.cliGrants {
 				r := grants[fmt.Sprintf("invoke_via_url[%s]", k)]
 				trig, _ := r.Values["triggers_replace"].([]any)
-				var grant map[string]any
+				var g map[string]any
 				if len(trig) > 0 {
-					grant, _ = trig[0].(map[string]any)
+					g, _ = trig[0].(map[string]any)
 				}
-				if grant["function"] != want[0] || grant["principal"] != want[1] || !strings.HasPrefix(fmt.Sprint(grant["sid"]), "certfn-") {
-					t.Errorf("invoke_via_url[%s] = %v, want function %s principal %s", k, trig, want[0], want[1])
+				if g["function"] != want.function || g["principal"] != want.principal || !strings.HasPrefix(fmt.Sprint(g["sid"]), "certfn-") {
+					t.Errorf("invoke_via_url[%s] = %v, want function %s principal %s", k, trig, want.function, want.principal)
 				}
 			}
 		})
+	}
+}
+
+// urlGrant is a lambda:InvokeFunction-via-URL statement: on function (its
+// name), for principal.
+type urlGrant struct{ function, principal string }
+
+// checkInvokeViaURLTemplate checks the template of the invoke-via-URL
+// stack: exactly the wanted AWS::Lambda::Permission resources (logical ID →
+// function, principal), each lambda:InvokeFunction with
+// InvokedViaFunctionUrl true (Lambda's condition lambda:InvokedViaFunctionUrl)
+// and no other property, so that none grants a direct Invoke.
+func checkInvokeViaURLTemplate(t *testing.T, body string, want map[string]urlGrant) {
+	t.Helper()
+	var tpl struct {
+		Resources map[string]struct {
+			Type       string         `json:"Type"`
+			Properties map[string]any `json:"Properties"`
+		} `json:"Resources"`
+	}
+	if err := json.Unmarshal([]byte(body), &tpl); err != nil {
+		t.Fatalf("stack template_body (known at plan) %q: %v", body, err)
+	}
+	if got, w := keysOf(tpl.Resources), keysOf(want); !slices.Equal(got, w) {
+		t.Errorf("template resources %v, want %v", got, w)
+	}
+	for id, r := range tpl.Resources {
+		w := want[id]
+		props := r.Properties
+		if r.Type != "AWS::Lambda::Permission" || props["Action"] != "lambda:InvokeFunction" || props["InvokedViaFunctionUrl"] != true ||
+			props["FunctionName"] != w.function || props["Principal"] != w.principal || len(props) != 4 {
+			t.Errorf("template resource %s = %s %v, want AWS::Lambda::Permission lambda:InvokeFunction on %s for %s with InvokedViaFunctionUrl true and nothing else",
+				id, r.Type, props, w.function, w.principal)
+		}
 	}
 }
 
@@ -157,8 +222,20 @@ func TestAWSFunctionURLPermissions(t *testing.T) {
 // only with --invoked-via-function-url (the lambda:InvokedViaFunctionUrl
 // condition), never as a plain grant.
 func TestAWSInvokeViaURLCommand(t *testing.T) {
+	cmd := invokeViaURLCommand(t)
+	for _, want := range []string{"--action lambda:InvokeFunction ", "--invoked-via-function-url", `--statement-id "$SID"`, `--principal "$PRINCIPAL"`} {
+		if !strings.Contains(cmd, want) {
+			t.Errorf("the add-permission command lacks %q:\n%s", want, cmd)
+		}
+	}
+}
+
+// invokeViaURLCommand returns the shell command of the module's one
+// add-permission provisioner (terraform_data), as written in the HCL.
+func invokeViaURLCommand(t *testing.T) string {
+	t.Helper()
 	c := parseTF(t, moduleDir(t))
-	var found int
+	var cmds []string
 	for _, b := range c.resources {
 		if len(b.Labels) != 2 || b.Labels[0] != "terraform_data" {
 			continue
@@ -175,21 +252,22 @@ func TestAWSInvokeViaURLCommand(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			cmd := string(src[attr.SrcRange.Start.Byte:attr.SrcRange.End.Byte])
-			if !strings.Contains(cmd, "add-permission") {
-				continue
-			}
-			found++
-			for _, want := range []string{"--action lambda:InvokeFunction ", "--invoked-via-function-url", `--statement-id "$SID"`, `--principal "$PRINCIPAL"`} {
-				if !strings.Contains(cmd, want) {
-					t.Errorf("terraform_data.%s: command lacks %q:\n%s", b.Labels[1], want, cmd)
+			if cmd := string(src[attr.SrcRange.Start.Byte:attr.SrcRange.End.Byte]); strings.Contains(cmd, "add-permission") {
+				// The attribute as written ("command = <<-EOT\n...EOT"): the
+				// heredoc's lines (sh ignores their indentation).
+				_, body, ok := strings.Cut(cmd, "<<-EOT\n")
+				if !ok {
+					t.Fatalf("terraform_data.%s: command is not a <<-EOT heredoc:\n%s", b.Labels[1], cmd)
 				}
+				cmd = strings.TrimSuffix(strings.TrimSpace(body), "EOT")
+				cmds = append(cmds, cmd)
 			}
 		}
 	}
-	if found != 1 {
-		t.Errorf("%d add-permission commands in the module, want 1", found)
+	if len(cmds) != 1 {
+		t.Fatalf("%d add-permission commands in the module, want 1", len(cmds))
 	}
+	return cmds[0]
 }
 
 // TestAWSREADMEListsInputsAndOutputs: the module README lists every input

@@ -605,6 +605,7 @@ const everyInput = `name_prefix = "pki"
   kms_key_arn = "arn:aws:kms:us-east-1:123456789012:key/0a1b2c3d-1111-4000-8000-00000000abcd"
   schedule_rate = "rate(5 minutes)"
   reserved_concurrency = { worker = 4, signer = 1 }
+  queue_maximum_concurrency = { worker = 12 }
   lambda_timeout_seconds = { worker = 300 }
   log_retention_days = 90
   enable_http01 = false

@@ -33,6 +33,12 @@ package terraform_test
 //	aws_cloudwatch_event_target → SNS topic     | stored; moto's EventBridge cannot     | the rule, its target and the topic policy are
 //	(notification_sns_topic)                    | deliver to SNS (PutEvents fails 500   | read back; delivery is tested by
 //	                                            | when such a rule matches)             | adapters/aws/ebnotify (relay queue on moto)
+//	lambda:InvokeFunction via the URL           | AddPermission (and CloudFormation's   | GetPolicy is read in either form: AWS's
+//	(aws_cloudformation_stack.invoke_via_url,   | AWS::Lambda::Permission) keep         | condition Bool lambda:InvokedViaFunctionUrl,
+//	the CLI command)                            | InvokedViaFunctionUrl as a statement  | or moto's key, which must be true with no
+//	                                            | key, not as the condition             | other condition (motoStatement)
+//	AWS::Lambda::Permission on stack delete     | not removed (moto has no delete for   | nothing to check: destroy deletes the
+//	                                            | it)                                   | functions after the stack
 //
 // The test takes about two minutes, mostly the provider's own waits (the
 // SQS attribute propagation check, about 25 s per queue level, and Lambda's
@@ -364,14 +370,16 @@ func checkMotoLambda(ctx context.Context, t *testing.T, c *lambda.Client, out fu
 		// moto gap (table above): cf.LoggingConfig is not stored.
 	}
 
-	// Reserved concurrency (module defaults: worker 10, signer 2, scheduler 1).
-	for fn, want := range map[string]int32{"worker": 10, "signer": 2, "scheduler": 1} {
+	// Reserved concurrency: none by default (a reservation needs an account
+	// quota of 100 + the sum reserved; the pollers are bounded by the
+	// mappings' maximum concurrency below).
+	for _, fn := range functionNames {
 		cc, err := c.GetFunctionConcurrency(ctx, &lambda.GetFunctionConcurrencyInput{FunctionName: aws.String("certfn-" + fn)})
 		if err != nil {
 			t.Fatalf("GetFunctionConcurrency certfn-%s: %v", fn, err)
 		}
-		if aws.ToInt32(cc.ReservedConcurrentExecutions) != want {
-			t.Errorf("function certfn-%s: reserved concurrency %d, want %d", fn, aws.ToInt32(cc.ReservedConcurrentExecutions), want)
+		if cc.ReservedConcurrentExecutions != nil {
+			t.Errorf("function certfn-%s: reserved concurrency %d, want none", fn, aws.ToInt32(cc.ReservedConcurrentExecutions))
 		}
 	}
 
@@ -386,36 +394,29 @@ func checkMotoLambda(ctx context.Context, t *testing.T, c *lambda.Client, out fu
 		}
 	}
 
-	// Resource policies: the public http01 URL, the api invoker.
-	for fn, want := range map[string][2]string{
-		"http01": {"certfn-http01-public-url", `"*"`},
-		"api":    {"certfn-api-url-", motoInvoker},
-	} {
-		p, err := c.GetPolicy(ctx, &lambda.GetPolicyInput{FunctionName: aws.String("certfn-" + fn)})
-		if err != nil {
-			t.Fatalf("GetPolicy certfn-%s: %v", fn, err)
-		}
-		var doc struct {
-			Statement []struct {
-				Sid       string          `json:"Sid"`
-				Action    any             `json:"Action"`
-				Principal json.RawMessage `json:"Principal"`
-				Condition map[string]any  `json:"Condition"`
-			} `json:"Statement"`
-		}
-		if err := json.Unmarshal([]byte(aws.ToString(p.Policy)), &doc); err != nil {
-			t.Fatalf("certfn-%s policy: %v", fn, err)
-		}
-		found := false
-		for _, s := range doc.Statement {
-			if strings.HasPrefix(s.Sid, want[0]) && fmt.Sprint(s.Action) == "lambda:InvokeFunctionUrl" && strings.Contains(string(s.Principal), want[1]) {
-				found = true
+	// Resource policies: for the public http01 URL and the api invoker,
+	// lambda:InvokeFunctionUrl (aws_lambda_permission) and
+	// lambda:InvokeFunction via the URL only (the CloudFormation stack).
+	for fn, principal := range map[string]string{"http01": "*", "api": motoInvoker} {
+		doc := motoPolicy(ctx, t, c, "certfn-"+fn)
+		urlSid := map[string]string{"http01": "certfn-http01-public-url", "api": "certfn-api-url-" + sha16(motoInvoker)}[fn]
+		var url, invoke int
+		for _, s := range doc {
+			switch {
+			case s.Sid == urlSid && s.action() == "lambda:InvokeFunctionUrl" && s.principal() == principal:
+				url++
+			case s.action() == "lambda:InvokeFunction":
+				if s.principal() != principal || !s.viaFunctionURLOnly() {
+					t.Errorf("certfn-%s: lambda:InvokeFunction statement not limited to %s through the URL: %s", fn, principal, s.raw)
+				}
+				invoke++
 			}
 		}
-		if !found {
-			t.Errorf("certfn-%s policy has no InvokeFunctionUrl statement %s* for %s: %s", fn, want[0], want[1], aws.ToString(p.Policy))
+		if url != 1 || invoke != 1 {
+			t.Errorf("certfn-%s: %d InvokeFunctionUrl statements %s and %d InvokeFunction-via-URL statements for %s, want 1 and 1:\n%s", fn, url, urlSid, invoke, principal, motoPolicyText(doc))
 		}
 	}
+	checkMotoInvokeViaURLCommand(ctx, t, c)
 
 	// The queue triggers.
 	for _, fn := range []string{"worker", "signer"} {
@@ -435,6 +436,10 @@ func checkMotoLambda(ctx context.Context, t *testing.T, c *lambda.Client, out fu
 		}
 		if !strings.HasSuffix(aws.ToString(e.EventSourceArn), ":certfn-"+fn) || aws.ToInt32(e.BatchSize) != 10 || !slices.Equal(types, []string{"ReportBatchItemFailures"}) {
 			t.Errorf("certfn-%s mapping: source %s batch %d response types %v", fn, aws.ToString(e.EventSourceArn), aws.ToInt32(e.BatchSize), types)
+		}
+		// The pollers' bound without any reservation (queue_maximum_concurrency).
+		if want := map[string]int32{"worker": 10, "signer": 2}[fn]; e.ScalingConfig == nil || aws.ToInt32(e.ScalingConfig.MaximumConcurrency) != want {
+			t.Errorf("certfn-%s mapping: scaling config %+v, want maximum concurrency %d", fn, e.ScalingConfig, want)
 		}
 	}
 }
@@ -535,4 +540,132 @@ func checkMotoNotifications(ctx context.Context, t *testing.T, eb *eventbridge.C
 		st.Resource != topicARN || fmt.Sprint(st.Condition["ArnEquals"]["aws:SourceArn"]) != aws.ToString(rule.Arn) {
 		t.Errorf("topic policy = %s, want sns:Publish for events.amazonaws.com from the rule %s only", attrs.Attributes["Policy"], aws.ToString(rule.Arn))
 	}
+}
+
+// motoStatement is one statement of a function's resource policy as
+// GetPolicy returns it.
+type motoStatement struct {
+	Sid       string          `json:"Sid"`
+	Action    any             `json:"Action"`
+	Principal json.RawMessage `json:"Principal"`
+	Condition map[string]any  `json:"Condition"`
+	// InvokedViaFunctionUrl is where moto 5.2.1 leaves AddPermission's
+	// parameter (it copies unknown parameters into the statement); AWS
+	// turns it into the condition lambda:InvokedViaFunctionUrl.
+	InvokedViaFunctionUrl *bool `json:"InvokedViaFunctionUrl"`
+	// FunctionUrlAuthType likewise (AWS: condition lambda:FunctionUrlAuthType).
+	FunctionUrlAuthType string `json:"FunctionUrlAuthType"`
+	raw                 string
+}
+
+func (s motoStatement) action() string { return fmt.Sprint(s.Action) }
+
+// principal is the principal as a string: "*", or the ARN or account of
+// {"AWS": ...} (or of the bare string moto stores).
+func (s motoStatement) principal() string {
+	var str string
+	if json.Unmarshal(s.Principal, &str) == nil {
+		return str
+	}
+	var m map[string]string
+	if json.Unmarshal(s.Principal, &m) == nil && len(m) == 1 {
+		return m["AWS"]
+	}
+	return string(s.Principal)
+}
+
+// viaFunctionURLOnly reports whether the statement applies only to calls
+// through a Function URL: AWS's condition Bool lambda:InvokedViaFunctionUrl
+// = "true" and nothing else, or moto's stored parameter (no condition).
+func (s motoStatement) viaFunctionURLOnly() bool {
+	if s.FunctionUrlAuthType != "" {
+		return false
+	}
+	if s.InvokedViaFunctionUrl != nil {
+		return *s.InvokedViaFunctionUrl && len(s.Condition) == 0
+	}
+	b, _ := json.Marshal(s.Condition)
+	return string(b) == `{"Bool":{"lambda:InvokedViaFunctionUrl":"true"}}`
+}
+
+// motoPolicy returns the statements of a function's resource policy.
+func motoPolicy(ctx context.Context, t *testing.T, c *lambda.Client, function string) []motoStatement {
+	t.Helper()
+	p, err := c.GetPolicy(ctx, &lambda.GetPolicyInput{FunctionName: aws.String(function)})
+	if err != nil {
+		t.Fatalf("GetPolicy %s: %v", function, err)
+	}
+	var doc struct {
+		Statement []json.RawMessage `json:"Statement"`
+	}
+	if err := json.Unmarshal([]byte(aws.ToString(p.Policy)), &doc); err != nil {
+		t.Fatalf("%s policy: %v", function, err)
+	}
+	out := make([]motoStatement, len(doc.Statement))
+	for i, raw := range doc.Statement {
+		if err := json.Unmarshal(raw, &out[i]); err != nil {
+			t.Fatalf("%s policy statement %s: %v", function, raw, err)
+		}
+		out[i].raw = string(raw)
+	}
+	return out
+}
+
+func motoPolicyText(doc []motoStatement) string {
+	var lines []string
+	for _, s := range doc {
+		lines = append(lines, s.raw)
+	}
+	return strings.Join(lines, "\n")
+}
+
+// checkMotoInvokeViaURLCommand runs the module's own add-permission command
+// (function_url_invoke_permissions_via_cli, taken from the module's HCL)
+// with the AWS CLI against moto, and reads the statement back: Lambda's
+// AddPermission with InvokedViaFunctionUrl, for a principal of another
+// account. The CLI is preinstalled beside moto_server; without it the
+// check fails in CI and is skipped, saying so, elsewhere.
+func checkMotoInvokeViaURLCommand(ctx context.Context, t *testing.T, c *lambda.Client) {
+	t.Run("cli add-permission", func(t *testing.T) {
+		awsCLI, err := exec.LookPath("aws")
+		if err != nil {
+			if os.Getenv("CI") == "true" {
+				t.Fatalf("the AWS CLI is not installed: %v", err)
+			}
+			t.Skipf("the AWS CLI is not installed (%v): function_url_invoke_permissions_via_cli's command not run", err)
+		}
+		const (
+			sid       = "certfn-api-invoke-cli-test"
+			principal = "arn:aws:iam::210987654321:role/certfn-cli-test"
+		)
+		endpoint := aws.ToString(c.Options().BaseEndpoint)
+		home := t.TempDir()
+		cmd := exec.CommandContext(ctx, "/bin/sh", "-c", invokeViaURLCommand(t))
+		cmd.Env = []string{
+			"PATH=" + filepath.Dir(awsCLI) + ":/usr/bin:/bin",
+			"HOME=" + home,
+			"AWS_CONFIG_FILE=" + filepath.Join(home, "config"),
+			"AWS_SHARED_CREDENTIALS_FILE=" + filepath.Join(home, "credentials"),
+			"AWS_ACCESS_KEY_ID=test", "AWS_SECRET_ACCESS_KEY=test",
+			"AWS_ENDPOINT_URL=" + endpoint,
+			"REGION=" + testRegion, "FUNCTION=certfn-api", "SID=" + sid, "PRINCIPAL=" + principal,
+		}
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("add-permission command: %v\n%s", err, out)
+		}
+		var found int
+		doc := motoPolicy(ctx, t, c, "certfn-api")
+		for _, s := range doc {
+			if s.Sid != sid {
+				continue
+			}
+			found++
+			if s.action() != "lambda:InvokeFunction" || s.principal() != principal || !s.viaFunctionURLOnly() {
+				t.Errorf("statement %s: want lambda:InvokeFunction for %s through the URL only: %s", sid, principal, s.raw)
+			}
+		}
+		if found != 1 {
+			t.Errorf("%d statements %s after the add-permission command, want 1:\n%s", found, sid, motoPolicyText(doc))
+		}
+	})
 }

@@ -31,6 +31,7 @@ type moduleExpect struct {
 	prefix        string
 	functions     []string
 	reserved      map[string]float64
+	pollers       map[string]float64 // maximum_concurrency of worker and signer; absent: no scaling_config
 	timeouts      map[string]float64
 	arch          string
 	logRetention  float64
@@ -142,8 +143,8 @@ func checkModulePlan(t *testing.T, p *planJSON, e moduleExpect) {
 		}
 	}
 
-	// Event source mappings with per-message failures, concurrency capped
-	// at the reservation.
+	// Event source mappings with per-message failures, pollers bounded by
+	// queue_maximum_concurrency (and a reservation of 2 or more).
 	esms := p.ofType("aws_lambda_event_source_mapping")
 	if got := keysOf(esms); !slices.Equal(got, []string{"queue[signer]", "queue[worker]"}) {
 		t.Fatalf("aws_lambda_event_source_mapping = %v", got)
@@ -154,9 +155,9 @@ func checkModulePlan(t *testing.T, p *planJSON, e moduleExpect) {
 			t.Errorf("%s mapping: function_response_types = %v", q, m.Values["function_response_types"])
 		}
 		sc := m.blocks("scaling_config")
-		if res := e.reserved[q]; res >= 2 {
-			if len(sc) != 1 || sc[0]["maximum_concurrency"] != res {
-				t.Errorf("%s mapping: scaling_config = %v, want maximum_concurrency %v", q, sc, res)
+		if max, ok := e.pollers[q]; ok {
+			if len(sc) != 1 || sc[0]["maximum_concurrency"] != max {
+				t.Errorf("%s mapping: scaling_config = %v, want maximum_concurrency %v", q, sc, max)
 			}
 		} else if len(sc) != 0 {
 			t.Errorf("%s mapping: scaling_config = %v, want none", q, sc)
@@ -283,7 +284,9 @@ func TestModulePlan(t *testing.T) {
 			inputs: "",
 			want: moduleExpect{
 				prefix: "certfn", functions: all, arch: "arm64", logRetention: 30, schedule: "rate(1 minute)", maxReceive: 5, createsKMSKey: true,
-				reserved: map[string]float64{"worker": 10, "signer": 2, "scheduler": 1, "api": -1, "http01": -1},
+				// No reservation (an account quota of 10 could not hold one).
+				reserved: map[string]float64{"worker": -1, "signer": -1, "scheduler": -1, "api": -1, "http01": -1},
+				pollers:  map[string]float64{"worker": 10, "signer": 2},
 				timeouts: map[string]float64{"worker": 120, "signer": 60, "scheduler": 60, "api": 30, "http01": 10},
 			},
 		},
@@ -293,7 +296,10 @@ func TestModulePlan(t *testing.T) {
 			want: moduleExpect{
 				prefix: "pki", functions: []string{"api", "scheduler", "signer", "worker"}, arch: "x86_64", logRetention: 90,
 				schedule: "rate(5 minutes)", maxReceive: 3, kmsKeyARN: "arn:aws:kms:us-east-1:123456789012:key/0a1b2c3d-1111-4000-8000-00000000abcd",
-				reserved: map[string]float64{"worker": 4, "signer": 1, "scheduler": 1, "api": -1},
+				// The worker's reservation lowers queue_maximum_concurrency
+				// (12) to 4; the signer's (1) bounds it alone.
+				reserved: map[string]float64{"worker": 4, "signer": 1, "scheduler": -1, "api": -1},
+				pollers:  map[string]float64{"worker": 4},
 				timeouts: map[string]float64{"worker": 300, "signer": 60, "scheduler": 60, "api": 30},
 			},
 		},
@@ -407,6 +413,8 @@ func TestModuleRejectsBadInputs(t *testing.T) {
 		{`quota_issuances_per_hour_per_namespace = 2.5`, "quota_issuances_per_hour_per_namespace: must be a whole number of 0 (unlimited)"},
 		{`secret_store = "s3"`, `secret_store: must be "secretsmanager" or "ssm"`},
 		{`acme_poll_first = "fast"`, "acme_poll_first: must be empty or a Go duration"},
+		{`queue_maximum_concurrency = { signer = 1 }`, "queue_maximum_concurrency: each value must be a whole number from 2 to 1000"},
+		{`api_invoker_arns = ["*"]`, "api_invoker_arns: each entry must be an account ID"},
 	}
 	var inputs []string
 	for _, c := range cases {

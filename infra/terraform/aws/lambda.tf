@@ -115,8 +115,9 @@ resource "aws_lambda_event_source_mapping" "queue" {
   maximum_batching_window_in_seconds = 0
   function_response_types            = ["ReportBatchItemFailures"]
 
+  # The pollers' bound (main.tf, local.functions): no reservation needed.
   dynamic "scaling_config" {
-    for_each = local.functions[each.key].reserved >= 2 ? [local.functions[each.key].reserved] : []
+    for_each = local.functions[each.key].pollers != null ? [local.functions[each.key].pollers] : []
     content {
       maximum_concurrency = scaling_config.value
     }
@@ -124,19 +125,18 @@ resource "aws_lambda_event_source_mapping" "queue" {
 }
 
 # api: a Function URL with IAM auth. Since October 2025 a Function URL
-# created in an account answers 403 unless the caller holds both
-# lambda:InvokeFunctionUrl and lambda:InvokeFunction ("Control access to
-# Lambda function URLs", AWS Lambda developer guide). lambda:InvokeFunction
-# is only ever granted under the lambda:InvokedViaFunctionUrl condition, so
-# that it permits calls through the URL and never a direct Invoke.
+# answers 403 unless the caller holds both lambda:InvokeFunctionUrl and
+# lambda:InvokeFunction ("Control access to Lambda function URLs", AWS Lambda
+# developer guide; accounts with older URLs had until 2026-11-01).
+# lambda:InvokeFunction is only ever granted under the condition
+# lambda:InvokedViaFunctionUrl = true, so that it permits calls through the
+# URL and never a direct Invoke.
 #
 # - Same-account callers: their identity policy grants both (the
 #   api_invoker_policy_json output; api_invoker_role_names attaches it).
-# - api_invoker_arns: resource-policy grants. lambda:InvokeFunctionUrl
-#   below; lambda:InvokeFunction with the condition cannot be written by
-#   aws_lambda_permission before hashicorp/aws 6.28.0 (invoked_via_function_url),
-#   so this module, which also supports 5.x, adds it with the AWS CLI when
-#   function_url_invoke_permissions_via_cli is true (below).
+# - api_invoker_arns (other accounts): the resource policy grants both,
+#   lambda:InvokeFunctionUrl below, lambda:InvokeFunction at the end of this
+#   file; the callers still need the identity policy in their own account.
 resource "aws_lambda_function_url" "api" {
   function_name      = aws_lambda_function.fn["api"].function_name
   authorization_type = "AWS_IAM"
@@ -206,32 +206,67 @@ resource "aws_lambda_permission" "http01_public_url" {
   function_url_auth_type = "NONE"
 }
 
-# lambda:InvokeFunction through the URL, for the public http01 URL and the
-# api_invoker_arns: hashicorp/aws >= 6.28.0 adds the http01 statement itself
-# when it creates an auth NONE URL, and 5.x cannot express it
-# (aws_lambda_permission has no invoked_via_function_url and Lambda refuses
-# function_url_auth_type with any action but lambda:InvokeFunctionUrl). With
-# function_url_invoke_permissions_via_cli the module runs
-# `aws lambda add-permission --invoked-via-function-url` for each (the AWS
-# CLI with credentials for this account must be on the PATH of the machine
-# that applies). The statements go with the function when it is destroyed.
+# lambda:InvokeFunction through the URL (condition
+# lambda:InvokedViaFunctionUrl = true), for the public http01 URL and each
+# api_invoker_arns entry. aws_lambda_permission cannot express it before
+# hashicorp/aws 6.28 (invoked_via_function_url; Lambda refuses
+# function_url_auth_type with any action but lambda:InvokeFunctionUrl), and
+# 6.28 and later add only the http01 statement, and only when they create the
+# URL. So the module declares the statements as AWS::Lambda::Permission
+# resources (property InvokedViaFunctionUrl) of one CloudFormation stack,
+# which works the same with every provider version and needs nothing on the
+# applying machine; CloudFormation removes them with the stack. With 6.28 and
+# later the http01 function holds the provider's statement too (same grant).
+#
+# function_url_invoke_permissions_via_cli replaces the stack by
+# `aws lambda add-permission --invoked-via-function-url`, run on the
+# applying machine (the AWS CLI with credentials for this account on its
+# PATH), for accounts where CloudFormation is denied. Those statements go
+# with the function when it is destroyed, not when the option is turned off.
 locals {
-  invoke_via_url_grants = var.function_url_invoke_permissions_via_cli ? merge(
+  invoke_via_url_grants = merge(
     var.enable_http01 ? {
-      http01 = { function = local.functions["http01"].name, principal = "*", sid = "certfn-http01-invoke-via-url" }
+      http01 = { function = "http01", principal = "*", sid = "certfn-http01-invoke-via-url", logical_id = "Http01InvokeViaUrl" }
     } : {},
     {
       for a in var.api_invoker_arns : "api-${substr(sha256(a), 0, 16)}" => {
-        function = local.functions["api"].name, principal = a, sid = "certfn-api-invoke-${substr(sha256(a), 0, 16)}"
+        function = "api", principal = a, sid = "certfn-api-invoke-${substr(sha256(a), 0, 16)}", logical_id = "ApiInvokeViaUrl${substr(sha256(a), 0, 16)}"
       }
     },
-  ) : {}
+  )
+}
+
+resource "aws_cloudformation_stack" "invoke_via_url" {
+  count = !var.function_url_invoke_permissions_via_cli && length(local.invoke_via_url_grants) > 0 ? 1 : 0
+
+  name = "${local.prefix}-invoke-via-url"
+  template_body = jsonencode({
+    AWSTemplateFormatVersion = "2010-09-09"
+    Description              = "certfn ${local.prefix}: lambda:InvokeFunction through the Function URLs only (Terraform module infra/terraform/aws)"
+    Resources = {
+      for g in values(local.invoke_via_url_grants) : g.logical_id => {
+        Type = "AWS::Lambda::Permission"
+        Properties = {
+          # The function's attribute, not its name: the stack follows the
+          # function (created after it, destroyed before it).
+          FunctionName          = aws_lambda_function.fn[g.function].function_name
+          Action                = "lambda:InvokeFunction"
+          Principal             = g.principal
+          InvokedViaFunctionUrl = true
+        }
+      }
+    }
+  })
+  tags = local.tags
 }
 
 resource "terraform_data" "invoke_via_url" {
-  for_each = local.invoke_via_url_grants
+  for_each = var.function_url_invoke_permissions_via_cli ? local.invoke_via_url_grants : {}
 
-  triggers_replace = [each.value, aws_lambda_function.fn[split("-", each.key)[0]].arn]
+  triggers_replace = [
+    { function = local.functions[each.value.function].name, principal = each.value.principal, sid = each.value.sid },
+    aws_lambda_function.fn[each.value.function].arn,
+  ]
 
   provisioner "local-exec" {
     interpreter = ["/bin/sh", "-c"]
@@ -246,7 +281,7 @@ resource "terraform_data" "invoke_via_url" {
     EOT
     environment = {
       REGION    = local.region
-      FUNCTION  = each.value.function
+      FUNCTION  = local.functions[each.value.function].name
       SID       = each.value.sid
       PRINCIPAL = each.value.principal
     }

@@ -9,6 +9,10 @@
 
 data "aws_partition" "current" {}
 
+# The provider's region. Read from the region's EC2 endpoint
+# (ec2.<region>.<dns suffix>): `name` is deprecated from hashicorp/aws 6.0 and
+# `id` from 6.47 in favour of `region`, which 5.x does not have; `endpoint` is
+# in both (see versions.tf).
 data "aws_region" "current" {}
 
 data "aws_caller_identity" "current" {
@@ -17,7 +21,7 @@ data "aws_caller_identity" "current" {
 
 locals {
   partition = data.aws_partition.current.partition
-  region    = data.aws_region.current.name
+  region    = split(".", data.aws_region.current.endpoint)[1]
   account   = var.account_id != "" ? var.account_id : data.aws_caller_identity.current[0].account_id
 
   prefix        = var.name_prefix
@@ -33,7 +37,14 @@ locals {
       timeout = var.lambda_timeout_seconds[fn]
       # -1 is the provider's "unreserved".
       reserved = var.reserved_concurrency[fn]
-      zip      = "${local.zip_dir}/${fn}.zip"
+      # SQS pollers (worker, signer): queue_maximum_concurrency, at most the
+      # reservation when there is one of 2 or more; null below 2 (Lambda's
+      # minimum: a reservation of 0 or 1 bounds the function by itself).
+      pollers = !contains(keys(var.queue_maximum_concurrency), fn) ? null : (
+        var.reserved_concurrency[fn] == -1 ? var.queue_maximum_concurrency[fn] :
+        var.reserved_concurrency[fn] >= 2 ? min(var.reserved_concurrency[fn], var.queue_maximum_concurrency[fn]) : null
+      )
+      zip = "${local.zip_dir}/${fn}.zip"
     }
   }
   zip_dir = var.lambda_zip_dir != "" ? var.lambda_zip_dir : abspath("${path.module}/../../../dist/lambda")

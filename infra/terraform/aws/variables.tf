@@ -68,19 +68,33 @@ variable "schedule_rate" {
 }
 
 variable "reserved_concurrency" {
-  description = "Reserved concurrent executions per function; -1 leaves the function unreserved. worker and signer also cap their SQS pollers at this value (when >= 2), which keeps ACME calls and CA signing bounded."
+  description = "Reserved concurrent executions per function; -1 (the default for every function) reserves none. A reservation is carved out of the account's concurrency quota, and Lambda keeps at least 100 of it unreserved, so reserving needs a quota of 100 + the sum reserved (new accounts often have 10: the apply then fails with \"below its minimum value\"). The SQS pollers are bounded by queue_maximum_concurrency instead; reserve when other functions of the account could starve certfn, or to guarantee a function capacity (docs/deploy/aws.md, \"Concurrency\"). A worker or signer reservation of 2 or more also lowers its pollers' bound to the reservation; 0 stops the function."
   type = object({
-    worker    = optional(number, 10)
-    signer    = optional(number, 2)
-    scheduler = optional(number, 1)
+    worker    = optional(number, -1)
+    signer    = optional(number, -1)
+    scheduler = optional(number, -1)
     api       = optional(number, -1)
     http01    = optional(number, -1)
   })
   default = {}
 
   validation {
-    condition     = alltrue([for v in values(var.reserved_concurrency) : v == -1 || v >= 0])
-    error_message = "reserved_concurrency: each value must be -1 (unreserved) or >= 0."
+    condition     = alltrue([for v in values(var.reserved_concurrency) : v == -1 || (v >= 0 && floor(v) == v)])
+    error_message = "reserved_concurrency: each value must be -1 (unreserved) or a whole number >= 0."
+  }
+}
+
+variable "queue_maximum_concurrency" {
+  description = "Most concurrent invocations the SQS event source mappings of worker and signer start (scaling_config maximum_concurrency, 2 to 1000): bounds the ACME calls and CA signing in flight without reserving account concurrency. A reservation of 2 or more in reserved_concurrency lowers it to the reservation."
+  type = object({
+    worker = optional(number, 10)
+    signer = optional(number, 2)
+  })
+  default = {}
+
+  validation {
+    condition     = alltrue([for v in values(var.queue_maximum_concurrency) : v >= 2 && v <= 1000 && floor(v) == v])
+    error_message = "queue_maximum_concurrency: each value must be a whole number from 2 to 1000 (the range of Lambda's maximum concurrency for SQS)."
   }
 }
 
@@ -370,9 +384,14 @@ variable "api_admin_arns" {
 }
 
 variable "api_invoker_arns" {
-  description = "IAM principal ARNs (roles, users) or account IDs granted lambda:InvokeFunctionUrl on the api Function URL by resource policy (needed for other accounts). They also need lambda:InvokeFunction via the URL: their own IAM policy (api_invoker_policy_json) and, from another account, the resource-policy statement that function_url_invoke_permissions_via_cli adds (or that you add yourself). Same-account principals can use api_invoker_role_names instead."
+  description = "IAM principal ARNs (roles, users) or account IDs, typically of other accounts, allowed to call the api Function URL by its resource policy: lambda:InvokeFunctionUrl (aws_lambda_permission) and lambda:InvokeFunction only via the URL (condition lambda:InvokedViaFunctionUrl, added through a CloudFormation stack or, with function_url_invoke_permissions_via_cli, the AWS CLI). Each caller also needs both actions in its own identity policy (the api_invoker_policy_json output). Same-account roles can use api_invoker_role_names instead."
   type        = list(string)
   default     = []
+
+  validation {
+    condition     = alltrue([for a in var.api_invoker_arns : can(regex("^([0-9]{12}|arn:aws[a-z-]*:iam::[0-9]{12}:(root|user/.+|role/.+))$", a))])
+    error_message = "api_invoker_arns: each entry must be an account ID (12 digits) or an IAM ARN arn:<partition>:iam::<account>:root, :user/<name> or :role/<name>; \"*\" is not allowed (the api URL is never public)."
+  }
 }
 
 variable "api_invoker_role_names" {
@@ -387,7 +406,7 @@ variable "api_invoker_role_names" {
 }
 
 variable "function_url_invoke_permissions_via_cli" {
-  description = "Add the lambda:InvokeFunction resource-policy statements conditioned on lambda:InvokedViaFunctionUrl (public for the http01 URL, one per api_invoker_arns entry) by running the AWS CLI (`aws lambda add-permission --invoked-via-function-url`) on the applying machine. Needed with hashicorp/aws 5.x, whose aws_lambda_permission cannot set that condition; with 6.28.0 or later the provider adds the http01 statement itself when it creates the URL."
+  description = "Add the lambda:InvokeFunction resource-policy statements conditioned on lambda:InvokedViaFunctionUrl (public for the http01 URL, one per api_invoker_arns entry) by running the AWS CLI (`aws lambda add-permission --invoked-via-function-url`) on the applying machine instead of through the CloudFormation stack <name_prefix>-invoke-via-url (the default, which needs no CLI). For accounts where CloudFormation is denied; the CLI statements stay on the functions when the option is turned off."
   type        = bool
   default     = false
 }

@@ -26,6 +26,7 @@ provider "aws" {
   # Every service the module uses; null keeps AWS's own endpoint.
   endpoints {
     acm            = var.aws_endpoint_url
+    cloudformation = var.aws_endpoint_url
     cloudwatch     = var.aws_endpoint_url
     cloudwatchlogs = var.aws_endpoint_url
     dynamodb       = var.aws_endpoint_url
