@@ -67,6 +67,12 @@ module "certfn" {
   # ACM import of Certificates annotated certfn.io/acm-import (the web
   # Certificate when enable_acm_import is true).
   enable_acm_import = var.enable_acm_import
+
+  # The example's ACME Issuer is namespaced: namespaced Issuers may use
+  # only the servers listed, so its own server is; a server on a private
+  # address (Pebble on LocalStack's network) must be allowed too.
+  acme_server_allow           = var.acme_server_url != "" ? [var.acme_server_url] : []
+  acme_allow_private_networks = var.acme_allow_private_networks
 }
 
 # certfn's API: the api Function URL, SigV4-signed with the same AWS

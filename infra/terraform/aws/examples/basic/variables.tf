@@ -63,6 +63,12 @@ variable "acme_server_url" {
   default     = ""
 }
 
+variable "acme_allow_private_networks" {
+  description = "Private addresses or host names the worker may reach for the example's ACME Issuer (the module's acme_allow_private_networks), e.g. [\"10.77.0.20\"] for Pebble on LocalStack's network. Empty: none."
+  type        = list(string)
+  default     = []
+}
+
 variable "acme_email" {
   description = "Contact e-mail of the ACME account."
   type        = string
