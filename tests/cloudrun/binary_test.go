@@ -1,20 +1,23 @@
 package cloudrun
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 )
 
-// buildImageBinary builds the binary `make gcp-image` packs into the
+// startBuild starts building the binary `make gcp-image` packs into the
 // image, by the Makefile's own build command: `make -n gcp-image` prints
 // the recipe (for GCP_ARCH, the machine's architecture, into a directory
-// of the test), and its `go build` line is run as printed. It returns the
-// binary's path.
-func buildImageBinary(t *testing.T) string {
+// of the test), and its `go build` line is run as printed. The build runs
+// while the caller goes on (it is the longest step on a cold build cache);
+// the returned function waits for it and returns the binary's path.
+func startBuild(t *testing.T) func() string {
 	t.Helper()
 	if runtime.GOOS != "linux" {
 		t.Fatalf("the Cloud Run image's binary is linux/%s; this machine is %s", runtime.GOARCH, runtime.GOOS)
@@ -25,8 +28,7 @@ func buildImageBinary(t *testing.T) string {
 	if err != nil {
 		goBin = filepath.Join(runtime.GOROOT(), "bin", "go")
 	}
-	cmd := exec.Command("make", "-s", "-n", "-C", root, "gcp-image", "GO="+goBin, "GCP_DIR="+dir, "GCP_ARCH="+runtime.GOARCH)
-	out, err := cmd.Output()
+	out, err := exec.Command("make", "-s", "-n", "-C", root, "gcp-image", "GO="+goBin, "GCP_DIR="+dir, "GCP_ARCH="+runtime.GOARCH).Output()
 	if err != nil {
 		t.Fatalf("make -n gcp-image: %v\n%s", err, out)
 	}
@@ -45,14 +47,31 @@ func buildImageBinary(t *testing.T) string {
 		}
 	}
 	bin := filepath.Join(dir, "certfn-"+runtime.GOARCH)
-	sh := exec.Command("sh", "-c", build)
-	sh.Dir = root
-	sh.Env = os.Environ()
-	if out, err := sh.CombinedOutput(); err != nil {
-		t.Fatalf("%s: %v\n%s", build, err, out)
+	// finished closes when the build ends; buildErr is its error. The
+	// cleanup waits for it, before the directory goes.
+	finished := make(chan struct{})
+	var buildErr error
+	t.Cleanup(func() { <-finished })
+	start := time.Now()
+	go func() {
+		defer close(finished)
+		sh := exec.Command("sh", "-c", build)
+		sh.Dir = root
+		if out, err := sh.CombinedOutput(); err != nil {
+			buildErr = fmt.Errorf("%s: %v\n%s", build, err, out)
+			return
+		}
+		if _, err := os.Stat(bin); err != nil {
+			buildErr = fmt.Errorf("%s wrote no %s: %v", build, bin, err)
+		}
+	}()
+	return func() string {
+		t.Helper()
+		<-finished
+		if buildErr != nil {
+			t.Fatal(buildErr)
+		}
+		t.Logf("built the image's binary: %s", time.Since(start).Round(100*time.Millisecond))
+		return bin
 	}
-	if _, err := os.Stat(bin); err != nil {
-		t.Fatalf("%s wrote no %s: %v", build, bin, err)
-	}
-	return bin
 }

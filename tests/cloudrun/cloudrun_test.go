@@ -26,7 +26,11 @@
 //   - Cloud Scheduler's job played by the test: the plan's method,
 //     headers and body with an OIDC token of its service account;
 //   - ACME from Let's Encrypt's Pebble in this process (tests/pebbletest),
-//     validating HTTP-01 against the http01 service's front.
+//     validating HTTP-01 against the http01 service's front. The worker's
+//     own HTTP-01 self-check is replaced by the solver's
+//     waitInsteadOfSelfCheck: the self-check fetches port 80 of the
+//     certificate's name, which no test may bind (the in-process suite,
+//     tests/gcpe2e, runs it against a loopback port).
 //
 // The flows: a CA issuance, an ACME HTTP-01 issuance and a renewal at the
 // certificate's renewal time (real time: a 10-minute certificate renews
@@ -48,6 +52,7 @@ import (
 	"time"
 
 	"github.com/certfn/certfn/core/api"
+	"github.com/certfn/certfn/core/app/apptest"
 	"github.com/certfn/certfn/core/pki"
 	"github.com/certfn/certfn/tests/pebbletest"
 )
@@ -59,13 +64,15 @@ func full() bool { return os.Getenv(fullEnv) == "1" }
 
 func TestCloudRun(t *testing.T) {
 	start := time.Now()
-	bin := buildImageBinary(t)
-	t.Logf("built the image's binary: %s", time.Since(start).Round(100*time.Millisecond))
-	d := deploy(t, bin)
+	d := deploy(t, startBuild(t))
+	// Pebble lives as long as the services: a valid Order keeps fetching
+	// its certificate's renewal information (ARI) after the issuance.
+	peb := pebbletest.Start(t, d.fronts["http01"].Port)
 	t.Logf("deployment up: %s", time.Since(start).Round(100*time.Millisecond))
 
+	t.Run("Authentication", func(t *testing.T) { d.authentication(t) })
 	t.Run("CA", func(t *testing.T) { d.caFlow(t) })
-	t.Run("ACMEHTTP01", func(t *testing.T) { d.acmeFlow(t) })
+	t.Run("ACMEHTTP01", func(t *testing.T) { d.acmeFlow(t, peb) })
 	if full() {
 		t.Run("Renewal", func(t *testing.T) { d.renewalFlow(t) })
 	} else {
@@ -168,14 +175,63 @@ func (d *deployment) leaf(t *testing.T, ns, secret string) (*x509.Certificate, *
 	return chain[0], inter
 }
 
+// authentication: the fronts refuse what Cloud Run's IAM refuses, and the
+// api service itself checks the ID token (signature by the keys it
+// fetched from the Google front, audience) when its front is bypassed.
+func (d *deployment) authentication(t *testing.T) {
+	send := func(url, token string) int {
+		t.Helper()
+		req, err := http.NewRequestWithContext(d.ctx, "GET", url, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	apiURL, user := d.plan.URL("api"), d.plan.APIUser
+	cases := []struct {
+		name, url, token string
+		want             int
+	}{
+		{"worker front, no token", d.fronts["worker"].URL + "/push", "", http.StatusForbidden},
+		{"worker front, the api invoker's token", d.fronts["worker"].URL + "/push", d.g.idToken(user, d.plan.URL("worker")), http.StatusForbidden},
+		{"api front, not an invoker", d.fronts["api"].URL + "/v1/clusterissuers", d.g.idToken("stranger@example.com", apiURL), http.StatusForbidden},
+		{"api front, token for the worker", d.fronts["api"].URL + "/v1/clusterissuers", d.g.idToken(user, d.plan.URL("worker")), http.StatusForbidden},
+		{"api front, the invoker", d.fronts["api"].URL + "/v1/clusterissuers", d.g.idToken(user, apiURL), http.StatusOK},
+		{"api process, another audience", fmt.Sprintf("http://127.0.0.1:%d/v1/clusterissuers", d.procs["api"].port), d.g.idToken(user, "https://elsewhere.example"), http.StatusUnauthorized},
+		{"api process, unsigned", fmt.Sprintf("http://127.0.0.1:%d/v1/clusterissuers", d.procs["api"].port), unsigned(d.g.idToken(user, apiURL)), http.StatusUnauthorized},
+		{"api process, the invoker", fmt.Sprintf("http://127.0.0.1:%d/v1/clusterissuers", d.procs["api"].port), d.g.idToken(user, apiURL), http.StatusOK},
+	}
+	for _, c := range cases {
+		if got := send(c.url, c.token); got != c.want {
+			t.Errorf("%s: %d, want %d", c.name, got, c.want)
+		}
+	}
+	if den := d.fronts["worker"].takeDenied(); len(den) != 2 {
+		t.Errorf("the worker front refused %q, want the two requests above", den)
+	}
+	if den := d.fronts["api"].takeDenied(); len(den) != 2 {
+		t.Errorf("the api front refused %q, want the two requests above", den)
+	}
+}
+
+// unsigned is tok with its signature replaced.
+func unsigned(tok string) string {
+	i := strings.LastIndex(tok, ".")
+	return tok[:i+1] + base64.RawURLEncoding.EncodeToString([]byte("not a signature"))
+}
+
 // caIssuers: a self-signed root issued by certfn (its key pair the
 // worker's to write: worker_manages_ca_certificates) and a CA
 // ClusterIssuer on it, whose key the signer alone reads.
-const caIssuers = `apiVersion: cert-manager.io/v1
-kind: ClusterIssuer
-metadata: {name: selfsigned}
-spec: {selfSigned: {}}
----
+const caIssuers = apptest.SelfSignedYAML + `---
 apiVersion: cert-manager.io/v1
 kind: Certificate
 metadata: {name: root, namespace: cert-manager}
@@ -240,22 +296,9 @@ func (d *deployment) caFlow(t *testing.T) {
 
 // acmeFlow: a certificate from Pebble over HTTP-01, the http01 service
 // answering Pebble's validation behind its public front.
-func (d *deployment) acmeFlow(t *testing.T) {
+func (d *deployment) acmeFlow(t *testing.T, peb *pebbletest.Server) {
 	start := time.Now()
-	peb := pebbletest.Start(t, d.fronts["http01"].Port)
-	d.apply(t, fmt.Sprintf(`apiVersion: cert-manager.io/v1
-kind: ClusterIssuer
-metadata: {name: pebble}
-spec:
-  acme:
-    server: %s
-    email: test@example.com
-    caBundle: %s
-    privateKeySecretRef: {name: pebble-account}
-    solvers:
-    - http01: {ingress: {}}
-      waitInsteadOfSelfCheck: 1s
-`, peb.DirURL, base64.StdEncoding.EncodeToString(peb.TLSPEM)))
+	d.apply(t, peb.ClusterIssuerYAML("pebble", "", "    - http01: {ingress: {}}\n      waitInsteadOfSelfCheck: 1s\n"))
 	d.apply(t, leafYAML("acme", "pebble", ""))
 	d.waitReady(t, "default", "acme", 1, 90*time.Second)
 	l, inter := d.leaf(t, "default", "acme-tls")
@@ -367,6 +410,9 @@ func (d *deployment) requireIdentities(t *testing.T) {
 	worker := d.callsBy(d.plan.Services["worker"].ServiceAccount)
 	if worker["/google.cloud.secretmanager.v1.SecretManagerService/AddSecretVersion"] == 0 {
 		t.Errorf("the worker never wrote a secret version: %v", worker)
+	}
+	for _, fn := range functions {
+		t.Logf("%s front: %v", fn, d.fronts[fn].counts())
 	}
 	t.Logf("Google API calls: worker %v; signer %v; Cloud Tasks tasks created %d", worker, signer, d.tasks.Creates())
 }

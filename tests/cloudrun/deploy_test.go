@@ -67,8 +67,8 @@ type deployment struct {
 }
 
 // deploy plans infra/terraform/gcp for a project of its own and starts
-// every part of it.
-func deploy(t *testing.T, bin string) *deployment {
+// every part of it, the services from the binary binary returns.
+func deploy(t *testing.T, binary func() string) *deployment {
 	t.Helper()
 	in := planInputs{Project: fmt.Sprintf("demo-cloudrun-%d", os.Getpid()%1000000), ProjectNumber: "123456789012", Region: "us-central1",
 		APIUser: "ops@example.com"}
@@ -89,6 +89,7 @@ func deploy(t *testing.T, bin string) *deployment {
 	for _, fn := range functions {
 		d.fronts[fn] = d.startFront(fn)
 	}
+	bin := binary()
 	for _, fn := range functions {
 		d.procs[fn] = d.startProcess(fn, bin)
 	}
@@ -376,10 +377,21 @@ func (f *cloudRunFront) deniedRequests() []string {
 	return slices.Clone(f.denied)
 }
 
+// takeDenied returns the refused requests and forgets them (a test that
+// is refused on purpose).
+func (f *cloudRunFront) takeDenied() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := f.denied
+	f.denied = nil
+	return out
+}
+
 // process is one service's container: the image's binary with the
 // service's planned environment.
 type process struct {
 	fn    string
+	port  int
 	cmd   *exec.Cmd
 	log   string
 	proxy *httputil.ReverseProxy
@@ -421,7 +433,7 @@ func (d *deployment) startProcess(fn, bin string) *process {
 		d.t.Fatal(err)
 	}
 	lf.Close()
-	p := &process{fn: fn, cmd: cmd, log: logPath, exit: make(chan struct{}),
+	p := &process{fn: fn, port: port, cmd: cmd, log: logPath, exit: make(chan struct{}),
 		proxy: httputil.NewSingleHostReverseProxy(&url.URL{Scheme: "http", Host: net.JoinHostPort("127.0.0.1", strconv.Itoa(port))})}
 	go func() { _ = cmd.Wait(); close(p.exit) }()
 	d.t.Cleanup(p.stop)
@@ -543,6 +555,20 @@ func (d *deployment) checkClean() {
 		cancel()
 		if len(dead) > 0 {
 			t.Errorf("the %s dead-letter subscription holds %q", fn, dead)
+			d.logLinesOf(dead)
+		}
+	}
+}
+
+// logLinesOf logs the services' log lines that name one of keys.
+func (d *deployment) logLinesOf(keys []string) {
+	for _, fn := range functions {
+		n := 0
+		for _, line := range strings.Split(string(d.procs[fn].output()), "\n") {
+			if n < 20 && slices.ContainsFunc(keys, func(k string) bool { return strings.Contains(line, k) }) {
+				d.t.Logf("%s: %s", fn, line)
+				n++
+			}
 		}
 	}
 }
