@@ -26,7 +26,7 @@ func startBuild(t *testing.T) func() string {
 	dir := t.TempDir()
 	goBin, err := exec.LookPath("go")
 	if err != nil {
-		goBin = filepath.Join(runtime.GOROOT(), "bin", "go")
+		t.Fatalf("the go command is not in PATH: %v", err)
 	}
 	out, err := exec.Command("make", "-s", "-n", "-C", root, "gcp-image", "GO="+goBin, "GCP_DIR="+dir, "GCP_ARCH="+runtime.GOARCH).Output()
 	if err != nil {
