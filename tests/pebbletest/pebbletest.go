@@ -6,6 +6,7 @@ package pebbletest
 
 import (
 	"crypto/x509"
+	"encoding/base64"
 	"encoding/pem"
 	"fmt"
 	"io"
@@ -170,4 +171,22 @@ func StartDelegationDNS(t *testing.T, zones ...string) (string, func() map[strin
 		defer mu.Unlock()
 		return maps.Clone(queries)
 	}
+}
+
+// ClusterIssuerYAML is an ACME ClusterIssuer name on s, trusting its TLS
+// certificate (caBundle), its account key in the secret <name>-account,
+// with the given solvers (YAML list items, indented for
+// spec.acme.solvers) and extra spec.acme lines.
+func (s *Server) ClusterIssuerYAML(name, extra, solvers string) string {
+	return fmt.Sprintf(`apiVersion: cert-manager.io/v1
+kind: ClusterIssuer
+metadata: {name: %s}
+spec:
+  acme:
+    server: %s
+    email: test@example.com
+    caBundle: %s
+    privateKeySecretRef: {name: %s-account}
+%s    solvers:
+%s`, name, s.DirURL, base64.StdEncoding.EncodeToString(s.TLSPEM), name, extra, solvers)
 }

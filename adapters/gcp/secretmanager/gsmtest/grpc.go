@@ -22,16 +22,8 @@ import (
 // 2 s) apply.
 func (d *Double) Client(t testing.TB) *secretmanager.Client {
 	t.Helper()
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := grpc.NewServer()
-	smpb.RegisterSecretManagerServiceServer(srv, grpcServer{d: d})
-	go func() { _ = srv.Serve(lis) }()
-	t.Cleanup(srv.Stop)
 	c, err := secretmanager.NewClient(context.Background(),
-		option.WithEndpoint(lis.Addr().String()),
+		option.WithEndpoint(d.Serve(t)),
 		option.WithoutAuthentication(),
 		option.WithGRPCDialOption(grpc.WithTransportCredentials(insecure.NewCredentials())))
 	if err != nil {
@@ -39,6 +31,23 @@ func (d *Double) Client(t testing.TB) *secretmanager.Client {
 	}
 	t.Cleanup(func() { _ = c.Close() })
 	return c
+}
+
+// Serve serves d over plaintext gRPC on a loopback port until t ends and
+// returns its host:port: for a client in another process (reached
+// through a TLS front of the test's own), or for Client. The options
+// configure the server (an interceptor that checks the callers' tokens).
+func (d *Double) Serve(t testing.TB, opts ...grpc.ServerOption) string {
+	t.Helper()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := grpc.NewServer(opts...)
+	smpb.RegisterSecretManagerServiceServer(srv, grpcServer{d: d})
+	go func() { _ = srv.Serve(lis) }()
+	t.Cleanup(srv.Stop)
+	return lis.Addr().String()
 }
 
 // grpcServer serves the RPCs the double implements; the others answer
