@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"time"
 
 	"github.com/certfn/certfn/core/api"
@@ -117,6 +118,22 @@ func Stamp(t time.Time) string {
 		return ""
 	}
 	return t.UTC().Truncate(time.Second).Format(time.RFC3339)
+}
+
+// CheckPublisher checks what every notifier is configured with: a
+// deployment name and a timeout (0: def). It returns the timeout to use,
+// or an error naming the field.
+func CheckPublisher(deployment string, timeout, def time.Duration) (time.Duration, error) {
+	if strings.TrimSpace(deployment) == "" {
+		return 0, errors.New("deployment: must not be empty")
+	}
+	if timeout < 0 {
+		return 0, fmt.Errorf("timeout: %s is negative", timeout)
+	}
+	if timeout == 0 {
+		return def, nil
+	}
+	return timeout, nil
 }
 
 // ErrVersion is the error of Notification for a detail of another version.

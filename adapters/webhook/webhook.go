@@ -156,14 +156,8 @@ func New(opts Options) (*Notifier, error) {
 			return nil, errs.Permanentf("webhook: secrets[%d]: %d bytes, want %d to %d", i, len(s), MinSecretBytes, MaxSecretBytes)
 		}
 	}
-	if strings.TrimSpace(opts.Deployment) == "" {
-		return nil, errs.Permanentf("webhook: deployment: must not be empty")
-	}
-	if opts.Timeout < 0 {
-		return nil, errs.Permanentf("webhook: timeout: %s is negative", opts.Timeout)
-	}
-	if opts.Timeout == 0 {
-		opts.Timeout = DefaultTimeout
+	if opts.Timeout, err = certevent.CheckPublisher(opts.Deployment, opts.Timeout, DefaultTimeout); err != nil {
+		return nil, errs.Permanent(fmt.Errorf("webhook: %w", err))
 	}
 	c := http.Client{Timeout: opts.Timeout}
 	if opts.Client != nil {

@@ -37,7 +37,6 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
-	"strings"
 	"time"
 
 	pb "cloud.google.com/go/pubsub/v2/apiv1/pubsubpb"
@@ -108,15 +107,11 @@ func New(api API, opts Options) (*Notifier, error) {
 	if !topicName.MatchString(opts.Topic) {
 		return nil, errs.Permanentf("pubsub notifier: topic: want projects/PROJECT/topics/TOPIC, got %q", opts.Topic)
 	}
-	if strings.TrimSpace(opts.Deployment) == "" {
-		return nil, errs.Permanentf("pubsub notifier: deployment: must not be empty")
+	t, err := certevent.CheckPublisher(opts.Deployment, opts.Timeout, DefaultTimeout)
+	if err != nil {
+		return nil, errs.Permanent(fmt.Errorf("pubsub notifier: %w", err))
 	}
-	if opts.Timeout < 0 {
-		return nil, errs.Permanentf("pubsub notifier: timeout: %s is negative", opts.Timeout)
-	}
-	if opts.Timeout == 0 {
-		opts.Timeout = DefaultTimeout
-	}
+	opts.Timeout = t
 	return &Notifier{api: api, opts: opts}, nil
 }
 
