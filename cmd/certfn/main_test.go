@@ -75,6 +75,9 @@ func setupEnv(t *testing.T) string {
 	}
 	t.Setenv("CERTFN_QUOTA_OBJECTS", "")
 	t.Setenv("CERTFN_QUOTA_ISSUANCES_PER_HOUR", "")
+	for _, k := range []string{"CERTFN_NOTIFY_WEBHOOK_URL", "CERTFN_NOTIFY_WEBHOOK_SECRET_FILE", "CERTFN_NOTIFY_DEPLOYMENT"} {
+		t.Setenv(k, "")
+	}
 	return t.TempDir()
 }
 

@@ -29,6 +29,11 @@ With --deploy-hook, run a shell command after each new certificate (first issuan
 renewal, re-issuance), as certbot's --deploy-hook: it gets CERTFN_NAMESPACE,
 CERTFN_CERTIFICATE, CERTFN_SECRET_NAME, CERTFN_SECRET_DIR, CERTFN_REVISION,
 CERTFN_NOT_AFTER, CERTFN_DNS_NAMES and certbot's RENEWED_LINEAGE and RENEWED_DOMAINS.
+With --notify-webhook-url, POST each Certificate event (issued, renewed, issuance
+failed, approaching expiration) to a webhook, signed as Standard Webhooks
+(webhook-id, webhook-timestamp, webhook-signature) with the secret in
+--notify-webhook-secret-file; a failed delivery is retried with backoff and
+survives a restart (at least once; duplicates share their webhook-id).
 Local only: on a cloud deployment the worker, signer and scheduler functions do
 this work, so --server is refused.`,
 		Args: cobra.NoArgs,
@@ -64,6 +69,17 @@ this work, so --server is refused.`,
 	f.StringVar(&cfg.DeployHook.Command, "deploy-hook", os.Getenv("CERTFN_DEPLOY_HOOK"),
 		"shell `command` run after each new certificate, e.g. 'systemctl reload nginx' (runs once per revision, at least once; see certfn serve --help) (env CERTFN_DEPLOY_HOOK)")
 	f.DurationVar(&cfg.DeployHook.Timeout, "deploy-hook-timeout", 5*time.Minute, "kill a deploy hook that runs longer than this")
+	f.StringVar(&cfg.Notify.WebhookURL, "notify-webhook-url", os.Getenv("CERTFN_NOTIFY_WEBHOOK_URL"),
+		"POST every Certificate event (issued, renewed, issuance failed, approaching expiration) to this `URL` as a signed Standard Webhook; https, or http to a loopback host; "+
+			"a delivery answered other than 2xx is retried with backoff, at least once (env CERTFN_NOTIFY_WEBHOOK_URL)")
+	f.StringVar(&cfg.Notify.SecretFile, "notify-webhook-secret-file", os.Getenv("CERTFN_NOTIFY_WEBHOOK_SECRET_FILE"),
+		"with --notify-webhook-url: `file` holding the signing secret, whsec_<base64 of 24 to 64 random bytes> (one a line: each signs, for rotation); "+
+			"not readable by other users; never logged (env CERTFN_NOTIFY_WEBHOOK_SECRET_FILE)")
+	f.DurationVar(&cfg.Notify.Timeout, "notify-webhook-timeout", 15*time.Second, "with --notify-webhook-url: give up one delivery (and retry it later) after this long")
+	f.StringVar(&cfg.Notify.Deployment, "notify-deployment", os.Getenv("CERTFN_NOTIFY_DEPLOYMENT"),
+		"name of this certfn in every event's data.deployment, to tell several hosts apart at one receiver (default: the host name) (env CERTFN_NOTIFY_DEPLOYMENT)")
+	f.IntVar(&cfg.Notify.ExpiryDays, "notify-expiry-days", 14,
+		"with --notify-webhook-url: announce a certificate that was not renewed once a day from this many days before it expires; 0: never")
 	f.StringVar(&cfg.MetricsListen, "metrics-listen", os.Getenv("CERTFN_METRICS_LISTEN"),
 		"serve Prometheus metrics (GET /metrics) on this address; certificate gauges use cert-manager's names and list every namespace's Certificates, so "+
 			"an address without a host (':9402') binds 127.0.0.1 only, and a non-loopback address (e.g. '0.0.0.0:9402') needs --api-tls-cert, --api-tls-key and --api-client-ca "+

@@ -13,8 +13,9 @@ import (
 // Notifier publishes what happened to a Certificate — issued, renewed,
 // failed, approaching expiration — to the people who route such events
 // (chat, e-mail, paging). The Certificate step core/certificates/notify.go
-// calls it; adapters/aws/ebnotify (EventBridge) and core/memory implement
-// it.
+// calls it; adapters/aws/ebnotify (EventBridge), adapters/gcp/pubsubnotify
+// (Pub/Sub), adapters/webhook (Standard Webhooks, local mode) and
+// core/memory implement it (docs/design/notifications.md).
 //
 // Contract (ports/porttest.NotifierSuite):
 //   - n is checked first (Notification.Validate): an invalid notification

@@ -105,6 +105,12 @@ const project = "certfn-e2e-test"
 
 func newDeployment(t *testing.T) *deployment {
 	t.Helper()
+	return newDeploymentWith(t, nil)
+}
+
+// newDeploymentWith is newDeployment with extra environment variables.
+func newDeploymentWith(t *testing.T, extra env) *deployment {
+	t.Helper()
 	t.Setenv("FIRESTORE_EMULATOR_HOST", emulators.Firestore(t))
 	ctx := context.Background()
 	clk := clock.NewFake(ct.T0)
@@ -118,6 +124,9 @@ func newDeployment(t *testing.T) *deployment {
 	env := env{"CERTFN_PROJECT": project, "CERTFN_TOPIC": "projects/" + project + "/topics/certfn-worker", "CERTFN_SIGNER_TOPIC": "projects/" + project + "/topics/certfn-signer", "CERTFN_MANAGE_CA_CERTIFICATES": "true",
 		"CERTFN_TASKS_QUEUE": "projects/" + project + "/locations/europe-west1/queues/certfn", "CERTFN_TASKS_SERVICE_ACCOUNT": "tasks@" + project + ".iam.gserviceaccount.com",
 		"CERTFN_API_AUDIENCE": apiAudience, "CERTFN_API_ADMINS": "ops@example.com", "CERTFN_AUTO_APPROVE": "*", "CERTFN_LOG_LEVEL": "error"}
+	for k, v := range extra {
+		env[k] = v
+	}
 	build := func(role string) *gcpmode.Runtime {
 		rt, err := gcpmode.FromEnvWith(ctx, role, gcpmode.Options{Getenv: env.get, Clock: clk, Store: store, SecretManager: sm,
 			Queue: d.workerQ, SignerQueue: d.signerQ, TokenValidator: fakeValidator{}})

@@ -5,8 +5,9 @@
 // and core/app.Assemble builds those with this package's factories
 // (ports.go) over the Google Cloud adapters: the Firestore state store,
 // the Secret Manager secret store, the Pub/Sub work queue (with Cloud
-// Tasks for short delays), the Cloud DNS DNS-01 provider and the
-// Certificate Manager importer (adapters/gcp, adapters/dns/clouddns).
+// Tasks for short delays), the Cloud DNS DNS-01 provider, the
+// Certificate Manager importer and the Pub/Sub notifier (adapters/gcp,
+// adapters/dns/clouddns).
 // ParseSettings requires the variables of those ports only. It mirrors
 // internal/awsmode; what differs is only the adapters and the HTTP
 // handling of Cloud Run (Pub/Sub and Cloud Tasks push, Cloud Scheduler,
@@ -20,6 +21,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"time"
 
 	"google.golang.org/api/idtoken"
 
@@ -64,6 +66,9 @@ type Options struct {
 	// CertificateImporter imports key pairs into Certificate Manager
 	// (nil: none, or built when CERTFN_CERTIFICATE_MANAGER_IMPORT is set).
 	CertificateImporter ports.CertificateImporter
+	// Notifier publishes the worker's notifications (nil: none, or the
+	// Pub/Sub notifier when CERTFN_NOTIFY_TOPIC is set).
+	Notifier ports.Notifier
 	// ACME configures the worker's ACME issuer (tests).
 	ACME ACMEOptions
 	// DecodePush reads a push request (default pubsubq.DecodePush).
@@ -139,6 +144,7 @@ func FromEnvWith(ctx context.Context, name string, o Options) (*Runtime, error) 
 		ClusterResourceNamespace: st.ClusterResourceNamespace, AutoApprove: st.AutoApprove, Quotas: st.Quotas,
 		ACME: app.ACMESettings{Polling: st.ACMEPolling, DNS01AllowInternalNames: o.ACME.DNS01AllowInternalNames, HTTP01SelfCheck: st.HTTP01Enabled,
 			HTTP01SelfCheckAddr: o.ACME.HTTP01SelfCheckAddr, NamespacedServers: st.ACMEServerAllow},
+		NotifyExpiryWindow: time.Duration(st.NotifyExpiryDays) * 24 * time.Hour,
 	}, role)
 	if err != nil {
 		return nil, fmt.Errorf("gcpmode: %w", err)

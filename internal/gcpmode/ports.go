@@ -13,6 +13,7 @@ import (
 	dnsproviders "github.com/certfn/certfn/adapters/dns/providers"
 	"github.com/certfn/certfn/adapters/gcp/certmanager"
 	"github.com/certfn/certfn/adapters/gcp/firestore"
+	"github.com/certfn/certfn/adapters/gcp/pubsubnotify"
 	"github.com/certfn/certfn/adapters/gcp/pubsubq"
 	"github.com/certfn/certfn/adapters/gcp/secretmanager"
 	"github.com/certfn/certfn/core/acme"
@@ -25,8 +26,9 @@ import (
 // Options injects), one method per port (app.PortFactories: Assemble
 // calls those the role needs), recording what it built in rt. The queues
 // are Pub/Sub topics sharing one client, with Cloud Tasks publishing
-// delayed messages (pubsubq) where CERTFN_TASKS_QUEUE is set. Google Cloud
-// has no notifier.
+// delayed messages (pubsubq) where CERTFN_TASKS_QUEUE is set. The notifier
+// publishes on the CERTFN_NOTIFY_TOPIC topic through the same client
+// (pubsubnotify).
 type gcpPorts struct {
 	rt     *Runtime
 	st     Settings
@@ -37,26 +39,36 @@ type gcpPorts struct {
 
 func (f *gcpPorts) factories() app.PortFactories {
 	return app.PortFactories{Store: f.store, Secrets: f.secrets, Queue: f.queue, SignerQueue: f.signerQueue,
-		ACME: f.acme, DNS01: f.dns01, CertificateImporter: f.importer}
+		ACME: f.acme, DNS01: f.dns01, CertificateImporter: f.importer, Notifier: f.notifier}
 }
 
-// topic builds the queue on topic name.
-func (f *gcpPorts) topic(ctx context.Context, name string) (*pubsubq.Queue, error) {
+// pubsubClient is the Pub/Sub client the queues and the notifier share,
+// made on first use.
+func (f *gcpPorts) pubsubClient(ctx context.Context) (*pubsub.Client, error) {
 	if f.client == nil {
 		c, err := pubsub.NewClient(ctx, f.st.Project)
 		if err != nil {
 			return nil, fmt.Errorf("the Pub/Sub client: %w", err)
 		}
-		if f.st.TasksQueue != "" {
-			tc, err := cloudtasks.NewClient(ctx)
-			if err != nil {
-				return nil, fmt.Errorf("the Cloud Tasks client: %w", err)
-			}
-			f.tasks = tc
-		}
 		f.client = c
 	}
-	return pubsubq.New(f.client, f.tasks, pubsubq.Options{Topic: name, TaskQueue: f.st.TasksQueue,
+	return f.client, nil
+}
+
+// topic builds the queue on topic name.
+func (f *gcpPorts) topic(ctx context.Context, name string) (*pubsubq.Queue, error) {
+	client, err := f.pubsubClient(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if f.tasks == nil && f.st.TasksQueue != "" {
+		tc, err := cloudtasks.NewClient(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("the Cloud Tasks client: %w", err)
+		}
+		f.tasks = tc
+	}
+	return pubsubq.New(client, f.tasks, pubsubq.Options{Topic: name, TaskQueue: f.st.TasksQueue,
 		TaskServiceAccount: f.st.TasksServiceAccount, Clock: f.o.Clock, Metrics: f.o.Metrics})
 }
 
@@ -163,6 +175,24 @@ func (f *gcpPorts) importer(ctx context.Context) (ports.CertificateImporter, err
 		return nil, fmt.Errorf("%s: %w", EnvCertificateManagerLoc, err)
 	}
 	return imp, nil
+}
+
+// notifier is Options.Notifier, else the Pub/Sub notifier when
+// CERTFN_NOTIFY_TOPIC is set: messages name the deployment by the secret
+// prefix, as the Certificate Manager importer's labels do.
+func (f *gcpPorts) notifier(ctx context.Context) (ports.Notifier, error) {
+	if f.o.Notifier != nil || f.st.NotifyTopic == "" {
+		return f.o.Notifier, nil
+	}
+	client, err := f.pubsubClient(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", EnvNotifyTopic, err)
+	}
+	n, err := pubsubnotify.New(client.TopicAdminClient, pubsubnotify.Options{Topic: f.st.NotifyTopic, Deployment: f.st.SecretPrefix})
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", EnvNotifyTopic, err)
+	}
+	return n, nil
 }
 
 // secretClasses are the Secret Manager classes access reads (core/app

@@ -55,7 +55,18 @@ const (
 	// AWS (awsmode.EnvACMEPollFirst).
 	EnvACMEPollFirst = "CERTFN_ACME_POLL_FIRST"
 	EnvACMEPollMax   = "CERTFN_ACME_POLL_MAX"
+	// EnvNotifyTopic is the Pub/Sub topic (projects/<p>/topics/<t>) the
+	// worker publishes notifications on (core/certificates/notify.go,
+	// adapters/gcp/pubsubnotify); empty: notifications are off.
+	// EnvNotifyExpiryDays is how many days before expiry a certificate is
+	// announced as expiring, as on AWS (awsmode.EnvNotifyExpiryDays).
+	EnvNotifyTopic      = "CERTFN_NOTIFY_TOPIC"
+	EnvNotifyExpiryDays = "CERTFN_NOTIFY_EXPIRY_DAYS"
 )
+
+// DefaultNotifyExpiryDays is EnvNotifyExpiryDays' default
+// (certificates.NotifyDefaultExpiryWindow in days).
+const DefaultNotifyExpiryDays = 14
 
 // Settings are one service's configuration.
 type Settings struct {
@@ -97,6 +108,11 @@ type Settings struct {
 	ACMENetwork     netguard.Policy
 	// ACMEPolling is the ACME poll backoff (EnvACMEPollFirst, EnvACMEPollMax).
 	ACMEPolling acme.Polling
+	// NotifyTopic is the topic of the worker's notifications
+	// (EnvNotifyTopic; empty: off); NotifyExpiryDays the expiry window in
+	// days (EnvNotifyExpiryDays; 0: no expiry events).
+	NotifyTopic      string
+	NotifyExpiryDays int
 }
 
 var (
@@ -161,7 +177,9 @@ func ParseSettings(name string, getenv func(string) string) (Settings, error) {
 		needs(EnvTasksQueue, s.TasksQueue, "the Cloud Tasks queue of short delays")
 		needs(EnvTasksServiceAccount, s.TasksServiceAccount, "the service account whose token delayed tasks publish with")
 	}
-	for _, t := range []struct{ name, v string }{{EnvTopic, s.Topic}, {EnvSignerTopic, s.SignerTopic}} {
+	s.NotifyTopic = get(EnvNotifyTopic)
+	s.NotifyExpiryDays = envconf.IntVar(get(EnvNotifyExpiryDays), DefaultNotifyExpiryDays, 0, 365, EnvNotifyExpiryDays, bad)
+	for _, t := range []struct{ name, v string }{{EnvTopic, s.Topic}, {EnvSignerTopic, s.SignerTopic}, {EnvNotifyTopic, s.NotifyTopic}} {
 		if t.v != "" && !topicName.MatchString(t.v) {
 			bad(t.name, "%q: want projects/<project>/topics/<topic>", t.v)
 		}

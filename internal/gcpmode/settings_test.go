@@ -52,6 +52,15 @@ func TestParseSettings(t *testing.T) {
 				s.ACMENetwork.Denied(netip.MustParseAddr("169.254.169.254"))
 		}},
 		{"bad private networks", app.Worker.Name, workerEnv("CERTFN_ACME_ALLOW_PRIVATE_NETWORKS", "10.0.0.0/33"), `CERTFN_ACME_ALLOW_PRIVATE_NETWORKS[0]: "10.0.0.0/33" is not a CIDR prefix`, nil},
+		{"notifications off by default", app.Worker.Name, workerEnv(), "", func(s gcpmode.Settings) bool {
+			return s.NotifyTopic == "" && s.NotifyExpiryDays == 14
+		}},
+		{"notifications", app.Worker.Name, workerEnv("CERTFN_NOTIFY_TOPIC", "projects/certfn-prod-1/topics/certfn-notifications", "CERTFN_NOTIFY_EXPIRY_DAYS", "0"), "",
+			func(s gcpmode.Settings) bool {
+				return s.NotifyTopic == "projects/certfn-prod-1/topics/certfn-notifications" && s.NotifyExpiryDays == 0
+			}},
+		{"bad notification topic", app.Worker.Name, workerEnv("CERTFN_NOTIFY_TOPIC", "certfn-notifications"), `CERTFN_NOTIFY_TOPIC: "certfn-notifications": want projects/<project>/topics/<topic>`, nil},
+		{"bad expiry days", app.Worker.Name, workerEnv("CERTFN_NOTIFY_EXPIRY_DAYS", "400"), "CERTFN_NOTIFY_EXPIRY_DAYS", nil},
 		{"bad quota", app.Worker.Name, workerEnv("CERTFN_QUOTA_OBJECTS", "lots"), "CERTFN_QUOTA_OBJECTS", nil},
 		{"api admins are e-mails", app.API.Name, env{"CERTFN_PROJECT": "certfn-prod-1", "CERTFN_TOPIC": "projects/certfn-prod-1/topics/certfn-worker", "CERTFN_API_AUDIENCE": "https://api",
 			"CERTFN_API_ADMINS": "Ops@Example.com, nobody"}, `CERTFN_API_ADMINS[1]`, nil},

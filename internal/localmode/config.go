@@ -87,6 +87,9 @@ type Config struct {
 	// DeployHook runs a command after each new certificate (--deploy-hook,
 	// --deploy-hook-timeout).
 	DeployHook DeployHookOptions
+	// Notify sends the Certificates' events to a webhook
+	// (--notify-webhook-url and the other --notify-* flags).
+	Notify NotifyConfig
 
 	// Log receives serve's log and its start lines (nil: os.Stderr).
 	Log io.Writer
@@ -148,6 +151,25 @@ func (c Config) Validate() error {
 // options parses c into the Runtime's Options and the approver mode
 // (for the start line), checking each field in flag order.
 func (c Config) options() (Options, string, error) {
+	opts, mode, _, err := c.optionsNotify()
+	return opts, mode, err
+}
+
+// optionsNotify is options and the notifications' start line ("": off).
+func (c Config) optionsNotify() (Options, string, string, error) {
+	opts, mode, err := c.optionsNoNotify()
+	if err != nil {
+		return Options{}, "", "", err
+	}
+	n, window, line, err := c.Notify.notifier()
+	if err != nil {
+		return Options{}, "", "", err
+	}
+	opts.Notifier, opts.NotifyExpiryWindow = n, window
+	return opts, mode, line, nil
+}
+
+func (c Config) optionsNoNotify() (Options, string, error) {
 	mode, signers, err := approverOf(c.Approver, c.AutoApprove)
 	if err != nil {
 		return Options{}, "", err
@@ -225,7 +247,7 @@ func Serve(ctx context.Context, cfg Config) (err error) {
 			_ = held.Flush()
 		}()
 	}
-	opts, mode, err := cfg.options()
+	opts, mode, notifyLine, err := cfg.optionsNotify()
 	if err != nil {
 		return err
 	}
@@ -238,6 +260,9 @@ func Serve(ctx context.Context, cfg Config) (err error) {
 		fmt.Fprintf(cfg.logWriter(), "certfn serving data directory %s (workers %d); Ctrl-C to stop\n", cfg.Data.Dir, cfg.Workers)
 	}
 	fmt.Fprintln(cfg.logWriter(), envconf.DescribeApprover(mode, opts.AutoApprove))
+	if notifyLine != "" {
+		fmt.Fprintln(cfg.logWriter(), notifyLine)
+	}
 	return rt.Serve(ctx, ServeOptions{Workers: cfg.Workers, SweepInterval: cfg.SweepInterval, UntilIdle: cfg.UntilIdle,
 		HTTP01Listen: cfg.HTTP01Listen, MetricsListen: cfg.MetricsListen, API: cfg.API})
 }

@@ -98,6 +98,14 @@ type Options struct {
 	// an ACMImported=False condition saying it is not configured.
 	CertificateImporter ports.CertificateImporter
 
+	// Notifier publishes the Certificates' events (issued, renewed,
+	// failed, approaching expiration: core/certificates.NotifyStep); nil:
+	// none. NotifyExpiryWindow is how long before its expiry a certificate
+	// is announced as expiring (0: never). `certfn serve` builds a
+	// webhook (NotifyConfig).
+	Notifier           ports.Notifier
+	NotifyExpiryWindow time.Duration
+
 	// DeployHook, when its Command is set, runs a command after each new
 	// certificate a Certificate's secret receives (certbot's
 	// --deploy-hook; see internal/localmode/deployhook). Only Serve runs hooks.
@@ -329,12 +337,13 @@ func Open(opts Options) (*Runtime, error) {
 		Store: engStore, Secrets: secrets, Queue: q, Clock: opts.Clock, Metrics: rt.Metrics, Logger: opts.Logger,
 		ACME:  acmeadapter.NewDialer(acmeadapter.Options{Wrap: opts.ACME.WrapTransport, Timeout: opts.ACME.Timeout, Network: network}),
 		DNS01: providers, DNS01Resolver: opts.ACME.DNS01Resolver, CertificateImporter: opts.CertificateImporter,
-		SecretReference: secretDir(opts.DataDir),
+		Notifier: opts.Notifier, SecretReference: secretDir(opts.DataDir),
 	}, app.Settings{
 		ClusterResourceNamespace: opts.ClusterResourceNamespace, AutoApprove: opts.AutoApprove, Identity: opts.Identity,
 		WaitPoll: opts.WaitPoll, ResyncInterval: time.Hour, Approver: opts.Approver, WrapSigners: opts.WrapSigners, Quotas: opts.Quotas,
-		GenerateKey:      opts.GenerateKey,
-		SecretFileBounds: &bounds,
+		GenerateKey:        opts.GenerateKey,
+		SecretFileBounds:   &bounds,
+		NotifyExpiryWindow: opts.NotifyExpiryWindow,
 		ACME: app.ACMESettings{Polling: opts.ACME.Polling, MaxChallengesInFlight: opts.ACME.MaxChallengesInFlight,
 			DNS01AllowInternalNames: opts.ACME.DNS01AllowInternalNames, HTTP01SelfCheck: !opts.ACME.DisableHTTP01SelfCheck,
 			HTTP01SelfCheckAddr: opts.ACME.HTTP01SelfCheckAddr, HTTP01NoResponder: noResponder, NamespacedServers: allow,

@@ -390,6 +390,8 @@ type gcpOpts struct {
 	certImport bool
 	invokers   []string
 	kmsKey     string
+	// noNotifications: notifications = false (the default is true).
+	noNotifications bool
 }
 
 func (o gcpOpts) vars() map[string]cty.Value {
@@ -405,6 +407,9 @@ func (o gcpOpts) vars() map[string]cty.Value {
 	}
 	if o.kmsKey != "" {
 		v["secret_kms_key_name"] = cty.StringVal(o.kmsKey)
+	}
+	if o.noNotifications {
+		v["notifications"] = cty.False
 	}
 	return v
 }
@@ -471,6 +476,7 @@ var gcpIAMVariants = []struct {
 	{"DNS zones", gcpOpts{http01: true, zones: []string{"example-com", "example-org"}}},
 	{"DNS zones in another project", gcpOpts{http01: true, zones: []string{"example-com"}, dnsProject: "dns-host-project"}},
 	{"Certificate Manager import", gcpOpts{http01: true, certImport: true}},
+	{"no notifications", gcpOpts{http01: true, noNotifications: true}},
 	{"api invokers", gcpOpts{http01: true, invokers: []string{"user:alice@example.com", "group:platform@example.com"}}},
 	{"everything", gcpOpts{http01: true, manageCA: true, zones: []string{"example-com"}, certImport: true,
 		invokers: []string{"serviceAccount:ci@my-project.iam.gserviceaccount.com"}, kmsKey: "projects/kms-project/locations/global/keyRings/certfn/cryptoKeys/secrets"}},

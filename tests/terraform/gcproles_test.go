@@ -71,7 +71,9 @@ func gcpFunctionGrants(role app.Role, o gcpOpts) []grant {
 	if role.Needs(app.PortCertificateImporter) && o.certImport {
 		g = append(g, grant{proj, custom("certificate_import"), sa, ""})
 	}
-	// PortNotifier: Google Cloud has no notifier (gcpmode builds none).
+	if role.Needs(app.PortNotifier) && !o.noNotifications {
+		g = append(g, grant{topic("notifications"), "roles/pubsub.publisher", sa, ""})
+	}
 	return g
 }
 

@@ -34,7 +34,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"strings"
 	"time"
 
@@ -43,6 +42,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/eventbridge/types"
 	"github.com/aws/smithy-go"
 
+	"github.com/certfn/certfn/adapters/certevent"
 	"github.com/certfn/certfn/core/api"
 	"github.com/certfn/certfn/core/errs"
 	"github.com/certfn/certfn/core/ports"
@@ -54,25 +54,20 @@ type API interface {
 	PutEvents(ctx context.Context, in *eventbridge.PutEventsInput, optFns ...func(*eventbridge.Options)) (*eventbridge.PutEventsOutput, error)
 }
 
-// Source is the source of every event certfn publishes; the worker's IAM
-// policy (infra/terraform/aws) allows events:PutEvents only with it.
-const Source = "certfn"
+// Source is the source of every event certfn publishes
+// (certevent.Source); the worker's IAM policy (infra/terraform/aws) allows
+// events:PutEvents only with it.
+const Source = certevent.Source
 
 // DefaultEventBus is the event bus used when Options.EventBus is empty.
 const DefaultEventBus = "default"
 
-// DetailVersion is Detail.Version: it changes when a field changes
-// meaning or goes away (added fields keep it).
-const DetailVersion = "1"
+// DetailVersion is Detail.Version (certevent.Version).
+const DetailVersion = certevent.Version
 
-// DetailTypes are the detail-type of each notification type, in the style
-// of ACM's events ("ACM Certificate Approaching Expiration").
-var DetailTypes = map[ports.NotificationType]string{
-	ports.NotificationIssued:   "Certificate Issued",
-	ports.NotificationRenewed:  "Certificate Renewed",
-	ports.NotificationFailed:   "Certificate Issuance Failed",
-	ports.NotificationExpiring: "Certificate Approaching Expiration",
-}
+// DetailTypes are the detail-type of each notification type
+// (certevent.DetailTypes).
+var DetailTypes = certevent.DetailTypes
 
 // Options configure a Notifier.
 type Options struct {
@@ -113,53 +108,10 @@ func New(api API, opts Options) (*Notifier, error) {
 // EventBus is the bus the notifier publishes on.
 func (n *Notifier) EventBus() string { return n.opts.EventBus }
 
-// Detail is the detail of every certfn event, as JSON. Times are RFC 3339
-// in UTC, to the second; fields a type does not use are left out.
-type Detail struct {
-	// Version is DetailVersion.
-	Version string `json:"version"`
-	// ID identifies the event (ports.Notification.ID): the same for every
-	// delivery of one event, so a consumer drops duplicates by it
-	// (delivery is at least once).
-	ID string `json:"id"`
-	// Type is Issued, Renewed, Failed or Expiring.
-	Type string `json:"type"`
-	// Deployment is the certfn deployment (Options.Deployment).
-	Deployment string `json:"deployment"`
-	// Namespace and Name name the Certificate.
-	Namespace string `json:"namespace"`
-	Name      string `json:"name"`
-	// Time is when certfn noticed (also the event's time).
-	Time string `json:"time"`
-	// Revision is the Certificate's status.revision: the one issued
-	// (Issued, Renewed), else the one in the secret (0: none yet).
-	Revision int `json:"revision"`
-	// SerialNumber, NotBefore, NotAfter, CommonName and DNSNames describe
-	// the certificate in the secret (the one issued, about to expire, or
-	// still in use while issuance fails); SerialNumber is lower-case hex
-	// octets separated by colons.
-	SerialNumber string   `json:"serialNumber,omitempty"`
-	NotBefore    string   `json:"notBefore,omitempty"`
-	NotAfter     string   `json:"notAfter,omitempty"`
-	CommonName   string   `json:"commonName,omitempty"`
-	DNSNames     []string `json:"dnsNames,omitempty"`
-	// DaysToExpiry is the whole days from Time to NotAfter (as ACM's
-	// DaysToExpiry); absent without NotAfter.
-	DaysToExpiry *int `json:"daysToExpiry,omitempty"`
-	// IssuerRef is spec.issuerRef; SecretName spec.secretName.
-	IssuerRef  api.IssuerReference `json:"issuerRef"`
-	SecretName string              `json:"secretName,omitempty"`
-	// Failed only: the failed request's reason (Denied, Failed,
-	// InvalidRequest), the Issuing condition's message, the failed
-	// CertificateRequest, status.lastFailureTime,
-	// status.failedIssuanceAttempts, and the earliest next attempt.
-	Reason         string `json:"reason,omitempty"`
-	Message        string `json:"message,omitempty"`
-	Request        string `json:"request,omitempty"`
-	FailureTime    string `json:"failureTime,omitempty"`
-	FailedAttempts int    `json:"failedAttempts,omitempty"`
-	RetryAfter     string `json:"retryAfter,omitempty"`
-}
+// Detail is the detail of every certfn event: the shape every certfn
+// notifier publishes (certevent.Detail, whose fields are documented there
+// and in docs/deploy/aws.md).
+type Detail = certevent.Detail
 
 // Event is an EventBridge event as targets receive it (the envelope with
 // the detail), for ParseEvent.
@@ -178,33 +130,11 @@ type Event struct {
 // ResourceURN names a Certificate of a deployment in the events'
 // resources: "urn:certfn:certificate:<deployment>:<namespace>/<name>".
 func ResourceURN(deployment string, key api.Key) string {
-	return "urn:certfn:certificate:" + deployment + ":" + key.Namespace + "/" + key.Name
+	return certevent.ResourceURN(deployment, key)
 }
 
 // NewDetail returns n's detail for deployment.
-func NewDetail(deployment string, n ports.Notification) Detail {
-	d := Detail{
-		Version: DetailVersion, ID: n.ID(), Type: string(n.Type), Deployment: deployment,
-		Namespace: n.Certificate.Namespace, Name: n.Certificate.Name, Time: stamp(n.Time), Revision: n.Revision,
-		SerialNumber: n.Serial, NotBefore: stamp(n.NotBefore), NotAfter: stamp(n.NotAfter),
-		CommonName: n.CommonName, DNSNames: n.DNSNames, IssuerRef: n.IssuerRef, SecretName: n.SecretName,
-		Reason: n.Reason, Message: n.Message, Request: n.Request, FailureTime: stamp(n.FailureTime),
-		FailedAttempts: n.FailedAttempts, RetryAfter: stamp(n.RetryAfter),
-	}
-	if !n.NotAfter.IsZero() {
-		days := int(math.Floor(n.NotAfter.Sub(n.Time).Hours() / 24))
-		d.DaysToExpiry = &days
-	}
-	return d
-}
-
-// stamp formats t as RFC 3339 in UTC to the second ("" for zero).
-func stamp(t time.Time) string {
-	if t.IsZero() {
-		return ""
-	}
-	return t.UTC().Truncate(time.Second).Format(time.RFC3339)
-}
+func NewDetail(deployment string, n ports.Notification) Detail { return certevent.New(deployment, n) }
 
 // Notify implements ports.Notifier: one PutEvents entry.
 func (n *Notifier) Notify(ctx context.Context, note ports.Notification) error {
@@ -296,33 +226,11 @@ func ParseEvent(body []byte) (ports.Notification, error) {
 	if d.Version != DetailVersion {
 		return ports.Notification{}, fmt.Errorf("ebnotify: detail version %q, want %q", d.Version, DetailVersion)
 	}
-	typ := ports.NotificationType(d.Type)
-	if want, ok := DetailTypes[typ]; !ok || want != ev.DetailType {
+	if want, ok := DetailTypes[ports.NotificationType(d.Type)]; !ok || want != ev.DetailType {
 		return ports.Notification{}, fmt.Errorf("ebnotify: detail-type %q with detail type %q", ev.DetailType, d.Type)
 	}
-	n := ports.Notification{
-		Type: typ, Certificate: api.Key{Kind: api.KindCertificate, Namespace: d.Namespace, Name: d.Name},
-		Revision: d.Revision, Serial: d.SerialNumber, CommonName: d.CommonName, DNSNames: d.DNSNames,
-		IssuerRef: d.IssuerRef, SecretName: d.SecretName, Reason: d.Reason, Message: d.Message, Request: d.Request,
-		FailedAttempts: d.FailedAttempts,
-	}
-	var err error
-	for _, f := range []struct {
-		name string
-		in   string
-		out  *time.Time
-	}{
-		{"time", d.Time, &n.Time}, {"notBefore", d.NotBefore, &n.NotBefore}, {"notAfter", d.NotAfter, &n.NotAfter},
-		{"failureTime", d.FailureTime, &n.FailureTime}, {"retryAfter", d.RetryAfter, &n.RetryAfter},
-	} {
-		if f.in == "" {
-			continue
-		}
-		if *f.out, err = time.Parse(time.RFC3339, f.in); err != nil {
-			return ports.Notification{}, fmt.Errorf("ebnotify: detail.%s: %w", f.name, err)
-		}
-	}
-	if err := n.Validate(); err != nil {
+	n, err := d.Notification()
+	if err != nil {
 		return ports.Notification{}, fmt.Errorf("ebnotify: %w", err)
 	}
 	return n, nil

@@ -34,7 +34,7 @@ locals {
     CERTFN_TASKS_SERVICE_ACCOUNT = local.sa_email["tasks"]
   }
   env = {
-    worker = merge(local.env_common, local.env_secrets, local.env_delays, {
+    worker = merge(local.env_common, local.env_secrets, local.env_delays, local.env_notify, {
       CERTFN_TOPIC                        = local.topic_id["worker"]
       CERTFN_SIGNER_TOPIC                 = local.topic_id["signer"]
       CERTFN_KMS_KEY_ID                   = var.secret_kms_key_name != "" ? var.secret_kms_key_name : null
@@ -123,6 +123,7 @@ resource "google_cloud_run_v2_service" "fn" {
     google_project_service.this,
     google_service_account.this,
     google_project_iam_member.fn,
+    google_pubsub_topic_iam_member.notification_publisher,
   ]
 }
 

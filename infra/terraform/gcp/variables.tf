@@ -510,3 +510,22 @@ variable "notification_channels" {
     error_message = "notification_channels: each entry must be projects/<project>/notificationChannels/<id>."
   }
 }
+
+# --- Notifications ------------------------------------------------------------------
+
+variable "notifications" {
+  description = "Create the Pub/Sub topic <name_prefix>-notifications, let the worker publish on it, and have the worker publish the Certificates' events there (CERTFN_NOTIFY_TOPIC): issued, renewed, issuance failed, and approaching expiration from certificate_expiry_alert_days before (CERTFN_NOTIFY_EXPIRY_DAYS; 0: none)."
+  type        = bool
+  default     = true
+}
+
+variable "notification_retention_seconds" {
+  description = "How long the notifications topic keeps published messages, so that a subscription created later can seek back to them (Pub/Sub topic retention: 600 to 2678400 seconds)."
+  type        = number
+  default     = 604800
+
+  validation {
+    condition     = var.notification_retention_seconds >= 600 && var.notification_retention_seconds <= 2678400 && floor(var.notification_retention_seconds) == var.notification_retention_seconds
+    error_message = "notification_retention_seconds: must be a whole number of seconds from 600 (10 minutes) to 2678400 (31 days)."
+  }
+}
