@@ -34,7 +34,7 @@
 //
 // The flows: a CA issuance, an ACME HTTP-01 issuance and a renewal at the
 // certificate's renewal time (real time: a 10-minute certificate renews
-// after 5 minutes). `make test` runs the first two; CERTFN_CLOUD_FULL=1
+// after 5 minutes). `make test` runs the first two; CERTFN_TEST_CLOUD=1 (`make test-cloud`)
 // (`make test-cloud`) runs all three.
 package cloudrun
 
@@ -58,7 +58,7 @@ import (
 )
 
 // fullEnv names the variable that runs every flow (`make test-cloud`).
-const fullEnv = "CERTFN_CLOUD_FULL"
+const fullEnv = "CERTFN_TEST_CLOUD"
 
 func full() bool { return os.Getenv(fullEnv) == "1" }
 
