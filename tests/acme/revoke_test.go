@@ -52,6 +52,9 @@ func TestRevokeAndReplace(t *testing.T) {
 	if err := e.rt.App.Service.Revoke(e.ctx, admin, key, "keycompromise"); err != nil {
 		t.Fatalf("revoke with certbot's spelling: %v", err)
 	}
+	if e.cnt.Count() == before {
+		t.Fatal("the revocation with certbot's spelling made no ACME request")
+	}
 	// The revoked certificate is still in the secret until the new one
 	// lands: revoking it again (a retry after a partial failure) is
 	// success — the server's alreadyRevoked — and makes one more request.
