@@ -47,14 +47,14 @@ type deployment struct {
 
 // function is one aws_lambda_function of the state.
 type function struct {
-	Key, Name, ARN     string
-	Env                map[string]string
-	TimeoutSeconds     int
-	MemoryMB           int
-	SourceCodeHash     string
-	Architectures      []string
-	LogGroup, LogFmt   string
-	Handler, Runtime    string
+	Key, Name, ARN   string
+	Env              map[string]string
+	TimeoutSeconds   int
+	MemoryMB         int
+	SourceCodeHash   string
+	Architectures    []string
+	LogGroup, LogFmt string
+	Handler, Runtime string
 }
 
 type mapping struct {
@@ -208,8 +208,9 @@ func (d *deployment) byARN(arn string) *function {
 }
 
 // applyExample copies the module with the moto and ACME overrides, applies
-// the example on moto with vars and returns the state.
-func applyExample(t *testing.T, root, tmp, awsMirror, certfnMirror string, vars map[string]string) (*deployment, func()) {
+// the example on moto with vars and returns the state. Nothing is
+// destroyed: moto's state ends with its process.
+func applyExample(t *testing.T, root, tmp, awsMirror, certfnMirror string, vars map[string]string) *deployment {
 	t.Helper()
 	mod := filepath.Join(tmp, "aws")
 	if err := copyModule(root, mod); err != nil {
@@ -235,10 +236,7 @@ func applyExample(t *testing.T, root, tmp, awsMirror, certfnMirror string, vars 
 	if err != nil {
 		t.Fatal(err)
 	}
-	destroy := func() {
-		r.run(append([]string{"destroy", "-auto-approve", "-input=false", "-no-color"}, args...)...)
-	}
-	return d, destroy
+	return d
 }
 
 // hclList is a list of strings as a -var value.

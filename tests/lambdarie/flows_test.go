@@ -133,7 +133,7 @@ func TestLambdaRIE(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, _ := applyExample(t, root, tmp, awsMirror, certfnMirror, map[string]string{
+	d := applyExample(t, root, tmp, awsMirror, certfnMirror, map[string]string{
 		"aws_endpoint_url":     endpoint,
 		"account_id":           emulators.MotoAccountID,
 		"lambda_zip_dir":       zips,
@@ -213,8 +213,8 @@ func TestLambdaRIE(t *testing.T) {
 		t.Fatalf("function URLs %+v: want api with AWS_IAM and http01 with NONE", d.URLs)
 	}
 	apiURL := &functionURLStandIn{u: d.URLs["api"], fn: fns["api"], caller: &iamCaller{AccountID: emulators.MotoAccountID,
-		UserARN:   "arn:aws:sts::" + emulators.MotoAccountID + ":assumed-role/certfn-rie-admin/lambdarie",
-		UserID:    "AROARIEADMIN0000000000:lambdarie", AccessKey: "ASIARIEADMIN00000000"}}
+		UserARN: "arn:aws:sts::" + emulators.MotoAccountID + ":assumed-role/certfn-rie-admin/lambdarie",
+		UserID:  "AROARIEADMIN0000000000:lambdarie", AccessKey: "ASIARIEADMIN00000000"}}
 	http01URL := &functionURLStandIn{u: d.URLs["http01"], fn: fns["http01"]}
 	http01URL.listen(t, http01Addr)
 

@@ -16,7 +16,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
 )
 
 // urlEvent is the event a Lambda Function URL sends (payload format 2.0,
