@@ -231,7 +231,14 @@ func applyExample(t *testing.T, root, tmp, awsMirror, certfnMirror string, vars 
 		args = append(args, "-var", k+"="+v)
 	}
 	r.run("init", "-input=false", "-no-color")
-	r.run(append([]string{"apply", "-auto-approve", "-input=false", "-no-color"}, args...)...)
+	out := r.run(append([]string{"apply", "-auto-approve", "-input=false", "-no-color"}, args...)...)
+	if os.Getenv("CERTFN_TEST_LOG") == "1" {
+		for _, l := range strings.Split(string(out), "\n") {
+			if strings.Contains(l, "complete after") {
+				t.Log(l)
+			}
+		}
+	}
 	d, err := parseState(r.run("show", "-json", "-no-color"))
 	if err != nil {
 		t.Fatal(err)

@@ -19,6 +19,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/certfn/certfn/tests/pebbletest"
 )
 
 // lambdaFn is one function's execution environment: its bootstrap under
@@ -180,12 +182,7 @@ func (l *lambdaFn) invoke(ctx context.Context, payload []byte) ([]byte, error) {
 // freeAddr returns a loopback address whose port was free a moment ago.
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
+	return "127.0.0.1:" + strconv.Itoa(pebbletest.FreePort(t))
 }
 
 // childPIDs returns the processes whose parent is pid (from /proc).
