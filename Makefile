@@ -36,6 +36,16 @@ test: deps emulators
 	$(GO) vet ./...
 	$(GO) test -count=1 -timeout 15m ./...
 
+# The heavy cloud tests in full: `make test` runs a sample of their flows,
+# this target runs them all (CERTFN_TEST_CLOUD=1). tests/lambdarie: the AWS
+# functions' zips under the Lambda runtime interface emulator on the
+# example applied to moto, CA and ACME issuances and a renewal (which
+# waits about six minutes for a 10-minute certificate's renewal point).
+TEST_CLOUD_PKGS ?= ./tests/lambdarie/
+.PHONY: test-cloud
+test-cloud:
+	CERTFN_TEST_CLOUD=1 $(GO) test -count=1 -timeout 30m -v $(TEST_CLOUD_PKGS)
+
 # The AWS emulators the adapter tests start (dynalite, local-aws-sqs), pinned
 # by tests/emulators/package-lock.json; reinstalled when the lockfile changes.
 emulators: tests/emulators/node_modules/.certfn-installed
