@@ -39,9 +39,10 @@ test: deps emulators
 # The heavy cloud tests in full: `make test` runs a sample of their flows,
 # this target runs them all (CERTFN_TEST_CLOUD=1). tests/lambdarie: the AWS
 # functions' zips under the Lambda runtime interface emulator on the
-# example applied to moto, CA and ACME issuances and a renewal (which
+# example applied to moto, and tests/cloudrun: the Cloud Run binary as
+# processes on the official emulators; CA and ACME issuances and a renewal (which
 # waits about six minutes for a 10-minute certificate's renewal point).
-TEST_CLOUD_PKGS ?= ./tests/lambdarie/
+TEST_CLOUD_PKGS ?= ./tests/lambdarie/ ./tests/cloudrun/
 .PHONY: test-cloud
 test-cloud:
 	CERTFN_TEST_CLOUD=1 $(GO) test -count=1 -timeout 30m -v $(TEST_CLOUD_PKGS)
