@@ -201,6 +201,7 @@ locals {
         metadata   = { name = "acme-web", namespace = "default" }
         spec = {
           secretName = "acme-web-tls"
+          duration   = "2160h" # the example policy's maxDuration: a request without one is denied
           dnsNames   = local.acme_dns_names
           privateKey = { algorithm = "ECDSA", size = 256 }
           issuerRef  = { name = "acme", kind = "Issuer", group = "cert-manager.io" }
