@@ -170,16 +170,24 @@ func planGCP(t *testing.T, in planInputs) *plannedDeployment {
 	dir := t.TempDir()
 	cli := filepath.Join(dir, "cli.tfrc")
 	mirror := googleMirror(t)
+	timeDir, err := buildTimeMirror(repoRoot(t))
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := os.WriteFile(cli, []byte(fmt.Sprintf(`provider_installation {
   filesystem_mirror {
     path    = %q
     include = ["registry.terraform.io/hashicorp/google"]
   }
+  filesystem_mirror {
+    path    = %q
+    include = ["registry.terraform.io/hashicorp/time"]
+  }
   direct {
-    exclude = ["registry.terraform.io/hashicorp/google"]
+    exclude = ["registry.terraform.io/hashicorp/google", "registry.terraform.io/hashicorp/time"]
   }
 }
-`, mirror)), 0o600); err != nil {
+`, mirror, timeDir)), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	root := filepath.Join(dir, "root")
@@ -436,4 +444,39 @@ func readPlan(js []byte, in planInputs) (*plannedDeployment, error) {
 		return nil, fmt.Errorf("%s", strings.Join(problems, "; "))
 	}
 	return d, nil
+}
+
+// timeVersion is the hashicorp/time build the module's first-apply waits
+// are planned with (as tests/terraform plans them).
+const timeVersion = "0.14.2"
+
+// buildTimeMirror builds hashicorp/time timeVersion with `go install` of
+// the provider's module at that version (Go's module proxy) into
+// .tools/terraform-mirror of the repository root (ignored by git), as
+// tests/terraform does, and returns that mirror; a binary already there
+// is reused when `go version -m` shows it is that module at that version.
+func buildTimeMirror(root string) (string, error) {
+	dir := filepath.Join(root, ".tools", "terraform-mirror")
+	binDir := filepath.Join(dir, "registry.terraform.io", "hashicorp", "time", timeVersion, runtime.GOOS+"_"+runtime.GOARCH)
+	bin := filepath.Join(binDir, "terraform-provider-time_v"+timeVersion)
+	if out, err := exec.Command("go", "version", "-m", bin).Output(); err == nil &&
+		strings.Contains(string(out), "github.com/hashicorp/terraform-provider-time\tv"+timeVersion) {
+		return dir, nil
+	}
+	if err := os.MkdirAll(binDir, 0o755); err != nil {
+		return "", err
+	}
+	gobin, err := os.MkdirTemp(binDir, ".build-")
+	if err != nil {
+		return "", err
+	}
+	defer os.RemoveAll(gobin)
+	pkg := "github.com/hashicorp/terraform-provider-time@v" + timeVersion
+	cmd := exec.Command("go", "install", pkg)
+	cmd.Dir = gobin
+	cmd.Env = append(os.Environ(), "GOBIN="+gobin, "GOWORK=off", "GOFLAGS=-trimpath", "CGO_ENABLED=0", "GOOS="+runtime.GOOS, "GOARCH="+runtime.GOARCH)
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go install %s: %v\n%s", pkg, err, b)
+	}
+	return dir, os.Rename(filepath.Join(gobin, "terraform-provider-time"), bin)
 }
