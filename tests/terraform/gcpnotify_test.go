@@ -180,11 +180,15 @@ func TestGCPNotificationsPlan(t *testing.T) {
     path    = %q
     include = ["registry.terraform.io/hashicorp/google"]
   }
+  filesystem_mirror {
+    path    = %q
+    include = ["registry.terraform.io/hashicorp/time"]
+  }
   direct {
-    exclude = ["registry.terraform.io/hashicorp/google"]
+    exclude = ["registry.terraform.io/hashicorp/google", "registry.terraform.io/hashicorp/time"]
   }
 }
-`, mirror)), 0o644); err != nil {
+`, mirror, gcpTimeMirror(t))), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	var env []string
