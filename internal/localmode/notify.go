@@ -46,6 +46,9 @@ func (c NotifyConfig) notifier() (ports.Notifier, time.Duration, string, error) 
 		if c.SecretFile != "" {
 			return nil, 0, "", fmt.Errorf("--notify-webhook-secret-file: set without --notify-webhook-url")
 		}
+		if c.Deployment != "" {
+			return nil, 0, "", fmt.Errorf("--notify-deployment: set without --notify-webhook-url (it names this deployment in webhook events)")
+		}
 		return nil, 0, "", nil
 	}
 	if _, err := webhook.CheckURL(c.WebhookURL); err != nil {
