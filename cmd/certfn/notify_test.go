@@ -69,5 +69,8 @@ func TestServeNotifyFlags(t *testing.T) {
 	dir := setupEnv(t)
 	failsWith(t, cli(t, dir, "", "serve", "--until-idle", "--notify-webhook-url", "http://hooks.example.com/x"), "--notify-webhook-url")
 	failsWith(t, cli(t, dir, "", "serve", "--until-idle", "--notify-webhook-url", "https://hooks.example.com/x"), "--notify-webhook-secret-file: required")
-	failsWith(t, cli(t, dir, "", "serve", "--until-idle", "--notify-expiry-days", "-1"), "--notify-expiry-days")
+	failsWith(t, cli(t, dir, "", "serve", "--until-idle", "--notify-webhook-url", "https://hooks.example.com/x", "--notify-expiry-days", "-1"), "--notify-expiry-days: -1")
+	// Without a URL the delivery settings would configure nothing.
+	failsWith(t, cli(t, dir, "", "serve", "--until-idle", "--notify-expiry-days", "7"), "--notify-expiry-days: set without --notify-webhook-url")
+	failsWith(t, cli(t, dir, "", "serve", "--until-idle", "--notify-webhook-timeout", "5s"), "--notify-webhook-timeout: set without --notify-webhook-url")
 }

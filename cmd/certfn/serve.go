@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"time"
 
@@ -46,6 +47,15 @@ this work, so --server is refused.`,
 					autoApprove = v
 				}
 				cfg.AutoApprove = &autoApprove
+			}
+			if cfg.Notify.WebhookURL == "" {
+				// These two have defaults, so Config cannot tell a value
+				// given from the default: refused here, not ignored.
+				for _, name := range []string{"notify-webhook-timeout", "notify-expiry-days"} {
+					if cmd.Flags().Changed(name) {
+						return fmt.Errorf("--%s: set without --notify-webhook-url (it configures webhook deliveries)", name)
+					}
+				}
 			}
 			d, err := data.config()
 			if err != nil {
