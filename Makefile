@@ -205,6 +205,7 @@ install:
 	sed 's|/usr/bin/certfn|$(BINDIR)/certfn|' packaging/systemd/certfn.service > $(DESTDIR)$(SYSTEMD_UNIT_DIR)/.certfn.service.tmp
 	chmod 0644 $(DESTDIR)$(SYSTEMD_UNIT_DIR)/.certfn.service.tmp
 	mv -f $(DESTDIR)$(SYSTEMD_UNIT_DIR)/.certfn.service.tmp $(DESTDIR)$(SYSTEMD_UNIT_DIR)/certfn.service
+	$(INSTALL) -m 0644 packaging/systemd/certfn.socket $(DESTDIR)$(SYSTEMD_UNIT_DIR)/certfn.socket
 	@if [ -e $(DESTDIR)$(DEFAULTS_FILE) ]; then \
 		echo "install: kept the existing $(DESTDIR)$(DEFAULTS_FILE)"; \
 	else \
@@ -213,7 +214,7 @@ install:
 	fi
 
 uninstall:
-	rm -f $(DESTDIR)$(BINDIR)/certfn $(DESTDIR)$(SYSTEMD_UNIT_DIR)/certfn.service
+	rm -f $(DESTDIR)$(BINDIR)/certfn $(DESTDIR)$(SYSTEMD_UNIT_DIR)/certfn.service $(DESTDIR)$(SYSTEMD_UNIT_DIR)/certfn.socket
 	@if cmp -s packaging/default/certfn $(DESTDIR)$(DEFAULTS_FILE); then \
 		echo "rm -f $(DESTDIR)$(DEFAULTS_FILE)"; rm -f $(DESTDIR)$(DEFAULTS_FILE); \
 	elif [ -e $(DESTDIR)$(DEFAULTS_FILE) ]; then \

@@ -34,6 +34,7 @@ require (
 	github.com/aws/smithy-go v1.28.8
 	github.com/caddyserver/certmagic v0.25.6
 	github.com/cloudflare/cloudflare-go/v6 v6.10.0
+	github.com/coreos/go-systemd/v22 v22.7.0
 	github.com/digitalocean/godo v1.236.0
 	github.com/gofrs/flock v0.13.1
 	github.com/google/cel-go v0.31.0

@@ -138,6 +138,24 @@ type SecretFileConfig struct {
 	AllowOwners, AllowGroups []string
 }
 
+// checkActivatedSockets checks, before anything starts, that every
+// listener given as SocketPrefix + name has its socket from systemd.
+// --metrics-listen is bound by address: whether it is loopback decides
+// whether it needs TLS, so it takes no passed socket.
+func (c Config) checkActivatedSockets() error {
+	if strings.HasPrefix(c.MetricsListen, SocketPrefix) {
+		return fmt.Errorf("--metrics-listen %s: takes an address, not a socket passed by systemd (whether it is loopback decides whether the metrics need TLS)", c.MetricsListen)
+	}
+	for _, l := range []struct{ flag, addr string }{{"http01-listen", c.HTTP01Listen}, {"api-listen", c.API.Listen}} {
+		if name, ok := strings.CutPrefix(l.addr, SocketPrefix); ok {
+			if _, err := activatedListener(l.flag, name); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 // errNoDataDir refuses an empty Data.Dir.
 var errNoDataDir = errors.New("localmode: a data directory is required (--data or CERTFN_DATA)")
 
@@ -182,6 +200,9 @@ func (c Config) optionsNoNotify() (Options, string, error) {
 		return Options{}, "", errors.New("--quiet: only with --until-idle (a long-running serve logs to its journal; use --log-level warn to log less)")
 	}
 	if err := c.Data.checkQuotas(); err != nil {
+		return Options{}, "", err
+	}
+	if err := c.checkActivatedSockets(); err != nil {
 		return Options{}, "", err
 	}
 	files, err := c.SecretFiles.perms()

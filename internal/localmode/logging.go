@@ -84,9 +84,13 @@ func (h *heldWriter) Discard() {
 // netListen is net.Listen (a test makes it refuse).
 var netListen = net.Listen
 
-// listen is net.Listen for the flag that names addr; a port below 1024
+// listen is net.Listen for the flag that names addr, or the socket
+// systemd passed when addr is SocketPrefix + its name; a port below 1024
 // refused for lack of privilege says how to allow it.
 func listen(flag, addr string) (net.Listener, error) {
+	if name, ok := strings.CutPrefix(addr, SocketPrefix); ok {
+		return activatedListener(flag, name)
+	}
 	l, err := netListen("tcp", addr)
 	if err == nil {
 		return l, nil

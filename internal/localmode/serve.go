@@ -48,6 +48,7 @@ func (r *Runtime) ListenHTTP01(addr string) (string, func(), error) {
 	}
 	srv := &http.Server{Handler: r.App.HTTP01, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second,
 		WriteTimeout: 10 * time.Second, MaxHeaderBytes: 8 << 10}
+	r.Log.Info("http01: answering ACME HTTP-01 challenges", "addr", l.Addr().String(), "listen", addr)
 	go func() {
 		if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			r.Log.Warn("http01", "err", err)

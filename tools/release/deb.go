@@ -12,6 +12,7 @@ import (
 const (
 	debBinary   = "usr/bin/certfn"
 	debUnit     = "usr/lib/systemd/system/certfn.service"
+	debSocket   = "usr/lib/systemd/system/certfn.socket"
 	debDefaults = "etc/default/certfn"
 	debDocDir   = "usr/share/doc/certfn/"
 )
@@ -30,7 +31,8 @@ const debDescription = `cert-manager's certificate lifecycle without Kubernetes
 // deb is the Debian package of one architecture (format 2.0: an ar
 // archive of debian-binary, control.tar.gz and data.tar.gz).
 //
-// Data: /usr/bin/certfn (0755), the unit in /usr/lib/systemd/system (on
+// Data: /usr/bin/certfn (0755), the unit and the optional certfn.socket
+// (not enabled) in /usr/lib/systemd/system (on
 // the system unit path of every merged-/usr Debian, bookworm included),
 // /etc/default/certfn (0600, root's: it may hold credentials; a conffile)
 // and README.md, install.md, copyright (LICENSE), NOTICE and the linked
@@ -40,6 +42,7 @@ func deb(o options, arch string, bin []byte, s sources) ([]byte, error) {
 	data := []file{
 		{"./" + debBinary, 0o755, bin},
 		{"./" + debUnit, 0o644, s.unit},
+		{"./" + debSocket, 0o644, s.socket},
 		{"./" + debDefaults, 0o600, s.defaults},
 		{"./" + debDocDir + "README.md", 0o644, s.readme},
 		{"./" + debDocDir + "install.md", 0o644, s.install},

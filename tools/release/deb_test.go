@@ -51,7 +51,7 @@ func TestDebPackage(t *testing.T) {
 				"./": "drwxr-xr-x", "./etc/": "drwxr-xr-x", "./etc/default/": "drwxr-xr-x", "./etc/default/certfn": "-rw-------",
 				"./usr/": "drwxr-xr-x", "./usr/bin/": "drwxr-xr-x", "./usr/bin/certfn": "-rwxr-xr-x",
 				"./usr/lib/": "drwxr-xr-x", "./usr/lib/systemd/": "drwxr-xr-x", "./usr/lib/systemd/system/": "drwxr-xr-x",
-				"./usr/lib/systemd/system/certfn.service": "-rw-r--r--",
+				"./usr/lib/systemd/system/certfn.service": "-rw-r--r--", "./usr/lib/systemd/system/certfn.socket": "-rw-r--r--",
 				"./usr/share/": "drwxr-xr-x", "./usr/share/doc/": "drwxr-xr-x", "./usr/share/doc/certfn/": "drwxr-xr-x",
 				"./usr/share/doc/certfn/README.md": "-rw-r--r--", "./usr/share/doc/certfn/install.md": "-rw-r--r--",
 				"./usr/share/doc/certfn/copyright": "-rw-r--r--",
@@ -84,8 +84,8 @@ func TestDebPackage(t *testing.T) {
 				t.Error("md5sums lists the conffile")
 			}
 			checked := runCmd(t, data, requireTool(t, "md5sum", "coreutils"), "--check", "--strict", filepath.Join(ctrl, "md5sums"))
-			if n := strings.Count(checked, ": OK\n"); n != 5 {
-				t.Errorf("md5sum --check verified %d files, want 5 (binary, unit, README.md, install.md, copyright):\n%s", n, checked)
+			if n := strings.Count(checked, ": OK\n"); n != 6 {
+				t.Errorf("md5sum --check verified %d files, want 6 (binary, unit, socket, README.md, install.md, copyright):\n%s", n, checked)
 			}
 			for _, s := range []string{"postinst", "prerm", "postrm"} {
 				st, err := os.Stat(filepath.Join(ctrl, s))
@@ -99,6 +99,7 @@ func TestDebPackage(t *testing.T) {
 			for p, want := range map[string][]byte{
 				"usr/bin/certfn":                        fakeBinary(arch),
 				"usr/lib/systemd/system/certfn.service": readFile(t, filepath.Join(root, "packaging/systemd/certfn.service")),
+				"usr/lib/systemd/system/certfn.socket":  readFile(t, filepath.Join(root, "packaging/systemd/certfn.socket")),
 				"etc/default/certfn":                    readFile(t, filepath.Join(root, "packaging/default/certfn")),
 				"usr/share/doc/certfn/copyright":        []byte("the license\n"),
 			} {

@@ -31,7 +31,7 @@ func repoRoot(t testing.TB) string {
 
 // packagedFiles are the repository files a release reads.
 var packagedFiles = []string{
-	"README.md", "docs/deploy/local.md", "packaging/systemd/certfn.service", "packaging/default/certfn",
+	"README.md", "docs/deploy/local.md", "packaging/systemd/certfn.service", "packaging/systemd/certfn.socket", "packaging/default/certfn",
 	"packaging/deb/postinst", "packaging/deb/prerm", "packaging/deb/postrm",
 }
 

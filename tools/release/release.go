@@ -164,7 +164,7 @@ func buildBinary(ctx context.Context, goCmd, root, version, arch, out string) er
 type sources struct {
 	readme, license, install []byte // license is nil when the repository has none
 	notice                   []byte // nil when the repository has none
-	unit, defaults           []byte
+	unit, socket, defaults   []byte
 	postinst, prerm, postrm  []byte
 }
 
@@ -189,6 +189,7 @@ func readSources(root string) (sources, error) {
 		{"NOTICE", &s.notice, true},
 		{"docs/deploy/local.md", &s.install, false},
 		{"packaging/systemd/certfn.service", &s.unit, false},
+		{"packaging/systemd/certfn.socket", &s.socket, false},
 		{"packaging/default/certfn", &s.defaults, false},
 		{"packaging/deb/postinst", &s.postinst, false},
 		{"packaging/deb/prerm", &s.prerm, false},
@@ -340,6 +341,7 @@ func tarball(o options, arch string, bin []byte, s sources) ([]byte, error) {
 		{dir + "README.md", 0o644, s.readme},
 		{dir + "install.md", 0o644, s.install},
 		{dir + "systemd/certfn.service", 0o644, bytes.Replace(s.unit, []byte(unitBinary), []byte(tarballBinary), 1)},
+		{dir + "systemd/certfn.socket", 0o644, s.socket},
 		{dir + "default/certfn", 0o644, s.defaults},
 	}
 	if s.license != nil {

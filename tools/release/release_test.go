@@ -54,6 +54,7 @@ func TestWriteReleaseTarballs(t *testing.T) {
 					dir + "install.md":             {0o644, readFile(t, filepath.Join(root, "docs/deploy/local.md"))},
 					dir + "systemd/":               {0o755, nil},
 					dir + "systemd/certfn.service": {0o644, bytes.Replace(unit, []byte("ExecStart=/usr/bin/certfn "), []byte("ExecStart=/usr/local/bin/certfn "), 1)},
+					dir + "systemd/certfn.socket":  {0o644, readFile(t, filepath.Join(root, "packaging/systemd/certfn.socket"))},
 					dir + "default/":               {0o755, nil},
 					dir + "default/certfn":         {0o644, readFile(t, filepath.Join(root, "packaging/default/certfn"))},
 				}

@@ -87,7 +87,8 @@ func TestSystemdUnitDirectives(t *testing.T) {
 	}
 }
 
-// systemd-analyze verify accepts the unit without a warning, and
+// systemd-analyze verify accepts the unit and the optional socket unit
+// without a warning, and
 // systemd-analyze security rates its exposure at most 2.0 ("OK"; 1.6
 // with systemd 252, see docs/deploy/local.md).
 func TestSystemdUnitVerifies(t *testing.T) {
@@ -101,7 +102,9 @@ func TestSystemdUnitVerifies(t *testing.T) {
 	path := filepath.Join(dir, "certfn.service")
 	writeFile(t, path, unit, 0o644)
 
-	cmd := exec.Command(analyze, "verify", path)
+	socket := filepath.Join(dir, "certfn.socket")
+	writeFile(t, socket, readFile(t, filepath.Join(repoRoot(t), "packaging/systemd/certfn.socket")), 0o644)
+	cmd := exec.Command(analyze, "verify", path, socket)
 	if out, err := cmd.CombinedOutput(); err != nil || len(out) != 0 {
 		t.Errorf("systemd-analyze verify: %v\n%s", err, out)
 	}
@@ -165,7 +168,7 @@ func TestDefaultFile(t *testing.T) {
 }
 
 // make install copies the binary, the unit (ExecStart at the installed
-// binary) and the example /etc/default/certfn under DESTDIR and nothing
+// binary), the optional socket unit and the example /etc/default/certfn under DESTDIR and nothing
 // else; it keeps an existing /etc/default/certfn; make uninstall removes
 // what it installed, and /etc/default/certfn only when unchanged.
 func TestMakeInstall(t *testing.T) {
@@ -197,7 +200,7 @@ func TestMakeInstall(t *testing.T) {
 			runMake := func(target string) { runCmdEnv(t, env, "", makeCmd, append(makeArgs, target)...) }
 			runMake("install")
 			unitPath := tc.unitDir + "/certfn.service"
-			want := map[string]os.FileMode{tc.binPath: 0o755, unitPath: 0o644, "etc/default/certfn": 0o600}
+			want := map[string]os.FileMode{tc.binPath: 0o755, unitPath: 0o644, tc.unitDir + "/certfn.socket": 0o644, "etc/default/certfn": 0o600}
 			if got := regularFiles(t, dest); !maps.Equal(got, want) {
 				t.Fatalf("installed %v, want %v", got, want)
 			}
