@@ -31,6 +31,7 @@ const (
 	metadataFile = "..metadata.json" // labels and annotations, inside a version directory
 	lockPrefix   = "..lock."         // "..lock.<name>" in the namespace directory while a writer of that secret holds it
 	versionStamp = "2006_01_02_15_04_05."
+	prunedPrefix = "..pruned" // "..pruned<version>": a pruned version while its files are removed (no link names it; a stopped write leaves it to the next prune)
 )
 
 // getAttempts bounds the retries of Get when two writes replace a secret
@@ -694,6 +695,12 @@ func linkKeys(dir string, data map[string][]byte) error {
 
 // prune removes version directories other than current and previous, and
 // leftovers of interrupted writes (temporary links, never-live versions).
+//
+// A version directory is renamed away (to prunedPrefix + its name) before
+// its files are removed. A reader that resolved ..data to that version just
+// before the swap then either lists it whole or finds it gone (and resolves
+// again, see Get); it never lists a directory whose files are half removed,
+// which would read as a secret with tls.crt and no tls.key.
 func prune(dir, current, previous string) error {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
@@ -704,7 +711,15 @@ func prune(dir, current, previous string) error {
 		if !strings.HasPrefix(n, "..") || n == dataLink || n == prevLink || n == current || n == previous {
 			continue
 		}
-		if err := os.RemoveAll(filepath.Join(dir, n)); err != nil {
+		path := filepath.Join(dir, n)
+		if e.IsDir() && !strings.HasPrefix(n, prunedPrefix) {
+			gone := filepath.Join(dir, prunedPrefix+n)
+			if err := os.Rename(path, gone); err != nil {
+				return err
+			}
+			path = gone
+		}
+		if err := os.RemoveAll(path); err != nil {
 			return err
 		}
 	}

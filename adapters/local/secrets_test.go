@@ -207,6 +207,14 @@ func TestSecretInterruptedWrite(t *testing.T) {
 	if err := os.Symlink("..2020_01_01_00_00_00.1", filepath.Join(dir, "..data_tmp")); err != nil {
 		t.Fatal(err)
 	}
+	// a version a write was pruning when it stopped: renamed away, half removed
+	pruned := filepath.Join(dir, prunedPrefix+"..2019_01_01_00_00_00.1")
+	if err := os.MkdirAll(pruned, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(pruned, "tls.crt"), []byte("old"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := s.Get(ctx, "default", "web-tls"); !errors.Is(err, ports.ErrNotFound) {
 		t.Fatalf("Get of a half-written secret: %v, want ErrNotFound", err)
 	}
@@ -215,7 +223,7 @@ func TestSecretInterruptedWrite(t *testing.T) {
 	}
 	got := listDir(t, dir)
 	for _, n := range got {
-		if n == "..data_tmp" || n == "..2020_01_01_00_00_00.1" {
+		if n == "..data_tmp" || n == "..2020_01_01_00_00_00.1" || n == filepath.Base(pruned) {
 			t.Errorf("leftover %s not removed (directory: %v)", n, got)
 		}
 	}
@@ -297,7 +305,8 @@ func TestSecretPathTraversal(t *testing.T) {
 
 // A reader that resolves ..data once (Get does; so can nginx's reload
 // script) sees tls.crt and tls.key of the same write while the secret is
-// replaced again and again.
+// replaced again and again, also when the version it resolved is being
+// pruned while it lists it (Get must never return tls.crt without tls.key).
 func TestSecretConsistentPairUnderReplacement(t *testing.T) {
 	ctx := context.Background()
 	s := NewSecretStore(t.TempDir())
