@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/certfn/certfn/core/api"
@@ -27,8 +28,9 @@ const busyTimeout = 10 * time.Second
 // parallel in WAL mode; writers are serialised by wmu anyway).
 const maxConns = 16
 
-// schemaVersion is stored in PRAGMA user_version.
-const schemaVersion = 1
+// schemaVersion is stored in PRAGMA user_version. Version 1 had no change
+// feed (no revision column, feed and changes tables); OpenStore migrates it.
+const schemaVersion = 2
 
 // schema creates the tables and indexes; every statement is idempotent so
 // that several processes may open a new file at once.
@@ -39,6 +41,12 @@ const schemaVersion = 1
 //     and never touches the table itself.
 //   - resources_owner: List by owner, already in List order.
 //   - inbox: wake-ups pushed by other processes (see Inbox).
+//   - feed (one row) and changes: the change feed (feed.go). resources.revision
+//     is the revision of the row's last write; every write statement sets it
+//     to feed.head + 1, and the triggers append the change and advance
+//     feed.head in the same statement, so a write and its change commit
+//     together (or not at all) and revisions follow SQLite's one-writer
+//     commit order: no gaps, no reordering, also across processes.
 var schema = []string{
 	`CREATE TABLE IF NOT EXISTS resources (
 		kind        TEXT    NOT NULL,
@@ -48,8 +56,38 @@ var schema = []string{
 		owner       TEXT    NOT NULL DEFAULT '',
 		next_run_at INTEGER NOT NULL DEFAULT 0,
 		data        BLOB    NOT NULL,
+		revision    INTEGER NOT NULL DEFAULT 0,
 		PRIMARY KEY (kind, namespace, name)
 	)`,
+	`CREATE TABLE IF NOT EXISTS feed (
+		id        INTEGER PRIMARY KEY CHECK (id = 1),
+		head      INTEGER NOT NULL,
+		compacted INTEGER NOT NULL
+	)`,
+	`INSERT INTO feed (id, head, compacted) VALUES (1, 0, 0) ON CONFLICT DO NOTHING`,
+	`CREATE TABLE IF NOT EXISTS changes (
+		revision    INTEGER PRIMARY KEY,
+		type        TEXT    NOT NULL,
+		kind        TEXT    NOT NULL,
+		namespace   TEXT    NOT NULL,
+		name        TEXT    NOT NULL,
+		version     INTEGER NOT NULL,
+		owner       TEXT    NOT NULL,
+		next_run_at INTEGER NOT NULL,
+		data        BLOB    NOT NULL
+	)`,
+	`CREATE TRIGGER IF NOT EXISTS resources_added AFTER INSERT ON resources BEGIN
+		UPDATE feed SET head = NEW.revision WHERE id = 1;
+		INSERT INTO changes VALUES (NEW.revision, 'ADDED', NEW.kind, NEW.namespace, NEW.name, NEW.version, NEW.owner, NEW.next_run_at, NEW.data);
+	END`,
+	`CREATE TRIGGER IF NOT EXISTS resources_modified AFTER UPDATE ON resources BEGIN
+		UPDATE feed SET head = NEW.revision WHERE id = 1;
+		INSERT INTO changes VALUES (NEW.revision, 'MODIFIED', NEW.kind, NEW.namespace, NEW.name, NEW.version, NEW.owner, NEW.next_run_at, NEW.data);
+	END`,
+	`CREATE TRIGGER IF NOT EXISTS resources_deleted AFTER DELETE ON resources BEGIN
+		UPDATE feed SET head = head + 1 WHERE id = 1;
+		INSERT INTO changes SELECT head, 'DELETED', OLD.kind, OLD.namespace, OLD.name, OLD.version, OLD.owner, OLD.next_run_at, OLD.data FROM feed WHERE id = 1;
+	END`,
 	`CREATE INDEX IF NOT EXISTS resources_due ON resources (next_run_at, kind, namespace, name) WHERE next_run_at > 0`,
 	`CREATE INDEX IF NOT EXISTS resources_owner ON resources (kind, owner, namespace, name)`,
 	`CREATE TABLE IF NOT EXISTS inbox (
@@ -57,15 +95,27 @@ var schema = []string{
 		key         TEXT    NOT NULL,
 		enqueued_at INTEGER NOT NULL
 	)`,
-	fmt.Sprintf(`PRAGMA user_version = %d`, schemaVersion),
 }
+
+// migrateV1 turns a version-1 file into version 2 (before schema runs): the
+// revision column, then (migrateV1Feed, after schema) a revision for every
+// row and a feed compacted up to them, so a watch from before the migration
+// lists again.
+const (
+	migrateV1     = `ALTER TABLE resources ADD COLUMN revision INTEGER NOT NULL DEFAULT 0`
+	migrateV1Rows = `UPDATE resources SET revision = rowid`
+	migrateV1Feed = `UPDATE feed SET head = (SELECT COALESCE(MAX(revision), 0) FROM resources), compacted = (SELECT COALESCE(MAX(revision), 0) FROM resources)`
+)
+
+// nextRevision is the revision the write statement it is part of takes.
+const nextRevision = `(SELECT head + 1 FROM feed WHERE id = 1)`
 
 // Statements used by more than one method.
 const (
 	dueQuery = `SELECT kind, namespace, name, next_run_at FROM resources
 		WHERE next_run_at > 0 AND next_run_at <= ?
 		ORDER BY next_run_at, kind, namespace, name LIMIT ?`
-	listColumns = `SELECT kind, namespace, name, version, owner, next_run_at, data FROM resources`
+	listColumns = `SELECT kind, namespace, name, version, owner, next_run_at, data, revision FROM resources`
 )
 
 // Store is the ports.Store on one SQLite file. It is safe for concurrent
@@ -83,6 +133,10 @@ type Store struct {
 	stmts *stmtCache
 	// durable makes each write durable before it returns (durable.go).
 	durable *walSync
+	// writes counts this process's writes; feedKeep is how many changes
+	// compaction keeps (feed.go).
+	writes   atomic.Int64
+	feedKeep int64
 }
 
 var _ ports.Store = (*Store)(nil)
@@ -120,23 +174,52 @@ func OpenStore(path string) (*Store, error) {
 	// concurrent workers costs more than the queries.
 	db.SetMaxOpenConns(maxConns)
 	db.SetMaxIdleConns(maxConns)
-	s := &Store{db: db, path: abs, stmts: &stmtCache{db: db}, durable: newWALSync(abs)}
-	var version int
-	if err := db.QueryRow(`PRAGMA user_version`).Scan(&version); err != nil {
+	s := &Store{db: db, path: abs, stmts: &stmtCache{db: db}, durable: newWALSync(abs), feedKeep: defaultFeedKeep}
+	if err := applySchema(db); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("open store %s: %w", abs, err)
 	}
-	if version > schemaVersion {
-		db.Close()
-		return nil, fmt.Errorf("open store %s: schema version %d is newer than this certfn's %d", abs, version, schemaVersion)
+	return s, nil
+}
+
+// applySchema creates or migrates the schema in one immediate transaction
+// (several processes may open a new or old file at once: one applies it,
+// the others find it done). A file already at schemaVersion is only read.
+func applySchema(db *sql.DB) error {
+	var version int
+	if err := db.QueryRow(`PRAGMA user_version`).Scan(&version); err != nil {
+		return err
 	}
-	for _, stmt := range schema {
-		if _, err := db.Exec(stmt); err != nil {
-			db.Close()
-			return nil, fmt.Errorf("open store %s: schema: %w", abs, err)
+	switch {
+	case version > schemaVersion:
+		return fmt.Errorf("schema version %d is newer than this certfn's %d", version, schemaVersion)
+	case version == schemaVersion:
+		return nil
+	}
+	tx, err := db.Begin() // BEGIN IMMEDIATE (_txlock)
+	if err != nil {
+		return fmt.Errorf("schema: %w", err)
+	}
+	defer tx.Rollback()
+	if err := tx.QueryRow(`PRAGMA user_version`).Scan(&version); err != nil {
+		return fmt.Errorf("schema: %w", err)
+	}
+	if version == schemaVersion {
+		return nil // another process applied it meanwhile
+	}
+	stmts := schema
+	if version == 1 {
+		stmts = append(append([]string{migrateV1}, schema...), migrateV1Rows, migrateV1Feed)
+	}
+	for _, stmt := range append(stmts, fmt.Sprintf(`PRAGMA user_version = %d`, schemaVersion)) {
+		if _, err := tx.Exec(stmt); err != nil {
+			return fmt.Errorf("schema (from version %d): %w", version, err)
 		}
 	}
-	return s, nil
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("schema: %w", err)
+	}
+	return nil
 }
 
 // Path returns the absolute path of the database file.
@@ -221,7 +304,7 @@ func scanRecord(r scanner) (ports.Record, error) {
 		owner string
 		next  int64
 	)
-	if err := r.Scan(&rec.Key.Kind, &rec.Key.Namespace, &rec.Key.Name, &rec.Version, &owner, &next, &rec.Data); err != nil {
+	if err := r.Scan(&rec.Key.Kind, &rec.Key.Namespace, &rec.Key.Name, &rec.Version, &owner, &next, &rec.Data, &rec.Revision); err != nil {
 		return ports.Record{}, err
 	}
 	o, err := decodeKey(owner)
@@ -239,22 +322,22 @@ func (s *Store) Create(ctx context.Context, rec ports.Record) (ports.Record, err
 		return ports.Record{}, err
 	}
 	s.wmu.Lock()
-	res, err := s.stmts.exec(ctx, `INSERT INTO resources (kind, namespace, name, version, owner, next_run_at, data)
-		VALUES (?, ?, ?, 1, ?, ?, ?) ON CONFLICT DO NOTHING`,
-		rec.Key.Kind, rec.Key.Namespace, rec.Key.Name, encodeKey(rec.Owner), toNanos(rec.NextRunAt), nonNil(rec.Data))
+	var revision int64
+	err := s.stmts.queryRow(ctx, `INSERT INTO resources (kind, namespace, name, version, owner, next_run_at, data, revision)
+		VALUES (?, ?, ?, 1, ?, ?, ?, `+nextRevision+`) ON CONFLICT DO NOTHING RETURNING revision`,
+		rec.Key.Kind, rec.Key.Namespace, rec.Key.Name, encodeKey(rec.Owner), toNanos(rec.NextRunAt), nonNil(rec.Data)).Scan(&revision)
 	s.wmu.Unlock()
+	if errors.Is(err, sql.ErrNoRows) {
+		return ports.Record{}, fmt.Errorf("store: create %s: %w", rec.Key, ports.ErrAlreadyExists)
+	}
 	if err != nil {
 		return ports.Record{}, fmt.Errorf("store: create %s: %w", rec.Key, err)
 	}
-	if n, err := res.RowsAffected(); err != nil {
-		return ports.Record{}, fmt.Errorf("store: create %s: %w", rec.Key, err)
-	} else if n == 0 {
-		return ports.Record{}, fmt.Errorf("store: create %s: %w", rec.Key, ports.ErrAlreadyExists)
-	}
+	s.afterWrite(ctx)
 	if err := s.durable.wait(s.durable.ticket()); err != nil {
 		return ports.Record{}, err
 	}
-	rec.Version = 1
+	rec.Version, rec.Revision = 1, revision
 	return rec, nil
 }
 
@@ -266,11 +349,11 @@ func (s *Store) Update(ctx context.Context, rec ports.Record) (ports.Record, err
 		return ports.Record{}, err
 	}
 	s.wmu.Lock()
-	var version int64
-	err := s.stmts.queryRow(ctx, `UPDATE resources SET version = version + 1, owner = ?, next_run_at = ?, data = ?
-		WHERE kind = ? AND namespace = ? AND name = ? AND version = ? RETURNING version`,
+	var version, revision int64
+	err := s.stmts.queryRow(ctx, `UPDATE resources SET version = version + 1, owner = ?, next_run_at = ?, data = ?, revision = `+nextRevision+`
+		WHERE kind = ? AND namespace = ? AND name = ? AND version = ? RETURNING version, revision`,
 		encodeKey(rec.Owner), toNanos(rec.NextRunAt), nonNil(rec.Data),
-		rec.Key.Kind, rec.Key.Namespace, rec.Key.Name, rec.Version).Scan(&version)
+		rec.Key.Kind, rec.Key.Namespace, rec.Key.Name, rec.Version).Scan(&version, &revision)
 	s.wmu.Unlock()
 	if errors.Is(err, sql.ErrNoRows) {
 		return ports.Record{}, s.missOrConflict(ctx, "update", rec.Key, rec.Version)
@@ -278,10 +361,11 @@ func (s *Store) Update(ctx context.Context, rec ports.Record) (ports.Record, err
 	if err != nil {
 		return ports.Record{}, fmt.Errorf("store: update %s: %w", rec.Key, err)
 	}
+	s.afterWrite(ctx)
 	if err := s.durable.wait(s.durable.ticket()); err != nil {
 		return ports.Record{}, err
 	}
-	rec.Version = version
+	rec.Version, rec.Revision = version, revision
 	return rec, nil
 }
 
@@ -329,6 +413,7 @@ func (s *Store) Delete(ctx context.Context, key api.Key, version int64) error {
 		}
 		return s.missOrConflict(ctx, "delete", key, version)
 	}
+	s.afterWrite(ctx)
 	return s.durable.wait(s.durable.ticket())
 }
 

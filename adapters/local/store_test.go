@@ -34,6 +34,10 @@ func TestStoreContract(t *testing.T) {
 	porttest.StoreSuite(t, func(t *testing.T) ports.Store { return openTestStore(t) })
 }
 
+func TestFeedContract(t *testing.T) {
+	porttest.FeedSuite(t, func(t *testing.T) porttest.FeedStore { return openTestStore(t) })
+}
+
 // Two handles on one file behave like two processes' connections: the
 // contract holds across them.
 func TestStoreTwoHandlesRace(t *testing.T) {

@@ -17,6 +17,10 @@ func TestStoreContract(t *testing.T) {
 	porttest.StoreSuite(t, func(t *testing.T) ports.Store { return memory.NewStore() })
 }
 
+func TestFeedContract(t *testing.T) {
+	porttest.FeedSuite(t, func(t *testing.T) porttest.FeedStore { return memory.NewStore() })
+}
+
 func TestSecretContract(t *testing.T) {
 	porttest.SecretSuite(t, func(t *testing.T) ports.SecretStore { return memory.NewSecrets() })
 }

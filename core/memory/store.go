@@ -40,9 +40,36 @@ type Store struct {
 	// due is the due index: every record with a NextRunAt, sorted by
 	// compareDue.
 	due []ports.DueItem
+	// rev is the store's revision (the newest change's); changes the
+	// change feed, oldest first, holding every change after compacted.
+	rev       int64
+	changes   []ports.Change
+	compacted int64
 }
 
-var _ ports.Store = (*Store)(nil)
+var (
+	_ ports.Store      = (*Store)(nil)
+	_ ports.ChangeFeed = (*Store)(nil)
+)
+
+// feedKeep is how many changes the feed keeps after a compaction; it
+// compacts when it holds twice as many.
+const feedKeep = ports.FeedRetention
+
+// record appends the change a successful write made, stamping rec with
+// its revision, and compacts the feed when it has grown to 2×feedKeep;
+// s.mu must be held for writing. It returns the stamped record.
+func (s *Store) record(typ ports.ChangeType, rec ports.Record) ports.Record {
+	s.rev++
+	rec.Revision = s.rev
+	s.changes = append(s.changes, ports.Change{Revision: s.rev, Type: typ, Record: copyRecord(rec)})
+	if len(s.changes) >= 2*feedKeep {
+		drop := len(s.changes) - feedKeep
+		s.compacted = s.changes[drop-1].Revision
+		s.changes = slices.Clone(s.changes[drop:])
+	}
+	return rec
+}
 
 // NewStore returns an empty store.
 func NewStore() *Store {
@@ -133,6 +160,7 @@ func (s *Store) Create(ctx context.Context, rec ports.Record) (ports.Record, err
 	if _, ok := s.recs[rec.Key]; ok {
 		return ports.Record{}, fmt.Errorf("memory store: create %s: %w", rec.Key, ports.ErrAlreadyExists)
 	}
+	rec = s.record(ports.ChangeAdded, rec)
 	s.recs[rec.Key] = rec
 	s.index(rec, true)
 	return copyRecord(rec), nil
@@ -156,6 +184,7 @@ func (s *Store) Update(ctx context.Context, rec ports.Record) (ports.Record, err
 		return ports.Record{}, err
 	}
 	rec.Version = old.Version + 1
+	rec = s.record(ports.ChangeModified, rec)
 	s.index(old, false)
 	s.recs[rec.Key] = rec
 	s.index(rec, true)
@@ -193,7 +222,47 @@ func (s *Store) Delete(ctx context.Context, key api.Key, version int64) error {
 	}
 	s.index(old, false)
 	delete(s.recs, key)
+	s.record(ports.ChangeDeleted, old)
 	return nil
+}
+
+// Head returns the revision of the newest change (0 before any write).
+func (s *Store) Head(ctx context.Context) (int64, error) {
+	if err := live(ctx, "memory store: head"); err != nil {
+		return 0, err
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.rev, nil
+}
+
+// Changes returns up to limit (> 0) changes after revision after, oldest
+// first; a *ports.CompactedError when after is older than the feed keeps.
+func (s *Store) Changes(ctx context.Context, after int64, limit int) ([]ports.Change, error) {
+	if limit <= 0 {
+		return nil, errs.Permanentf("memory store: changes: limit: must be > 0, got %d", limit)
+	}
+	if after < 0 {
+		return nil, errs.Permanentf("memory store: changes: after: must be >= 0, got %d", after)
+	}
+	if err := live(ctx, "memory store: changes"); err != nil {
+		return nil, err
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if after < s.compacted {
+		return nil, fmt.Errorf("memory store: %w", &ports.CompactedError{After: after, Compacted: s.compacted})
+	}
+	i, _ := slices.BinarySearchFunc(s.changes, after+1, func(c ports.Change, r int64) int { return cmp.Compare(c.Revision, r) })
+	var out []ports.Change
+	for _, c := range s.changes[i:] {
+		if len(out) == limit {
+			break
+		}
+		c.Record = copyRecord(c.Record)
+		out = append(out, c)
+	}
+	return out, nil
 }
 
 // List returns the records of opts.Kind (required), optionally restricted

@@ -157,3 +157,29 @@ func TestStoreUpdateVersionZero(t *testing.T) {
 		t.Errorf("Update at version 0: %v, want ErrConflict", err)
 	}
 }
+
+// The feed compacts to the newest ports.FeedRetention changes once it holds twice as
+// many, and a read from before them names where it may resume.
+func TestFeedCompaction(t *testing.T) {
+	ctx := context.Background()
+	s := memory.NewStore()
+	const keep = ports.FeedRetention // memory keeps exactly what every feed must
+	r, err := s.Create(ctx, ports.Record{Key: api.Key{Kind: api.KindCertificate, Namespace: "default", Name: "web"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2*keep - 1 {
+		if r, err = s.Update(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, err = s.Changes(ctx, 0, 1)
+	var ce *ports.CompactedError
+	if !errors.As(err, &ce) || ce.Compacted != keep {
+		t.Fatalf("Changes(after 0) after %d writes: %v, want compacted at %d", 2*keep, err, keep)
+	}
+	cs, err := s.Changes(ctx, keep, 2*keep)
+	if err != nil || len(cs) != keep || cs[0].Revision != keep+1 || cs[len(cs)-1].Revision != 2*keep {
+		t.Fatalf("Changes(after %d): %d changes, %v", keep, len(cs), err)
+	}
+}

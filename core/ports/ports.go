@@ -40,6 +40,10 @@ type Record struct {
 	// NextRunAt puts the record in the due index; zero removes it.
 	NextRunAt time.Time
 	Data      []byte
+	// Revision is the store revision of the record's last write (see
+	// ChangeFeed), set by a store that keeps a change feed (0 otherwise)
+	// and ignored on writes: Version is what conditional writes compare.
+	Revision int64
 }
 
 // ListOptions filters List and ListPage. Kind is required; Namespace ""
