@@ -71,7 +71,7 @@ var statusTemplate = template.Must(template.New("status").Parse(`<!DOCTYPE html>
 
 <h2>Certificates</h2>
 {{if .Certificates}}<table id="certificates"><thead><tr><th>Namespace</th><th>Name</th><th>Issuer</th><th>Ready</th><th>Expires</th><th>Renews</th></tr></thead><tbody>
-{{range .Certificates}}<tr data-certificate="{{.Namespace}}/{{.Name}}"><td>{{.Namespace}}</td><td>{{.Name}}</td><td>{{.Issuer}}</td><td class="{{.Ready}}">{{.Ready}}{{if .Reason}} ({{.Reason}}){{end}}</td><td>{{if .NotAfter}}{{.NotAfter}} ({{.ExpiresIn}}){{else}}<span class="none">no certificate</span>{{end}}</td><td>{{if .Renewal}}{{.Renewal}}{{else}}<span class="none">—</span>{{end}}</td></tr>
+{{range .Certificates}}<tr data-certificate="{{.Namespace}}/{{.Name}}"><td>{{.Namespace}}</td><td>{{.Name}}</td><td>{{.Issuer}}</td><td class="{{.Ready}}">{{.Ready}}{{if .Reason}} ({{.Reason}}){{end}}</td><td>{{if .NotAfter}}{{.NotAfter}} ({{.ExpiresIn}}){{else}}<span class="none">no certificate</span>{{end}}</td><td>{{if .Renewal}}{{.Renewal}} ({{.RenewsIn}}){{else}}<span class="none">—</span>{{end}}</td></tr>
 {{end}}</tbody></table>{{else}}<p class="none" id="certificates">No Certificates.</p>{{end}}
 
 <h2>Next renewals</h2>

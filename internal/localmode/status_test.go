@@ -7,6 +7,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -290,5 +291,50 @@ func TestStatusPageMetricsListener(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusMethodNotAllowed || resp.Header.Get("Allow") != "GET, HEAD" {
 		t.Fatalf("POST /status: %d %v", resp.StatusCode, resp.Header)
+	}
+}
+
+// On a metrics listener served over TLS (not loopback) the page is behind
+// the metrics' own authorization: a reader allowed to list Certificates in
+// every namespace sees the full page with blocker lines (those `certfn
+// status` prints for it: it may not get Issuers), the tenant alice gets
+// the metrics' 403.
+func TestStatusPageMetricsListenerTLS(t *testing.T) {
+	rt := statusRuntime(t)
+	objs, err := api.Decode([]byte(`apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: metrics-reader}
+rules: [{apiGroups: [cert-manager.io], resources: [certificates], verbs: [get, list]}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: monitoring-reads}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: metrics-reader}
+subjects: [{kind: Group, name: monitoring}]
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rt.App.Service.Apply(context.Background(), statusAdmin, objs); err != nil {
+		t.Fatal(err)
+	}
+	p := newMetricsPKI(t)
+	srvCrt, srvKey := p.issue(t, "server", pkix.Name{CommonName: "certfn"}, true)
+	addr, stop, err := rt.ListenMetrics("0.0.0.0:0", APIOptions{CertFile: srvCrt, KeyFile: srvKey, ClientCAFile: filepath.Join(p.dir, "ca.crt")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	_, port, _ := net.SplitHostPort(addr)
+	url := "https://127.0.0.1:" + port + "/status"
+	crt, key := p.issue(t, "prometheus", pkix.Name{CommonName: "prometheus", Organization: []string{"monitoring"}}, false)
+	status, _, body := statusGet(t, p, url, crt, key)
+	if status != 200 || !strings.Contains(body, "For prometheus: every namespace.") || strings.Contains(body, "Blocker lines are not shown") ||
+		!strings.Contains(body, `<span class="blocker">Issuing: Issuing certificate as Secret &#34;orphan-tls&#34; does not exist`) {
+		t.Fatalf("reader: %d\n%s", status, body)
+	}
+	crt, key = p.issue(t, "alice", pkix.Name{CommonName: "alice"}, false)
+	if status, _, body := statusGet(t, p, url, crt, key); status != 403 || !strings.Contains(body, MetricsReaders) {
+		t.Fatalf("tenant on the metrics listener: %d %s", status, body)
 	}
 }
