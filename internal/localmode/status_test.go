@@ -338,3 +338,18 @@ subjects: [{kind: Group, name: monitoring}]
 		t.Fatalf("tenant on the metrics listener: %d %s", status, body)
 	}
 }
+
+// What the page quotes (blocker lines hold issuers' and servers'
+// messages) is escaped: markup in it is text, never an element.
+func TestStatusTemplateEscapes(t *testing.T) {
+	evil := `<script>alert(1)</script><img src=x onerror=alert(2)>`
+	page := &statusPage{Scope: "every namespace", Failures: []statusFailure{{Namespace: "default", Name: "x", Blocker: evil}},
+		Certificates: []statusRow{{Namespace: "default", Name: "x", Ready: "False", Reason: evil}}}
+	var b bytes.Buffer
+	if err := statusTemplate.Execute(&b, page); err != nil {
+		t.Fatal(err)
+	}
+	if out := b.String(); strings.Contains(out, "<script") || strings.Contains(out, "<img") || !strings.Contains(out, "&lt;script&gt;alert(1)&lt;/script&gt;") {
+		t.Fatalf("not escaped:\n%s", out)
+	}
+}
