@@ -14,7 +14,8 @@ build:
 # System packages the tests need: bind9's named (the RFC2136 DNS-01 tests start
 # it on a loopback port), systemd's systemd-analyze (tools/release verifies the
 # unit with it), dpkg-deb (tools/release inspects the .deb), jq and shellcheck
-# (localstack/e2e.sh builds its api event with jq; its tests run both). Installed only
+# (localstack/e2e.sh builds its api event with jq; its tests run both), Chromium
+# (internal/localmode drives the status page in headless Chromium). Installed only
 # when missing; needs root (or sudo).
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 deps:
@@ -24,8 +25,9 @@ deps:
 	if ! command -v dpkg-deb >/dev/null 2>&1; then pkgs="$$pkgs dpkg"; fi; \
 	if ! command -v jq >/dev/null 2>&1; then pkgs="$$pkgs jq"; fi; \
 	if ! command -v shellcheck >/dev/null 2>&1; then pkgs="$$pkgs shellcheck"; fi; \
+	if ! command -v chromium >/dev/null 2>&1; then pkgs="$$pkgs chromium"; fi; \
 	if [ -z "$$pkgs" ]; then \
-		echo "deps: named, systemd-analyze, dpkg-deb, jq and shellcheck present"; \
+		echo "deps: named, systemd-analyze, dpkg-deb, jq, shellcheck and chromium present"; \
 	else \
 		$(SUDO) apt-get update && \
 		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y --no-install-recommends $$pkgs; \

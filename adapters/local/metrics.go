@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/certfn/certfn/core/metrics"
 	"github.com/certfn/certfn/core/ports"
 )
 
@@ -85,6 +86,9 @@ func sanitizeName(s string) string {
 	return string(b)
 }
 
+// helpEscaper escapes a HELP text for the text format.
+var helpEscaper = strings.NewReplacer(`\`, `\\`, "\n", `\n`)
+
 // labelEscaper escapes a label value for the text format.
 var labelEscaper = strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`)
 
@@ -152,7 +156,9 @@ func formatValue(v float64) string {
 
 // WritePrometheus writes every series in the Prometheus text exposition
 // format (version 0.0.4), sorted by name and labels, one # TYPE line per
-// metric name: counters as `counter`, observations as `summary`.
+// metric name (counters as `counter`, observations as `summary`), after
+// the # HELP line of metrics.Catalog (none for a name it lacks, which
+// core/metrics' tests refuse for certfn's own names).
 func (c *Counters) WritePrometheus(w io.Writer) error {
 	c.mu.Lock()
 	all := make([]series, 0, len(c.series))
@@ -175,6 +181,9 @@ func (c *Counters) WritePrometheus(w io.Writer) error {
 			kind := "counter"
 			if s.summary {
 				kind = "summary"
+			}
+			if help := metrics.Help(s.name); help != "" {
+				fmt.Fprintf(bw, "# HELP %s %s\n", s.name, helpEscaper.Replace(help))
 			}
 			fmt.Fprintf(bw, "# TYPE %s %s\n", s.name, kind)
 		}
@@ -210,7 +219,7 @@ func WriteGauges(w io.Writer, name, help string, samples []Gauge) error {
 	}
 	sort.Strings(lines)
 	bw := bufio.NewWriter(w)
-	fmt.Fprintf(bw, "# HELP %s %s\n# TYPE %s gauge\n", name, strings.ReplaceAll(help, "\n", " "), name)
+	fmt.Fprintf(bw, "# HELP %s %s\n# TYPE %s gauge\n", name, helpEscaper.Replace(help), name)
 	for _, l := range lines {
 		fmt.Fprintln(bw, l)
 	}

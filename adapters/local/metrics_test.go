@@ -6,6 +6,8 @@ import (
 	"math"
 	"sync"
 	"testing"
+
+	"github.com/certfn/certfn/core/metrics"
 )
 
 func TestCountersSnapshot(t *testing.T) {
@@ -109,6 +111,29 @@ certfn_weird_count 1
 	}
 	if err := c.WritePrometheus(failingWriter{}); err == nil {
 		t.Error("WritePrometheus to a failing writer: want an error")
+	}
+}
+
+// A metric of core/metrics.Catalog gets its HELP line before its TYPE
+// line; names the catalog lacks (above) get none.
+func TestCountersHelpFromCatalog(t *testing.T) {
+	c := NewCounters()
+	c.Inc("certfn_reconciles_total", "kind", "Certificate")
+	c.Observe("certfn_certificate_expiry_seconds", 86400, "namespace", "default")
+	var b bytes.Buffer
+	if err := c.WritePrometheus(&b); err != nil {
+		t.Fatal(err)
+	}
+	want := "# HELP certfn_certificate_expiry_seconds " + metrics.Help("certfn_certificate_expiry_seconds") + `
+# TYPE certfn_certificate_expiry_seconds summary
+certfn_certificate_expiry_seconds_sum{namespace="default"} 86400
+certfn_certificate_expiry_seconds_count{namespace="default"} 1
+# HELP certfn_reconciles_total Reconciles run, by kind of object.
+# TYPE certfn_reconciles_total counter
+certfn_reconciles_total{kind="Certificate"} 1
+`
+	if metrics.Help("certfn_certificate_expiry_seconds") == "" || b.String() != want {
+		t.Errorf("text format:\n%s\nwant:\n%s", b.String(), want)
 	}
 }
 

@@ -91,11 +91,11 @@ this work, so --server is refused.`,
 	f.IntVar(&cfg.Notify.ExpiryDays, "notify-expiry-days", 14,
 		"with --notify-webhook-url: announce a certificate that was not renewed once a day from this many days before it expires; 0: never")
 	f.StringVar(&cfg.MetricsListen, "metrics-listen", os.Getenv("CERTFN_METRICS_LISTEN"),
-		"serve Prometheus metrics (GET /metrics) on this address; certificate gauges use cert-manager's names and list every namespace's Certificates, so "+
+		"serve Prometheus metrics (GET /metrics; also /healthz, /readyz and the status page /status) on this address; certificate gauges use cert-manager's names and list every namespace's Certificates, so "+
 			"an address without a host (':9402') binds 127.0.0.1 only, and a non-loopback address (e.g. '0.0.0.0:9402') needs --api-tls-cert, --api-tls-key and --api-client-ca "+
 			"and serves only client certificates allowed to list certificates in all namespaces (env CERTFN_METRICS_LISTEN)")
 	f.StringVar(&cfg.API.Listen, "api-listen", os.Getenv("CERTFN_API_LISTEN"),
-		"serve the HTTP API (docs/reference/api.md) over TLS on this address, e.g. ':8443'; clients authenticate with certificates (CN = user, O = groups) and are authorized by the bindings (env CERTFN_API_LISTEN)")
+		"serve the HTTP API (docs/reference/api.md) and the status page (GET /status) over TLS on this address, e.g. ':8443'; clients authenticate with certificates (CN = user, O = groups) and are authorized by the bindings (env CERTFN_API_LISTEN)")
 	f.StringVar(&cfg.API.CertFile, "api-tls-cert", os.Getenv("CERTFN_API_TLS_CERT"), "with --api-listen, or --metrics-listen on a non-loopback address: the server certificate (PEM)")
 	f.StringVar(&cfg.API.KeyFile, "api-tls-key", os.Getenv("CERTFN_API_TLS_KEY"), "with --api-listen, or --metrics-listen on a non-loopback address: the server key (PEM)")
 	f.StringVar(&cfg.API.ClientCAFile, "api-client-ca", os.Getenv("CERTFN_API_CLIENT_CA"), "with --api-listen, or --metrics-listen on a non-loopback address: CA certificates (PEM) client certificates must chain to")

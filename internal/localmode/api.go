@@ -26,9 +26,9 @@ type APIOptions struct {
 	ClientCAFile string
 }
 
-// ListenAPI serves the HTTP API on o.Listen and returns the bound address
-// and a function that stops it. Every client must present a certificate
-// that chains to o.ClientCAFile.
+// ListenAPI serves the HTTP API on o.Listen, and the status page on
+// /status, and returns the bound address and a function that stops it.
+// Every client must present a certificate that chains to o.ClientCAFile.
 func (r *Runtime) ListenAPI(o APIOptions) (string, func(), error) {
 	if o.CertFile == "" || o.KeyFile == "" || o.ClientCAFile == "" {
 		return "", nil, errors.New("--api-listen needs --api-tls-cert, --api-tls-key and --api-client-ca (clients authenticate with certificates)")
@@ -45,7 +45,10 @@ func (r *Runtime) ListenAPI(o APIOptions) (string, func(), error) {
 	if err != nil {
 		return "", nil, err
 	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 30 * time.Second, WriteTimeout: 60 * time.Second,
+	mux := http.NewServeMux()
+	mux.Handle("/status", r.statusHandler(x509StatusCaller)) // the status page (status.go)
+	mux.Handle("/", h)
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 30 * time.Second, WriteTimeout: 60 * time.Second,
 		TLSConfig: &tls.Config{MinVersion: tls.VersionTLS12, GetConfigForClient: func(*tls.ClientHelloInfo) (*tls.Config, error) {
 			return files.config(time.Now())
 		}},

@@ -70,19 +70,17 @@ func (r *Runtime) buildInfo() (version, revision, goVersion string) {
 // when it falls behind: the serve has stalled).
 func (r *Runtime) healthGauges() []gaugeSet {
 	version, revision, goVersion := r.buildInfo()
-	sets := []gaugeSet{{MetricBuildInfo, "certfn's build: 1, labelled with its version, VCS revision and Go version.",
-		[]local.Gauge{{Labels: []string{"version", version, "revision", revision, "goversion", goVersion}, Value: 1}}}}
+	sets := []gaugeSet{{MetricBuildInfo, []local.Gauge{{Labels: []string{"version", version, "revision", revision, "goversion", goVersion}, Value: 1}}}}
 	if at, _ := r.health.read(); !at.IsZero() {
-		sets = append(sets, gaugeSet{MetricLastSweep, "When the scheduler last looked for due work, as a Unix timestamp; a serve whose sweeps stop has stalled.",
-			[]local.Gauge{{Value: float64(at.Unix())}}})
+		sets = append(sets, gaugeSet{MetricLastSweep, []local.Gauge{{Value: float64(at.Unix())}}})
 	}
 	return sets
 }
 
-// gaugeSet is one gauge with its help and samples.
+// gaugeSet is one gauge with its samples (its help is core/metrics.Catalog's).
 type gaugeSet struct {
-	name, help string
-	samples    []local.Gauge
+	name    string
+	samples []local.Gauge
 }
 
 // ready says why the serve is not ready ("" when it is): its store must

@@ -216,6 +216,8 @@ type Runtime struct {
 	http01Warned http01Warnings
 	// health is what /readyz and the sweep gauge report.
 	health health
+	// process holds the Go and process collectors of /metrics.
+	process processMetrics
 }
 
 type inboxQueue struct{ in *local.Inbox }

@@ -9,12 +9,18 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"sync"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/common/expfmt"
 
 	"github.com/certfn/certfn/adapters/httpapi"
 	"github.com/certfn/certfn/adapters/local"
 	"github.com/certfn/certfn/core/api"
 	"github.com/certfn/certfn/core/app"
+	"github.com/certfn/certfn/core/metrics"
 	"github.com/certfn/certfn/core/rbac"
 )
 
@@ -23,20 +29,41 @@ import (
 // `certfn serve --metrics-listen` unchanged.
 const (
 	MetricExpiration = "certmanager_certificate_expiration_timestamp_seconds"
+	MetricNotAfter   = "certmanager_certificate_not_after_timestamp_seconds"
+	MetricNotBefore  = "certmanager_certificate_not_before_timestamp_seconds"
 	MetricRenewal    = "certmanager_certificate_renewal_timestamp_seconds"
 	MetricReady      = "certmanager_certificate_ready_status"
 )
 
-// WriteMetrics writes certfn's counters and, read from the store now, the
-// certificate gauges: expiration and renewal time (Unix seconds) of every
-// Certificate that has them, and its Ready condition as three series
-// (condition True, False, Unknown; the current one is 1).
+// processMetrics is the registry of the Go runtime's and the process's
+// collectors (go_*, process_*: client_golang's own), one per Runtime and
+// never the global registry.
+type processMetrics struct {
+	once sync.Once
+	reg  *prometheus.Registry
+}
+
+func (p *processMetrics) registry() *prometheus.Registry {
+	p.once.Do(func() {
+		p.reg = prometheus.NewRegistry()
+		p.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	})
+	return p.reg
+}
+
+// WriteMetrics writes, in the Prometheus text format, the certificate
+// gauges read from the store now (expiration, notAfter, notBefore and
+// renewal time in Unix seconds of every Certificate that has them, and
+// its Ready condition as three series: condition True, False, Unknown,
+// the current one 1), the serve's health gauges, certfn's counters, and
+// the Go and process collectors. Every certfn and cert-manager name has
+// the HELP text of core/metrics.Catalog.
 func (r *Runtime) WriteMetrics(ctx context.Context, buf *bytes.Buffer) error {
 	objs, err := r.Repo.List(ctx, api.KindCertificate, "")
 	if err != nil {
 		return fmt.Errorf("metrics: list certificates: %w", err)
 	}
-	var exp, ren, ready []local.Gauge
+	var exp, notBefore, ren, ready []local.Gauge
 	for _, o := range objs {
 		c := o.(*api.Certificate)
 		ref := c.Spec.IssuerRef
@@ -51,6 +78,9 @@ func (r *Runtime) WriteMetrics(ctx context.Context, buf *bytes.Buffer) error {
 		labels := []string{"name", c.Name, "namespace", c.Namespace, "issuer_name", ref.Name, "issuer_kind", kind, "issuer_group", group}
 		if c.Status.NotAfter != nil {
 			exp = append(exp, local.Gauge{Labels: labels, Value: float64(c.Status.NotAfter.Unix())})
+		}
+		if c.Status.NotBefore != nil {
+			notBefore = append(notBefore, local.Gauge{Labels: labels, Value: float64(c.Status.NotBefore.Unix())})
 		}
 		if c.Status.RenewalTime != nil {
 			ren = append(ren, local.Gauge{Labels: labels, Value: float64(c.Status.RenewalTime.Unix())})
@@ -68,21 +98,43 @@ func (r *Runtime) WriteMetrics(ctx context.Context, buf *bytes.Buffer) error {
 		}
 	}
 	for _, g := range append([]gaugeSet{
-		{MetricExpiration, "The date after which the certificate expires, as a Unix timestamp.", exp},
-		{MetricRenewal, "The time the certificate will be renewed, as a Unix timestamp.", ren},
-		{MetricReady, "The Ready condition of the certificate (1 for the current status).", ready},
+		{MetricExpiration, exp},
+		{MetricNotAfter, exp},
+		{MetricNotBefore, notBefore},
+		{MetricRenewal, ren},
+		{MetricReady, ready},
 	}, r.healthGauges()...) {
-		if err := local.WriteGauges(buf, g.name, g.help, g.samples); err != nil {
+		if err := local.WriteGauges(buf, g.name, metrics.Help(g.name), g.samples); err != nil {
 			return err
 		}
 	}
-	return r.Metrics.WritePrometheus(buf)
+	if err := r.Metrics.WritePrometheus(buf); err != nil {
+		return err
+	}
+	fams, err := r.process.registry().Gather()
+	if err != nil {
+		return fmt.Errorf("metrics: gather the Go and process collectors: %w", err)
+	}
+	enc := expfmt.NewEncoder(buf, expfmt.NewFormat(expfmt.TypeTextPlain))
+	for _, f := range fams {
+		if err := enc.Encode(f); err != nil {
+			return fmt.Errorf("metrics: encode %s: %w", f.GetName(), err)
+		}
+	}
+	return nil
 }
 
-// MetricsHandler serves GET /metrics in the Prometheus text format.
-func (r *Runtime) MetricsHandler() http.Handler {
+// MetricsHandler serves GET /metrics in the Prometheus text format,
+// /healthz, /readyz and the status page's unauthenticated view on /status
+// (the plain HTTP listener on loopback).
+func (r *Runtime) MetricsHandler() http.Handler { return r.metricsHandler(anonymousStatus) }
+
+// metricsHandler is MetricsHandler with the status page for the callers
+// who returns (x509StatusCaller on the TLS listener).
+func (r *Runtime) metricsHandler(who statusCaller) http.Handler {
 	mux := http.NewServeMux()
 	r.healthRoutes(mux)
+	mux.Handle("/status", r.statusHandler(who))
 	mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, req *http.Request) {
 		var buf bytes.Buffer
 		if err := r.WriteMetrics(req.Context(), &buf); err != nil {
@@ -194,7 +246,7 @@ func (r *Runtime) ListenMetrics(addr string, tlsOpts APIOptions) (string, func()
 	srv := &http.Server{Handler: r.MetricsHandler(), ReadHeaderTimeout: 5 * time.Second, WriteTimeout: 30 * time.Second}
 	serve := func() error { return srv.Serve(l) }
 	if files != nil {
-		srv.Handler = r.authorizeMetrics(srv.Handler)
+		srv.Handler = r.authorizeMetrics(r.metricsHandler(x509StatusCaller))
 		srv.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12, GetConfigForClient: func(*tls.ClientHelloInfo) (*tls.Config, error) {
 			return files.config(time.Now())
 		}}
