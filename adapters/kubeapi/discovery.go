@@ -25,7 +25,7 @@ const kubeMajor, kubeMinor = "1", "33"
 
 func (h *Handler) version(w http.ResponseWriter, _ *http.Request) error {
 	writeJSON(w, http.StatusOK, VersionInfo{Major: kubeMajor, Minor: kubeMinor,
-		GitVersion: "v" + kubeMajor + "." + kubeMinor + ".0+certfn." + buildMetadata(h.cfg.Version),
+		GitVersion:   "v" + kubeMajor + "." + kubeMinor + ".0+certfn." + buildMetadata(h.cfg.Version),
 		GitTreeState: "clean", GoVersion: runtime.Version(), Compiler: runtime.Compiler,
 		Platform: runtime.GOOS + "/" + runtime.GOARCH})
 	return nil

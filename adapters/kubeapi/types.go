@@ -43,8 +43,8 @@ type ListMeta struct {
 
 // APIVersions is /api's answer.
 type APIVersions struct {
-	Kind                       string                       `json:"kind"`
-	Versions                   []string                     `json:"versions"`
+	Kind                       string                      `json:"kind"`
+	Versions                   []string                    `json:"versions"`
 	ServerAddressByClientCIDRs []ServerAddressByClientCIDR `json:"serverAddressByClientCIDRs"`
 }
 
