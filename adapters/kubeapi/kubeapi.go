@@ -100,6 +100,23 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		r.Body = http.MaxBytesReader(w, r.Body, h.cfg.MaxBody)
 	}
 	ctx := context.WithValue(r.Context(), callerKey{}, caller)
+	// timeout (client-go sends it on every request) bounds the request's
+	// context, as the Kubernetes API server does; it is then taken out of
+	// the query each route checks.
+	if q := r.URL.Query(); q.Has("timeout") {
+		d, err := time.ParseDuration(q.Get("timeout"))
+		if err != nil || d <= 0 || len(q["timeout"]) > 1 {
+			h.fail(w, r, caller.Username, badRequest(fmt.Sprintf("timeout=%q: want one positive duration (32s)", q.Get("timeout"))), nil)
+			return
+		}
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, d)
+		defer cancel()
+		q.Del("timeout")
+		u := *r.URL
+		u.RawQuery = q.Encode()
+		r.URL = &u
+	}
 	r = r.WithContext(ctx)
 	if err := h.serve(w, r, caller); err != nil {
 		h.fail(w, r, caller.Username, err, nil)

@@ -226,7 +226,8 @@ func (h *Handler) openAPI(w http.ResponseWriter, r *http.Request) error {
 	case p == "/openapi/v2":
 		switch acceptOpenAPI(r.Header.Get("Accept")) {
 		case "protobuf":
-			writeBytes(w, http.StatusOK, mimeV2Protobuf, d.v2Proto)
+			// The answer names the dotted form: the @ form does not parse as a media type.
+			writeBytes(w, http.StatusOK, mimeV2ProtoAlt, d.v2Proto)
 		case "json":
 			writeBytes(w, http.StatusOK, "application/json", d.v2JSON)
 		default:
