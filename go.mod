@@ -38,6 +38,7 @@ require (
 	github.com/digitalocean/godo v1.236.0
 	github.com/gofrs/flock v0.13.1
 	github.com/google/cel-go v0.31.0
+	github.com/google/gnostic-models v0.7.0
 	github.com/google/go-containerregistry v0.22.1
 	github.com/google/licensecheck v0.3.1
 	github.com/googleapis/gax-go/v2 v2.27.0
@@ -107,7 +108,6 @@ require (
 	github.com/go-logr/stdr v1.2.2 // indirect
 	github.com/golang-jwt/jwt/v5 v5.3.1 // indirect
 	github.com/golang/protobuf v1.5.4 // indirect
-	github.com/google/gnostic-models v0.7.0 // indirect
 	github.com/google/go-cmp v0.7.0 // indirect
 	github.com/google/go-querystring v1.1.0 // indirect
 	github.com/google/s2a-go v0.1.11 // indirect
