@@ -295,6 +295,36 @@ func TestKubectl(t *testing.T) {
 				t.Errorf("the 403 tells an existing object from a missing one:\n%s\n%s", forbidden[0], forbidden[1])
 			}
 
+			// A Role and RoleBinding applied with kubectl (Kubernetes' own
+			// kinds: created, then patched with a strategic merge patch)
+			// let alice read certificates in her namespace only.
+			rbac := fmt.Sprintf(`apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {name: cert-reader, namespace: %s}
+rules:
+- {apiGroups: [cert-manager.io], resources: [certificates], verbs: [get]}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: alice-reads, namespace: %s}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: cert-reader}
+subjects:
+- {apiGroup: rbac.authorization.k8s.io, kind: User, name: alice}
+`, ns, ns)
+			if out := k.ok(cfg, rbac, "apply", "-f", "-"); !strings.Contains(out, "role.rbac.authorization.k8s.io/cert-reader created") {
+				t.Errorf("apply rbac: %q", out)
+			}
+			withList := strings.Replace(rbac, "verbs: [get]", "verbs: [get, list]", 1)
+			if out := k.ok(cfg, withList, "apply", "-f", "-"); !strings.Contains(out, "role.rbac.authorization.k8s.io/cert-reader configured") {
+				t.Errorf("apply rbac again: %q", out)
+			}
+			if out := k.ok(s.alice, "", "get", "certificates", "-n", ns, "-o", "name"); out != "certificate.cert-manager.io/my-selfsigned-ca\n" {
+				t.Errorf("alice lists her namespace: %q", out)
+			}
+			if r := k.run(s.alice, "", "get", "certificates", "-n", "default"); r.err == nil || !strings.Contains(r.stderr, "Forbidden") {
+				t.Errorf("alice lists default: %v %s", r.err, r.stderr)
+			}
+
 			out = k.ok(cfg, "", "delete", "certificate", "my-selfsigned-ca", "-n", ns)
 			if !strings.Contains(out, `certificate.cert-manager.io "my-selfsigned-ca" deleted`) {
 				t.Errorf("delete: %q", out)
