@@ -18,6 +18,8 @@ import (
 	"github.com/certfn/certfn/adapters/kubeapi"
 	"github.com/certfn/certfn/core/api"
 	"github.com/certfn/certfn/core/app"
+	"github.com/certfn/certfn/core/clock"
+	"github.com/certfn/certfn/core/memory"
 )
 
 const (
@@ -512,4 +514,44 @@ func TestHumanDuration(t *testing.T) {
 			t.Errorf("%v: %s, want %s", tt.d, got, tt.want)
 		}
 	}
+}
+
+// Secrets are listed as summaries (keys, never values) with the API
+// server's columns, and are never updated in place.
+func TestSecrets(t *testing.T) {
+	// Local mode's service reads and writes the secret store; the API
+	// tests' role does not.
+	role := apitest.Role
+	role.ServiceReadsSecrets, role.ServiceWritesSecrets = true, true
+	clk := clock.NewFake(apitest.T0)
+	a, err := app.Build(app.Ports{Store: memory.NewStore(), Secrets: memory.NewSecrets(), Queue: memory.NewQueue(clk, time.Minute),
+		Clock: clk, Logger: apitest.Discard()}, app.Settings{}, role)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := kubeapi.New(kubeapi.Config{Service: a.Service, Authenticate: headerAuth, Logger: apitest.Discard()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &env{t: t, h: h}
+	secrets := "/api/v1/namespaces/default/secrets"
+	e.must(201, req{method: "POST", path: secrets, user: admin, contentType: "application/json",
+		body: `{"apiVersion":"v1","kind":"Secret","metadata":{"name":"s"},"stringData":{"a":"1","b":"2"}}`})
+	r := e.must(200, req{method: "GET", path: secrets, user: admin, accept: "application/json;as=Table;v=v1;g=meta.k8s.io"})
+	var tbl kubeapi.Table
+	if err := json.Unmarshal([]byte(r.body), &tbl); err != nil {
+		t.Fatal(err)
+	}
+	if len(tbl.Rows) != 1 || fmt.Sprint(tbl.Rows[0].Cells[:3]) != "[s <nil> 2]" {
+		t.Errorf("secret rows: %+v", tbl.Rows)
+	}
+	if got := e.must(200, req{method: "GET", path: secrets + "/s", user: admin}).body; strings.Contains(got, `"stringData"`) || strings.Contains(got, `"data"`) {
+		t.Errorf("a secret's values were answered: %s", got)
+	}
+	e.must(405, req{method: "PATCH", path: secrets + "/s", user: admin, contentType: "application/merge-patch+json", body: `{}`})
+	e.must(405, req{method: "PUT", path: secrets + "/s", user: admin, contentType: "application/json", body: `{}`})
+	e.must(409, req{method: "POST", path: secrets, user: admin, contentType: "application/json",
+		body: `{"apiVersion":"v1","kind":"Secret","metadata":{"name":"s"},"stringData":{"a":"1"}}`})
+	e.must(200, req{method: "DELETE", path: secrets + "/s", user: admin})
+	e.must(404, req{method: "GET", path: secrets + "/s", user: admin})
 }
