@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -19,6 +20,7 @@ import (
 	"github.com/certfn/certfn/core/api"
 	"github.com/certfn/certfn/core/app"
 	"github.com/certfn/certfn/core/clock"
+	"github.com/certfn/certfn/core/kernel"
 	"github.com/certfn/certfn/core/memory"
 )
 
@@ -554,4 +556,45 @@ func TestSecrets(t *testing.T) {
 		body: `{"apiVersion":"v1","kind":"Secret","metadata":{"name":"s"},"stringData":{"a":"1"}}`})
 	e.must(200, req{method: "DELETE", path: secrets + "/s", user: admin})
 	e.must(404, req{method: "GET", path: secrets + "/s", user: admin})
+}
+
+// kubectl describe asks for an object's Events by involvedObject
+// (kind, name, namespace, uid): the uid is the object's current one.
+func TestEventsOfAnObject(t *testing.T) {
+	e := newEnv(t)
+	e.seed()
+	key := api.Key{Kind: api.KindCertificate, Namespace: "default", Name: "web"}
+	if err := e.rt.Kernel.Direct().RecordEvent(context.Background(), key, kernel.Note{Type: "Warning", Reason: "Failed", Message: "boom"}, kernel.EventRepeat); err != nil {
+		t.Fatal(err)
+	}
+	o, err := e.rt.Repo.Get(context.Background(), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	uid := o.GetObjectMeta().UID
+	events := func(selector string) string {
+		t.Helper()
+		var l struct{ Items []api.Event }
+		r := e.must(200, req{method: "GET", path: "/api/v1/namespaces/default/events?fieldSelector=" + url.QueryEscape(selector), user: admin})
+		if err := json.Unmarshal([]byte(r.body), &l); err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, ev := range l.Items {
+			out = append(out, ev.Reason+":"+ev.InvolvedObject.Name)
+		}
+		return strings.Join(out, ",")
+	}
+	for _, tt := range []struct{ selector, want string }{
+		{"involvedObject.name=web,involvedObject.namespace=default,involvedObject.kind=Certificate,involvedObject.uid=" + uid, "Failed:web"},
+		{"involvedObject.name=web,involvedObject.uid=not-the-uid", ""},
+		{"involvedObject.kind!=Certificate", ""},
+		{"involvedObject.name=other", ""},
+		{"metadata.namespace=default,involvedObject.kind=Certificate", "Failed:web"},
+	} {
+		if got := events(tt.selector); got != tt.want {
+			t.Errorf("%s: %q, want %q", tt.selector, got, tt.want)
+		}
+	}
+	e.must(400, req{method: "GET", path: "/api/v1/namespaces/default/events?fieldSelector=involvedObject.fieldPath%3Dx", user: admin})
 }

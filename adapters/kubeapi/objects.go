@@ -175,7 +175,14 @@ func (h *Handler) list(w http.ResponseWriter, r *http.Request, caller app.Caller
 		return err
 	}
 	form.include = q.Get("includeObject")
-	opts := app.ListOptions{LabelSelector: q.Get("labelSelector"), FieldSelector: q.Get("fieldSelector")}
+	fieldSelector := q.Get("fieldSelector")
+	var involved []involvedRequirement
+	if res.info.Kind == api.KindEvent {
+		if fieldSelector, involved, err = splitInvolved(fieldSelector); err != nil {
+			return err
+		}
+	}
+	opts := app.ListOptions{LabelSelector: q.Get("labelSelector"), FieldSelector: fieldSelector}
 	var (
 		objs []api.Object
 		cont string
@@ -196,6 +203,7 @@ func (h *Handler) list(w http.ResponseWriter, r *http.Request, caller app.Caller
 	if err != nil {
 		return &objectError{res: res, err: err}
 	}
+	objs = h.involvedMatch(r.Context(), caller, objs, involved)
 	meta := ListMeta{Continue: cont}
 	items := make([]json.RawMessage, 0, len(objs))
 	var highest int64
