@@ -377,6 +377,7 @@ func TestStatusErrors(t *testing.T) {
 		{"not acceptable", req{method: "GET", path: certs, user: admin, accept: "application/vnd.kubernetes.protobuf"}, 406, "NotAcceptable", "application/json"},
 		{"bad precondition", req{method: "DELETE", path: certs + "/web", user: admin, contentType: "application/json",
 			body: `{"kind":"DeleteOptions","apiVersion":"v1","preconditions":{"resourceVersion":"999"}}`}, 409, "Conflict", "resourceVersion"},
+		{"includeObject without a Table", req{method: "GET", path: certs + "?includeObject=None", user: admin}, 400, "BadRequest", "includeObject"},
 		{"orphan", req{method: "DELETE", path: certs + "/web?propagationPolicy=Orphan", user: admin}, 400, "BadRequest", "Orphan"},
 	}
 	for _, tt := range tests {

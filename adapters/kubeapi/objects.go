@@ -175,6 +175,9 @@ func (h *Handler) list(w http.ResponseWriter, r *http.Request, caller app.Caller
 		return err
 	}
 	form.include = q.Get("includeObject")
+	if form.include != "" && !form.table {
+		return badRequest("includeObject applies to Table answers only (Accept: application/json;as=Table;v=v1;g=meta.k8s.io)")
+	}
 	fieldSelector := q.Get("fieldSelector")
 	var involved []involvedRequirement
 	if res.info.Kind == api.KindEvent {
