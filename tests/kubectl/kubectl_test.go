@@ -277,7 +277,8 @@ func TestKubectl(t *testing.T) {
 				t.Errorf("describe:\n%s", out)
 			}
 			out = k.ok(cfg, "", "explain", "certificate.spec")
-			if !strings.Contains(out, "secretName") || !strings.Contains(out, "CertificateSpec is cert-manager's CertificateSpec") {
+			if !strings.Contains(out, "secretName") || !strings.Contains(out, "CertificateSpec is cert-manager's CertificateSpec") ||
+				!strings.Contains(out, "SecretName is the secret the key pair and certificate are written to") {
 				t.Errorf("explain certificate.spec:\n%s", out)
 			}
 
