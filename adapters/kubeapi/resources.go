@@ -149,13 +149,3 @@ func lookup(gv, plural string) *resource {
 	}
 	return nil
 }
-
-// resourceOfKind returns the resource of kind.
-func resourceOfKind(kind string) *resource {
-	for _, r := range resources {
-		if r.info.Kind == kind {
-			return r
-		}
-	}
-	return nil
-}
