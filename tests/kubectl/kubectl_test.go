@@ -365,6 +365,15 @@ func newest(t *testing.T, k kubectl, cfg, ns string) {
 	if out := k.ok(cfg, "", "get", "certificate", "my-selfsigned-ca", "-n", ns, "-o", "jsonpath={.spec.secretName}"); out != "root-secret" {
 		t.Errorf("the server dry run wrote: secretName %q", out)
 	}
+	// Kubernetes' own kinds through kubectl's typed clients (which ask
+	// for protobuf first and take JSON): describe a namespace, list secrets.
+	if out := k.ok(cfg, "", "describe", "namespace", ns); !strings.Contains(out, "Name:") || !strings.Contains(out, ns) {
+		t.Errorf("describe namespace:\n%s", out)
+	}
+	out = k.ok(cfg, "", "get", "secrets", "-n", ns)
+	if got, want := strings.Join(columns(out), ","), "NAME,TYPE,DATA,AGE"; got != want || !regexp.MustCompile(`(?m)^root-secret\s+kubernetes.io/tls\s+3\s`).MatchString(out) {
+		t.Errorf("get secrets (columns %s, want %s):\n%s", got, want, out)
+	}
 	typo := strings.Replace(manifest, "secretName: root-secret", "secretNmae: root-secret", 1)
 	if r := k.run(cfg, typo, "apply", "-n", ns, "-f", "-"); r.err == nil || !strings.Contains(r.stderr, `strict decoding error: unknown field "spec.secretNmae"`) {
 		t.Errorf("apply with an unknown field: %v %s", r.err, r.stderr)
