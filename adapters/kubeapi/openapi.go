@@ -58,22 +58,32 @@ func definitions() (map[string]json.RawMessage, error) {
 	return f.Definitions, nil
 }
 
-// definitionName is tools/openapigen's name of res's schema.
-func definitionName(res *resource) string {
+// definitionName is the name of res's schema in schemas.json.
+func definitionName(res *resource) string { return DefinitionName(res.info.APIVersion, res.info.Kind) }
+
+// DefinitionName is Kubernetes' OpenAPI definition name of a kind: the
+// reversed group (io.k8s.api.<group> for Kubernetes' own groups), the
+// version and the kind: io.cert-manager.v1.Certificate,
+// io.k8s.api.core.v1.Secret. tools/openapigen names the schemas with it.
+func DefinitionName(apiVersion, kind string) string {
+	group, version, ok := strings.Cut(apiVersion, "/")
+	if !ok {
+		group, version = "", apiVersion
+	}
 	var prefix string
 	switch {
-	case res.group == "":
+	case group == "":
 		prefix = "io.k8s.api.core"
-	case strings.HasSuffix(res.group, ".k8s.io"):
-		prefix = "io.k8s.api." + strings.Split(res.group, ".")[0]
+	case strings.HasSuffix(group, ".k8s.io"):
+		prefix = "io.k8s.api." + strings.Split(group, ".")[0]
 	default:
-		parts := strings.Split(res.group, ".")
+		parts := strings.Split(group, ".")
 		for i, j := 0, len(parts)-1; i < j; i, j = i+1, j-1 {
 			parts[i], parts[j] = parts[j], parts[i]
 		}
 		prefix = strings.Join(parts, ".")
 	}
-	return prefix + "." + res.version + "." + res.info.Kind
+	return prefix + "." + version + "." + kind
 }
 
 // operation is one path operation of either version.

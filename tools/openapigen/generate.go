@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/certfn/certfn/adapters/kubeapi"
 	"github.com/certfn/certfn/core/api"
 )
 
@@ -44,28 +45,8 @@ type File struct {
 // notServed are kinds adapters/kubeapi does not serve.
 var notServed = map[string]bool{api.KindChallengeLease: true}
 
-// DefinitionName is Kubernetes' definition name of a kind: the reversed
-// group (io.k8s.api.<group> for Kubernetes' own), version and kind.
-func DefinitionName(apiVersion, kind string) string {
-	group, version, ok := strings.Cut(apiVersion, "/")
-	if !ok {
-		group, version = "", apiVersion
-	}
-	var prefix string
-	switch {
-	case group == "":
-		prefix = "io.k8s.api.core"
-	case strings.HasSuffix(group, ".k8s.io"):
-		prefix = "io.k8s.api." + strings.Split(group, ".")[0]
-	default:
-		parts := strings.Split(group, ".")
-		for i, j := 0, len(parts)-1; i < j; i, j = i+1, j-1 {
-			parts[i], parts[j] = parts[j], parts[i]
-		}
-		prefix = strings.Join(parts, ".")
-	}
-	return prefix + "." + version + "." + kind
-}
+// DefinitionName is adapters/kubeapi's name of a kind's schema.
+func DefinitionName(apiVersion, kind string) string { return kubeapi.DefinitionName(apiVersion, kind) }
 
 // Generate builds the file's bytes from core/api under root.
 func Generate(root string) ([]byte, error) {
