@@ -40,6 +40,7 @@ require (
 	github.com/digitalocean/godo v1.236.0
 	github.com/gofrs/flock v0.13.1
 	github.com/google/cel-go v0.31.0
+	github.com/google/gnostic-models v0.7.0
 	github.com/google/go-containerregistry v0.22.1
 	github.com/google/licensecheck v0.3.1
 	github.com/googleapis/gax-go/v2 v2.27.0

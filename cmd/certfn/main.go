@@ -103,7 +103,7 @@ for the bindings. See docs/reference/api.md.`,
 	t.bind(root.PersistentFlags())
 	root.AddCommand(newServe(&t.data, &t.remote, std), newApply(t, std), newDelete(t, std), newGet(t, std), newStatus(t, std),
 		newRenew(t, std), newRevoke(t, std), newApprove(t, std, true), newApprove(t, std, false), newCertificateCmd(t, std),
-		newInspect(t, std), newWait(t, std), newCreate(t, std), newVersion(std), newDescribe(t, std), newCheck(t, std))
+		newInspect(t, std), newWait(t, std), newCreate(t, std), newVersion(std), newDescribe(t, std), newCheck(t, std), newKubeconfig(std))
 	return root
 }
 

@@ -135,24 +135,40 @@ type Certificate struct {
 
 // CertificateSpec is cert-manager's CertificateSpec, field for field.
 type CertificateSpec struct {
-	Subject                 *X509Subject                        `json:"subject,omitempty"`
-	LiteralSubject          string                              `json:"literalSubject,omitempty"`
-	CommonName              string                              `json:"commonName,omitempty"`
-	Duration                *Duration                           `json:"duration,omitempty"`
-	RenewBefore             *Duration                           `json:"renewBefore,omitempty"`
-	RenewBeforePercentage   *int32                              `json:"renewBeforePercentage,omitempty"`
-	Renewal                 *CertificateRenewal                 `json:"renewal,omitempty"`
-	DNSNames                []string                            `json:"dnsNames,omitempty"`
-	IPAddresses             []string                            `json:"ipAddresses,omitempty"`
-	URIs                    []string                            `json:"uris,omitempty"`
-	OtherNames              []OtherName                         `json:"otherNames,omitempty"`
-	EmailAddresses          []string                            `json:"emailAddresses,omitempty"`
-	SecretName              string                              `json:"secretName"`
-	SecretTemplate          *CertificateSecretTemplate          `json:"secretTemplate,omitempty"`
-	Keystores               *CertificateKeystores               `json:"keystores,omitempty"`
-	IssuerRef               IssuerReference                     `json:"issuerRef"`
-	IsCA                    bool                                `json:"isCA,omitempty"`
-	Usages                  []KeyUsage                          `json:"usages,omitempty"`
+	// Subject holds the distinguished name fields other than the common name (organizations, countries, ...).
+	Subject *X509Subject `json:"subject,omitempty"`
+	// LiteralSubject is the whole subject as an RFC 4514 string; it excludes Subject and CommonName.
+	LiteralSubject string `json:"literalSubject,omitempty"`
+	// CommonName is the subject's common name; prefer dnsNames, which clients check.
+	CommonName string `json:"commonName,omitempty"`
+	// Duration is the requested lifetime (default 90 days); the issuer may shorten it.
+	Duration *Duration `json:"duration,omitempty"`
+	// RenewBefore is how long before expiry renewal starts (default: a third of the lifetime).
+	RenewBefore *Duration `json:"renewBefore,omitempty"`
+	// RenewBeforePercentage is RenewBefore as a percentage of the lifetime; at most one of the two.
+	RenewBeforePercentage *int32              `json:"renewBeforePercentage,omitempty"`
+	Renewal               *CertificateRenewal `json:"renewal,omitempty"`
+	// DNSNames are the DNS subject alternative names.
+	DNSNames []string `json:"dnsNames,omitempty"`
+	// IPAddresses are the IP address subject alternative names.
+	IPAddresses []string `json:"ipAddresses,omitempty"`
+	// URIs are the URI subject alternative names.
+	URIs       []string    `json:"uris,omitempty"`
+	OtherNames []OtherName `json:"otherNames,omitempty"`
+	// EmailAddresses are the email subject alternative names.
+	EmailAddresses []string `json:"emailAddresses,omitempty"`
+	// SecretName is the secret the key pair and certificate are written to (required).
+	SecretName string `json:"secretName"`
+	// SecretTemplate holds labels and annotations copied onto the secret.
+	SecretTemplate *CertificateSecretTemplate `json:"secretTemplate,omitempty"`
+	Keystores      *CertificateKeystores      `json:"keystores,omitempty"`
+	// IssuerRef names the Issuer or ClusterIssuer that signs (required).
+	IssuerRef IssuerReference `json:"issuerRef"`
+	// IsCA requests a CA certificate (basic constraints CA:true, cert sign usage).
+	IsCA bool `json:"isCA,omitempty"`
+	// Usages are the key usages and extended key usages requested (default digital signature and key encipherment).
+	Usages []KeyUsage `json:"usages,omitempty"`
+	// PrivateKey sets the key algorithm, size, encoding and rotation policy.
 	PrivateKey              *CertificatePrivateKey              `json:"privateKey,omitempty"`
 	SignatureAlgorithm      string                              `json:"signatureAlgorithm,omitempty"`
 	EncodeUsagesInRequest   *bool                               `json:"encodeUsagesInRequest,omitempty"`

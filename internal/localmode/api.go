@@ -13,10 +13,11 @@ import (
 	"time"
 
 	"github.com/certfn/certfn/adapters/httpapi"
+	"github.com/certfn/certfn/adapters/kubeapi"
 )
 
 // APIOptions configure `certfn serve --api-listen`: the HTTP API of
-// docs/reference/api.md over TLS, callers authenticated by client certificates
+// docs/reference/api.md and the Kubernetes API (adapters/kubeapi) over TLS, callers authenticated by client certificates
 // (httpapi.X509Caller: CN = user, O = groups), authorized by the bindings.
 type APIOptions struct {
 	Listen string
@@ -41,13 +42,22 @@ func (r *Runtime) ListenAPI(o APIOptions) (string, func(), error) {
 	if err != nil {
 		return "", nil, err
 	}
-	l, err := listen("api-listen", o.Listen)
+	// The Kubernetes API (kubectl) beside certfn's /v1 routes.
+	version, _, _ := r.buildInfo()
+	kube, err := kubeapi.New(kubeapi.Config{Service: r.App.Service, Authenticate: httpapi.X509Caller, Logger: r.Log, Version: version})
 	if err != nil {
 		return "", nil, err
 	}
 	mux := http.NewServeMux()
-	mux.Handle("/status", r.statusHandler(x509StatusCaller)) // the status page (status.go)
 	mux.Handle("/", h)
+	mux.Handle("/status", r.statusHandler(x509StatusCaller)) // the status page (status.go)
+	for _, p := range kubeapi.Paths() {
+		mux.Handle(p, kube)
+	}
+	l, err := listen("api-listen", o.Listen)
+	if err != nil {
+		return "", nil, err
+	}
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 30 * time.Second, WriteTimeout: 60 * time.Second,
 		TLSConfig: &tls.Config{MinVersion: tls.VersionTLS12, GetConfigForClient: func(*tls.ClientHelloInfo) (*tls.Config, error) {
 			return files.config(time.Now())
