@@ -40,7 +40,7 @@ func (h *Handler) coreVersions(w http.ResponseWriter, r *http.Request) error {
 
 func apiGroup(name string) APIGroup {
 	g := APIGroup{Name: name}
-	for _, gv := range groupVersions() {
+	for _, gv := range append(groupVersions(), reviewGroupVersion) {
 		if group, version, ok := strings.Cut(gv, "/"); ok && group == name {
 			v := GroupVersionForDiscovery{GroupVersion: gv, Version: version}
 			g.Versions = append(g.Versions, v)
@@ -55,7 +55,7 @@ func apiGroup(name string) APIGroup {
 func (h *Handler) groups(w http.ResponseWriter, _ *http.Request) error {
 	list := APIGroupList{Kind: "APIGroupList", APIVersion: "v1", Groups: []APIGroup{}}
 	seen := map[string]bool{}
-	for _, gv := range groupVersions() {
+	for _, gv := range append(groupVersions(), reviewGroupVersion) {
 		if group, _, ok := strings.Cut(gv, "/"); ok && !seen[group] {
 			seen[group] = true
 			list.Groups = append(list.Groups, apiGroup(group))

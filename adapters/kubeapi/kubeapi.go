@@ -172,6 +172,19 @@ func (h *Handler) routeGroupVersion(w http.ResponseWriter, r *http.Request, call
 	if group != "" {
 		gv = group + "/" + version
 	}
+	if gv == reviewGroupVersion {
+		switch {
+		case len(segs) == 1:
+			if err := onlyGet(r); err != nil {
+				return err
+			}
+			writeJSON(w, http.StatusOK, APIResourceList{Kind: "APIResourceList", APIVersion: "v1", GroupVersion: gv, Resources: []APIResource{reviewResource()}})
+			return nil
+		case len(segs) == 2 && segs[1] == reviewPlural:
+			return h.accessReview(w, r, caller)
+		}
+		return notFound("the server could not find the requested resource")
+	}
 	if len(resourcesOf(gv)) == 0 {
 		return notFound("the server could not find the requested resource")
 	}

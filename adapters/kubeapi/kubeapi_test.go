@@ -142,7 +142,7 @@ func TestDiscovery(t *testing.T) {
 	}
 	if got, want := strings.Join(names, " "), "acme.cert-manager.io=acme.cert-manager.io/v1 cert-manager.io=cert-manager.io/v1 "+
 		"certificates.k8s.io=certificates.k8s.io/v1 policy.cert-manager.io=policy.cert-manager.io/v1alpha1 "+
-		"rbac.authorization.k8s.io=rbac.authorization.k8s.io/v1"; got != want {
+		"rbac.authorization.k8s.io=rbac.authorization.k8s.io/v1 authorization.k8s.io=authorization.k8s.io/v1"; got != want {
 		t.Errorf("groups %s, want %s", got, want)
 	}
 	resources := func(path string) map[string]kubeapi.APIResource {

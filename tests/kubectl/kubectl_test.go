@@ -328,6 +328,22 @@ subjects:
 			if r := k.run(s.alice, "", "get", "certificates", "-n", "default"); r.err == nil || !strings.Contains(r.stderr, "Forbidden") {
 				t.Errorf("alice lists default: %v %s", r.err, r.stderr)
 			}
+			// kubectl auth can-i (a SelfSubjectAccessReview) says the same:
+			// yes (exit 0) or no (exit 1), with certfn's reason.
+			for _, tc := range []struct {
+				args []string
+				yes  bool
+			}{
+				{[]string{"list", "certificates.cert-manager.io", "-n", ns}, true},
+				{[]string{"get", "certificates.cert-manager.io/my-selfsigned-ca", "-n", ns}, true},
+				{[]string{"list", "certificates.cert-manager.io", "-n", "default"}, false},
+				{[]string{"delete", "certificates.cert-manager.io", "-n", ns}, false},
+			} {
+				r := k.run(s.alice, "", append([]string{"auth", "can-i"}, tc.args...)...)
+				if got := strings.TrimSpace(r.stdout); (tc.yes && (r.err != nil || got != "yes")) || (!tc.yes && (r.err == nil || !strings.HasPrefix(got, "no - certfn's RBAC does not allow"))) {
+					t.Errorf("alice: auth can-i %v: %q %v %s, want yes=%v", tc.args, got, r.err, r.stderr, tc.yes)
+				}
+			}
 
 			out = k.ok(cfg, "", "delete", "certificate", "my-selfsigned-ca", "-n", ns)
 			if !strings.Contains(out, `certificate.cert-manager.io "my-selfsigned-ca" deleted`) {
