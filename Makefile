@@ -148,6 +148,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeMain$$' -fuzztime 20s ./adapters/aws/ssmstore/
 	$(GO) test -run '^$$' -fuzz '^FuzzParseManifest$$' -fuzztime 20s ./internal/tfprovider/
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeReviewProto$$' -fuzztime 20s ./adapters/kubeapi/
+	$(GO) test -run '^$$' -fuzz '^FuzzDecodeApprovalProto$$' -fuzztime 20s ./adapters/kubeapi/
 
 clean:
 	rm -rf bin

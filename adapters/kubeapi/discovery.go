@@ -4,6 +4,8 @@ import (
 	"net/http"
 	"runtime"
 	"strings"
+
+	"github.com/certfn/certfn/core/api"
 )
 
 // VersionInfo is /version's answer (k8s.io/apimachinery/pkg/version.Info).
@@ -83,6 +85,9 @@ func (h *Handler) resourceList(w http.ResponseWriter, _ *http.Request, gv string
 		list.Resources = append(list.Resources, APIResource{Name: res.info.Plural, SingularName: res.singular(),
 			Namespaced: res.info.Namespaced, Kind: res.info.Kind, Verbs: res.verbs,
 			ShortNames: res.shortNames, Categories: res.categories})
+		if res.info.Kind == api.KindCertificateSigningRequest {
+			list.Resources = append(list.Resources, APIResource{Name: res.info.Plural + "/approval", Kind: res.info.Kind, Verbs: []string{"update"}})
+		}
 	}
 	writeJSON(w, http.StatusOK, list)
 	return nil

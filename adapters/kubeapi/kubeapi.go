@@ -23,6 +23,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/certfn/certfn/core/api"
 	"github.com/certfn/certfn/core/app"
 )
 
@@ -221,7 +222,10 @@ func (h *Handler) routeGroupVersion(w http.ResponseWriter, r *http.Request, call
 		}
 		return h.item(w, r, caller, res, ns, rest[1])
 	}
-	return badRequest(fmt.Sprintf("subresource %q of %s is not supported by certfn (no subresources are served yet)",
+	if len(rest) == 3 && rest[2] == "approval" && res.info.Kind == api.KindCertificateSigningRequest {
+		return h.csrApproval(w, r, caller, res, rest[1])
+	}
+	return badRequest(fmt.Sprintf("subresource %q of %s is not supported by certfn (only certificatesigningrequests/approval is served)",
 		strings.Join(rest[2:], "/"), qualified(res)))
 }
 

@@ -161,7 +161,8 @@ func (h *Handler) reviewResource(r *http.Request, caller app.Caller, a ResourceA
 		return no("certfn serves no resource %q in group %q", a.Resource, a.Group)
 	}
 	if a.Subresource != "" {
-		return no("certfn serves no subresources (%s/%s)", a.Resource, a.Subresource)
+		return no("certfn answers for resources, not subresources (%s/%s): the one it serves, certificatesigningrequests/approval, "+
+			"is decided by approve on the request's signer when the approval is made", a.Resource, a.Subresource)
 	}
 	if a.Verb != "patch" && !res.can(a.Verb) {
 		return no("certfn does not serve %s on %s (served: %s)", a.Verb, qualified(res), strings.Join(res.verbs, ", "))
@@ -224,31 +225,7 @@ var k8sProtoMagic = []byte("k8s\x00")
 // selectors, which it refuses as in JSON.
 func decodeReviewProto(body []byte) (AccessReview, error) {
 	var rev AccessReview
-	if !bytes.HasPrefix(body, k8sProtoMagic) {
-		return rev, errors.New("no Kubernetes protobuf envelope (the body must start with k8s\\x00)")
-	}
-	var raw []byte
-	err := protoFields(body[len(k8sProtoMagic):], func(num protowire.Number, v []byte) error {
-		switch num {
-		case 1:
-			return protoFields(v, func(num protowire.Number, v []byte) error {
-				switch num {
-				case 1:
-					rev.APIVersion = string(v)
-				case 2:
-					rev.Kind = string(v)
-				}
-				return nil
-			})
-		case 2:
-			raw = v
-		case 3:
-			if len(v) > 0 {
-				return fmt.Errorf("contentEncoding %q is not supported", v)
-			}
-		}
-		return nil
-	})
+	raw, err := unwrapProto(body, &rev.APIVersion, &rev.Kind)
 	if err != nil {
 		return rev, err
 	}

@@ -60,3 +60,38 @@ func FuzzDecodeReviewProto(f *testing.F) {
 		_, _ = decodeReviewProto(b) // must not panic or hang
 	})
 }
+
+// csrEnvelope builds a CertificateSigningRequest in Kubernetes protobuf
+// with metadata.name, resourceVersion and one condition.
+func csrEnvelope(name, rv, typ, status, reason string) []byte {
+	field := func(b []byte, num protowire.Number, v []byte) []byte {
+		b = protowire.AppendTag(b, num, protowire.BytesType)
+		return protowire.AppendBytes(b, v)
+	}
+	meta := field(field(nil, 1, []byte(name)), 6, []byte(rv))
+	cond := field(field(field(nil, 1, []byte(typ)), 2, []byte(reason)), 6, []byte(status))
+	obj := field(field(field(nil, 1, meta), 2, []byte{}), 3, field(nil, 1, cond))
+	tm := field(field(nil, 1, []byte("certificates.k8s.io/v1")), 2, []byte("CertificateSigningRequest"))
+	return field(field(append([]byte{}, k8sProtoMagic...), 1, tm), 2, obj)
+}
+
+func TestDecodeApprovalProto(t *testing.T) {
+	b, err := decodeApprovalProto(csrEnvelope("web", "7", "Approved", "True", "KubectlApprove"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.Kind != "CertificateSigningRequest" || b.APIVersion != "certificates.k8s.io/v1" || b.Metadata.Name != "web" || b.Metadata.ResourceVersion != "7" ||
+		len(b.Status.Conditions) != 1 || b.Status.Conditions[0] != (approvalCondition{Type: "Approved", Status: "True", Reason: "KubectlApprove"}) {
+		t.Fatalf("decoded %+v", b)
+	}
+	if _, err := decodeApprovalProto([]byte("{}")); err == nil {
+		t.Error("JSON read as protobuf: no error")
+	}
+}
+
+func FuzzDecodeApprovalProto(f *testing.F) {
+	f.Add(csrEnvelope("web", "7", "Denied", "True", "r"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		_, _ = decodeApprovalProto(b) // must not panic or hang
+	})
+}

@@ -54,7 +54,7 @@ func TestSelfSubjectAccessReview(t *testing.T) {
 		{"orders are written by certfn", admin, reviewBody("default", "create", "acme.cert-manager.io", "orders", ""), false, "does not serve create on orders.acme.cert-manager.io"},
 		{"watch is not served", admin, reviewBody("default", "watch", "cert-manager.io", "certificates", ""), false, "does not serve watch"},
 		{"unknown resource", admin, reviewBody("default", "get", "", "pods", ""), false, `no resource "pods" in group ""`},
-		{"subresource", admin, `{"kind":"SelfSubjectAccessReview","apiVersion":"authorization.k8s.io/v1","spec":{"resourceAttributes":{"namespace":"default","verb":"update","group":"cert-manager.io","resource":"certificates","subresource":"status"}}}`, false, "no subresources"},
+		{"subresource", admin, `{"kind":"SelfSubjectAccessReview","apiVersion":"authorization.k8s.io/v1","spec":{"resourceAttributes":{"namespace":"default","verb":"update","group":"cert-manager.io","resource":"certificates","subresource":"status"}}}`, false, "not subresources"},
 		{"discovery path", alice, `{"kind":"SelfSubjectAccessReview","apiVersion":"authorization.k8s.io/v1","spec":{"nonResourceAttributes":{"path":"/apis","verb":"get"}}}`, true, "open to every authenticated caller"},
 		{"other path", alice, `{"kind":"SelfSubjectAccessReview","apiVersion":"authorization.k8s.io/v1","spec":{"nonResourceAttributes":{"path":"/metrics","verb":"get"}}}`, false, "serves no get on the path /metrics"},
 	} {

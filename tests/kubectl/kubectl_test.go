@@ -29,6 +29,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/certfn/certfn/adapters/httpapi/apitest"
 	"github.com/certfn/certfn/adapters/kubeapi"
 	"github.com/certfn/certfn/internal/localmode"
 )
@@ -342,6 +343,23 @@ subjects:
 				r := k.run(s.alice, "", append([]string{"auth", "can-i"}, tc.args...)...)
 				if got := strings.TrimSpace(r.stdout); (tc.yes && (r.err != nil || got != "yes")) || (!tc.yes && (r.err == nil || !strings.HasPrefix(got, "no - certfn's RBAC does not allow"))) {
 					t.Errorf("alice: auth can-i %v: %q %v %s, want yes=%v", tc.args, got, r.err, r.stderr, tc.yes)
+				}
+			}
+
+			// kubectl certificate approve and deny: the approval
+			// subresource (kubectl 1.32 and later send it as protobuf).
+			for _, verb := range []string{"approve", "deny"} {
+				name := "csr-" + verb + "-" + ns
+				if out := k.ok(cfg, apitest.CSRManifest(t, name, ""), "apply", "-f", "-"); !strings.Contains(out, "certificatesigningrequest.certificates.k8s.io/"+name+" created") {
+					t.Fatalf("apply CSR: %q", out)
+				}
+				want := map[string]string{"approve": "approved", "deny": "denied"}[verb]
+				if out := k.ok(cfg, "", "certificate", verb, name); out != "certificatesigningrequest.certificates.k8s.io/"+name+" "+want+"\n" {
+					t.Errorf("certificate %s: %q", verb, out)
+				}
+				cond := map[string]string{"approve": "Approved", "deny": "Denied"}[verb]
+				if out := k.ok(cfg, "", "get", "csr", name, "-o", "jsonpath={.status.conditions[0].type}/{.status.conditions[0].reason}"); out != cond+"/Kubectl"+strings.ToUpper(verb[:1])+verb[1:] {
+					t.Errorf("get csr %s after %s: %q", name, verb, out)
 				}
 			}
 
