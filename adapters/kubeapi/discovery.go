@@ -85,8 +85,11 @@ func (h *Handler) resourceList(w http.ResponseWriter, _ *http.Request, gv string
 		list.Resources = append(list.Resources, APIResource{Name: res.info.Plural, SingularName: res.singular(),
 			Namespaced: res.info.Namespaced, Kind: res.info.Kind, Verbs: res.verbs,
 			ShortNames: res.shortNames, Categories: res.categories})
-		if res.info.Kind == api.KindCertificateSigningRequest {
+		switch res.info.Kind {
+		case api.KindCertificateSigningRequest:
 			list.Resources = append(list.Resources, APIResource{Name: res.info.Plural + "/approval", Kind: res.info.Kind, Verbs: []string{"update"}})
+		case api.KindCertificate, api.KindCertificateRequest:
+			list.Resources = append(list.Resources, APIResource{Name: res.info.Plural + "/status", Namespaced: true, Kind: res.info.Kind, Verbs: []string{"update"}})
 		}
 	}
 	writeJSON(w, http.StatusOK, list)

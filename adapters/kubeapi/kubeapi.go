@@ -225,7 +225,10 @@ func (h *Handler) routeGroupVersion(w http.ResponseWriter, r *http.Request, call
 	if len(rest) == 3 && rest[2] == "approval" && res.info.Kind == api.KindCertificateSigningRequest {
 		return h.csrApproval(w, r, caller, res, rest[1])
 	}
-	return badRequest(fmt.Sprintf("subresource %q of %s is not supported by certfn (only certificatesigningrequests/approval is served)",
+	if len(rest) == 3 && rest[2] == "status" && statusDecisions[res.info.Kind] != nil {
+		return h.statusSubresource(w, r, caller, res, ns, rest[1])
+	}
+	return badRequest(fmt.Sprintf("subresource %q of %s is not supported by certfn (served: certificatesigningrequests/approval, certificates/status, certificaterequests/status)",
 		strings.Join(rest[2:], "/"), qualified(res)))
 }
 

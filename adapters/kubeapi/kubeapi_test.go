@@ -370,7 +370,7 @@ func TestStatusErrors(t *testing.T) {
 		{"unknown parameter", req{method: "GET", path: certs + "?labelselector=a", user: admin}, 400, "BadRequest", `"labelselector"`},
 		{"warn validation", req{method: "POST", path: certs + "?fieldValidation=Warn", user: admin, contentType: "application/json", body: "{}"}, 400, "BadRequest", "fieldValidation"},
 		{"resourceVersion", req{method: "GET", path: certs + "?resourceVersion=5", user: admin}, 400, "BadRequest", "resourceVersion"},
-		{"subresource", req{method: "GET", path: certs + "/web/status", user: admin}, 400, "BadRequest", `subresource "status"`},
+		{"subresource", req{method: "GET", path: certs + "/web/scale", user: admin}, 400, "BadRequest", `subresource "scale"`},
 		{"protobuf body", req{method: "POST", path: "/api/v1/namespaces", user: admin, contentType: "application/vnd.kubernetes.protobuf", body: "x"}, 415, "UnsupportedMediaType", "application/json"},
 		{"orders are read-only", req{method: "POST", path: "/apis/acme.cert-manager.io/v1/namespaces/default/orders", user: admin, contentType: "application/json", body: "{}"}, 405, "MethodNotAllowed", "verbs: delete, get, list"},
 		{"unknown resource", req{method: "GET", path: "/apis/cert-manager.io/v1/widgets", user: admin}, 404, "NotFound", "could not find"},

@@ -15,6 +15,7 @@ import (
 	"crypto/rand"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/json"
 	"encoding/pem"
 	"fmt"
 	"io"
@@ -344,6 +345,23 @@ subjects:
 				if got := strings.TrimSpace(r.stdout); (tc.yes && (r.err != nil || got != "yes")) || (!tc.yes && (r.err == nil || !strings.HasPrefix(got, "no - certfn's RBAC does not allow"))) {
 					t.Errorf("alice: auth can-i %v: %q %v %s, want yes=%v", tc.args, got, r.err, r.stderr, tc.yes)
 				}
+			}
+
+			// cmctl renew's request through kubectl: the status
+			// subresource with Issuing=True added is a renewal.
+			var crt map[string]any
+			if err := json.Unmarshal([]byte(k.ok(cfg, "", "get", "certificate", "my-selfsigned-ca", "-n", ns, "-o", "json")), &crt); err != nil {
+				t.Fatal(err)
+			}
+			st, _ := crt["status"].(map[string]any)
+			conds, _ := st["conditions"].([]any)
+			st["conditions"] = append(conds, map[string]any{"type": "Issuing", "status": "True", "reason": "ManuallyTriggered", "message": "Certificate re-issuance manually triggered"})
+			renew, _ := json.Marshal(crt)
+			if out := k.ok(cfg, string(renew), "replace", "--subresource=status", "-f", "-"); out != "certificate.cert-manager.io/my-selfsigned-ca replaced\n" {
+				t.Errorf("replace --subresource=status: %q", out)
+			}
+			if out := k.ok(cfg, "", "get", "certificate", "my-selfsigned-ca", "-n", ns, "-o", `jsonpath={.status.conditions[?(@.type=="Issuing")].reason}`); out != "ManuallyTriggered" {
+				t.Errorf("Issuing after the renewal: %q", out)
 			}
 
 			// kubectl certificate approve and deny: the approval
