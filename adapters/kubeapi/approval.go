@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"mime"
 	"net/http"
 
 	"google.golang.org/protobuf/encoding/protowire"
@@ -54,16 +53,7 @@ func (h *Handler) csrApproval(w http.ResponseWriter, r *http.Request, caller app
 	if _, err := checkQuery(r, []string{"fieldManager", "fieldValidation"}); err != nil {
 		return err
 	}
-	media := "application/json"
-	if ct := r.Header.Get("Content-Type"); ct != "" {
-		mt, _, err := mime.ParseMediaType(ct)
-		if err != nil || (mt != "application/json" && mt != protobufMedia) {
-			return &statusError{code: http.StatusUnsupportedMediaType, reason: "UnsupportedMediaType",
-				msg: fmt.Sprintf("the body of the request was in an unknown format (Content-Type %q) - accepted media types include: application/json, %s", ct, protobufMedia)}
-		}
-		media = mt
-	}
-	body, err := readBody(r)
+	media, body, err := readBodyIn(r, "application/json", protobufMedia)
 	if err != nil {
 		return err
 	}

@@ -85,16 +85,7 @@ func (h *Handler) accessReview(w http.ResponseWriter, r *http.Request, caller ap
 	if _, err := checkQuery(r, []string{"dryRun", "fieldManager", "fieldValidation"}); err != nil {
 		return err
 	}
-	media := "application/json"
-	if ct := r.Header.Get("Content-Type"); ct != "" {
-		mt, _, err := mime.ParseMediaType(ct)
-		if err != nil || (mt != "application/json" && mt != protobufMedia) {
-			return &statusError{code: http.StatusUnsupportedMediaType, reason: "UnsupportedMediaType",
-				msg: fmt.Sprintf("the body of the request was in an unknown format (Content-Type %q) - accepted media types include: application/json, %s", ct, protobufMedia)}
-		}
-		media = mt
-	}
-	body, err := readBody(r)
+	media, body, err := readBodyIn(r, "application/json", protobufMedia)
 	if err != nil {
 		return err
 	}
@@ -296,4 +287,20 @@ func protoFields(b []byte, fn func(protowire.Number, []byte) error) error {
 		}
 	}
 	return nil
+}
+
+// readBodyIn reads the request body if its Content-Type is one of media
+// (none given: the first), and returns that media type; another is a 415
+// naming those accepted.
+func readBodyIn(r *http.Request, media ...string) (string, []byte, error) {
+	mt := media[0]
+	if ct := r.Header.Get("Content-Type"); ct != "" {
+		var err error
+		if mt, _, err = mime.ParseMediaType(ct); err != nil || !contains(media, mt) {
+			return "", nil, &statusError{code: http.StatusUnsupportedMediaType, reason: "UnsupportedMediaType",
+				msg: fmt.Sprintf("the body of the request was in an unknown format (Content-Type %q) - accepted media types include: %s", ct, strings.Join(media, ", "))}
+		}
+	}
+	body, err := readBody(r)
+	return mt, body, err
 }

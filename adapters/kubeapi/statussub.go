@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"mime"
 	"net/http"
 	"strings"
 
@@ -74,13 +73,7 @@ func (h *Handler) statusSubresource(w http.ResponseWriter, r *http.Request, call
 	if _, err := checkQuery(r, []string{"fieldManager", "fieldValidation"}); err != nil {
 		return err
 	}
-	if ct := r.Header.Get("Content-Type"); ct != "" {
-		if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != "application/json" {
-			return &statusError{code: http.StatusUnsupportedMediaType, reason: "UnsupportedMediaType",
-				msg: fmt.Sprintf("the body of the request was in an unknown format (Content-Type %q) - accepted media types include: application/json", ct)}
-		}
-	}
-	body, err := readBody(r)
+	_, body, err := readBodyIn(r, "application/json")
 	if err != nil {
 		return err
 	}
