@@ -3,6 +3,7 @@ package challenges
 import (
 	"context"
 	"fmt"
+	"github.com/certfn/certfn/core/kernel"
 	"time"
 
 	"github.com/certfn/certfn/core/acme"
@@ -53,6 +54,7 @@ func (r *run) present(ctx context.Context) error {
 	}
 	c.Status.Presented, c.Status.PresentedAt = true, api.NewTime(r.now)
 	c.Status.Reason = "Presented; waiting for the self-check"
+	r.note(ctx, kernel.Normal("Presented", fmt.Sprintf("Presented challenge using %s challenge mechanism", c.Spec.Type)))
 	if err := r.write(ctx, r.now, "record presented"); err != nil {
 		return err
 	}
@@ -119,6 +121,9 @@ func (r *run) checkAndAccept(ctx context.Context) error {
 	if !ok {
 		reason := fmt.Sprintf("Waiting for %s challenge propagation: %s", c.Spec.Type, why)
 		next := r.now.Add(r.checkAfter())
+		// cert-manager only logs this; certfn also records it, as a
+		// Warning aggregated like any Event (a write a minute at most).
+		r.note(ctx, kernel.Warning(ReasonSelfCheckFailed, reason))
 		if c.Status.Reason == reason {
 			return r.e.Settle(ctx, r.rec, next)
 		}
@@ -182,3 +187,8 @@ func (r *run) waitInsteadOfSelfCheck(d time.Duration) (time.Time, time.Duration)
 	// unchanged reason means nothing to write.
 	return until, until.Sub(r.now).Round(time.Second)
 }
+
+// ReasonSelfCheckFailed is the reason of the Warning Event of a
+// Challenge whose self-check fails (certfn's: cert-manager logs the
+// "Waiting for <type> challenge propagation: ..." reason without an Event).
+const ReasonSelfCheckFailed = "SelfCheckFailed"

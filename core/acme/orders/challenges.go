@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/certfn/certfn/core/kernel"
 	"sort"
 
 	"github.com/certfn/certfn/core/acme"
@@ -54,6 +55,9 @@ func (r *run) challenges(ctx context.Context, a *acmeCtx) error {
 			_, err := r.e.CreateObject(ctx, ch, r.now)
 			if err != nil && !errors.Is(err, ports.ErrAlreadyExists) {
 				return fmt.Errorf("create challenge %s/%s: %w", ch.Namespace, ch.Name, err)
+			}
+			if err == nil {
+				r.note(ctx, kernel.Normal("Created", fmt.Sprintf("Created Challenge resource %q for domain %q", ch.Name, ch.Spec.DNSName)))
 			}
 			created++
 			continue

@@ -177,6 +177,12 @@ func (r *run) write(ctx context.Context, next time.Time, what string) error {
 	return nil
 }
 
+// note records n about the Order (written once the step's write
+// succeeded; see kernel.Objects.RecordEvent).
+func (r *run) note(ctx context.Context, n kernel.Note) {
+	_ = r.e.RecordEvent(ctx, r.rec.Key, n, kernel.EventRepeat)
+}
+
 // wait records that the Order wants to run again at t.
 func (r *run) wait(ctx context.Context, t time.Time) error { return r.e.Settle(ctx, r.rec, t) }
 
@@ -186,6 +192,7 @@ func (r *run) fail(ctx context.Context, state api.State, reason string) error {
 	s := &r.o.Status
 	s.State, s.Reason, s.FailureTime, s.NextPollAt = state, reason, api.NewTime(r.now), nil
 	r.e.Metrics().Inc("certfn_acme_orders_failed_total", "namespace", r.o.Namespace)
+	r.note(ctx, kernel.Warning("Failed", fmt.Sprintf("Order %s: %s", state, reason)))
 	return r.write(ctx, time.Time{}, "record failure")
 }
 

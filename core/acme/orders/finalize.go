@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/certfn/certfn/core/kernel"
 	"strings"
 
 	"github.com/certfn/certfn/core/acme"
@@ -112,6 +113,7 @@ func (r *run) download(ctx context.Context, a *acmeCtx) error {
 		s.RenewalInfo = renewalInfo(*ri, nil, r.now, r.h.cfg.ARIInterval)
 	}
 	r.e.Metrics().Inc("certfn_acme_orders_valid_total", "namespace", r.o.Namespace)
+	r.note(ctx, kernel.Normal("Complete", "Order completed successfully"))
 	return r.write(ctx, r.now, "record the issued certificate")
 }
 
