@@ -417,7 +417,7 @@ func Build(p Ports, s Settings, role Role) (*App, error) {
 		{Kinds: policy.InputKinds, Controller: policy.NewInputController(rp)},
 	}
 	if a.Kernel, err = kernel.New(kernel.Config{Store: p.Store, Queue: p.Queue, Clock: p.Clock, Metrics: p.Metrics,
-		MaxQueueDelay: p.MaxQueueDelay, DeferWakes: role.DeferWakes, Controllers: w.Table}); err != nil {
+		MaxQueueDelay: p.MaxQueueDelay, DeferWakes: role.DeferWakes, Controllers: w.Table, Logger: p.Logger}); err != nil {
 		return nil, fmt.Errorf("app: %w", err)
 	}
 	w.MaxQueueDelay = a.Kernel.Config().MaxQueueDelay

@@ -32,22 +32,29 @@ func csrRig(t *testing.T, result certificaterequests.Result, signer string, mani
 	return r, api.Key{Kind: api.KindCertificateSigningRequest, Name: "web"}
 }
 
-// csrEvent returns the Event about key and its stored version (nil, 0:
-// none).
+// csrEvent returns the latest Event about key (the last written) and
+// its stored version (nil, 0: none).
 func csrEvent(t *testing.T, r *apptest.Rig, key api.Key) (*api.Event, int64) {
 	t.Helper()
-	rec, err := r.Store.Store.Get(r.Ctx, api.EventKeyFor(key))
-	if errors.Is(err, ports.ErrNotFound) {
+	recs, err := r.Store.Store.List(r.Ctx, ports.ListOptions{Kind: api.KindEvent, Namespace: api.EventNamespaceFor(key), Owner: key})
+	if errors.Is(err, ports.ErrNotFound) || len(recs) == 0 {
 		return nil, 0
 	}
 	if err != nil {
 		t.Fatal(err)
 	}
-	ev := &api.Event{}
-	if err := json.Unmarshal(rec.Data, ev); err != nil {
-		t.Fatal(err)
+	var latest *api.Event
+	var version int64
+	for _, rec := range recs {
+		ev := &api.Event{}
+		if err := json.Unmarshal(rec.Data, ev); err != nil {
+			t.Fatal(err)
+		}
+		if latest == nil || !api.EventTime(ev).Before(api.EventTime(latest)) {
+			latest, version = ev, rec.Version
+		}
 	}
-	return ev, rec.Version
+	return latest, version
 }
 
 // A CertificateSigningRequest that waits says why in its Event (it has no
