@@ -85,7 +85,7 @@ Secrets are never read back (their values stay in the secret store).`,
 	c.Flags().BoolVarP(&all, "all-namespaces", "A", false, "list across all namespaces")
 	c.Flags().StringVarP(&output, "output", "o", "", "output format: wide, yaml, json, name or jsonpath=TEMPLATE")
 	c.Flags().StringVarP(&labels, "selector", "l", "", "label selector, e.g. 'app=web,tier in (frontend)'")
-	c.Flags().StringVar(&fieldSel, "field-selector", "", "field selector on metadata.name and metadata.namespace, e.g. 'metadata.name!=web'")
+	c.Flags().StringVar(&fieldSel, "field-selector", "", "field selector on metadata.name and metadata.namespace (events also: involvedObject.kind, involvedObject.name, involvedObject.namespace, reason, type, source, ...), e.g. 'metadata.name!=web'")
 	c.Flags().IntVar(&chunk, "chunk-size", 500, "return large lists in chunks of this many objects rather than all at once; 0 disables chunks")
 	return c
 }
