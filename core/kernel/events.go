@@ -160,6 +160,7 @@ func (k *Kernel) recordEvent(ctx context.Context, key api.Key, n Note, mode Even
 		return fmt.Errorf("record event %s: %w", ek, err)
 	}
 	k.cfg.Metrics.Inc("certfn_state_writes_total", "kind", api.KindEvent)
+	k.cfg.Metrics.Inc("certfn_events_recorded_total", "type", ev.Type)
 	k.logEvent(ctx, ev)
 	return nil
 }
