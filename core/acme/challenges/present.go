@@ -121,10 +121,14 @@ func (r *run) checkAndAccept(ctx context.Context) error {
 	if !ok {
 		reason := fmt.Sprintf("Waiting for %s challenge propagation: %s", c.Spec.Type, why)
 		next := r.now.Add(r.checkAfter())
-		// cert-manager only logs this; certfn also records it, as a
-		// Warning aggregated like any Event (a write a minute at most).
-		r.note(ctx, kernel.Warning(ReasonSelfCheckFailed, reason))
 		if c.Status.Reason == reason {
+			// The same failure a second time: cert-manager only logs it;
+			// certfn also records it as a Warning (aggregated like any
+			// Event: a write a minute at most), one check interval after
+			// the first failure. The first one is only status.reason: a
+			// DNS-01 record usually propagates by the second check, and
+			// an Event is a state write of its own.
+			r.note(ctx, kernel.Warning(ReasonSelfCheckFailed, reason))
 			return r.e.Settle(ctx, r.rec, next)
 		}
 		c.Status.Reason = reason
