@@ -53,7 +53,7 @@ func (r *run) deleteTree(ctx context.Context, key api.Key, version int64) error 
 // leaves Events of a deleted object, which the next delete of that key or
 // the store's retention removes).
 func (r *run) deleteEvents(ctx context.Context, key api.Key) error {
-	if key.Kind == api.KindEvent {
+	if key.Kind == api.KindEvent || r.cfg.EventsExpire {
 		return nil
 	}
 	return DeleteEvents(ctx, r.cfg.Store, key)

@@ -83,6 +83,13 @@ type Config struct {
 	// the order in which WakeUnfinished wakes the rows' objects. A kind
 	// without a row (Events, leases) only has its due time kept right.
 	Controllers []Row
+	// EventsExpire says the store expires Events itself (the cloud stores'
+	// TTL, app.RetainEvents): a record a step deletes (a Challenge once
+	// its Order is valid, a request beyond the revision history) then
+	// leaves its Events to that TTL, as Kubernetes leaves Events to
+	// theirs, instead of paying a delete per Event. Without it (local
+	// mode's SQLite has no TTL) they are deleted with the record.
+	EventsExpire bool
 	// Logger receives every Event written (INFO for Normal, WARN for
 	// Warning, with namespace, kind, name, reason and message) and the
 	// Events that could not be written; nil: none.
