@@ -173,6 +173,9 @@ func (g *getter) stream(w io.Writer, queries []getQuery, out outputFormat, now t
 			if header && printed {
 				fmt.Fprintln(w)
 			}
+			if q.info.Kind == api.KindEvent {
+				sortEventObjects(objs) // stored by name (a digest): shown oldest first, as kubectl events
+			}
 			err := printRows(w, objs, q.info, out.kind == "wide", g.all, len(queries) > 1, header, now)
 			header, printed = false, true
 			return err
@@ -520,4 +523,14 @@ func orDefault(s, def string) string {
 		return def
 	}
 	return s
+}
+
+// sortEventObjects orders a chunk of Events oldest first (by their last
+// time), stable for the same instant.
+func sortEventObjects(objs []api.Object) {
+	sort.SliceStable(objs, func(i, j int) bool {
+		a, aok := objs[i].(*api.Event)
+		b, bok := objs[j].(*api.Event)
+		return aok && bok && api.EventTime(a).Before(api.EventTime(b))
+	})
 }
