@@ -94,7 +94,8 @@ spec:
 	if !strings.Contains(line, "namespace=default kind=Challenge") || !strings.Contains(line, reason) || !strings.Contains(line, "type=Warning") {
 		t.Fatalf("log line %q", line)
 	}
-	for _, want := range []string{"reason=Started", "reason=Presented", "kind=CertificateRequest", "reason=OrderCreated"} {
+	for _, want := range []string{"reason=Started", "reason=Presented", "kind=CertificateRequest", "reason=OrderCreated",
+		`level=INFO msg=step namespace=default kind=Order`, "reason=OrderSubmitted"} {
 		if !strings.Contains(s, want) {
 			t.Errorf("serve's log lacks %q:\n%s", want, s)
 		}

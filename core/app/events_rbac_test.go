@@ -67,13 +67,17 @@ func TestEventsListedAsRBACAllows(t *testing.T) {
 	}{
 		{"her namespace", "team-a", app.ListOptions{}, false, func(e *api.Event) bool { return e.Namespace == "team-a" }, 4},
 		{"her namespace, one type", "team-a", app.ListOptions{FieldSelector: "type=Normal,involvedObject.kind!=Issuer"}, false,
-			func(e *api.Event) bool { return e.Type == api.EventTypeNormal && e.InvolvedObject.Kind != api.KindIssuer }, 8},
+			func(e *api.Event) bool {
+				return e.Type == api.EventTypeNormal && e.InvolvedObject.Kind != api.KindIssuer
+			}, 8},
 		{"her namespace, one reason", "team-a", app.ListOptions{FieldSelector: "reason=Issued,involvedObject.name=api"}, false,
 			func(e *api.Event) bool { return e.Reason == "Issued" && e.InvolvedObject.Name == "api" }, 1},
 		{"every namespace", "", app.ListOptions{}, true, nil, 0},
 		{"another namespace", "team-b", app.ListOptions{}, true, nil, 0},
 		{"another namespace, an object she may get", "team-b", pin("team-b", "web"), false,
-			func(e *api.Event) bool { return e.InvolvedObject.Namespace == "team-b" && e.InvolvedObject.Name == "web" }, 4},
+			func(e *api.Event) bool {
+				return e.InvolvedObject.Namespace == "team-b" && e.InvolvedObject.Name == "web"
+			}, 4},
 		{"another namespace, an object she may not get", "team-b", pin("team-b", "api"), true, nil, 0},
 		{"another namespace, an object that does not exist", "team-b", pin("team-b", "nope"), true, nil, 0},
 		{"a namespace she has nothing in", "team-c", pin("team-c", "web"), true, nil, 0},

@@ -54,6 +54,11 @@ const (
 	// EventOnce: the note is recorded once; the same note again writes
 	// nothing (how a final object ended, seen again on a redelivery).
 	EventOnce
+	// EventLogOnly: the note is logged (Config.Logger, msg "step"), after
+	// the step's write as any note, and stored nowhere: an ACME step that
+	// cert-manager records no Event for (the order submitted, finalized),
+	// logged at no state write.
+	EventLogOnly
 )
 
 // pendingEvent is a note a step recorded, written once the step's state
@@ -109,6 +114,17 @@ func (r *run) flushEvents(ctx context.Context, reconcileErr error) {
 // records again). Each write is logged (Config.Logger: INFO for Normal,
 // WARN for Warning).
 func (k *Kernel) recordEvent(ctx context.Context, key api.Key, n Note, mode EventMode) error {
+	if mode == EventLogOnly {
+		if k.cfg.Logger != nil {
+			level := slog.LevelInfo
+			if n.Type == api.EventTypeWarning {
+				level = slog.LevelWarn
+			}
+			k.cfg.Logger.Log(ctx, level, "step", "namespace", key.Namespace, "kind", key.Kind, "name", key.Name,
+				"type", n.Type, "reason", n.Reason, "message", eventMessage(n.Message))
+		}
+		return nil
+	}
 	info, ok := api.KindInfoFor(key.Kind)
 	if !ok || key.Kind == api.KindEvent {
 		return nil

@@ -153,6 +153,7 @@ func (r *run) checkAndAccept(ctx context.Context) error {
 		return fmt.Errorf("challenge %s: %w", r.rec.Key, err)
 	}
 	c.Status.Accepted = true
+	_ = r.e.RecordEvent(ctx, r.rec.Key, kernel.Normal("Accepted", "Self-check passed; accepted the challenge at the ACME server"), kernel.EventLogOnly)
 	if got.Status == acme.StatusInvalid {
 		return r.finish(ctx, api.StateInvalid, "The ACME server rejected the challenge: "+got.Problem)
 	}

@@ -183,6 +183,12 @@ func (r *run) note(ctx context.Context, n kernel.Note) {
 	_ = r.e.RecordEvent(ctx, r.rec.Key, n, kernel.EventRepeat)
 }
 
+// logStep logs an ACME step at INFO once the step's write succeeded,
+// without an Event (kernel.EventLogOnly).
+func (r *run) logStep(ctx context.Context, reason, message string) {
+	_ = r.e.RecordEvent(ctx, r.rec.Key, kernel.Normal(reason, message), kernel.EventLogOnly)
+}
+
 // wait records that the Order wants to run again at t.
 func (r *run) wait(ctx context.Context, t time.Time) error { return r.e.Settle(ctx, r.rec, t) }
 

@@ -41,6 +41,7 @@ func (r *run) finalize(ctx context.Context, a *acmeCtx) error {
 		return fmt.Errorf("order %s: %w", r.rec.Key, err)
 	}
 	r.o.Status.Polls = 0
+	r.logStep(ctx, "Finalized", "Finalized the ACME order with the request's CSR (order status "+string(order.Status)+")")
 	return r.observe(ctx, a, order, false)
 }
 
