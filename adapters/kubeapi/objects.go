@@ -178,14 +178,10 @@ func (h *Handler) list(w http.ResponseWriter, r *http.Request, caller app.Caller
 	if form.include != "" && !form.table {
 		return badRequest("includeObject applies to Table answers only (Accept: application/json;as=Table;v=v1;g=meta.k8s.io)")
 	}
-	fieldSelector := q.Get("fieldSelector")
-	var involved []involvedRequirement
-	if res.info.Kind == api.KindEvent {
-		if fieldSelector, involved, err = splitInvolved(fieldSelector); err != nil {
-			return err
-		}
-	}
-	opts := app.ListOptions{LabelSelector: q.Get("labelSelector"), FieldSelector: fieldSelector}
+	// The service reads every field selector, the Events' involvedObject.*
+	// ones too (a caller who may get an object may list its Events so
+	// pinned: kubectl describe).
+	opts := app.ListOptions{LabelSelector: q.Get("labelSelector"), FieldSelector: q.Get("fieldSelector")}
 	var (
 		objs []api.Object
 		cont string
@@ -206,7 +202,6 @@ func (h *Handler) list(w http.ResponseWriter, r *http.Request, caller app.Caller
 	if err != nil {
 		return &objectError{res: res, err: err}
 	}
-	objs = h.involvedMatch(r.Context(), caller, objs, involved)
 	meta := ListMeta{Continue: cont}
 	items := make([]json.RawMessage, 0, len(objs))
 	var highest int64

@@ -314,19 +314,19 @@ func waitCSR(cmd *cobra.Command, t *target, std streams, cl client, k api.Key, t
 	}
 }
 
-// csrWaitingReason is why c waits, from its Event (the engine records it
+// csrWaitingReason is why c waits, from its latest Event (the engine records it
 // there: a CSR has no condition for it): the message of a waiting reason
 // (core/certificatesigningrequests's: the approver's message while nobody decided, the issuer or
 // the signer once approved), "<reason>: <message>" for a failure
 // recorded since; "" when there is none, the caller may not read it, or
 // it is stale (waiting for approval, and c is approved).
 func csrWaitingReason(ctx context.Context, cl client, c *api.CertificateSigningRequest) string {
-	o, err := cl.Get(ctx, api.EventKeyFor(api.KeyOf(c)))
-	if err != nil {
+	evs := eventsOf(ctx, cl, api.KeyOf(c))
+	if len(evs) == 0 {
 		return ""
 	}
-	ev, ok := o.(*api.Event)
-	if !ok || ev.Message == "" {
+	ev := &evs[len(evs)-1] // the latest
+	if ev.Message == "" {
 		return ""
 	}
 	switch ev.Reason {

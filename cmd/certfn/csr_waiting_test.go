@@ -30,7 +30,7 @@ func TestCreateCSRWaitSaysWhy(t *testing.T) {
 		!strings.Contains(r.stderr, "; last: waiting for approval: "+why) {
 		t.Fatalf("create csr nobody approves: %d\n%s", r.code, r.stderr)
 	}
-	if s := ok(t, dir, "describe", "csr", "nobody"); !strings.Contains(s, "Events:\n  Normal WaitingApproval ×") || !strings.Contains(s, why) {
+	if s := ok(t, dir, "describe", "csr", "nobody"); !strings.Contains(s, "Events:\n  Type    Reason           Age   From    Message\n") || !strings.Contains(s, "  Normal  WaitingApproval  ") || !strings.Contains(s, why) {
 		t.Fatalf("describe csr:\n%s", s)
 	}
 	if s := ok(t, dir, "get", "csr", "nobody"); !strings.Contains(s, "Pending") {

@@ -85,7 +85,7 @@ Secrets are never read back (their values stay in the secret store).`,
 	c.Flags().BoolVarP(&all, "all-namespaces", "A", false, "list across all namespaces")
 	c.Flags().StringVarP(&output, "output", "o", "", "output format: wide, yaml, json, name or jsonpath=TEMPLATE")
 	c.Flags().StringVarP(&labels, "selector", "l", "", "label selector, e.g. 'app=web,tier in (frontend)'")
-	c.Flags().StringVar(&fieldSel, "field-selector", "", "field selector on metadata.name and metadata.namespace, e.g. 'metadata.name!=web'")
+	c.Flags().StringVar(&fieldSel, "field-selector", "", "field selector on metadata.name and metadata.namespace (events also: involvedObject.kind, involvedObject.name, involvedObject.namespace, reason, type, source, ...), e.g. 'metadata.name!=web'")
 	c.Flags().IntVar(&chunk, "chunk-size", 500, "return large lists in chunks of this many objects rather than all at once; 0 disables chunks")
 	return c
 }
@@ -172,6 +172,9 @@ func (g *getter) stream(w io.Writer, queries []getQuery, out outputFormat, now t
 			}
 			if header && printed {
 				fmt.Fprintln(w)
+			}
+			if q.info.Kind == api.KindEvent {
+				sortEventObjects(objs) // stored by name (a digest): shown oldest first, as kubectl events
 			}
 			err := printRows(w, objs, q.info, out.kind == "wide", g.all, len(queries) > 1, header, now)
 			header, printed = false, true
@@ -520,4 +523,14 @@ func orDefault(s, def string) string {
 		return def
 	}
 	return s
+}
+
+// sortEventObjects orders a chunk of Events oldest first (by their last
+// time), stable for the same instant.
+func sortEventObjects(objs []api.Object) {
+	sort.SliceStable(objs, func(i, j int) bool {
+		a, aok := objs[i].(*api.Event)
+		b, bok := objs[j].(*api.Event)
+		return aok && bok && api.EventTime(a).Before(api.EventTime(b))
+	})
 }

@@ -53,8 +53,13 @@ type Ports struct {
 	Clock ports.Clock
 	// Metrics receives counters and observations (default none).
 	Metrics ports.Metrics
-	// Logger receives what the service leaves undone on purpose (default:
-	// discarded).
+	// EventsExpire: Store expires Events by itself (ExpiresAt's TTL on
+	// DynamoDB and Firestore), so the Events of records the steps delete
+	// are left to it (kernel.Config.EventsExpire); a user's delete still
+	// deletes the object's Events.
+	EventsExpire bool
+	// Logger receives what the service leaves undone on purpose and every
+	// Event the kernel writes (default: discarded).
 	Logger *slog.Logger
 	// ACME dials ACME servers (required by roles with ACME).
 	ACME acme.Dialer
@@ -417,7 +422,7 @@ func Build(p Ports, s Settings, role Role) (*App, error) {
 		{Kinds: policy.InputKinds, Controller: policy.NewInputController(rp)},
 	}
 	if a.Kernel, err = kernel.New(kernel.Config{Store: p.Store, Queue: p.Queue, Clock: p.Clock, Metrics: p.Metrics,
-		MaxQueueDelay: p.MaxQueueDelay, DeferWakes: role.DeferWakes, Controllers: w.Table}); err != nil {
+		MaxQueueDelay: p.MaxQueueDelay, DeferWakes: role.DeferWakes, Controllers: w.Table, Logger: p.Logger, EventsExpire: p.EventsExpire}); err != nil {
 		return nil, fmt.Errorf("app: %w", err)
 	}
 	w.MaxQueueDelay = a.Kernel.Config().MaxQueueDelay

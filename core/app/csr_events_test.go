@@ -24,7 +24,11 @@ func TestCSREventReadableByWhoMayGetTheCSR(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.Drain()
-	ek := api.EventKeyFor(csrKey("mine"))
+	evs, err := r.Repo.EventsOf(r.Ctx, csrKey("mine"))
+	if err != nil || len(evs) != 1 {
+		t.Fatalf("Events of the CSR: %+v %v", evs, err)
+	}
+	ek := api.KeyOf(&evs[0])
 	for _, tc := range []struct {
 		name   string
 		caller app.Caller
@@ -34,9 +38,9 @@ func TestCSREventReadableByWhoMayGetTheCSR(t *testing.T) {
 		{"the requester, who may get the CSR", bob, ek, nil},
 		{"a superuser", apptest.Caller, ek, nil},
 		{"someone who may not get the CSR", app.Caller{Username: "carol", Groups: []string{"system:authenticated"}}, ek, app.ErrForbidden},
-		{"the requester, the Event of a Certificate", bob, api.EventKeyFor(apptest.CertKey), app.ErrForbidden},
+		{"the requester, the Event of a Certificate", bob, api.EventKey(apptest.CertKey, api.EventTypeNormal, "Issuing", "m"), app.ErrForbidden},
 		{"the requester, an Event that is not an object's", bob, api.Key{Kind: api.KindEvent, Namespace: "default", Name: "x"}, app.ErrForbidden},
-		{"the requester, the Event of a CSR that does not exist", bob, api.EventKeyFor(csrKey("none")), ports.ErrNotFound},
+		{"the requester, the Event of a CSR that does not exist", bob, api.EventKey(csrKey("none"), api.EventTypeNormal, "WaitingApproval", "m"), ports.ErrNotFound},
 	} {
 		o, err := r.Service.Get(r.Ctx, tc.caller, tc.key)
 		if tc.want != nil {
@@ -49,4 +53,15 @@ func TestCSREventReadableByWhoMayGetTheCSR(t *testing.T) {
 			t.Errorf("%s: %+v %v", tc.name, o, err)
 		}
 	}
+}
+
+// latestEvent is the last Event recorded about key (the test fails when
+// there is none).
+func latestEvent(t *testing.T, r *apptest.Rig, key api.Key) *api.Event {
+	t.Helper()
+	evs, err := r.Repo.EventsOf(r.Ctx, key)
+	if err != nil || len(evs) == 0 {
+		t.Fatalf("no Event about %s: %v", key, err)
+	}
+	return &evs[len(evs)-1]
 }

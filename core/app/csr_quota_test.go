@@ -88,7 +88,7 @@ func TestCSRIssuanceQuotaByRequester(t *testing.T) {
 	if c := getCSR(r, "a-2"); c.IsIssued() || !c.Status.Has(api.CSRConditionApproved) {
 		t.Fatalf("third CSR of alice within the hour: issued %v, %+v", c.IsIssued(), c.Status.Conditions)
 	}
-	if ev := r.Get(api.EventKeyFor(csrKey("a-2"))).(*api.Event); ev.Reason != certificatesigningrequests.ReasonIssuanceQuota ||
+	if ev := latestEvent(t, r, csrKey("a-2")); ev.Reason != certificatesigningrequests.ReasonIssuanceQuota ||
 		!strings.Contains(ev.Message, `Issuance quota of requester "alice" reached: 2 CertificateSigningRequests issued in the last hour, limit 2 per hour`) {
 		t.Fatalf("Event of the held CSR: %s %q", ev.Reason, ev.Message)
 	}
@@ -141,8 +141,8 @@ func TestPendingCSRCleanedAfterADay(t *testing.T) {
 		if _, err := r.Store.Get(r.Ctx, csrKey(n)); !errors.Is(err, ports.ErrNotFound) {
 			t.Fatalf("%s CSR a day later: %v, want deleted", n, err)
 		}
-		if _, err := r.Store.Get(r.Ctx, api.EventKeyFor(csrKey(n))); !errors.Is(err, ports.ErrNotFound) {
-			t.Fatalf("the Event of %s: %v, want deleted", n, err)
+		if evs, err := r.Repo.EventsOf(r.Ctx, csrKey(n)); err != nil || len(evs) != 0 {
+			t.Fatalf("the Events of %s: %+v %v, want deleted", n, evs, err)
 		}
 	}
 }

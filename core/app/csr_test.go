@@ -453,8 +453,8 @@ func TestFinalCSRCleanedAfterRetain(t *testing.T) {
 	if _, err := r.Store.Get(r.Ctx, key); !errors.Is(err, ports.ErrNotFound) {
 		t.Fatalf("issued CSR an hour later: %v, want deleted", err)
 	}
-	if _, err := r.Store.Get(r.Ctx, api.EventKeyFor(key)); !errors.Is(err, ports.ErrNotFound) {
-		t.Fatalf("its Event: %v, want deleted", err)
+	if evs, err := r.Repo.EventsOf(r.Ctx, key); err != nil || len(evs) != 0 {
+		t.Fatalf("its Events: %+v %v, want deleted", evs, err)
 	}
 	if _, err := r.Store.Get(r.Ctx, api.Key{Kind: api.KindCertificateSigningRequest, Name: "denied"}); !errors.Is(err, ports.ErrNotFound) {
 		t.Fatalf("denied CSR an hour later: %v, want deleted", err)

@@ -17,7 +17,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"sort"
 	"strings"
 	"time"
 
@@ -34,6 +33,10 @@ import (
 // ErrForbidden for an object the caller may not read (that part of
 // the chain is then reported as hidden).
 type Lookup func(ctx context.Context, key api.Key) (api.Object, error)
+
+// EventsOf returns the Events about one object the caller may read
+// (none, or an error wrapping ErrForbidden, when it may not).
+type EventsOf func(ctx context.Context, key api.Key) ([]api.Event, error)
 
 // SecretReader returns the PEM tls.crt of the secret namespace/name, or an
 // error wrapping ports.ErrNotFound when the secret does not exist, or
@@ -78,7 +81,7 @@ type Report struct {
 	// the Order's authorizations.
 	Order      *api.Order       `json:"order,omitempty"`
 	Challenges []*api.Challenge `json:"challenges,omitempty"`
-	// Events are the recorded failures (api.Event) of the Certificate, its
+	// Events are the recorded failures (Warning api.Events) of the Certificate, its
 	// request, Order and Challenges and its issuer that the caller may
 	// read, oldest first.
 	Events []api.Event `json:"events,omitempty"`
@@ -134,7 +137,7 @@ type SecretInfo struct {
 // lookup's error (not found, forbidden) for the Certificate itself; the
 // request and issuer are reported as hidden when the lookup forbids them.
 // secrets may be nil: the secret section is then StateNotRead.
-func Explain(ctx context.Context, lookup Lookup, secrets SecretReader, key api.Key) (*Report, error) {
+func Explain(ctx context.Context, lookup Lookup, events EventsOf, secrets SecretReader, key api.Key) (*Report, error) {
 	o, err := lookup(ctx, key)
 	if err != nil {
 		return nil, err
@@ -194,15 +197,20 @@ func Explain(ctx context.Context, lookup Lookup, secrets SecretReader, key api.K
 		keys = append(keys, api.KeyOf(ch))
 	}
 	for _, k := range keys {
-		eo, err := lookup(ctx, api.EventKeyFor(k))
-		if err != nil {
-			continue // none, or not readable by the caller
+		if events == nil {
+			break
 		}
-		if ev, ok := eo.(*api.Event); ok {
-			r.Events = append(r.Events, *ev)
+		evs, err := events(ctx, k)
+		if err != nil {
+			continue // not readable by the caller
+		}
+		for _, ev := range evs {
+			if ev.Type == api.EventTypeWarning {
+				r.Events = append(r.Events, ev)
+			}
 		}
 	}
-	sort.SliceStable(r.Events, func(i, j int) bool { return eventTime(r.Events[i]).Before(eventTime(r.Events[j])) })
+	api.SortEvents(r.Events)
 	r.Summary, r.Permanent = summary(r)
 	return r, nil
 }
@@ -268,12 +276,7 @@ func explainOrder(ctx context.Context, lookup Lookup, r *Report) error {
 	return nil
 }
 
-func eventTime(e api.Event) time.Time {
-	if e.LastTimestamp != nil {
-		return e.LastTimestamp.Time
-	}
-	return time.Time{}
-}
+func eventTime(e api.Event) time.Time { return api.EventTime(&e) }
 
 func fillSecret(s *SecretInfo, crt []byte) {
 	chain, err := pki.ParseChainPEM(crt)
@@ -438,7 +441,8 @@ func challengeBlocker(r *Report) string {
 // Events outlive a recovery, so the time is given; "" when there is none.
 func lastFailure(r *Report, obj api.Object) string {
 	k, m := api.KeyOf(obj), obj.GetObjectMeta()
-	for _, e := range r.Events {
+	for i := len(r.Events) - 1; i >= 0; i-- { // the latest first
+		e := r.Events[i]
 		ref := e.InvolvedObject
 		if e.Type != api.EventTypeWarning || ref.Kind != k.Kind || ref.Namespace != k.Namespace || ref.Name != k.Name {
 			continue

@@ -28,6 +28,22 @@ var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 type world struct {
 	objs   map[api.Key]api.Object
 	hidden map[api.Key]bool
+	// hiddenEvents are the objects whose Events the caller may not read.
+	hiddenEvents map[api.Key]bool
+}
+
+func (w world) events(_ context.Context, of api.Key) ([]api.Event, error) {
+	if w.hiddenEvents[of] {
+		return nil, fmt.Errorf("%w: may not read the Events of %s", ErrForbidden, of)
+	}
+	var out []api.Event
+	for _, o := range w.objs {
+		if e, ok := o.(*api.Event); ok && e.InvolvedObject.Kind == of.Kind && e.InvolvedObject.Namespace == of.Namespace && e.InvolvedObject.Name == of.Name {
+			out = append(out, *e)
+		}
+	}
+	api.SortEvents(out)
+	return out, nil
 }
 
 func (w world) lookup(_ context.Context, k api.Key) (api.Object, error) {
@@ -115,7 +131,7 @@ func TestSummary(t *testing.T) {
 			`Not ready: Secret "web-tls" is owned by Certificate "api"`, StateFound},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			rep, err := Explain(context.Background(), tc.w.lookup, nil, certKey)
+			rep, err := Explain(context.Background(), tc.w.lookup, tc.w.events, nil, certKey)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -180,7 +196,7 @@ func TestSummaryBlockers(t *testing.T) {
 		{"issuer not checked yet", world{objs: objs(issuing, issuer())}, `Not ready: issuer "ca" has not been checked yet`, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			rep, err := Explain(context.Background(), tc.w.lookup, nil, certKey)
+			rep, err := Explain(context.Background(), tc.w.lookup, tc.w.events, nil, certKey)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -252,7 +268,7 @@ func TestSummaryStaleFailures(t *testing.T) {
 		{"issuer misconfigured before its fix", world{objs: objs(cert(issuingSince(10)), issuerAt(4, 3))}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			rep, err := Explain(context.Background(), tc.w.lookup, nil, certKey)
+			rep, err := Explain(context.Background(), tc.w.lookup, tc.w.events, nil, certKey)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -265,17 +281,17 @@ func TestSummaryStaleFailures(t *testing.T) {
 
 func TestCertificateErrors(t *testing.T) {
 	w := world{objs: objs(cert()), hidden: map[api.Key]bool{}}
-	if _, err := Explain(context.Background(), w.lookup, nil, api.Key{Kind: api.KindCertificate, Namespace: "default", Name: "nope"}); err == nil ||
+	if _, err := Explain(context.Background(), w.lookup, w.events, nil, api.Key{Kind: api.KindCertificate, Namespace: "default", Name: "nope"}); err == nil ||
 		!strings.Contains(err.Error(), "not found") {
 		t.Fatalf("missing certificate: %v", err)
 	}
 	w.hidden[certKey] = true
-	if _, err := Explain(context.Background(), w.lookup, nil, certKey); err == nil || !strings.Contains(err.Error(), "forbidden") {
+	if _, err := Explain(context.Background(), w.lookup, w.events, nil, certKey); err == nil || !strings.Contains(err.Error(), "forbidden") {
 		t.Fatalf("hidden certificate: %v", err)
 	}
 	broken := func(context.Context, string, string) ([]byte, error) { return nil, fmt.Errorf("throttled") }
 	delete(w.hidden, certKey)
-	if _, err := Explain(context.Background(), w.lookup, broken, certKey); err == nil || !strings.Contains(err.Error(), "read secret default/web-tls: throttled") {
+	if _, err := Explain(context.Background(), w.lookup, w.events, broken, certKey); err == nil || !strings.Contains(err.Error(), "read secret default/web-tls: throttled") {
 		t.Fatalf("secret store failure: %v", err)
 	}
 }
@@ -324,7 +340,7 @@ func TestRender(t *testing.T) {
 			if sr != nil {
 				reader = sr
 			}
-			rep, err := Explain(context.Background(), w.lookup, reader, certKey)
+			rep, err := Explain(context.Background(), w.lookup, w.events, reader, certKey)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -357,7 +373,7 @@ func TestRender(t *testing.T) {
 	}
 	// Hidden parts say so.
 	w.hidden = map[api.Key]bool{issKey: true, reqKey: true}
-	rep, err := Explain(context.Background(), w.lookup, nil, certKey)
+	rep, err := Explain(context.Background(), w.lookup, w.events, nil, certKey)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -377,7 +393,7 @@ func TestRender(t *testing.T) {
 // the report, oldest first; an Event the caller may not read is left out.
 func TestRecordedFailures(t *testing.T) {
 	ev := func(of api.Key, reason, msg string, count int, last time.Time) *api.Event {
-		k := api.EventKeyFor(of)
+		k := api.EventKey(of, api.EventTypeWarning, reason, msg)
 		return &api.Event{TypeMeta: api.TypeMeta{APIVersion: api.CoreV1, Kind: api.KindEvent},
 			ObjectMeta:     api.ObjectMeta{Name: k.Name, Namespace: k.Namespace},
 			InvolvedObject: api.ObjectReference{Kind: of.Kind, Namespace: of.Namespace, Name: of.Name},
@@ -389,8 +405,8 @@ func TestRecordedFailures(t *testing.T) {
 		ev(reqKey, "Failed", "sign: AccessDenied on secret default/ca", 4, t0.Add(2*time.Minute)),
 		ev(certKey, "FailedPermanently", "write secret: forbidden", 1, t0),
 		ev(issKey, "Failed", "hidden detail", 1, t0)),
-		hidden: map[api.Key]bool{api.EventKeyFor(issKey): true}}
-	r, err := Explain(context.Background(), w.lookup, nil, certKey)
+		hiddenEvents: map[api.Key]bool{issKey: true}}
+	r, err := Explain(context.Background(), w.lookup, w.events, nil, certKey)
 	if err != nil {
 		t.Fatal(err)
 	}

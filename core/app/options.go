@@ -3,7 +3,9 @@ package app
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
@@ -18,9 +20,12 @@ import (
 // selector syntax (key=value, key==value, key!=value, key, !key, key in
 // (a,b), key notin (a,b), key>N, key<N; requirements joined by commas,
 // all must hold), FieldSelector on metadata.name and metadata.namespace
-// with =, == and != (any other field is refused, "field label not
-// supported", as the Kubernetes API server refuses it for custom
-// resources). Empty selects everything.
+// — and for Events also involvedObject.kind, involvedObject.namespace,
+// involvedObject.name, involvedObject.uid, involvedObject.apiVersion,
+// reason, type, source and reportingComponent, as the Kubernetes API
+// server offers them for core/v1 Events — with =, == and != (any other
+// field is refused, "field label not supported", as the Kubernetes API
+// server refuses it). Empty selects everything.
 type ListOptions struct {
 	LabelSelector string
 	FieldSelector string
@@ -30,6 +35,72 @@ type ListOptions struct {
 type selector struct {
 	labels labels.Selector
 	fields fields.Selector
+}
+
+// eventFieldLabels are the field selector's fields of Events beyond
+// metadata.*, the Kubernetes API server's for core/v1 Events.
+var eventFieldLabels = []string{"involvedObject.kind", "involvedObject.namespace", "involvedObject.name",
+	"involvedObject.uid", "involvedObject.apiVersion", "reason", "type", "source", "reportingComponent"}
+
+// eventFields is an Event's field set for a field selector.
+func eventFields(e *api.Event) fields.Set {
+	return fields.Set{"metadata.name": e.Name, "metadata.namespace": e.Namespace,
+		"involvedObject.kind": e.InvolvedObject.Kind, "involvedObject.namespace": e.InvolvedObject.Namespace,
+		"involvedObject.name": e.InvolvedObject.Name, "involvedObject.uid": e.InvolvedObject.UID,
+		"involvedObject.apiVersion": e.InvolvedObject.APIVersion, "reason": e.Reason, "type": e.Type,
+		"source": e.Source.Component, "reportingComponent": e.ReportingComponent}
+}
+
+// usesField says whether the field selector has a requirement on field.
+func (s selector) usesField(field string) bool {
+	if s.fields == nil {
+		return false
+	}
+	for _, r := range s.fields.Requirements() {
+		if r.Field == field {
+			return true
+		}
+	}
+	return false
+}
+
+// pinned is the object a selector of Events pins down with equalities
+// on involvedObject.kind and involvedObject.name (and
+// involvedObject.namespace, else namespace): ok false when it pins none.
+func (s selector) pinned(namespace string) (api.Key, bool) {
+	var k api.Key
+	nsSet := false
+	for _, r := range s.fields.Requirements() {
+		if r.Operator == selection.NotEquals {
+			continue
+		}
+		switch r.Field {
+		case "involvedObject.kind":
+			k.Kind = r.Value
+		case "involvedObject.name":
+			k.Name = r.Value
+		case "involvedObject.namespace":
+			k.Namespace, nsSet = r.Value, true
+		}
+	}
+	if k.Kind == "" || k.Name == "" {
+		return api.Key{}, false
+	}
+	info, ok := api.KindInfoFor(k.Kind)
+	if !ok || info.Kind == api.KindEvent {
+		return api.Key{}, false
+	}
+	k.Kind = info.Kind
+	switch {
+	case !info.Namespaced:
+		k.Namespace = ""
+	case !nsSet:
+		k.Namespace = namespace
+	}
+	if info.Namespaced && k.Namespace == "" {
+		return api.Key{}, false
+	}
+	return k, true
 }
 
 // FieldError is a bad request about one parameter or field: Field names
@@ -53,9 +124,9 @@ func fieldErrorf(field, format string, a ...any) error {
 // Kubernetes API server offers them for custom resources.
 var supportedFieldLabels = map[string]bool{"metadata.name": true, "metadata.namespace": true}
 
-// parse checks both selectors; an error is a FieldError naming
-// labelSelector or fieldSelector and the rule.
-func (o ListOptions) parse() (selector, error) {
+// parse checks both selectors for a listing of kind; an error is a
+// FieldError naming labelSelector or fieldSelector and the rule.
+func (o ListOptions) parse(kind string) (selector, error) {
 	var sel selector
 	var err error
 	if sel.labels, err = labels.Parse(o.LabelSelector); err != nil {
@@ -64,10 +135,14 @@ func (o ListOptions) parse() (selector, error) {
 	if sel.fields, err = fields.ParseSelector(o.FieldSelector); err != nil {
 		return sel, fieldErrorf("fieldSelector", "fieldSelector %q: %v", o.FieldSelector, err)
 	}
+	supported := "metadata.name, metadata.namespace"
+	if kind == api.KindEvent {
+		supported += ", " + strings.Join(eventFieldLabels, ", ")
+	}
 	for _, r := range sel.fields.Requirements() {
-		if !supportedFieldLabels[r.Field] {
-			return sel, fieldErrorf("fieldSelector", "fieldSelector %q: field label not supported: %s (supported: metadata.name, metadata.namespace)",
-				o.FieldSelector, r.Field)
+		if !supportedFieldLabels[r.Field] && (kind != api.KindEvent || !slices.Contains(eventFieldLabels, r.Field)) {
+			return sel, fieldErrorf("fieldSelector", "fieldSelector %q: field label not supported: %s (supported: %s)",
+				o.FieldSelector, r.Field, supported)
 		}
 		switch r.Operator {
 		case selection.Equals, selection.DoubleEquals, selection.NotEquals:
@@ -86,6 +161,9 @@ func (s selector) matches(o api.Object) bool {
 	m := o.GetObjectMeta()
 	if !s.labels.Matches(labels.Set(m.Labels)) {
 		return false
+	}
+	if e, ok := o.(*api.Event); ok {
+		return s.fields.Matches(eventFields(e))
 	}
 	return s.fields.Matches(fields.Set{"metadata.name": m.Name, "metadata.namespace": m.Namespace})
 }

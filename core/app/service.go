@@ -175,8 +175,8 @@ func (s *Service) Authorize(ctx context.Context, caller Caller, verb string, key
 	return s.authz().check(ctx, caller, verb, key)
 }
 
-// Get returns the object at key if caller may get it. The Event about an
-// object (api.EventKeyFor) may also be read by whoever may get that
+// Get returns the object at key if caller may get it. An Event about an
+// object (api.EventKey) may also be read by whoever may get that
 // object: it says why the object failed or waits, as a status would (a
 // CertificateSigningRequest has no condition for it), and `get` on
 // events in the Event's namespace ("default" for a cluster-scoped
@@ -208,15 +208,27 @@ func (s *Service) List(ctx context.Context, caller Caller, kind, namespace strin
 	if !ok {
 		return nil, notFoundf("unknown kind %q", kind)
 	}
-	sel, err := opts.parse()
+	sel, err := opts.parse(kind)
 	if err != nil {
 		return nil, err
 	}
 	if !info.Namespaced {
 		namespace = ""
 	}
-	if err := s.authz().check(ctx, caller, rbac.VerbList, api.Key{Kind: kind, Namespace: namespace}); err != nil {
+	if of, ok, err := s.authorizeList(ctx, caller, kind, namespace, sel); err != nil {
 		return nil, err
+	} else if ok {
+		evs, err := s.repo.EventsOf(ctx, of)
+		if err != nil {
+			return nil, err
+		}
+		objs := make([]api.Object, 0, len(evs))
+		for i := range evs {
+			if namespace == "" || evs[i].Namespace == namespace {
+				objs = append(objs, &evs[i])
+			}
+		}
+		return sel.filter(s.involvedUIDs(ctx, sel, objs)), nil
 	}
 	var objs []api.Object
 	if info.InSecretStore {
@@ -227,7 +239,63 @@ func (s *Service) List(ctx context.Context, caller Caller, kind, namespace strin
 	if err != nil {
 		return nil, err
 	}
-	return sel.filter(objs), nil
+	return sel.filter(s.involvedUIDs(ctx, sel, objs)), nil
+}
+
+// involvedUIDs fills in, when sel selects on involvedObject.uid (kubectl
+// describe does), the involved object's current uid in Events that do
+// not record one, so that the selector compares with what the client
+// read from the object. Each object is read once per listing; one that
+// is gone leaves the uid empty, which no uid selects.
+func (s *Service) involvedUIDs(ctx context.Context, sel selector, objs []api.Object) []api.Object {
+	if !sel.usesField("involvedObject.uid") {
+		return objs
+	}
+	uids := map[api.Key]string{}
+	for _, o := range objs {
+		ev, ok := o.(*api.Event)
+		if !ok || ev.InvolvedObject.UID != "" {
+			continue
+		}
+		key := api.Key{Kind: ev.InvolvedObject.Kind, Namespace: ev.InvolvedObject.Namespace, Name: ev.InvolvedObject.Name}
+		uid, seen := uids[key]
+		if !seen {
+			if obj, err := s.repo.Get(ctx, key); err == nil {
+				uid = obj.GetObjectMeta().UID
+			}
+			uids[key] = uid
+		}
+		ev.InvolvedObject.UID = uid
+	}
+	return objs
+}
+
+// authorizeList checks that caller may list kind in namespace. A caller
+// who may not list Events there may still list the Events of one object
+// it may get, pinned by the field selector (involvedObject.kind and
+// involvedObject.name, as `kubectl describe` asks for them): ok is then
+// true and of is that object, whose Events alone are listed. Otherwise
+// the listing's own error is returned, whether the object exists or not.
+func (s *Service) authorizeList(ctx context.Context, caller Caller, kind, namespace string, sel selector) (of api.Key, ok bool, err error) {
+	az := s.authz()
+	err = az.check(ctx, caller, rbac.VerbList, api.Key{Kind: kind, Namespace: namespace})
+	if err == nil || kind != api.KindEvent || !errors.Is(err, ErrForbidden) {
+		return api.Key{}, false, err
+	}
+	of, pinned := sel.pinned(namespace)
+	if !pinned || (namespace != "" && api.EventNamespaceFor(of) != namespace) || az.check(ctx, caller, rbac.VerbGet, of) != nil {
+		return api.Key{}, false, err
+	}
+	return of, true, nil
+}
+
+// mayReadEventsOf checks that caller may read the Events about key:
+// whoever may get the object, or list Events in their namespace.
+func (s *Service) mayReadEventsOf(ctx context.Context, az *authz, caller Caller, key api.Key) error {
+	if err := az.check(ctx, caller, rbac.VerbGet, key); err == nil {
+		return nil
+	}
+	return az.check(ctx, caller, rbac.VerbList, api.Key{Kind: api.KindEvent, Namespace: api.EventNamespaceFor(key)})
 }
 
 // maxSelectedFetches bounds the store pages one selected ListPage reads
@@ -248,15 +316,21 @@ func (s *Service) ListPage(ctx context.Context, caller Caller, kind, namespace s
 	if !ok {
 		return nil, "", notFoundf("unknown kind %q", kind)
 	}
-	sel, err := opts.parse()
+	sel, err := opts.parse(kind)
 	if err != nil {
 		return nil, "", err
 	}
 	if !info.Namespaced {
 		namespace = ""
 	}
-	if err := s.authz().check(ctx, caller, rbac.VerbList, api.Key{Kind: kind, Namespace: namespace}); err != nil {
+	if _, ok, err := s.authorizeList(ctx, caller, kind, namespace, sel); err != nil {
 		return nil, "", err
+	} else if ok {
+		if cont != "" {
+			return nil, "", fmt.Errorf("continue: the Events of one object are listed in one page: %w", ports.ErrInvalidContinue)
+		}
+		objs, err := s.List(ctx, caller, kind, namespace, opts)
+		return objs, "", err
 	}
 	if info.InSecretStore {
 		if cont != "" {
@@ -275,7 +349,7 @@ func (s *Service) ListPage(ctx context.Context, caller Caller, kind, namespace s
 		if err != nil {
 			return nil, "", err
 		}
-		out = append(out, sel.filter(objs)...)
+		out = append(out, sel.filter(s.involvedUIDs(ctx, sel, objs))...)
 		cont = next
 		if cont == "" || limit == 0 || len(out) >= limit || fetch+1 >= maxSelectedFetches {
 			return out, cont, nil
@@ -327,10 +401,10 @@ func (s *Service) Delete(ctx context.Context, caller Caller, key api.Key, opts D
 	if o != nil && key.Kind == api.KindCertificate {
 		s.wakeSharers(ctx, key.Namespace, o.(*api.Certificate).Spec.SecretName)
 	}
-	// The Event about the object goes with it (a user's delete; records
-	// the steps delete themselves leave theirs to the store's TTL).
-	if err := s.repo.Store().Delete(ctx, api.EventKeyFor(key), 0); err != nil && !errors.Is(err, ports.ErrNotFound) {
-		return fmt.Errorf("delete the Event of %s: %w", key, err)
+	// The Events about the object go with it (the kernel's delete takes
+	// those of what it owns, and of the object itself when it deleted it).
+	if err := kernel.DeleteEvents(ctx, s.repo.Store(), key); err != nil {
+		return err
 	}
 	return nil
 }
@@ -636,7 +710,13 @@ func (s *Service) Status(ctx context.Context, caller Caller, key api.Key) (*Repo
 			return sec.Data["tls.crt"], nil
 		}
 	}
-	rep, err := Explain(ctx, lookup, secrets, key)
+	events := func(ctx context.Context, k api.Key) ([]api.Event, error) {
+		if err := s.mayReadEventsOf(ctx, az, caller, k); err != nil {
+			return nil, err
+		}
+		return s.repo.EventsOf(ctx, k)
+	}
+	rep, err := Explain(ctx, lookup, events, secrets, key)
 	if err == nil && s.secretRef != nil && rep.Secret.Name != "" {
 		rep.Secret.Reference = s.secretRef(rep.Secret.Namespace, rep.Secret.Name)
 	}

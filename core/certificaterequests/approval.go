@@ -3,6 +3,7 @@ package certificaterequests
 import (
 	"context"
 	"fmt"
+	"github.com/certfn/certfn/core/kernel"
 	"strings"
 
 	"github.com/certfn/certfn/core/api"
@@ -33,16 +34,19 @@ func ApprovalStep(ctx context.Context, env *Env, st *State) (Outcome, error) {
 		status = "approved"
 		api.SetCondition(conds, api.Condition{Type: api.CertificateRequestConditionApproved, Status: api.ConditionTrue,
 			Reason: d.Reason, Message: d.Message}, st.Now)
+		st.Record(kernel.Normal("Approved", d.Message)) // approver-policy's reasons
 	case Denied:
 		status = "denied"
 		api.SetCondition(conds, api.Condition{Type: api.CertificateRequestConditionDenied, Status: api.ConditionTrue,
 			Reason: d.Reason, Message: d.Message}, st.Now)
+		st.Record(kernel.Warning("Denied", d.Message))
 	default:
 		changed := api.SetCondition(conds, api.Condition{Type: api.CertificateRequestConditionReady, Status: api.ConditionFalse,
 			Reason: api.CertificateRequestReasonPending, Message: d.Message}, st.Now)
 		if !changed {
 			return Outcome{RequeueAt: st.Now.Add(env.WaitPoll), Why: strings.TrimSuffix("pending approval: "+d.Message+"; "+d.Detail, "; ")}, nil
 		}
+		st.Record(kernel.Normal("Unprocessed", d.Message))
 	}
 	if env.Metrics != nil {
 		env.Metrics.Inc("certfn_approval_total", "namespace", st.CR.Namespace, "status", status)

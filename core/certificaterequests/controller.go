@@ -73,6 +73,7 @@ func (c *Controller) Reconcile(ctx context.Context, o kernel.Objects, rec ports.
 		return err
 	}
 	st := &State{CR: cr, Version: rec.Version, NextRunAt: rec.NextRunAt, Now: o.Now()}
+	st.Events = func(n kernel.Note) { _ = o.RecordEvent(ctx, rec.Key, n, kernel.EventRepeat) }
 	env := &Env{Clock: o, Writer: writer{o}, Approver: c.cfg.Approver, Issuers: IssuerFunc(c.cfg.Reads.Issuer),
 		Signers: c.cfg.Signers, Objects: o, Metrics: o.Metrics(), WaitPoll: c.cfg.WaitPoll}
 	if n := c.cfg.IssuancesPerHourPerNamespace; n > 0 {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/certfn/certfn/core/kernel"
+	"strings"
 	"time"
 
 	"github.com/certfn/certfn/core/api"
@@ -110,6 +112,7 @@ func SigningStep(ctx context.Context, env *Env, st *State) (Outcome, error) {
 	}
 	api.SetCondition(conds, api.Condition{Type: api.CertificateRequestConditionReady, Status: api.ConditionTrue,
 		Reason: api.CertificateRequestReasonIssued, Message: "Certificate fetched from issuer successfully"}, st.Now)
+	st.Record(kernel.Normal("CertificateIssued", "Certificate fetched from issuer successfully"))
 	if env.Metrics != nil {
 		env.Metrics.Inc("certfn_requests_signed_total", "namespace", cr.Namespace, "issuer_type", typ)
 	}
@@ -217,6 +220,7 @@ func pendingUntil(ctx context.Context, env *Env, st *State, msg string, next tim
 	if !changed {
 		return Outcome{RequeueAt: next, Why: "pending: " + msg}, nil
 	}
+	st.Record(pendingNote(st.CR, msg))
 	if err := env.Writer.UpdateRequest(ctx, st, next); err != nil {
 		return Outcome{}, fmt.Errorf("record pending reason: %w", err)
 	}
@@ -237,7 +241,24 @@ func failWith(ctx context.Context, env *Env, st *State, reason, msg string) (Out
 	api.SetCondition(conds, api.Condition{Type: api.CertificateRequestConditionReady, Status: api.ConditionFalse,
 		Reason: api.CertificateRequestReasonFailed, Message: "Signing failed: " + msg}, st.Now)
 	st.CR.Status.FailureTime = api.NewTime(st.Now)
+	st.Record(kernel.Warning(reason, msg))
 	return write(ctx, env, st, "record signing failure")
+}
+
+// pendingNote is the Event of a request that starts to wait with msg, as
+// cert-manager's issuers report it: OrderCreated when the ACME issuer
+// created its Order ("Created Order resource <namespace>/<name>"),
+// IssuerNotFound and IssuerNotReady (Warnings), else Pending.
+func pendingNote(cr *api.CertificateRequest, msg string) kernel.Note {
+	switch {
+	case strings.HasPrefix(msg, "Waiting on Order "):
+		return kernel.Normal("OrderCreated", fmt.Sprintf("Created Order resource %s/%s", cr.Namespace, strings.TrimPrefix(msg, "Waiting on Order ")))
+	case strings.HasPrefix(msg, "Referenced ") && strings.Contains(msg, "not found"):
+		return kernel.Warning("IssuerNotFound", msg)
+	case strings.Contains(msg, "Ready status condition"), strings.HasPrefix(msg, "Issuer is not ready"):
+		return kernel.Warning("IssuerNotReady", msg)
+	}
+	return kernel.Normal("Pending", msg)
 }
 
 func write(ctx context.Context, env *Env, st *State, what string) (Outcome, error) {

@@ -11,6 +11,7 @@ package certificaterequests
 import (
 	"context"
 	"crypto/x509"
+	"github.com/certfn/certfn/core/kernel"
 	"time"
 
 	"github.com/certfn/certfn/core/api"
@@ -27,6 +28,19 @@ type State struct {
 	Version   int64
 	NextRunAt time.Time
 	Now       time.Time
+	// Events receives the Events the steps record about the request
+	// (approver-policy's Approved, Denied and Unprocessed; cert-manager's
+	// CertificateIssued, OrderCreated, the failure reasons); nil drops
+	// them. A step records before its write: the kernel writes the Event
+	// once that write succeeded.
+	Events func(kernel.Note)
+}
+
+// Record hands n to st.Events (see there).
+func (st *State) Record(n kernel.Note) {
+	if st.Events != nil {
+		st.Events(n)
+	}
 }
 
 // Outcome is what a step did (see step.Outcome).

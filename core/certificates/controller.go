@@ -109,6 +109,7 @@ func (c *Controller) Reconcile(ctx context.Context, o kernel.Objects, rec ports.
 		return err
 	}
 	st := &State{Cert: cert, Version: rec.Version, NextRunAt: rec.NextRunAt, Now: o.Now()}
+	st.Events = func(n kernel.Note) { _ = o.RecordEvent(ctx, rec.Key, n, kernel.EventRepeat) }
 	st.SecretLoader = func(ctx context.Context) (*ports.Secret, error) {
 		sec, err := c.cfg.Secrets.Get(ctx, st.Cert.Namespace, st.Cert.Spec.SecretName)
 		switch {

@@ -5,6 +5,7 @@ import (
 	"crypto"
 	"errors"
 	"fmt"
+	"github.com/certfn/certfn/core/kernel"
 
 	"github.com/certfn/certfn/core/api"
 	"github.com/certfn/certfn/core/pki"
@@ -72,6 +73,14 @@ func IssuingStep(ctx context.Context, env *Env, st *State) (Outcome, error) {
 	api.RemoveCondition(&s.Conditions, api.CertificateConditionIssuing)
 	st.SetSecret(&sec)
 	ApplyReadiness(st)
+	// cert-manager records this as reason Issuing; certfn names the
+	// outcome (Issued for the first revision, Renewed for later ones) so
+	// that it is told apart from the trigger's Issuing.
+	if rev == 1 {
+		st.Record(kernel.Normal(ReasonIssued, "The certificate has been successfully issued"))
+	} else {
+		st.Record(kernel.Normal(ReasonRenewed, "The certificate has been successfully issued"))
+	}
 	if err := env.Writer.UpdateCertificate(ctx, st, RenewalTime(st)); err != nil {
 		return Outcome{}, fmt.Errorf("complete revision %d: %w", rev, err)
 	}
@@ -117,6 +126,7 @@ func requestFailureMessage(cr *api.CertificateRequest) string {
 // failed records a failed issuance: lastFailureTime, one more failed
 // attempt, Issuing=False with the retry time, Ready recomputed.
 func failed(ctx context.Context, env *Env, st *State, r Request, msg string) (Outcome, error) {
+	st.Record(kernel.Warning("Failed", msg))
 	return recordFailedIssuance(ctx, env, st, "Failed", func(n int, retry string) string {
 		return fmt.Sprintf("%s (attempt %d; next attempt after %s)", msg, n, retry)
 	}, "record failed issuance")
@@ -147,6 +157,13 @@ func recordFailedIssuance(ctx context.Context, env *Env, st *State, reason strin
 	}
 	return Outcome{Wrote: true}, nil
 }
+
+// Reasons of certfn's Events on a Certificate whose issuance completed
+// (cert-manager records both as Issuing).
+const (
+	ReasonIssued  = "Issued"
+	ReasonRenewed = "Renewed"
+)
 
 // pruneHistory deletes requests older than revisionHistoryLimit revisions.
 func pruneHistory(ctx context.Context, env *Env, st *State, rev int) error {

@@ -5,6 +5,7 @@ import (
 	"crypto"
 	"errors"
 	"fmt"
+	"github.com/certfn/certfn/core/kernel"
 
 	"github.com/certfn/certfn/core/api"
 	"github.com/certfn/certfn/core/pki"
@@ -83,6 +84,11 @@ func KeyManagerStep(ctx context.Context, env *Env, st *State) (Outcome, error) {
 		return Outcome{Why: "the next private key is ready"}, nil
 	}
 	crt.Status.NextPrivateKeySecretName = &name
+	if st.reusedKey {
+		st.Record(kernel.Normal("Reused", fmt.Sprintf("Reusing private key stored in existing Secret resource %q", crt.Spec.SecretName)))
+	} else {
+		st.Record(kernel.Normal("Generated", fmt.Sprintf("Stored new private key in temporary Secret resource %q", name)))
+	}
 	if err := env.Writer.UpdateCertificate(ctx, st, st.Now.Add(FollowUpGrace)); err != nil {
 		return Outcome{}, fmt.Errorf("record next private key secret: %w", err)
 	}
@@ -171,6 +177,7 @@ func generate(ctx context.Context, env *Env, st *State, name string) (ports.Secr
 					return ports.Secret{}, fmt.Errorf("re-encode the stored private key: %w", err)
 				}
 				keyPEM = b
+				st.reusedKey = true
 			}
 		}
 	}
@@ -293,6 +300,7 @@ func notGenerated(ctx context.Context, env *Env, st *State, err error) (Outcome,
 // at once once the spec changes), without a key or a request: Issuing and
 // Ready are False with reason ReasonKeyNotAllowed and msg.
 func refuse(ctx context.Context, env *Env, st *State, msg string) (Outcome, error) {
+	st.Record(kernel.Warning(ReasonKeyNotAllowed, msg))
 	return recordFailedIssuance(ctx, env, st, ReasonKeyNotAllowed, func(n int, retry string) string {
 		return fmt.Sprintf("%s (attempt %d; next attempt after %s, or at once when the spec changes)", msg, n, retry)
 	}, "record the refused private key")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto"
 	"fmt"
+	"github.com/certfn/certfn/core/kernel"
 	"strconv"
 
 	"github.com/certfn/certfn/core/api"
@@ -57,6 +58,7 @@ func RequestManagerStep(ctx context.Context, env *Env, st *State) (Outcome, erro
 	if err != nil {
 		return Outcome{}, err
 	}
+	st.Record(kernel.Normal("Requested", fmt.Sprintf("Created new CertificateRequest resource %q", cr.Name)))
 	if err := env.Writer.CreateRequest(ctx, st, cr); err != nil {
 		return Outcome{}, fmt.Errorf("create CertificateRequest %s/%s: %w", cr.Namespace, cr.Name, err)
 	}

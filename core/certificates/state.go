@@ -20,6 +20,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"github.com/certfn/certfn/core/kernel"
 	"sort"
 	"strconv"
 	"time"
@@ -135,6 +136,16 @@ type State struct {
 	Version   int64
 	NextRunAt time.Time
 	Now       time.Time
+
+	// Events receives the Events the steps record about the Certificate
+	// (cert-manager's reasons: Issuing, Generated, Reused, Requested;
+	// certfn's Issued and Renewed; Failed, KeyNotAllowed); nil drops them
+	// (a State a test builds). A step records before its write: the
+	// kernel writes the Event once that write succeeded.
+	Events func(kernel.Note)
+	// reusedKey says the next-key secret holds the stored key
+	// (rotationPolicy Never), for the keymanager's Event.
+	reusedKey bool
 
 	// Secret is spec.secretName, nil when it does not exist. When
 	// SecretLoader is set the secret has not been read yet: steps that look
@@ -379,3 +390,10 @@ const FollowUpGrace = 2 * time.Minute
 
 // Earliest returns the earlier non-zero time.
 func Earliest(a, b time.Time) time.Time { return step.Earliest(a, b) }
+
+// Record hands n to st.Events (see there).
+func (st *State) Record(n kernel.Note) {
+	if st.Events != nil {
+		st.Events(n)
+	}
+}

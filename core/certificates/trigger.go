@@ -3,6 +3,7 @@ package certificates
 import (
 	"context"
 	"fmt"
+	"github.com/certfn/certfn/core/kernel"
 	"time"
 
 	"github.com/certfn/certfn/core/api"
@@ -88,6 +89,7 @@ func TriggerStep(ctx context.Context, env *Env, st *State) (Outcome, error) {
 		ObservedGeneration: st.Cert.Generation,
 	}, now)
 	ApplyReadiness(st)
+	st.Record(kernel.Normal("Issuing", r.Message))
 	if err := env.Writer.UpdateCertificate(ctx, st, now.Add(FollowUpGrace)); err != nil {
 		return Outcome{}, fmt.Errorf("set Issuing condition: %w", err)
 	}

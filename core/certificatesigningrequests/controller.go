@@ -3,7 +3,6 @@ package certificatesigningrequests
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/certfn/certfn/core/api"
@@ -117,14 +116,11 @@ func (c *Controller) Reconcile(ctx context.Context, o kernel.Objects, rec ports.
 //     reason and message, rewritten while unchanged at most every
 //     kernel.EventMinInterval; a waiting CSR is polled every WaitPoll
 //     (longer), so its steady state costs at most one Event write per poll;
-//   - final (issued, Denied, Failed): an existing Event (a waiting reason,
-//     or a failure recorded before) is replaced once by how it ended
-//     (outcome), so that a stale "WaitingApproval" or "IssuerNotReady"
-//     never contradicts the conditions. Clearing it instead would hide how
-//     it ended from `get events`. A CSR that never waited gets no Event
-//     (the usual path writes none), at the cost of one read. The CSR's
-//     final write wakes it, and the reconcile that follows (which writes
-//     nothing) does this.
+//   - final (issued, Denied, Failed): how it ended (outcome) is recorded
+//     once (kernel.EventOnce), as cert-manager's signers record it; the
+//     waiting Events stay as its history, older than the outcome. The
+//     CSR's final write wakes it, and the reconcile that follows (which
+//     writes nothing) does this.
 //
 // A reconcile that read the CSR before a concurrent decision (an approval
 // through the API) may still record its old reason after it; the
@@ -133,7 +129,7 @@ func (c *Controller) Reconcile(ctx context.Context, o kernel.Objects, rec ports.
 func recordEvent(ctx context.Context, o kernel.Objects, key api.Key, c *api.CertificateSigningRequest, w *step.Waiting) error {
 	switch {
 	case c.IsFinal():
-		return o.RecordEvent(ctx, key, outcome(c), kernel.EventReplace)
+		return o.RecordEvent(ctx, key, outcome(c), kernel.EventOnce)
 	case w != nil:
 		typ := api.EventTypeNormal
 		if w.Warning {
@@ -182,8 +178,8 @@ type writer struct{ o kernel.Objects }
 // reconcile deletes again, never an Event about nothing.
 func (w writer) DeleteCSR(ctx context.Context, st *State) error {
 	key := api.KeyOf(st.CSR)
-	if err := w.o.Store().Delete(ctx, api.EventKeyFor(key), 0); err != nil && !errors.Is(err, ports.ErrNotFound) {
-		return fmt.Errorf("delete the Event of %s: %w", key, err)
+	if err := kernel.DeleteEvents(ctx, w.o.Store(), key); err != nil {
+		return err
 	}
 	return w.o.DeleteObject(ctx, key, st.Version, api.Key{})
 }

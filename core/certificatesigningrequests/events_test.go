@@ -32,22 +32,29 @@ func csrRig(t *testing.T, result certificaterequests.Result, signer string, mani
 	return r, api.Key{Kind: api.KindCertificateSigningRequest, Name: "web"}
 }
 
-// csrEvent returns the Event about key and its stored version (nil, 0:
-// none).
+// csrEvent returns the latest Event about key (the last written) and
+// its stored version (nil, 0: none).
 func csrEvent(t *testing.T, r *apptest.Rig, key api.Key) (*api.Event, int64) {
 	t.Helper()
-	rec, err := r.Store.Store.Get(r.Ctx, api.EventKeyFor(key))
-	if errors.Is(err, ports.ErrNotFound) {
+	recs, err := r.Store.Store.List(r.Ctx, ports.ListOptions{Kind: api.KindEvent, Namespace: api.EventNamespaceFor(key), Owner: key})
+	if errors.Is(err, ports.ErrNotFound) || len(recs) == 0 {
 		return nil, 0
 	}
 	if err != nil {
 		t.Fatal(err)
 	}
-	ev := &api.Event{}
-	if err := json.Unmarshal(rec.Data, ev); err != nil {
-		t.Fatal(err)
+	var latest *api.Event
+	var version int64
+	for _, rec := range recs {
+		ev := &api.Event{}
+		if err := json.Unmarshal(rec.Data, ev); err != nil {
+			t.Fatal(err)
+		}
+		if latest == nil || !api.EventTime(ev).Before(api.EventTime(latest)) {
+			latest, version = ev, rec.Version
+		}
 	}
-	return ev, rec.Version
+	return latest, version
 }
 
 // A CertificateSigningRequest that waits says why in its Event (it has no
@@ -103,9 +110,10 @@ func TestWaitingCSRRecordsWhyInItsEvent(t *testing.T) {
 	}
 }
 
-// When why a CSR waits changes, its Event says the new reason at once
-// (count 1); when the CSR ends (issued, Denied), an Event it had is
-// replaced once by how it ended, and a CSR that never waited gets none.
+// When why a CSR waits changes, its latest Event says the new reason at
+// once (count 1); when the CSR ends (issued, Denied), how it ended is
+// recorded once, last (the waiting Events stay as its history), and a
+// CSR that never waited gets that one Event only.
 func TestCSREventFollowsTheCSR(t *testing.T) {
 	t.Run("waiting for approval, then for the issuer, then issued", func(t *testing.T) {
 		r, key := csrRig(t, certificaterequests.Unmatched, "issuers.cert-manager.io/default.ca")
@@ -113,12 +121,14 @@ func TestCSREventFollowsTheCSR(t *testing.T) {
 			t.Fatalf("event %+v", ev)
 		}
 		r.Approver.Set(certificaterequests.Approved)
+		r.Clock.Advance(time.Second)
 		r.Reconcile(key) // the approval write: no Event write
 		r.Drain()        // the signing step: no issuer
 		ev, _ := csrEvent(t, r, key)
 		if ev == nil || ev.Reason != "IssuerNotFound" || ev.Count != 1 || ev.Message != `Issuer "ca" not found` {
 			t.Fatalf("after approval: %+v", ev)
 		}
+		r.Clock.Advance(time.Second)
 		r.Apply(apptest.CAIssuerYAML) // no secret: not Ready
 		r.Drain()
 		r.Reconcile(key)
@@ -128,6 +138,7 @@ func TestCSREventFollowsTheCSR(t *testing.T) {
 		if err := r.Secrets.Put(r.Ctx, ct.NewCA(t).Secret(t, "default", "ca-key-pair")); err != nil {
 			t.Fatal(err)
 		}
+		r.Clock.Advance(time.Second)
 		r.Reconcile(apptest.CAKey)
 		r.Drain()
 		if c := r.Get(key).(*api.CertificateSigningRequest); !c.IsIssued() {
@@ -147,6 +158,7 @@ func TestCSREventFollowsTheCSR(t *testing.T) {
 	t.Run("waiting for approval, then denied", func(t *testing.T) {
 		r, key := csrRig(t, certificaterequests.Unmatched, "clusterissuers.cert-manager.io/ca")
 		r.Approver.Set(certificaterequests.Denied)
+		r.Clock.Advance(time.Second)
 		r.Reconcile(key)
 		r.Drain()
 		ev, _ := csrEvent(t, r, key)
@@ -154,7 +166,7 @@ func TestCSREventFollowsTheCSR(t *testing.T) {
 			t.Fatalf("event %+v", ev)
 		}
 	})
-	t.Run("issued without waiting: no Event", func(t *testing.T) {
+	t.Run("issued without waiting: CertificateIssued only", func(t *testing.T) {
 		r := apptest.NewRig(t)
 		if err := r.Secrets.Put(r.Ctx, ct.NewCA(t).Secret(t, "default", "ca-key-pair")); err != nil {
 			t.Fatal(err)
@@ -169,15 +181,18 @@ func TestCSREventFollowsTheCSR(t *testing.T) {
 			t.Fatalf("not issued: %+v", c.Status.Conditions)
 		}
 		r.Reconcile(key)
-		if ev, _ := csrEvent(t, r, key); ev != nil {
-			t.Fatalf("an Event for a CSR that never waited: %+v", ev)
+		evs, err := r.Repo.EventsOf(r.Ctx, key)
+		if err != nil || len(evs) != 1 || evs[0].Reason != "CertificateIssued" || evs[0].Count != 1 {
+			t.Fatalf("Events of a CSR that never waited: %+v %v, want CertificateIssued once", evs, err)
 		}
 	})
 }
 
 // A CertificateRequest keeps its Ready condition as the place that says
-// why it waits: no Event is recorded for it.
-func TestWaitingCertificateRequestRecordsNoEvent(t *testing.T) {
+// why it waits; its Events say what happened once each (Approved, then
+// IssuerNotFound when it starts to wait), and a reconcile that finds it
+// still waiting writes none.
+func TestWaitingCertificateRequestRecordsEventsOnce(t *testing.T) {
 	r := apptest.NewRig(t)
 	r.Apply(fmt.Sprintf("apiVersion: cert-manager.io/v1\nkind: CertificateRequest\nmetadata: {name: req, namespace: default}\nspec: {issuerRef: {name: missing}, request: %s}\n",
 		apptest.B64(ct.CSR(t, ct.Cert(), ct.Key(t, nil)))))
@@ -188,7 +203,15 @@ func TestWaitingCertificateRequestRecordsNoEvent(t *testing.T) {
 	if c := api.FindCondition(r.Get(key).(*api.CertificateRequest).Status.Conditions, "Ready"); c == nil || c.Reason != "Pending" {
 		t.Fatalf("request: %+v", c)
 	}
-	if ev, _ := csrEvent(t, r, key); ev != nil {
-		t.Fatalf("an Event for a waiting CertificateRequest: %+v", ev)
+	evs, err := r.Repo.EventsOf(r.Ctx, key)
+	if err != nil || len(evs) != 2 {
+		t.Fatalf("Events of the waiting request: %+v %v", evs, err)
+	}
+	reasons := map[string]int{}
+	for _, e := range evs {
+		reasons[e.Type+"/"+e.Reason] = e.Count
+	}
+	if reasons["Normal/Approved"] != 1 || reasons["Warning/IssuerNotFound"] != 1 {
+		t.Fatalf("Events of the waiting request: %v", reasons)
 	}
 }

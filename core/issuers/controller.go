@@ -72,6 +72,7 @@ func (c *Controller) Reconcile(ctx context.Context, o kernel.Objects, rec ports.
 	}
 	st := &State{Issuer: iss, Version: rec.Version, NextRunAt: rec.NextRunAt, Now: o.Now(),
 		SecretNamespace: c.cfg.Issuers.SecretNamespace(iss)}
+	st.Events = func(n kernel.Note) { _ = o.RecordEvent(ctx, rec.Key, n, kernel.EventRepeat) }
 	env := &Env{Secrets: c.cfg.Secrets, Writer: writer{o: o, waiting: c.cfg.Waiting}, WaitPoll: c.cfg.WaitPoll, ACMEReady: c.cfg.ACMEReady}
 	res, err := step.Run(ctx, env, st, steps, stepNames)
 	if err != nil || res.Wrote {

@@ -15,6 +15,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/certfn/certfn/core/kernel"
 	"time"
 
 	"github.com/certfn/certfn/core/api"
@@ -30,6 +31,11 @@ type State struct {
 	NextRunAt       time.Time
 	Now             time.Time
 	SecretNamespace string
+	// Events receives the Event of a change of the Ready condition
+	// (cert-manager's reasons: KeyPairVerified, ErrGetKeyPair,
+	// ACMEAccountRegistered, ErrRegisterACMEAccount, ...; Normal when
+	// Ready, else Warning); nil drops it. Recorded before the write.
+	Events func(kernel.Note)
 }
 
 // Writer writes the issuer conditionally and, on a transition to Ready or
@@ -114,6 +120,13 @@ func Step(ctx context.Context, env *Env, st *State) (step.Outcome, error) {
 	changed := api.SetCondition(&st.Issuer.GetStatus().Conditions, api.Condition{Type: api.IssuerConditionReady, Status: status,
 		Reason: reason, Message: msg, ObservedGeneration: st.Issuer.GetObjectMeta().Generation}, st.Now)
 	if changed {
+		if st.Events != nil && (msg != "" || !ok) {
+			n := kernel.Normal(reason, msg)
+			if !ok {
+				n.Type = api.EventTypeWarning
+			}
+			st.Events(n)
+		}
 		if err := env.Writer.UpdateIssuer(ctx, st, recheck); err != nil {
 			return step.Outcome{}, fmt.Errorf("update issuer Ready condition: %w", err)
 		}

@@ -24,21 +24,26 @@ func TestFailuresAreRecordedAsEvents(t *testing.T) {
 	if _, err := r.Store.Store.Create(r.Ctx, ports.Record{Key: key, Data: []byte(`{"spec": 7}`)}); err != nil {
 		t.Fatal(err)
 	}
-	ek := api.EventKeyFor(key)
-	if ek != (api.Key{Kind: api.KindEvent, Namespace: "default", Name: "certificate.broken"}) {
-		t.Fatalf("event key %v", ek)
-	}
+	var ek api.Key
+	// event is the latest Event about key.
 	event := func() (*api.Event, int64) {
 		t.Helper()
-		rec, err := r.Store.Store.Get(r.Ctx, ek)
-		if err != nil {
+		recs, err := r.Store.Store.List(r.Ctx, ports.ListOptions{Kind: api.KindEvent, Namespace: "default", Owner: key})
+		if err != nil || len(recs) == 0 {
 			t.Fatalf("no event: %v", err)
 		}
-		ev := &api.Event{}
-		if err := json.Unmarshal(rec.Data, ev); err != nil {
-			t.Fatal(err)
+		var latest *api.Event
+		var v int64
+		for _, rec := range recs {
+			ev := &api.Event{}
+			if err := json.Unmarshal(rec.Data, ev); err != nil {
+				t.Fatal(err)
+			}
+			if latest == nil || !api.EventTime(ev).Before(api.EventTime(latest)) {
+				latest, v, ek = ev, rec.Version, rec.Key
+			}
 		}
-		return ev, rec.Version
+		return latest, v
 	}
 	d := r.Kernel.Handle(r.Ctx, kernel.Message{Key: key, Attempt: 1})
 	if d.Err == nil {
@@ -69,7 +74,11 @@ func TestFailuresAreRecordedAsEvents(t *testing.T) {
 	if ev.Count != 2 || !ev.LastTimestamp.Time.Equal(r.Clock.Now()) || ev.FirstTimestamp.Time.Equal(r.Clock.Now()) {
 		t.Fatalf("repeated failure: %+v", ev)
 	}
+	if ek != api.EventKey(key, api.EventTypeWarning, ev.Reason, ev.Message) || !strings.HasPrefix(ek.Name, "certificate.broken.") {
+		t.Fatalf("event key %v", ek)
+	}
 	// Another failure starts anew.
+	r.Clock.Advance(time.Second)
 	if _, err := r.Store.Store.Update(r.Ctx, ports.Record{Key: key, Version: 1, Data: []byte(`{"status": "x"}`)}); err != nil {
 		t.Fatal(err)
 	}
@@ -80,14 +89,14 @@ func TestFailuresAreRecordedAsEvents(t *testing.T) {
 	// Events are listed like any kind, and an Event key itself records nothing.
 	r.Kernel.Handle(r.Ctx, kernel.Message{Key: ek, Attempt: 1})
 	objs, err := r.Repo.List(r.Ctx, api.KindEvent, "")
-	if err != nil || len(objs) != 1 {
-		t.Fatalf("events %v %v", objs, err)
+	if err != nil || len(objs) != 2 {
+		t.Fatalf("events %v %v, want the two failures", objs, err)
 	}
-	// Deleting the object deletes its Event.
+	// Deleting the object deletes its Events.
 	if err := r.Service.Delete(r.Ctx, apptest.Caller, key, app.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.Store.Store.Get(r.Ctx, ek); err == nil {
-		t.Fatal("the Event outlived the deleted object")
+	if objs, _ := r.Repo.List(r.Ctx, api.KindEvent, ""); len(objs) != 0 {
+		t.Fatalf("the Events outlived the deleted object: %v", objs)
 	}
 }

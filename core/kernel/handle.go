@@ -49,11 +49,13 @@ type Message struct {
 // on the object (api.Event).
 func (k *Kernel) Handle(ctx context.Context, m Message) Disposition {
 	var why []string
-	r := &run{Kernel: k, why: &why}
+	r := &run{Kernel: k, why: &why, buffer: true}
 	if k.cfg.DeferWakes {
 		r.woken = &wakeSet{}
 	}
-	d := k.dispose(ctx, m, r.reconcile(ctx, m.Key, m.Loaded))
+	err := r.reconcile(ctx, m.Key, m.Loaded)
+	r.flushEvents(ctx, err)
+	d := k.dispose(ctx, m, err)
 	d.Woken, d.Why = r.woken.list(), strings.Join(why, "; ")
 	return d
 }

@@ -15,6 +15,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/certfn/certfn/core/api"
@@ -82,6 +83,17 @@ type Config struct {
 	// the order in which WakeUnfinished wakes the rows' objects. A kind
 	// without a row (Events, leases) only has its due time kept right.
 	Controllers []Row
+	// EventsExpire says the store expires Events itself (the cloud stores'
+	// TTL, app.RetainEvents): a record a step deletes (a Challenge once
+	// its Order is valid, a request beyond the revision history) then
+	// leaves its Events to that TTL, as Kubernetes leaves Events to
+	// theirs, instead of paying a delete per Event. Without it (local
+	// mode's SQLite has no TTL) they are deleted with the record.
+	EventsExpire bool
+	// Logger receives every Event written (INFO for Normal, WARN for
+	// Warning, with namespace, kind, name, reason and message) and the
+	// Events that could not be written; nil: none.
+	Logger *slog.Logger
 }
 
 // Kernel runs reconciles. It is safe for concurrent use by many workers as
@@ -140,7 +152,10 @@ func (nopMetrics) Observe(string, float64, ...string) {}
 // resource is not an error (it was deleted). The returned error is
 // classified by errs.Classify.
 func (k *Kernel) Reconcile(ctx context.Context, key api.Key) error {
-	return k.direct().reconcile(ctx, key, nil)
+	r := &run{Kernel: k, buffer: true}
+	err := r.reconcile(ctx, key, nil)
+	r.flushEvents(ctx, err)
+	return err
 }
 
 // Direct is the kernel's handle for writes outside a reconcile (the

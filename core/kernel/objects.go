@@ -45,9 +45,11 @@ type Objects interface {
 	// Settle records, when the step wrote nothing, that rec wants to run
 	// again at want (zero: not at all): see settle.
 	Settle(ctx context.Context, rec ports.Record, want time.Time) error
-	// RecordEvent makes the Event about key say n, as mode says (see
-	// recordEvent): a kind without a condition to say why it waits (a
-	// CertificateSigningRequest) says it there.
+	// RecordEvent records n about key, aggregated as mode says (see
+	// recordEvent). Within a reconcile it is written only once the step's
+	// state write succeeded (or, for a step that writes nothing, once the
+	// reconcile returned without error): a step records what it did with
+	// the write that did it, in any order.
 	RecordEvent(ctx context.Context, key api.Key, n Note, mode EventMode) error
 	// Explain records why each step did nothing, when none wrote, for the
 	// caller's debug logs (Disposition.Why).
@@ -128,7 +130,7 @@ func (r *run) Settle(ctx context.Context, rec ports.Record, want time.Time) erro
 
 // RecordEvent implements Objects; see recordEvent.
 func (r *run) RecordEvent(ctx context.Context, key api.Key, n Note, mode EventMode) error {
-	return r.recordEvent(ctx, key, n, mode)
+	return r.noteEvent(ctx, key, n, mode)
 }
 
 // Explain implements Objects.

@@ -25,6 +25,11 @@ type run struct {
 	// why holds, when no step wrote, why each step did nothing (nil: not
 	// kept, outside Handle).
 	why *[]string
+	// buffer holds the notes of a reconcile until its state write
+	// succeeded (events; written counts those a write committed).
+	buffer  bool
+	events  []pendingEvent
+	written int
 }
 
 // direct is a run whose wake-ups go to the queue at once (writes outside
@@ -74,6 +79,7 @@ func (r *run) update(ctx context.Context, obj api.Object, version int64, next ti
 	}
 	obj.GetObjectMeta().ResourceVersion = strconv.FormatInt(out.Version, 10)
 	r.cfg.Metrics.Inc("certfn_state_writes_total", "kind", key.Kind)
+	r.committed()
 	if !ownerCares(obj) {
 		owner = api.Key{}
 	}
@@ -104,6 +110,7 @@ func (r *run) create(ctx context.Context, obj api.Object, next time.Time) (int64
 	}
 	obj.GetObjectMeta().ResourceVersion = strconv.FormatInt(out.Version, 10)
 	r.cfg.Metrics.Inc("certfn_state_writes_total", "kind", key.Kind)
+	r.committed()
 	if !ownerCares(obj) {
 		owner = api.Key{}
 	}
@@ -162,6 +169,7 @@ func (r *run) settle(ctx context.Context, rec ports.Record, want time.Time) erro
 			return fmt.Errorf("reschedule %s: %w", rec.Key, err)
 		}
 		r.cfg.Metrics.Inc("certfn_state_writes_total", "kind", rec.Key.Kind)
+		r.committed()
 	}
 	if !want.IsZero() {
 		return r.enqueue(ctx, rec.Key, want.Sub(now))

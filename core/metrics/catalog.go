@@ -55,6 +55,8 @@ var Catalog = sorted([]Def{
 	{"certfn_transient_errors_total", Counter, l("kind"), "Reconciles that failed transiently (retried with backoff), by kind.", All},
 	{"certfn_bad_messages_total", Counter, nil, "Queue messages dropped because they name no valid key.", All},
 	{"certfn_sweeps_total", Counter, nil, "Sweeps of the due index (the scheduler looking for due work).", All},
+	{"certfn_events_recorded_total", Counter, l("type"), "Events recorded (a new Event or a repeat counted on one), by type (Normal, Warning).", All},
+	{"certfn_event_errors_total", Counter, l("kind"), "Events that could not be written after their step's write (the step stands; the Event is lost), by the kind of the object they are about.", All},
 
 	// Certificates, requests, CSRs (every deployment).
 	{"certfn_requests_created_total", Counter, l("namespace"), "CertificateRequests created for Certificates, by namespace.", All},

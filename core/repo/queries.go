@@ -306,3 +306,24 @@ func issuedSince(recs []ports.Record, since time.Time, issuedAt func(api.Object)
 	}
 	return n, oldest, nil
 }
+
+// EventsOf returns the Events about key (the records it owns in
+// api.EventNamespaceFor(key)), oldest first by last timestamp.
+func (r *Repo) EventsOf(ctx context.Context, key api.Key) ([]api.Event, error) {
+	recs, err := r.store.List(ctx, ports.ListOptions{Kind: api.KindEvent, Namespace: api.EventNamespaceFor(key), Owner: key})
+	if err != nil {
+		return nil, fmt.Errorf("list the Events of %s: %w", key, err)
+	}
+	out := make([]api.Event, 0, len(recs))
+	for _, rec := range recs {
+		o, err := Decode(rec)
+		if err != nil {
+			return nil, err
+		}
+		if ev, ok := o.(*api.Event); ok {
+			out = append(out, *ev)
+		}
+	}
+	api.SortEvents(out)
+	return out, nil
+}

@@ -190,7 +190,7 @@ func FromEnvWith(ctx context.Context, name string, o Options) (*Runtime, error) 
 	}
 	rt := &Runtime{Role: role, Settings: st, Log: o.Logger, Clock: o.Clock, getenv: o.Getenv, sqs: o.SQS,
 		queues: map[string]*sqsq.Queue{}, metrics: o.Metrics, emf: sink}
-	base := app.Ports{Clock: o.Clock, Metrics: o.Metrics, Logger: o.Logger, MaxQueueDelay: sqsq.MaxDelay,
+	base := app.Ports{Clock: o.Clock, Metrics: o.Metrics, Logger: o.Logger, MaxQueueDelay: sqsq.MaxDelay, EventsExpire: true,
 		DNS01Resolver: o.ACME.DNS01Resolver, SecretReference: st.secretReference}
 	rt.App, err = app.Assemble(ctx, base, awsPorts{rt: rt, st: st, o: &o}.factories(), app.Settings{
 		ClusterResourceNamespace: st.ClusterResourceNamespace, AutoApprove: st.AutoApprove, Quotas: st.Quotas,

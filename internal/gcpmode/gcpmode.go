@@ -135,7 +135,7 @@ func FromEnvWith(ctx context.Context, name string, o Options) (*Runtime, error) 
 	if rt.decode == nil {
 		rt.decode = defaultDecodePush
 	}
-	base := app.Ports{Clock: o.Clock, Metrics: o.Metrics, Logger: o.Logger, MaxQueueDelay: pubsubq.MaxDelay,
+	base := app.Ports{Clock: o.Clock, Metrics: o.Metrics, Logger: o.Logger, MaxQueueDelay: pubsubq.MaxDelay, EventsExpire: true,
 		DNS01Resolver: o.ACME.DNS01Resolver,
 		SecretReference: func(namespace, name string) string {
 			return secretmanager.ResourceName(st.Project, st.SecretPrefix, namespace, name)

@@ -396,7 +396,7 @@ func (r *Runtime) serveUntilIdle(ctx context.Context, o ServeOptions) error {
 	line, notReady := r.progress.summary(certs, func(c *api.Certificate) string {
 		// The chain's blocker, as `certfn status` names it; "" (the
 		// Certificate's own condition) when it cannot be read.
-		rep, err := app.Explain(ctx, r.Repo.Get, nil, api.KeyOf(c))
+		rep, err := app.Explain(ctx, r.Repo.Get, r.Repo.EventsOf, nil, api.KeyOf(c))
 		if err != nil {
 			return ""
 		}

@@ -248,7 +248,7 @@ func TestUnusableACMEServer(t *testing.T) {
 					len(rounds), len(trips), maxTripsPerAttempt, rounds)
 			}
 			// `certfn status` explains the Certificate with the issuer's reason.
-			rep, err := app.Explain(e.ctx, e.rt.Repo.Get, nil, api.Key{Kind: api.KindCertificate, Namespace: "default", Name: "cert-" + s.name})
+			rep, err := app.Explain(e.ctx, e.rt.Repo.Get, e.rt.Repo.EventsOf, nil, api.Key{Kind: api.KindCertificate, Namespace: "default", Name: "cert-" + s.name})
 			if err != nil {
 				t.Fatal(err)
 			}

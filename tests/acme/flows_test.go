@@ -196,7 +196,7 @@ func TestFailedValidation(t *testing.T) {
 		t.Error("no lastFailureTime")
 	}
 	// `certfn status`'s one-line summary names the Order and why it failed.
-	rep, err := app.Explain(e.ctx, e.rt.Repo.Get, nil, api.KeyOf(c))
+	rep, err := app.Explain(e.ctx, e.rt.Repo.Get, e.rt.Repo.EventsOf, nil, api.KeyOf(c))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -32,11 +32,8 @@ func TestIssuedCAWithoutPermission(t *testing.T) {
 	}
 	// And it is visible to the user: a Warning Event on the Certificate
 	// (`certfn status` shows it), written through the api's view.
-	o, err := d.api.Repo.Get(d.Ctx, api.EventKeyFor(api.Key{Kind: api.KindCertificate, Namespace: "cert-manager", Name: "demo-ca"}))
-	if err != nil {
-		t.Fatalf("no Event about demo-ca: %v", err)
-	}
-	if ev := o.(*api.Event); ev.Type != api.EventTypeWarning || !strings.Contains(ev.Message, "AccessDenied") {
+	ev := lastWarning(t, d, api.Key{Kind: api.KindCertificate, Namespace: "cert-manager", Name: "demo-ca"})
+	if ev.Type != api.EventTypeWarning || !strings.Contains(ev.Message, "AccessDenied") {
 		t.Fatalf("event %+v", ev)
 	}
 }
@@ -58,11 +55,25 @@ func TestIssuedCAWithoutPermissionSSM(t *testing.T) {
 	if denied := d.IAMDenied(); len(denied) != 0 {
 		t.Fatalf("IAM denials %v: the store should not have tried", denied)
 	}
-	o, err := d.api.Repo.Get(d.Ctx, api.EventKeyFor(api.Key{Kind: api.KindCertificate, Namespace: "cert-manager", Name: "demo-ca"}))
-	if err != nil {
-		t.Fatalf("no Event about demo-ca: %v", err)
-	}
-	if ev := o.(*api.Event); ev.Type != api.EventTypeWarning || ev.Reason != "FailedPermanently" || !strings.Contains(ev.Message, "class ica") {
+	ev := lastWarning(t, d, api.Key{Kind: api.KindCertificate, Namespace: "cert-manager", Name: "demo-ca"})
+	if ev.Type != api.EventTypeWarning || ev.Reason != "FailedPermanently" || !strings.Contains(ev.Message, "class ica") {
 		t.Fatalf("event %+v", ev)
 	}
+}
+
+// lastWarning is the last Warning Event about key, read through the api's
+// view (the test fails when there is none).
+func lastWarning(t *testing.T, d *deployment, key api.Key) *api.Event {
+	t.Helper()
+	evs, err := d.api.Repo.EventsOf(d.Ctx, key)
+	if err != nil {
+		t.Fatalf("Events of %s: %v", key, err)
+	}
+	for i := len(evs) - 1; i >= 0; i-- {
+		if evs[i].Type == api.EventTypeWarning {
+			return &evs[i]
+		}
+	}
+	t.Fatalf("no Warning Event about %s: %+v", key, evs)
+	return nil
 }

@@ -102,7 +102,8 @@ func counter(rt *localmode.Runtime, name string) float64 {
 // BenchmarkLocalIssuanceCA: apply → Ready for 500 leaf certificates at once
 // (CA issuer, ECDSA P-256), on the real SQLite store and file secret store,
 // 16 workers (CERTFN_BENCH_WORKERS overrides). Reports certificates per second and, per issued certificate,
-// state-store writes, secret-store writes and queue messages.
+// state-store writes (Event writes included, and also reported alone),
+// secret-store writes and queue messages.
 func BenchmarkLocalIssuanceCA(b *testing.B) {
 	const n = 500
 	workers := 16
@@ -134,6 +135,7 @@ func BenchmarkLocalIssuanceCA(b *testing.B) {
 			b.Fatal(err)
 		}
 		w0, s0, q0 := counter(rt, "certfn_state_writes_total"), sec.writes.Load(), counter(rt, "certfn_queue_messages_total")
+		e0 := counter(rt, "certfn_events_recorded_total")
 		b.StartTimer()
 		start := time.Now()
 		for _, o := range objs {
@@ -158,6 +160,7 @@ func BenchmarkLocalIssuanceCA(b *testing.B) {
 		}
 		b.ReportMetric(float64(n)/elapsed.Seconds(), "certs/s")
 		b.ReportMetric((counter(rt, "certfn_state_writes_total")-w0)/n, "state-writes/cert")
+		b.ReportMetric((counter(rt, "certfn_events_recorded_total")-e0)/n, "event-writes/cert")
 		b.ReportMetric(float64(sec.writes.Load()-s0)/n, "secret-writes/cert")
 		b.ReportMetric((counter(rt, "certfn_queue_messages_total")-q0)/n, "queue-msgs/cert")
 		_ = rt.Close()

@@ -281,6 +281,11 @@ func TestKubectl(t *testing.T) {
 			if !strings.Contains(out, "Name:") || !strings.Contains(out, "my-selfsigned-ca") || !strings.Contains(out, "Secret Name:  root-secret") {
 				t.Errorf("describe:\n%s", out)
 			}
+			// kubectl describe lists the object's Events by involvedObject
+			// (kind, name, namespace and uid): cert-manager's reasons.
+			if !regexp.MustCompile(`(?s)Events:.*Normal\s+Issuing\s.*Normal\s+Issued\s`).MatchString(out) {
+				t.Errorf("describe shows no Issuing and Issued Events:\n%s", out)
+			}
 			out = k.ok(cfg, "", "explain", "certificate.spec")
 			if !strings.Contains(out, "secretName") || !strings.Contains(out, "CertificateSpec is cert-manager's CertificateSpec") ||
 				!strings.Contains(out, "SecretName is the secret the key pair and certificate are written to") {

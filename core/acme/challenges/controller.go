@@ -160,6 +160,12 @@ func (r *run) step(ctx context.Context) error {
 	return r.poll(ctx)
 }
 
+// note records n about the Challenge (written once the step's write
+// succeeded; see kernel.Objects.RecordEvent).
+func (r *run) note(ctx context.Context, n kernel.Note) {
+	_ = r.e.RecordEvent(ctx, r.rec.Key, n, kernel.EventRepeat)
+}
+
 func (r *run) write(ctx context.Context, next time.Time, what string) error {
 	if _, err := r.e.UpdateObject(ctx, r.c, r.rec.Version, next); err != nil {
 		return fmt.Errorf("challenge %s: %s: %w", r.rec.Key, what, err)
@@ -178,6 +184,11 @@ func (r *run) finish(ctx context.Context, state api.State, reason string) error 
 	}
 	c.Status.State, c.Status.Reason = state, reason
 	c.Status.Presented, c.Status.Processing, c.Status.NextPollAt = false, false, nil
+	if state == api.StateValid {
+		r.note(ctx, kernel.Normal("DomainVerified", fmt.Sprintf("Domain %q verified with %q validation", c.Spec.DNSName, c.Spec.Type)))
+	} else {
+		r.note(ctx, kernel.Warning("Failed", fmt.Sprintf("Accepting challenge authorization failed: %s", reason)))
+	}
 	if err := r.write(ctx, time.Time{}, "record final state"); err != nil {
 		return err
 	}

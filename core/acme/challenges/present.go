@@ -3,6 +3,7 @@ package challenges
 import (
 	"context"
 	"fmt"
+	"github.com/certfn/certfn/core/kernel"
 	"time"
 
 	"github.com/certfn/certfn/core/acme"
@@ -53,6 +54,7 @@ func (r *run) present(ctx context.Context) error {
 	}
 	c.Status.Presented, c.Status.PresentedAt = true, api.NewTime(r.now)
 	c.Status.Reason = "Presented; waiting for the self-check"
+	r.note(ctx, kernel.Normal("Presented", fmt.Sprintf("Presented challenge using %s challenge mechanism", c.Spec.Type)))
 	if err := r.write(ctx, r.now, "record presented"); err != nil {
 		return err
 	}
@@ -120,6 +122,13 @@ func (r *run) checkAndAccept(ctx context.Context) error {
 		reason := fmt.Sprintf("Waiting for %s challenge propagation: %s", c.Spec.Type, why)
 		next := r.now.Add(r.checkAfter())
 		if c.Status.Reason == reason {
+			// The same failure a second time: cert-manager only logs it;
+			// certfn also records it as a Warning (aggregated like any
+			// Event: a write a minute at most), one check interval after
+			// the first failure. The first one is only status.reason: a
+			// DNS-01 record usually propagates by the second check, and
+			// an Event is a state write of its own.
+			r.note(ctx, kernel.Warning(ReasonSelfCheckFailed, reason))
 			return r.e.Settle(ctx, r.rec, next)
 		}
 		c.Status.Reason = reason
@@ -144,6 +153,7 @@ func (r *run) checkAndAccept(ctx context.Context) error {
 		return fmt.Errorf("challenge %s: %w", r.rec.Key, err)
 	}
 	c.Status.Accepted = true
+	_ = r.e.RecordEvent(ctx, r.rec.Key, kernel.Normal("Accepted", "Self-check passed; accepted the challenge at the ACME server"), kernel.EventLogOnly)
 	if got.Status == acme.StatusInvalid {
 		return r.finish(ctx, api.StateInvalid, "The ACME server rejected the challenge: "+got.Problem)
 	}
@@ -182,3 +192,8 @@ func (r *run) waitInsteadOfSelfCheck(d time.Duration) (time.Time, time.Duration)
 	// unchanged reason means nothing to write.
 	return until, until.Sub(r.now).Round(time.Second)
 }
+
+// ReasonSelfCheckFailed is the reason of the Warning Event of a
+// Challenge whose self-check fails (certfn's: cert-manager logs the
+// "Waiting for <type> challenge propagation: ..." reason without an Event).
+const ReasonSelfCheckFailed = "SelfCheckFailed"

@@ -3,6 +3,7 @@ package challenges
 import (
 	"context"
 	"fmt"
+	"github.com/certfn/certfn/core/kernel"
 	"sort"
 	"strings"
 
@@ -76,6 +77,7 @@ func (r *run) schedule(ctx context.Context) error {
 	}
 	r.c.Status.Processing = true
 	r.c.Status.Reason = "Scheduled"
+	r.note(ctx, kernel.Normal("Started", "Challenge scheduled for processing"))
 	return r.write(ctx, r.now, "start processing")
 }
 

@@ -55,6 +55,10 @@ func (r *run) challenges(ctx context.Context, a *acmeCtx) error {
 			if err != nil && !errors.Is(err, ports.ErrAlreadyExists) {
 				return fmt.Errorf("create challenge %s/%s: %w", ch.Namespace, ch.Name, err)
 			}
+			// cert-manager also records "Created Challenge resource ..." on
+			// the Order here; certfn does not: the Challenge's own Started
+			// says it, and each Event is a state write of its own
+			// (docs/design/events.md#cost).
 			created++
 			continue
 		}

@@ -177,6 +177,18 @@ func (r *run) write(ctx context.Context, next time.Time, what string) error {
 	return nil
 }
 
+// note records n about the Order (written once the step's write
+// succeeded; see kernel.Objects.RecordEvent).
+func (r *run) note(ctx context.Context, n kernel.Note) {
+	_ = r.e.RecordEvent(ctx, r.rec.Key, n, kernel.EventRepeat)
+}
+
+// logStep logs an ACME step at INFO once the step's write succeeded,
+// without an Event (kernel.EventLogOnly).
+func (r *run) logStep(ctx context.Context, reason, message string) {
+	_ = r.e.RecordEvent(ctx, r.rec.Key, kernel.Normal(reason, message), kernel.EventLogOnly)
+}
+
 // wait records that the Order wants to run again at t.
 func (r *run) wait(ctx context.Context, t time.Time) error { return r.e.Settle(ctx, r.rec, t) }
 
@@ -186,6 +198,7 @@ func (r *run) fail(ctx context.Context, state api.State, reason string) error {
 	s := &r.o.Status
 	s.State, s.Reason, s.FailureTime, s.NextPollAt = state, reason, api.NewTime(r.now), nil
 	r.e.Metrics().Inc("certfn_acme_orders_failed_total", "namespace", r.o.Namespace)
+	r.note(ctx, kernel.Warning("Failed", fmt.Sprintf("Order %s: %s", state, reason)))
 	return r.write(ctx, time.Time{}, "record failure")
 }
 

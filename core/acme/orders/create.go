@@ -56,6 +56,7 @@ func (r *run) create(ctx context.Context, a *acmeCtx) error {
 		return r.fail(ctx, api.StateInvalid, "The ACME order is invalid: "+order.Problem)
 	}
 	s.Reason = "Created ACME order"
+	r.logStep(ctx, "OrderSubmitted", fmt.Sprintf("Created the ACME order %s (%d authorizations)", order.URL, len(order.Authorizations)))
 	return r.write(ctx, r.now, "record the new ACME order")
 }
 

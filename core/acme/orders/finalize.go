@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/certfn/certfn/core/kernel"
 	"strings"
 
 	"github.com/certfn/certfn/core/acme"
@@ -40,6 +41,7 @@ func (r *run) finalize(ctx context.Context, a *acmeCtx) error {
 		return fmt.Errorf("order %s: %w", r.rec.Key, err)
 	}
 	r.o.Status.Polls = 0
+	r.logStep(ctx, "Finalized", "Finalized the ACME order with the request's CSR (order status "+string(order.Status)+")")
 	return r.observe(ctx, a, order, false)
 }
 
@@ -112,6 +114,7 @@ func (r *run) download(ctx context.Context, a *acmeCtx) error {
 		s.RenewalInfo = renewalInfo(*ri, nil, r.now, r.h.cfg.ARIInterval)
 	}
 	r.e.Metrics().Inc("certfn_acme_orders_valid_total", "namespace", r.o.Namespace)
+	r.note(ctx, kernel.Normal("Complete", "Order completed successfully"))
 	return r.write(ctx, r.now, "record the issued certificate")
 }
 
