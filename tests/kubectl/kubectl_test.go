@@ -362,11 +362,11 @@ subjects:
 			conds, _ := st["conditions"].([]any)
 			st["conditions"] = append(conds, map[string]any{"type": "Issuing", "status": "True", "reason": "ManuallyTriggered", "message": "Certificate re-issuance manually triggered"})
 			renew, _ := json.Marshal(crt)
-			if out := k.ok(cfg, string(renew), "replace", "--subresource=status", "-f", "-"); out != "certificate.cert-manager.io/my-selfsigned-ca replaced\n" {
-				t.Errorf("replace --subresource=status: %q", out)
-			}
-			if out := k.ok(cfg, "", "get", "certificate", "my-selfsigned-ca", "-n", ns, "-o", `jsonpath={.status.conditions[?(@.type=="Issuing")].reason}`); out != "ManuallyTriggered" {
-				t.Errorf("Issuing after the renewal: %q", out)
+			// the answer is the Certificate as the renewal left it (read
+			// from the answer: another version's subtest may run the
+			// issuance at any moment after)
+			if out := k.ok(cfg, string(renew), "replace", "--subresource=status", "-f", "-", "-o", `jsonpath={.status.conditions[?(@.type=="Issuing")].reason}`); out != "ManuallyTriggered" {
+				t.Errorf("replace --subresource=status: Issuing reason %q, want ManuallyTriggered", out)
 			}
 
 			// kubectl certificate approve and deny: the approval
