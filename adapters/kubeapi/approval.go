@@ -60,8 +60,12 @@ func (h *Handler) csrApproval(w http.ResponseWriter, r *http.Request, caller app
 	var b approvalBody
 	if media == protobufMedia {
 		b, err = decodeApprovalProto(body)
-	} else {
+	} else if _, _, err = decodeBytes(body, res); err == nil {
+		// the object is checked whole, strictly (unknown and duplicate
+		// fields refused, as on every write), then its conditions read
 		err = json.NewDecoder(bytes.NewReader(body)).Decode(&b)
+	} else {
+		return err
 	}
 	if err != nil {
 		return badRequest("the body of the request must be one CertificateSigningRequest: " + err.Error())

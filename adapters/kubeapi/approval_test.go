@@ -80,6 +80,7 @@ func TestCSRApprovalSubresource(t *testing.T) {
 		{"both", csrs + "/stale/approval", "PUT", approvalPut(t, approvalPut(t, seen, approved), denied), 422, "mutually exclusive"},
 		{"other name", csrs + "/deny-me/approval", "PUT", approvalPut(t, seen, approved), 422, "does not match the name on the URL"},
 		{"GET", csrs + "/stale/approval", "GET", "", 405, "only PUT"},
+		{"unknown field", csrs + "/stale/approval", "PUT", strings.Replace(approvalPut(t, seen, approved), `{`, `{"colour":"red",`, 1), 400, `unknown field "colour"`},
 		{"other subresource", csrs + "/stale/status", "PUT", "{}", 400, "served: certificatesigningrequests/approval"},
 		{"wrong kind", csrs + "/stale/approval", "PUT", `{"kind":"CertificateRequest","apiVersion":"cert-manager.io/v1","metadata":{"name":"stale"}}`, 400, "do not match"},
 	} {

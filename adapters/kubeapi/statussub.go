@@ -77,6 +77,11 @@ func (h *Handler) statusSubresource(w http.ResponseWriter, r *http.Request, call
 	if err != nil {
 		return err
 	}
+	// the object is checked whole, strictly (unknown and duplicate fields
+	// refused, as on every write), then its conditions read
+	if _, _, err := decodeBytes(body, res); err != nil {
+		return err
+	}
 	var b statusBody
 	if err := json.NewDecoder(bytes.NewReader(body)).Decode(&b); err != nil {
 		return badRequest(fmt.Sprintf("the body of the request must be one %s: %v", res.info.Kind, err))

@@ -38,6 +38,7 @@ func TestStatusSubresources(t *testing.T) {
 		{"both", crs + "/manual/status", approvalPut(t, approvalPut(t, cr, approved), `{"type":"Denied","status":"True"}`), 422, "one of Approved, Denied at a time"},
 		{"stale", crs + "/manual/status", strings.Replace(approvalPut(t, cr, approved), `"resourceVersion":"`, `"resourceVersion":"9`, 1), 409, "metadata.resourceVersion"},
 		{"other name", crs + "/other/status", approvalPut(t, cr, approved), 422, "does not match the URL"},
+		{"unknown field", crs + "/manual/status", strings.Replace(approvalPut(t, cr, approved), `{`, `{"colour":"red",`, 1), 400, `unknown field "colour"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := e.must(tc.code, req{method: "PUT", path: tc.path, user: admin, contentType: "application/json", body: tc.body})
